@@ -1,0 +1,260 @@
+import { z } from "zod";
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+
+/**
+ * The contract every provider adapter implements, and the normalized provider events it
+ * streams. Events carry native refs (evidence); the normalizer turns them into app ids.
+ * A ref is absent when the provider does not expose it (identity `none`).
+ */
+
+const ref = z.string().min(1);
+const where = {
+  /** Native thread the event belongs to; for a subagent's child turn, the child thread. */
+  threadRef: ref.optional(),
+  turnRef: ref.optional(),
+};
+
+export const ItemKindSchema = z.enum([
+  "assistant_message",
+  "reasoning",
+  "tool_call",
+  "command_execution",
+  "file_change",
+]);
+export type ItemKind = z.infer<typeof ItemKindSchema>;
+
+export const TurnStatusSchema = z.enum(["completed", "interrupted", "failed", "cancelled"]);
+export type TurnStatus = z.infer<typeof TurnStatusSchema>;
+
+export const ItemStatusSchema = z.enum(["completed", "failed", "cancelled", "declined"]);
+
+const stepStatus = z.enum(["pending", "in_progress", "completed"]);
+export const PlanStepSchema = z.strictObject({ step: z.string(), status: stepStatus });
+export const TodoItemSchema = z.strictObject({ text: z.string(), status: stepStatus });
+
+export const QuestionSchema = z.strictObject({
+  id: z.string().min(1),
+  question: z.string(),
+  header: z.string().optional(),
+  options: z.array(z.strictObject({ label: z.string(), description: z.string().optional() })).optional(),
+  multiSelect: z.boolean().optional(),
+});
+export type Question = z.infer<typeof QuestionSchema>;
+
+export const RequestPayloadSchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("command"), command: z.string(), cwd: z.string().optional(), reason: z.string().optional() }),
+  z.strictObject({ kind: z.literal("file_read"), path: z.string() }),
+  z.strictObject({ kind: z.literal("file_change"), path: z.string(), diff: z.string().optional() }),
+  z.strictObject({ kind: z.literal("apply_patch"), patch: z.string() }),
+  z.strictObject({ kind: z.literal("user_input"), questions: z.array(QuestionSchema).min(1) }),
+  z.strictObject({ kind: z.literal("dynamic_tool"), toolName: z.string(), input: z.unknown() }),
+]);
+export type RequestPayload = z.infer<typeof RequestPayloadSchema>;
+export type RequestKind = RequestPayload["kind"];
+
+export const ItemDetailSchema = z.strictObject({
+  toolName: z.string().optional(),
+  input: z.unknown().optional(),
+  command: z.string().optional(),
+  path: z.string().optional(),
+  diff: z.string().optional(),
+});
+
+export const ProviderEventSchema = z.discriminatedUnion("type", [
+  z.strictObject({
+    type: z.literal("session.state"),
+    state: z.enum(["starting", "ready", "busy", "idle", "stopped", "error"]),
+    message: z.string().optional(),
+  }),
+  z.strictObject({ type: z.literal("turn.started"), ...where }),
+  z.strictObject({
+    type: z.literal("turn.terminal"),
+    ...where,
+    status: TurnStatusSchema,
+    threadDisposition: z.enum(["reusable", "broken"]),
+    failureClass: z.string().nullable().default(null),
+    message: z.string().nullable().default(null),
+    retryable: z.boolean().default(false),
+  }),
+  z.strictObject({
+    type: z.literal("item.started"),
+    ...where,
+    itemRef: ref.optional(),
+    /** Native parent item (a subagent's item for its child turn's items). */
+    parentItemRef: ref.optional(),
+    kind: ItemKindSchema,
+    detail: ItemDetailSchema.optional(),
+  }),
+  z.strictObject({
+    type: z.literal("item.delta"),
+    ...where,
+    itemRef: ref.optional(),
+    kind: ItemKindSchema,
+    stream: z.enum(["text", "output"]),
+    delta: z.string(),
+  }),
+  z.strictObject({
+    type: z.literal("item.completed"),
+    ...where,
+    itemRef: ref.optional(),
+    kind: ItemKindSchema,
+    status: ItemStatusSchema,
+    /** Full text for providers that do not stream (or as the authoritative final text). */
+    text: z.string().optional(),
+    output: z.string().optional(),
+    exitCode: z.number().int().nullable().optional(),
+  }),
+  z.strictObject({
+    type: z.literal("plan.updated"),
+    ...where,
+    itemRef: ref.optional(),
+    explanation: z.string().optional(),
+    steps: z.array(PlanStepSchema),
+  }),
+  z.strictObject({ type: z.literal("plan.proposed"), ...where, itemRef: ref.optional(), text: z.string() }),
+  z.strictObject({ type: z.literal("todo.updated"), ...where, itemRef: ref.optional(), items: z.array(TodoItemSchema) }),
+  z.strictObject({
+    type: z.literal("request.opened"),
+    ...where,
+    requestRef: ref.optional(),
+    itemRef: ref.optional(),
+    request: RequestPayloadSchema,
+  }),
+  z.strictObject({
+    type: z.literal("request.resolved"),
+    ...where,
+    requestRef: ref.optional(),
+    outcome: z.string().optional(),
+  }),
+  z.strictObject({
+    type: z.literal("subagent.started"),
+    ...where,
+    itemRef: ref.optional(),
+    childThreadRef: ref.optional(),
+    agent: z.string(),
+    prompt: z.string().optional(),
+  }),
+  z.strictObject({
+    type: z.literal("subagent.completed"),
+    ...where,
+    itemRef: ref.optional(),
+    childThreadRef: ref.optional(),
+    status: TurnStatusSchema,
+    result: z.string().optional(),
+  }),
+  z.strictObject({ type: z.literal("warning"), ...where, message: z.string() }),
+]);
+export type ProviderEvent = z.infer<typeof ProviderEventSchema>;
+export type ProviderEventType = ProviderEvent["type"];
+
+/** What `streamEvents()` yields: a normalized event tagged with the app session it came from. */
+export interface ProviderAdapterEvent {
+  sessionId: string;
+  event: ProviderEvent;
+}
+
+/** Opaque handle the adapter needs to address a provider thread again. */
+export interface ProviderThreadHandle {
+  /** Native thread id when the provider exposes one (evidence, never identity). */
+  threadRef: string | null;
+  /** What `ensureProviderThread({ resume })` needs to reattach later; persisted by the runtime. */
+  resumeCursor: string;
+}
+
+export interface ProviderSessionInfo {
+  sessionId: string;
+  capabilities: ProviderCapabilities;
+  /** Bumped every time the provider host process is (re)started. */
+  hostGeneration: number;
+}
+
+/** Context the runtime hands a provider thread: a handoff summary or a portable fork. */
+export interface RunContext {
+  kind: "handoff" | "fork" | "rebuild";
+  text: string;
+  /** How the provider should receive it; chosen by the runtime from the context capabilities. */
+  delivery: "system" | "developer" | "synthetic_user";
+}
+
+export type RequestResponse =
+  | { kind: "decision"; decision: "accept" | "accept_for_session" | "decline" | "cancel" }
+  | { kind: "answers"; answers: Record<string, string | string[]> };
+
+/** Native address of a request: its native id when it has one, else its ordinal in the turn. */
+export interface ProviderRequestAddress {
+  requestRef: string | null;
+  turnRef: string | null;
+  ordinal: number;
+}
+
+export interface ProviderThreadSnapshot {
+  threadRef: string | null;
+  turns: ReadonlyArray<{ turnRef: string | null; status: TurnStatus | "running"; userText: string; assistantText: string }>;
+}
+
+export interface StartSessionInput {
+  sessionId: string;
+  cwd: string;
+  model: string | null;
+}
+
+export interface EnsureThreadInput {
+  sessionId: string;
+  cwd: string;
+  /** Resume is a required primitive: resume from this cursor or throw ResumeFailedError. */
+  resume?: { cursor: string };
+}
+
+export interface SendRunInput {
+  sessionId: string;
+  thread: ProviderThreadHandle;
+  text: string;
+  context: RunContext | null;
+  model: string | null;
+}
+
+export interface TurnAddress {
+  sessionId: string;
+  thread: ProviderThreadHandle;
+  /** Native turn id if the provider exposes one. */
+  turnRef: string | null;
+}
+
+export interface ProviderAdapter {
+  /** Provider kind, e.g. "scripted"; used for display and diagnostics only. */
+  readonly provider: string;
+  getCapabilities(): ProviderCapabilities;
+  startSession(input: StartSessionInput): Promise<ProviderSessionInfo>;
+  stopSession(input: { sessionId: string }): Promise<void>;
+  ensureProviderThread(input: EnsureThreadInput): Promise<ProviderThreadHandle>;
+  /** Starts a turn; resolves once the provider accepted it (not when it finishes). */
+  sendRun(input: SendRunInput): Promise<{ turnRef: string | null }>;
+  /** Present only when `turns.supportsActiveSteering`. */
+  steerRun?(input: TurnAddress & { text: string }): Promise<void>;
+  /** Resolves on acknowledgement; the terminal arrives later as a `turn.terminal` event. */
+  interrupt(input: TurnAddress): Promise<void>;
+  respondToRequest(input: {
+    sessionId: string;
+    thread: ProviderThreadHandle;
+    request: ProviderRequestAddress;
+    response: RequestResponse;
+  }): Promise<void>;
+  /** Present only when `threads.canReadThreadSnapshot`. */
+  readThreadSnapshot?(input: { sessionId: string; thread: ProviderThreadHandle }): Promise<ProviderThreadSnapshot>;
+  /** Present only when `threads.canRollbackThread`: drops the last `turns` turns. */
+  rollbackThread?(input: {
+    sessionId: string;
+    thread: ProviderThreadHandle;
+    turns: number;
+  }): Promise<ProviderThreadSnapshot | void>;
+  /** Present only when `threads.canForkThread`. */
+  forkThread?(input: {
+    sessionId: string;
+    thread: ProviderThreadHandle;
+    /** Fork after this native turn; null forks the whole thread. */
+    afterTurnRef: string | null;
+  }): Promise<ProviderThreadHandle>;
+  /** One consumer; yields events in provider order until `close()`. */
+  streamEvents(): AsyncIterable<ProviderAdapterEvent>;
+  close(): Promise<void>;
+}

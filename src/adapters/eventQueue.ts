@@ -1,0 +1,49 @@
+/**
+ * A single-consumer async queue: producers push synchronously, the consumer iterates.
+ * Adapters use it to expose `streamEvents()` in provider order.
+ */
+export class EventQueue<T> implements AsyncIterable<T> {
+  #items: T[] = [];
+  #waiting: ((result: IteratorResult<T>) => void) | null = null;
+  #closed = false;
+  #iterating = false;
+
+  push(item: T): void {
+    if (this.#closed) return;
+    const waiting = this.#waiting;
+    if (waiting) {
+      this.#waiting = null;
+      waiting({ value: item, done: false });
+    } else {
+      this.#items.push(item);
+    }
+  }
+
+  /** Ends iteration once the buffered items are consumed. */
+  close(): void {
+    this.#closed = true;
+    const waiting = this.#waiting;
+    if (waiting && this.#items.length === 0) {
+      this.#waiting = null;
+      waiting({ value: undefined, done: true });
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    if (this.#iterating) throw new Error("EventQueue supports one consumer");
+    this.#iterating = true;
+    return {
+      next: () => {
+        const item = this.#items.shift();
+        if (item !== undefined) return Promise.resolve({ value: item, done: false });
+        if (this.#closed) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve) => (this.#waiting = resolve));
+      },
+      return: () => {
+        this.close();
+        this.#items = [];
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+}

@@ -1,0 +1,178 @@
+import { defineCapabilities, parseCapabilities, type CapabilityOverrides, type ProviderCapabilities } from "../../capabilities/index.js";
+import { CapabilityUnsupportedError, NotFoundError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
+import type {
+  ProviderAdapter,
+  ProviderAdapterEvent,
+  ProviderEvent,
+  ProviderThreadHandle,
+  TurnAddress,
+} from "../contract.js";
+import { EventQueue } from "../eventQueue.js";
+import { ScriptedBackend, type BackendThread } from "./backend.js";
+import { echoScript, type ScriptSource } from "./script.js";
+import { ScriptedTurn } from "./turn.js";
+
+/**
+ * The scripted provider: a real adapter whose "model" is a script. It honours exactly the
+ * capability record it is given: optional methods exist only when declared, native ids
+ * appear only where identity exposes them, and so on.
+ */
+
+export interface ScriptedAdapterOptions {
+  /** A full record, or overrides applied to `fullCapabilities()`. */
+  capabilities?: ProviderCapabilities | CapabilityOverrides;
+  script?: ScriptSource;
+  /** Share a backend between adapters to model a provider that outlives the runtime. */
+  backend?: ScriptedBackend;
+  /** Delay between streamed chunks; 0 yields to the event loop only. */
+  chunkDelayMs?: number;
+}
+
+interface Session {
+  generation: number;
+  stopped: boolean;
+}
+
+export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): ProviderAdapter {
+  const caps = resolveCapabilities(options.capabilities);
+  const backend = options.backend ?? new ScriptedBackend();
+  const script = options.script ?? echoScript;
+  const chunkDelayMs = options.chunkDelayMs ?? 0;
+  const queue = new EventQueue<ProviderAdapterEvent>();
+  const sessions = new Map<string, Session>();
+  /** Active turn per native thread id. */
+  const active = new Map<string, { sessionId: string; turn: ScriptedTurn }>();
+  let generation = 0;
+
+  const exposesThreadRef = caps.threads.exposesNativeThreadId && caps.identity.nativeThreadIds !== "none";
+  const exposesTurnRef = caps.turns.exposesNativeTurnId && caps.identity.nativeTurnIds !== "none";
+  const push = (sessionId: string, event: ProviderEvent) => queue.push({ sessionId, event });
+
+  const liveSession = (sessionId: string): Session => {
+    const session = sessions.get(sessionId);
+    if (!session || session.stopped) throw new ProviderError(`scripted session ${sessionId} is not running`, { sessionId });
+    return session;
+  };
+  const threadOf = (handle: ProviderThreadHandle): BackendThread => {
+    const thread = backend.threads.get(handle.resumeCursor);
+    if (!thread) throw new NotFoundError("scripted thread", handle.resumeCursor);
+    return thread;
+  };
+  const handleOf = (thread: BackendThread): ProviderThreadHandle => ({
+    threadRef: exposesThreadRef ? thread.id : null,
+    resumeCursor: thread.id,
+  });
+  const activeTurn = (input: TurnAddress) => {
+    const entry = active.get(input.thread.resumeCursor);
+    if (!entry) throw new ProviderError("no active turn on this thread", { cursor: input.thread.resumeCursor });
+    return entry.turn;
+  };
+
+  async function runTurn(sessionId: string, thread: BackendThread, turn: ScriptedTurn, text: string, turnIndex: number) {
+    const threadRef = exposesThreadRef ? thread.id : undefined;
+    const where = { ...(threadRef ? { threadRef } : {}), ...(turn.turnRef ? { turnRef: turn.turnRef } : {}) };
+    const record = { turnRef: turn.turnRef ?? `turn-${turnIndex}`, userText: text, assistantText: "", status: "running" as const };
+    thread.turns.push(record);
+    await Promise.resolve(); // the turn starts after sendRun returns, as with a real provider
+    if (caps.turns.emitsTurnStarted) push(sessionId, { type: "turn.started", ...where });
+    const terminal = await turn.run(script({ text, turnIndex }), threadRef);
+    active.delete(thread.id);
+    if (sessions.get(sessionId)?.stopped) return; // the session died with the turn: no terminal
+    Object.assign(record, { assistantText: turn.assistantText, status: terminal.status });
+    if (caps.turns.emitsTurnCompleted) push(sessionId, { type: "turn.terminal", ...where, ...terminal });
+    else push(sessionId, { type: "session.state", state: "idle" });
+  }
+
+  const adapter: ProviderAdapter = {
+    provider: "scripted",
+    getCapabilities: () => caps,
+    async startSession({ sessionId }) {
+      generation += 1;
+      sessions.set(sessionId, { generation, stopped: false });
+      push(sessionId, { type: "session.state", state: "ready" });
+      return { sessionId, capabilities: caps, hostGeneration: generation };
+    },
+    async stopSession({ sessionId }) {
+      const session = sessions.get(sessionId);
+      if (!session || session.stopped) return;
+      session.stopped = true;
+      for (const [threadId, entry] of active) {
+        if (entry.sessionId !== sessionId) continue;
+        entry.turn.abort.abort();
+        active.delete(threadId);
+      }
+      push(sessionId, { type: "session.state", state: "stopped", message: "session stopped" });
+    },
+    async ensureProviderThread({ sessionId, resume }) {
+      liveSession(sessionId);
+      if (!resume) return handleOf(backend.createThread());
+      const thread = backend.threads.get(resume.cursor);
+      if (!thread) throw new ResumeFailedError(`scripted provider has no thread for cursor ${resume.cursor}`, { cursor: resume.cursor });
+      return handleOf(thread);
+    },
+    async sendRun({ sessionId, thread: handle, text }) {
+      liveSession(sessionId);
+      const thread = threadOf(handle);
+      if (active.has(thread.id)) throw new ProviderError("a turn is already running on this thread", { cursor: thread.id });
+      const turnRef = exposesTurnRef ? backend.nextId("sturn") : undefined;
+      const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs);
+      active.set(thread.id, { sessionId, turn });
+      const turnIndex = thread.turns.length;
+      void runTurn(sessionId, thread, turn, text, turnIndex).catch((error: unknown) => {
+        push(sessionId, { type: "warning", message: `scripted turn crashed: ${String(error)}` });
+      });
+      return { turnRef: turnRef ?? null };
+    },
+    async interrupt(input) {
+      if (!caps.turns.supportsInterrupt) {
+        throw new CapabilityUnsupportedError("turns.supportsInterrupt", "scripted provider declared no interrupt");
+      }
+      liveSession(input.sessionId);
+      activeTurn(input).abort.abort(); // acknowledgement only: the terminal follows as an event
+    },
+    async respondToRequest({ sessionId, thread, request, response }) {
+      liveSession(sessionId);
+      const turn = activeTurn({ sessionId, thread, turnRef: request.turnRef });
+      const pending = turn.pending.find((p) => (request.requestRef ? p.requestRef === request.requestRef : p.ordinal === request.ordinal));
+      if (!pending) throw new ProviderError("no such pending request", { request });
+      pending.answer(response);
+    },
+    streamEvents: () => queue,
+    async close() {
+      for (const sessionId of sessions.keys()) await adapter.stopSession({ sessionId });
+      queue.close();
+    },
+  };
+
+  if (caps.turns.supportsActiveSteering) {
+    adapter.steerRun = async (input) => {
+      liveSession(input.sessionId);
+      activeTurn(input).steers.push(input.text);
+    };
+  }
+  if (caps.threads.canReadThreadSnapshot) {
+    adapter.readThreadSnapshot = async ({ thread }) =>
+      backend.snapshot(threadOf(thread), { thread: exposesThreadRef, turn: exposesTurnRef });
+  }
+  if (caps.threads.canRollbackThread) {
+    adapter.rollbackThread = async ({ thread: handle, turns }) => {
+      const thread = threadOf(handle);
+      thread.turns.splice(Math.max(0, thread.turns.length - turns));
+      return backend.snapshot(thread, { thread: exposesThreadRef, turn: exposesTurnRef });
+    };
+  }
+  if (caps.threads.canForkThread) {
+    adapter.forkThread = async ({ thread: handle, afterTurnRef }) => {
+      const source = threadOf(handle);
+      const cut = afterTurnRef === null ? source.turns.length : source.turns.findIndex((t) => t.turnRef === afterTurnRef) + 1;
+      if (cut === 0) throw new ProviderError(`no turn ${afterTurnRef} to fork after`);
+      return handleOf(backend.createThread(source.turns.slice(0, cut).map((t) => ({ ...t }))));
+    };
+  }
+  return adapter;
+}
+
+function resolveCapabilities(input: ScriptedAdapterOptions["capabilities"]): ProviderCapabilities {
+  if (input && "version" in input) return parseCapabilities(input);
+  return defineCapabilities(input ?? {});
+}

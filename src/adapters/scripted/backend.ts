@@ -1,0 +1,48 @@
+import type { ProviderThreadSnapshot, TurnStatus } from "../contract.js";
+
+/**
+ * The scripted provider's own persistent state: its threads and their turns. Share one
+ * backend between adapter instances to model a provider that outlives the runtime
+ * (resume after a restart); a fresh backend models one that forgot everything.
+ */
+export interface BackendTurn {
+  turnRef: string;
+  userText: string;
+  assistantText: string;
+  status: TurnStatus | "running";
+}
+
+export interface BackendThread {
+  /** Globally unique native id; the resume cursor. */
+  id: string;
+  turns: BackendTurn[];
+}
+
+export class ScriptedBackend {
+  readonly threads = new Map<string, BackendThread>();
+  #counter = 0;
+
+  /** Unique native ids across every adapter sharing this backend. */
+  nextId(kind: string): string {
+    this.#counter += 1;
+    return `${kind}-${this.#counter}`;
+  }
+
+  createThread(turns: BackendTurn[] = []): BackendThread {
+    const thread = { id: this.nextId("sthread"), turns };
+    this.threads.set(thread.id, thread);
+    return thread;
+  }
+
+  snapshot(thread: BackendThread, exposeIds: { thread: boolean; turn: boolean }): ProviderThreadSnapshot {
+    return {
+      threadRef: exposeIds.thread ? thread.id : null,
+      turns: thread.turns.map((t) => ({
+        turnRef: exposeIds.turn ? t.turnRef : null,
+        status: t.status,
+        userText: t.userText,
+        assistantText: t.assistantText,
+      })),
+    };
+  }
+}

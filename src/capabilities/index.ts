@@ -1,0 +1,3 @@
+export * from "./schema.js";
+export * from "./presets.js";
+export * from "./predicates.js";

@@ -1,0 +1,70 @@
+import type { ProviderCapabilities } from "./schema.js";
+
+/**
+ * Questions the orchestration asks of a capability record. Machine guards wrap these, so
+ * each degradation policy reads one named decision rather than raw flags.
+ */
+type Caps = ProviderCapabilities;
+
+export const canSteerNatively = (c: Caps): boolean => c.turns.supportsActiveSteering;
+
+/** App-level steering: interrupt the active turn and start a replacement attempt. */
+export const canSteerByInterruptRestart = (c: Caps): boolean =>
+  c.turns.supportsSteeringByInterruptRestart && c.turns.supportsInterrupt;
+
+export const canInterrupt = (c: Caps): boolean => c.turns.supportsInterrupt;
+
+/** The provider queues follow-ups itself; otherwise the runtime holds the queue. */
+export const canQueueNatively = (c: Caps): boolean => c.turns.supportsQueuedMessages;
+
+export const canForkNatively = (c: Caps, fromInsideThread: boolean): boolean =>
+  c.threads.canForkThread && (!fromInsideThread || c.threads.canForkFromTurn);
+
+export const canRollbackProvider = (c: Caps): boolean => c.threads.canRollbackThread;
+
+export const canReadThreadSnapshot = (c: Caps): boolean => c.threads.canReadThreadSnapshot;
+
+/** One session hosts many provider threads; otherwise each provider thread gets its own. */
+export const sharesSessionAcrossThreads = (c: Caps): boolean =>
+  c.sessions.supportsMultipleProviderThreadsPerSession;
+
+export const canSwitchModelInSession = (c: Caps): boolean => c.sessions.supportsModelSwitchInSession;
+
+export const requestsSurviveRestart = (c: Caps): boolean => c.sessions.pendingRequestsSurviveRestart;
+
+/** The runtime must infer the turn terminal because the provider's is weak or missing. */
+export const mustInferTurnTerminal = (c: Caps): boolean =>
+  !c.turns.emitsTurnCompleted || c.turns.terminalStatusQuality !== "strong";
+
+/** Without message-completed events, assistant messages close at the root terminal. */
+export const closesMessagesAtRootTerminal = (c: Caps): boolean => !c.streaming.emitsMessageCompleted;
+
+export type ApprovalKind = "command" | "file_read" | "file_change" | "apply_patch";
+
+export const supportsApprovalFor = (c: Caps, kind: ApprovalKind): boolean => {
+  switch (kind) {
+    case "command":
+      return c.approvals.supportsCommandApproval;
+    case "file_read":
+      return c.approvals.supportsFileReadApproval;
+    case "file_change":
+      return c.approvals.supportsFileChangeApproval;
+    case "apply_patch":
+      return c.approvals.supportsApplyPatchApproval;
+  }
+};
+
+/** Some structured approval exists; without any, the configured sandbox policy governs. */
+export const hasStructuredApprovals = (c: Caps): boolean =>
+  c.approvals.supportsCommandApproval ||
+  c.approvals.supportsFileReadApproval ||
+  c.approvals.supportsFileChangeApproval ||
+  c.approvals.supportsApplyPatchApproval;
+
+/** The provider takes context other than a user message (for handoffs and rebuilds). */
+export const acceptsExplicitContext = (c: Caps): boolean =>
+  c.context.acceptsSystemContext || c.context.acceptsDeveloperContext || c.context.canConsumeHandoffSummaries;
+
+/** A handoff can still be delivered, as synthetic user context if nothing else. */
+export const canReceiveHandoff = (c: Caps): boolean =>
+  acceptsExplicitContext(c) || c.context.acceptsSyntheticUserContext;

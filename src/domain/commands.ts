@@ -1,0 +1,104 @@
+import { z } from "zod";
+import { DispatchModeSchema } from "./entities.js";
+import { RequestResponseSchema } from "./events.js";
+import { InvalidInputError } from "./errors.js";
+
+/** Public API inputs. Every call is validated here; a bad field becomes `invalid_input`. */
+
+const commandId = z.string().min(1).max(200).optional();
+/** App ids only (invariant 6): native ids never address anything through the API. */
+const appId = (prefix: string) =>
+  z.string().regex(new RegExp(`^${prefix}_[A-Za-z0-9_-]+$`), `must be a ${prefix}_ app id`);
+
+export const CreateThreadInputSchema = z.strictObject({
+  providerTarget: z.string().min(1),
+  title: z.string().max(500).optional(),
+  cwd: z.string().min(1).optional(),
+  model: z.string().min(1).nullable().optional(),
+  commandId,
+});
+
+export const SendMessageInputSchema = z.strictObject({
+  threadId: appId("thr"),
+  text: z.string().min(1).max(1_000_000),
+  mode: DispatchModeSchema.default("auto"),
+  /** Run this message on another configured target (a provider switch, with a handoff). */
+  providerTarget: z.string().min(1).optional(),
+  commandId,
+});
+
+export const InterruptInputSchema = z.strictObject({ runId: appId("run"), commandId });
+
+export const RespondInputSchema = z.strictObject({
+  requestId: appId("req"),
+  response: RequestResponseSchema,
+  commandId,
+});
+
+export const ForkThreadInputSchema = z.strictObject({
+  threadId: appId("thr"),
+  /** Fork after this run (a stable point); default: after the latest run. */
+  afterRunId: appId("run").optional(),
+  providerTarget: z.string().min(1).optional(),
+  title: z.string().max(500).optional(),
+  commandId,
+});
+
+export const SubscribeInputSchema = z.strictObject({
+  threadId: appId("thr").optional(),
+  afterSeq: z.number().int().nonnegative().default(0),
+});
+
+export const ThreadIdSchema = appId("thr");
+export const RunIdSchema = appId("run");
+
+export type CreateThreadInput = z.input<typeof CreateThreadInputSchema>;
+export type SendMessageInput = z.input<typeof SendMessageInputSchema>;
+export type InterruptInput = z.input<typeof InterruptInputSchema>;
+export type RespondInput = z.input<typeof RespondInputSchema>;
+export type ForkThreadInput = z.input<typeof ForkThreadInputSchema>;
+export type SubscribeInput = z.input<typeof SubscribeInputSchema>;
+
+/** Parse or throw `invalid_input` naming the first bad field. */
+export function parseInput<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const keys = issue.code === "unrecognized_keys" ? issue.keys.slice(0, 1) : [];
+  const field = [...issue.path, ...keys].map(String).join(".");
+  throw new InvalidInputError(field || "input", issue.message);
+}
+
+export interface CreateThreadReceipt {
+  commandId: string;
+  threadId: string;
+}
+
+export interface SendMessageReceipt {
+  commandId: string;
+  threadId: string;
+  runId: string;
+  /** started: a new run began; queued: waits for the turn boundary; steered: went into the active run; restarting: the active run is being interrupted for this one. */
+  disposition: "started" | "queued" | "steered" | "restarting";
+  via: "native" | "interrupt_restart" | null;
+  queuePosition: number;
+}
+
+export interface InterruptReceipt {
+  commandId: string;
+  runId: string;
+  via: "native" | "session_stop" | "not_started" | "already_requested";
+}
+
+export interface RespondReceipt {
+  commandId: string;
+  requestId: string;
+  status: "accepted";
+}
+
+export interface ForkReceipt {
+  commandId: string;
+  threadId: string;
+  parentThreadId: string;
+  transferId: string;
+}

@@ -1,0 +1,89 @@
+import { z } from "zod";
+
+/** Lifecycle vocabularies of the domain model, shared by events, machines and projections. */
+
+export const RunStatusSchema = z.enum([
+  "queued",
+  "starting",
+  "running",
+  "waiting",
+  "completed",
+  "interrupted",
+  "failed",
+  "cancelled",
+  "rolled_back",
+]);
+export type RunStatus = z.infer<typeof RunStatusSchema>;
+export const ActiveRunStatusSchema = RunStatusSchema.extract(["queued", "starting", "running", "waiting"]);
+export const TerminalRunStatusSchema = RunStatusSchema.extract([
+  "completed",
+  "interrupted",
+  "failed",
+  "cancelled",
+  "rolled_back",
+]);
+export type TerminalRunStatus = z.infer<typeof TerminalRunStatusSchema>;
+
+export const AttemptReasonSchema = z.enum(["initial", "steering_restart", "retry", "provider_recovery"]);
+export type AttemptReason = z.infer<typeof AttemptReasonSchema>;
+export const AttemptStatusSchema = z.enum([
+  "pending",
+  "running",
+  "completed",
+  "interrupted",
+  "failed",
+  "cancelled",
+  "superseded",
+]);
+export type AttemptStatus = z.infer<typeof AttemptStatusSchema>;
+
+export const NodeKindSchema = z.enum([
+  "root_turn",
+  "assistant_message",
+  "reasoning",
+  "plan",
+  "todo_list",
+  "tool_call",
+  "command_execution",
+  "file_change",
+  "approval_request",
+  "user_input_request",
+  "subagent",
+  "system",
+]);
+export type NodeKind = z.infer<typeof NodeKindSchema>;
+export const NodeStatusSchema = z.enum(["pending", "running", "waiting", "completed", "interrupted", "failed", "cancelled"]);
+export type NodeStatus = z.infer<typeof NodeStatusSchema>;
+
+export const RequestStatusSchema = z.enum(["pending", "resolved", "expired", "cancelled"]);
+export type RequestStatus = z.infer<typeof RequestStatusSchema>;
+
+/** Whether a request can still be answered, and through which host generation. */
+export const ResponseCapabilitySchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("live"), sessionId: z.string(), hostGeneration: z.number().int() }),
+  z.strictObject({ kind: z.literal("not_resumable"), reason: z.string() }),
+]);
+export type ResponseCapability = z.infer<typeof ResponseCapabilitySchema>;
+
+export const SessionStatusSchema = z.enum(["starting", "ready", "running", "stopped", "error"]);
+export type SessionStatus = z.infer<typeof SessionStatusSchema>;
+
+export const ProviderThreadStatusSchema = z.enum(["not_loaded", "loading", "idle", "active", "closed", "error"]);
+export type ProviderThreadStatus = z.infer<typeof ProviderThreadStatusSchema>;
+
+export const DispatchModeSchema = z.enum(["auto", "queue", "steer", "restart"]);
+export type DispatchMode = z.infer<typeof DispatchModeSchema>;
+
+export const FailureSchema = z.strictObject({
+  failureClass: z.string(),
+  message: z.string(),
+  retryable: z.boolean(),
+});
+export type Failure = z.infer<typeof FailureSchema>;
+
+export const LineageSchema = z.strictObject({
+  parentThreadId: z.string(),
+  relation: z.enum(["fork", "subagent"]),
+  forkedFromRunId: z.string().nullable(),
+});
+export type Lineage = z.infer<typeof LineageSchema>;

@@ -1,0 +1,126 @@
+/**
+ * Typed errors with stable codes. Every failure that crosses the public API is one of
+ * these; callers branch on `code`, never on message text.
+ */
+export type TillerErrorCode =
+  | "invalid_input"
+  | "not_found"
+  | "conflict"
+  | "capability_unsupported"
+  | "resume_failed"
+  | "not_resumable"
+  | "protocol_error"
+  | "host_unavailable"
+  | "provider_error"
+  | "data_dir_locked"
+  | "store_corrupt"
+  | "closed";
+
+export class TillerError extends Error {
+  readonly code: TillerErrorCode;
+  readonly details: Readonly<Record<string, unknown>>;
+
+  constructor(code: TillerErrorCode, message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = new.target.name;
+    this.code = code;
+    this.details = details;
+  }
+
+  toJSON(): { code: TillerErrorCode; message: string; details: Record<string, unknown> } {
+    return { code: this.code, message: this.message, details: { ...this.details } };
+  }
+}
+
+/** Input failed validation; `field` is the dotted path of the first offending field. */
+export class InvalidInputError extends TillerError {
+  readonly field: string;
+  constructor(field: string, message: string, details: Record<string, unknown> = {}) {
+    super("invalid_input", field ? `${field}: ${message}` : message, { field, ...details });
+    this.field = field;
+  }
+}
+
+export class NotFoundError extends TillerError {
+  constructor(entity: string, id: string) {
+    super("not_found", `${entity} ${id} does not exist`, { entity, id });
+  }
+}
+
+/** The request is valid but the entity's current state does not allow it. */
+export class ConflictError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("conflict", message, details);
+  }
+}
+
+/**
+ * A capability the operation needs is missing. `fallback` names the policy that was
+ * considered; `refused` says the runtime declined to take it.
+ */
+export class CapabilityUnsupportedError extends TillerError {
+  readonly capability: string;
+  constructor(capability: string, message: string, details: Record<string, unknown> = {}) {
+    super("capability_unsupported", message, { capability, ...details });
+    this.capability = capability;
+  }
+}
+
+/** A provider could not resume from a stored cursor. */
+export class ResumeFailedError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("resume_failed", message, details);
+  }
+}
+
+/** The thing being answered belongs to a host generation or session that is gone. */
+export class NotResumableError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("not_resumable", message, details);
+  }
+}
+
+export class ProtocolError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("protocol_error", message, details);
+  }
+}
+
+export class HostUnavailableError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("host_unavailable", message, details);
+  }
+}
+
+/** A provider call failed for a reason the provider reported. */
+export class ProviderError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("provider_error", message, details);
+  }
+}
+
+export class DataDirLockedError extends TillerError {
+  constructor(dataDir: string, holderPid: number) {
+    super(
+      "data_dir_locked",
+      `data directory ${dataDir} is in use by another runtime (pid ${holderPid})`,
+      { dataDir, holderPid },
+    );
+  }
+}
+
+export class StoreCorruptError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("store_corrupt", message, details);
+  }
+}
+
+export class ClosedError extends TillerError {
+  constructor(what = "runtime") {
+    super("closed", `${what} is closed`);
+  }
+}
+
+export function isTillerError(value: unknown): value is TillerError {
+  return value instanceof TillerError;
+}

@@ -1,0 +1,255 @@
+import { z } from "zod";
+import { ProviderCapabilitiesSchema } from "../capabilities/schema.js";
+import {
+  ItemDetailSchema,
+  ItemStatusSchema,
+  PlanStepSchema,
+  RequestPayloadSchema,
+  TodoItemSchema,
+} from "../adapters/contract.js";
+import {
+  AttemptReasonSchema,
+  AttemptStatusSchema,
+  DispatchModeSchema,
+  FailureSchema,
+  LineageSchema,
+  NodeKindSchema,
+  NodeStatusSchema,
+  ResponseCapabilitySchema,
+  RunStatusSchema,
+  SessionStatusSchema,
+  TerminalRunStatusSchema,
+} from "./entities.js";
+
+/**
+ * Domain events: what the runtime commits to the log. Projections are folds of these;
+ * nothing else is needed to rebuild the runtime's state after a crash.
+ */
+
+const id = z.string().min(1);
+const inThread = { threadId: id };
+const inRun = { threadId: id, runId: id };
+
+const RequestResponseSchema = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("decision"),
+    decision: z.enum(["accept", "accept_for_session", "decline", "cancel"]),
+  }),
+  z.strictObject({
+    kind: z.literal("answers"),
+    answers: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
+  }),
+]);
+
+export const DomainEventSchema = z.discriminatedUnion("type", [
+  z.strictObject({
+    type: z.literal("thread.created"),
+    ...inThread,
+    title: z.string(),
+    cwd: z.string(),
+    providerTarget: id,
+    model: z.string().nullable(),
+    lineage: LineageSchema.nullable(),
+  }),
+  z.strictObject({
+    type: z.literal("run.created"),
+    ...inRun,
+    ordinal: z.number().int().positive(),
+    providerTarget: id,
+    userMessageId: id,
+    text: z.string(),
+    mode: DispatchModeSchema,
+  }),
+  z.strictObject({ type: z.literal("run.state"), ...inRun, status: RunStatusSchema }),
+  z.strictObject({
+    type: z.literal("run.terminal"),
+    ...inRun,
+    status: TerminalRunStatusSchema,
+    reason: z.string().nullable(),
+    failure: FailureSchema.nullable(),
+  }),
+  z.strictObject({
+    type: z.literal("attempt.started"),
+    ...inRun,
+    attemptId: id,
+    ordinal: z.number().int().positive(),
+    reason: AttemptReasonSchema,
+    rootNodeId: id,
+    text: z.string(),
+  }),
+  z.strictObject({
+    type: z.literal("attempt.turn_bound"),
+    ...inRun,
+    attemptId: id,
+    providerThreadId: id,
+    providerTurnId: id,
+    nativeTurnRef: z.string().nullable(),
+  }),
+  z.strictObject({ type: z.literal("attempt.terminal"), ...inRun, attemptId: id, status: AttemptStatusSchema }),
+  z.strictObject({
+    type: z.literal("node.started"),
+    ...inRun,
+    attemptId: id,
+    nodeId: id,
+    parentNodeId: id.nullable(),
+    kind: NodeKindSchema,
+    nativeRef: z.string().nullable(),
+    providerTarget: id,
+    detail: ItemDetailSchema.nullable(),
+  }),
+  z.strictObject({ type: z.literal("node.delta"), ...inRun, nodeId: id, stream: z.enum(["text", "output"]), delta: z.string() }),
+  z.strictObject({
+    type: z.literal("node.completed"),
+    ...inRun,
+    nodeId: id,
+    status: z.union([NodeStatusSchema, ItemStatusSchema]),
+    text: z.string().nullable(),
+    output: z.string().nullable(),
+    exitCode: z.number().int().nullable(),
+    /** Closed by the runtime (completion barrier) rather than by a provider event. */
+    settledBy: z.enum(["provider", "runtime"]),
+  }),
+  z.strictObject({
+    type: z.literal("plan.updated"),
+    ...inRun,
+    nodeId: id,
+    explanation: z.string().nullable(),
+    steps: z.array(PlanStepSchema),
+  }),
+  z.strictObject({ type: z.literal("plan.proposed"), ...inRun, nodeId: id, text: z.string() }),
+  z.strictObject({ type: z.literal("todo.updated"), ...inRun, nodeId: id, items: z.array(TodoItemSchema) }),
+  z.strictObject({
+    type: z.literal("request.opened"),
+    ...inRun,
+    requestId: id,
+    nodeId: id,
+    payload: RequestPayloadSchema,
+    nativeRef: z.string().nullable(),
+    responseCapability: ResponseCapabilitySchema,
+  }),
+  z.strictObject({
+    type: z.literal("request.resolved"),
+    ...inRun,
+    requestId: id,
+    by: z.enum(["user", "provider"]),
+    response: RequestResponseSchema.nullable(),
+  }),
+  z.strictObject({
+    type: z.literal("request.closed"),
+    ...inRun,
+    requestId: id,
+    status: z.enum(["expired", "cancelled"]),
+    reason: z.string(),
+  }),
+  z.strictObject({
+    type: z.literal("interrupt.requested"),
+    ...inRun,
+    attemptId: id.nullable(),
+    via: z.enum(["native", "session_stop", "not_started"]),
+  }),
+  z.strictObject({ type: z.literal("interrupt.acknowledged"), ...inRun, attemptId: id }),
+  z.strictObject({
+    type: z.literal("steer.applied"),
+    ...inRun,
+    attemptId: id,
+    messageId: id,
+    text: z.string(),
+    via: z.enum(["native", "interrupt_restart"]),
+  }),
+  /** A degradation policy fired: which capability was missing and what the runtime did. */
+  z.strictObject({
+    type: z.literal("policy.applied"),
+    threadId: id,
+    runId: id.nullable(),
+    policy: z.string(),
+    capability: z.string(),
+    outcome: z.enum(["fallback", "refused"]),
+    detail: z.string(),
+  }),
+  /** A provider event from a superseded attempt: recorded, never applied. */
+  z.strictObject({
+    type: z.literal("event.fenced"),
+    ...inRun,
+    attemptId: id,
+    providerEventType: z.string(),
+  }),
+  z.strictObject({
+    type: z.literal("session.started"),
+    sessionId: id,
+    providerTarget: id,
+    provider: z.string(),
+    hostGeneration: z.number().int(),
+    capabilities: ProviderCapabilitiesSchema,
+  }),
+  z.strictObject({
+    type: z.literal("session.state"),
+    sessionId: id,
+    providerTarget: id,
+    status: SessionStatusSchema,
+    message: z.string().nullable(),
+  }),
+  z.strictObject({
+    type: z.literal("provider_thread.bound"),
+    ...inThread,
+    providerThreadId: id,
+    providerTarget: id,
+    sessionId: id,
+    nativeThreadRef: z.string().nullable(),
+    resumeCursor: z.string(),
+    via: z.enum(["created", "resumed", "forked"]),
+  }),
+  z.strictObject({
+    type: z.literal("handoff.created"),
+    ...inThread,
+    handoffId: id,
+    fromTarget: id.nullable(),
+    toTarget: id,
+    reason: z.enum(["provider_switch", "fork", "resume_failed"]),
+    strategy: z.enum(["delta_since_last_seen", "full_thread_summary"]),
+    coveredRunOrdinals: z.array(z.number().int()),
+    text: z.string(),
+  }),
+  z.strictObject({
+    type: z.literal("fork.recorded"),
+    ...inThread,
+    parentThreadId: id,
+    forkedFromRunId: id.nullable(),
+    transferId: id,
+  }),
+  z.strictObject({
+    type: z.literal("fork.resolved"),
+    ...inThread,
+    transferId: id,
+    resolution: z.enum(["native", "portable"]),
+    detail: z.string(),
+  }),
+  z.strictObject({ type: z.literal("warning"), threadId: id.nullable(), runId: id.nullable(), message: z.string() }),
+  z.strictObject({ type: z.literal("command.receipt"), commandId: id, command: z.string(), receipt: z.unknown() }),
+  z.strictObject({
+    type: z.literal("runtime.recovered"),
+    cancelledRuns: z.array(id),
+    expiredRequests: z.array(id),
+    requeuedRuns: z.array(id),
+  }),
+]);
+
+export type DomainEvent = z.infer<typeof DomainEventSchema>;
+export type DomainEventType = DomainEvent["type"];
+export type DomainEventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>;
+export type RequestResponseInput = z.infer<typeof RequestResponseSchema>;
+export { RequestResponseSchema };
+
+/** Events whose loss would leave something stuck: committed without waiting for the group window. */
+export function isUrgentEvent(event: DomainEvent): boolean {
+  return (
+    event.type === "run.terminal" ||
+    event.type === "request.opened" ||
+    event.type === "request.resolved" ||
+    event.type === "command.receipt"
+  );
+}
+
+/** The thread an event belongs to, for per-thread subscriptions. */
+export function threadOf(event: DomainEvent): string | null {
+  return "threadId" in event ? event.threadId : null;
+}

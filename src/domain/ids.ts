@@ -1,0 +1,53 @@
+import { createHash, randomBytes } from "node:crypto";
+
+/** Prefixes make an app id's entity readable at a glance (`run_…`, `req_…`). */
+export type IdPrefix =
+  | "thr" // app thread
+  | "run"
+  | "att" // run attempt
+  | "nod" // execution node
+  | "req" // runtime request
+  | "ses" // provider session
+  | "pth" // provider thread
+  | "ptu" // provider turn
+  | "msg" // user message
+  | "cmd" // command
+  | "hnd" // context handoff
+  | "xfr"; // context transfer (fork)
+
+/** Where top-level ids come from: a boundary, so tests can make them deterministic. */
+export interface IdSource {
+  next(prefix: IdPrefix): string;
+}
+
+/** Time-ordered, collision-resistant ids for production use. */
+export function randomIds(now: () => number = Date.now): IdSource {
+  return {
+    next(prefix) {
+      const time = now().toString(36).padStart(9, "0");
+      return `${prefix}_${time}${randomBytes(6).toString("hex")}`;
+    },
+  };
+}
+
+/** Counter-based ids (`run_1`, `run_2`, …) for tests and replays. */
+export function sequentialIds(): IdSource {
+  const counters = new Map<IdPrefix, number>();
+  return {
+    next(prefix) {
+      const n = (counters.get(prefix) ?? 0) + 1;
+      counters.set(prefix, n);
+      return `${prefix}_${n}`;
+    },
+  };
+}
+
+/**
+ * An id derived from its scope: the same scope and key always give the same id. This is
+ * what makes normalization replay-deterministic (nodes, requests and provider turns are
+ * never drawn from a random source).
+ */
+export function derivedId(prefix: IdPrefix, ...scope: ReadonlyArray<string | number>): string {
+  const hash = createHash("sha256").update(scope.join("\u0000")).digest("base64url");
+  return `${prefix}_${hash.slice(0, 16)}`;
+}

@@ -1,0 +1,27 @@
+/**
+ * Tiller: an embeddable runtime that drives coding-agent providers through one
+ * capability-aware contract. This module is the whole public API.
+ */
+import { Runtime, type RuntimeOptions } from "./runtime/runtime.js";
+
+export type { RuntimeOptions, ThreadSnapshot, Subscriber } from "./runtime/runtime.js";
+export type { Runtime as TillerRuntime } from "./runtime/runtime.js";
+
+/** Opens (or creates) a data directory and starts the runtime on it. One runtime per directory. */
+export function createRuntime(options: RuntimeOptions): Promise<Runtime> {
+  return Runtime.open(options);
+}
+
+export * from "./capabilities/index.js";
+export * from "./domain/errors.js";
+export type * from "./domain/commands.js";
+export type { DomainEvent, DomainEventType, DomainEventOf } from "./domain/events.js";
+export type { RunStatus, DispatchMode, AttemptStatus, RequestStatus } from "./domain/entities.js";
+export { sequentialIds, randomIds, type IdSource } from "./domain/ids.js";
+export type { LogRecord } from "./runtime/store/eventLog.js";
+export type { RunView, ThreadView, TurnItem, RequestView, AttemptView } from "./runtime/projections.js";
+export type * from "./adapters/contract.js";
+export { ProviderEventSchema } from "./adapters/contract.js";
+export { createScriptedAdapter, type ScriptedAdapterOptions } from "./adapters/scripted/adapter.js";
+export { ScriptedBackend } from "./adapters/scripted/backend.js";
+export { keyedScript, echoScript, ScriptStepSchema, type ScriptStep, type ScriptSource } from "./adapters/scripted/script.js";

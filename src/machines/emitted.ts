@@ -1,0 +1,49 @@
+import type { DomainEvent } from "../domain/events.js";
+import type { RequestResponseInput } from "../domain/events.js";
+import type { Failure, TerminalRunStatus } from "../domain/entities.js";
+
+/**
+ * What machines tell the runtime. Machines stay pure: they never call adapters or the
+ * store, they emit. The runtime appends `record`s synchronously (in emission order),
+ * closes open nodes on `settle`, runs `effect`s after the current event is processed,
+ * and hands `outcome`s back to the API caller as typed results.
+ */
+export type Effect =
+  | { type: "startRun"; threadId: string; runId: string }
+  | { type: "steerRun"; threadId: string; runId: string; text: string; messageId: string }
+  | { type: "interruptRun"; threadId: string; runId: string }
+  | { type: "startTurn"; threadId: string; runId: string; attemptId: string; text: string }
+  | { type: "steerTurn"; threadId: string; runId: string; attemptId: string; text: string }
+  | { type: "interruptTurn"; threadId: string; runId: string; attemptId: string }
+  | { type: "stopSession"; threadId: string; runId: string; attemptId: string }
+  | { type: "runFinished"; threadId: string; runId: string; status: TerminalRunStatus }
+  | { type: "respond"; requestId: string; response: RequestResponseInput };
+
+export type Outcome =
+  | { command: "submit"; disposition: "started" | "queued"; runId: string; queuePosition: number }
+  | { command: "submit"; disposition: "steer" | "restart"; runId: string; activeRunId: string }
+  | { command: "steer"; via: "native" | "interrupt_restart"; runId: string; attemptId: string }
+  | { command: "interrupt"; via: "native" | "session_stop" | "not_started" | "already_requested"; runId: string }
+  | { command: "respond"; requestId: string; accepted: true }
+  | { command: "submit" | "steer" | "interrupt" | "respond"; refused: "capability_unsupported"; capability: string; detail: string }
+  | { command: "submit" | "steer" | "interrupt" | "respond"; refused: "not_resumable" | "conflict"; detail: string };
+
+export type MachineEmitted =
+  | { type: "record"; event: DomainEvent }
+  /** Completion barrier: close the attempt's open nodes and cancel its pending requests, now. */
+  | {
+      type: "settle";
+      threadId: string;
+      runId: string;
+      attemptId: string;
+      status: "completed" | "interrupted" | "failed" | "cancelled";
+      reason: string;
+    }
+  | { type: "effect"; effect: Effect }
+  | { type: "outcome"; outcome: Outcome };
+
+export const record = (event: DomainEvent): MachineEmitted => ({ type: "record", event });
+export const effect = (e: Effect): MachineEmitted => ({ type: "effect", effect: e });
+export const outcome = (o: Outcome): MachineEmitted => ({ type: "outcome", outcome: o });
+
+export type { Failure };

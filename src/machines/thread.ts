@@ -1,0 +1,177 @@
+import { and, assign, enqueueActions, setup } from "xstate";
+import { canInterrupt, canSteerNatively, type ProviderCapabilities } from "../capabilities/index.js";
+import type { DispatchMode } from "../domain/entities.js";
+import { effect, outcome, record, type MachineEmitted } from "./emitted.js";
+
+/**
+ * The app thread: serializes work. At most one run is active; follow-ups are steered into
+ * it, queued behind it (delivered at the turn boundary, never mid-turn), or restart it.
+ */
+
+/** A run waiting for the turn boundary, with the capability record of the target it runs on. */
+export interface QueuedRun {
+  runId: string;
+  capabilities: ProviderCapabilities;
+}
+
+export interface ThreadContext {
+  threadId: string;
+  allowSessionStopInterrupt: boolean;
+  activeRunId: string | null;
+  /** Capabilities of the active run's target: what steering and restart decisions read. */
+  activeCapabilities: ProviderCapabilities | null;
+  queue: QueuedRun[];
+  /** Ordinal the next created run gets (1-based, counted per thread). */
+  nextOrdinal: number;
+}
+
+export interface ThreadInput {
+  threadId: string;
+  allowSessionStopInterrupt?: boolean;
+  /** Rehydration after a restart: runs already created, and the queue to resume. */
+  nextOrdinal?: number;
+  queue?: QueuedRun[];
+}
+
+export type ThreadEvent =
+  | {
+      type: "SUBMIT";
+      runId: string;
+      messageId: string;
+      text: string;
+      mode: DispatchMode;
+      providerTarget: string;
+      capabilities: ProviderCapabilities;
+    }
+  | { type: "RUN_FINISHED"; runId: string }
+  /** Resume work after a restart (queued runs recovered from the log). */
+  | { type: "RESUME" };
+
+export const threadMachine = setup({
+  types: {
+    context: {} as ThreadContext,
+    events: {} as ThreadEvent,
+    input: {} as ThreadInput,
+    emitted: {} as MachineEmitted,
+  },
+  guards: {
+    wantsSteer: ({ event }) => event.type === "SUBMIT" && event.mode === "steer",
+    wantsRestart: ({ event }) => event.type === "SUBMIT" && event.mode === "restart",
+    /** `auto` steers only when the provider can steer natively; otherwise it queues. */
+    autoSteersNatively: ({ context, event }) =>
+      event.type === "SUBMIT" && event.mode === "auto" && !!context.activeCapabilities && canSteerNatively(context.activeCapabilities),
+    canInterruptActiveRun: ({ context }) =>
+      (!!context.activeCapabilities && canInterrupt(context.activeCapabilities)) || context.allowSessionStopInterrupt,
+    isActiveRun: ({ context, event }) => event.type === "RUN_FINISHED" && event.runId === context.activeRunId,
+    hasQueuedRuns: ({ context }) => context.queue.length > 0,
+  },
+  actions: {
+    createAndStartRun: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "SUBMIT") return;
+      const { threadId } = context;
+      enqueue.assign({ activeRunId: event.runId, activeCapabilities: event.capabilities, nextOrdinal: context.nextOrdinal + 1 });
+      enqueue.emit(record(runCreated(context, event)));
+      enqueue.emit(effect({ type: "startRun", threadId, runId: event.runId }));
+      enqueue.emit(outcome({ command: "submit", disposition: "started", runId: event.runId, queuePosition: 0 }));
+    }),
+    createAndQueueRun: enqueueActions(({ context, event, enqueue }, params: { atHead: boolean }) => {
+      if (event.type !== "SUBMIT") return;
+      const entry = { runId: event.runId, capabilities: event.capabilities };
+      const queue = params.atHead ? [entry, ...context.queue] : [...context.queue, entry];
+      enqueue.assign({ queue, nextOrdinal: context.nextOrdinal + 1 });
+      enqueue.emit(record(runCreated(context, event)));
+      if (params.atHead) {
+        enqueue.emit(effect({ type: "interruptRun", threadId: context.threadId, runId: context.activeRunId! }));
+        enqueue.emit(outcome({ command: "submit", disposition: "restart", runId: event.runId, activeRunId: context.activeRunId! }));
+      } else {
+        const queuePosition = queue.indexOf(entry) + 1;
+        enqueue.emit(outcome({ command: "submit", disposition: "queued", runId: event.runId, queuePosition }));
+      }
+    }),
+    steerActiveRun: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "SUBMIT") return;
+      const activeRunId = context.activeRunId!;
+      enqueue.emit(outcome({ command: "submit", disposition: "steer", runId: activeRunId, activeRunId }));
+      enqueue.emit(
+        effect({ type: "steerRun", threadId: context.threadId, runId: activeRunId, text: event.text, messageId: event.messageId }),
+      );
+    }),
+    refuseRestart: enqueueActions(({ context, enqueue }) => {
+      const detail = "restart needs to interrupt the active run, and the provider cannot interrupt";
+      enqueue.emit(
+        record({
+          type: "policy.applied",
+          threadId: context.threadId,
+          runId: context.activeRunId,
+          policy: "interrupt_unsupported",
+          capability: "turns.supportsInterrupt",
+          outcome: "refused",
+          detail,
+        }),
+      );
+      enqueue.emit(outcome({ command: "submit", refused: "capability_unsupported", capability: "turns.supportsInterrupt", detail }));
+    }),
+    startNextQueued: enqueueActions(({ context, enqueue }) => {
+      const [next, ...rest] = context.queue;
+      if (!next) return;
+      enqueue.assign({ activeRunId: next.runId, activeCapabilities: next.capabilities, queue: rest });
+      enqueue.emit(effect({ type: "startRun", threadId: context.threadId, runId: next.runId }));
+    }),
+    clearActiveRun: assign({ activeRunId: null, activeCapabilities: null }),
+    /** A queued run was cancelled before it started. */
+    dropFromQueue: assign({
+      queue: ({ context, event }) => (event.type === "RUN_FINISHED" ? context.queue.filter((q) => q.runId !== event.runId) : context.queue),
+    }),
+  },
+}).createMachine({
+  id: "thread",
+  context: ({ input }) => ({
+    threadId: input.threadId,
+    activeCapabilities: null,
+    allowSessionStopInterrupt: input.allowSessionStopInterrupt ?? false,
+    activeRunId: null,
+    queue: input.queue ?? [],
+    nextOrdinal: input.nextOrdinal ?? 1,
+  }),
+  initial: "idle",
+  states: {
+    idle: {
+      on: {
+        SUBMIT: { target: "busy", actions: "createAndStartRun" },
+        RESUME: { guard: "hasQueuedRuns", target: "busy", actions: "startNextQueued" },
+      },
+    },
+    busy: {
+      on: {
+        SUBMIT: [
+          { guard: "wantsSteer", actions: "steerActiveRun" },
+          { guard: "autoSteersNatively", actions: "steerActiveRun" },
+          {
+            guard: and(["wantsRestart", "canInterruptActiveRun"]),
+            actions: { type: "createAndQueueRun", params: { atHead: true } },
+          },
+          { guard: "wantsRestart", actions: "refuseRestart" },
+          { actions: { type: "createAndQueueRun", params: { atHead: false } } },
+        ],
+        RUN_FINISHED: [
+          { guard: and(["isActiveRun", "hasQueuedRuns"]), actions: "startNextQueued" },
+          { guard: "isActiveRun", target: "idle", actions: "clearActiveRun" },
+          { actions: "dropFromQueue" },
+        ],
+      },
+    },
+  },
+});
+
+function runCreated(context: ThreadContext, event: Extract<ThreadEvent, { type: "SUBMIT" }>) {
+  return {
+    type: "run.created" as const,
+    threadId: context.threadId,
+    runId: event.runId,
+    ordinal: context.nextOrdinal,
+    providerTarget: event.providerTarget,
+    userMessageId: event.messageId,
+    text: event.text,
+    mode: event.mode,
+  };
+}

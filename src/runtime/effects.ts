@@ -1,0 +1,234 @@
+import type { DomainEvent } from "../domain/events.js";
+import { isTillerError } from "../domain/errors.js";
+import type { Effect, MachineEmitted } from "../machines/emitted.js";
+import type { RunContext } from "../machines/run.js";
+import type { Routed } from "./normalizer.js";
+import type { Runtime } from "./runtime.js";
+import type { Target } from "./targets.js";
+
+type Settle = Extract<MachineEmitted, { type: "settle" }>;
+
+/**
+ * Performs what machines ask for. Effects between actors run synchronously, in order,
+ * after the event that caused them; provider calls run asynchronously and report back to
+ * the actors as events. Every provider call is tracked so `close()` can wait for it.
+ */
+export class Effects {
+  #queue: Effect[] = [];
+  #inflight = new Set<Promise<unknown>>();
+
+  constructor(private readonly rt: Runtime) {}
+
+  enqueue(effect: Effect): void {
+    this.#queue.push(effect);
+  }
+
+  drain(): void {
+    for (let effect = this.#queue.shift(); effect; effect = this.#queue.shift()) this.#perform(effect);
+  }
+
+  async settle(): Promise<void> {
+    while (this.#inflight.size > 0) await Promise.allSettled([...this.#inflight]);
+  }
+
+  #perform(effect: Effect): void {
+    const { rt } = this;
+    switch (effect.type) {
+      case "startRun":
+        return void rt.runActors.get(effect.runId)?.send({ type: "START" });
+      case "steerRun":
+        return void rt.runActors.get(effect.runId)?.send({ type: "STEER", text: effect.text, messageId: effect.messageId });
+      case "interruptRun":
+        return void rt.runActors.get(effect.runId)?.send({ type: "INTERRUPT" });
+      case "runFinished":
+        return void rt.threadActor(effect.threadId)?.send({ type: "RUN_FINISHED", runId: effect.runId });
+      case "startTurn":
+        return this.#track(this.#startTurn(effect));
+      case "steerTurn":
+        return this.#track(this.#provider(effect.runId, effect.attemptId, (t, a) => t.adapter.steerRun!({ ...a, text: effect.text })));
+      case "interruptTurn":
+        return this.#track(this.#interruptTurn(effect));
+      case "stopSession":
+        return this.#track(this.#provider(effect.runId, effect.attemptId, (t, a) => t.adapter.stopSession({ sessionId: a.sessionId })));
+      case "respond":
+        return this.#track(this.#respond(effect));
+    }
+  }
+
+  #track(promise: Promise<unknown>): void {
+    this.#inflight.add(promise);
+    void promise.finally(() => this.#inflight.delete(promise));
+  }
+
+  #targetOfRun(runId: string): Target {
+    const run = this.rt.views.runs.get(runId)!;
+    return this.rt.targets.get(run.providerTarget)!;
+  }
+
+  /** Session, provider thread (resumed, forked or created), then the turn itself. */
+  async #startTurn(effect: Extract<Effect, { type: "startTurn" }>): Promise<void> {
+    const { rt } = this;
+    const { threadId, runId, attemptId, text } = effect;
+    const target = this.#targetOfRun(runId);
+    const thread = rt.views.threads.get(threadId)!;
+    try {
+      const session = await target.ensureSession(threadId, thread.cwd, thread.model);
+      const loaded = await target.ensureThread(threadId, session);
+      const run = rt.runActors.get(runId);
+      if (!run || run.getSnapshot().context.activeAttemptId !== attemptId) return; // cancelled meanwhile
+      const rootNodeId = run.getSnapshot().context.attempts.find((a) => a.attemptId === attemptId)!.rootNodeId;
+      const { binding, rootStarted } = target.normalizer.beginTurn({
+        threadId,
+        runId,
+        attemptId,
+        rootNodeId,
+        providerThreadId: loaded.providerThreadId,
+        sessionId: session.sessionId,
+        threadRef: loaded.handle.threadRef,
+      });
+      rt.act(() => run.send({ type: "PROVIDER", attemptId, event: rootStarted }));
+      const context = loaded.pendingContext;
+      loaded.pendingContext = null;
+      const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model: thread.model });
+      target.normalizer.acceptTurn(attemptId, turnRef);
+      rt.act(() => {
+        rt.sessionActor(session.sessionId)?.send({ type: "TURN_BEGAN" });
+        run.send({ type: "TURN_ACCEPTED", attemptId, providerThreadId: loaded.providerThreadId, providerTurnId: binding.providerTurnId, nativeTurnRef: turnRef });
+      });
+    } catch (error) {
+      const failure = {
+        failureClass: isTillerError(error) ? error.code : "provider_error",
+        message: error instanceof Error ? error.message : String(error),
+        retryable: false,
+      };
+      rt.act(() => rt.runActors.get(runId)?.send({ type: "START_FAILED", attemptId, failure }));
+    }
+  }
+
+  async #interruptTurn(effect: Extract<Effect, { type: "interruptTurn" }>): Promise<void> {
+    const target = this.#targetOfRun(effect.runId);
+    target.normalizer.noteInterruptSent(effect.attemptId);
+    const ok = await this.#provider(effect.runId, effect.attemptId, (t, a) => t.adapter.interrupt(a));
+    // An acknowledgement only: the run stays active until the provider reports the terminal.
+    if (ok) this.rt.act(() => this.rt.runActors.get(effect.runId)?.send({ type: "INTERRUPT_ACKED", attemptId: effect.attemptId }));
+  }
+
+  async #respond(effect: Extract<Effect, { type: "respond" }>): Promise<void> {
+    const { rt } = this;
+    const view = rt.views.requests.get(effect.requestId)!;
+    const target = this.#targetOfRun(view.runId);
+    const attemptId = rt.runActors.get(view.runId)?.getSnapshot().context.activeAttemptId ?? null;
+    const address = attemptId ? target.normalizer.requestAddress(attemptId, effect.requestId) : null;
+    const binding = attemptId ? target.normalizer.binding(attemptId) : undefined;
+    const actor = () => rt.requestActors.get(effect.requestId);
+    if (!address || !binding) {
+      rt.act(() => actor()?.send({ type: "RESPOND_FAILED", message: "the turn that asked is no longer active" }));
+      return;
+    }
+    const loaded = await target.ensureThread(view.threadId, target.session(binding.sessionId)!);
+    try {
+      await target.adapter.respondToRequest({ sessionId: binding.sessionId, thread: loaded.handle, request: address, response: effect.response });
+      rt.act(() => actor()?.send({ type: "RESPONDED" }));
+    } catch (error) {
+      rt.act(() => actor()?.send({ type: "RESPOND_FAILED", message: String(error) }));
+    }
+  }
+
+  /** Calls the adapter for an attempt's turn; failures become warnings in the log. */
+  async #provider(
+    runId: string,
+    attemptId: string,
+    call: (target: Target, address: { sessionId: string; thread: { threadRef: string | null; resumeCursor: string }; turnRef: string | null }) => Promise<unknown>,
+  ): Promise<boolean> {
+    const target = this.#targetOfRun(runId);
+    const binding = target.normalizer.binding(attemptId);
+    try {
+      if (!binding) throw new Error("the attempt has no provider turn yet");
+      const loaded = await target.ensureThread(binding.threadId, target.session(binding.sessionId)!);
+      await call(target, { sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef });
+      return true;
+    } catch (error) {
+      const message = `provider call for run ${runId} failed: ${error instanceof Error ? error.message : String(error)}`;
+      this.rt.act(() => this.rt.commit({ type: "warning", threadId: binding?.threadId ?? null, runId, message }));
+      return false;
+    }
+  }
+
+  /** Normalizer output -> actors. Events for runs that already ended are recorded as fenced. */
+  route(target: Target, sessionId: string, routed: Routed[]): void {
+    const { rt } = this;
+    for (const r of routed) {
+      switch (r.to) {
+        case "log":
+          rt.commit(r.event);
+          break;
+        case "request":
+          rt.requestActors.get(r.requestId)?.send({ type: "PROVIDER_RESOLVED", outcome: r.outcome });
+          break;
+        case "session":
+          this.#sessionLost(target, sessionId, r.state, r.message);
+          break;
+        case "run": {
+          const actor = rt.runActors.get(r.runId);
+          if (actor) {
+            actor.send(r.event);
+            if (r.event.type === "REQUEST_OPENED") continue;
+          } else if ("attemptId" in r.event) {
+            const run = rt.views.runs.get(r.runId);
+            if (run) rt.commit({ type: "event.fenced", threadId: run.threadId, runId: r.runId, attemptId: r.event.attemptId, providerEventType: eventName(r.event) });
+          }
+          break;
+        }
+      }
+    }
+  }
+
+  #sessionLost(target: Target, sessionId: string, state: "stopped" | "error", message: string | null): void {
+    const { rt } = this;
+    rt.sessionActor(sessionId)?.send(state === "stopped" ? { type: "STOPPED", message } : { type: "FAILED", message: message ?? "session error" });
+    target.dropSession(sessionId);
+    for (const actor of [...rt.runActors.values()]) {
+      const ctx = actor.getSnapshot().context;
+      const attemptId = ctx.activeAttemptId ?? ctx.supersededAttemptId;
+      const binding = attemptId ? target.normalizer.binding(attemptId) : undefined;
+      if (binding?.sessionId === sessionId) actor.send({ type: "SESSION_LOST", message: message ?? `provider session ${state}` });
+    }
+  }
+
+  /** Completion barrier: close the attempt's open nodes, then cancel its pending requests. */
+  settleAttempt(settle: Settle): void {
+    const { rt } = this;
+    const target = this.#targetOfRun(settle.runId);
+    for (const node of target.normalizer.takeOpenNodes(settle.attemptId)) {
+      const isMessage = node.kind === "assistant_message" || node.kind === "reasoning";
+      const status = node.kind === "root_turn" || isMessage ? settle.status : settle.status === "completed" ? "cancelled" : settle.status;
+      const event: DomainEvent = {
+        type: "node.completed",
+        threadId: settle.threadId,
+        runId: settle.runId,
+        nodeId: node.nodeId,
+        status,
+        text: null,
+        output: null,
+        exitCode: null,
+        settledBy: "runtime",
+      };
+      rt.commit(event);
+    }
+    for (const request of [...rt.requestActors.values()]) {
+      if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
+    }
+    const binding = target.normalizer.binding(settle.attemptId);
+    if (binding) rt.sessionActor(binding.sessionId)?.send({ type: "TURN_ENDED" });
+  }
+
+  /** A run ended: drop its attempts' correlation state. */
+  releaseRun(context: RunContext): void {
+    const target = this.#targetOfRun(context.runId);
+    for (const attempt of context.attempts) target.normalizer.release(attempt.attemptId);
+  }
+}
+
+function eventName(event: { type: string; event?: { type: string } }): string {
+  return event.event ? event.event.type : event.type;
+}

@@ -1,0 +1,426 @@
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import { mustInferTurnTerminal } from "../capabilities/predicates.js";
+import type { ItemKind, ProviderEvent } from "../adapters/contract.js";
+import type { NodeKind } from "../domain/entities.js";
+import type { DomainEvent } from "../domain/events.js";
+import { derivedId } from "../domain/ids.js";
+import type { RunEvent } from "../machines/run.js";
+
+/**
+ * Native frames, already shaped as ProviderEvents, become app-addressed events here, once.
+ * Correlation is scoped (provider thread -> turn -> item/request) and chosen by the
+ * `identity` capability; every id is derived from its scope, so replaying a transcript
+ * from the same initial state yields the same ids.
+ */
+
+interface NodeEntry {
+  nodeId: string;
+  kind: NodeKind;
+  ref: string | null;
+  open: boolean;
+}
+
+/** One provider turn, bound to the run attempt that started it. */
+export interface TurnBinding {
+  threadId: string;
+  runId: string;
+  attemptId: string;
+  rootNodeId: string;
+  providerThreadId: string;
+  providerTurnId: string;
+  sessionId: string;
+  nativeTurnRef: string | null;
+  closed: boolean;
+  interruptSent: boolean;
+  nodes: NodeEntry[];
+  refCounts: Map<string, number>;
+  /** Open subagent nodes, innermost last: the parent of ref-less child events. */
+  subagents: string[];
+  /** Child thread ref -> subagent node. */
+  childThreads: Map<string, string>;
+  requests: Array<{ requestId: string; nodeId: string; ref: string | null; open: boolean }>;
+}
+
+export type Routed =
+  | { to: "run"; runId: string; event: RunEvent }
+  | { to: "session"; sessionId: string; state: "stopped" | "error"; message: string | null }
+  | { to: "request"; requestId: string; outcome: string | null }
+  | { to: "log"; event: DomainEvent };
+
+const ITEM_NODE_KIND: Record<ItemKind, NodeKind> = {
+  assistant_message: "assistant_message",
+  reasoning: "reasoning",
+  tool_call: "tool_call",
+  command_execution: "command_execution",
+  file_change: "file_change",
+};
+
+export class Normalizer {
+  /** Provider thread (by session + native ref, or session alone without ids) -> current binding. */
+  #current = new Map<string, TurnBinding>();
+  #byTurnRef = new Map<string, TurnBinding>();
+  #byAttempt = new Map<string, TurnBinding>();
+  #threadKeys = new Map<string, string>();
+
+  constructor(
+    readonly providerTarget: string,
+    private readonly session: (sessionId: string) => { capabilities: ProviderCapabilities; hostGeneration: number },
+  ) {}
+
+  private capabilities(sessionId: string): ProviderCapabilities {
+    return this.session(sessionId).capabilities;
+  }
+
+  /** Routing key of a provider thread: its native ref when exposed, else its session. */
+  static threadKey(sessionId: string, threadRef: string | null | undefined): string {
+    return threadRef ? `${sessionId}\u0000${threadRef}` : sessionId;
+  }
+
+  /** Called before `sendRun`: the next turn on this provider thread belongs to this attempt. */
+  beginTurn(input: {
+    threadId: string;
+    runId: string;
+    attemptId: string;
+    rootNodeId: string;
+    providerThreadId: string;
+    sessionId: string;
+    threadRef: string | null;
+  }): { binding: TurnBinding; rootStarted: DomainEvent } {
+    const binding: TurnBinding = {
+      ...input,
+      providerTurnId: derivedId("ptu", input.attemptId),
+      nativeTurnRef: null,
+      closed: false,
+      interruptSent: false,
+      nodes: [{ nodeId: input.rootNodeId, kind: "root_turn", ref: null, open: true }],
+      refCounts: new Map(),
+      subagents: [],
+      childThreads: new Map(),
+      requests: [],
+    };
+    const key = Normalizer.threadKey(input.sessionId, input.threadRef);
+    this.#current.set(key, binding);
+    this.#threadKeys.set(input.providerThreadId, key);
+    this.#byAttempt.set(input.attemptId, binding);
+    const rootStarted: DomainEvent = {
+      type: "node.started",
+      threadId: input.threadId,
+      runId: input.runId,
+      attemptId: input.attemptId,
+      nodeId: input.rootNodeId,
+      parentNodeId: null,
+      kind: "root_turn",
+      nativeRef: null,
+      providerTarget: this.providerTarget,
+      detail: null,
+    };
+    return { binding, rootStarted };
+  }
+
+  /** The provider accepted the turn and (maybe) told us its native id. */
+  acceptTurn(attemptId: string, nativeTurnRef: string | null): TurnBinding | undefined {
+    const binding = this.#byAttempt.get(attemptId);
+    if (binding && nativeTurnRef) this.#bindTurnRef(binding, nativeTurnRef);
+    return binding;
+  }
+
+  binding(attemptId: string): TurnBinding | undefined {
+    return this.#byAttempt.get(attemptId);
+  }
+
+  noteInterruptSent(attemptId: string): void {
+    const binding = this.#byAttempt.get(attemptId);
+    if (binding) binding.interruptSent = true;
+  }
+
+  /** Open nodes of an attempt, innermost first, root last; marks them closed. */
+  takeOpenNodes(attemptId: string): Array<{ nodeId: string; kind: NodeKind }> {
+    const binding = this.#byAttempt.get(attemptId);
+    if (!binding) return [];
+    const open = binding.nodes.filter((n) => n.open).reverse();
+    for (const n of open) n.open = false;
+    binding.closed = true;
+    return open.map(({ nodeId, kind }) => ({ nodeId, kind }));
+  }
+
+  /** Forget an attempt once its run is terminal (keeps memory flat for long-lived runtimes). */
+  release(attemptId: string): void {
+    const binding = this.#byAttempt.get(attemptId);
+    if (!binding) return;
+    this.#byAttempt.delete(attemptId);
+    if (binding.nativeTurnRef) this.#byTurnRef.delete(`${binding.sessionId}\u0000${binding.nativeTurnRef}`);
+    const key = this.#threadKeys.get(binding.providerThreadId);
+    if (key && this.#current.get(key) === binding) this.#current.delete(key);
+  }
+
+  ingest(sessionId: string, event: ProviderEvent): Routed[] {
+    if (event.type === "session.state") return this.#sessionState(sessionId, event);
+    const binding = this.#locate(sessionId, event);
+    if (!binding) {
+      const message = `${event.type} for no known turn (thread ${event.threadRef ?? "-"}, turn ${event.turnRef ?? "-"})`;
+      return [{ to: "log", event: { type: "warning", threadId: null, runId: null, message } }];
+    }
+    const caps = this.capabilities(sessionId);
+    const isChild = event.threadRef !== undefined && binding.childThreads.has(event.threadRef);
+    switch (event.type) {
+      case "turn.started":
+        return isChild ? [] : [this.#toRun(binding, { type: "TURN_STARTED", attemptId: binding.attemptId })];
+      case "turn.terminal":
+        if (isChild) return this.#childTurnEnded(binding, event.threadRef!, event.status);
+        return [this.#terminal(binding, event.status, event.failureClass ? { failureClass: event.failureClass, message: event.message ?? "", retryable: event.retryable } : null)];
+      case "item.started": {
+        const node = this.#startNode(binding, caps, ITEM_NODE_KIND[event.kind], event.itemRef, event.detail?.toolName);
+        return [this.#provider(binding, { ...this.#nodeStarted(binding, node, event.parentItemRef, event.threadRef), detail: event.detail ?? null })];
+      }
+      case "item.delta": {
+        const { node, started } = this.#openNode(binding, caps, event.kind, event.itemRef, event.threadRef);
+        return [...started, this.#provider(binding, { type: "node.delta", ...this.#ids(binding), nodeId: node.nodeId, stream: event.stream, delta: event.delta })];
+      }
+      case "item.completed": {
+        const { node, started } = this.#openNode(binding, caps, event.kind, event.itemRef, event.threadRef);
+        node.open = false;
+        const completed: DomainEvent = {
+          type: "node.completed",
+          ...this.#ids(binding),
+          nodeId: node.nodeId,
+          status: event.status,
+          text: event.text ?? null,
+          output: event.output ?? null,
+          exitCode: event.exitCode ?? null,
+          settledBy: "provider",
+        };
+        return [...started, this.#provider(binding, completed)];
+      }
+      case "plan.updated":
+      case "plan.proposed":
+      case "todo.updated": {
+        const kind: NodeKind = event.type === "todo.updated" ? "todo_list" : "plan";
+        const { node, started } = this.#artifactNode(binding, caps, kind, event.itemRef, event.threadRef);
+        const ids = { ...this.#ids(binding), nodeId: node.nodeId };
+        const domain: DomainEvent =
+          event.type === "todo.updated"
+            ? { type: "todo.updated", ...ids, items: event.items }
+            : event.type === "plan.proposed"
+              ? { type: "plan.proposed", ...ids, text: event.text }
+              : { type: "plan.updated", ...ids, explanation: event.explanation ?? null, steps: event.steps };
+        return [...started, this.#provider(binding, domain)];
+      }
+      case "request.opened":
+        return this.#requestOpened(sessionId, binding, caps, event);
+      case "request.resolved": {
+        const request = event.requestRef
+          ? binding.requests.find((r) => r.ref === event.requestRef)
+          : binding.requests.find((r) => r.open);
+        if (!request) return [];
+        request.open = false;
+        const node = this.#nodeById(binding, request.nodeId);
+        if (node) node.open = false; // the request's own events close its node in the projection
+        return [{ to: "request", requestId: request.requestId, outcome: event.outcome ?? null }];
+      }
+      case "subagent.started": {
+        const node = this.#startNode(binding, caps, "subagent", event.itemRef, event.agent);
+        binding.subagents.push(node.nodeId);
+        if (event.childThreadRef) binding.childThreads.set(event.childThreadRef, node.nodeId);
+        const started = this.#nodeStarted(binding, node, undefined, event.threadRef);
+        return [this.#provider(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } })];
+      }
+      case "subagent.completed": {
+        const node = this.#findNode(binding, "subagent", event.itemRef) ?? this.#nodeById(binding, binding.subagents.at(-1));
+        if (!node || !node.open) return [];
+        return [this.#closeSubagent(binding, node, event.status, event.result ?? null)];
+      }
+      case "warning":
+        return [this.#provider(binding, { type: "warning", threadId: binding.threadId, runId: binding.runId, message: event.message })];
+    }
+  }
+
+  #sessionState(sessionId: string, event: Extract<ProviderEvent, { type: "session.state" }>): Routed[] {
+    if (event.state === "stopped" || event.state === "error") {
+      return [{ to: "session", sessionId, state: event.state, message: event.message ?? null }];
+    }
+    if (event.state !== "idle" || !mustInferTurnTerminal(this.capabilities(sessionId))) return [];
+    // No reliable terminal from this provider: an idle session ends its open turn, by policy.
+    const open = [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
+    return open.flatMap((binding) => {
+      const status = binding.interruptSent ? "interrupted" : "completed";
+      const policy: DomainEvent = {
+        type: "policy.applied",
+        threadId: binding.threadId,
+        runId: binding.runId,
+        policy: "terminal_inferred_from_idle",
+        capability: "turns.emitsTurnCompleted",
+        outcome: "fallback",
+        detail: `terminal inferred as ${status}; correlation strength ${this.capabilities(sessionId).turns.terminalStatusQuality}`,
+      };
+      return [{ to: "log", event: policy } satisfies Routed, this.#terminal(binding, status, null)];
+    });
+  }
+
+  #terminal(binding: TurnBinding, status: "completed" | "interrupted" | "failed" | "cancelled", failure: { failureClass: string; message: string; retryable: boolean } | null): Routed {
+    const event: RunEvent = { type: "TURN_TERMINAL", attemptId: binding.attemptId, nodeId: binding.rootNodeId, status, failure };
+    return this.#toRun(binding, event);
+  }
+
+  /** Which turn an event belongs to: by native turn ref when given, else the thread's current turn. */
+  #locate(sessionId: string, event: Exclude<ProviderEvent, { type: "session.state" }>): TurnBinding | undefined {
+    if (event.turnRef) {
+      const byRef = this.#byTurnRef.get(`${sessionId}\u0000${event.turnRef}`);
+      if (byRef) return byRef;
+    }
+    if (event.threadRef) {
+      const current = this.#current.get(Normalizer.threadKey(sessionId, event.threadRef));
+      if (current) {
+        if (event.turnRef && !current.nativeTurnRef) this.#bindTurnRef(current, event.turnRef);
+        return current;
+      }
+      for (const binding of this.#current.values()) {
+        if (binding.sessionId === sessionId && binding.childThreads.has(event.threadRef)) return binding;
+      }
+      return undefined;
+    }
+    const current = this.#current.get(sessionId);
+    if (current && event.turnRef && !current.nativeTurnRef) this.#bindTurnRef(current, event.turnRef);
+    return current;
+  }
+
+  #bindTurnRef(binding: TurnBinding, ref: string): void {
+    binding.nativeTurnRef = ref;
+    this.#byTurnRef.set(`${binding.sessionId}\u0000${ref}`, binding);
+  }
+
+  #ids(binding: TurnBinding): { threadId: string; runId: string } {
+    return { threadId: binding.threadId, runId: binding.runId };
+  }
+
+  #toRun(binding: TurnBinding, event: RunEvent): Routed {
+    return { to: "run", runId: binding.runId, event };
+  }
+
+  #provider(binding: TurnBinding, event: DomainEvent): Routed {
+    return this.#toRun(binding, { type: "PROVIDER", attemptId: binding.attemptId, event });
+  }
+
+  /** Scoped key of an item: native ref (strong), ref + occurrence + fingerprint (weak), or ordinal. */
+  #startNode(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind, ref: string | undefined, toolName?: string): NodeEntry {
+    const ordinal = binding.nodes.length;
+    const strength = caps.identity.nativeItemIds;
+    let key: string;
+    if (ref && strength === "strong") key = `ref:${ref}`;
+    else if (ref && strength === "weak") {
+      const seen = binding.refCounts.get(ref) ?? 0;
+      binding.refCounts.set(ref, seen + 1);
+      key = `ref:${ref}#${seen}:${kind}:${toolName ?? ""}`;
+    } else key = `ord:${ordinal}:${kind}:${toolName ?? ""}`;
+    const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, key), kind, ref: ref ?? null, open: true };
+    binding.nodes.push(node);
+    return node;
+  }
+
+  #nodeStarted(binding: TurnBinding, node: NodeEntry, parentRef: string | undefined, threadRef: string | undefined): Extract<DomainEvent, { type: "node.started" }> {
+    return {
+      type: "node.started",
+      ...this.#ids(binding),
+      attemptId: binding.attemptId,
+      nodeId: node.nodeId,
+      parentNodeId: this.#parentOf(binding, node, parentRef, threadRef),
+      kind: node.kind,
+      nativeRef: node.ref,
+      providerTarget: this.providerTarget,
+      detail: null,
+    };
+  }
+
+  /** A child execution hangs under its subagent: by child thread, parent item ref, or open subagent. */
+  #parentOf(binding: TurnBinding, node: NodeEntry, parentRef: string | undefined, threadRef: string | undefined): string {
+    if (threadRef && binding.childThreads.has(threadRef)) return binding.childThreads.get(threadRef)!;
+    if (parentRef) {
+      const parent = binding.nodes.find((n) => n.ref === parentRef && n.nodeId !== node.nodeId);
+      if (parent) return parent.nodeId;
+    }
+    const enclosing = binding.subagents.filter((id) => id !== node.nodeId).at(-1);
+    return enclosing ?? binding.rootNodeId;
+  }
+
+  #findNode(binding: TurnBinding, kind: NodeKind, ref: string | undefined): NodeEntry | undefined {
+    if (ref) return binding.nodes.findLast((n) => n.ref === ref);
+    return binding.nodes.findLast((n) => n.open && n.kind === kind);
+  }
+
+  #nodeById(binding: TurnBinding, nodeId: string | undefined): NodeEntry | undefined {
+    return nodeId ? binding.nodes.find((n) => n.nodeId === nodeId) : undefined;
+  }
+
+  /** The node a delta/completion refers to; started implicitly when the provider never said. */
+  #openNode(binding: TurnBinding, caps: ProviderCapabilities, kind: ItemKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
+    const found = this.#findNode(binding, ITEM_NODE_KIND[kind], ref);
+    if (found && (found.open || ref)) return { node: found, started: [] };
+    const node = this.#startNode(binding, caps, ITEM_NODE_KIND[kind], ref);
+    return { node, started: [this.#provider(binding, this.#nodeStarted(binding, node, undefined, threadRef))] };
+  }
+
+  /** Plans and todo lists are one node per turn (per native item when plan deltas have ids). */
+  #artifactNode(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
+    const usesRef = ref && caps.planning.planDeltasHaveItemIds ? ref : undefined;
+    const found = usesRef ? binding.nodes.find((n) => n.ref === usesRef) : binding.nodes.find((n) => n.kind === kind);
+    if (found) return { node: found, started: [] };
+    const node = this.#startNode(binding, caps, kind, usesRef);
+    return { node, started: [this.#provider(binding, this.#nodeStarted(binding, node, undefined, threadRef))] };
+  }
+
+  #childTurnEnded(binding: TurnBinding, childThreadRef: string, status: "completed" | "interrupted" | "failed" | "cancelled"): Routed[] {
+    // Invariant 3: a child turn ending closes (at most) its subagent node, never the run.
+    if (this.capabilities(binding.sessionId).subagents.emitsSubagentLifecycle) return [];
+    const node = this.#nodeById(binding, binding.childThreads.get(childThreadRef));
+    return node?.open ? [this.#closeSubagent(binding, node, status, null)] : [];
+  }
+
+  #closeSubagent(binding: TurnBinding, node: NodeEntry, status: "completed" | "interrupted" | "failed" | "cancelled", result: string | null): Routed {
+    node.open = false;
+    binding.subagents = binding.subagents.filter((id) => id !== node.nodeId);
+    return this.#provider(binding, {
+      type: "node.completed",
+      ...this.#ids(binding),
+      nodeId: node.nodeId,
+      status,
+      text: result,
+      output: null,
+      exitCode: null,
+      settledBy: "provider",
+    });
+  }
+
+  #requestOpened(sessionId: string, binding: TurnBinding, caps: ProviderCapabilities, event: Extract<ProviderEvent, { type: "request.opened" }>): Routed[] {
+    const ordinal = binding.requests.length + 1;
+    const ref = event.requestRef ?? null;
+    const requestId =
+      ref && caps.identity.nativeRequestIds === "strong"
+        ? derivedId("req", sessionId, ref)
+        : derivedId("req", binding.providerTurnId, ordinal, ref ?? "");
+    const kind: NodeKind = event.request.kind === "user_input" ? "user_input_request" : "approval_request";
+    const node = this.#startNode(binding, caps, kind, undefined, event.request.kind);
+    binding.requests.push({ requestId, nodeId: node.nodeId, ref, open: true });
+    const parentRef = event.itemRef;
+    const nodeStarted = this.#nodeStarted(binding, node, parentRef, event.threadRef);
+    const opened: DomainEvent = {
+      type: "request.opened",
+      ...this.#ids(binding),
+      requestId,
+      nodeId: node.nodeId,
+      payload: event.request,
+      nativeRef: ref,
+      responseCapability: { kind: "live", sessionId, hostGeneration: this.session(sessionId).hostGeneration },
+    };
+    return [
+      this.#provider(binding, nodeStarted),
+      this.#toRun(binding, { type: "REQUEST_OPENED", attemptId: binding.attemptId, requestId, event: opened }),
+    ];
+  }
+
+  /** Native address of a request for `respondToRequest`. */
+  requestAddress(attemptId: string, requestId: string): { requestRef: string | null; turnRef: string | null; ordinal: number } | null {
+    const binding = this.#byAttempt.get(attemptId);
+    const index = binding?.requests.findIndex((r) => r.requestId === requestId) ?? -1;
+    if (!binding || index < 0) return null;
+    return { requestRef: binding.requests[index]!.ref, turnRef: binding.nativeTurnRef, ordinal: index + 1 };
+  }
+}

@@ -1,0 +1,321 @@
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { RequestPayload } from "../adapters/contract.js";
+import type {
+  AttemptReason,
+  AttemptStatus,
+  DispatchMode,
+  Failure,
+  Lineage,
+  ResponseCapability,
+  RequestStatus,
+  RunStatus,
+} from "../domain/entities.js";
+import type { DomainEvent, DomainEventOf, RequestResponseInput } from "../domain/events.js";
+import type { LogRecord } from "./store/eventLog.js";
+
+/**
+ * Read models folded from the log. The same fold runs live and on reopen, so what a
+ * caller reads after a crash is exactly what it could have read before.
+ */
+
+export type TurnItemKind =
+  | "user_message"
+  | "assistant_message"
+  | "reasoning"
+  | "plan"
+  | "proposed_plan"
+  | "todo_list"
+  | "command"
+  | "file_change"
+  | "tool"
+  | "approval"
+  | "question"
+  | "subagent"
+  | "interrupt_request"
+  | "interrupt_result"
+  | "handoff"
+  | "fork"
+  | "error";
+
+export interface TurnItem {
+  /** Node id for provider items; message or event-derived id for runtime items. */
+  id: string;
+  kind: TurnItemKind;
+  status: "streaming" | "complete";
+  attemptId: string | null;
+  parentId: string | null;
+  seq: number;
+  text?: string;
+  output?: string;
+  intent?: "turn_start" | "queued" | "steer";
+  detail?: Record<string, unknown>;
+  result?: string;
+}
+
+export interface AttemptView {
+  attemptId: string;
+  ordinal: number;
+  reason: AttemptReason;
+  status: AttemptStatus;
+  providerTurnId: string | null;
+  nativeTurnRef: string | null;
+}
+
+export interface RunView {
+  runId: string;
+  threadId: string;
+  ordinal: number;
+  status: RunStatus;
+  providerTarget: string;
+  mode: DispatchMode;
+  text: string;
+  reason: string | null;
+  failure: Failure | null;
+  attempts: AttemptView[];
+  items: TurnItem[];
+  fallbacks: Array<{ policy: string; capability: string; outcome: "fallback" | "refused"; detail: string }>;
+}
+
+export interface RequestView {
+  requestId: string;
+  threadId: string;
+  runId: string;
+  nodeId: string;
+  kind: RequestPayload["kind"];
+  payload: RequestPayload;
+  status: RequestStatus;
+  responseCapability: ResponseCapability;
+  response: RequestResponseInput | null;
+  closedReason: string | null;
+}
+
+export interface ThreadView {
+  threadId: string;
+  title: string;
+  cwd: string;
+  providerTarget: string;
+  model: string | null;
+  lineage: Lineage | null;
+  runs: RunView[];
+  lastSeq: number;
+}
+
+export interface ProviderThreadRecord {
+  providerThreadId: string;
+  threadId: string;
+  providerTarget: string;
+  sessionId: string;
+  nativeThreadRef: string | null;
+  resumeCursor: string;
+}
+
+export interface PendingTransfer {
+  transferId: string;
+  parentThreadId: string;
+  forkedFromRunId: string | null;
+}
+
+const TERMINAL: ReadonlySet<RunStatus> = new Set(["completed", "interrupted", "failed", "cancelled", "rolled_back"]);
+export const isTerminalRunStatus = (status: RunStatus): boolean => TERMINAL.has(status);
+
+const ITEM_KIND: Partial<Record<DomainEventOf<"node.started">["kind"], TurnItemKind>> = {
+  assistant_message: "assistant_message",
+  reasoning: "reasoning",
+  tool_call: "tool",
+  command_execution: "command",
+  file_change: "file_change",
+  subagent: "subagent",
+  approval_request: "approval",
+  user_input_request: "question",
+  plan: "plan",
+  todo_list: "todo_list",
+};
+
+export class Projections {
+  readonly threads = new Map<string, ThreadView>();
+  readonly runs = new Map<string, RunView>();
+  readonly requests = new Map<string, RequestView>();
+  /** Latest provider thread per (app thread, target): what a resume starts from. */
+  readonly providerThreads = new Map<string, ProviderThreadRecord>();
+  readonly sessions = new Map<string, { providerTarget: string; capabilities: ProviderCapabilities; hostGeneration: number }>();
+  readonly receipts = new Map<string, { command: string; receipt: unknown }>();
+  /** Forks whose realisation (native or portable) waits for their first run. */
+  readonly transfers = new Map<string, PendingTransfer>();
+  #items = new Map<string, TurnItem>();
+  head = 0;
+
+  static providerThreadKey(threadId: string, providerTarget: string): string {
+    return `${threadId}\u0000${providerTarget}`;
+  }
+
+  apply({ seq, event }: LogRecord<DomainEvent>): void {
+    this.head = seq;
+    const thread = "threadId" in event && event.threadId ? this.threads.get(event.threadId) : undefined;
+    if (thread) thread.lastSeq = seq;
+    const run = "runId" in event && event.runId ? this.runs.get(event.runId) : undefined;
+    switch (event.type) {
+      case "thread.created": {
+        const { type: _t, ...fields } = event;
+        this.threads.set(event.threadId, { ...fields, runs: [], lastSeq: seq });
+        return;
+      }
+      case "run.created": {
+        const view: RunView = {
+          runId: event.runId,
+          threadId: event.threadId,
+          ordinal: event.ordinal,
+          status: "queued",
+          providerTarget: event.providerTarget,
+          mode: event.mode,
+          text: event.text,
+          reason: null,
+          failure: null,
+          attempts: [],
+          items: [],
+          fallbacks: [],
+        };
+        this.runs.set(event.runId, view);
+        thread?.runs.push(view);
+        const intent = event.mode === "queue" || thread?.runs.some((r) => r !== view && !isTerminalRunStatus(r.status)) ? "queued" : "turn_start";
+        this.#addItem(view, { id: event.userMessageId, kind: "user_message", status: "complete", attemptId: null, parentId: null, seq, text: event.text, intent });
+        return;
+      }
+      case "run.state":
+        if (run) run.status = event.status;
+        return;
+      case "run.terminal":
+        if (!run) return;
+        Object.assign(run, { status: event.status, reason: event.reason, failure: event.failure });
+        if (event.failure) this.#addItem(run, { id: `err_${seq}`, kind: "error", status: "complete", attemptId: null, parentId: null, seq, text: event.failure.message });
+        return;
+      case "attempt.started":
+        run?.attempts.push({ attemptId: event.attemptId, ordinal: event.ordinal, reason: event.reason, status: "running", providerTurnId: null, nativeTurnRef: null });
+        return;
+      case "attempt.turn_bound": {
+        const attempt = run?.attempts.find((a) => a.attemptId === event.attemptId);
+        if (attempt) Object.assign(attempt, { providerTurnId: event.providerTurnId, nativeTurnRef: event.nativeTurnRef });
+        return;
+      }
+      case "attempt.terminal": {
+        const attempt = run?.attempts.find((a) => a.attemptId === event.attemptId);
+        if (attempt) attempt.status = event.status;
+        return;
+      }
+      case "node.started": {
+        const kind = ITEM_KIND[event.kind];
+        if (!run || !kind) return;
+        const detail = event.detail ? (event.detail as Record<string, unknown>) : undefined;
+        this.#addItem(run, { id: event.nodeId, kind, status: "streaming", attemptId: event.attemptId, parentId: event.parentNodeId, seq, ...(detail ? { detail } : {}) });
+        return;
+      }
+      case "node.delta": {
+        const item = this.#items.get(event.nodeId);
+        if (!item) return;
+        if (event.stream === "text") item.text = (item.text ?? "") + event.delta;
+        else item.output = (item.output ?? "") + event.delta;
+        return;
+      }
+      case "node.completed": {
+        const item = this.#items.get(event.nodeId);
+        if (!item) return;
+        item.status = "complete";
+        if (event.text !== null && item.kind !== "subagent") item.text = event.text;
+        if (event.text !== null && item.kind === "subagent") item.result = event.text;
+        if (event.output !== null) item.output = event.output;
+        item.detail = { ...item.detail, status: event.status, ...(event.exitCode !== null ? { exitCode: event.exitCode } : {}) };
+        return;
+      }
+      case "plan.updated":
+      case "todo.updated":
+      case "plan.proposed": {
+        const item = this.#items.get(event.nodeId);
+        if (!item) return;
+        if (event.type === "plan.proposed") Object.assign(item, { kind: "proposed_plan", text: event.text });
+        else item.detail = event.type === "todo.updated" ? { items: event.items } : { steps: event.steps, explanation: event.explanation };
+        return;
+      }
+      case "request.opened":
+        this.requests.set(event.requestId, {
+          requestId: event.requestId,
+          threadId: event.threadId,
+          runId: event.runId,
+          nodeId: event.nodeId,
+          kind: event.payload.kind,
+          payload: event.payload,
+          status: "pending",
+          responseCapability: event.responseCapability,
+          response: null,
+          closedReason: null,
+        });
+        return;
+      case "request.resolved":
+      case "request.closed": {
+        const request = this.requests.get(event.requestId);
+        if (!request) return;
+        if (event.type === "request.resolved") Object.assign(request, { status: "resolved", response: event.response });
+        else Object.assign(request, { status: event.status, closedReason: event.reason });
+        const item = this.#items.get(request.nodeId);
+        if (item) Object.assign(item, { status: "complete", result: request.status === "resolved" ? "resolved" : request.status });
+        return;
+      }
+      case "interrupt.requested":
+        if (run) this.#addItem(run, { id: `int_${seq}`, kind: "interrupt_request", status: "complete", attemptId: event.attemptId, parentId: null, seq, detail: { via: event.via } });
+        return;
+      case "steer.applied":
+        if (run) this.#addItem(run, { id: event.messageId, kind: "user_message", status: "complete", attemptId: event.attemptId, parentId: null, seq, text: event.text, intent: "steer", detail: { via: event.via } });
+        return;
+      case "policy.applied": {
+        const target = event.runId ? this.runs.get(event.runId) : undefined;
+        const { policy, capability, outcome, detail } = event;
+        target?.fallbacks.push({ policy, capability, outcome, detail });
+        return;
+      }
+      case "session.started":
+        this.sessions.set(event.sessionId, { providerTarget: event.providerTarget, capabilities: event.capabilities, hostGeneration: event.hostGeneration });
+        return;
+      case "provider_thread.bound":
+        this.providerThreads.set(Projections.providerThreadKey(event.threadId, event.providerTarget), {
+          providerThreadId: event.providerThreadId,
+          threadId: event.threadId,
+          providerTarget: event.providerTarget,
+          sessionId: event.sessionId,
+          nativeThreadRef: event.nativeThreadRef,
+          resumeCursor: event.resumeCursor,
+        });
+        return;
+      case "handoff.created": {
+        const last = thread?.runs.at(-1);
+        if (last) this.#addItem(last, { id: event.handoffId, kind: "handoff", status: "complete", attemptId: null, parentId: null, seq, text: event.text, detail: { strategy: event.strategy, reason: event.reason } });
+        return;
+      }
+      case "fork.recorded":
+        this.transfers.set(event.threadId, { transferId: event.transferId, parentThreadId: event.parentThreadId, forkedFromRunId: event.forkedFromRunId });
+        return;
+      case "fork.resolved":
+        this.transfers.delete(event.threadId);
+        return;
+      case "command.receipt":
+        this.receipts.set(event.commandId, { command: event.command, receipt: event.receipt });
+        return;
+      default:
+        return;
+    }
+  }
+
+  #addItem(run: RunView, item: TurnItem): void {
+    run.items.push(item);
+    this.#items.set(item.id, item);
+  }
+
+  pendingTransfer(threadId: string): PendingTransfer | undefined {
+    return this.transfers.get(threadId);
+  }
+
+  activeRuns(): RunView[] {
+    return [...this.runs.values()].filter((r) => !isTerminalRunStatus(r.status));
+  }
+
+  pendingRequests(threadId?: string): RequestView[] {
+    return [...this.requests.values()].filter((r) => r.status === "pending" && (!threadId || r.threadId === threadId));
+  }
+}

@@ -1,0 +1,404 @@
+/**
+ * Append-only JSONL event log with group commit.
+ *
+ * Durability model: `append` is synchronous and only *assigns* a seq; the record becomes
+ * durable when the batch it landed in has been written and fdatasynced. Everything that
+ * leaves the log to readers (onCommit, subscribe, readAll) is durable, so a reader can
+ * never observe an event that a crash could take back.
+ *
+ * Memory model: records are not retained after commit. Catch-up reads the file, helped
+ * by a sparse seq -> byte offset index (one entry per INDEX_STRIDE records).
+ */
+import { createReadStream } from "node:fs";
+import { mkdir, open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
+import { dirname } from "node:path";
+import { z } from "zod";
+import { ClosedError, InvalidInputError, StoreCorruptError } from "../../domain/errors.js";
+
+export interface LogRecord<E> {
+  seq: number;
+  at: string;
+  event: E;
+}
+
+export interface EventLogOptions<E> {
+  /** How long appends wait to be grouped into one write + fdatasync. Default 2. */
+  groupWindowMs?: number;
+  /** An urgent event makes its batch commit immediately instead of waiting for the window. */
+  isUrgent?: (event: E) => boolean;
+  /** Clock for `at`. Default `() => new Date()`. */
+  now?: () => Date;
+  /** Receives exceptions thrown by listeners/filters and subscriber catch-up failures. */
+  onListenerError?: (error: unknown) => void;
+}
+
+const INDEX_STRIDE = 1024;
+
+const RecordShape = z.object({
+  seq: z.number().int().positive(),
+  at: z.string(),
+  event: z.looseObject({ type: z.string() }),
+});
+
+type Line = { text: string; start: number; end: number; terminated: boolean };
+
+/** Streams lines with their byte offsets (readline hides offsets, which truncation needs). */
+async function* scanLines(file: string, from = 0): AsyncGenerator<Line> {
+  let carry: Buffer[] = [];
+  let lineStart = from;
+  let pos = from;
+  for await (const chunk of createReadStream(file, { start: from }) as AsyncIterable<Buffer>) {
+    let cut = 0;
+    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, cut)) {
+      const piece = chunk.subarray(cut, nl);
+      const bytes = carry.length > 0 ? Buffer.concat([...carry, piece]) : piece;
+      const end = pos + nl + 1;
+      yield { text: bytes.toString("utf8"), start: lineStart, end, terminated: true };
+      carry = [];
+      lineStart = end;
+      cut = nl + 1;
+    }
+    if (cut < chunk.length) carry.push(chunk.subarray(cut));
+    pos += chunk.length;
+  }
+  if (carry.length > 0) {
+    yield { text: Buffer.concat(carry).toString("utf8"), start: lineStart, end: pos, terminated: false };
+  }
+}
+
+function describeIssue(error: z.ZodError): { field: string; message: string } {
+  const issue = error.issues[0];
+  return { field: issue?.path.map(String).join(".") || "(root)", message: issue?.message ?? "invalid" };
+}
+
+/** A valid record, or the reason the line is not one. */
+function parseLine(text: string): { seq: number } | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return "not valid JSON";
+  }
+  const result = RecordShape.safeParse(value);
+  if (result.success) return result.data;
+  const { field, message } = describeIssue(result.error);
+  return `invalid record at ${field}: ${message}`;
+}
+
+type Recovered = { records: number; goodEnd: number; truncatedBytes: number; index: number[] };
+
+/** Validates the whole file; only the final line may be bad (a torn write) and is cut. */
+async function recover(file: string): Promise<Recovered> {
+  const corrupt = (line: number, reason: string) =>
+    new StoreCorruptError(`${file} line ${line}: ${reason}`, { file, line });
+  let lineNo = 0;
+  let expected = 1;
+  let goodEnd = 0;
+  let fileEnd = 0;
+  let bad: { line: number; reason: string } | undefined;
+  const index: number[] = [];
+  for await (const line of scanLines(file)) {
+    lineNo++;
+    if (bad) throw corrupt(bad.line, bad.reason); // something follows the bad line: not a torn tail
+    fileEnd = line.end;
+    const parsed = line.terminated ? parseLine(line.text) : "no trailing newline";
+    if (typeof parsed === "string") {
+      bad = { line: lineNo, reason: parsed };
+      continue;
+    }
+    if (parsed.seq !== expected) throw corrupt(lineNo, `expected seq ${expected}, found ${parsed.seq}`);
+    if ((expected - 1) % INDEX_STRIDE === 0) index.push(line.start);
+    expected++;
+    goodEnd = line.end;
+  }
+  return { records: expected - 1, goodEnd, truncatedBytes: fileEnd - goodEnd, index };
+}
+
+type Subscriber<E> = {
+  delivered: number; // highest seq handed to this subscriber: the dedupe key
+  live: boolean;
+  active: boolean;
+  pending: LogRecord<E>[]; // commits that arrive while catching up
+  listener: (record: LogRecord<E>) => void;
+  filter: ((record: LogRecord<E>) => boolean) | undefined;
+};
+type Waiter = { seq: number; resolve: () => void; reject: (error: unknown) => void };
+
+export class EventLog<E extends { type: string }> {
+  static async open<E extends { type: string }>(
+    file: string,
+    options: EventLogOptions<E> = {},
+  ): Promise<EventLog<E>> {
+    const windowMs = options.groupWindowMs ?? 2;
+    if (!Number.isFinite(windowMs) || windowMs < 0) {
+      throw new InvalidInputError("groupWindowMs", "must be a non-negative number");
+    }
+    await mkdir(dirname(file), { recursive: true });
+    const fh = await open(file, "a");
+    try {
+      const found = await recover(file);
+      if (found.truncatedBytes > 0) {
+        await fh.truncate(found.goodEnd);
+        await fh.datasync();
+      }
+      // Make the file's directory entry durable too (matters when the file was just created).
+      // Windows cannot open a directory for fsync.
+      if (process.platform !== "win32") {
+        const dir = await open(dirname(file), "r");
+        await dir.sync().finally(() => dir.close());
+      }
+      return new EventLog<E>(file, fh, options, windowMs, found);
+    } catch (error) {
+      await fh.close();
+      throw error;
+    }
+  }
+
+  readonly recovery: { records: number; truncatedBytes: number };
+  readonly #file: string;
+  readonly #fh: FileHandle;
+  readonly #options: EventLogOptions<E>;
+  readonly #windowMs: number;
+  readonly #index: number[];
+  #head: number;
+  #durableHead: number;
+  #endOffset: number;
+  #queue: { record: LogRecord<E>; line: string }[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #flushing: Promise<void> | undefined;
+  #waiters: Waiter[] = [];
+  readonly #commitListeners = new Set<(records: readonly LogRecord<E>[]) => void>();
+  readonly #subscribers = new Set<Subscriber<E>>();
+  #closing = false;
+  #closed: Promise<void> | undefined;
+  #failed: { error: unknown } | undefined;
+
+  private constructor(file: string, fh: FileHandle, options: EventLogOptions<E>, windowMs: number, found: Recovered) {
+    this.#file = file;
+    this.#fh = fh;
+    this.#options = options;
+    this.#windowMs = windowMs;
+    this.#index = found.index;
+    this.#head = this.#durableHead = found.records;
+    this.#endOffset = found.goodEnd;
+    this.recovery = { records: found.records, truncatedBytes: found.truncatedBytes };
+  }
+
+  /** Last assigned seq (0 when empty). */
+  get head(): number {
+    return this.#head;
+  }
+
+  /** Last seq known to be fdatasynced. */
+  get durableHead(): number {
+    return this.#durableHead;
+  }
+
+  /** Assigns the next seq and queues the record. The returned record (and what listeners
+   * get) is the JSON round-trip of what is written, so live and replayed views agree. */
+  append(event: E): LogRecord<E> {
+    if (this.#failed) {
+      const cause = this.#failed.error;
+      throw Object.assign(new ClosedError(`event log (failed: ${String(cause)})`), { cause });
+    }
+    if (this.#closing) throw new ClosedError("event log");
+    const seq = this.#head + 1;
+    let line: string;
+    try {
+      line = JSON.stringify({ seq, at: (this.#options.now?.() ?? new Date()).toISOString(), event }) + "\n";
+    } catch (error) {
+      throw new InvalidInputError("event", `cannot be serialized: ${String(error)}`);
+    }
+    const record = JSON.parse(line) as LogRecord<E>;
+    // Never write a line that open() would later reject as corrupt.
+    const check = RecordShape.safeParse(record);
+    if (!check.success) {
+      const { field, message } = describeIssue(check.error);
+      throw new InvalidInputError(field, message);
+    }
+    const urgent = this.#options.isUrgent?.(event) ?? false; // may throw: do it before any state change
+    this.#head = seq;
+    this.#queue.push({ record, line });
+    if (urgent) this.#startFlush();
+    else if (!this.#flushing) this.#timer ??= setTimeout(() => this.#startFlush(), this.#windowMs);
+    // While a flush is in flight its loop picks the record up right after: appends that
+    // arrive during an fsync form the next group.
+    return record;
+  }
+
+  whenDurable(seq: number = this.#head): Promise<void> {
+    if (!Number.isInteger(seq) || seq < 0 || seq > this.#head) {
+      return Promise.reject(new InvalidInputError("seq", `must be an integer in 0..${this.#head}`));
+    }
+    if (seq <= this.#durableHead) return Promise.resolve();
+    if (this.#failed) return Promise.reject(this.#failed.error);
+    return new Promise((resolve, reject) => this.#waiters.push({ seq, resolve, reject }));
+  }
+
+  onCommit(listener: (records: readonly LogRecord<E>[]) => void): () => void {
+    this.#commitListeners.add(listener);
+    return () => void this.#commitListeners.delete(listener);
+  }
+
+  /**
+   * Delivers every durable record with seq > afterSeq exactly once, in order, then live
+   * commits. Delivery is always asynchronous (never inside this call).
+   */
+  subscribe(
+    afterSeq: number,
+    listener: (record: LogRecord<E>) => void,
+    filter?: (record: LogRecord<E>) => boolean,
+  ): () => void {
+    if (this.#closing) throw new ClosedError("event log");
+    if (!Number.isInteger(afterSeq) || afterSeq < 0 || afterSeq > this.#head) {
+      throw new InvalidInputError("afterSeq", `must be an integer in 0..${this.#head}`);
+    }
+    const sub: Subscriber<E> = { delivered: afterSeq, live: false, active: true, pending: [], listener, filter };
+    // Registered before catch-up starts: commits after this point are buffered in `pending`,
+    // everything up to `target` is read from the file, and `delivered` dedupes the overlap.
+    this.#subscribers.add(sub);
+    void this.#catchUp(sub, this.#durableHead);
+    return () => {
+      sub.active = false;
+      this.#subscribers.delete(sub);
+    };
+  }
+
+  /** Streams durable records with seq > afterSeq, up to durableHead as of this call. */
+  readAll(afterSeq = 0): AsyncGenerator<LogRecord<E>> {
+    return this.#read(afterSeq, this.#durableHead);
+  }
+
+  /** Commits what is queued and closes the file. Rejects if the log is in a failed state. */
+  close(): Promise<void> {
+    this.#closed ??= this.#close();
+    return this.#closed;
+  }
+
+  async #close(): Promise<void> {
+    this.#closing = true;
+    this.#startFlush();
+    await this.#flushing;
+    for (const sub of this.#subscribers) sub.active = false;
+    this.#subscribers.clear();
+    this.#commitListeners.clear();
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(new ClosedError("event log"));
+    await this.#fh.close();
+    if (this.#failed) throw this.#failed.error;
+  }
+
+  #startFlush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    // With nothing to write the loop would finish synchronously, before the assignment.
+    if (this.#flushing || this.#queue.length === 0 || this.#failed) return;
+    this.#flushing = this.#flushLoop();
+  }
+
+  /** The only writer: one batch in flight at a time, each batch is one write + one fdatasync. */
+  async #flushLoop(): Promise<void> {
+    while (this.#queue.length > 0 && !this.#failed) {
+      const batch = this.#queue;
+      this.#queue = [];
+      const data = Buffer.from(batch.map((item) => item.line).join(""), "utf8");
+      try {
+        // write() may be short in theory; loop so a batch never lands half-written.
+        for (let done = 0; done < data.length; ) {
+          done += (await this.#fh.write(data, done)).bytesWritten;
+        }
+        await this.#fh.datasync();
+      } catch (error) {
+        this.#fail(error);
+        break;
+      }
+      for (const { record, line } of batch) {
+        if ((record.seq - 1) % INDEX_STRIDE === 0) this.#index.push(this.#endOffset);
+        this.#endOffset += Buffer.byteLength(line);
+      }
+      const records = Object.freeze(batch.map((item) => item.record));
+      this.#durableHead = records[records.length - 1]?.seq ?? this.#durableHead;
+      const ready = this.#waiters.filter((w) => w.seq <= this.#durableHead);
+      this.#waiters = this.#waiters.filter((w) => w.seq > this.#durableHead);
+      for (const waiter of ready) waiter.resolve();
+      for (const listener of this.#commitListeners) this.#guard(() => listener(records));
+      for (const sub of this.#subscribers) {
+        if (sub.live) for (const record of records) this.#deliver(sub, record);
+        else sub.pending.push(...records);
+      }
+    }
+    // Cleared in the same tick as the final empty-queue check (no await in between), so an
+    // append can never land in a gap where this loop misses it and no new flush is scheduled.
+    this.#flushing = undefined;
+  }
+
+  /** After a failed write/fsync the file's tail is unknown; refuse everything from now on.
+   * (A torn tail left behind is cut by the next open.) */
+  #fail(error: unknown): void {
+    this.#failed = { error };
+    clearTimeout(this.#timer);
+    this.#queue = [];
+    for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+  }
+
+  async #catchUp(sub: Subscriber<E>, target: number): Promise<void> {
+    await Promise.resolve();
+    try {
+      for await (const record of this.#read(sub.delivered, target)) {
+        if (!sub.active) return;
+        this.#deliver(sub, record);
+      }
+    } catch (error) {
+      sub.active = false;
+      this.#subscribers.delete(sub);
+      this.#guard(() => {
+        throw error;
+      });
+      return;
+    }
+    // Synchronous from here on, so no commit can interleave with the switch to live.
+    for (const record of sub.pending) this.#deliver(sub, record);
+    sub.pending = [];
+    sub.live = true;
+  }
+
+  async *#read(afterSeq: number, upTo: number): AsyncGenerator<LogRecord<E>> {
+    if (afterSeq >= upTo) return;
+    // Start at the nearest indexed record at or before afterSeq + 1.
+    const slot = Math.floor(afterSeq / INDEX_STRIDE);
+    const offset = this.#index[slot];
+    let seq = offset === undefined ? 0 : slot * INDEX_STRIDE;
+    // Stopping at upTo (<= durableHead) matters: bytes past it may be a write in progress.
+    for await (const line of scanLines(this.#file, offset ?? 0)) {
+      seq++;
+      const record = JSON.parse(line.text) as LogRecord<E>;
+      if (record.seq !== seq) {
+        throw new StoreCorruptError(`${this.#file}: expected seq ${seq}, found ${record.seq}`, { file: this.#file });
+      }
+      if (seq > afterSeq) yield record;
+      if (seq >= upTo) return;
+    }
+    throw new StoreCorruptError(`${this.#file} ends before seq ${upTo}`, { file: this.#file });
+  }
+
+  #deliver(sub: Subscriber<E>, record: LogRecord<E>): void {
+    if (!sub.active || record.seq <= sub.delivered) return;
+    sub.delivered = record.seq;
+    this.#guard(() => {
+      if (!sub.filter || sub.filter(record)) sub.listener(record);
+    });
+  }
+
+  /** Listener code must never break the writer loop. */
+  #guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (error) {
+      try {
+        this.#options.onListenerError?.(error);
+      } catch {
+        // a failing error reporter has nowhere left to report to
+      }
+    }
+  }
+}
