@@ -1,1 +1,64 @@
-console.log("hi")
+#!/usr/bin/env node
+import { createInterface } from "node:readline/promises";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { isTillerError } from "../domain/errors.js";
+import { runDemo } from "./demo.js";
+
+const HELP = `tiller: an embeddable runtime for coding-agent providers
+
+Usage:
+  tiller demo [--yes] [--data-dir DIR] [--no-color]
+      Drive a scripted provider through streamed text, an approval, a todo plan,
+      an interrupt and a queued follow-up. Asks before approving when interactive;
+      --yes approves without asking; a non-interactive run never blocks.
+  tiller help
+  tiller version
+`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [command = "help", ...rest] = argv;
+  switch (command) {
+    case "demo": {
+      const { values } = parseArgs({
+        args: rest,
+        options: { yes: { type: "boolean", short: "y", default: false }, "data-dir": { type: "string" }, "no-color": { type: "boolean", default: false } },
+      });
+      const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+      const rl = interactive && !values.yes ? createInterface({ input: process.stdin, output: process.stdout }) : null;
+      try {
+        const result = await runDemo({
+          dataDir: resolve(values["data-dir"] ?? ".tiller/demo"),
+          yes: values.yes,
+          ask: rl ? async (q) => !/^n/i.test((await rl.question(q)).trim()) : null,
+          write: (text) => void process.stdout.write(text),
+          color: !values["no-color"] && Boolean(process.stdout.isTTY),
+        });
+        process.stdout.write(`Event log: ${result.eventLog} (${result.events} events this session)\n`);
+        return 0;
+      } finally {
+        rl?.close();
+      }
+    }
+    case "version":
+    case "--version":
+      process.stdout.write("tiller 0.1.0\n");
+      return 0;
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(HELP);
+      return 0;
+    default:
+      process.stderr.write(`unknown command "${command}"\n\n${HELP}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => (process.exitCode = code),
+  (error: unknown) => {
+    process.stderr.write(isTillerError(error) ? `tiller: ${error.code}: ${error.message}\n` : `tiller: ${String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -185,7 +185,10 @@ export class Effects {
 
   #sessionLost(target: Target, sessionId: string, state: "stopped" | "error", message: string | null): void {
     const { rt } = this;
-    rt.sessionActor(sessionId)?.send(state === "stopped" ? { type: "STOPPED", message } : { type: "FAILED", message: message ?? "session error" });
+    const session = rt.sessionActor(sessionId);
+    if (session?.getSnapshot().status === "active") {
+      session.send(state === "stopped" ? { type: "STOPPED", message } : { type: "FAILED", message: message ?? "session error" });
+    }
     target.dropSession(sessionId);
     for (const actor of [...rt.runActors.values()]) {
       const ctx = actor.getSnapshot().context;
@@ -219,7 +222,8 @@ export class Effects {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
     }
     const binding = target.normalizer.binding(settle.attemptId);
-    if (binding) rt.sessionActor(binding.sessionId)?.send({ type: "TURN_ENDED" });
+    const session = binding && rt.sessionActor(binding.sessionId);
+    if (session?.getSnapshot().status === "active") session.send({ type: "TURN_ENDED" });
   }
 
   /** A run ended: drop its attempts' correlation state. */

@@ -1,0 +1,109 @@
+import { join } from "node:path";
+import { createScriptedAdapter } from "../adapters/scripted/adapter.js";
+import { keyedScript, type ScriptStep } from "../adapters/scripted/script.js";
+import { Runtime } from "../runtime/runtime.js";
+import { TranscriptPrinter, describe } from "./transcript.js";
+
+/**
+ * `tiller demo`: one scripted-provider session through streamed text, an approval, a todo
+ * plan, an interrupt and a queued follow-up, printed as a transcript.
+ */
+
+export interface DemoOptions {
+  dataDir: string;
+  /** Approve without asking. */
+  yes: boolean;
+  /** Ask in the terminal; when false (and not `yes`) the demo approves by itself and says so. */
+  ask: ((question: string) => Promise<boolean>) | null;
+  write: (text: string) => void;
+  color: boolean;
+  chunkDelayMs?: number;
+}
+
+const fix: ScriptStep[] = [
+  { type: "reasoning", text: "The date test fails only in UTC+ timezones, so the bug is local-vs-UTC." },
+  {
+    type: "todo",
+    items: [
+      { text: "Reproduce the failing test", status: "in_progress" },
+      { text: "Use UTC in today()", status: "pending" },
+      { text: "Re-run the tests", status: "pending" },
+    ],
+  },
+  { type: "tool", name: "read_file", input: { path: "src/date.ts" }, output: "export const today = () => new Date().toDateString();" },
+  { type: "file_change", path: "src/date.ts", diff: "-new Date().toDateString()\n+new Date().toISOString().slice(0, 10)" },
+  { type: "command", command: "npm test -- date", output: "✓ date.test.ts (3 tests)", approval: true },
+  {
+    type: "todo",
+    items: [
+      { text: "Reproduce the failing test", status: "completed" },
+      { text: "Use UTC in today()", status: "completed" },
+      { text: "Re-run the tests", status: "completed" },
+    ],
+  },
+  { type: "text", text: "Fixed: today() now formats the date in UTC, and the date tests pass." },
+];
+
+const changelog: ScriptStep[] = [
+  { type: "text", text: "## Changelog\n  - today() formats dates in UTC\n  - the date tests run in every timezone\n  - ", chunkSize: 6 },
+  { type: "hang" },
+];
+
+const summary: ScriptStep[] = [{ type: "text", text: "One line: today() is now timezone-proof." }];
+
+export async function runDemo(options: DemoOptions): Promise<{ eventLog: string; events: number; runs: string[] }> {
+  const adapter = createScriptedAdapter({
+    chunkDelayMs: options.chunkDelayMs ?? 12,
+    capabilities: { turns: { supportsActiveSteering: false } },
+    script: keyedScript({ "failing date test": fix, changelog, summarize: summary }),
+  });
+  const rt = await Runtime.open({ dataDir: options.dataDir, providers: { scripted: adapter } });
+  const printer = new TranscriptPrinter(options.write, options.color);
+  let events = 0;
+  const approvals: Promise<unknown>[] = [];
+  rt.subscribe({ afterSeq: rt.views.head }, (record) => {
+    events += 1;
+    printer.print(record);
+    const event = record.event;
+    if (event.type === "request.opened") approvals.push(decide(rt, event.requestId, describe(event.payload), options));
+  });
+  try {
+    const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Demo: fix a date bug" });
+    const first = await rt.sendMessage({ threadId, text: "Fix the failing date test" });
+    await rt.waitForRun(first.runId);
+
+    const second = await rt.sendMessage({ threadId, text: "Write a long changelog for this fix" });
+    await untilStreaming(rt, second.runId);
+    const third = await rt.sendMessage({ threadId, text: "Then summarize it in one line", mode: "queue" });
+    await rt.interrupt({ runId: second.runId });
+    await rt.waitForRun(third.runId);
+    await Promise.all(approvals);
+    printer.end();
+    const thread = await rt.readThread(threadId);
+    options.write(`\nRuns: ${thread.runs.map((r) => `#${r.ordinal} ${r.status}`).join(", ")}\n`);
+    return { eventLog: join(rt.dataDir, "events.jsonl"), events, runs: thread.runs.map((r) => r.status) };
+  } finally {
+    await rt.close();
+  }
+}
+
+async function decide(rt: Runtime, requestId: string, what: string, options: DemoOptions): Promise<void> {
+  let approve = true;
+  if (options.yes) options.write(`    (--yes: approving ${what})\n`);
+  else if (options.ask) approve = await options.ask(`  Approve ${what}? [Y/n] `);
+  else options.write(`    (not interactive: approving ${what}; pass --yes to say so explicitly)\n`);
+  await rt.respond({ requestId, response: { kind: "decision", decision: approve ? "accept" : "decline" } });
+}
+
+/** Waits until the run has streamed some text, so the interrupt lands mid-stream. */
+function untilStreaming(rt: Runtime, runId: string): Promise<void> {
+  return new Promise((resolve) => {
+    let deltas = 0;
+    const stop = rt.subscribe({ threadId: rt.views.runs.get(runId)!.threadId, afterSeq: rt.views.head }, (r) => {
+      if (r.event.type === "node.delta" && r.event.runId === runId && ++deltas === 8) {
+        stop();
+        resolve();
+      }
+    });
+  });
+}

@@ -1,0 +1,82 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRuntime, sequentialIds, type RuntimeOptions } from "../../src/index.js";
+import type { ProviderAdapter, ProviderAdapterEvent } from "../../src/adapters/contract.js";
+import type { DomainEvent, DomainEventOf, DomainEventType } from "../../src/domain/events.js";
+import type { Runtime } from "../../src/runtime/runtime.js";
+import type { LogRecord } from "../../src/runtime/store/eventLog.js";
+
+/** A runtime on a fresh temporary data directory, with deterministic ids. */
+export async function openTestRuntime(
+  providers: Record<string, ProviderAdapter>,
+  options: Partial<RuntimeOptions> & { dataDir?: string } = {},
+): Promise<{ rt: Runtime; dataDir: string; events: LogRecord<DomainEvent>[]; cleanup: () => Promise<void> }> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-test-")));
+  const rt = await createRuntime({ ids: sequentialIds(), ...options, dataDir, providers });
+  const events: LogRecord<DomainEvent>[] = [];
+  rt.subscribe({ afterSeq: rt.views.head }, (r) => events.push(r));
+  return {
+    rt,
+    dataDir,
+    events,
+    cleanup: async () => {
+      await rt.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Resolves with the first durable event (after `afterSeq`) that matches. */
+export function nextEvent<T extends DomainEventType>(
+  rt: Runtime,
+  type: T,
+  match: (event: DomainEventOf<T>) => boolean = () => true,
+  afterSeq = 0,
+): Promise<LogRecord<DomainEventOf<T>>> {
+  return new Promise((resolve) => {
+    const stop = rt.subscribe({ afterSeq }, (record) => {
+      if (record.event.type === type && match(record.event as DomainEventOf<T>)) {
+        stop();
+        resolve(record as LogRecord<DomainEventOf<T>>);
+      }
+    });
+  });
+}
+
+export const ofType = <T extends DomainEventType>(records: LogRecord<DomainEvent>[], type: T): DomainEventOf<T>[] =>
+  records.map((r) => r.event).filter((e): e is DomainEventOf<T> => e.type === type);
+
+/** Records every adapter call (what the provider was asked, in native terms). */
+export function recordCalls(adapter: ProviderAdapter): { adapter: ProviderAdapter; calls: Array<{ method: string; input: any }> } {
+  const calls: Array<{ method: string; input: any }> = [];
+  const wrapped = Object.create(adapter) as ProviderAdapter;
+  for (const method of ["startSession", "ensureProviderThread", "sendRun", "steerRun", "interrupt", "respondToRequest", "forkThread", "stopSession"] as const) {
+    const original = adapter[method] as ((input: unknown) => Promise<unknown>) | undefined;
+    if (!original) continue;
+    (wrapped as any)[method] = (input: unknown) => {
+      calls.push({ method, input });
+      return original.call(adapter, input);
+    };
+  }
+  return { adapter: wrapped, calls };
+}
+
+/**
+ * Holds back provider events that match until released: a double at the process boundary,
+ * to observe the runtime between an acknowledgement and the terminal that follows it.
+ */
+export function gateEvents(adapter: ProviderAdapter, hold: (e: ProviderAdapterEvent) => boolean) {
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const wrapped = Object.create(adapter) as ProviderAdapter;
+  wrapped.streamEvents = () => ({
+    async *[Symbol.asyncIterator]() {
+      for await (const e of adapter.streamEvents()) {
+        if (hold(e)) await released;
+        yield e;
+      }
+    },
+  });
+  return { adapter: wrapped, release };
+}
