@@ -76,7 +76,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     await Promise.resolve(); // the turn starts after sendRun returns, as with a real provider
     if (caps.turns.emitsTurnStarted) push(sessionId, { type: "turn.started", ...where });
     const terminal = await turn.run(script({ text, turnIndex }), threadRef);
-    active.delete(thread.id);
+    if (active.get(thread.id)?.turn === turn) active.delete(thread.id);
     if (sessions.get(sessionId)?.stopped) return; // the session died with the turn: no terminal
     Object.assign(record, { assistantText: turn.assistantText, status: terminal.status });
     if (caps.turns.emitsTurnCompleted) push(sessionId, { type: "turn.terminal", ...where, ...terminal });

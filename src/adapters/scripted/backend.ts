@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import type { ProviderThreadSnapshot, TurnStatus } from "../contract.js";
 
 /**
@@ -20,12 +21,14 @@ export interface BackendThread {
 
 export class ScriptedBackend {
   readonly threads = new Map<string, BackendThread>();
+  /** Distinguishes this backend's ids from another's, so a forgotten cursor never matches by accident. */
+  readonly #prefix = randomBytes(3).toString("hex");
   #counter = 0;
 
-  /** Unique native ids across every adapter sharing this backend. */
+  /** Native ids unique across every backend (and every adapter sharing this one). */
   nextId(kind: string): string {
     this.#counter += 1;
-    return `${kind}-${this.#counter}`;
+    return `${kind}-${this.#prefix}-${this.#counter}`;
   }
 
   createThread(turns: BackendTurn[] = []): BackendThread {

@@ -52,6 +52,7 @@ export class ScriptedTurn {
     const scope: Scope = { threadRef, parentItemRef: undefined, inSubagent: false };
     try {
       for (const step of steps) await this.#step(step, scope);
+      await this.#applySteers(scope); // a steer that arrived during the last step still lands
       return { status: "completed", threadDisposition: "reusable", failureClass: null, message: null, retryable: false };
     } catch (error) {
       if (error instanceof TurnInterrupted) {
@@ -118,17 +119,17 @@ export class ScriptedTurn {
         return this.#message("assistant_message", `Noted: ${JSON.stringify(answers)}`, scope);
       }
       case "todo":
-        if (caps.planning.emitsTodoList) this.emit({ type: "todo.updated", ...this.#where(scope), itemRef: this.#itemRef(false), items: step.items });
+        if (caps.planning.emitsTodoList) this.emit({ type: "todo.updated", ...this.#where(scope), itemRef: this.#planRef(), items: step.items });
         return;
       case "plan":
         if (caps.planning.emitsPlanUpdated) {
           const explanation = step.explanation === undefined ? {} : { explanation: step.explanation };
-          this.emit({ type: "plan.updated", ...this.#where(scope), itemRef: this.#itemRef(false), steps: step.steps, ...explanation });
+          this.emit({ type: "plan.updated", ...this.#where(scope), itemRef: this.#planRef(), steps: step.steps, ...explanation });
         }
         return;
       case "proposed_plan":
         if (caps.planning.emitsProposedPlan) {
-          this.emit({ type: "plan.proposed", ...this.#where(scope), itemRef: this.#itemRef(false), text: step.text });
+          this.emit({ type: "plan.proposed", ...this.#where(scope), itemRef: this.#planRef(), text: step.text });
           return;
         }
         return this.#message("assistant_message", step.text, scope);
@@ -150,7 +151,9 @@ export class ScriptedTurn {
       return;
     }
     const itemRef = this.#itemRef(false);
-    const childThreadRef = subagents.exposesSubagentThreadIds ? this.backend.nextId("sthread") : undefined;
+    const { identity } = this.caps;
+    const childThreadRef =
+      subagents.exposesSubagentThreadIds && identity.nativeThreadIds !== "none" ? this.backend.nextId("sthread") : undefined;
     const lifecycle = subagents.emitsSubagentLifecycle;
     if (lifecycle) this.emit({ type: "subagent.started", ...this.#where(scope), itemRef, childThreadRef, agent: step.agent, prompt: step.prompt });
     const child: Scope = {
@@ -158,14 +161,16 @@ export class ScriptedTurn {
       parentItemRef: childThreadRef ? undefined : itemRef,
       inSubagent: true,
     };
-    const childTurn = childThreadRef ? { threadRef: childThreadRef, turnRef: this.backend.nextId("sturn") } : null;
+    const exposesTurnRef = turns.exposesNativeTurnId && identity.nativeTurnIds !== "none";
+    const childTurn = childThreadRef
+      ? { threadRef: childThreadRef, ...(exposesTurnRef ? { turnRef: this.backend.nextId("sturn") } : {}) }
+      : null;
     if (childTurn && turns.emitsTurnStarted) this.emit({ type: "turn.started", ...childTurn });
-    let status: "completed" | "interrupted" = "completed";
+    let status: "completed" | "interrupted" | "failed" = "completed";
     try {
       for (const s of step.steps) await this.#step(s, child);
     } catch (error) {
-      if (!(error instanceof TurnInterrupted)) throw error;
-      status = "interrupted";
+      status = error instanceof TurnInterrupted ? "interrupted" : "failed";
       throw error;
     } finally {
       if (childTurn && turns.emitsTurnCompleted) {
@@ -255,6 +260,11 @@ export class ScriptedTurn {
     this.#itemCounter += 1;
     // Weak ids are only unique within a turn (they restart every turn), as weak ids do.
     return identity.nativeItemIds === "weak" ? `item-${this.#itemCounter}` : this.backend.nextId("sitem");
+  }
+
+  /** Plan and todo updates carry item ids only when the provider says its plan deltas do. */
+  #planRef(): string | undefined {
+    return this.caps.planning.planDeltasHaveItemIds ? this.#itemRef(false) : undefined;
   }
 
   #where(scope: Scope): { threadRef?: string; turnRef?: string } {
