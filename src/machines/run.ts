@@ -78,6 +78,10 @@ function newAttempt(c: RunContext, reason: AttemptReason, text: string): Attempt
 
 const eventAttempt = (e: RunEvent): string | null => ("attemptId" in e ? e.attemptId : null);
 
+/** Is this attempt the one that currently owns the run? (The fencing decision, invariant 4.) */
+export const ownsRun = (context: RunContext, attemptId: string | null): boolean =>
+  attemptId !== null && attemptId === context.activeAttemptId;
+
 const runSetup = setup({
   types: {
     context: {} as RunContext,
@@ -87,7 +91,7 @@ const runSetup = setup({
   },
   guards: {
     /** The event belongs to the attempt that currently owns the run. */
-    isFromActiveAttempt: ({ context, event }) => eventAttempt(event) === context.activeAttemptId,
+    isFromActiveAttempt: ({ context, event }) => ownsRun(context, eventAttempt(event)),
     /** Invariant 4: only the active attempt's root node ends the run. */
     isActiveAttemptRoot: ({ context, event }) =>
       event.type === "TURN_TERMINAL" &&

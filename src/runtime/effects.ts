@@ -1,7 +1,7 @@
 import type { DomainEvent } from "../domain/events.js";
 import { isTillerError } from "../domain/errors.js";
 import type { Effect, MachineEmitted } from "../machines/emitted.js";
-import type { RunContext } from "../machines/run.js";
+import { ownsRun, type RunContext, type RunEvent } from "../machines/run.js";
 import type { Routed } from "./normalizer.js";
 import type { Runtime } from "./runtime.js";
 import type { Target } from "./targets.js";
@@ -170,7 +170,12 @@ export class Effects {
           break;
         case "run": {
           const actor = rt.runActors.get(r.runId);
-          if (actor) {
+          // Streamed deltas are the bulk of all traffic: the run's own fencing predicate decides
+          // them here, without a machine step (they change no run state). Everything else,
+          // including fenced deltas, goes through the run actor.
+          if (actor && isStreamDelta(r.event) && ownsRun(actor.getSnapshot().context, r.event.attemptId)) {
+            rt.commit(r.event.event);
+          } else if (actor) {
             actor.send(r.event);
             if (r.event.type === "REQUEST_OPENED") continue;
           } else if ("attemptId" in r.event) {
@@ -231,6 +236,10 @@ export class Effects {
     const target = this.#targetOfRun(context.runId);
     for (const attempt of context.attempts) target.normalizer.release(attempt.attemptId);
   }
+}
+
+function isStreamDelta(event: RunEvent): event is Extract<RunEvent, { type: "PROVIDER" }> {
+  return event.type === "PROVIDER" && event.event.type === "node.delta";
 }
 
 function eventName(event: { type: string; event?: { type: string } }): string {
