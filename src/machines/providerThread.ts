@@ -65,6 +65,8 @@ export const providerThreadMachine = setup({
   on: {
     // A session loss unloads the thread: the next turn resumes it from its cursor.
     SESSION_GONE: { target: ".not_loaded", actions: "forgetSession" },
+    // Rebound (resumed or re-created) in another session.
+    LOADED: { target: ".idle", actions: "bindHandle" },
     CLOSE: ".closed",
   },
 });

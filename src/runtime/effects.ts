@@ -93,6 +93,7 @@ export class Effects {
       target.normalizer.acceptTurn(attemptId, turnRef);
       rt.act(() => {
         rt.sessionActor(session.sessionId)?.send({ type: "TURN_BEGAN" });
+        rt.providerThreadActors.get(loaded.providerThreadId)?.send({ type: "TURN_BEGAN" });
         run.send({ type: "TURN_ACCEPTED", attemptId, providerThreadId: loaded.providerThreadId, providerTurnId: binding.providerTurnId, nativeTurnRef: turnRef });
       });
     } catch (error) {
@@ -195,6 +196,9 @@ export class Effects {
       session.send(state === "stopped" ? { type: "STOPPED", message } : { type: "FAILED", message: message ?? "session error" });
     }
     target.dropSession(sessionId);
+    for (const thread of rt.providerThreadActors.values()) {
+      if (thread.getSnapshot().context.sessionId === sessionId) thread.send({ type: "SESSION_GONE" });
+    }
     for (const actor of [...rt.runActors.values()]) {
       const ctx = actor.getSnapshot().context;
       const attemptId = ctx.activeAttemptId ?? ctx.supersededAttemptId;
@@ -227,6 +231,7 @@ export class Effects {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
     }
     const binding = target.normalizer.binding(settle.attemptId);
+    if (binding) rt.providerThreadActors.get(binding.providerThreadId)?.send({ type: "TURN_ENDED" });
     const session = binding && rt.sessionActor(binding.sessionId);
     if (session?.getSnapshot().status === "active") session.send({ type: "TURN_ENDED" });
   }

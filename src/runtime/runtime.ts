@@ -41,6 +41,7 @@ import type { MachineEmitted, Outcome } from "../machines/emitted.js";
 import { requestMachine } from "../machines/request.js";
 import { runMachine } from "../machines/run.js";
 import { sessionMachine } from "../machines/session.js";
+import { providerThreadMachine } from "../machines/providerThread.js";
 import { threadMachine } from "../machines/thread.js";
 import { Effects } from "./effects.js";
 import { Projections, isTerminalRunStatus, type RequestView, type RunView, type ThreadView } from "./projections.js";
@@ -83,6 +84,7 @@ type RunActor = Actor<typeof runMachine>;
 type ThreadActor = Actor<typeof threadMachine>;
 type RequestActor = Actor<typeof requestMachine>;
 type SessionActor = Actor<typeof sessionMachine>;
+type ProviderThreadActor = Actor<typeof providerThreadMachine>;
 
 /**
  * The runtime: one writer of one data directory. Commands go API -> thread/run/request
@@ -98,6 +100,7 @@ export class Runtime {
   readonly requestActors = new Map<string, RequestActor>();
   #threadActors = new Map<string, ThreadActor>();
   #sessionActors = new Map<string, SessionActor>();
+  readonly providerThreadActors = new Map<string, ProviderThreadActor>();
   #effects: Effects;
   #outcomes: Outcome[] = [];
   #runWaiters = new Map<string, Array<() => void>>();
@@ -328,8 +331,10 @@ export class Runtime {
   /** Stops providers, cancels what is still running (nothing is left "running"), flushes, unlocks. */
   async close(): Promise<void> {
     if (this.#closed) return;
+    // Queued runs first, so cancelling an active run does not start the next one.
+    const byQueued = [...this.runActors.values()].sort((a, b) => Number(b.getSnapshot().matches("queued")) - Number(a.getSnapshot().matches("queued")));
     this.#act(() => {
-      for (const actor of this.runActors.values()) actor.send({ type: "CANCEL", reason: "runtime_closed" });
+      for (const actor of byQueued) actor.send({ type: "CANCEL", reason: "runtime_closed" });
     });
     this.#closed = true;
     await Promise.allSettled([...this.targets.values()].map((t) => t.adapter.close()));
@@ -353,6 +358,9 @@ export class Runtime {
         return;
       case "request.opened":
         this.#spawnRequest(event.requestId);
+        return;
+      case "provider_thread.bound":
+        this.#bindProviderThread(event);
         return;
       case "run.terminal":
         this.#runEnded(event.runId);
@@ -438,6 +446,19 @@ export class Runtime {
     const actor = this.#wire(createActor(sessionMachine, { input, id: session.sessionId, ...this.#inspect() }));
     this.#sessionActors.set(session.sessionId, actor);
     this.act(() => actor.send({ type: "STARTED", capabilities: session.capabilities, hostGeneration: session.hostGeneration }));
+  }
+
+  /** A provider thread was created, resumed or forked into a session: its actor loads it. */
+  #bindProviderThread(event: Extract<DomainEvent, { type: "provider_thread.bound" }>): void {
+    let actor = this.providerThreadActors.get(event.providerThreadId);
+    if (!actor || actor.getSnapshot().status !== "active") {
+      const input = { providerThreadId: event.providerThreadId, appThreadId: event.threadId, providerTarget: event.providerTarget };
+      actor = this.#wire(createActor(providerThreadMachine, { input, id: event.providerThreadId, ...this.#inspect() }));
+      this.providerThreadActors.set(event.providerThreadId, actor);
+    }
+    const handle = { threadRef: event.nativeThreadRef, resumeCursor: event.resumeCursor };
+    actor.send({ type: "LOAD" });
+    actor.send({ type: "LOADED", sessionId: event.sessionId, handle });
   }
 
   sessionActor(sessionId: string): SessionActor | undefined {

@@ -1,17 +1,30 @@
 /**
- * A runtime in its own process, streaming a long run. Each event its subscriber receives
- * is printed as "<seq> <type>", so the parent knows what was delivered before it kills us.
+ * A runtime in its own process. Each event its subscriber receives is printed as
+ * "<seq> <type>", so the parent knows what was delivered before it kills us.
+ *   stream: one long streaming run
+ *   queue:  a run that hangs, with a follow-up queued behind it
  */
-import { createRuntime, createScriptedAdapter } from "../../src/index.js";
+import { createRuntime, createScriptedAdapter, keyedScript } from "../../src/index.js";
 
-const dataDir = process.argv[2];
-if (!dataDir) throw new Error("usage: child.ts <dataDir>");
+const [dataDir, mode = "stream"] = process.argv.slice(2);
+if (!dataDir) throw new Error("usage: child.ts <dataDir> [stream|queue]");
 const rt = await createRuntime({
   dataDir,
   providers: {
-    scripted: createScriptedAdapter({ chunkDelayMs: 1, script: () => [{ type: "text", text: "x".repeat(500_000), chunkSize: 16 }] }),
+    scripted: createScriptedAdapter({
+      chunkDelayMs: 1,
+      script: keyedScript({
+        "[stream]": [{ type: "text", text: "x".repeat(500_000), chunkSize: 16 }],
+        "[hang]": [{ type: "text", text: "working" }, { type: "hang" }],
+      }),
+    }),
   },
 });
 rt.subscribe({ afterSeq: 0 }, (record) => process.stdout.write(`${record.seq} ${record.event.type}\n`));
 const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "crash" });
-await rt.sendMessage({ threadId, text: "stream for a long time" });
+if (mode === "stream") {
+  await rt.sendMessage({ threadId, text: "[stream] for a long time" });
+} else {
+  await rt.sendMessage({ threadId, text: "[hang] until killed" });
+  await rt.sendMessage({ threadId, text: "queued behind it", mode: "queue" });
+}

@@ -10,16 +10,16 @@ import { EventLog } from "../../src/runtime/store/eventLog.js";
 
 const child = join(import.meta.dirname, "child.ts");
 
-/** Starts the child runtime and SIGKILLs it once `deltas` streamed events were delivered. */
-async function killMidStream(dataDir: string, deltas: number): Promise<Array<{ seq: number; type: string }>> {
-  const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir], { stdio: ["ignore", "pipe", "inherit"] });
+/** Starts the child runtime and SIGKILLs it once `count` events of `type` were delivered. */
+async function killAfter(dataDir: string, mode: "stream" | "queue", killType: string, count: number): Promise<Array<{ seq: number; type: string }>> {
+  const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir, mode], { stdio: ["ignore", "pipe", "inherit"] });
   const delivered: Array<{ seq: number; type: string }> = [];
   const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.on("exit", (_code, signal) => resolve(signal)));
   let seen = 0;
   for await (const line of createInterface({ input: proc.stdout })) {
     const [seq, type] = line.split(" ");
     delivered.push({ seq: Number(seq), type: type! });
-    if (type === "node.delta" && ++seen === deltas) {
+    if (type === killType && ++seen === count) {
       process.kill(proc.pid!, "SIGKILL");
       break;
     }
@@ -32,7 +32,7 @@ describe("crash safety", () => {
   it("keeps every event delivered before a SIGKILL mid-stream, gap-free, and settles the run on reopen", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "tiller-crash-"));
     try {
-      const delivered = await killMidStream(dataDir, 400);
+      const delivered = await killAfter(dataDir, "stream", "node.delta", 400);
       expect(delivered.filter((d) => d.type === "node.delta").length).toBe(400);
       const sizeBefore = (await stat(join(dataDir, "events.jsonl"))).size;
 
@@ -57,6 +57,27 @@ describe("crash safety", () => {
         expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([["cancelled", "runtime_restarted"]]);
         expect(snapshot.runs[0]!.items.every((i) => i.status === "complete")).toBe(true);
         expect(snapshot.thread.status).toBe("idle");
+      } finally {
+        await rt.close();
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("resumes a queued run after the crash, once the interrupted one is settled", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "tiller-crash-"));
+    try {
+      const delivered = await killAfter(dataDir, "queue", "run.created", 2);
+      expect(delivered.filter((d) => d.type === "run.created")).toHaveLength(2);
+      const rt = await createRuntime({ dataDir, providers: { scripted: createScriptedAdapter() } });
+      try {
+        const [thread] = rt.listThreads();
+        const [first, second] = (await rt.readThread(thread!.threadId)).runs;
+        expect([first!.status, first!.reason]).toEqual(["cancelled", "runtime_restarted"]);
+        const resumed = await rt.waitForRun(second!.runId);
+        expect(resumed.status).toBe("completed");
+        expect(resumed.items.find((i) => i.kind === "assistant_message")?.text).toBe("You said: queued behind it");
       } finally {
         await rt.close();
       }
