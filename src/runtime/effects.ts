@@ -1,7 +1,9 @@
+import { ProviderEventSchema } from "../adapters/contract.js";
 import type { DomainEvent } from "../domain/events.js";
 import { isTillerError } from "../domain/errors.js";
 import type { Effect, MachineEmitted } from "../machines/emitted.js";
 import { ownsRun, type RunContext, type RunEvent } from "../machines/run.js";
+import { Actors } from "./actors.js";
 import type { Routed } from "./normalizer.js";
 import type { Runtime } from "./runtime.js";
 import type { Target } from "./targets.js";
@@ -35,13 +37,13 @@ export class Effects {
     const { rt } = this;
     switch (effect.type) {
       case "startRun":
-        return void rt.runActors.get(effect.runId)?.send({ type: "START" });
+        return void rt.actors.runs.get(effect.runId)?.send({ type: "START" });
       case "steerRun":
-        return void rt.runActors.get(effect.runId)?.send({ type: "STEER", text: effect.text, messageId: effect.messageId });
+        return void rt.actors.runs.get(effect.runId)?.send({ type: "STEER", text: effect.text, messageId: effect.messageId });
       case "interruptRun":
-        return void rt.runActors.get(effect.runId)?.send({ type: "INTERRUPT" });
+        return void rt.actors.runs.get(effect.runId)?.send({ type: "INTERRUPT" });
       case "runFinished":
-        return void rt.threadActor(effect.threadId)?.send({ type: "RUN_FINISHED", runId: effect.runId });
+        return void rt.actors.threads.get(effect.threadId)?.send({ type: "RUN_FINISHED", runId: effect.runId });
       case "startTurn":
         return this.#track(this.#startTurn(effect));
       case "steerTurn":
@@ -74,7 +76,7 @@ export class Effects {
     try {
       const session = await target.ensureSession(threadId, thread.cwd, thread.model);
       const loaded = await target.ensureThread(threadId, session);
-      const run = rt.runActors.get(runId);
+      const run = rt.actors.runs.get(runId);
       if (!run || run.getSnapshot().context.activeAttemptId !== attemptId) return; // cancelled meanwhile
       const rootNodeId = run.getSnapshot().context.attempts.find((a) => a.attemptId === attemptId)!.rootNodeId;
       const { binding, rootStarted } = target.normalizer.beginTurn({
@@ -92,8 +94,8 @@ export class Effects {
       const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model: thread.model });
       target.normalizer.acceptTurn(attemptId, turnRef);
       rt.act(() => {
-        rt.sessionActor(session.sessionId)?.send({ type: "TURN_BEGAN" });
-        rt.providerThreadActors.get(loaded.providerThreadId)?.send({ type: "TURN_BEGAN" });
+        rt.actors.sessions.get(session.sessionId)?.send({ type: "TURN_BEGAN" });
+        rt.actors.providerThreads.get(loaded.providerThreadId)?.send({ type: "TURN_BEGAN" });
         run.send({ type: "TURN_ACCEPTED", attemptId, providerThreadId: loaded.providerThreadId, providerTurnId: binding.providerTurnId, nativeTurnRef: turnRef });
       });
     } catch (error) {
@@ -102,7 +104,7 @@ export class Effects {
         message: error instanceof Error ? error.message : String(error),
         retryable: false,
       };
-      rt.act(() => rt.runActors.get(runId)?.send({ type: "START_FAILED", attemptId, failure }));
+      rt.act(() => rt.actors.runs.get(runId)?.send({ type: "START_FAILED", attemptId, failure }));
     }
   }
 
@@ -111,17 +113,17 @@ export class Effects {
     target.normalizer.noteInterruptSent(effect.attemptId);
     const ok = await this.#provider(effect.runId, effect.attemptId, (t, a) => t.adapter.interrupt(a));
     // An acknowledgement only: the run stays active until the provider reports the terminal.
-    if (ok) this.rt.act(() => this.rt.runActors.get(effect.runId)?.send({ type: "INTERRUPT_ACKED", attemptId: effect.attemptId }));
+    if (ok) this.rt.act(() => this.rt.actors.runs.get(effect.runId)?.send({ type: "INTERRUPT_ACKED", attemptId: effect.attemptId }));
   }
 
   async #respond(effect: Extract<Effect, { type: "respond" }>): Promise<void> {
     const { rt } = this;
     const view = rt.views.requests.get(effect.requestId)!;
     const target = this.#targetOfRun(view.runId);
-    const attemptId = rt.runActors.get(view.runId)?.getSnapshot().context.activeAttemptId ?? null;
+    const attemptId = rt.actors.runs.get(view.runId)?.getSnapshot().context.activeAttemptId ?? null;
     const address = attemptId ? target.normalizer.requestAddress(attemptId, effect.requestId) : null;
     const binding = attemptId ? target.normalizer.binding(attemptId) : undefined;
-    const actor = () => rt.requestActors.get(effect.requestId);
+    const actor = () => rt.actors.requests.get(effect.requestId);
     if (!address || !binding) {
       rt.act(() => actor()?.send({ type: "RESPOND_FAILED", message: "the turn that asked is no longer active" }));
       return;
@@ -155,6 +157,25 @@ export class Effects {
     }
   }
 
+  /** Consumes a target's event stream until it ends: validate, normalize, route. */
+  async pump(target: Target): Promise<void> {
+    const { rt } = this;
+    try {
+      for await (const { sessionId, event } of target.adapter.streamEvents()) {
+        if (rt.closed) break;
+        const parsed = ProviderEventSchema.safeParse(event);
+        if (!parsed.success) {
+          const message = `protocol_error: ${target.id} sent an invalid ${String((event as { type?: unknown }).type)} event: ${parsed.error.issues[0]?.message}`;
+          rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message }));
+          continue;
+        }
+        rt.act(() => this.route(target, sessionId, target.normalizer.ingest(sessionId, parsed.data)));
+      }
+    } catch (error) {
+      rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message: `${target.id} event stream failed: ${String(error)}` }));
+    }
+  }
+
   /** Normalizer output -> actors. Events for runs that already ended are recorded as fenced. */
   route(target: Target, sessionId: string, routed: Routed[]): void {
     const { rt } = this;
@@ -164,13 +185,13 @@ export class Effects {
           rt.commit(r.event);
           break;
         case "request":
-          rt.requestActors.get(r.requestId)?.send({ type: "PROVIDER_RESOLVED", outcome: r.outcome });
+          rt.actors.requests.get(r.requestId)?.send({ type: "PROVIDER_RESOLVED", outcome: r.outcome });
           break;
         case "session":
           this.#sessionLost(target, sessionId, r.state, r.message);
           break;
         case "run": {
-          const actor = rt.runActors.get(r.runId);
+          const actor = rt.actors.runs.get(r.runId);
           // Streamed deltas are the bulk of all traffic: the run's own fencing predicate decides
           // them here, without a machine step (they change no run state). Everything else,
           // including fenced deltas, goes through the run actor.
@@ -191,15 +212,13 @@ export class Effects {
 
   #sessionLost(target: Target, sessionId: string, state: "stopped" | "error", message: string | null): void {
     const { rt } = this;
-    const session = rt.sessionActor(sessionId);
-    if (session?.getSnapshot().status === "active") {
-      session.send(state === "stopped" ? { type: "STOPPED", message } : { type: "FAILED", message: message ?? "session error" });
-    }
+    const lost = state === "stopped" ? { type: "STOPPED" as const, message } : { type: "FAILED" as const, message: message ?? "session error" };
+    Actors.sendIfActive(rt.actors.sessions.get(sessionId), lost);
     target.dropSession(sessionId);
-    for (const thread of rt.providerThreadActors.values()) {
+    for (const thread of rt.actors.providerThreads.values()) {
       if (thread.getSnapshot().context.sessionId === sessionId) thread.send({ type: "SESSION_GONE" });
     }
-    for (const actor of [...rt.runActors.values()]) {
+    for (const actor of [...rt.actors.runs.values()]) {
       const ctx = actor.getSnapshot().context;
       const attemptId = ctx.activeAttemptId ?? ctx.supersededAttemptId;
       const binding = attemptId ? target.normalizer.binding(attemptId) : undefined;
@@ -227,13 +246,12 @@ export class Effects {
       };
       rt.commit(event);
     }
-    for (const request of [...rt.requestActors.values()]) {
+    for (const request of [...rt.actors.requests.values()]) {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
     }
     const binding = target.normalizer.binding(settle.attemptId);
-    if (binding) rt.providerThreadActors.get(binding.providerThreadId)?.send({ type: "TURN_ENDED" });
-    const session = binding && rt.sessionActor(binding.sessionId);
-    if (session?.getSnapshot().status === "active") session.send({ type: "TURN_ENDED" });
+    if (binding) rt.actors.providerThreads.get(binding.providerThreadId)?.send({ type: "TURN_ENDED" });
+    if (binding) Actors.sendIfActive(rt.actors.sessions.get(binding.sessionId), { type: "TURN_ENDED" });
   }
 
   /** A run ended: drop its attempts' correlation state. */

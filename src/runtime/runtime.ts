@@ -1,7 +1,6 @@
-import { resolve } from "node:path";
-import { join } from "node:path";
-import { createActor, type Actor, type InspectionEvent } from "xstate";
-import { ProviderEventSchema, type ProviderAdapter } from "../adapters/contract.js";
+import { join, resolve } from "node:path";
+import type { InspectionEvent } from "xstate";
+import type { ProviderAdapter } from "../adapters/contract.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import {
   CreateThreadInputSchema,
@@ -26,7 +25,6 @@ import {
   type SubscribeInput,
 } from "../domain/commands.js";
 import {
-  CapabilityUnsupportedError,
   ClosedError,
   ConflictError,
   InvalidInputError,
@@ -38,12 +36,9 @@ import {
 import { DomainEventSchema, isUrgentEvent, threadOf, type DomainEvent } from "../domain/events.js";
 import { randomIds, type IdSource } from "../domain/ids.js";
 import type { MachineEmitted, Outcome } from "../machines/emitted.js";
-import { requestMachine } from "../machines/request.js";
-import { runMachine } from "../machines/run.js";
-import { sessionMachine } from "../machines/session.js";
-import { providerThreadMachine } from "../machines/providerThread.js";
-import { threadMachine } from "../machines/thread.js";
+import { Actors } from "./actors.js";
 import { Effects } from "./effects.js";
+import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RequestView, type RunView, type ThreadView } from "./projections.js";
 import { planRecovery } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
@@ -80,11 +75,6 @@ export interface ThreadSnapshot {
 
 export type Subscriber = (record: LogRecord<DomainEvent>) => void;
 
-type RunActor = Actor<typeof runMachine>;
-type ThreadActor = Actor<typeof threadMachine>;
-type RequestActor = Actor<typeof requestMachine>;
-type SessionActor = Actor<typeof sessionMachine>;
-type ProviderThreadActor = Actor<typeof providerThreadMachine>;
 
 /**
  * The runtime: one writer of one data directory. Commands go API -> thread/run/request
@@ -96,11 +86,7 @@ export class Runtime {
   readonly views = new Projections();
   readonly ids: IdSource;
   readonly targets = new Map<string, Target>();
-  readonly runActors = new Map<string, RunActor>();
-  readonly requestActors = new Map<string, RequestActor>();
-  #threadActors = new Map<string, ThreadActor>();
-  #sessionActors = new Map<string, SessionActor>();
-  readonly providerThreadActors = new Map<string, ProviderThreadActor>();
+  readonly actors: Actors;
   #effects: Effects;
   #outcomes: Outcome[] = [];
   #runWaiters = new Map<string, Array<() => void>>();
@@ -116,6 +102,7 @@ export class Runtime {
   ) {
     this.dataDir = dataDir;
     this.ids = options.ids ?? randomIds();
+    this.actors = new Actors((emitted) => this.#onEmitted(emitted), options.inspect);
     this.#effects = new Effects(this);
     for (const [id, adapter] of Object.entries(options.providers)) this.targets.set(id, new Target(id, adapter, this));
   }
@@ -157,9 +144,9 @@ export class Runtime {
       this.#spawnThread(thread.threadId, thread.runs.length + 1, queue);
       for (const run of thread.runs.filter((r) => r.status === "queued")) this.#spawnRun(run.runId);
     }
-    for (const target of this.targets.values()) this.#pumps.push(this.#pump(target));
+    for (const target of this.targets.values()) this.#pumps.push(this.#effects.pump(target));
     this.#act(() => {
-      for (const actor of this.#threadActors.values()) actor.send({ type: "RESUME" });
+      for (const actor of this.actors.threads.values()) actor.send({ type: "RESUME" });
     });
     await this.log.whenDurable();
   }
@@ -195,7 +182,7 @@ export class Runtime {
       const target = this.#target(providerTarget, "providerTarget");
       const runId = this.ids.next("run");
       const outcomes = this.#act(() =>
-        this.#threadActors.get(thread.threadId)!.send({
+        this.actors.threads.get(thread.threadId)!.send({
           type: "SUBMIT",
           runId,
           messageId: this.ids.next("msg"),
@@ -222,7 +209,7 @@ export class Runtime {
   async interrupt(input: InterruptInput): Promise<InterruptReceipt> {
     const p = parseInput(InterruptInputSchema, input);
     return this.#command(p.commandId, "interrupt", () => {
-      const actor = this.runActors.get(p.runId);
+      const actor = this.actors.runs.get(p.runId);
       if (!actor) throw this.#runGone(p.runId);
       const result = expectOutcome(this.#act(() => actor.send({ type: "INTERRUPT" })), "interrupt");
       if (!("via" in result)) throw refusal(result);
@@ -233,7 +220,7 @@ export class Runtime {
   async respond(input: RespondInput): Promise<RespondReceipt> {
     const p = parseInput(RespondInputSchema, input);
     return this.#command(p.commandId, "respond", () => {
-      const actor = this.requestActors.get(p.requestId);
+      const actor = this.actors.requests.get(p.requestId);
       const view = this.views.requests.get(p.requestId);
       if (!view) throw new NotFoundError("request", p.requestId);
       if (!actor) {
@@ -332,7 +319,7 @@ export class Runtime {
   async close(): Promise<void> {
     if (this.#closed) return;
     // Queued runs first, so cancelling an active run does not start the next one.
-    const byQueued = [...this.runActors.values()].sort((a, b) => Number(b.getSnapshot().matches("queued")) - Number(a.getSnapshot().matches("queued")));
+    const byQueued = [...this.actors.runs.values()].sort((a, b) => Number(b.getSnapshot().matches("queued")) - Number(a.getSnapshot().matches("queued")));
     this.#act(() => {
       for (const actor of byQueued) actor.send({ type: "CANCEL", reason: "runtime_closed" });
     });
@@ -360,14 +347,14 @@ export class Runtime {
         this.#spawnRequest(event.requestId);
         return;
       case "provider_thread.bound":
-        this.#bindProviderThread(event);
+        this.actors.bindProviderThread(event);
         return;
       case "run.terminal":
         this.#runEnded(event.runId);
         return;
       case "request.resolved":
       case "request.closed":
-        this.requestActors.delete(event.requestId);
+        this.actors.requests.delete(event.requestId);
         return;
       default:
         return;
@@ -407,92 +394,39 @@ export class Runtime {
     }
   }
 
-  #wire<T extends Actor<any>>(actor: T): T {
-    actor.on("*", (emitted: unknown) => this.#onEmitted(emitted as MachineEmitted));
-    actor.start();
-    return actor;
-  }
-
-  #inspect() {
-    return this.options.inspect ? { inspect: this.options.inspect } : {};
-  }
-
   #spawnThread(threadId: string, nextOrdinal: number, queue: Array<{ runId: string; capabilities: ProviderCapabilities }>): void {
-    const input = { threadId, nextOrdinal, queue, allowSessionStopInterrupt: this.options.allowSessionStopInterrupt ?? false };
-    this.#threadActors.set(threadId, this.#wire(createActor(threadMachine, { input, id: threadId, ...this.#inspect() })));
+    this.actors.thread({ threadId, nextOrdinal, queue, allowSessionStopInterrupt: this.options.allowSessionStopInterrupt ?? false });
   }
 
   #spawnRun(runId: string): void {
     const run = this.views.runs.get(runId)!;
-    const input = {
+    this.actors.run({
       threadId: run.threadId,
       runId,
       text: run.text,
       capabilities: this.#target(run.providerTarget).capabilities(),
       allowSessionStopInterrupt: this.options.allowSessionStopInterrupt ?? false,
-    };
-    this.runActors.set(runId, this.#wire(createActor(runMachine, { input, id: runId, ...this.#inspect() })));
+    });
   }
 
   #spawnRequest(requestId: string): void {
-    const view = this.views.requests.get(requestId)!;
-    const input = { threadId: view.threadId, runId: view.runId, requestId, kind: view.kind, responseCapability: view.responseCapability };
-    this.requestActors.set(requestId, this.#wire(createActor(requestMachine, { input, id: requestId, ...this.#inspect() })));
+    const { threadId, runId, kind, responseCapability } = this.views.requests.get(requestId)!;
+    this.actors.request({ threadId, runId, requestId, kind, responseCapability });
   }
 
   /** A target's session announced its capability record: give it a session actor. */
   sessionStarted(target: string, session: LiveSession): void {
     const input = { sessionId: session.sessionId, providerTarget: target, provider: this.#target(target).adapter.provider };
-    const actor = this.#wire(createActor(sessionMachine, { input, id: session.sessionId, ...this.#inspect() }));
-    this.#sessionActors.set(session.sessionId, actor);
-    this.act(() => actor.send({ type: "STARTED", capabilities: session.capabilities, hostGeneration: session.hostGeneration }));
-  }
-
-  /** A provider thread was created, resumed or forked into a session: its actor loads it. */
-  #bindProviderThread(event: Extract<DomainEvent, { type: "provider_thread.bound" }>): void {
-    let actor = this.providerThreadActors.get(event.providerThreadId);
-    if (!actor || actor.getSnapshot().status !== "active") {
-      const input = { providerThreadId: event.providerThreadId, appThreadId: event.threadId, providerTarget: event.providerTarget };
-      actor = this.#wire(createActor(providerThreadMachine, { input, id: event.providerThreadId, ...this.#inspect() }));
-      this.providerThreadActors.set(event.providerThreadId, actor);
-    }
-    const handle = { threadRef: event.nativeThreadRef, resumeCursor: event.resumeCursor };
-    actor.send({ type: "LOAD" });
-    actor.send({ type: "LOADED", sessionId: event.sessionId, handle });
-  }
-
-  sessionActor(sessionId: string): SessionActor | undefined {
-    return this.#sessionActors.get(sessionId);
-  }
-
-  threadActor(threadId: string): ThreadActor | undefined {
-    return this.#threadActors.get(threadId);
+    this.act(() => this.actors.session(input, session.capabilities, session.hostGeneration));
   }
 
   #runEnded(runId: string): void {
-    const actor = this.runActors.get(runId);
-    this.runActors.delete(runId);
+    const actor = this.actors.runs.get(runId);
+    this.actors.runs.delete(runId);
     if (actor) this.#effects.releaseRun(actor.getSnapshot().context);
     const waiters = this.#runWaiters.get(runId);
     this.#runWaiters.delete(runId);
     waiters?.forEach((w) => w());
-  }
-
-  async #pump(target: Target): Promise<void> {
-    try {
-      for await (const { sessionId, event } of target.adapter.streamEvents()) {
-        if (this.#closed) break;
-        const parsed = ProviderEventSchema.safeParse(event);
-        if (!parsed.success) {
-          const message = `protocol_error: ${target.id} sent an invalid ${String((event as { type?: unknown }).type)} event: ${parsed.error.issues[0]?.message}`;
-          this.act(() => this.commit({ type: "warning", threadId: null, runId: null, message }));
-          continue;
-        }
-        this.act(() => this.#effects.route(target, sessionId, target.normalizer.ingest(sessionId, parsed.data)));
-      }
-    } catch (error) {
-      this.act(() => this.commit({ type: "warning", threadId: null, runId: null, message: `${target.id} event stream failed: ${String(error)}` }));
-    }
   }
 
   // ---- helpers -------------------------------------------------------------------------
@@ -548,39 +482,4 @@ export class Runtime {
   get closed(): boolean {
     return this.#closed;
   }
-}
-
-function validateOptions(options: RuntimeOptions): void {
-  if (typeof options !== "object" || options === null) throw new InvalidInputError("options", "expected an object");
-  if (typeof options.providers !== "object" || options.providers === null || Object.keys(options.providers).length === 0) {
-    throw new InvalidInputError("providers", "configure at least one provider target");
-  }
-  for (const [id, adapter] of Object.entries(options.providers)) {
-    if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(id)) throw new InvalidInputError(`providers.${id}`, "target ids are letters, digits, . _ -");
-    for (const method of ["getCapabilities", "startSession", "ensureProviderThread", "sendRun", "interrupt", "respondToRequest", "streamEvents"] as const) {
-      if (typeof adapter?.[method] !== "function") throw new InvalidInputError(`providers.${id}.${method}`, "adapter method missing");
-    }
-  }
-  if (options.dataDir !== undefined && (typeof options.dataDir !== "string" || options.dataDir.length === 0)) {
-    throw new InvalidInputError("dataDir", "expected a non-empty path");
-  }
-}
-
-type Refusal = Extract<Outcome, { refused: string }>;
-
-function expectOutcome<C extends Outcome["command"]>(outcomes: Outcome[], command: C): Extract<Outcome, { command: C }> | Refusal {
-  const found = outcomes.find((o) => o.command === command);
-  if (!found) throw new ConflictError(`${command} was not accepted in the current state`);
-  return found as Extract<Outcome, { command: C }> | Refusal;
-}
-
-function refusal(outcome: Outcome): TillerError {
-  if ("refused" in outcome) {
-    if (outcome.refused === "capability_unsupported") {
-      return new CapabilityUnsupportedError(outcome.capability, outcome.detail, { fallback: "refused" });
-    }
-    if (outcome.refused === "not_resumable") return new NotResumableError(outcome.detail);
-    return new ConflictError(outcome.detail);
-  }
-  return new ConflictError(`unexpected outcome for ${outcome.command}`);
 }

@@ -11,7 +11,6 @@ import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
 import type { ScriptedAdapterOptions } from "../../src/adapters/scripted/adapter.js";
 import { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
 import type { ScriptStep } from "../../src/adapters/scripted/script.js";
-import { defineCapabilities } from "../../src/capabilities/index.js";
 import type { CapabilityOverrides, ProviderCapabilities } from "../../src/capabilities/index.js";
 import { CapabilityUnsupportedError, ResumeFailedError } from "../../src/domain/errors.js";
 
@@ -706,7 +705,7 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       expect(events[iRootEnd]).toMatchObject({ type: "turn.terminal", threadRef: r.thread.threadRef, status: "completed" });
 
       // the child's items live on the child thread, between its turn start and end
-      const childItems = events.filter((e, i) => e.type.startsWith("item.") && field(e, "threadRef") === child);
+      const childItems = events.filter((e) => e.type.startsWith("item.") && field(e, "threadRef") === child);
       expect(childItems.length).toBeGreaterThan(0);
       for (const e of childItems) {
         const i = events.indexOf(e);

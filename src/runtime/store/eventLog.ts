@@ -9,12 +9,11 @@
  * Memory model: records are not retained after commit. Catch-up reads the file, helped
  * by a sparse seq -> byte offset index (one entry per INDEX_STRIDE records).
  */
-import { createReadStream } from "node:fs";
 import { mkdir, open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import { z } from "zod";
 import { ClosedError, InvalidInputError, StoreCorruptError } from "../../domain/errors.js";
+import { INDEX_STRIDE, recover, scanLines, type Recovered } from "./jsonl.js";
 
 export interface LogRecord<E> {
   seq: number;
@@ -31,88 +30,6 @@ export interface EventLogOptions<E> {
   now?: () => Date;
   /** Receives exceptions thrown by listeners/filters and subscriber catch-up failures. */
   onListenerError?: (error: unknown) => void;
-}
-
-const INDEX_STRIDE = 1024;
-
-const RecordShape = z.object({
-  seq: z.number().int().positive(),
-  at: z.string(),
-  event: z.looseObject({ type: z.string() }),
-});
-
-type Line = { text: string; start: number; end: number; terminated: boolean };
-
-/** Streams lines with their byte offsets (readline hides offsets, which truncation needs). */
-async function* scanLines(file: string, from = 0): AsyncGenerator<Line> {
-  let carry: Buffer[] = [];
-  let lineStart = from;
-  let pos = from;
-  for await (const chunk of createReadStream(file, { start: from }) as AsyncIterable<Buffer>) {
-    let cut = 0;
-    for (let nl = chunk.indexOf(0x0a); nl !== -1; nl = chunk.indexOf(0x0a, cut)) {
-      const piece = chunk.subarray(cut, nl);
-      const bytes = carry.length > 0 ? Buffer.concat([...carry, piece]) : piece;
-      const end = pos + nl + 1;
-      yield { text: bytes.toString("utf8"), start: lineStart, end, terminated: true };
-      carry = [];
-      lineStart = end;
-      cut = nl + 1;
-    }
-    if (cut < chunk.length) carry.push(chunk.subarray(cut));
-    pos += chunk.length;
-  }
-  if (carry.length > 0) {
-    yield { text: Buffer.concat(carry).toString("utf8"), start: lineStart, end: pos, terminated: false };
-  }
-}
-
-function describeIssue(error: z.ZodError): { field: string; message: string } {
-  const issue = error.issues[0];
-  return { field: issue?.path.map(String).join(".") || "(root)", message: issue?.message ?? "invalid" };
-}
-
-/** A valid record, or the reason the line is not one. */
-function parseLine(text: string): { seq: number } | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return "not valid JSON";
-  }
-  const result = RecordShape.safeParse(value);
-  if (result.success) return result.data;
-  const { field, message } = describeIssue(result.error);
-  return `invalid record at ${field}: ${message}`;
-}
-
-type Recovered = { records: number; goodEnd: number; truncatedBytes: number; index: number[] };
-
-/** Validates the whole file; only the final line may be bad (a torn write) and is cut. */
-async function recover(file: string): Promise<Recovered> {
-  const corrupt = (line: number, reason: string) =>
-    new StoreCorruptError(`${file} line ${line}: ${reason}`, { file, line });
-  let lineNo = 0;
-  let expected = 1;
-  let goodEnd = 0;
-  let fileEnd = 0;
-  let bad: { line: number; reason: string } | undefined;
-  const index: number[] = [];
-  for await (const line of scanLines(file)) {
-    lineNo++;
-    if (bad) throw corrupt(bad.line, bad.reason); // something follows the bad line: not a torn tail
-    fileEnd = line.end;
-    const parsed = line.terminated ? parseLine(line.text) : "no trailing newline";
-    if (typeof parsed === "string") {
-      bad = { line: lineNo, reason: parsed };
-      continue;
-    }
-    if (parsed.seq !== expected) throw corrupt(lineNo, `expected seq ${expected}, found ${parsed.seq}`);
-    if ((expected - 1) % INDEX_STRIDE === 0) index.push(line.start);
-    expected++;
-    goodEnd = line.end;
-  }
-  return { records: expected - 1, goodEnd, truncatedBytes: fileEnd - goodEnd, index };
 }
 
 type Subscriber<E> = {

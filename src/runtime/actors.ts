@@ -1,0 +1,85 @@
+import { createActor, type Actor, type InspectionEvent } from "xstate";
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { DomainEventOf } from "../domain/events.js";
+import type { MachineEmitted } from "../machines/emitted.js";
+import { providerThreadMachine } from "../machines/providerThread.js";
+import { requestMachine, type RequestContext } from "../machines/request.js";
+import { runMachine, type RunInput } from "../machines/run.js";
+import { sessionMachine } from "../machines/session.js";
+import { threadMachine, type ThreadInput } from "../machines/thread.js";
+
+export type RunActor = Actor<typeof runMachine>;
+export type ThreadActor = Actor<typeof threadMachine>;
+export type RequestActor = Actor<typeof requestMachine>;
+export type SessionActor = Actor<typeof sessionMachine>;
+export type ProviderThreadActor = Actor<typeof providerThreadMachine>;
+
+/**
+ * The live actors, by app id. Every actor is started with the same emit handler (so its
+ * records, effects and outcomes reach the runtime) and the same inspection hook.
+ */
+export class Actors {
+  readonly threads = new Map<string, ThreadActor>();
+  readonly runs = new Map<string, RunActor>();
+  readonly requests = new Map<string, RequestActor>();
+  readonly sessions = new Map<string, SessionActor>();
+  readonly providerThreads = new Map<string, ProviderThreadActor>();
+
+  constructor(
+    private readonly onEmitted: (emitted: MachineEmitted) => void,
+    private readonly inspect: ((event: InspectionEvent) => void) | undefined,
+  ) {}
+
+  #start<T extends Actor<any>>(actor: T): T {
+    actor.on("*", (emitted: unknown) => this.onEmitted(emitted as MachineEmitted));
+    actor.start();
+    return actor;
+  }
+
+  #options<I>(id: string, input: I) {
+    return { id, input, ...(this.inspect ? { inspect: this.inspect } : {}) };
+  }
+
+  thread(input: ThreadInput): ThreadActor {
+    const actor = this.#start(createActor(threadMachine, this.#options(input.threadId, input)));
+    this.threads.set(input.threadId, actor);
+    return actor;
+  }
+
+  run(input: RunInput): RunActor {
+    const actor = this.#start(createActor(runMachine, this.#options(input.runId, input)));
+    this.runs.set(input.runId, actor);
+    return actor;
+  }
+
+  request(input: Omit<RequestContext, "response">): RequestActor {
+    const actor = this.#start(createActor(requestMachine, this.#options(input.requestId, input)));
+    this.requests.set(input.requestId, actor);
+    return actor;
+  }
+
+  session(input: { sessionId: string; providerTarget: string; provider: string }, capabilities: ProviderCapabilities, hostGeneration: number): SessionActor {
+    const actor = this.#start(createActor(sessionMachine, this.#options(input.sessionId, input)));
+    this.sessions.set(input.sessionId, actor);
+    actor.send({ type: "STARTED", capabilities, hostGeneration });
+    return actor;
+  }
+
+  /** A provider thread was created, resumed or forked into a session: its actor (re)loads it. */
+  bindProviderThread(event: DomainEventOf<"provider_thread.bound">): void {
+    let actor = this.providerThreads.get(event.providerThreadId);
+    if (!actor || actor.getSnapshot().status !== "active") {
+      const input = { providerThreadId: event.providerThreadId, appThreadId: event.threadId, providerTarget: event.providerTarget };
+      actor = this.#start(createActor(providerThreadMachine, this.#options(event.providerThreadId, input)));
+      this.providerThreads.set(event.providerThreadId, actor);
+    }
+    const handle = { threadRef: event.nativeThreadRef, resumeCursor: event.resumeCursor };
+    actor.send({ type: "LOAD" });
+    actor.send({ type: "LOADED", sessionId: event.sessionId, handle });
+  }
+
+  /** Sends only to an actor that is still running (a finished machine ignores events noisily). */
+  static sendIfActive<T extends Actor<any>>(actor: T | undefined, event: Parameters<T["send"]>[0]): void {
+    if (actor?.getSnapshot().status === "active") actor.send(event);
+  }
+}
