@@ -46,4 +46,19 @@ export const record = (event: DomainEvent): MachineEmitted => ({ type: "record",
 export const effect = (e: Effect): MachineEmitted => ({ type: "effect", effect: e });
 export const outcome = (o: Outcome): MachineEmitted => ({ type: "outcome", outcome: o });
 
+interface Where {
+  threadId: string;
+  runId: string | null;
+}
+
+/** A degradation policy fired: which capability was missing and what the runtime did instead. */
+export function policyApplied(where: Where, policy: string, capability: string, result: "fallback" | "refused", detail: string): MachineEmitted {
+  return record({ type: "policy.applied", threadId: where.threadId, runId: where.runId, policy, capability, outcome: result, detail });
+}
+
+/** A capability is missing and no fallback applies: the record, and the typed refusal for the caller. */
+export function refuseUnsupported(where: Where, command: "submit" | "steer" | "interrupt", policy: string, capability: string, detail: string): MachineEmitted[] {
+  return [policyApplied(where, policy, capability, "refused", detail), outcome({ command, refused: "capability_unsupported", capability, detail })];
+}
+
 export type { Failure };

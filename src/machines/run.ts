@@ -1,86 +1,25 @@
 import { and, assign, enqueueActions, setup } from "xstate";
+import { canInterrupt, canSteerByInterruptRestart, canSteerNatively } from "../capabilities/index.js";
+import type { AttemptReason } from "../domain/entities.js";
 import {
-  canInterrupt,
-  canSteerByInterruptRestart,
-  canSteerNatively,
-  type ProviderCapabilities,
-} from "../capabilities/index.js";
-import type { AttemptReason, Failure } from "../domain/entities.js";
-import type { DomainEvent } from "../domain/events.js";
-import { derivedId } from "../domain/ids.js";
-import { effect, outcome, record, type MachineEmitted } from "./emitted.js";
+  activeAttempt,
+  eventAttempt,
+  newAttempt,
+  ownsRun,
+  type RunContext,
+  type RunEvent,
+  type RunInput,
+  type TerminalStatus,
+} from "./runModel.js";
+import { effect, outcome, policyApplied, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
+
+export { ownsRun, type Attempt, type RunContext, type RunEvent, type RunInput } from "./runModel.js";
 
 /**
  * One user turn, with its attempts. Only the root node of the active attempt can make the
  * run terminal; an interrupt acknowledgement never does; provider events from a
  * superseded attempt are fenced (recorded, not applied).
  */
-
-export interface Attempt {
-  attemptId: string;
-  ordinal: number;
-  reason: AttemptReason;
-  rootNodeId: string;
-  text: string;
-}
-
-export interface RunContext {
-  threadId: string;
-  runId: string;
-  text: string;
-  capabilities: ProviderCapabilities;
-  /** May an interrupt fall back to stopping the provider session (destructive)? */
-  allowSessionStopInterrupt: boolean;
-  attempts: Attempt[];
-  activeAttemptId: string | null;
-  /** The attempt being replaced by an interrupt-restart steer, until its terminal arrives. */
-  supersededAttemptId: string | null;
-  pendingSteer: { text: string; messageId: string } | null;
-  turnBound: boolean;
-  /** `requested` while the turn is still starting; `sent` once the provider was asked. */
-  interrupt: "none" | "requested" | "sent";
-  pendingRequestIds: string[];
-}
-
-export interface RunInput {
-  threadId: string;
-  runId: string;
-  text: string;
-  capabilities: ProviderCapabilities;
-  allowSessionStopInterrupt?: boolean;
-}
-
-type TerminalStatus = "completed" | "interrupted" | "failed" | "cancelled";
-
-export type RunEvent =
-  | { type: "START" }
-  | { type: "CANCEL"; reason: string }
-  | { type: "TURN_ACCEPTED"; attemptId: string; providerThreadId: string; providerTurnId: string; nativeTurnRef: string | null }
-  | { type: "TURN_STARTED"; attemptId: string }
-  | { type: "START_FAILED"; attemptId: string; failure: Failure }
-  /** A provider-derived domain event (item, plan, todo...) attributed to an attempt. */
-  | { type: "PROVIDER"; attemptId: string; event: DomainEvent }
-  | { type: "REQUEST_OPENED"; attemptId: string; requestId: string; event: DomainEvent }
-  | { type: "REQUEST_SETTLED"; requestId: string }
-  | { type: "TURN_TERMINAL"; attemptId: string; nodeId: string; status: TerminalStatus; failure: Failure | null }
-  | { type: "INTERRUPT" }
-  | { type: "INTERRUPT_ACKED"; attemptId: string }
-  | { type: "STEER"; text: string; messageId: string }
-  | { type: "SESSION_LOST"; message: string };
-
-const activeAttempt = (c: RunContext): Attempt | undefined => c.attempts.find((a) => a.attemptId === c.activeAttemptId);
-
-function newAttempt(c: RunContext, reason: AttemptReason, text: string): Attempt {
-  const ordinal = c.attempts.length + 1;
-  const attemptId = derivedId("att", c.runId, ordinal);
-  return { attemptId, ordinal, reason, rootNodeId: derivedId("nod", attemptId, "root"), text };
-}
-
-const eventAttempt = (e: RunEvent): string | null => ("attemptId" in e ? e.attemptId : null);
-
-/** Is this attempt the one that currently owns the run? (The fencing decision, invariant 4.) */
-export const ownsRun = (context: RunContext, attemptId: string | null): boolean =>
-  attemptId !== null && attemptId === context.activeAttemptId;
 
 const runSetup = setup({
   types: {
@@ -189,35 +128,15 @@ const runSetup = setup({
       const attemptId = context.activeAttemptId!;
       const { threadId, runId } = context;
       enqueue.assign({ interrupt: "sent" });
-      enqueue.emit(
-        record({
-          type: "policy.applied",
-          threadId,
-          runId,
-          policy: "interrupt_by_session_stop",
-          capability: "turns.supportsInterrupt",
-          outcome: "fallback",
-          detail: "provider cannot interrupt a turn; stopping its session (destructive)",
-        }),
-      );
+      const detail = "provider cannot interrupt a turn; stopping its session (destructive)";
+      enqueue.emit(policyApplied(context, "interrupt_by_session_stop", "turns.supportsInterrupt", "fallback", detail));
       enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId, via: "session_stop" }));
       enqueue.emit(effect({ type: "stopSession", threadId, runId, attemptId }));
       enqueue.emit(outcome({ command: "interrupt", via: "session_stop", runId }));
     }),
     refuseInterrupt: enqueueActions(({ context, enqueue }) => {
       const detail = "provider cannot interrupt a turn and stopping its session is not allowed";
-      enqueue.emit(
-        record({
-          type: "policy.applied",
-          threadId: context.threadId,
-          runId: context.runId,
-          policy: "interrupt_unsupported",
-          capability: "turns.supportsInterrupt",
-          outcome: "refused",
-          detail,
-        }),
-      );
-      enqueue.emit(outcome({ command: "interrupt", refused: "capability_unsupported", capability: "turns.supportsInterrupt", detail }));
+      refuseUnsupported(context, "interrupt", "interrupt_unsupported", "turns.supportsInterrupt", detail).forEach((e) => enqueue.emit(e));
     }),
     reportInterruptPending: enqueueActions(({ context, enqueue }) => {
       enqueue.emit(outcome({ command: "interrupt", via: "already_requested", runId: context.runId }));
@@ -245,17 +164,8 @@ const runSetup = setup({
         pendingSteer: { text: event.text, messageId: event.messageId },
         activeAttemptId: null,
       });
-      enqueue.emit(
-        record({
-          type: "policy.applied",
-          threadId,
-          runId,
-          policy: "steer_by_interrupt_restart",
-          capability: "turns.supportsActiveSteering",
-          outcome: "fallback",
-          detail: `attempt ${old.ordinal} superseded; attempt ${old.ordinal + 1} will carry the steer`,
-        }),
-      );
+      const detail = `attempt ${old.ordinal} superseded; attempt ${old.ordinal + 1} will carry the steer`;
+      enqueue.emit(policyApplied(context, "steer_by_interrupt_restart", "turns.supportsActiveSteering", "fallback", detail));
       enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId: old.attemptId, status: "superseded" }));
       enqueue.emit(
         record({ type: "steer.applied", threadId, runId, attemptId: old.attemptId, messageId: event.messageId, text: event.text, via: "interrupt_restart" }),
@@ -265,18 +175,7 @@ const runSetup = setup({
     }),
     refuseSteer: enqueueActions(({ context, enqueue }) => {
       const detail = "provider supports neither native steering nor interrupt-restart";
-      enqueue.emit(
-        record({
-          type: "policy.applied",
-          threadId: context.threadId,
-          runId: context.runId,
-          policy: "steer_unsupported",
-          capability: "turns.supportsActiveSteering",
-          outcome: "refused",
-          detail,
-        }),
-      );
-      enqueue.emit(outcome({ command: "steer", refused: "capability_unsupported", capability: "turns.supportsActiveSteering", detail }));
+      refuseUnsupported(context, "steer", "steer_unsupported", "turns.supportsActiveSteering", detail).forEach((e) => enqueue.emit(e));
     }),
     /** Interrupt during an interrupt-restart: drop the steer; the old attempt's terminal ends the run. */
     interruptPendingRestart: enqueueActions(({ context, enqueue }) => {

@@ -1,7 +1,7 @@
 import { and, assign, enqueueActions, setup } from "xstate";
 import { canInterrupt, canSteerNatively, type ProviderCapabilities } from "../capabilities/index.js";
 import type { DispatchMode } from "../domain/entities.js";
-import { effect, outcome, record, type MachineEmitted } from "./emitted.js";
+import { effect, outcome, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
 
 /**
  * The app thread: serializes work. At most one run is active; follow-ups are steered into
@@ -98,18 +98,8 @@ export const threadMachine = setup({
     }),
     refuseRestart: enqueueActions(({ context, enqueue }) => {
       const detail = "restart needs to interrupt the active run, and the provider cannot interrupt";
-      enqueue.emit(
-        record({
-          type: "policy.applied",
-          threadId: context.threadId,
-          runId: context.activeRunId,
-          policy: "interrupt_unsupported",
-          capability: "turns.supportsInterrupt",
-          outcome: "refused",
-          detail,
-        }),
-      );
-      enqueue.emit(outcome({ command: "submit", refused: "capability_unsupported", capability: "turns.supportsInterrupt", detail }));
+      const where = { threadId: context.threadId, runId: context.activeRunId };
+      refuseUnsupported(where, "submit", "interrupt_unsupported", "turns.supportsInterrupt", detail).forEach((e) => enqueue.emit(e));
     }),
     startNextQueued: enqueueActions(({ context, enqueue }) => {
       const [next, ...rest] = context.queue;

@@ -355,6 +355,7 @@ export class Runtime {
       case "request.resolved":
       case "request.closed":
         this.actors.requests.delete(event.requestId);
+        Actors.sendIfActive(this.actors.runs.get(event.runId), { type: "REQUEST_SETTLED", requestId: event.requestId });
         return;
       default:
         return;

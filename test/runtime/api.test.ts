@@ -87,7 +87,7 @@ describe("embedding API: idempotent commands", () => {
 
 describe("embedding API: requests, queue and snapshots", () => {
   it("answers a structured question, refuses a second answer, and shows the answer in the projection", async () => {
-    const { rt, cleanup } = await openTestRuntime({ scripted: createScriptedAdapter({ script }) });
+    const { rt, events, cleanup } = await openTestRuntime({ scripted: createScriptedAdapter({ script }) });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "scripted" });
       const { runId } = await rt.sendMessage({ threadId, text: "[ask]" });
@@ -98,6 +98,9 @@ describe("embedding API: requests, queue and snapshots", () => {
       await expect(rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "conflict" });
       await rt.respond({ requestId: opened.event.requestId, response: { kind: "answers", answers: { color: "blue" } } });
       const run = await rt.waitForRun(runId);
+      // Answered: the run went back to running (it was not left "waiting") before its terminal.
+      const resolvedAt = events.find((r) => r.event.type === "request.resolved")!.seq;
+      expect(ofType(events.filter((r) => r.seq > resolvedAt), "run.state").map((e) => e.status)).toEqual(["running"]);
       expect(run.items.map((i) => i.kind)).toEqual(["user_message", "question", "assistant_message"]);
       expect(run.items.at(-1)!.text).toContain("blue");
       await expect(rt.respond({ requestId: opened.event.requestId, response: { kind: "answers", answers: { color: "red" } } })).rejects.toMatchObject({ code: "conflict" });

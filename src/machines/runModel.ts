@@ -1,0 +1,72 @@
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { AttemptReason, Failure } from "../domain/entities.js";
+import type { DomainEvent } from "../domain/events.js";
+import { derivedId } from "../domain/ids.js";
+
+/** The run machine's context, input and events, and the pure helpers its guards share. */
+
+export interface Attempt {
+  attemptId: string;
+  ordinal: number;
+  reason: AttemptReason;
+  rootNodeId: string;
+  text: string;
+}
+
+export interface RunContext {
+  threadId: string;
+  runId: string;
+  text: string;
+  capabilities: ProviderCapabilities;
+  /** May an interrupt fall back to stopping the provider session (destructive)? */
+  allowSessionStopInterrupt: boolean;
+  attempts: Attempt[];
+  activeAttemptId: string | null;
+  /** The attempt being replaced by an interrupt-restart steer, until its terminal arrives. */
+  supersededAttemptId: string | null;
+  pendingSteer: { text: string; messageId: string } | null;
+  turnBound: boolean;
+  /** `requested` while the turn is still starting; `sent` once the provider was asked. */
+  interrupt: "none" | "requested" | "sent";
+  pendingRequestIds: string[];
+}
+
+export interface RunInput {
+  threadId: string;
+  runId: string;
+  text: string;
+  capabilities: ProviderCapabilities;
+  allowSessionStopInterrupt?: boolean;
+}
+
+export type TerminalStatus = "completed" | "interrupted" | "failed" | "cancelled";
+
+export type RunEvent =
+  | { type: "START" }
+  | { type: "CANCEL"; reason: string }
+  | { type: "TURN_ACCEPTED"; attemptId: string; providerThreadId: string; providerTurnId: string; nativeTurnRef: string | null }
+  | { type: "TURN_STARTED"; attemptId: string }
+  | { type: "START_FAILED"; attemptId: string; failure: Failure }
+  /** A provider-derived domain event (item, plan, todo...) attributed to an attempt. */
+  | { type: "PROVIDER"; attemptId: string; event: DomainEvent }
+  | { type: "REQUEST_OPENED"; attemptId: string; requestId: string; event: DomainEvent }
+  | { type: "REQUEST_SETTLED"; requestId: string }
+  | { type: "TURN_TERMINAL"; attemptId: string; nodeId: string; status: TerminalStatus; failure: Failure | null }
+  | { type: "INTERRUPT" }
+  | { type: "INTERRUPT_ACKED"; attemptId: string }
+  | { type: "STEER"; text: string; messageId: string }
+  | { type: "SESSION_LOST"; message: string };
+
+export const activeAttempt = (c: RunContext): Attempt | undefined => c.attempts.find((a) => a.attemptId === c.activeAttemptId);
+
+export function newAttempt(c: RunContext, reason: AttemptReason, text: string): Attempt {
+  const ordinal = c.attempts.length + 1;
+  const attemptId = derivedId("att", c.runId, ordinal);
+  return { attemptId, ordinal, reason, rootNodeId: derivedId("nod", attemptId, "root"), text };
+}
+
+export const eventAttempt = (e: RunEvent): string | null => ("attemptId" in e ? e.attemptId : null);
+
+/** Is this attempt the one that currently owns the run? (The fencing decision, invariant 4.) */
+export const ownsRun = (context: RunContext, attemptId: string | null): boolean =>
+  attemptId !== null && attemptId === context.activeAttemptId;
