@@ -8,6 +8,15 @@ import type { ProviderCapabilities } from "../capabilities/schema.js";
  */
 
 const ref = z.string().min(1);
+
+/** Opaque provider payloads (tool inputs) must survive the trip to the JSON log. */
+const jsonValue = z.unknown().refine((value) => {
+  try {
+    return value === undefined || JSON.stringify(value) !== undefined;
+  } catch {
+    return false;
+  }
+}, "must be JSON-serializable");
 const where = {
   /** Native thread the event belongs to; for a subagent's child turn, the child thread. */
   threadRef: ref.optional(),
@@ -47,14 +56,14 @@ export const RequestPayloadSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("file_change"), path: z.string(), diff: z.string().optional() }),
   z.strictObject({ kind: z.literal("apply_patch"), patch: z.string() }),
   z.strictObject({ kind: z.literal("user_input"), questions: z.array(QuestionSchema).min(1) }),
-  z.strictObject({ kind: z.literal("dynamic_tool"), toolName: z.string(), input: z.unknown() }),
+  z.strictObject({ kind: z.literal("dynamic_tool"), toolName: z.string(), input: jsonValue }),
 ]);
 export type RequestPayload = z.infer<typeof RequestPayloadSchema>;
 export type RequestKind = RequestPayload["kind"];
 
 export const ItemDetailSchema = z.strictObject({
   toolName: z.string().optional(),
-  input: z.unknown().optional(),
+  input: jsonValue.optional(),
   command: z.string().optional(),
   path: z.string().optional(),
   diff: z.string().optional(),

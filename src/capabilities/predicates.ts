@@ -24,9 +24,18 @@ export const canRollbackProvider = (c: Caps): boolean => c.threads.canRollbackTh
 
 export const canReadThreadSnapshot = (c: Caps): boolean => c.threads.canReadThreadSnapshot;
 
-/** One session hosts many provider threads; otherwise each provider thread gets its own. */
+/** The provider says when each turn ends (else the runtime infers it when the session goes idle). */
+export const reportsTurnTerminals = (c: Caps): boolean => c.turns.emitsTurnCompleted;
+
+/**
+ * One session may host many provider threads only when their events can be told apart by
+ * thread id and each turn reports its own terminal; otherwise each thread gets a session.
+ */
 export const sharesSessionAcrossThreads = (c: Caps): boolean =>
-  c.sessions.supportsMultipleProviderThreadsPerSession;
+  c.sessions.supportsMultipleProviderThreadsPerSession &&
+  c.threads.exposesNativeThreadId &&
+  c.identity.nativeThreadIds !== "none" &&
+  reportsTurnTerminals(c);
 
 export const canSwitchModelInSession = (c: Caps): boolean => c.sessions.supportsModelSwitchInSession;
 

@@ -196,12 +196,15 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     sessionId: id,
     nativeThreadRef: z.string().nullable(),
     resumeCursor: z.string(),
-    via: z.enum(["created", "resumed", "forked"]),
+    /** `rebuilt`: created to replace a provider thread that could not be resumed. */
+    via: z.enum(["created", "resumed", "forked", "rebuilt"]),
   }),
   z.strictObject({
     type: z.literal("handoff.created"),
     ...inThread,
     handoffId: id,
+    /** The provider thread that receives it with its next turn. */
+    providerThreadId: id,
     fromTarget: id.nullable(),
     toTarget: id,
     reason: z.enum(["provider_switch", "fork", "resume_failed"]),

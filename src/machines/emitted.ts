@@ -13,7 +13,7 @@ export type Effect =
   | { type: "steerRun"; threadId: string; runId: string; text: string; messageId: string }
   | { type: "interruptRun"; threadId: string; runId: string }
   | { type: "startTurn"; threadId: string; runId: string; attemptId: string; text: string }
-  | { type: "steerTurn"; threadId: string; runId: string; attemptId: string; text: string }
+  | { type: "steerTurn"; threadId: string; runId: string; attemptId: string; text: string; messageId: string }
   | { type: "interruptTurn"; threadId: string; runId: string; attemptId: string }
   | { type: "stopSession"; threadId: string; runId: string; attemptId: string }
   | { type: "runFinished"; threadId: string; runId: string; status: TerminalRunStatus }

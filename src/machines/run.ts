@@ -40,13 +40,13 @@ const runSetup = setup({
       event.type === "TURN_TERMINAL" &&
       event.attemptId === context.supersededAttemptId &&
       event.nodeId === context.attempts.find((a) => a.attemptId === event.attemptId)?.rootNodeId,
+    isFromSupersededAttempt: ({ context, event }) => eventAttempt(event) !== null && eventAttempt(event) === context.supersededAttemptId,
     terminalIs: ({ event }, params: { status: TerminalStatus }) =>
       event.type === "TURN_TERMINAL" && event.status === params.status,
     canSteerNatively: ({ context }) => canSteerNatively(context.capabilities),
     canSteerByInterruptRestart: ({ context }) => canSteerByInterruptRestart(context.capabilities),
     canInterrupt: ({ context }) => canInterrupt(context.capabilities),
     mayStopSessionToInterrupt: ({ context }) => context.allowSessionStopInterrupt,
-    isTurnBound: ({ context }) => context.turnBound,
     interruptAlreadyRequested: ({ context }) => context.interrupt !== "none",
     hasNoPendingRequests: ({ context }) => context.pendingRequestIds.length === 0,
   },
@@ -60,6 +60,7 @@ const runSetup = setup({
         supersededAttemptId: null,
         pendingSteer: null,
         turnBound: false,
+        interrupt: "none",
       });
       const { threadId, runId } = context;
       enqueue.emit(record({ type: "attempt.started", threadId, runId, ...attempt }));
@@ -109,30 +110,33 @@ const runSetup = setup({
         record({ type: "event.fenced", threadId: context.threadId, runId: context.runId, attemptId, providerEventType }),
       );
     }),
-    requestInterrupt: enqueueActions(({ context, enqueue }, params: { deliver: boolean }) => {
+    /** Ask the provider to stop the turn, now (`deliver`) or once it runs; the terminal decides. */
+    requestInterrupt: enqueueActions(({ context, enqueue }, params: { deliver: boolean; via: "native" | "session_stop" }) => {
       const attemptId = context.activeAttemptId!;
       const { threadId, runId } = context;
-      enqueue.assign({ interrupt: params.deliver ? "sent" : "requested" });
-      enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId, via: "native" }));
-      if (params.deliver) enqueue.emit(effect({ type: "interruptTurn", threadId, runId, attemptId }));
-      enqueue.emit(outcome({ command: "interrupt", via: "native", runId }));
+      enqueue.assign({ interrupt: params.deliver ? "sent" : "requested", interruptVia: params.via });
+      if (params.via === "session_stop") {
+        const detail = "provider cannot interrupt a turn; stopping its session (destructive)";
+        enqueue.emit(policyApplied(context, "interrupt_by_session_stop", "turns.supportsInterrupt", "fallback", detail));
+      }
+      enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId, via: params.via }));
+      if (params.deliver) enqueue.emit(effect({ type: params.via === "native" ? "interruptTurn" : "stopSession", threadId, runId, attemptId }));
+      enqueue.emit(outcome({ command: "interrupt", via: params.via, runId }));
     }),
     /** Interrupt asked for while the turn was starting: deliver it once the turn runs. */
     deliverDeferredInterrupt: enqueueActions(({ context, enqueue }) => {
       if (context.interrupt !== "requested") return;
       const { threadId, runId } = context;
       enqueue.assign({ interrupt: "sent" });
-      enqueue.emit(effect({ type: "interruptTurn", threadId, runId, attemptId: context.activeAttemptId! }));
+      const type = context.interruptVia === "native" ? "interruptTurn" : "stopSession";
+      enqueue.emit(effect({ type, threadId, runId, attemptId: context.activeAttemptId! }));
     }),
-    stopSessionToInterrupt: enqueueActions(({ context, enqueue }) => {
-      const attemptId = context.activeAttemptId!;
-      const { threadId, runId } = context;
-      enqueue.assign({ interrupt: "sent" });
-      const detail = "provider cannot interrupt a turn; stopping its session (destructive)";
-      enqueue.emit(policyApplied(context, "interrupt_by_session_stop", "turns.supportsInterrupt", "fallback", detail));
-      enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId, via: "session_stop" }));
-      enqueue.emit(effect({ type: "stopSession", threadId, runId, attemptId }));
-      enqueue.emit(outcome({ command: "interrupt", via: "session_stop", runId }));
+    /** The provider refused or failed the interrupt: say so, and let the caller try again. */
+    recordInterruptFailure: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "INTERRUPT_FAILED") return;
+      enqueue.assign({ interrupt: "none" });
+      const message = `interrupt was not delivered: ${event.message}`;
+      enqueue.emit(record({ type: "warning", threadId: context.threadId, runId: context.runId, message }));
     }),
     refuseInterrupt: enqueueActions(({ context, enqueue }) => {
       const detail = "provider cannot interrupt a turn and stopping its session is not allowed";
@@ -146,13 +150,38 @@ const runSetup = setup({
       const { threadId, runId } = context;
       enqueue.emit(record({ type: "interrupt.acknowledged", threadId, runId, attemptId: event.attemptId }));
     }),
+    /** The steer is recorded as applied once the provider took it (see recordSteerDelivered). */
     steerNatively: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "STEER") return;
       const { threadId, runId } = context;
       const attemptId = context.activeAttemptId!;
-      enqueue.emit(record({ type: "steer.applied", threadId, runId, attemptId, messageId: event.messageId, text: event.text, via: "native" }));
-      enqueue.emit(effect({ type: "steerTurn", threadId, runId, attemptId, text: event.text }));
+      enqueue.emit(effect({ type: "steerTurn", threadId, runId, attemptId, text: event.text, messageId: event.messageId }));
       enqueue.emit(outcome({ command: "steer", via: "native", runId, attemptId }));
+    }),
+    recordSteerDelivered: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "STEER_DELIVERED") return;
+      const { threadId, runId } = context;
+      const { attemptId, messageId, text } = event;
+      enqueue.emit(record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "native" }));
+    }),
+    recordSteerFailure: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "STEER_FAILED") return;
+      const message = `steer was not delivered: ${event.message}`;
+      enqueue.emit(record({ type: "warning", threadId: context.threadId, runId: context.runId, message }));
+    }),
+    /** A steer accepted while the turn starts waits for it; the guard that will apply it already passed. */
+    deferSteer: enqueueActions(({ context, event, enqueue }, params: { via: "native" | "interrupt_restart" }) => {
+      if (event.type !== "STEER") return;
+      enqueue.assign({ deferredSteer: { text: event.text, messageId: event.messageId } });
+      enqueue.emit(outcome({ command: "steer", via: params.via, runId: context.runId, attemptId: context.activeAttemptId! }));
+    }),
+    replayDeferredSteer: enqueueActions(({ context, enqueue }) => {
+      if (!context.deferredSteer) return;
+      enqueue.assign({ deferredSteer: null });
+      enqueue.raise({ type: "STEER", ...context.deferredSteer });
+    }),
+    assignCapabilities: assign({
+      capabilities: ({ context, event }) => (event.type === "SESSION_BOUND" ? event.capabilities : context.capabilities),
     }),
     /** Degradation: supersede the active attempt, interrupt it, restart with the steer text. */
     steerByInterruptRestart: enqueueActions(({ context, event, enqueue }) => {
@@ -166,7 +195,6 @@ const runSetup = setup({
       });
       const detail = `attempt ${old.ordinal} superseded; attempt ${old.ordinal + 1} will carry the steer`;
       enqueue.emit(policyApplied(context, "steer_by_interrupt_restart", "turns.supportsActiveSteering", "fallback", detail));
-      enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId: old.attemptId, status: "superseded" }));
       enqueue.emit(
         record({ type: "steer.applied", threadId, runId, attemptId: old.attemptId, messageId: event.messageId, text: event.text, via: "interrupt_restart" }),
       );
@@ -177,6 +205,13 @@ const runSetup = setup({
       const detail = "provider supports neither native steering nor interrupt-restart";
       refuseUnsupported(context, "steer", "steer_unsupported", "turns.supportsActiveSteering", detail).forEach((e) => enqueue.emit(e));
     }),
+    /** The superseded attempt could not be interrupted: it keeps the run, and the steer is dropped. */
+    revertRestart: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "INTERRUPT_FAILED") return;
+      enqueue.assign({ activeAttemptId: context.supersededAttemptId, supersededAttemptId: null, pendingSteer: null, interrupt: "none" });
+      const message = `steer was not delivered: the active attempt could not be interrupted (${event.message})`;
+      enqueue.emit(record({ type: "warning", threadId: context.threadId, runId: context.runId, message }));
+    }),
     /** Interrupt during an interrupt-restart: drop the steer; the old attempt's terminal ends the run. */
     interruptPendingRestart: enqueueActions(({ context, enqueue }) => {
       const { threadId, runId } = context;
@@ -184,17 +219,18 @@ const runSetup = setup({
       enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId: context.supersededAttemptId, via: "native" }));
       enqueue.emit(outcome({ command: "interrupt", via: "native", runId }));
     }),
-    refuseSteerWhileStarting: enqueueActions(({ enqueue }) => {
-      enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "the run's turn is still starting; steer once it runs" }));
+    refuseSteerWhileInterrupting: enqueueActions(({ enqueue }) => {
+      enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "an interrupt of this run is pending" }));
     }),
     refuseSteerWhileRestarting: enqueueActions(({ enqueue }) => {
       enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "a steer is already restarting this run" }));
     }),
-    /** Closes the superseded attempt's open nodes once its terminal arrives. */
+    /** The superseded attempt's terminal arrived: close its open nodes and mark it superseded. */
     settleSupersededAttempt: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "TURN_TERMINAL") return;
       const { threadId, runId } = context;
       enqueue.emit({ type: "settle", threadId, runId, attemptId: event.attemptId, status: "interrupted", reason: "attempt_superseded" });
+      enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId: event.attemptId, status: "superseded" }));
     }),
     finishRun: enqueueActions(
       ({ context, event, enqueue }, params: { status: TerminalStatus; reason: string | null }) => {
@@ -238,6 +274,14 @@ const rootTerminal = [
   { actions: "fenceEvent" as const },
 ];
 
+/** Interrupt: natively, else by stopping the session where allowed, else refused (a typed result). */
+const interruptTransitions = (deliver: boolean) => [
+  { guard: "interruptAlreadyRequested" as const, actions: "reportInterruptPending" as const },
+  { guard: "canInterrupt" as const, actions: { type: "requestInterrupt" as const, params: { deliver, via: "native" as const } } },
+  { guard: "mayStopSessionToInterrupt" as const, actions: { type: "requestInterrupt" as const, params: { deliver, via: "session_stop" as const } } },
+  { actions: "refuseInterrupt" as const },
+];
+
 /** The runtime gives up on a started run (closing, or recovering): it ends cancelled, settled. */
 const cancelStarted = { target: "#run.cancelled", actions: { type: "finishRun" as const, params: { status: "cancelled" as const, reason: null } } };
 
@@ -268,6 +312,8 @@ export const runMachine = runSetup.createMachine({
     pendingSteer: null,
     turnBound: false,
     interrupt: "none",
+    interruptVia: "native",
+    deferredSteer: null,
     pendingRequestIds: [],
   }),
   initial: "queued",
@@ -283,25 +329,27 @@ export const runMachine = runSetup.createMachine({
       on: {
         TURN_ACCEPTED: { guard: "isFromActiveAttempt", target: "active", actions: "bindTurn" },
         TURN_STARTED: { guard: "isFromActiveAttempt", target: "active" },
+        // A request is evidence the turn runs, even before the provider's reply to sendRun.
+        REQUEST_OPENED: { guard: "isFromActiveAttempt", target: "active.waiting", actions: ["trackRequest", "applyProviderEvent"] },
         START_FAILED: {
           guard: "isFromActiveAttempt",
           target: "failed",
           actions: { type: "finishRun", params: { status: "failed", reason: "start_failed" } },
         },
-        INTERRUPT: [
-          { guard: "interruptAlreadyRequested", actions: "reportInterruptPending" },
-          { guard: "canInterrupt", actions: { type: "requestInterrupt", params: { deliver: false } } },
-          { guard: "mayStopSessionToInterrupt", actions: "stopSessionToInterrupt" },
-          { actions: "refuseInterrupt" },
+        INTERRUPT: interruptTransitions(false),
+        STEER: [
+          { guard: "interruptAlreadyRequested", actions: "refuseSteerWhileInterrupting" },
+          { guard: "canSteerNatively", actions: { type: "deferSteer", params: { via: "native" } } },
+          { guard: "canSteerByInterruptRestart", actions: { type: "deferSteer", params: { via: "interrupt_restart" } } },
+          { actions: "refuseSteer" },
         ],
-        STEER: { actions: "refuseSteerWhileStarting" },
         TURN_TERMINAL: rootTerminal,
         SESSION_LOST: sessionLost,
         CANCEL: cancelStarted,
       },
     },
     active: {
-      entry: ["recordRunning", "deliverDeferredInterrupt"],
+      entry: ["recordRunning", "deliverDeferredInterrupt", "replayDeferredSteer"],
       initial: "running",
       states: {
         running: {
@@ -330,21 +378,25 @@ export const runMachine = runSetup.createMachine({
       },
       on: {
         TURN_ACCEPTED: { guard: "isFromActiveAttempt", actions: "bindTurn" },
-        INTERRUPT: [
-          { guard: "interruptAlreadyRequested", actions: "reportInterruptPending" },
-          { guard: "canInterrupt", actions: { type: "requestInterrupt", params: { deliver: true } } },
-          { guard: "mayStopSessionToInterrupt", actions: "stopSessionToInterrupt" },
-          { actions: "refuseInterrupt" },
-        ],
+        START_FAILED: {
+          guard: "isFromActiveAttempt",
+          target: "failed",
+          actions: { type: "finishRun", params: { status: "failed", reason: "start_failed" } },
+        },
+        INTERRUPT: interruptTransitions(true),
         INTERRUPT_ACKED: { actions: "recordInterruptAck" },
+        INTERRUPT_FAILED: { guard: "isFromActiveAttempt", actions: "recordInterruptFailure" },
         TURN_TERMINAL: rootTerminal,
         SESSION_LOST: sessionLost,
         CANCEL: cancelStarted,
         STEER: [
+          { guard: "interruptAlreadyRequested", actions: "refuseSteerWhileInterrupting" },
           { guard: "canSteerNatively", actions: "steerNatively" },
           { guard: "canSteerByInterruptRestart", target: "restarting", actions: "steerByInterruptRestart" },
           { actions: "refuseSteer" },
         ],
+        STEER_DELIVERED: { actions: "recordSteerDelivered" },
+        STEER_FAILED: { actions: "recordSteerFailure" },
       },
     },
     /** Interrupt-restart steering: the superseded attempt's terminal starts attempt N+1. */
@@ -354,6 +406,7 @@ export const runMachine = runSetup.createMachine({
           { guard: "isSupersededAttemptRoot", target: "starting", actions: ["settleSupersededAttempt", { type: "beginAttempt", params: { reason: "steering_restart" } }] },
         ],
         INTERRUPT_ACKED: { actions: "recordInterruptAck" },
+        INTERRUPT_FAILED: { guard: "isFromSupersededAttempt", target: "active", actions: "revertRestart" },
         SESSION_LOST: sessionLost,
         CANCEL: cancelStarted,
         STEER: { actions: "refuseSteerWhileRestarting" },
@@ -373,6 +426,7 @@ export const runMachine = runSetup.createMachine({
         },
         INTERRUPT: { actions: "reportInterruptPending" },
         INTERRUPT_ACKED: { actions: "recordInterruptAck" },
+        INTERRUPT_FAILED: { guard: "isFromSupersededAttempt", target: "active", actions: "revertRestart" },
         SESSION_LOST: sessionLost,
         CANCEL: cancelStarted,
       },
@@ -387,5 +441,6 @@ export const runMachine = runSetup.createMachine({
     REQUEST_OPENED: { actions: "fenceEvent" },
     REQUEST_SETTLED: { actions: "untrackRequest" },
     TURN_TERMINAL: { actions: "fenceEvent" },
+    SESSION_BOUND: { actions: "assignCapabilities" },
   },
 });

@@ -28,6 +28,10 @@ export interface RunContext {
   turnBound: boolean;
   /** `requested` while the turn is still starting; `sent` once the provider was asked. */
   interrupt: "none" | "requested" | "sent";
+  /** How a requested interrupt is delivered: natively, or by stopping the session (destructive). */
+  interruptVia: "native" | "session_stop";
+  /** A steer accepted while the turn was starting, replayed once it runs. */
+  deferredSteer: { text: string; messageId: string } | null;
   pendingRequestIds: string[];
 }
 
@@ -54,7 +58,12 @@ export type RunEvent =
   | { type: "TURN_TERMINAL"; attemptId: string; nodeId: string; status: TerminalStatus; failure: Failure | null }
   | { type: "INTERRUPT" }
   | { type: "INTERRUPT_ACKED"; attemptId: string }
+  | { type: "INTERRUPT_FAILED"; attemptId: string; message: string }
   | { type: "STEER"; text: string; messageId: string }
+  | { type: "STEER_DELIVERED"; attemptId: string; text: string; messageId: string }
+  | { type: "STEER_FAILED"; attemptId: string; message: string }
+  /** The session the turn runs in announced its capability record: guards read it from now on. */
+  | { type: "SESSION_BOUND"; capabilities: ProviderCapabilities }
   | { type: "SESSION_LOST"; message: string };
 
 export const activeAttempt = (c: RunContext): Attempt | undefined => c.attempts.find((a) => a.attemptId === c.activeAttemptId);

@@ -44,6 +44,8 @@ export type ThreadEvent =
       capabilities: ProviderCapabilities;
     }
   | { type: "RUN_FINISHED"; runId: string }
+  /** The active run's session announced its capability record (it may differ from the declared one). */
+  | { type: "RUN_CAPABILITIES"; runId: string; capabilities: ProviderCapabilities }
   /** Resume work after a restart (queued runs recovered from the log). */
   | { type: "RESUME" };
 
@@ -108,6 +110,10 @@ export const threadMachine = setup({
       enqueue.emit(effect({ type: "startRun", threadId: context.threadId, runId: next.runId }));
     }),
     clearActiveRun: assign({ activeRunId: null, activeCapabilities: null }),
+    updateActiveCapabilities: assign({
+      activeCapabilities: ({ context, event }) =>
+        event.type === "RUN_CAPABILITIES" && event.runId === context.activeRunId ? event.capabilities : context.activeCapabilities,
+    }),
     /** A queued run was cancelled before it started. */
     dropFromQueue: assign({
       queue: ({ context, event }) => (event.type === "RUN_FINISHED" ? context.queue.filter((q) => q.runId !== event.runId) : context.queue),
@@ -148,6 +154,7 @@ export const threadMachine = setup({
           { guard: "isActiveRun", target: "idle", actions: "clearActiveRun" },
           { actions: "dropFromQueue" },
         ],
+        RUN_CAPABILITIES: { actions: "updateActiveCapabilities" },
       },
     },
   },

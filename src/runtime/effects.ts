@@ -1,6 +1,7 @@
 import { ProviderEventSchema } from "../adapters/contract.js";
 import type { DomainEvent } from "../domain/events.js";
 import { isTillerError } from "../domain/errors.js";
+import { redact } from "../domain/redact.js";
 import type { Effect, MachineEmitted } from "../machines/emitted.js";
 import { ownsRun, type RunContext, type RunEvent } from "../machines/run.js";
 import { Actors } from "./actors.js";
@@ -47,11 +48,10 @@ export class Effects {
       case "startTurn":
         return this.#track(this.#startTurn(effect));
       case "steerTurn":
-        return this.#track(this.#provider(effect.runId, effect.attemptId, (t, a) => t.adapter.steerRun!({ ...a, text: effect.text })));
+        return this.#track(this.#steerTurn(effect));
       case "interruptTurn":
-        return this.#track(this.#interruptTurn(effect));
       case "stopSession":
-        return this.#track(this.#provider(effect.runId, effect.attemptId, (t, a) => t.adapter.stopSession({ sessionId: a.sessionId })));
+        return this.#track(this.#interruptTurn(effect));
       case "respond":
         return this.#track(this.#respond(effect));
     }
@@ -75,6 +75,10 @@ export class Effects {
     const thread = rt.views.threads.get(threadId)!;
     try {
       const session = await target.ensureSession(threadId, thread.cwd, thread.model);
+      rt.act(() => {
+        rt.actors.runs.get(runId)?.send({ type: "SESSION_BOUND", capabilities: session.capabilities });
+        rt.actors.threads.get(threadId)?.send({ type: "RUN_CAPABILITIES", runId, capabilities: session.capabilities });
+      });
       const loaded = await target.ensureThread(threadId, session);
       const run = rt.actors.runs.get(runId);
       if (!run || run.getSnapshot().context.activeAttemptId !== attemptId) return; // cancelled meanwhile
@@ -89,8 +93,7 @@ export class Effects {
         threadRef: loaded.handle.threadRef,
       });
       rt.act(() => run.send({ type: "PROVIDER", attemptId, event: rootStarted }));
-      const context = loaded.pendingContext;
-      loaded.pendingContext = null;
+      const context = target.contextForNextTurn(threadId, loaded, session);
       const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model: thread.model });
       target.normalizer.acceptTurn(attemptId, turnRef);
       rt.act(() => {
@@ -101,19 +104,33 @@ export class Effects {
     } catch (error) {
       const failure = {
         failureClass: isTillerError(error) ? error.code : "provider_error",
-        message: error instanceof Error ? error.message : String(error),
+        message: redact(error instanceof Error ? error.message : String(error)),
         retryable: false,
       };
       rt.act(() => rt.actors.runs.get(runId)?.send({ type: "START_FAILED", attemptId, failure }));
     }
   }
 
-  async #interruptTurn(effect: Extract<Effect, { type: "interruptTurn" }>): Promise<void> {
-    const target = this.#targetOfRun(effect.runId);
-    target.normalizer.noteInterruptSent(effect.attemptId);
-    const ok = await this.#provider(effect.runId, effect.attemptId, (t, a) => t.adapter.interrupt(a));
-    // An acknowledgement only: the run stays active until the provider reports the terminal.
-    if (ok) this.rt.act(() => this.rt.actors.runs.get(effect.runId)?.send({ type: "INTERRUPT_ACKED", attemptId: effect.attemptId }));
+  /** Native steer; recorded as applied only once the provider took it. */
+  async #steerTurn(effect: Extract<Effect, { type: "steerTurn" }>): Promise<void> {
+    const { runId, attemptId, text, messageId } = effect;
+    const result = await this.#provider(runId, attemptId, (t, a) => {
+      if (!t.adapter.steerRun) throw new Error(`${t.id} has no native steer`);
+      return t.adapter.steerRun({ ...a, text });
+    });
+    const event = result === true ? { type: "STEER_DELIVERED" as const, attemptId, text, messageId } : { type: "STEER_FAILED" as const, attemptId, message: result };
+    this.rt.act(() => this.rt.actors.runs.get(runId)?.send(event));
+  }
+
+  /** Native interrupt, or the destructive session stop. Either is an acknowledgement, never the terminal. */
+  async #interruptTurn(effect: Extract<Effect, { type: "interruptTurn" | "stopSession" }>): Promise<void> {
+    const { runId, attemptId } = effect;
+    this.#targetOfRun(runId).normalizer.noteInterruptSent(attemptId);
+    const result = await this.#provider(runId, attemptId, (t, a) =>
+      effect.type === "interruptTurn" ? t.adapter.interrupt(a) : t.adapter.stopSession({ sessionId: a.sessionId }),
+    );
+    const event = result === true ? { type: "INTERRUPT_ACKED" as const, attemptId } : { type: "INTERRUPT_FAILED" as const, attemptId, message: result };
+    this.rt.act(() => this.rt.actors.runs.get(runId)?.send(event));
   }
 
   async #respond(effect: Extract<Effect, { type: "respond" }>): Promise<void> {
@@ -128,51 +145,57 @@ export class Effects {
       rt.act(() => actor()?.send({ type: "RESPOND_FAILED", message: "the turn that asked is no longer active" }));
       return;
     }
-    const loaded = await target.ensureThread(view.threadId, target.session(binding.sessionId)!);
     try {
+      const session = target.session(binding.sessionId);
+      if (!session) throw new Error("the session that asked is gone");
+      const loaded = await target.ensureThread(view.threadId, session);
       await target.adapter.respondToRequest({ sessionId: binding.sessionId, thread: loaded.handle, request: address, response: effect.response });
       rt.act(() => actor()?.send({ type: "RESPONDED" }));
     } catch (error) {
-      rt.act(() => actor()?.send({ type: "RESPOND_FAILED", message: String(error) }));
+      rt.act(() => actor()?.send({ type: "RESPOND_FAILED", message: redact(String(error)) }));
     }
   }
 
-  /** Calls the adapter for an attempt's turn; failures become warnings in the log. */
+  /** Calls the adapter for an attempt's turn: true when it succeeded, else the failure message. */
   async #provider(
     runId: string,
     attemptId: string,
     call: (target: Target, address: { sessionId: string; thread: { threadRef: string | null; resumeCursor: string }; turnRef: string | null }) => Promise<unknown>,
-  ): Promise<boolean> {
+  ): Promise<true | string> {
     const target = this.#targetOfRun(runId);
     const binding = target.normalizer.binding(attemptId);
+    const session = binding && target.session(binding.sessionId);
     try {
-      if (!binding) throw new Error("the attempt has no provider turn yet");
-      const loaded = await target.ensureThread(binding.threadId, target.session(binding.sessionId)!);
+      if (!binding || !session) throw new Error("the attempt has no live provider turn");
+      const loaded = await target.ensureThread(binding.threadId, session);
       await call(target, { sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef });
       return true;
     } catch (error) {
-      const message = `provider call for run ${runId} failed: ${error instanceof Error ? error.message : String(error)}`;
-      this.rt.act(() => this.rt.commit({ type: "warning", threadId: binding?.threadId ?? null, runId, message }));
-      return false;
+      return redact(error instanceof Error ? error.message : String(error));
     }
   }
 
-  /** Consumes a target's event stream until it ends: validate, normalize, route. */
+  /** Consumes a target's event stream until it ends: validate, normalize, route. One bad frame never stops it. */
   async pump(target: Target): Promise<void> {
     const { rt } = this;
+    const warn = (message: string) => rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message: redact(message) }));
     try {
-      for await (const { sessionId, event } of target.adapter.streamEvents()) {
+      for await (const frame of target.adapter.streamEvents()) {
         if (rt.closed) break;
-        const parsed = ProviderEventSchema.safeParse(event);
-        if (!parsed.success) {
-          const message = `protocol_error: ${target.id} sent an invalid ${String((event as { type?: unknown }).type)} event: ${parsed.error.issues[0]?.message}`;
-          rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message }));
+        const parsed = ProviderEventSchema.safeParse(frame?.event);
+        if (!parsed.success || typeof frame.sessionId !== "string") {
+          const type = typeof frame?.event?.type === "string" ? frame.event.type : "unknown";
+          warn(`protocol_error: ${target.id} sent an invalid ${type} event: ${parsed.error?.issues[0]?.message ?? "no session id"}`);
           continue;
         }
-        rt.act(() => this.route(target, sessionId, target.normalizer.ingest(sessionId, parsed.data)));
+        try {
+          rt.act(() => this.route(target, frame.sessionId, target.normalizer.ingest(frame.sessionId, parsed.data)));
+        } catch (error) {
+          warn(`${target.id} ${parsed.data.type} could not be applied: ${String(error)}`);
+        }
       }
     } catch (error) {
-      rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message: `${target.id} event stream failed: ${String(error)}` }));
+      warn(`${target.id} event stream failed: ${String(error)}`);
     }
   }
 

@@ -1,5 +1,5 @@
 import type { ProviderCapabilities } from "../capabilities/schema.js";
-import { mustInferTurnTerminal } from "../capabilities/predicates.js";
+import { reportsTurnTerminals } from "../capabilities/predicates.js";
 import type { ItemKind, ProviderEvent } from "../adapters/contract.js";
 import type { NodeKind } from "../domain/entities.js";
 import type { DomainEvent } from "../domain/events.js";
@@ -238,7 +238,8 @@ export class Normalizer {
     if (event.state === "stopped" || event.state === "error") {
       return [{ to: "session", sessionId, state: event.state, message: event.message ?? null }];
     }
-    if (event.state !== "idle" || !mustInferTurnTerminal(this.capabilities(sessionId))) return [];
+    const caps = this.capabilities(sessionId);
+    if (event.state !== "idle" || reportsTurnTerminals(caps)) return [];
     // No reliable terminal from this provider: an idle session ends its open turn, by policy.
     const open = [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
     return open.flatMap((binding) => {
@@ -250,7 +251,7 @@ export class Normalizer {
         policy: "terminal_inferred_from_idle",
         capability: "turns.emitsTurnCompleted",
         outcome: "fallback",
-        detail: `terminal inferred as ${status}; correlation strength ${this.capabilities(sessionId).turns.terminalStatusQuality}`,
+        detail: `terminal inferred as ${status} from the session going idle (weak correlation; provider terminal quality: ${caps.turns.terminalStatusQuality})`,
       };
       return [{ to: "log", event: policy } satisfies Routed, this.#terminal(binding, status, null)];
     });

@@ -11,7 +11,7 @@ export function validateOptions(options: { providers: Record<string, ProviderAda
   }
   for (const [id, adapter] of Object.entries(options.providers)) {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(id)) throw new InvalidInputError(`providers.${id}`, "target ids are letters, digits, . _ -");
-    for (const method of ["getCapabilities", "startSession", "ensureProviderThread", "sendRun", "interrupt", "respondToRequest", "streamEvents"] as const) {
+    for (const method of ["getCapabilities", "startSession", "ensureProviderThread", "sendRun", "interrupt", "respondToRequest", "streamEvents", "stopSession", "close"] as const) {
       if (typeof adapter?.[method] !== "function") throw new InvalidInputError(`providers.${id}.${method}`, "adapter method missing");
     }
   }

@@ -57,6 +57,7 @@ export interface AttemptView {
   ordinal: number;
   reason: AttemptReason;
   status: AttemptStatus;
+  providerThreadId: string | null;
   providerTurnId: string | null;
   nativeTurnRef: string | null;
 }
@@ -107,13 +108,29 @@ export interface ProviderThreadRecord {
   sessionId: string;
   nativeThreadRef: string | null;
   resumeCursor: string;
+  via: DomainEventOf<"provider_thread.bound">["via"];
+  /** Ordinal of the last app run this provider thread executed: what it has seen. */
+  lastRunOrdinal: number;
 }
 
-export interface PendingTransfer {
+export interface HandoffRecord {
+  handoffId: string;
+  providerThreadId: string;
+  reason: DomainEventOf<"handoff.created">["reason"];
+  coveredRunOrdinals: number[];
+  text: string;
+}
+
+export interface Transfer {
   transferId: string;
   parentThreadId: string;
   forkedFromRunId: string | null;
+  /** Null until the fork's first run decides. */
+  resolution: "native" | "portable" | null;
 }
+
+/** Event fields that carry an allocated app id. */
+const ID_FIELDS = ["threadId", "runId", "userMessageId", "messageId", "sessionId", "providerThreadId", "handoffId", "transferId"] as const;
 
 const TERMINAL: ReadonlySet<RunStatus> = new Set(["completed", "interrupted", "failed", "cancelled", "rolled_back"]);
 export const isTerminalRunStatus = (status: RunStatus): boolean => TERMINAL.has(status);
@@ -137,12 +154,21 @@ export class Projections {
   readonly requests = new Map<string, RequestView>();
   /** Latest provider thread per (app thread, target): what a resume starts from. */
   readonly providerThreads = new Map<string, ProviderThreadRecord>();
+  readonly providerThreadsById = new Map<string, ProviderThreadRecord>();
+  /** Handoffs per app thread, oldest first. */
+  readonly handoffs = new Map<string, HandoffRecord[]>();
   readonly sessions = new Map<string, { providerTarget: string; capabilities: ProviderCapabilities; hostGeneration: number }>();
   readonly receipts = new Map<string, { command: string; receipt: unknown }>();
-  /** Forks whose realisation (native or portable) waits for their first run. */
-  readonly transfers = new Map<string, PendingTransfer>();
+  /** Fork transfers by forked thread; realised (native or portable) at its first run. */
+  readonly transfers = new Map<string, Transfer>();
   #items = new Map<string, TurnItem>();
+  /** Every app id the log has used, so an id source that restarts never reissues one. */
+  #knownIds = new Set<string>();
   head = 0;
+
+  isKnownId(id: string): boolean {
+    return this.#knownIds.has(id);
+  }
 
   static providerThreadKey(threadId: string, providerTarget: string): string {
     return `${threadId}\u0000${providerTarget}`;
@@ -150,6 +176,10 @@ export class Projections {
 
   apply({ seq, event }: LogRecord<DomainEvent>): void {
     this.head = seq;
+    for (const key of ID_FIELDS) {
+      const value = (event as Record<string, unknown>)[key];
+      if (typeof value === "string") this.#knownIds.add(value);
+    }
     const thread = "threadId" in event && event.threadId ? this.threads.get(event.threadId) : undefined;
     if (thread) thread.lastSeq = seq;
     const run = "runId" in event && event.runId ? this.runs.get(event.runId) : undefined;
@@ -189,11 +219,13 @@ export class Projections {
         if (event.failure) this.#addItem(run, { id: `err_${seq}`, kind: "error", status: "complete", attemptId: null, parentId: null, seq, text: event.failure.message });
         return;
       case "attempt.started":
-        run?.attempts.push({ attemptId: event.attemptId, ordinal: event.ordinal, reason: event.reason, status: "running", providerTurnId: null, nativeTurnRef: null });
+        run?.attempts.push({ attemptId: event.attemptId, ordinal: event.ordinal, reason: event.reason, status: "running", providerThreadId: null, providerTurnId: null, nativeTurnRef: null });
         return;
       case "attempt.turn_bound": {
         const attempt = run?.attempts.find((a) => a.attemptId === event.attemptId);
-        if (attempt) Object.assign(attempt, { providerTurnId: event.providerTurnId, nativeTurnRef: event.nativeTurnRef });
+        if (attempt) Object.assign(attempt, { providerThreadId: event.providerThreadId, providerTurnId: event.providerTurnId, nativeTurnRef: event.nativeTurnRef });
+        const providerThread = this.providerThreadsById.get(event.providerThreadId);
+        if (providerThread && run) providerThread.lastRunOrdinal = Math.max(providerThread.lastRunOrdinal, run.ordinal);
         return;
       }
       case "attempt.terminal": {
@@ -273,27 +305,29 @@ export class Projections {
       case "session.started":
         this.sessions.set(event.sessionId, { providerTarget: event.providerTarget, capabilities: event.capabilities, hostGeneration: event.hostGeneration });
         return;
-      case "provider_thread.bound":
-        this.providerThreads.set(Projections.providerThreadKey(event.threadId, event.providerTarget), {
-          providerThreadId: event.providerThreadId,
-          threadId: event.threadId,
-          providerTarget: event.providerTarget,
-          sessionId: event.sessionId,
-          nativeThreadRef: event.nativeThreadRef,
-          resumeCursor: event.resumeCursor,
-        });
+      case "provider_thread.bound": {
+        const known = this.providerThreadsById.get(event.providerThreadId);
+        const { providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, via } = event;
+        const record: ProviderThreadRecord = { providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, via: known?.via ?? via, lastRunOrdinal: known?.lastRunOrdinal ?? 0 };
+        this.providerThreads.set(Projections.providerThreadKey(threadId, providerTarget), record);
+        this.providerThreadsById.set(providerThreadId, record);
         return;
+      }
       case "handoff.created": {
+        const { handoffId, providerThreadId, reason, coveredRunOrdinals, text } = event;
+        this.handoffs.set(event.threadId, [...(this.handoffs.get(event.threadId) ?? []), { handoffId, providerThreadId, reason, coveredRunOrdinals, text }]);
         const last = thread?.runs.at(-1);
         if (last) this.#addItem(last, { id: event.handoffId, kind: "handoff", status: "complete", attemptId: null, parentId: null, seq, text: event.text, detail: { strategy: event.strategy, reason: event.reason } });
         return;
       }
       case "fork.recorded":
-        this.transfers.set(event.threadId, { transferId: event.transferId, parentThreadId: event.parentThreadId, forkedFromRunId: event.forkedFromRunId });
+        this.transfers.set(event.threadId, { transferId: event.transferId, parentThreadId: event.parentThreadId, forkedFromRunId: event.forkedFromRunId, resolution: null });
         return;
-      case "fork.resolved":
-        this.transfers.delete(event.threadId);
+      case "fork.resolved": {
+        const transfer = this.transfers.get(event.threadId);
+        if (transfer) transfer.resolution = event.resolution;
         return;
+      }
       case "command.receipt":
         this.receipts.set(event.commandId, { command: event.command, receipt: event.receipt });
         return;
@@ -307,8 +341,9 @@ export class Projections {
     this.#items.set(item.id, item);
   }
 
-  pendingTransfer(threadId: string): PendingTransfer | undefined {
-    return this.transfers.get(threadId);
+  pendingTransfer(threadId: string): Transfer | undefined {
+    const transfer = this.transfers.get(threadId);
+    return transfer?.resolution === null ? transfer : undefined;
   }
 
   activeRuns(): RunView[] {

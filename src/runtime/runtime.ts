@@ -92,6 +92,7 @@ export class Runtime {
   #runWaiters = new Map<string, Array<() => void>>();
   #pumps: Promise<void>[] = [];
   #closed = false;
+  #fault: unknown = undefined;
 
   private constructor(
     private readonly options: RuntimeOptions,
@@ -101,7 +102,15 @@ export class Runtime {
     private readonly meta: StateDocument<RuntimeMeta>,
   ) {
     this.dataDir = dataDir;
-    this.ids = options.ids ?? randomIds();
+    const source = options.ids ?? randomIds();
+    // Never reissue an id the log already holds (a deterministic source restarts at 1 every life).
+    this.ids = {
+      next: (prefix) => {
+        let id = source.next(prefix);
+        while (this.views.isKnownId(id)) id = source.next(prefix);
+        return id;
+      },
+    };
     this.actors = new Actors((emitted) => this.#onEmitted(emitted), options.inspect);
     this.#effects = new Effects(this);
     for (const [id, adapter] of Object.entries(options.providers)) this.targets.set(id, new Target(id, adapter, this));
@@ -324,13 +333,16 @@ export class Runtime {
       for (const actor of byQueued) actor.send({ type: "CANCEL", reason: "runtime_closed" });
     });
     this.#closed = true;
-    await Promise.allSettled([...this.targets.values()].map((t) => t.adapter.close()));
-    await this.#effects.settle();
-    await Promise.allSettled(this.#pumps);
-    await this.log.close();
-    await this.meta.update((d) => void (d.closedCleanly = true));
-    await this.lock.release();
-    for (const waiters of this.#runWaiters.values()) waiters.forEach((w) => w());
+    try {
+      await Promise.allSettled([...this.targets.values()].map(async (t) => t.adapter.close()));
+      await this.#effects.settle();
+      await Promise.allSettled(this.#pumps);
+      await this.log.close();
+      await this.meta.update((d) => void (d.closedCleanly = true));
+    } finally {
+      await this.lock.release();
+      for (const waiters of this.#runWaiters.values()) waiters.forEach((w) => w());
+    }
   }
 
   // ---- dispatch ------------------------------------------------------------------------
@@ -382,16 +394,22 @@ export class Runtime {
   }
 
   #onEmitted(emitted: MachineEmitted): void {
-    switch (emitted.type) {
-      case "record":
-        return this.commit(emitted.event);
-      case "settle":
-        return this.#effects.settleAttempt(emitted);
-      case "effect":
-        return this.#effects.enqueue(emitted.effect);
-      case "outcome":
-        this.#outcomes.push(emitted.outcome);
-        return;
+    try {
+      switch (emitted.type) {
+        case "record":
+          return this.commit(emitted.event);
+        case "settle":
+          return this.#effects.settleAttempt(emitted);
+        case "effect":
+          return this.#effects.enqueue(emitted.effect);
+        case "outcome":
+          this.#outcomes.push(emitted.outcome);
+          return;
+      }
+    } catch (error) {
+      // Only a broken log gets here (inputs are validated before they reach a machine).
+      // Nothing can be recorded safely any more: refuse further commands rather than crash the host.
+      this.#fault ??= error;
     }
   }
 
@@ -438,6 +456,7 @@ export class Runtime {
       const prior = this.views.receipts.get(commandId);
       if (prior) {
         if (prior.command !== command) throw new ConflictError(`command id ${commandId} was used for ${prior.command}`, { commandId });
+        await this.log.whenDurable();
         return structuredClone(prior.receipt) as R & { commandId: string };
       }
     }
@@ -477,6 +496,7 @@ export class Runtime {
   }
 
   #assertOpen(): void {
+    if (this.#fault !== undefined) throw Object.assign(new ClosedError("runtime (its event log failed)"), { cause: this.#fault });
     if (this.#closed) throw new ClosedError();
   }
 

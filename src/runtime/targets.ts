@@ -1,11 +1,12 @@
 import { canForkNatively, parseCapabilities, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
 import type { ProviderAdapter, ProviderThreadHandle, RunContext } from "../adapters/contract.js";
-import { ResumeFailedError, TillerError } from "../domain/errors.js";
-import type { DomainEvent } from "../domain/events.js";
+import { ResumeFailedError } from "../domain/errors.js";
+import type { DomainEvent, DomainEventOf } from "../domain/events.js";
+import { redact } from "../domain/redact.js";
 import type { IdSource } from "../domain/ids.js";
-import { contextDelivery, summarizeRuns } from "./handoff.js";
+import { contextForNextTurn, forkPointRuns } from "./handoff.js";
 import { Normalizer } from "./normalizer.js";
-import { Projections, type PendingTransfer, type RunView } from "./projections.js";
+import { Projections, type Transfer } from "./projections.js";
 
 /**
  * One configured provider target: its adapter, its normalizer, its live sessions and the
@@ -23,8 +24,6 @@ export interface LoadedThread {
   providerThreadId: string;
   sessionId: string;
   handle: ProviderThreadHandle;
-  /** Context to hand the provider with the next turn (handoff, portable fork, rebuild). */
-  pendingContext: RunContext | null;
 }
 
 /** What a target needs from the runtime: commit events and read the projection. */
@@ -116,28 +115,36 @@ export class Target {
     const { views } = this.host;
     const thread = views.threads.get(threadId)!;
     const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, this.id));
-    const priorRuns = thread.runs.filter((r) => r.status !== "queued" && r.status !== "starting" && r.attempts.length > 0);
+    const { sessionId } = session;
     if (stored) {
       try {
-        const handle = await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd: thread.cwd, resume: { cursor: stored.resumeCursor } });
-        return this.#bind(threadId, session, handle, "resumed", null, stored.providerThreadId);
+        const handle = await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd, resume: { cursor: stored.resumeCursor } });
+        return this.#bind(threadId, session, handle, "resumed", stored.providerThreadId);
       } catch (error) {
         if (!(error instanceof ResumeFailedError)) throw error;
-        this.host.commit({ type: "warning", threadId, runId: null, message: `provider thread could not be resumed (${error.message}); rebuilding it from app context` });
-        const context = this.#handoff(threadId, session, "resume_failed", priorRuns);
-        const fresh = await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd: thread.cwd });
-        return this.#bind(threadId, session, fresh, "created", context);
+        const message = `provider thread could not be resumed (${redact(error.message)}); rebuilding it from app context`;
+        this.host.commit({ type: "warning", threadId, runId: null, message });
+        return this.#bind(threadId, session, await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd }), "rebuilt");
       }
     }
     const transfer = views.pendingTransfer(threadId);
     if (transfer) return this.#resolveFork(threadId, session, transfer);
-    const handle = await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd: thread.cwd });
-    // Runs this provider never saw (another provider's) travel as an explicit handoff record.
-    const context = priorRuns.length > 0 ? this.#handoff(threadId, session, "provider_switch", priorRuns) : null;
-    return this.#bind(threadId, session, handle, "created", context);
+    return this.#bind(threadId, session, await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd }), "created");
   }
 
-  #bind(threadId: string, session: LiveSession, handle: ProviderThreadHandle, via: "created" | "resumed" | "forked", pendingContext: RunContext | null, existingId?: string): LoadedThread {
+  /** What the next turn on this provider thread must carry (a recorded handoff, a portable fork), if anything. */
+  contextForNextTurn(threadId: string, loaded: LoadedThread, session: LiveSession): RunContext | null {
+    return contextForNextTurn({
+      views: this.host.views,
+      threadId,
+      providerThread: this.host.views.providerThreadsById.get(loaded.providerThreadId)!,
+      capabilities: session.capabilities,
+      commit: (event) => this.host.commit(event),
+      nextHandoffId: () => this.host.ids.next("hnd"),
+    });
+  }
+
+  #bind(threadId: string, session: LiveSession, handle: ProviderThreadHandle, via: DomainEventOf<"provider_thread.bound">["via"], existingId?: string): LoadedThread {
     const providerThreadId = existingId ?? this.host.ids.next("pth");
     this.host.commit({
       type: "provider_thread.bound",
@@ -149,64 +156,47 @@ export class Target {
       resumeCursor: handle.resumeCursor,
       via,
     });
-    return { providerThreadId, sessionId: session.sessionId, handle, pendingContext };
+    return { providerThreadId, sessionId: session.sessionId, handle };
   }
 
   /**
    * Invariant 9: the fork's lineage was recorded at fork time; how it is realised is decided
-   * now, at its first run: natively when this provider holds the parent thread and can fork
-   * from that point, else as a portable (synthetic, lower-fidelity) fork from app context.
+   * now, at its first run. Natively only when this provider's parent thread executed every run
+   * up to the fork point and can fork there; otherwise (or if the native fork fails) a portable,
+   * lower-fidelity fork from app context, whose context the first turn carries.
    */
-  async #resolveFork(threadId: string, session: LiveSession, transfer: PendingTransfer): Promise<LoadedThread> {
+  async #resolveFork(threadId: string, session: LiveSession, transfer: Transfer): Promise<LoadedThread> {
     const { views } = this.host;
-    const parent = views.threads.get(transfer.parentThreadId)!;
-    const parentThread = views.providerThreads.get(Projections.providerThreadKey(parent.threadId, this.id));
-    const cut = transfer.forkedFromRunId ? parent.runs.findIndex((r) => r.runId === transfer.forkedFromRunId) + 1 : parent.runs.length;
-    const runs = parent.runs.slice(0, cut);
-    const fromInside = cut < parent.runs.length;
+    const parentThread = views.providerThreads.get(Projections.providerThreadKey(transfer.parentThreadId, this.id));
+    const runs = forkPointRuns(views, transfer.parentThreadId, transfer.forkedFromRunId);
+    const parentRuns = views.threads.get(transfer.parentThreadId)!.runs;
+    const fromInside = runs.length < parentRuns.length;
+    const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
     const resolved = (resolution: "native" | "portable", detail: string) =>
       this.host.commit({ type: "fork.resolved", threadId, transferId: transfer.transferId, resolution, detail });
 
-    if (parentThread && this.adapter.forkThread && canForkNatively(session.capabilities, fromInside)) {
+    let why = parentThread ? `provider cannot fork natively (${capability})` : "the parent has no thread on this provider";
+    const ranHere = parentThread && runs.every((r) => r.attempts.length === 0 || r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId);
+    if (parentThread && !ranHere) why = "the parent thread's runs up to the fork point did not all run on this provider thread";
+    if (parentThread && ranHere && this.adapter.forkThread && canForkNatively(session.capabilities, fromInside)) {
       const afterTurnRef = fromInside ? (runs.at(-1)?.attempts.at(-1)?.nativeTurnRef ?? null) : null;
       if (!fromInside || afterTurnRef) {
-        const handle = await this.adapter.forkThread({ sessionId: session.sessionId, thread: { threadRef: parentThread.nativeThreadRef, resumeCursor: parentThread.resumeCursor }, afterTurnRef });
-        resolved("native", `forked provider thread ${parentThread.providerThreadId}`);
-        return this.#bind(threadId, session, handle, "forked", null);
+        try {
+          const parent = { threadRef: parentThread.nativeThreadRef, resumeCursor: parentThread.resumeCursor };
+          const handle = await this.adapter.forkThread({ sessionId: session.sessionId, thread: parent, afterTurnRef });
+          resolved("native", `forked provider thread ${parentThread.providerThreadId}`);
+          return this.#bind(threadId, session, handle, "forked");
+        } catch (error) {
+          why = `native fork failed (${redact(error instanceof Error ? error.message : String(error))})`;
+        }
+      } else {
+        why = "the fork point has no native turn id";
       }
     }
-    const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
-    const why = parentThread ? `provider cannot fork natively (${capability})` : "parent has no thread on this provider";
-    this.host.commit({ type: "policy.applied", threadId, runId: null, policy: "synthetic_fork", capability, outcome: "fallback", detail: `${why}; portable context from ${runs.length} runs, lower fidelity` });
+    const detail = `${why}; portable context from ${runs.length} runs, lower fidelity`;
+    this.host.commit({ type: "policy.applied", threadId, runId: null, policy: "synthetic_fork", capability, outcome: "fallback", detail });
     resolved("portable", why);
-    const delivery = contextDelivery(session.capabilities);
-    if (!delivery) throw new TillerError("capability_unsupported", "provider accepts no context for a portable fork", { capability: "context.acceptsSyntheticUserContext" });
-    const handle = await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd: parent.cwd });
-    const text = summarizeRuns(runs, session.capabilities.context.maxRecommendedHandoffChars);
-    return this.#bind(threadId, session, handle, "created", { kind: "fork", text, delivery });
-  }
-
-  /** Invariant 8: context crossing to this provider is an explicit, recorded handoff. */
-  #handoff(threadId: string, session: LiveSession, reason: "provider_switch" | "resume_failed", runs: RunView[]): RunContext {
-    const delivery = contextDelivery(session.capabilities);
-    if (!delivery) {
-      throw new TillerError("capability_unsupported", "provider accepts no explicit or synthetic context for a handoff", {
-        capability: "context.acceptsSyntheticUserContext",
-      });
-    }
-    const text = summarizeRuns(runs, session.capabilities.context.maxRecommendedHandoffChars);
-    const lastTarget = runs.at(-1)?.providerTarget ?? null;
-    this.host.commit({
-      type: "handoff.created",
-      threadId,
-      handoffId: this.host.ids.next("hnd"),
-      fromTarget: lastTarget === this.id ? null : lastTarget,
-      toTarget: this.id,
-      reason,
-      strategy: "full_thread_summary",
-      coveredRunOrdinals: runs.map((r) => r.ordinal),
-      text,
-    });
-    return { kind: reason === "resume_failed" ? "rebuild" : "handoff", text, delivery };
+    const handle = await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd: views.threads.get(threadId)!.cwd });
+    return this.#bind(threadId, session, handle, "created");
   }
 }

@@ -397,6 +397,7 @@ describe("capability predicates", () => {
     "canRollbackProvider",
     "canReadThreadSnapshot",
     "sharesSessionAcrossThreads",
+    "reportsTurnTerminals",
     "canSwitchModelInSession",
     "requestsSurviveRestart",
     "mustInferTurnTerminal",
@@ -465,8 +466,22 @@ describe("capability predicates", () => {
     check(predicates.canReadThreadSnapshot, single("threads", "canReadThreadSnapshot"));
   });
 
-  it("sharesSessionAcrossThreads is sessions.supportsMultipleProviderThreadsPerSession", () => {
-    check(predicates.sharesSessionAcrossThreads, single("sessions", "supportsMultipleProviderThreadsPerSession"));
+  it("sharesSessionAcrossThreads needs many threads per session, exposed thread ids and reported terminals", () => {
+    const rows: Row[] = bools(4).map(([multi, exposes, ids, terminals]) => ({
+      overrides: {
+        sessions: { supportsMultipleProviderThreadsPerSession: multi! },
+        threads: { exposesNativeThreadId: exposes! },
+        identity: { nativeThreadIds: ids! ? "weak" : "none" },
+        turns: { emitsTurnCompleted: terminals! },
+      },
+      expected: multi! && exposes! && ids! && terminals!,
+      label: `multi=${multi} exposes=${exposes} ids=${ids} terminals=${terminals}`,
+    }));
+    check(predicates.sharesSessionAcrossThreads, rows);
+  });
+
+  it("reportsTurnTerminals is turns.emitsTurnCompleted", () => {
+    check(predicates.reportsTurnTerminals, single("turns", "emitsTurnCompleted"));
   });
 
   it("canSwitchModelInSession is sessions.supportsModelSwitchInSession", () => {
