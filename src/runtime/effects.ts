@@ -254,8 +254,10 @@ export class Effects {
     const { rt } = this;
     const target = this.#targetOfRun(settle.runId);
     for (const node of target.normalizer.takeOpenNodes(settle.attemptId)) {
-      const isMessage = node.kind === "assistant_message" || node.kind === "reasoning";
-      const status = node.kind === "root_turn" || isMessage ? settle.status : settle.status === "completed" ? "cancelled" : settle.status;
+      // Messages, plans and todo lists end with their turn; a tool or request still open at a
+      // completed turn never finished, so it is cancelled.
+      const endsWithTurn = ["root_turn", "assistant_message", "reasoning", "plan", "todo_list"].includes(node.kind);
+      const status = endsWithTurn || settle.status !== "completed" ? settle.status : "cancelled";
       const event: DomainEvent = {
         type: "node.completed",
         threadId: settle.threadId,

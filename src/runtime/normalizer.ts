@@ -5,6 +5,7 @@ import type { NodeKind } from "../domain/entities.js";
 import type { DomainEvent } from "../domain/events.js";
 import { derivedId } from "../domain/ids.js";
 import type { RunEvent } from "../machines/run.js";
+import { findNode, nodeById, parentOf, startNode, type NodeEntry, type TurnBinding } from "./correlation.js";
 
 /**
  * Native frames, already shaped as ProviderEvents, become app-addressed events here, once.
@@ -12,34 +13,6 @@ import type { RunEvent } from "../machines/run.js";
  * `identity` capability; every id is derived from its scope, so replaying a transcript
  * from the same initial state yields the same ids.
  */
-
-interface NodeEntry {
-  nodeId: string;
-  kind: NodeKind;
-  ref: string | null;
-  open: boolean;
-}
-
-/** One provider turn, bound to the run attempt that started it. */
-export interface TurnBinding {
-  threadId: string;
-  runId: string;
-  attemptId: string;
-  rootNodeId: string;
-  providerThreadId: string;
-  providerTurnId: string;
-  sessionId: string;
-  nativeTurnRef: string | null;
-  closed: boolean;
-  interruptSent: boolean;
-  nodes: NodeEntry[];
-  refCounts: Map<string, number>;
-  /** Open subagent nodes, innermost last: the parent of ref-less child events. */
-  subagents: string[];
-  /** Child thread ref -> subagent node. */
-  childThreads: Map<string, string>;
-  requests: Array<{ requestId: string; nodeId: string; ref: string | null; open: boolean }>;
-}
 
 export type Routed =
   | { to: "run"; runId: string; event: RunEvent }
@@ -155,7 +128,12 @@ export class Normalizer {
 
   ingest(sessionId: string, event: ProviderEvent): Routed[] {
     if (event.type === "session.state") return this.#sessionState(sessionId, event);
-    const binding = this.#locate(sessionId, event);
+    const adopted: Routed[] = [];
+    const binding = this.#locate(sessionId, event) ?? this.#adoptChildThread(sessionId, event.threadRef, adopted);
+    return adopted.length > 0 ? [...adopted, ...this.#ingestFor(sessionId, binding, event)] : this.#ingestFor(sessionId, binding, event);
+  }
+
+  #ingestFor(sessionId: string, binding: TurnBinding | undefined, event: Exclude<ProviderEvent, { type: "session.state" }>): Routed[] {
     if (!binding) {
       const message = `${event.type} for no known turn (thread ${event.threadRef ?? "-"}, turn ${event.turnRef ?? "-"})`;
       return [{ to: "log", event: { type: "warning", threadId: null, runId: null, message } }];
@@ -169,7 +147,7 @@ export class Normalizer {
         if (isChild) return this.#childTurnEnded(binding, event.threadRef!, event.status);
         return [this.#terminal(binding, event.status, event.failureClass ? { failureClass: event.failureClass, message: event.message ?? "", retryable: event.retryable } : null)];
       case "item.started": {
-        const node = this.#startNode(binding, caps, ITEM_NODE_KIND[event.kind], event.itemRef, event.detail?.toolName);
+        const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[event.kind], event.itemRef, event.detail?.toolName);
         return [this.#provider(binding, { ...this.#nodeStarted(binding, node, event.parentItemRef, event.threadRef), detail: event.detail ?? null })];
       }
       case "item.delta": {
@@ -195,7 +173,8 @@ export class Normalizer {
       case "plan.proposed":
       case "todo.updated": {
         const kind: NodeKind = event.type === "todo.updated" ? "todo_list" : "plan";
-        const { node, started } = this.#artifactNode(binding, caps, kind, event.itemRef, event.threadRef);
+        const variant = event.type === "plan.proposed" ? "proposed" : "live";
+        const { node, started } = this.#artifactNode(binding, caps, kind, variant, event.itemRef, event.threadRef);
         const ids = { ...this.#ids(binding), nodeId: node.nodeId };
         const domain: DomainEvent =
           event.type === "todo.updated"
@@ -213,19 +192,19 @@ export class Normalizer {
           : binding.requests.find((r) => r.open);
         if (!request) return [];
         request.open = false;
-        const node = this.#nodeById(binding, request.nodeId);
+        const node = nodeById(binding, request.nodeId);
         if (node) node.open = false; // the request's own events close its node in the projection
         return [{ to: "request", requestId: request.requestId, outcome: event.outcome ?? null }];
       }
       case "subagent.started": {
-        const node = this.#startNode(binding, caps, "subagent", event.itemRef, event.agent);
+        const node = startNode(binding, caps.identity.nativeItemIds, "subagent", event.itemRef, event.agent);
         binding.subagents.push(node.nodeId);
         if (event.childThreadRef) binding.childThreads.set(event.childThreadRef, node.nodeId);
         const started = this.#nodeStarted(binding, node, undefined, event.threadRef);
         return [this.#provider(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } })];
       }
       case "subagent.completed": {
-        const node = this.#findNode(binding, "subagent", event.itemRef) ?? this.#nodeById(binding, binding.subagents.at(-1));
+        const node = findNode(binding, "subagent", event.itemRef) ?? nodeById(binding, binding.subagents.at(-1));
         if (!node || !node.open) return [];
         return [this.#closeSubagent(binding, node, event.status, event.result ?? null)];
       }
@@ -301,21 +280,7 @@ export class Normalizer {
     return this.#toRun(binding, { type: "PROVIDER", attemptId: binding.attemptId, event });
   }
 
-  /** Scoped key of an item: native ref (strong), ref + occurrence + fingerprint (weak), or ordinal. */
-  #startNode(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind, ref: string | undefined, toolName?: string): NodeEntry {
-    const ordinal = binding.nodes.length;
-    const strength = caps.identity.nativeItemIds;
-    let key: string;
-    if (ref && strength === "strong") key = `ref:${ref}`;
-    else if (ref && strength === "weak") {
-      const seen = binding.refCounts.get(ref) ?? 0;
-      binding.refCounts.set(ref, seen + 1);
-      key = `ref:${ref}#${seen}:${kind}:${toolName ?? ""}`;
-    } else key = `ord:${ordinal}:${kind}:${toolName ?? ""}`;
-    const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, key), kind, ref: ref ?? null, open: true };
-    binding.nodes.push(node);
-    return node;
-  }
+
 
   #nodeStarted(binding: TurnBinding, node: NodeEntry, parentRef: string | undefined, threadRef: string | undefined): Extract<DomainEvent, { type: "node.started" }> {
     return {
@@ -323,7 +288,7 @@ export class Normalizer {
       ...this.#ids(binding),
       attemptId: binding.attemptId,
       nodeId: node.nodeId,
-      parentNodeId: this.#parentOf(binding, node, parentRef, threadRef),
+      parentNodeId: parentOf(binding, node, parentRef, threadRef),
       kind: node.kind,
       nativeRef: node.ref,
       providerTarget: this.providerTarget,
@@ -331,47 +296,52 @@ export class Normalizer {
     };
   }
 
-  /** A child execution hangs under its subagent: by child thread, parent item ref, or open subagent. */
-  #parentOf(binding: TurnBinding, node: NodeEntry, parentRef: string | undefined, threadRef: string | undefined): string {
-    if (threadRef && binding.childThreads.has(threadRef)) return binding.childThreads.get(threadRef)!;
-    if (parentRef) {
-      const parent = binding.nodes.find((n) => n.ref === parentRef && n.nodeId !== node.nodeId);
-      if (parent) return parent.nodeId;
-    }
-    const enclosing = binding.subagents.filter((id) => id !== node.nodeId).at(-1);
-    return enclosing ?? binding.rootNodeId;
-  }
 
-  #findNode(binding: TurnBinding, kind: NodeKind, ref: string | undefined): NodeEntry | undefined {
-    if (ref) return binding.nodes.findLast((n) => n.ref === ref);
-    return binding.nodes.findLast((n) => n.open && n.kind === kind);
-  }
 
-  #nodeById(binding: TurnBinding, nodeId: string | undefined): NodeEntry | undefined {
-    return nodeId ? binding.nodes.find((n) => n.nodeId === nodeId) : undefined;
-  }
+
+
+
 
   /** The node a delta/completion refers to; started implicitly when the provider never said. */
   #openNode(binding: TurnBinding, caps: ProviderCapabilities, kind: ItemKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
-    const found = this.#findNode(binding, ITEM_NODE_KIND[kind], ref);
+    const found = findNode(binding, ITEM_NODE_KIND[kind], ref);
     if (found && (found.open || ref)) return { node: found, started: [] };
-    const node = this.#startNode(binding, caps, ITEM_NODE_KIND[kind], ref);
+    const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[kind], ref);
     return { node, started: [this.#provider(binding, this.#nodeStarted(binding, node, undefined, threadRef))] };
   }
 
   /** Plans and todo lists are one node per turn (per native item when plan deltas have ids). */
-  #artifactNode(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
+  #artifactNode(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind, variant: string, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
     const usesRef = ref && caps.planning.planDeltasHaveItemIds ? ref : undefined;
-    const found = usesRef ? binding.nodes.find((n) => n.ref === usesRef) : binding.nodes.find((n) => n.kind === kind);
+    const found = usesRef
+      ? binding.nodes.find((n) => n.ref === usesRef)
+      : binding.nodes.find((n) => n.kind === kind && n.variant === variant);
     if (found) return { node: found, started: [] };
-    const node = this.#startNode(binding, caps, kind, usesRef);
+    const node = startNode(binding, caps.identity.nativeItemIds, kind, usesRef, variant);
+    node.variant = variant;
     return { node, started: [this.#provider(binding, this.#nodeStarted(binding, node, undefined, threadRef))] };
+  }
+
+  /**
+   * A child thread the provider never announced (no subagent lifecycle events): when exactly
+   * one turn is open in the session, it is that turn's subagent; shown as a subagent node.
+   */
+  #adoptChildThread(sessionId: string, threadRef: string | undefined, out: Routed[]): TurnBinding | undefined {
+    if (!threadRef || !this.capabilities(sessionId).subagents.supportsSubagents) return undefined;
+    const open = [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
+    if (open.length !== 1) return undefined;
+    const binding = open[0]!;
+    const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, `child:${threadRef}`), kind: "subagent", ref: threadRef, open: true };
+    binding.nodes.push(node);
+    binding.childThreads.set(threadRef, node.nodeId);
+    out.push(this.#provider(binding, { ...this.#nodeStarted(binding, node, undefined, undefined), detail: null }));
+    return binding;
   }
 
   #childTurnEnded(binding: TurnBinding, childThreadRef: string, status: "completed" | "interrupted" | "failed" | "cancelled"): Routed[] {
     // Invariant 3: a child turn ending closes (at most) its subagent node, never the run.
     if (this.capabilities(binding.sessionId).subagents.emitsSubagentLifecycle) return [];
-    const node = this.#nodeById(binding, binding.childThreads.get(childThreadRef));
+    const node = nodeById(binding, binding.childThreads.get(childThreadRef));
     return node?.open ? [this.#closeSubagent(binding, node, status, null)] : [];
   }
 
@@ -398,7 +368,7 @@ export class Normalizer {
         ? derivedId("req", sessionId, ref)
         : derivedId("req", binding.providerTurnId, ordinal, ref ?? "");
     const kind: NodeKind = event.request.kind === "user_input" ? "user_input_request" : "approval_request";
-    const node = this.#startNode(binding, caps, kind, undefined, event.request.kind);
+    const node = startNode(binding, caps.identity.nativeItemIds, kind, undefined, event.request.kind);
     binding.requests.push({ requestId, nodeId: node.nodeId, ref, open: true });
     const parentRef = event.itemRef;
     const nodeStarted = this.#nodeStarted(binding, node, parentRef, event.threadRef);

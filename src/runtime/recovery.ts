@@ -5,9 +5,10 @@ import type { Projections } from "./projections.js";
  * What a runtime coming back from a crash must settle before it accepts commands: runs
  * that were starting or running are cancelled (the host that ran them is gone with the
  * previous process), their open items closed, pending requests expired as not resumable.
- * Queued runs never touched a provider, so they stay queued and resume.
+ * Queued runs never touched a provider, so they stay queued and resume (unless their provider
+ * target is no longer configured: then they are cancelled too).
  */
-export function planRecovery(views: Projections): { events: DomainEvent[] } {
+export function planRecovery(views: Projections, configuredTargets: ReadonlySet<string>): { events: DomainEvent[] } {
   const events: DomainEvent[] = [];
   const cancelledRuns: string[] = [];
   const requeuedRuns: string[] = [];
@@ -20,7 +21,7 @@ export function planRecovery(views: Projections): { events: DomainEvent[] } {
   }
   for (const run of views.activeRuns()) {
     const { threadId, runId } = run;
-    if (run.status === "queued") {
+    if (run.status === "queued" && configuredTargets.has(run.providerTarget)) {
       requeuedRuns.push(runId);
       continue;
     }
@@ -33,7 +34,8 @@ export function planRecovery(views: Projections): { events: DomainEvent[] } {
         events.push({ type: "attempt.terminal", threadId, runId, attemptId: attempt.attemptId, status: "cancelled" });
       }
     }
-    events.push({ type: "run.terminal", threadId, runId, status: "cancelled", reason: "runtime_restarted", failure: null });
+    const reason = configuredTargets.has(run.providerTarget) ? "runtime_restarted" : "provider_target_missing";
+    events.push({ type: "run.terminal", threadId, runId, status: "cancelled", reason, failure: null });
     cancelledRuns.push(runId);
   }
   if (events.length > 0 || requeuedRuns.length > 0) {

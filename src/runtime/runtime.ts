@@ -144,7 +144,7 @@ export class Runtime {
       if (!parsed.success) throw new StoreCorruptError(`event ${record.seq} does not match the schema`, { seq: record.seq });
       this.views.apply({ ...record, event: parsed.data });
     }
-    const plan = planRecovery(this.views);
+    const plan = planRecovery(this.views, new Set(this.targets.keys()));
     this.#act(() => plan.events.forEach((e) => this.commit(e)));
     for (const thread of this.views.threads.values()) {
       const queue = thread.runs
