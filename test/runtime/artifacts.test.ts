@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { createScriptedAdapter } from "../../src/index.js";
+import { openTestRuntime } from "../helpers/runtime.js";
+
+describe("plans, todo lists and subagents in the projection", () => {
+  it("keeps a live plan and a proposed plan apart, and completes both with the turn", async () => {
+    const adapter = createScriptedAdapter({
+      capabilities: { planning: { planDeltasHaveItemIds: false } },
+      script: () => [
+        { type: "plan", steps: [{ step: "read", status: "in_progress" }] },
+        { type: "plan", steps: [{ step: "read", status: "completed" }] },
+        { type: "proposed_plan", text: "1. read 2. fix" },
+        { type: "todo", items: [{ text: "fix", status: "pending" }] },
+      ],
+    });
+    const { rt, cleanup } = await openTestRuntime({ scripted: adapter });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "scripted" });
+      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "plan it" })).runId);
+      const artifacts = run.items.filter((i) => i.kind !== "user_message");
+      expect(artifacts.map((i) => [i.kind, i.status, i.detail?.status])).toEqual([
+        ["plan", "complete", "completed"],
+        ["proposed_plan", "complete", "completed"],
+        ["todo_list", "complete", "completed"],
+      ]);
+      expect(artifacts[0]!.detail?.steps).toEqual([{ step: "read", status: "completed" }]);
+      expect(artifacts[1]!.text).toBe("1. read 2. fix");
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("shows a child thread the provider never announced as a subagent node under the run", async () => {
+    // Subagent thread ids but no lifecycle events: the child turn arrives on an unknown thread.
+    const inner = createScriptedAdapter({
+      capabilities: { subagents: { emitsSubagentLifecycle: false } },
+      script: () => [{ type: "subagent", agent: "helper", prompt: "look", steps: [{ type: "text", text: "child says hi" }] }, { type: "text", text: "parent done" }],
+    });
+    const { rt, cleanup } = await openTestRuntime({ scripted: inner });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "scripted" });
+      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "go" })).runId);
+      expect(run.status).toBe("completed");
+      const subagent = run.items.find((i) => i.kind === "subagent")!;
+      expect(subagent.status).toBe("complete");
+      const child = run.items.find((i) => i.kind === "assistant_message" && i.parentId === subagent.id);
+      expect(child?.text).toBe("child says hi");
+      const parent = run.items.find((i) => i.kind === "assistant_message" && i.parentId !== subagent.id);
+      expect(parent?.text).toBe("parent done");
+    } finally {
+      await cleanup();
+    }
+  });
+});
