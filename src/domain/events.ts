@@ -196,8 +196,16 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     sessionId: id,
     nativeThreadRef: z.string().nullable(),
     resumeCursor: z.string(),
-    /** `rebuilt`: created to replace a provider thread that could not be resumed. */
-    via: z.enum(["created", "resumed", "forked", "rebuilt"]),
+    /** `rebuilt`: replaces a provider thread that could not be resumed; `replaced`: one the provider reported broken. */
+    via: z.enum(["created", "resumed", "forked", "rebuilt", "replaced"]),
+  }),
+  /** The provider reported the thread unusable (turn terminal with disposition `broken`). */
+  z.strictObject({
+    type: z.literal("provider_thread.closed"),
+    ...inThread,
+    providerThreadId: id,
+    providerTarget: id,
+    reason: z.enum(["broken"]),
   }),
   z.strictObject({
     type: z.literal("handoff.created"),
@@ -207,7 +215,7 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     providerThreadId: id,
     fromTarget: id.nullable(),
     toTarget: id,
-    reason: z.enum(["provider_switch", "fork", "resume_failed"]),
+    reason: z.enum(["provider_switch", "fork", "resume_failed", "thread_broken"]),
     strategy: z.enum(["delta_since_last_seen", "full_thread_summary"]),
     coveredRunOrdinals: z.array(z.number().int()),
     text: z.string(),

@@ -98,7 +98,7 @@ export class Effects {
       target.normalizer.acceptTurn(attemptId, turnRef);
       rt.act(() => {
         rt.actors.sessions.get(session.sessionId)?.send({ type: "TURN_BEGAN" });
-        rt.actors.providerThreads.get(loaded.providerThreadId)?.send({ type: "TURN_BEGAN" });
+        Actors.sendIfActive(rt.actors.providerThreads.get(loaded.providerThreadId), { type: "TURN_BEGAN" });
         run.send({ type: "TURN_ACCEPTED", attemptId, providerThreadId: loaded.providerThreadId, providerTurnId: binding.providerTurnId, nativeTurnRef: turnRef });
       });
     } catch (error) {
@@ -275,7 +275,7 @@ export class Effects {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
     }
     const binding = target.normalizer.binding(settle.attemptId);
-    if (binding) rt.actors.providerThreads.get(binding.providerThreadId)?.send({ type: "TURN_ENDED" });
+    if (binding) Actors.sendIfActive(rt.actors.providerThreads.get(binding.providerThreadId), { type: "TURN_ENDED" });
     if (binding) Actors.sendIfActive(rt.actors.sessions.get(binding.sessionId), { type: "TURN_ENDED" });
   }
 

@@ -77,20 +77,22 @@ export function contextForNextTurn({ views, threadId, providerThread, capabiliti
     return { kind: "fork", text, delivery: requireDelivery(capabilities, "a portable fork") };
   }
   const settled = thread.runs.filter((r) => isTerminalRunStatus(r.status) && r.attempts.length > 0);
-  const rebuilt = providerThread.via === "rebuilt";
+  // A replacement thread starts blank: it must hear every run, not only other providers' runs.
+  const rebuilt = providerThread.via === "rebuilt" || providerThread.via === "replaced";
   const missed = settled.filter(
     (r) => r.ordinal > providerThread.lastRunOrdinal && (rebuilt || r.providerTarget !== providerThread.providerTarget),
   );
   if (missed.length === 0) return null;
   const delta = !fresh && capabilities.context.supportsDeltaHandoff;
   const covered = delta ? missed : settled.filter((r) => r.ordinal <= missed.at(-1)!.ordinal);
-  const reason = rebuilt ? "resume_failed" : "provider_switch";
+  const reason = providerThread.via === "rebuilt" ? "resume_failed" : providerThread.via === "replaced" ? "thread_broken" : "provider_switch";
   const ordinals = covered.map((r) => r.ordinal);
   const delivery = requireDelivery(capabilities, "a handoff");
   const prior = views.handoffs
     .get(threadId)
     ?.find((h) => h.providerThreadId === providerThread.providerThreadId && h.coveredRunOrdinals.join() === ordinals.join());
-  if (prior) return { kind: reason === "resume_failed" ? "rebuild" : "handoff", text: prior.text, delivery };
+  const kind = reason === "provider_switch" ? "handoff" : "rebuild";
+  if (prior) return { kind, text: prior.text, delivery };
   const text = summarizeRuns(covered, capabilities.context.maxRecommendedHandoffChars);
   const lastOther = missed.findLast((r) => r.providerTarget !== providerThread.providerTarget);
   commit({
@@ -105,5 +107,5 @@ export function contextForNextTurn({ views, threadId, providerThread, capabiliti
     coveredRunOrdinals: ordinals,
     text,
   });
-  return { kind: reason === "resume_failed" ? "rebuild" : "handoff", text, delivery };
+  return { kind, text, delivery };
 }

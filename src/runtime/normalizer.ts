@@ -144,8 +144,16 @@ export class Normalizer {
       case "turn.started":
         return isChild ? [] : [this.#toRun(binding, { type: "TURN_STARTED", attemptId: binding.attemptId })];
       case "turn.terminal":
+      {
         if (isChild) return this.#childTurnEnded(binding, event.threadRef!, event.status);
-        return [this.#terminal(binding, event.status, event.failureClass ? { failureClass: event.failureClass, message: event.message ?? "", retryable: event.retryable } : null)];
+        const failure = event.failureClass ? { failureClass: event.failureClass, message: event.message ?? "", retryable: event.retryable } : null;
+        const terminal = this.#terminal(binding, event.status, failure);
+        if (event.threadDisposition === "reusable") return [terminal];
+        // A broken provider thread is never resumed again: the next run gets a replacement.
+        const { threadId, providerThreadId } = binding;
+        const closed: DomainEvent = { type: "provider_thread.closed", threadId, providerThreadId, providerTarget: this.providerTarget, reason: "broken" };
+        return [{ to: "log", event: closed }, terminal];
+      }
       case "item.started": {
         const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[event.kind], event.itemRef, event.detail?.toolName);
         return [this.#provider(binding, { ...this.#nodeStarted(binding, node, event.parentItemRef, event.threadRef), detail: event.detail ?? null })];

@@ -164,6 +164,8 @@ export class Projections {
   #items = new Map<string, TurnItem>();
   /** Every app id the log has used, so an id source that restarts never reissues one. */
   #knownIds = new Set<string>();
+  /** (app thread, target) pairs whose provider thread was closed as broken. */
+  #replaced = new Set<string>();
   head = 0;
 
   isKnownId(id: string): boolean {
@@ -313,6 +315,12 @@ export class Projections {
         this.providerThreadsById.set(providerThreadId, record);
         return;
       }
+      case "provider_thread.closed": {
+        const key = Projections.providerThreadKey(event.threadId, event.providerTarget);
+        if (this.providerThreads.get(key)?.providerThreadId === event.providerThreadId) this.providerThreads.delete(key);
+        this.#replaced.add(key);
+        return;
+      }
       case "handoff.created": {
         const { handoffId, providerThreadId, reason, coveredRunOrdinals, text } = event;
         this.handoffs.set(event.threadId, [...(this.handoffs.get(event.threadId) ?? []), { handoffId, providerThreadId, reason, coveredRunOrdinals, text }]);
@@ -339,6 +347,11 @@ export class Projections {
   #addItem(run: RunView, item: TurnItem): void {
     run.items.push(item);
     this.#items.set(item.id, item);
+  }
+
+  /** Did this app thread have a provider thread on this target that was closed as broken? */
+  hadBrokenProviderThread(threadId: string, providerTarget: string): boolean {
+    return this.#replaced.has(Projections.providerThreadKey(threadId, providerTarget));
   }
 
   pendingTransfer(threadId: string): Transfer | undefined {

@@ -361,6 +361,10 @@ export class Runtime {
       case "provider_thread.bound":
         this.actors.bindProviderThread(event);
         return;
+      case "provider_thread.closed":
+        this.targets.get(event.providerTarget)?.forgetThread(event.threadId);
+        Actors.sendIfActive(this.actors.providerThreads.get(event.providerThreadId), { type: "CLOSE" });
+        return;
       case "run.terminal":
         this.#runEnded(event.runId);
         return;

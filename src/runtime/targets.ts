@@ -85,6 +85,11 @@ export class Target {
     return pending;
   }
 
+  /** A provider thread was closed: the next turn of its app thread loads a replacement. */
+  forgetThread(threadId: string): void {
+    this.#threads.delete(threadId);
+  }
+
   /** The session died: forget it and every provider thread loaded in it. */
   dropSession(sessionId: string): void {
     this.#live.delete(sessionId);
@@ -129,7 +134,8 @@ export class Target {
     }
     const transfer = views.pendingTransfer(threadId);
     if (transfer) return this.#resolveFork(threadId, session, transfer);
-    return this.#bind(threadId, session, await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd }), "created");
+    const via = views.hadBrokenProviderThread(threadId, this.id) ? "replaced" : "created";
+    return this.#bind(threadId, session, await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd }), via);
   }
 
   /** What the next turn on this provider thread must carry (a recorded handoff, a portable fork), if anything. */

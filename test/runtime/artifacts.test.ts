@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
-import { openTestRuntime } from "../helpers/runtime.js";
+import { ofType, openTestRuntime, recordCalls } from "../helpers/runtime.js";
 
 describe("plans, todo lists and subagents in the projection", () => {
   it("keeps a live plan and a proposed plan apart, and completes both with the turn", async () => {
@@ -47,6 +47,32 @@ describe("plans, todo lists and subagents in the projection", () => {
       expect(child?.text).toBe("child says hi");
       const parent = run.items.find((i) => i.kind === "assistant_message" && i.parentId !== subagent.id);
       expect(parent?.text).toBe("parent done");
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe("a provider thread reported broken", () => {
+  it("is never resumed again: the next run gets a replacement that hears the whole thread", async () => {
+    let turn = 0;
+    const recorded = recordCalls(
+      createScriptedAdapter({
+        script: () => (turn++ === 0 ? [{ type: "text", text: "half" }, { type: "fail", message: "context corrupted", broken: true }] : [{ type: "text", text: "fresh" }]),
+      }),
+    );
+    const { rt, events, cleanup } = await openTestRuntime({ scripted: recorded.adapter });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "scripted" });
+      const first = await rt.waitForRun((await rt.sendMessage({ threadId, text: "remember 7" })).runId);
+      expect([first.status, first.failure?.message]).toEqual(["failed", "context corrupted"]);
+      await rt.waitForRun((await rt.sendMessage({ threadId, text: "again" })).runId);
+      const bound = ofType(events, "provider_thread.bound");
+      expect(bound.map((b) => b.via)).toEqual(["created", "replaced"]);
+      expect(ofType(events, "provider_thread.closed")).toEqual([expect.objectContaining({ providerThreadId: bound[0]!.providerThreadId, reason: "broken" })]);
+      expect(ofType(events, "handoff.created")[0]).toMatchObject({ reason: "thread_broken", coveredRunOrdinals: [1] });
+      const sends = recorded.calls.filter((c) => c.method === "sendRun");
+      expect(sends[1]!.input.context).toMatchObject({ kind: "rebuild", text: expect.stringContaining("remember 7") });
     } finally {
       await cleanup();
     }
