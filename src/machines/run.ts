@@ -195,9 +195,6 @@ const runSetup = setup({
       });
       const detail = `attempt ${old.ordinal} superseded; attempt ${old.ordinal + 1} will carry the steer`;
       enqueue.emit(policyApplied(context, "steer_by_interrupt_restart", "turns.supportsActiveSteering", "fallback", detail));
-      enqueue.emit(
-        record({ type: "steer.applied", threadId, runId, attemptId: old.attemptId, messageId: event.messageId, text: event.text, via: "interrupt_restart" }),
-      );
       enqueue.emit(effect({ type: "interruptTurn", threadId, runId, attemptId: old.attemptId }));
       enqueue.emit(outcome({ command: "steer", via: "interrupt_restart", runId, attemptId: old.attemptId }));
     }),
@@ -225,12 +222,15 @@ const runSetup = setup({
     refuseSteerWhileRestarting: enqueueActions(({ enqueue }) => {
       enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "a steer is already restarting this run" }));
     }),
-    /** The superseded attempt's terminal arrived: close its open nodes and mark it superseded. */
+    /** The superseded attempt's terminal arrived: close it, mark it superseded; the steer now applies. */
     settleSupersededAttempt: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "TURN_TERMINAL") return;
+      if (event.type !== "TURN_TERMINAL" || !context.pendingSteer) return;
       const { threadId, runId } = context;
-      enqueue.emit({ type: "settle", threadId, runId, attemptId: event.attemptId, status: "interrupted", reason: "attempt_superseded" });
-      enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId: event.attemptId, status: "superseded" }));
+      const { attemptId } = event;
+      enqueue.emit({ type: "settle", threadId, runId, attemptId, status: "interrupted", reason: "attempt_superseded" });
+      enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId, status: "superseded" }));
+      const { text, messageId } = context.pendingSteer;
+      enqueue.emit(record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "interrupt_restart" }));
     }),
     finishRun: enqueueActions(
       ({ context, event, enqueue }, params: { status: TerminalStatus; reason: string | null }) => {

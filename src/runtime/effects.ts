@@ -1,4 +1,4 @@
-import { ProviderEventSchema } from "../adapters/contract.js";
+import { ProviderEventSchema, type ProviderThreadHandle } from "../adapters/contract.js";
 import type { DomainEvent } from "../domain/events.js";
 import { isTillerError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
@@ -73,6 +73,7 @@ export class Effects {
     const { threadId, runId, attemptId, text } = effect;
     const target = this.#targetOfRun(runId);
     const thread = rt.views.threads.get(threadId)!;
+    let sent: { sessionId: string; thread: ProviderThreadHandle } | null = null;
     try {
       const session = await target.ensureSession(threadId, thread.cwd, thread.model);
       rt.act(() => {
@@ -94,6 +95,7 @@ export class Effects {
       });
       rt.act(() => run.send({ type: "PROVIDER", attemptId, event: rootStarted }));
       const context = target.contextForNextTurn(threadId, loaded, session);
+      sent = { sessionId: session.sessionId, thread: loaded.handle };
       const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model: thread.model });
       target.normalizer.acceptTurn(attemptId, turnRef);
       rt.act(() => {
@@ -107,6 +109,11 @@ export class Effects {
         message: redact(error instanceof Error ? error.message : String(error)),
         retryable: false,
       };
+      // The provider may have started the turn before failing its reply: stop it (best effort),
+      // so it does not block the thread's next turn.
+      if (sent && target.normalizer.binding(attemptId)?.closed === false) {
+        await target.adapter.interrupt({ ...sent, turnRef: target.normalizer.binding(attemptId)?.nativeTurnRef ?? null }).catch(() => undefined);
+      }
       rt.act(() => rt.actors.runs.get(runId)?.send({ type: "START_FAILED", attemptId, failure }));
     }
   }
@@ -180,7 +187,8 @@ export class Effects {
     const { rt } = this;
     const warn = (message: string) => rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message: redact(message) }));
     try {
-      for await (const frame of target.adapter.streamEvents()) {
+      const stream = target.adapter.streamEvents();
+      for await (const frame of stream) {
         if (rt.closed) break;
         const parsed = ProviderEventSchema.safeParse(frame?.event);
         if (!parsed.success || typeof frame.sessionId !== "string") {

@@ -190,17 +190,9 @@ export class Runtime {
       const providerTarget = p.providerTarget ?? thread.runs.at(-1)?.providerTarget ?? thread.providerTarget;
       const target = this.#target(providerTarget, "providerTarget");
       const runId = this.ids.next("run");
-      const outcomes = this.#act(() =>
-        this.actors.threads.get(thread.threadId)!.send({
-          type: "SUBMIT",
-          runId,
-          messageId: this.ids.next("msg"),
-          text: p.text,
-          mode: p.mode,
-          providerTarget,
-          capabilities: target.capabilities(),
-        }),
-      );
+      const submitEvent = { type: "SUBMIT" as const, runId, messageId: this.ids.next("msg"), text: p.text, mode: p.mode, providerTarget, capabilities: target.capabilities() };
+      const threadActor = this.actors.threads.get(thread.threadId)!;
+      const outcomes = this.#act(() => threadActor.send(submitEvent));
       const submit = expectOutcome(outcomes, "submit");
       const base = { threadId: thread.threadId, via: null, queuePosition: 0 };
       if ("disposition" in submit) {
@@ -210,8 +202,13 @@ export class Runtime {
         if (submit.disposition === "restart") return { ...base, runId: submit.runId, disposition: "restarting" as const };
       }
       const steer = expectOutcome(outcomes, "steer");
-      if (!("via" in steer)) throw refusal(steer);
-      return { ...base, runId: steer.runId, disposition: "steered" as const, via: steer.via };
+      if ("via" in steer) return { ...base, runId: steer.runId, disposition: "steered" as const, via: steer.via };
+      if (p.mode === "auto" && steer.refused === "conflict") {
+        // `auto` steers only what can take a steer now (e.g. not a run being interrupted): else it queues.
+        const queued = expectOutcome(this.#act(() => threadActor.send({ ...submitEvent, mode: "queue" })), "submit");
+        if ("disposition" in queued && queued.disposition === "queued") return { ...base, runId: queued.runId, disposition: "queued" as const, queuePosition: queued.queuePosition };
+      }
+      throw refusal(steer);
     });
   }
 
@@ -334,9 +331,10 @@ export class Runtime {
     });
     this.#closed = true;
     try {
-      await Promise.allSettled([...this.targets.values()].map(async (t) => t.adapter.close()));
+      const closes = await Promise.allSettled([...this.targets.values()].map(async (t) => t.adapter.close()));
       await this.#effects.settle();
-      await Promise.allSettled(this.#pumps);
+      // An adapter that failed to close may never end its event stream: do not wait for it.
+      await Promise.allSettled(this.#pumps.filter((_, i) => closes[i]?.status === "fulfilled"));
       await this.log.close();
       await this.meta.update((d) => void (d.closedCleanly = true));
     } finally {
