@@ -51,3 +51,14 @@ export function derivedId(prefix: IdPrefix, ...scope: ReadonlyArray<string | num
   const hash = createHash("sha256").update(scope.join("\u0000")).digest("base64url");
   return `${prefix}_${hash.slice(0, 16)}`;
 }
+
+/** Wraps a source so it never returns an id already in use (a deterministic source restarts at 1 every life). */
+export function unusedIds(source: IdSource, inUse: (id: string) => boolean): IdSource {
+  return {
+    next(prefix) {
+      let id = source.next(prefix);
+      while (inUse(id)) id = source.next(prefix);
+      return id;
+    },
+  };
+}

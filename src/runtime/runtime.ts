@@ -34,7 +34,7 @@ import {
   TillerError,
 } from "../domain/errors.js";
 import { DomainEventSchema, isUrgentEvent, threadOf, type DomainEvent } from "../domain/events.js";
-import { randomIds, type IdSource } from "../domain/ids.js";
+import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
 import type { MachineEmitted, Outcome } from "../machines/emitted.js";
 import { Actors } from "./actors.js";
 import { Effects } from "./effects.js";
@@ -102,15 +102,7 @@ export class Runtime {
     private readonly meta: StateDocument<RuntimeMeta>,
   ) {
     this.dataDir = dataDir;
-    const source = options.ids ?? randomIds();
-    // Never reissue an id the log already holds (a deterministic source restarts at 1 every life).
-    this.ids = {
-      next: (prefix) => {
-        let id = source.next(prefix);
-        while (this.views.isKnownId(id)) id = source.next(prefix);
-        return id;
-      },
-    };
+    this.ids = unusedIds(options.ids ?? randomIds(), (id) => this.views.isKnownId(id));
     this.actors = new Actors((emitted) => this.#onEmitted(emitted), options.inspect);
     this.#effects = new Effects(this);
     for (const [id, adapter] of Object.entries(options.providers)) this.targets.set(id, new Target(id, adapter, this));
