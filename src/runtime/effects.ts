@@ -6,7 +6,7 @@ import type { Effect, MachineEmitted } from "../machines/emitted.js";
 import { ownsRun, type RunContext, type RunEvent } from "../machines/run.js";
 import { Actors } from "./actors.js";
 import type { Routed } from "./normalizer.js";
-import type { Runtime } from "./runtime.js";
+import type { Dispatcher } from "./dispatch.js";
 import type { Target } from "./targets.js";
 
 type Settle = Extract<MachineEmitted, { type: "settle" }>;
@@ -20,7 +20,7 @@ export class Effects {
   #queue: Effect[] = [];
   #inflight = new Set<Promise<unknown>>();
 
-  constructor(private readonly rt: Runtime) {}
+  constructor(private readonly rt: Dispatcher) {}
 
   enqueue(effect: Effect): void {
     this.#queue.push(effect);

@@ -35,9 +35,8 @@ import {
 } from "../domain/errors.js";
 import { DomainEventSchema, isUrgentEvent, threadOf, type DomainEvent } from "../domain/events.js";
 import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
-import type { MachineEmitted, Outcome } from "../machines/emitted.js";
-import { Actors } from "./actors.js";
-import { Effects } from "./effects.js";
+import type { Actors } from "./actors.js";
+import { Dispatcher } from "./dispatch.js";
 import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RequestView, type RunView, type ThreadView } from "./projections.js";
 import { planRecovery } from "./recovery.js";
@@ -46,7 +45,7 @@ import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
 import { openRuntimeMeta } from "./store/meta.js";
 import type { StateDocument } from "./store/documents.js";
 import type { RuntimeMeta } from "./store/meta.js";
-import { Target, type LiveSession } from "./targets.js";
+import type { Target } from "./targets.js";
 
 export interface RuntimeOptions {
   /** Where the runtime keeps its log and state. Default: `.tiller` in the working directory. */
@@ -83,29 +82,39 @@ export type Subscriber = (record: LogRecord<DomainEvent>) => void;
  */
 export class Runtime {
   readonly dataDir: string;
-  readonly views = new Projections();
   readonly ids: IdSource;
-  readonly targets = new Map<string, Target>();
-  readonly actors: Actors;
-  #effects: Effects;
-  #outcomes: Outcome[] = [];
-  #runWaiters = new Map<string, Array<() => void>>();
+  readonly #d: Dispatcher;
   #pumps: Promise<void>[] = [];
-  #closed = false;
-  #fault: unknown = undefined;
 
   private constructor(
-    private readonly options: RuntimeOptions,
+    options: RuntimeOptions,
     dataDir: string,
     private readonly log: EventLog<DomainEvent>,
     private readonly lock: DataDirLock,
     private readonly meta: StateDocument<RuntimeMeta>,
   ) {
     this.dataDir = dataDir;
-    this.ids = unusedIds(options.ids ?? randomIds(), (id) => this.views.isKnownId(id));
-    this.actors = new Actors((emitted) => this.#onEmitted(emitted), options.inspect);
-    this.#effects = new Effects(this);
-    for (const [id, adapter] of Object.entries(options.providers)) this.targets.set(id, new Target(id, adapter, this));
+    this.ids = unusedIds(options.ids ?? randomIds(), (id) => this.#d.views.isKnownId(id));
+    this.#d = new Dispatcher(log, {
+      providers: options.providers,
+      ids: this.ids,
+      allowSessionStopInterrupt: options.allowSessionStopInterrupt ?? false,
+      inspect: options.inspect,
+    });
+  }
+
+  /** Read models (internal; the API's readThread returns copies). */
+  get views(): Projections {
+    return this.#d.views;
+  }
+
+  /** Live actors by app id (internal: for the inspector and tests). */
+  get actors(): Actors {
+    return this.#d.actors;
+  }
+
+  get closed(): boolean {
+    return this.#d.closed;
   }
 
   static async open(options: RuntimeOptions): Promise<Runtime> {
@@ -134,20 +143,20 @@ export class Runtime {
     for await (const record of this.log.readAll()) {
       const parsed = DomainEventSchema.safeParse(record.event);
       if (!parsed.success) throw new StoreCorruptError(`event ${record.seq} does not match the schema`, { seq: record.seq });
-      this.views.apply({ ...record, event: parsed.data });
+      this.#d.views.apply({ ...record, event: parsed.data });
     }
-    const plan = planRecovery(this.views, new Set(this.targets.keys()));
-    this.#act(() => plan.events.forEach((e) => this.commit(e)));
-    for (const thread of this.views.threads.values()) {
+    const plan = planRecovery(this.views, new Set(this.#d.targets.keys()));
+    this.#d.run(() => plan.events.forEach((e) => this.#d.commit(e)));
+    for (const thread of this.#d.views.threads.values()) {
       const queue = thread.runs
         .filter((r) => r.status === "queued")
         .map((r) => ({ runId: r.runId, capabilities: this.#target(r.providerTarget).capabilities() }));
-      this.#spawnThread(thread.threadId, thread.runs.length + 1, queue);
-      for (const run of thread.runs.filter((r) => r.status === "queued")) this.#spawnRun(run.runId);
+      this.#d.spawnThread(thread.threadId, thread.runs.length + 1, queue);
+      for (const run of thread.runs.filter((r) => r.status === "queued")) this.#d.spawnRun(run.runId);
     }
-    for (const target of this.targets.values()) this.#pumps.push(this.#effects.pump(target));
-    this.#act(() => {
-      for (const actor of this.actors.threads.values()) actor.send({ type: "RESUME" });
+    for (const target of this.#d.targets.values()) this.#pumps.push(this.#d.effects.pump(target));
+    this.#d.run(() => {
+      for (const actor of this.#d.actors.threads.values()) actor.send({ type: "RESUME" });
     });
     await this.log.whenDurable();
   }
@@ -159,8 +168,8 @@ export class Runtime {
     return this.#command(p.commandId, "createThread", () => {
       this.#target(p.providerTarget, "providerTarget");
       const threadId = this.ids.next("thr");
-      this.#act(() =>
-        this.commit({
+      this.#d.run(() =>
+        this.#d.commit({
           type: "thread.created",
           threadId,
           title: p.title ?? "Untitled thread",
@@ -170,7 +179,7 @@ export class Runtime {
           lineage: null,
         }),
       );
-      this.#spawnThread(threadId, 1, []);
+      this.#d.spawnThread(threadId, 1, []);
       return { threadId };
     });
   }
@@ -183,8 +192,8 @@ export class Runtime {
       const target = this.#target(providerTarget, "providerTarget");
       const runId = this.ids.next("run");
       const submitEvent = { type: "SUBMIT" as const, runId, messageId: this.ids.next("msg"), text: p.text, mode: p.mode, providerTarget, capabilities: target.capabilities() };
-      const threadActor = this.actors.threads.get(thread.threadId)!;
-      const outcomes = this.#act(() => threadActor.send(submitEvent));
+      const threadActor = this.#d.actors.threads.get(thread.threadId)!;
+      const outcomes = this.#d.run(() => threadActor.send(submitEvent));
       const submit = expectOutcome(outcomes, "submit");
       const base = { threadId: thread.threadId, via: null, queuePosition: 0 };
       if ("disposition" in submit) {
@@ -197,7 +206,7 @@ export class Runtime {
       if ("via" in steer) return { ...base, runId: steer.runId, disposition: "steered" as const, via: steer.via };
       if (p.mode === "auto" && steer.refused === "conflict") {
         // `auto` steers only what can take a steer now (e.g. not a run being interrupted): else it queues.
-        const queued = expectOutcome(this.#act(() => threadActor.send({ ...submitEvent, mode: "queue" })), "submit");
+        const queued = expectOutcome(this.#d.run(() => threadActor.send({ ...submitEvent, mode: "queue" })), "submit");
         if ("disposition" in queued && queued.disposition === "queued") return { ...base, runId: queued.runId, disposition: "queued" as const, queuePosition: queued.queuePosition };
       }
       throw refusal(steer);
@@ -207,9 +216,9 @@ export class Runtime {
   async interrupt(input: InterruptInput): Promise<InterruptReceipt> {
     const p = parseInput(InterruptInputSchema, input);
     return this.#command(p.commandId, "interrupt", () => {
-      const actor = this.actors.runs.get(p.runId);
+      const actor = this.#d.actors.runs.get(p.runId);
       if (!actor) throw this.#runGone(p.runId);
-      const result = expectOutcome(this.#act(() => actor.send({ type: "INTERRUPT" })), "interrupt");
+      const result = expectOutcome(this.#d.run(() => actor.send({ type: "INTERRUPT" })), "interrupt");
       if (!("via" in result)) throw refusal(result);
       return { runId: p.runId, via: result.via };
     });
@@ -218,14 +227,14 @@ export class Runtime {
   async respond(input: RespondInput): Promise<RespondReceipt> {
     const p = parseInput(RespondInputSchema, input);
     return this.#command(p.commandId, "respond", () => {
-      const actor = this.actors.requests.get(p.requestId);
-      const view = this.views.requests.get(p.requestId);
+      const actor = this.#d.actors.requests.get(p.requestId);
+      const view = this.#d.views.requests.get(p.requestId);
       if (!view) throw new NotFoundError("request", p.requestId);
       if (!actor) {
         if (view.status === "expired") throw new NotResumableError(`request ${p.requestId} expired (${view.closedReason})`, { requestId: p.requestId });
         throw new ConflictError(`request ${p.requestId} is already ${view.status}`, { requestId: p.requestId, status: view.status });
       }
-      const result = expectOutcome(this.#act(() => actor.send({ type: "RESPOND", response: p.response, hostGeneration: this.#generationOf(view) })), "respond");
+      const result = expectOutcome(this.#d.run(() => actor.send({ type: "RESPOND", response: p.response, hostGeneration: this.#generationOf(view) })), "respond");
       if (!("accepted" in result)) throw refusal(result);
       return { requestId: p.requestId, status: "accepted" as const };
     });
@@ -246,8 +255,8 @@ export class Runtime {
       const threadId = this.ids.next("thr");
       const transferId = this.ids.next("xfr");
       const forkedFromRunId = from?.runId ?? null;
-      this.#act(() => {
-        this.commit({
+      this.#d.run(() => {
+        this.#d.commit({
           type: "thread.created",
           threadId,
           title: p.title ?? `Fork of ${parent.title}`,
@@ -256,9 +265,9 @@ export class Runtime {
           model: parent.model,
           lineage: { parentThreadId: parent.threadId, relation: "fork", forkedFromRunId },
         });
-        this.commit({ type: "fork.recorded", threadId, parentThreadId: parent.threadId, forkedFromRunId, transferId });
+        this.#d.commit({ type: "fork.recorded", threadId, parentThreadId: parent.threadId, forkedFromRunId, transferId });
       });
-      this.#spawnThread(threadId, 1, []);
+      this.#d.spawnThread(threadId, 1, []);
       return { threadId, parentThreadId: parent.threadId, transferId };
     });
   }
@@ -267,9 +276,9 @@ export class Runtime {
   async readThread(threadId: string): Promise<ThreadSnapshot> {
     this.#assertOpen();
     const thread = this.#thread(parseInput(ThreadIdSchema, threadId));
-    const seq = this.views.head;
+    const seq = this.#d.views.head;
     const { runs, lastSeq: _l, ...fields } = thread;
-    const pending = this.views.pendingRequests(thread.threadId).map((r) => ({ ...r, respondable: this.#generationOf(r) !== null }));
+    const pending = this.#d.views.pendingRequests(thread.threadId).map((r) => ({ ...r, respondable: this.#generationOf(r) !== null }));
     const snapshot: ThreadSnapshot = structuredClone({
       seq,
       thread: { ...fields, status: runs.some((r) => !isTerminalRunStatus(r.status)) ? ("active" as const) : ("idle" as const) },
@@ -282,7 +291,7 @@ export class Runtime {
 
   listThreads(): Array<{ threadId: string; title: string; providerTarget: string; runs: number }> {
     this.#assertOpen();
-    return [...this.views.threads.values()].map((t) => ({ threadId: t.threadId, title: t.title, providerTarget: t.providerTarget, runs: t.runs.length }));
+    return [...this.#d.views.threads.values()].map((t) => ({ threadId: t.threadId, title: t.title, providerTarget: t.providerTarget, runs: t.runs.length }));
   }
 
   /** The capability record in force for a target (the live session's, else the adapter's declared one). */
@@ -304,142 +313,32 @@ export class Runtime {
   /** Resolves with the run once it is terminal and durable. */
   async waitForRun(runId: string): Promise<RunView> {
     this.#assertOpen();
-    const run = this.views.runs.get(parseInput(RunIdSchema, runId));
+    const run = this.#d.views.runs.get(parseInput(RunIdSchema, runId));
     if (!run) throw new NotFoundError("run", runId);
-    if (!isTerminalRunStatus(run.status)) {
-      await new Promise<void>((done) => this.#runWaiters.set(runId, [...(this.#runWaiters.get(runId) ?? []), done]));
-    }
+    if (!isTerminalRunStatus(run.status)) await this.#d.runEnded(runId);
     await this.log.whenDurable();
-    return structuredClone(this.views.runs.get(runId)!);
+    return structuredClone(this.#d.views.runs.get(runId)!);
   }
 
   /** Stops providers, cancels what is still running (nothing is left "running"), flushes, unlocks. */
   async close(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#d.closed) return;
     // Queued runs first, so cancelling an active run does not start the next one.
-    const byQueued = [...this.actors.runs.values()].sort((a, b) => Number(b.getSnapshot().matches("queued")) - Number(a.getSnapshot().matches("queued")));
-    this.#act(() => {
+    const byQueued = [...this.#d.actors.runs.values()].sort((a, b) => Number(b.getSnapshot().matches("queued")) - Number(a.getSnapshot().matches("queued")));
+    this.#d.run(() => {
       for (const actor of byQueued) actor.send({ type: "CANCEL", reason: "runtime_closed" });
     });
-    this.#closed = true;
+    this.#d.close();
     try {
-      const closes = await Promise.allSettled([...this.targets.values()].map(async (t) => t.adapter.close()));
-      await this.#effects.settle();
+      const closes = await Promise.allSettled([...this.#d.targets.values()].map(async (t) => t.adapter.close()));
+      await this.#d.effects.settle();
       // An adapter that failed to close may never end its event stream: do not wait for it.
       await Promise.allSettled(this.#pumps.filter((_, i) => closes[i]?.status === "fulfilled"));
       await this.log.close();
       await this.meta.update((d) => void (d.closedCleanly = true));
     } finally {
       await this.lock.release();
-      for (const waiters of this.#runWaiters.values()) waiters.forEach((w) => w());
     }
-  }
-
-  // ---- dispatch ------------------------------------------------------------------------
-
-  /** Append an event, fold it, and react to it (create request actors, wake waiters). */
-  commit(event: DomainEvent): void {
-    const record = this.log.append(event);
-    this.views.apply(record);
-    switch (event.type) {
-      case "run.created":
-        this.#spawnRun(event.runId);
-        return;
-      case "request.opened":
-        this.#spawnRequest(event.requestId);
-        return;
-      case "provider_thread.bound":
-        this.actors.bindProviderThread(event);
-        return;
-      case "provider_thread.closed":
-        this.targets.get(event.providerTarget)?.forgetThread(event.threadId);
-        Actors.sendIfActive(this.actors.providerThreads.get(event.providerThreadId), { type: "CLOSE" });
-        return;
-      case "run.terminal":
-        this.#runEnded(event.runId);
-        return;
-      case "request.resolved":
-      case "request.closed":
-        this.actors.requests.delete(event.requestId);
-        Actors.sendIfActive(this.actors.runs.get(event.runId), { type: "REQUEST_SETTLED", requestId: event.requestId });
-        return;
-      default:
-        return;
-    }
-  }
-
-  /** Runs `fn` (which sends to actors), then performs the effects they asked for; returns their outcomes. */
-  #act(fn: () => void): Outcome[] {
-    const outer = this.#outcomes;
-    const mine: Outcome[] = [];
-    this.#outcomes = mine;
-    try {
-      fn();
-      this.#effects.drain();
-      return mine;
-    } finally {
-      this.#outcomes = outer;
-    }
-  }
-
-  /** Entry point for asynchronous completions (provider replies, effect results). */
-  act(fn: () => void): void {
-    if (!this.#closed) this.#act(fn);
-  }
-
-  #onEmitted(emitted: MachineEmitted): void {
-    try {
-      switch (emitted.type) {
-        case "record":
-          return this.commit(emitted.event);
-        case "settle":
-          return this.#effects.settleAttempt(emitted);
-        case "effect":
-          return this.#effects.enqueue(emitted.effect);
-        case "outcome":
-          this.#outcomes.push(emitted.outcome);
-          return;
-      }
-    } catch (error) {
-      // Only a broken log gets here (inputs are validated before they reach a machine).
-      // Nothing can be recorded safely any more: refuse further commands rather than crash the host.
-      this.#fault ??= error;
-    }
-  }
-
-  #spawnThread(threadId: string, nextOrdinal: number, queue: Array<{ runId: string; capabilities: ProviderCapabilities }>): void {
-    this.actors.thread({ threadId, nextOrdinal, queue, allowSessionStopInterrupt: this.options.allowSessionStopInterrupt ?? false });
-  }
-
-  #spawnRun(runId: string): void {
-    const run = this.views.runs.get(runId)!;
-    this.actors.run({
-      threadId: run.threadId,
-      runId,
-      text: run.text,
-      capabilities: this.#target(run.providerTarget).capabilities(),
-      allowSessionStopInterrupt: this.options.allowSessionStopInterrupt ?? false,
-    });
-  }
-
-  #spawnRequest(requestId: string): void {
-    const { threadId, runId, kind, responseCapability } = this.views.requests.get(requestId)!;
-    this.actors.request({ threadId, runId, requestId, kind, responseCapability });
-  }
-
-  /** A target's session announced its capability record: give it a session actor. */
-  sessionStarted(target: string, session: LiveSession): void {
-    const input = { sessionId: session.sessionId, providerTarget: target, provider: this.#target(target).adapter.provider };
-    this.act(() => this.actors.session(input, session.capabilities, session.hostGeneration));
-  }
-
-  #runEnded(runId: string): void {
-    const actor = this.actors.runs.get(runId);
-    this.actors.runs.delete(runId);
-    if (actor) this.#effects.releaseRun(actor.getSnapshot().context);
-    const waiters = this.#runWaiters.get(runId);
-    this.#runWaiters.delete(runId);
-    waiters?.forEach((w) => w());
   }
 
   // ---- helpers -------------------------------------------------------------------------
@@ -447,7 +346,7 @@ export class Runtime {
   async #command<R extends object>(commandId: string | undefined, command: string, fn: () => R): Promise<R & { commandId: string }> {
     this.#assertOpen();
     if (commandId) {
-      const prior = this.views.receipts.get(commandId);
+      const prior = this.#d.views.receipts.get(commandId);
       if (prior) {
         if (prior.command !== command) throw new ConflictError(`command id ${commandId} was used for ${prior.command}`, { commandId });
         await this.log.whenDurable();
@@ -455,26 +354,26 @@ export class Runtime {
       }
     }
     const receipt = { commandId: commandId ?? this.ids.next("cmd"), ...fn() };
-    if (commandId) this.#act(() => this.commit({ type: "command.receipt", commandId, command, receipt }));
+    if (commandId) this.#d.run(() => this.#d.commit({ type: "command.receipt", commandId, command, receipt }));
     await this.log.whenDurable();
     return receipt;
   }
 
   #thread(threadId: string): ThreadView {
-    const thread = this.views.threads.get(threadId);
+    const thread = this.#d.views.threads.get(threadId);
     if (!thread) throw new NotFoundError("thread", threadId);
     return thread;
   }
 
   #target(id: string, field?: string): Target {
-    const target = this.targets.get(id);
+    const target = this.#d.targets.get(id);
     if (target) return target;
-    if (field) throw new InvalidInputError(field, `unknown provider target "${id}" (configured: ${[...this.targets.keys()].join(", ")})`);
+    if (field) throw new InvalidInputError(field, `unknown provider target "${id}" (configured: ${[...this.#d.targets.keys()].join(", ")})`);
     throw new NotFoundError("provider target", id);
   }
 
   #runGone(runId: string): TillerError {
-    const run = this.views.runs.get(runId);
+    const run = this.#d.views.runs.get(runId);
     return run ? new ConflictError(`run ${runId} is already ${run.status}`, { runId, status: run.status }) : new NotFoundError("run", runId);
   }
 
@@ -482,7 +381,7 @@ export class Runtime {
   #generationOf(view: RequestView): number | null {
     const cap = view.responseCapability;
     if (cap.kind !== "live" || view.status !== "pending") return null;
-    for (const target of this.targets.values()) {
+    for (const target of this.#d.targets.values()) {
       const session = target.session(cap.sessionId);
       if (session) return session.hostGeneration;
     }
@@ -490,11 +389,7 @@ export class Runtime {
   }
 
   #assertOpen(): void {
-    if (this.#fault !== undefined) throw Object.assign(new ClosedError("runtime (its event log failed)"), { cause: this.#fault });
-    if (this.#closed) throw new ClosedError();
-  }
-
-  get closed(): boolean {
-    return this.#closed;
+    if (this.#d.fault !== undefined) throw Object.assign(new ClosedError("runtime (its event log failed)"), { cause: this.#d.fault });
+    if (this.#d.closed) throw new ClosedError();
   }
 }

@@ -1,0 +1,155 @@
+import type { InspectionEvent } from "xstate";
+import type { ProviderAdapter } from "../adapters/contract.js";
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { DomainEvent } from "../domain/events.js";
+import type { IdSource } from "../domain/ids.js";
+import type { MachineEmitted, Outcome } from "../machines/emitted.js";
+import { Actors } from "./actors.js";
+import { Effects } from "./effects.js";
+import { Projections } from "./projections.js";
+import type { EventLog } from "./store/eventLog.js";
+import { Target, type LiveSession, type TargetHost } from "./targets.js";
+
+export interface DispatchOptions {
+  providers: Record<string, ProviderAdapter>;
+  ids: IdSource;
+  allowSessionStopInterrupt: boolean;
+  inspect: ((event: InspectionEvent) => void) | undefined;
+}
+
+/**
+ * The engine under the API: actors decide, this commits what they decided (append, fold,
+ * react), performs the effects they asked for, and hands their outcomes back to the caller.
+ * Everything here is synchronous except the provider calls Effects makes.
+ */
+export class Dispatcher implements TargetHost {
+  readonly views = new Projections();
+  readonly targets = new Map<string, Target>();
+  readonly actors: Actors;
+  readonly effects: Effects;
+  #outcomes: Outcome[] = [];
+  #runWaiters = new Map<string, Array<() => void>>();
+  #closed = false;
+  /** Set when a commit failed (the log broke): nothing can be recorded safely any more. */
+  fault: unknown = undefined;
+
+  constructor(
+    private readonly log: EventLog<DomainEvent>,
+    private readonly options: DispatchOptions,
+  ) {
+    this.actors = new Actors((emitted) => this.#onEmitted(emitted), options.inspect);
+    this.effects = new Effects(this);
+    for (const [id, adapter] of Object.entries(options.providers)) this.targets.set(id, new Target(id, adapter, this));
+  }
+
+  get ids(): IdSource {
+    return this.options.ids;
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** From now on asynchronous completions are ignored (the runtime is closing). */
+  close(): void {
+    this.#closed = true;
+    for (const waiters of this.#runWaiters.values()) waiters.forEach((w) => w());
+  }
+
+  /** Append an event, fold it, and react to it (spawn actors, settle requests, wake waiters). */
+  commit(event: DomainEvent): void {
+    const record = this.log.append(event);
+    this.views.apply(record);
+    switch (event.type) {
+      case "run.created":
+        return this.spawnRun(event.runId);
+      case "request.opened": {
+        const { threadId, runId, requestId, payload, responseCapability } = event;
+        this.actors.request({ threadId, runId, requestId, kind: payload.kind, responseCapability });
+        return;
+      }
+      case "provider_thread.bound":
+        return this.actors.bindProviderThread(event);
+      case "provider_thread.closed":
+        this.targets.get(event.providerTarget)?.forgetThread(event.threadId);
+        return Actors.sendIfActive(this.actors.providerThreads.get(event.providerThreadId), { type: "CLOSE" });
+      case "run.terminal":
+        return this.#runEnded(event.runId);
+      case "request.resolved":
+      case "request.closed":
+        this.actors.requests.delete(event.requestId);
+        return Actors.sendIfActive(this.actors.runs.get(event.runId), { type: "REQUEST_SETTLED", requestId: event.requestId });
+      default:
+        return;
+    }
+  }
+
+  /** Runs `fn` (which sends to actors), then performs the effects they asked for; returns their outcomes. */
+  run(fn: () => void): Outcome[] {
+    const outer = this.#outcomes;
+    const mine: Outcome[] = [];
+    this.#outcomes = mine;
+    try {
+      fn();
+      this.effects.drain();
+      return mine;
+    } finally {
+      this.#outcomes = outer;
+    }
+  }
+
+  /** Entry point for asynchronous completions (provider replies, effect results). */
+  act(fn: () => void): void {
+    if (!this.#closed) this.run(fn);
+  }
+
+  #onEmitted(emitted: MachineEmitted): void {
+    try {
+      switch (emitted.type) {
+        case "record":
+          return this.commit(emitted.event);
+        case "settle":
+          return this.effects.settleAttempt(emitted);
+        case "effect":
+          return this.effects.enqueue(emitted.effect);
+        case "outcome":
+          this.#outcomes.push(emitted.outcome);
+          return;
+      }
+    } catch (error) {
+      // Only a broken log gets here (inputs are validated before they reach a machine).
+      // Refuse further commands rather than crash the embedding process.
+      this.fault ??= error;
+    }
+  }
+
+  spawnThread(threadId: string, nextOrdinal: number, queue: Array<{ runId: string; capabilities: ProviderCapabilities }>): void {
+    this.actors.thread({ threadId, nextOrdinal, queue, allowSessionStopInterrupt: this.options.allowSessionStopInterrupt });
+  }
+
+  spawnRun(runId: string): void {
+    const { threadId, text, providerTarget } = this.views.runs.get(runId)!;
+    const capabilities = this.targets.get(providerTarget)!.capabilities();
+    this.actors.run({ threadId, runId, text, capabilities, allowSessionStopInterrupt: this.options.allowSessionStopInterrupt });
+  }
+
+  /** A target's session announced its capability record: give it a session actor. */
+  sessionStarted(target: string, session: LiveSession): void {
+    const input = { sessionId: session.sessionId, providerTarget: target, provider: this.targets.get(target)!.adapter.provider };
+    this.act(() => this.actors.session(input, session.capabilities, session.hostGeneration));
+  }
+
+  #runEnded(runId: string): void {
+    const actor = this.actors.runs.get(runId);
+    this.actors.runs.delete(runId);
+    if (actor) this.effects.releaseRun(actor.getSnapshot().context);
+    const waiters = this.#runWaiters.get(runId);
+    this.#runWaiters.delete(runId);
+    waiters?.forEach((w) => w());
+  }
+
+  /** Resolves when the run's terminal has been committed (or the runtime closes). */
+  runEnded(runId: string): Promise<void> {
+    return new Promise((done) => this.#runWaiters.set(runId, [...(this.#runWaiters.get(runId) ?? []), done]));
+  }
+}
