@@ -1,5 +1,4 @@
 import { createActor, type Actor, type InspectionEvent } from "xstate";
-import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { DomainEventOf } from "../domain/events.js";
 import type { MachineEmitted } from "../machines/emitted.js";
 import { providerThreadMachine } from "../machines/providerThread.js";
@@ -58,10 +57,9 @@ export class Actors {
     return actor;
   }
 
-  session(input: { sessionId: string; providerTarget: string; provider: string }, capabilities: ProviderCapabilities, hostGeneration: number): SessionActor {
+  session(input: { sessionId: string; providerTarget: string; provider: string }): SessionActor {
     const actor = this.#start(createActor(sessionMachine, this.#options(input.sessionId, input)));
     this.sessions.set(input.sessionId, actor);
-    actor.send({ type: "STARTED", capabilities, hostGeneration });
     return actor;
   }
 

@@ -133,10 +133,19 @@ export class Dispatcher implements TargetHost {
     this.actors.run({ threadId, runId, text, capabilities, allowSessionStopInterrupt: this.options.allowSessionStopInterrupt });
   }
 
-  /** A target's session announced its capability record: give it a session actor. */
-  sessionStarted(target: string, session: LiveSession): void {
-    const input = { sessionId: session.sessionId, providerTarget: target, provider: this.targets.get(target)!.adapter.provider };
-    this.act(() => this.actors.session(input, session.capabilities, session.hostGeneration));
+  /** A session is being started: its actor exists from the first moment. */
+  sessionStarting(target: string, sessionId: string): void {
+    this.actors.session({ sessionId, providerTarget: target, provider: this.targets.get(target)!.adapter.provider });
+  }
+
+  /** The session announced its capability record and host generation. */
+  sessionStarted(_target: string, session: LiveSession): void {
+    const { capabilities, hostGeneration } = session;
+    this.act(() => Actors.sendIfActive(this.actors.sessions.get(session.sessionId), { type: "STARTED", capabilities, hostGeneration }));
+  }
+
+  sessionFailed(sessionId: string, message: string): void {
+    this.act(() => Actors.sendIfActive(this.actors.sessions.get(sessionId), { type: "START_FAILED", message }));
   }
 
   #runEnded(runId: string): void {

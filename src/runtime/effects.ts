@@ -182,14 +182,18 @@ export class Effects {
     }
   }
 
-  /** Consumes a target's event stream until it ends: validate, normalize, route. One bad frame never stops it. */
+  /**
+   * Consumes a target's event stream: validate, normalize, route. One bad frame never stops
+   * it; if the stream itself ends or fails, the target's sessions are lost (their runs fail,
+   * never stay running) and the target refuses new sessions.
+   */
   async pump(target: Target): Promise<void> {
     const { rt } = this;
     const warn = (message: string) => rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message: redact(message) }));
+    let ended = "provider event stream ended";
     try {
-      const stream = target.adapter.streamEvents();
-      for await (const frame of stream) {
-        if (rt.closed) break;
+      for await (const frame of target.adapter.streamEvents()) {
+        if (rt.closed) return;
         const parsed = ProviderEventSchema.safeParse(frame?.event);
         if (!parsed.success || typeof frame.sessionId !== "string") {
           const type = typeof frame?.event?.type === "string" ? frame.event.type : "unknown";
@@ -203,8 +207,12 @@ export class Effects {
         }
       }
     } catch (error) {
-      warn(`${target.id} event stream failed: ${String(error)}`);
+      ended = `provider event stream failed: ${String(error)}`;
     }
+    if (rt.closed) return;
+    target.markUnavailable(ended);
+    warn(`${target.id}: ${ended}`);
+    for (const session of target.liveSessions()) rt.act(() => this.#sessionLost(target, session.sessionId, "error", ended));
   }
 
   /** Normalizer output -> actors. Events for runs that already ended are recorded as fenced. */
@@ -230,7 +238,6 @@ export class Effects {
             rt.commit(r.event.event);
           } else if (actor) {
             actor.send(r.event);
-            if (r.event.type === "REQUEST_OPENED") continue;
           } else if ("attemptId" in r.event) {
             const run = rt.views.runs.get(r.runId);
             if (run) rt.commit({ type: "event.fenced", threadId: run.threadId, runId: r.runId, attemptId: r.event.attemptId, providerEventType: eventName(r.event) });

@@ -1,6 +1,6 @@
 import { canForkNatively, parseCapabilities, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
 import type { ProviderAdapter, ProviderThreadHandle, RunContext } from "../adapters/contract.js";
-import { ResumeFailedError } from "../domain/errors.js";
+import { HostUnavailableError, ResumeFailedError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
 import type { IdSource } from "../domain/ids.js";
@@ -26,20 +26,30 @@ export interface LoadedThread {
   handle: ProviderThreadHandle;
 }
 
-/** What a target needs from the runtime: commit events and read the projection. */
+/** What a target needs from the runtime: commit events, read the projection, track sessions. */
 export interface TargetHost {
   readonly views: Projections;
   readonly ids: IdSource;
   commit(event: DomainEvent): void;
+  sessionStarting(target: string, sessionId: string): void;
   sessionStarted(target: string, session: LiveSession): void;
+  sessionFailed(sessionId: string, message: string): void;
+}
+
+/** A cached start or load, keyed by the session it belongs to so a dead session drops it at once. */
+interface Slot<T> {
+  sessionId: string;
+  promise: Promise<T>;
 }
 
 export class Target {
   readonly normalizer: Normalizer;
   readonly declared: ProviderCapabilities;
-  #sessions = new Map<string, Promise<LiveSession>>();
+  #sessions = new Map<string, Slot<LiveSession>>();
   #live = new Map<string, LiveSession>();
-  #threads = new Map<string, Promise<LoadedThread>>();
+  #threads = new Map<string, Slot<LoadedThread>>();
+  /** Set when the target's event stream ended: nothing it starts could ever report back. */
+  #unavailable: string | null = null;
 
   constructor(
     readonly id: string,
@@ -57,32 +67,40 @@ export class Target {
     return this.#live.get(sessionId);
   }
 
+  liveSessions(): LiveSession[] {
+    return [...this.#live.values()];
+  }
+
   /** The capability record in force: the live session's if one announced it, else the declared one. */
   capabilities(): ProviderCapabilities {
     const [first] = this.#live.values();
     return first?.capabilities ?? this.declared;
   }
 
+  markUnavailable(reason: string): void {
+    this.#unavailable = reason;
+  }
+
   /** A session for this app thread: shared per target, or per thread, as the capabilities say. */
   ensureSession(threadId: string, cwd: string, model: string | null): Promise<LiveSession> {
+    if (this.#unavailable) return Promise.reject(new HostUnavailableError(`${this.id} is unavailable: ${this.#unavailable}`, { target: this.id }));
     const key = sharesSessionAcrossThreads(this.declared) ? "" : threadId;
-    let pending = this.#sessions.get(key);
-    if (!pending) {
-      const sessionId = this.host.ids.next("ses");
-      pending = this.adapter.startSession({ sessionId, cwd, model }).then((info) => {
-        const session: LiveSession = {
-          sessionId,
-          hostGeneration: info.hostGeneration,
-          capabilities: parseCapabilities(info.capabilities),
-        };
-        this.#live.set(sessionId, session);
-        this.host.sessionStarted(this.id, session);
-        return session;
-      });
-      pending.catch(() => this.#sessions.delete(key));
-      this.#sessions.set(key, pending);
-    }
-    return pending;
+    const cached = this.#sessions.get(key);
+    if (cached) return cached.promise;
+    const sessionId = this.host.ids.next("ses");
+    this.host.sessionStarting(this.id, sessionId);
+    const promise = this.adapter.startSession({ sessionId, cwd, model }).then((info) => {
+      const session: LiveSession = { sessionId, hostGeneration: info.hostGeneration, capabilities: parseCapabilities(info.capabilities) };
+      this.#live.set(sessionId, session);
+      this.host.sessionStarted(this.id, session);
+      return session;
+    });
+    promise.catch((error: unknown) => {
+      if (this.#sessions.get(key)?.promise === promise) this.#sessions.delete(key);
+      this.host.sessionFailed(sessionId, redact(error instanceof Error ? error.message : String(error)));
+    });
+    this.#sessions.set(key, { sessionId, promise });
+    return promise;
   }
 
   /** A provider thread was closed: the next turn of its app thread loads a replacement. */
@@ -90,15 +108,11 @@ export class Target {
     this.#threads.delete(threadId);
   }
 
-  /** The session died: forget it and every provider thread loaded in it. */
+  /** The session died: forget it, and every provider thread loaded in it, right now. */
   dropSession(sessionId: string): void {
     this.#live.delete(sessionId);
-    for (const [key, pending] of this.#sessions) {
-      void pending.then((s) => s.sessionId === sessionId && this.#sessions.delete(key), () => undefined);
-    }
-    for (const [key, pending] of this.#threads) {
-      void pending.then((t) => t.sessionId === sessionId && this.#threads.delete(key), () => undefined);
-    }
+    for (const [key, slot] of this.#sessions) if (slot.sessionId === sessionId) this.#sessions.delete(key);
+    for (const [key, slot] of this.#threads) if (slot.sessionId === sessionId) this.#threads.delete(key);
   }
 
   /**
@@ -107,13 +121,14 @@ export class Target {
    * is never silent: it is recorded, and the new thread is rebuilt from app context.
    */
   ensureThread(threadId: string, session: LiveSession): Promise<LoadedThread> {
-    let pending = this.#threads.get(threadId);
-    if (!pending) {
-      pending = this.#loadThread(threadId, session);
-      pending.catch(() => this.#threads.delete(threadId));
-      this.#threads.set(threadId, pending);
-    }
-    return pending;
+    const cached = this.#threads.get(threadId);
+    if (cached?.sessionId === session.sessionId) return cached.promise;
+    const promise = this.#loadThread(threadId, session);
+    promise.catch(() => {
+      if (this.#threads.get(threadId)?.promise === promise) this.#threads.delete(threadId);
+    });
+    this.#threads.set(threadId, { sessionId: session.sessionId, promise });
+    return promise;
   }
 
   async #loadThread(threadId: string, session: LiveSession): Promise<LoadedThread> {
