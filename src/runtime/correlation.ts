@@ -26,6 +26,8 @@ export interface TurnBinding {
   providerThreadId: string;
   providerTurnId: string;
   sessionId: string;
+  /** Native ref of the provider thread, when exposed (routing key with the session). */
+  threadRef: string | null;
   nativeTurnRef: string | null;
   closed: boolean;
   interruptSent: boolean;

@@ -226,6 +226,11 @@ export class Effects {
         case "request":
           rt.actors.requests.get(r.requestId)?.send({ type: "PROVIDER_RESOLVED", outcome: r.outcome });
           break;
+        case "fenced": {
+          const { threadId, runId, attemptId, providerEventType } = r;
+          rt.commit({ type: "event.fenced", threadId, runId, attemptId, providerEventType });
+          break;
+        }
         case "session":
           this.#sessionLost(target, sessionId, r.state, r.message);
           break;

@@ -18,7 +18,11 @@ export type Routed =
   | { to: "run"; runId: string; event: RunEvent }
   | { to: "session"; sessionId: string; state: "stopped" | "error"; message: string | null }
   | { to: "request"; requestId: string; outcome: string | null }
+  /** A late event of a turn whose run already ended: recorded as fenced, never applied. */
+  | { to: "fenced"; threadId: string; runId: string; attemptId: string; providerEventType: string }
   | { to: "log"; event: DomainEvent };
+
+const RELEASED_TURNS_KEPT = 1024;
 
 const ITEM_NODE_KIND: Record<ItemKind, NodeKind> = {
   assistant_message: "assistant_message",
@@ -33,7 +37,10 @@ export class Normalizer {
   #current = new Map<string, TurnBinding>();
   #byTurnRef = new Map<string, TurnBinding>();
   #byAttempt = new Map<string, TurnBinding>();
-  #threadKeys = new Map<string, string>();
+  /** Turns of finished runs, by native turn ref (bounded): their late events are fenced. */
+  #released = new Map<string, { threadId: string; runId: string; attemptId: string }>();
+  /** Top-level provider threads seen in each session: never mistaken for a subagent's thread. */
+  #knownThreads = new Set<string>();
 
   constructor(
     readonly providerTarget: string,
@@ -73,7 +80,7 @@ export class Normalizer {
     };
     const key = Normalizer.threadKey(input.sessionId, input.threadRef);
     this.#current.set(key, binding);
-    this.#threadKeys.set(input.providerThreadId, key);
+    if (input.threadRef) this.#knownThreads.add(key);
     this.#byAttempt.set(input.attemptId, binding);
     const rootStarted: DomainEvent = {
       type: "node.started",
@@ -121,13 +128,20 @@ export class Normalizer {
     const binding = this.#byAttempt.get(attemptId);
     if (!binding) return;
     this.#byAttempt.delete(attemptId);
-    if (binding.nativeTurnRef) this.#byTurnRef.delete(`${binding.sessionId}\u0000${binding.nativeTurnRef}`);
-    const key = this.#threadKeys.get(binding.providerThreadId);
-    if (key && this.#current.get(key) === binding) this.#current.delete(key);
+    if (binding.nativeTurnRef) {
+      const refKey = `${binding.sessionId}\u0000${binding.nativeTurnRef}`;
+      this.#byTurnRef.delete(refKey);
+      this.#released.set(refKey, { threadId: binding.threadId, runId: binding.runId, attemptId });
+      if (this.#released.size > RELEASED_TURNS_KEPT) this.#released.delete(this.#released.keys().next().value!);
+    }
+    const key = Normalizer.threadKey(binding.sessionId, binding.threadRef);
+    if (this.#current.get(key) === binding) this.#current.delete(key);
   }
 
   ingest(sessionId: string, event: ProviderEvent): Routed[] {
     if (event.type === "session.state") return this.#sessionState(sessionId, event);
+    const late = event.turnRef ? this.#released.get(`${sessionId}\u0000${event.turnRef}`) : undefined;
+    if (late) return [{ to: "fenced", ...late, providerEventType: event.type }];
     const adopted: Routed[] = [];
     const binding = this.#locate(sessionId, event) ?? this.#adoptChildThread(sessionId, event.threadRef, adopted);
     return adopted.length > 0 ? [...adopted, ...this.#ingestFor(sessionId, binding, event)] : this.#ingestFor(sessionId, binding, event);
@@ -258,6 +272,8 @@ export class Normalizer {
     if (event.threadRef) {
       const current = this.#current.get(Normalizer.threadKey(sessionId, event.threadRef));
       if (current) {
+        // Another turn's event on this thread is not this turn's, whatever arrives first.
+        if (event.turnRef && current.nativeTurnRef && event.turnRef !== current.nativeTurnRef) return undefined;
         if (event.turnRef && !current.nativeTurnRef) this.#bindTurnRef(current, event.turnRef);
         return current;
       }
@@ -336,6 +352,7 @@ export class Normalizer {
    */
   #adoptChildThread(sessionId: string, threadRef: string | undefined, out: Routed[]): TurnBinding | undefined {
     if (!threadRef || !this.capabilities(sessionId).subagents.supportsSubagents) return undefined;
+    if (this.#knownThreads.has(Normalizer.threadKey(sessionId, threadRef))) return undefined;
     const open = [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
     if (open.length !== 1) return undefined;
     const binding = open[0]!;
