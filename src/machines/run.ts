@@ -49,6 +49,7 @@ const runSetup = setup({
     mayStopSessionToInterrupt: ({ context }) => context.allowSessionStopInterrupt,
     interruptAlreadyRequested: ({ context }) => context.interrupt !== "none",
     hasNoPendingRequests: ({ context }) => context.pendingRequestIds.length === 0,
+    hasDeferredSteer: ({ context }) => context.deferredSteer !== null,
   },
   actions: {
     beginAttempt: enqueueActions(({ context, enqueue }, params: { reason: AttemptReason }) => {
@@ -114,7 +115,8 @@ const runSetup = setup({
     requestInterrupt: enqueueActions(({ context, enqueue }, params: { deliver: boolean; via: "native" | "session_stop" }) => {
       const attemptId = context.activeAttemptId!;
       const { threadId, runId } = context;
-      enqueue.assign({ interrupt: params.deliver ? "sent" : "requested", interruptVia: params.via });
+      enqueue.assign({ interrupt: params.deliver ? "sent" : "requested", interruptVia: params.via, deferredSteer: null });
+      if (context.deferredSteer) enqueue.emit(steerDropped(context, "the run was interrupted first"));
       if (params.via === "session_stop") {
         const detail = "provider cannot interrupt a turn; stopping its session (destructive)";
         enqueue.emit(policyApplied(context, "interrupt_by_session_stop", "turns.supportsInterrupt", "fallback", detail));
@@ -216,6 +218,9 @@ const runSetup = setup({
       enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId: context.supersededAttemptId, via: "native" }));
       enqueue.emit(outcome({ command: "interrupt", via: "native", runId }));
     }),
+    refuseSecondDeferredSteer: enqueueActions(({ enqueue }) => {
+      enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "a steer is already waiting for this run's turn to start" }));
+    }),
     refuseSteerWhileInterrupting: enqueueActions(({ enqueue }) => {
       enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "an interrupt of this run is pending" }));
     }),
@@ -242,6 +247,7 @@ const runSetup = setup({
             : event.type === "SESSION_LOST"
               ? { failureClass: "provider_session_lost", message: event.message, retryable: true }
               : null;
+        if (context.deferredSteer) enqueue.emit(steerDropped(context, `the run ended ${params.status} before its turn ran`));
         const attemptId = context.activeAttemptId ?? context.supersededAttemptId;
         if (attemptId) {
           enqueue.emit({ type: "settle", threadId, runId, attemptId, status: params.status, reason: `run_${params.status}` });
@@ -263,6 +269,12 @@ const runSetup = setup({
     }),
   },
 });
+
+/** A deferred steer that will never reach the provider: said so in the log, never silently lost. */
+function steerDropped(context: RunContext, why: string): MachineEmitted {
+  const message = `steer was not delivered: ${why} ("${context.deferredSteer?.text ?? ""}")`;
+  return record({ type: "warning", threadId: context.threadId, runId: context.runId, message });
+}
 
 /** The active attempt's root terminal ends the run with the provider's status; anything else is fenced. */
 const rootTerminal = [
@@ -339,6 +351,7 @@ export const runMachine = runSetup.createMachine({
         INTERRUPT: interruptTransitions(false),
         STEER: [
           { guard: "interruptAlreadyRequested", actions: "refuseSteerWhileInterrupting" },
+          { guard: "hasDeferredSteer", actions: "refuseSecondDeferredSteer" },
           { guard: "canSteerNatively", actions: { type: "deferSteer", params: { via: "native" } } },
           { guard: "canSteerByInterruptRestart", actions: { type: "deferSteer", params: { via: "interrupt_restart" } } },
           { actions: "refuseSteer" },
@@ -395,8 +408,6 @@ export const runMachine = runSetup.createMachine({
           { guard: "canSteerByInterruptRestart", target: "restarting", actions: "steerByInterruptRestart" },
           { actions: "refuseSteer" },
         ],
-        STEER_DELIVERED: { actions: "recordSteerDelivered" },
-        STEER_FAILED: { actions: "recordSteerFailure" },
       },
     },
     /** Interrupt-restart steering: the superseded attempt's terminal starts attempt N+1. */
@@ -442,5 +453,7 @@ export const runMachine = runSetup.createMachine({
     REQUEST_SETTLED: { actions: "untrackRequest" },
     TURN_TERMINAL: { actions: "fenceEvent" },
     SESSION_BOUND: { actions: "assignCapabilities" },
+    STEER_DELIVERED: { actions: "recordSteerDelivered" },
+    STEER_FAILED: { actions: "recordSteerFailure" },
   },
 });

@@ -93,15 +93,24 @@ export class Effects {
         sessionId: session.sessionId,
         threadRef: loaded.handle.threadRef,
       });
-      rt.act(() => run.send({ type: "PROVIDER", attemptId, event: rootStarted }));
+      rt.act(() => {
+        run.send({ type: "PROVIDER", attemptId, event: rootStarted });
+        // Balanced by settle's TURN_ENDED, however the turn ends (even before sendRun replies).
+        Actors.sendIfActive(rt.actors.sessions.get(session.sessionId), { type: "TURN_BEGAN" });
+        Actors.sendIfActive(rt.actors.providerThreads.get(loaded.providerThreadId), { type: "TURN_BEGAN" });
+      });
       const context = target.contextForNextTurn(threadId, loaded, session);
       sent = { sessionId: session.sessionId, thread: loaded.handle };
       const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model: thread.model });
       target.normalizer.acceptTurn(attemptId, turnRef);
+      const accepted = { attemptId, providerThreadId: loaded.providerThreadId, providerTurnId: binding.providerTurnId, nativeTurnRef: turnRef };
       rt.act(() => {
-        rt.actors.sessions.get(session.sessionId)?.send({ type: "TURN_BEGAN" });
-        Actors.sendIfActive(rt.actors.providerThreads.get(loaded.providerThreadId), { type: "TURN_BEGAN" });
-        run.send({ type: "TURN_ACCEPTED", attemptId, providerThreadId: loaded.providerThreadId, providerTurnId: binding.providerTurnId, nativeTurnRef: turnRef });
+        const current = rt.actors.runs.get(runId);
+        if (current && ownsRun(current.getSnapshot().context, attemptId)) return current.send({ type: "TURN_ACCEPTED", ...accepted });
+        // The reply came after the turn already ended (or was superseded): still a provider fact to keep.
+        if (rt.views.runs.get(runId)?.attempts.some((a) => a.attemptId === attemptId && a.providerTurnId === null)) {
+          rt.commit({ type: "attempt.turn_bound", threadId, runId, ...accepted });
+        }
       });
     } catch (error) {
       const failure = {
@@ -126,7 +135,14 @@ export class Effects {
       return t.adapter.steerRun({ ...a, text });
     });
     const event = result === true ? { type: "STEER_DELIVERED" as const, attemptId, text, messageId } : { type: "STEER_FAILED" as const, attemptId, message: result };
-    this.rt.act(() => this.rt.actors.runs.get(runId)?.send(event));
+    const { rt } = this;
+    rt.act(() => {
+      const run = rt.actors.runs.get(runId);
+      if (run) return run.send(event);
+      // Acknowledged after the run ended: the provider took it, so the transcript must show it.
+      const view = rt.views.runs.get(runId);
+      if (view && result === true) rt.commit({ type: "steer.applied", threadId: view.threadId, runId, attemptId, messageId, text, via: "native" });
+    });
   }
 
   /** Native interrupt, or the destructive session stop. Either is an acknowledgement, never the terminal. */
