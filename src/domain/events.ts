@@ -211,12 +211,15 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     type: z.literal("handoff.created"),
     ...inThread,
     handoffId: id,
-    /** The provider thread that receives it with its next turn. */
+    /** The provider thread that receives it, and the run whose turn carries it. */
     providerThreadId: id,
+    runId: id,
     fromTarget: id.nullable(),
     toTarget: id,
     reason: z.enum(["provider_switch", "fork", "resume_failed", "thread_broken"]),
     strategy: z.enum(["delta_since_last_seen", "full_thread_summary"]),
+    /** Every run summarized (a fork's inherited runs included), and the ordinals of this thread's own. */
+    coveredRunIds: z.array(id),
     coveredRunOrdinals: z.array(z.number().int()),
     text: z.string(),
   }),

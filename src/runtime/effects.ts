@@ -99,7 +99,7 @@ export class Effects {
         Actors.sendIfActive(rt.actors.sessions.get(session.sessionId), { type: "TURN_BEGAN" });
         Actors.sendIfActive(rt.actors.providerThreads.get(loaded.providerThreadId), { type: "TURN_BEGAN" });
       });
-      const context = target.contextForNextTurn(threadId, loaded, session);
+      const context = target.contextForNextTurn(threadId, runId, loaded, session);
       sent = { sessionId: session.sessionId, thread: loaded.handle };
       const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model: thread.model });
       target.normalizer.acceptTurn(attemptId, turnRef);

@@ -50,61 +50,76 @@ function requireDelivery(caps: ProviderCapabilities, what: string): RunContext["
   return delivery;
 }
 
-/** The parent runs a fork carries: up to and including its fork point. */
-export function forkPointRuns(views: Projections, parentThreadId: string, forkedFromRunId: string | null): RunView[] {
-  const parent = views.threads.get(parentThreadId)!;
-  const cut = forkedFromRunId ? parent.runs.findIndex((r) => r.runId === forkedFromRunId) + 1 : parent.runs.length;
-  return parent.runs.slice(0, cut);
+/**
+ * Everything the app thread's conversation consists of, oldest first: for a fork, its
+ * parent's history up to the fork point, then its own settled runs that reached a provider.
+ */
+export function historyRuns(views: Projections, threadId: string, upToRunId?: string | null): RunView[] {
+  const thread = views.threads.get(threadId)!;
+  // A run whose turn never reached a provider (its send failed) is not part of any conversation.
+  const settled = thread.runs.filter((r) => isTerminalRunStatus(r.status) && r.attempts.some((a) => a.providerTurnId !== null));
+  const cut = upToRunId === undefined ? settled.length : upToRunId === null ? 0 : settled.findIndex((r) => r.runId === upToRunId) + 1;
+  const lineage = thread.lineage?.relation === "fork" ? thread.lineage : null;
+  const inherited = lineage ? historyRuns(views, lineage.parentThreadId, lineage.forkedFromRunId) : [];
+  return [...inherited, ...settled.slice(0, cut)];
 }
 
 export interface ContextInput {
   views: Projections;
   threadId: string;
+  /** The run whose turn will carry the context. */
+  runId: string;
   providerThread: ProviderThreadRecord;
   capabilities: ProviderCapabilities;
   commit: (event: DomainEvent) => void;
   nextHandoffId: () => string;
 }
 
-/** The context the next turn of this provider thread must carry, or null when it has seen everything. */
-export function contextForNextTurn({ views, threadId, providerThread, capabilities, commit, nextHandoffId }: ContextInput): RunContext | null {
-  const thread = views.threads.get(threadId)!;
-  const fresh = providerThread.lastRunOrdinal === 0;
-  const transfer = views.transfers.get(threadId);
-  if (fresh && transfer?.resolution === "portable") {
-    const runs = forkPointRuns(views, transfer.parentThreadId, transfer.forkedFromRunId);
-    const text = summarizeRuns(runs, capabilities.context.maxRecommendedHandoffChars);
-    return { kind: "fork", text, delivery: requireDelivery(capabilities, "a portable fork") };
-  }
-  const settled = thread.runs.filter((r) => isTerminalRunStatus(r.status) && r.attempts.length > 0);
-  // A replacement thread starts blank: it must hear every run, not only other providers' runs.
-  const rebuilt = providerThread.via === "rebuilt" || providerThread.via === "replaced";
-  const missed = settled.filter(
-    (r) => r.ordinal > providerThread.lastRunOrdinal && (rebuilt || r.providerTarget !== providerThread.providerTarget),
-  );
-  if (missed.length === 0) return null;
+/**
+ * The context the next turn of this provider thread must carry, or null when it has seen
+ * everything: a delta of what it missed when it has seen some of the thread (and the provider
+ * takes deltas), else the whole history. A natively forked thread already holds its parent's.
+ */
+export function contextForNextTurn(input: ContextInput): RunContext | null {
+  const { views, threadId, runId, providerThread, capabilities, commit, nextHandoffId } = input;
+  const history = historyRuns(views, threadId);
+  const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
+  const known = (r: RunView) => providerThread.seenRunIds.has(r.runId) || (providerThread.origin === "forked" && !own.has(r.runId));
+  const unseen = history.filter((r) => !known(r));
+  if (unseen.length === 0) return null;
+  const fresh = providerThread.seenRunIds.size === 0;
   const delta = !fresh && capabilities.context.supportsDeltaHandoff;
-  const covered = delta ? missed : settled.filter((r) => r.ordinal <= missed.at(-1)!.ordinal);
-  const reason = providerThread.via === "rebuilt" ? "resume_failed" : providerThread.via === "replaced" ? "thread_broken" : "provider_switch";
-  const ordinals = covered.map((r) => r.ordinal);
+  const covered = delta ? unseen : history;
+  const coveredRunIds = covered.map((r) => r.runId);
+  const reason = !fresh
+    ? "provider_switch"
+    : providerThread.origin === "rebuilt"
+      ? "resume_failed"
+      : providerThread.origin === "replaced"
+        ? "thread_broken"
+        : views.transfers.get(threadId)?.resolution === "portable"
+          ? "fork"
+          : "provider_switch";
+  const kind: RunContext["kind"] = reason === "fork" ? "fork" : reason === "provider_switch" ? "handoff" : "rebuild";
   const delivery = requireDelivery(capabilities, "a handoff");
-  const prior = views.handoffs
+  const pending = views.handoffs
     .get(threadId)
-    ?.find((h) => h.providerThreadId === providerThread.providerThreadId && h.coveredRunOrdinals.join() === ordinals.join());
-  const kind = reason === "provider_switch" ? "handoff" : "rebuild";
-  if (prior) return { kind, text: prior.text, delivery };
+    ?.find((h) => !h.consumed && h.providerThreadId === providerThread.providerThreadId && h.coveredRunIds.join() === coveredRunIds.join());
+  if (pending) return { kind, text: pending.text, delivery };
   const text = summarizeRuns(covered, capabilities.context.maxRecommendedHandoffChars);
-  const lastOther = missed.findLast((r) => r.providerTarget !== providerThread.providerTarget);
+  const lastOther = unseen.findLast((r) => r.providerTarget !== providerThread.providerTarget);
   commit({
     type: "handoff.created",
     threadId,
     handoffId: nextHandoffId(),
     providerThreadId: providerThread.providerThreadId,
+    runId,
     fromTarget: lastOther?.providerTarget ?? null,
     toTarget: providerThread.providerTarget,
     reason,
     strategy: delta ? "delta_since_last_seen" : "full_thread_summary",
-    coveredRunOrdinals: ordinals,
+    coveredRunIds,
+    coveredRunOrdinals: covered.filter((r) => own.has(r.runId)).map((r) => r.ordinal),
     text,
   });
   return { kind, text, delivery };

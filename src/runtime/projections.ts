@@ -108,17 +108,20 @@ export interface ProviderThreadRecord {
   sessionId: string;
   nativeThreadRef: string | null;
   resumeCursor: string;
-  via: DomainEventOf<"provider_thread.bound">["via"];
-  /** Ordinal of the last app run this provider thread executed: what it has seen. */
-  lastRunOrdinal: number;
+  /** How it came to be (its first binding; later resumes do not change it). */
+  origin: DomainEventOf<"provider_thread.bound">["via"];
+  /** App runs this provider thread has seen: executed itself, or received in a consumed handoff. */
+  seenRunIds: Set<string>;
 }
 
 export interface HandoffRecord {
   handoffId: string;
   providerThreadId: string;
   reason: DomainEventOf<"handoff.created">["reason"];
-  coveredRunOrdinals: number[];
+  coveredRunIds: string[];
   text: string;
+  /** A turn of its provider thread was bound after it: the provider has it. */
+  consumed: boolean;
 }
 
 export interface Transfer {
@@ -227,7 +230,14 @@ export class Projections {
         const attempt = run?.attempts.find((a) => a.attemptId === event.attemptId);
         if (attempt) Object.assign(attempt, { providerThreadId: event.providerThreadId, providerTurnId: event.providerTurnId, nativeTurnRef: event.nativeTurnRef });
         const providerThread = this.providerThreadsById.get(event.providerThreadId);
-        if (providerThread && run) providerThread.lastRunOrdinal = Math.max(providerThread.lastRunOrdinal, run.ordinal);
+        if (providerThread) {
+          providerThread.seenRunIds.add(event.runId);
+          for (const handoff of this.handoffs.get(event.threadId) ?? []) {
+            if (handoff.consumed || handoff.providerThreadId !== event.providerThreadId) continue;
+            handoff.consumed = true;
+            for (const runId of handoff.coveredRunIds) providerThread.seenRunIds.add(runId);
+          }
+        }
         return;
       }
       case "attempt.terminal": {
@@ -310,7 +320,8 @@ export class Projections {
       case "provider_thread.bound": {
         const known = this.providerThreadsById.get(event.providerThreadId);
         const { providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, via } = event;
-        const record: ProviderThreadRecord = { providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, via: known?.via ?? via, lastRunOrdinal: known?.lastRunOrdinal ?? 0 };
+        const origin = known?.origin ?? via;
+        const record: ProviderThreadRecord = { providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, origin, seenRunIds: known?.seenRunIds ?? new Set() };
         this.providerThreads.set(Projections.providerThreadKey(threadId, providerTarget), record);
         this.providerThreadsById.set(providerThreadId, record);
         return;
@@ -322,10 +333,10 @@ export class Projections {
         return;
       }
       case "handoff.created": {
-        const { handoffId, providerThreadId, reason, coveredRunOrdinals, text } = event;
-        this.handoffs.set(event.threadId, [...(this.handoffs.get(event.threadId) ?? []), { handoffId, providerThreadId, reason, coveredRunOrdinals, text }]);
-        const last = thread?.runs.at(-1);
-        if (last) this.#addItem(last, { id: event.handoffId, kind: "handoff", status: "complete", attemptId: null, parentId: null, seq, text: event.text, detail: { strategy: event.strategy, reason: event.reason } });
+        const { handoffId, providerThreadId, reason, coveredRunIds, text } = event;
+        this.handoffs.set(event.threadId, [...(this.handoffs.get(event.threadId) ?? []), { handoffId, providerThreadId, reason, coveredRunIds, text, consumed: false }]);
+        const carrier = this.runs.get(event.runId);
+        if (carrier) this.#addItem(carrier, { id: event.handoffId, kind: "handoff", status: "complete", attemptId: null, parentId: null, seq, text: event.text, detail: { strategy: event.strategy, reason: event.reason } });
         return;
       }
       case "fork.recorded":

@@ -4,7 +4,7 @@ import { HostUnavailableError, ResumeFailedError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
 import type { IdSource } from "../domain/ids.js";
-import { contextForNextTurn, forkPointRuns } from "./handoff.js";
+import { contextForNextTurn, historyRuns } from "./handoff.js";
 import { Normalizer } from "./normalizer.js";
 import { Projections, type Transfer } from "./projections.js";
 
@@ -154,10 +154,11 @@ export class Target {
   }
 
   /** What the next turn on this provider thread must carry (a recorded handoff, a portable fork), if anything. */
-  contextForNextTurn(threadId: string, loaded: LoadedThread, session: LiveSession): RunContext | null {
+  contextForNextTurn(threadId: string, runId: string, loaded: LoadedThread, session: LiveSession): RunContext | null {
     return contextForNextTurn({
       views: this.host.views,
       threadId,
+      runId,
       providerThread: this.host.views.providerThreadsById.get(loaded.providerThreadId)!,
       capabilities: session.capabilities,
       commit: (event) => this.host.commit(event),
@@ -189,15 +190,20 @@ export class Target {
   async #resolveFork(threadId: string, session: LiveSession, transfer: Transfer): Promise<LoadedThread> {
     const { views } = this.host;
     const parentThread = views.providerThreads.get(Projections.providerThreadKey(transfer.parentThreadId, this.id));
-    const runs = forkPointRuns(views, transfer.parentThreadId, transfer.forkedFromRunId);
+    const runs = historyRuns(views, transfer.parentThreadId, transfer.forkedFromRunId);
     const parentRuns = views.threads.get(transfer.parentThreadId)!.runs;
-    const fromInside = runs.length < parentRuns.length;
+    const parentOwn = runs.filter((r) => r.threadId === transfer.parentThreadId);
+    const fromInside = parentOwn.length < parentRuns.length;
     const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
     const resolved = (resolution: "native" | "portable", detail: string) =>
       this.host.commit({ type: "fork.resolved", threadId, transferId: transfer.transferId, resolution, detail });
 
     let why = parentThread ? `provider cannot fork natively (${capability})` : "the parent has no thread on this provider";
-    const ranHere = parentThread && runs.every((r) => r.attempts.length === 0 || r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId);
+    // The provider's copy is faithful only if it ran every run up to the fork point (and holds
+    // whatever the parent inherited, by having been forked natively itself).
+    const inheritsNatively = parentOwn.length === runs.length || parentThread?.origin === "forked";
+    const ranHere =
+      parentThread && inheritsNatively && parentOwn.every((r) => r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId);
     if (parentThread && !ranHere) why = "the parent thread's runs up to the fork point did not all run on this provider thread";
     if (parentThread && ranHere && this.adapter.forkThread && canForkNatively(session.capabilities, fromInside)) {
       const afterTurnRef = fromInside ? (runs.at(-1)?.attempts.at(-1)?.nativeTurnRef ?? null) : null;
