@@ -133,7 +133,18 @@ export interface Transfer {
 }
 
 /** Event fields that carry an allocated app id. */
-const ID_FIELDS = ["threadId", "runId", "userMessageId", "messageId", "sessionId", "providerThreadId", "handoffId", "transferId"] as const;
+const ID_FIELDS = ["threadId", "runId", "userMessageId", "messageId", "sessionId", "providerThreadId", "handoffId", "transferId", "commandId"] as const;
+/** Only these events introduce an app id (the rest reference ids already known). */
+const INTRODUCES_IDS: ReadonlySet<DomainEvent["type"]> = new Set([
+  "thread.created",
+  "run.created",
+  "steer.applied",
+  "session.started",
+  "provider_thread.bound",
+  "handoff.created",
+  "fork.recorded",
+  "command.receipt",
+]);
 
 const TERMINAL: ReadonlySet<RunStatus> = new Set(["completed", "interrupted", "failed", "cancelled", "rolled_back"]);
 export const isTerminalRunStatus = (status: RunStatus): boolean => TERMINAL.has(status);
@@ -181,9 +192,11 @@ export class Projections {
 
   apply({ seq, event }: LogRecord<DomainEvent>): void {
     this.head = seq;
-    for (const key of ID_FIELDS) {
-      const value = (event as Record<string, unknown>)[key];
-      if (typeof value === "string") this.#knownIds.add(value);
+    if (INTRODUCES_IDS.has(event.type)) {
+      for (const key of ID_FIELDS) {
+        const value = (event as Record<string, unknown>)[key];
+        if (typeof value === "string") this.#knownIds.add(value);
+      }
     }
     const thread = "threadId" in event && event.threadId ? this.threads.get(event.threadId) : undefined;
     if (thread) thread.lastSeq = seq;

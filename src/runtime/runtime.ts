@@ -74,6 +74,10 @@ export interface ThreadSnapshot {
 
 export type Subscriber = (record: LogRecord<DomainEvent>) => void;
 
+/** How long `close()` waits for provider calls that are still in flight. */
+const CLOSE_GRACE_MS = 5_000;
+const delay = (ms: number) => new Promise<void>((done) => setTimeout(done, ms).unref());
+
 
 /**
  * The runtime: one writer of one data directory. Commands go API -> thread/run/request
@@ -331,7 +335,8 @@ export class Runtime {
     this.#d.close();
     try {
       const closes = await Promise.allSettled([...this.#d.targets.values()].map(async (t) => t.adapter.close()));
-      await this.#d.effects.settle();
+      // Provider calls still in flight get a grace period; a call that never settles cannot hold the directory.
+      await Promise.race([this.#d.effects.settle(), delay(CLOSE_GRACE_MS)]);
       // An adapter that failed to close may never end its event stream: do not wait for it.
       await Promise.allSettled(this.#pumps.filter((_, i) => closes[i]?.status === "fulfilled"));
       await this.log.close();
@@ -343,6 +348,7 @@ export class Runtime {
 
   // ---- helpers -------------------------------------------------------------------------
 
+  /** Every command gets an id and a durable receipt: repeating the id returns the receipt, nothing runs twice. */
   async #command<R extends object>(commandId: string | undefined, command: string, fn: () => R): Promise<R & { commandId: string }> {
     this.#assertOpen();
     if (commandId) {
@@ -353,8 +359,9 @@ export class Runtime {
         return structuredClone(prior.receipt) as R & { commandId: string };
       }
     }
-    const receipt = { commandId: commandId ?? this.ids.next("cmd"), ...fn() };
-    if (commandId) this.#d.run(() => this.#d.commit({ type: "command.receipt", commandId, command, receipt }));
+    const id = commandId ?? this.ids.next("cmd");
+    const receipt = { commandId: id, ...fn() };
+    this.#d.run(() => this.#d.commit({ type: "command.receipt", commandId: id, command, receipt }));
     await this.log.whenDurable();
     return receipt;
   }
