@@ -14,7 +14,6 @@ export const RunStatusSchema = z.enum([
   "rolled_back",
 ]);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
-export const ActiveRunStatusSchema = RunStatusSchema.extract(["queued", "starting", "running", "waiting"]);
 export const TerminalRunStatusSchema = RunStatusSchema.extract([
   "completed",
   "interrupted",
@@ -68,8 +67,6 @@ export type ResponseCapability = z.infer<typeof ResponseCapabilitySchema>;
 export const SessionStatusSchema = z.enum(["starting", "ready", "running", "stopped", "error"]);
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
 
-export const ProviderThreadStatusSchema = z.enum(["not_loaded", "loading", "idle", "active", "closed", "error"]);
-export type ProviderThreadStatus = z.infer<typeof ProviderThreadStatusSchema>;
 
 export const DispatchModeSchema = z.enum(["auto", "queue", "steer", "restart"]);
 export type DispatchMode = z.infer<typeof DispatchModeSchema>;

@@ -1,6 +1,4 @@
-import type { DomainEvent } from "../domain/events.js";
-import type { RequestResponseInput } from "../domain/events.js";
-import type { Failure, TerminalRunStatus } from "../domain/entities.js";
+import type { DomainEvent, RequestResponseInput } from "../domain/events.js";
 
 /**
  * What machines tell the runtime. Machines stay pure: they never call adapters or the
@@ -16,12 +14,12 @@ export type Effect =
   | { type: "steerTurn"; threadId: string; runId: string; attemptId: string; text: string; messageId: string }
   | { type: "interruptTurn"; threadId: string; runId: string; attemptId: string }
   | { type: "stopSession"; threadId: string; runId: string; attemptId: string }
-  | { type: "runFinished"; threadId: string; runId: string; status: TerminalRunStatus }
+  | { type: "runFinished"; threadId: string; runId: string }
   | { type: "respond"; requestId: string; response: RequestResponseInput };
 
 export type Outcome =
   | { command: "submit"; disposition: "started" | "queued"; runId: string; queuePosition: number }
-  | { command: "submit"; disposition: "steer" | "restart"; runId: string; activeRunId: string }
+  | { command: "submit"; disposition: "steer" | "restart"; runId: string }
   | { command: "steer"; via: "native" | "interrupt_restart"; runId: string; attemptId: string }
   | { command: "interrupt"; via: "native" | "session_stop" | "not_started" | "already_requested"; runId: string }
   | { command: "respond"; requestId: string; accepted: true }
@@ -61,4 +59,3 @@ export function refuseUnsupported(where: Where, command: "submit" | "steer" | "i
   return [policyApplied(where, policy, capability, "refused", detail), outcome({ command, refused: "capability_unsupported", capability, detail })];
 }
 
-export type { Failure };

@@ -2,8 +2,9 @@ import { assign, setup } from "xstate";
 import type { ProviderThreadHandle } from "../adapters/contract.js";
 
 /**
- * A provider-side thread bound to an app thread. Its native handle (resume cursor) is
- * persisted by the runtime, so a restarted runtime resumes it instead of starting over.
+ * A provider-side thread bound to an app thread: loaded in a session (created, resumed or
+ * forked), idle or running a turn, unloaded when its session dies (the next turn resumes it
+ * from its persisted cursor), closed when the provider reports it broken.
  */
 
 export interface ProviderThreadContext {
@@ -12,14 +13,10 @@ export interface ProviderThreadContext {
   providerTarget: string;
   sessionId: string | null;
   handle: ProviderThreadHandle | null;
-  /** Provider context no longer matches the app thread (e.g. files rolled back without it). */
-  divergent: boolean;
 }
 
 export type ProviderThreadEvent =
-  | { type: "LOAD" }
   | { type: "LOADED"; sessionId: string; handle: ProviderThreadHandle }
-  | { type: "LOAD_FAILED" }
   | { type: "TURN_BEGAN" }
   | { type: "TURN_ENDED" }
   | { type: "SESSION_GONE" }
@@ -29,7 +26,7 @@ export const providerThreadMachine = setup({
   types: {
     context: {} as ProviderThreadContext,
     events: {} as ProviderThreadEvent,
-    input: {} as { providerThreadId: string; appThreadId: string; providerTarget: string; handle?: ProviderThreadHandle | null },
+    input: {} as { providerThreadId: string; appThreadId: string; providerTarget: string },
   },
   actions: {
     bindHandle: assign({
@@ -40,33 +37,19 @@ export const providerThreadMachine = setup({
   },
 }).createMachine({
   id: "providerThread",
-  context: ({ input }) => ({
-    providerThreadId: input.providerThreadId,
-    appThreadId: input.appThreadId,
-    providerTarget: input.providerTarget,
-    sessionId: null,
-    handle: input.handle ?? null,
-    divergent: false,
-  }),
+  context: ({ input }) => ({ ...input, sessionId: null, handle: null }),
   initial: "not_loaded",
   states: {
-    not_loaded: { on: { LOAD: "loading" } },
-    loading: {
-      on: {
-        LOADED: { target: "idle", actions: "bindHandle" },
-        LOAD_FAILED: "not_loaded",
-      },
-    },
+    not_loaded: {},
     idle: { on: { TURN_BEGAN: "active" } },
     active: { on: { TURN_ENDED: "idle" } },
     closed: { type: "final" },
-    error: {},
   },
   on: {
+    // Loaded (or reloaded in another session after its first one died).
+    LOADED: { target: ".idle", actions: "bindHandle" },
     // A session loss unloads the thread: the next turn resumes it from its cursor.
     SESSION_GONE: { target: ".not_loaded", actions: "forgetSession" },
-    // Rebound (resumed or re-created) in another session.
-    LOADED: { target: ".idle", actions: "bindHandle" },
     CLOSE: ".closed",
   },
 });

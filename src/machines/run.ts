@@ -60,7 +60,6 @@ const runSetup = setup({
         activeAttemptId: attempt.attemptId,
         supersededAttemptId: null,
         pendingSteer: null,
-        turnBound: false,
         interrupt: "none",
       });
       const { threadId, runId } = context;
@@ -76,7 +75,6 @@ const runSetup = setup({
     }),
     bindTurn: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "TURN_ACCEPTED") return;
-      enqueue.assign({ turnBound: true });
       enqueue.emit(
         record({
           type: "attempt.turn_bound",
@@ -254,7 +252,7 @@ const runSetup = setup({
           enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId, status: params.status }));
         }
         enqueue.emit(record({ type: "run.terminal", threadId, runId, status: params.status, reason, failure }));
-        enqueue.emit(effect({ type: "runFinished", threadId, runId, status: params.status }));
+        enqueue.emit(effect({ type: "runFinished", threadId, runId }));
       },
     ),
     cancelQueued: enqueueActions(({ context, event, enqueue }) => {
@@ -265,7 +263,7 @@ const runSetup = setup({
       }
       const reason = event.type === "CANCEL" ? event.reason : "interrupted_before_start";
       enqueue.emit(record({ type: "run.terminal", threadId, runId, status: "cancelled", reason, failure: null }));
-      enqueue.emit(effect({ type: "runFinished", threadId, runId, status: "cancelled" }));
+      enqueue.emit(effect({ type: "runFinished", threadId, runId }));
     }),
   },
 });
@@ -322,7 +320,6 @@ export const runMachine = runSetup.createMachine({
     activeAttemptId: null,
     supersededAttemptId: null,
     pendingSteer: null,
-    turnBound: false,
     interrupt: "none",
     interruptVia: "native",
     deferredSteer: null,
@@ -378,10 +375,7 @@ export const runMachine = runSetup.createMachine({
           entry: "recordWaiting",
           on: {
             REQUEST_OPENED: { guard: "isFromActiveAttempt", actions: ["trackRequest", "applyProviderEvent"] },
-            REQUEST_SETTLED: [
-              { guard: "hasNoPendingRequests", actions: "untrackRequest" },
-              { actions: "untrackRequest", target: "settlingRequest" },
-            ],
+            REQUEST_SETTLED: { actions: "untrackRequest", target: "settlingRequest" },
           },
         },
         /** Transient: back to running when the last pending request settled. */

@@ -25,7 +25,6 @@ export interface RunContext {
   /** The attempt being replaced by an interrupt-restart steer, until its terminal arrives. */
   supersededAttemptId: string | null;
   pendingSteer: { text: string; messageId: string } | null;
-  turnBound: boolean;
   /** `requested` while the turn is still starting; `sent` once the provider was asked. */
   interrupt: "none" | "requested" | "sent";
   /** How a requested interrupt is delivered: natively, or by stopping the session (destructive). */

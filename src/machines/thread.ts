@@ -84,7 +84,7 @@ export const threadMachine = setup({
       enqueue.emit(record(runCreated(context, event)));
       if (params.atHead) {
         enqueue.emit(effect({ type: "interruptRun", threadId: context.threadId, runId: context.activeRunId! }));
-        enqueue.emit(outcome({ command: "submit", disposition: "restart", runId: event.runId, activeRunId: context.activeRunId! }));
+        enqueue.emit(outcome({ command: "submit", disposition: "restart", runId: event.runId }));
       } else {
         const queuePosition = queue.indexOf(entry) + 1;
         enqueue.emit(outcome({ command: "submit", disposition: "queued", runId: event.runId, queuePosition }));
@@ -93,7 +93,7 @@ export const threadMachine = setup({
     steerActiveRun: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "SUBMIT") return;
       const activeRunId = context.activeRunId!;
-      enqueue.emit(outcome({ command: "submit", disposition: "steer", runId: activeRunId, activeRunId }));
+      enqueue.emit(outcome({ command: "submit", disposition: "steer", runId: activeRunId }));
       enqueue.emit(
         effect({ type: "steerRun", threadId: context.threadId, runId: activeRunId, text: event.text, messageId: event.messageId }),
       );

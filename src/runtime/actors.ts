@@ -72,7 +72,6 @@ export class Actors {
       this.providerThreads.set(event.providerThreadId, actor);
     }
     const handle = { threadRef: event.nativeThreadRef, resumeCursor: event.resumeCursor };
-    actor.send({ type: "LOAD" });
     actor.send({ type: "LOADED", sessionId: event.sessionId, handle });
   }
 

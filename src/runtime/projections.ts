@@ -1,4 +1,3 @@
-import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { RequestPayload } from "../adapters/contract.js";
 import type {
   AttemptReason,
@@ -98,7 +97,6 @@ export interface ThreadView {
   model: string | null;
   lineage: Lineage | null;
   runs: RunView[];
-  lastSeq: number;
 }
 
 export interface ProviderThreadRecord {
@@ -171,7 +169,6 @@ export class Projections {
   readonly providerThreadsById = new Map<string, ProviderThreadRecord>();
   /** Handoffs per app thread, oldest first. */
   readonly handoffs = new Map<string, HandoffRecord[]>();
-  readonly sessions = new Map<string, { providerTarget: string; capabilities: ProviderCapabilities; hostGeneration: number }>();
   readonly receipts = new Map<string, { command: string; receipt: unknown }>();
   /** Fork transfers by forked thread; realised (native or portable) at its first run. */
   readonly transfers = new Map<string, Transfer>();
@@ -199,12 +196,11 @@ export class Projections {
       }
     }
     const thread = "threadId" in event && event.threadId ? this.threads.get(event.threadId) : undefined;
-    if (thread) thread.lastSeq = seq;
     const run = "runId" in event && event.runId ? this.runs.get(event.runId) : undefined;
     switch (event.type) {
       case "thread.created": {
         const { type: _t, ...fields } = event;
-        this.threads.set(event.threadId, { ...fields, runs: [], lastSeq: seq });
+        this.threads.set(event.threadId, { ...fields, runs: [] });
         return;
       }
       case "run.created": {
@@ -327,9 +323,6 @@ export class Projections {
         target?.fallbacks.push({ policy, capability, outcome, detail });
         return;
       }
-      case "session.started":
-        this.sessions.set(event.sessionId, { providerTarget: event.providerTarget, capabilities: event.capabilities, hostGeneration: event.hostGeneration });
-        return;
       case "provider_thread.bound": {
         const known = this.providerThreadsById.get(event.providerThreadId);
         const { providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, via } = event;

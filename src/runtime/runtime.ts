@@ -67,7 +67,7 @@ export interface RuntimeOptions {
 export interface ThreadSnapshot {
   /** Log sequence the snapshot reflects; subscribe after it for what follows. */
   seq: number;
-  thread: Omit<ThreadView, "runs" | "lastSeq"> & { status: "idle" | "active" };
+  thread: Omit<ThreadView, "runs"> & { status: "idle" | "active" };
   runs: RunView[];
   pendingRequests: Array<RequestView & { respondable: boolean }>;
 }
@@ -281,7 +281,7 @@ export class Runtime {
     this.#assertOpen();
     const thread = this.#thread(parseInput(ThreadIdSchema, threadId));
     const seq = this.#d.views.head;
-    const { runs, lastSeq: _l, ...fields } = thread;
+    const { runs, ...fields } = thread;
     const pending = this.#d.views.pendingRequests(thread.threadId).map((r) => ({ ...r, respondable: this.#generationOf(r) !== null }));
     const snapshot: ThreadSnapshot = structuredClone({
       seq,
