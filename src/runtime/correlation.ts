@@ -32,6 +32,8 @@ export interface TurnBinding {
   closed: boolean;
   interruptSent: boolean;
   nodes: NodeEntry[];
+  /** Latest node per native item ref (deltas look their node up by ref, once per event). */
+  byRef: Map<string, NodeEntry>;
   refCounts: Map<string, number>;
   /** Open subagent nodes, innermost last: the parent of ref-less child events. */
   subagents: string[];
@@ -52,6 +54,7 @@ export function startNode(binding: TurnBinding, strength: Strength, kind: NodeKi
   } else key = `ord:${ordinal}:${kind}:${fingerprint ?? ""}`;
   const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, key), kind, ref: ref ?? null, open: true };
   binding.nodes.push(node);
+  if (ref) binding.byRef.set(ref, node);
   return node;
 }
 
@@ -67,7 +70,7 @@ export function parentOf(binding: TurnBinding, node: NodeEntry, parentRef: strin
 }
 
 export function findNode(binding: TurnBinding, kind: NodeKind, ref: string | undefined): NodeEntry | undefined {
-  if (ref) return binding.nodes.findLast((n) => n.ref === ref);
+  if (ref) return binding.byRef.get(ref);
   return binding.nodes.findLast((n) => n.open && n.kind === kind);
 }
 

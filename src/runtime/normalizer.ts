@@ -73,6 +73,7 @@ export class Normalizer {
       closed: false,
       interruptSent: false,
       nodes: [{ nodeId: input.rootNodeId, kind: "root_turn", ref: null, open: true }],
+      byRef: new Map(),
       refCounts: new Map(),
       subagents: [],
       childThreads: new Map(),

@@ -82,6 +82,8 @@ export class EventLog<E extends { type: string }> {
   #durableHead: number;
   #endOffset: number;
   #queue: { record: LogRecord<E>; line: string }[] = [];
+  /** An urgent record waits in the queue: the next batch goes without yielding for more. */
+  #urgentQueued = false;
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #waiters: Waiter[] = [];
@@ -138,7 +140,10 @@ export class EventLog<E extends { type: string }> {
     const urgent = this.#options.isUrgent?.(event) ?? false; // may throw: do it before any state change
     this.#head = record.seq;
     this.#queue.push({ record, line });
-    if (urgent) this.#startFlush();
+    if (urgent) {
+      this.#urgentQueued = true;
+      this.#startFlush();
+    }
     else if (!this.#flushing) this.#timer ??= setTimeout(() => this.#startFlush(), this.#windowMs);
     // While a flush is in flight its loop picks the record up right after: appends that
     // arrive during an fsync form the next group.
@@ -218,7 +223,8 @@ export class EventLog<E extends { type: string }> {
   async #flushLoop(): Promise<void> {
     while (this.#queue.length > 0 && !this.#failed) {
       // Let producers add to the batch: without this, fast storage shrinks groups to a record or two.
-      if (!this.#queue.some((item) => this.#options.isUrgent?.(item.record.event))) await new Promise(setImmediate);
+      if (!this.#urgentQueued) await new Promise(setImmediate);
+      this.#urgentQueued = false;
       const batch = this.#queue;
       this.#queue = [];
       const data = Buffer.from(batch.map((item) => item.line).join(""), "utf8");
