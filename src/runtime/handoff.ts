@@ -14,22 +14,24 @@ import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type 
 
 const DEFAULT_MAX_CHARS = 8_000;
 
-function runText(run: RunView): string {
+function runText(run: RunView, threadId: string | null): string {
   const assistant = run.items
     .filter((i) => i.kind === "assistant_message" && i.text)
     .map((i) => i.text)
     .join("");
-  return `[run ${run.ordinal}, ${run.status}] user: ${run.text}\nassistant: ${assistant || "(no reply)"}`;
+  // A fork's inherited runs keep their own numbering: say whose they are.
+  const label = threadId && run.threadId !== threadId ? `before the fork, run ${run.ordinal}` : `run ${run.ordinal}`;
+  return `[${label}, ${run.status}] user: ${run.text}\nassistant: ${assistant || "(no reply)"}`;
 }
 
 /**
  * Deterministic and bounded: the oldest runs are dropped first when over the bound, the
  * newest is truncated last. Same runs in, same text out.
  */
-export function summarizeRuns(runs: readonly RunView[], maxChars: number | null): string {
+export function summarizeRuns(runs: readonly RunView[], maxChars: number | null, threadId: string | null = null): string {
   const limit = maxChars ?? DEFAULT_MAX_CHARS;
   const header = "Context from earlier in this conversation:\n";
-  const parts = runs.map(runText);
+  const parts = runs.map((run) => runText(run, threadId));
   while (parts.length > 1 && header.length + parts.join("\n\n").length > limit) parts.shift();
   const omitted = runs.length - parts.length;
   const body = (omitted > 0 ? `(${omitted} earlier runs omitted)\n\n` : "") + parts.join("\n\n");
@@ -91,13 +93,16 @@ export function contextForNextTurn(input: ContextInput): RunContext | null {
   const delta = !fresh && capabilities.context.supportsDeltaHandoff;
   const covered = delta ? unseen : history;
   const coveredRunIds = covered.map((r) => r.runId);
+  // A portable fork's first provider thread hears only inherited history: that is the fork
+  // transfer itself. Once the fork has runs of its own, a fresh thread elsewhere is a switch.
+  const onlyInherited = unseen.every((r) => !own.has(r.runId));
   const reason = !fresh
     ? "provider_switch"
     : providerThread.origin === "rebuilt"
       ? "resume_failed"
       : providerThread.origin === "replaced"
         ? "thread_broken"
-        : views.transfers.get(threadId)?.resolution === "portable"
+        : onlyInherited && views.transfers.get(threadId)?.resolution === "portable"
           ? "fork"
           : "provider_switch";
   const kind: RunContext["kind"] = reason === "fork" ? "fork" : reason === "provider_switch" ? "handoff" : "rebuild";
@@ -106,7 +111,7 @@ export function contextForNextTurn(input: ContextInput): RunContext | null {
     .get(threadId)
     ?.find((h) => !h.consumed && h.providerThreadId === providerThread.providerThreadId && h.coveredRunIds.join() === coveredRunIds.join());
   if (pending) return { kind, text: pending.text, delivery };
-  const text = summarizeRuns(covered, capabilities.context.maxRecommendedHandoffChars);
+  const text = summarizeRuns(covered, capabilities.context.maxRecommendedHandoffChars, threadId);
   const lastOther = unseen.findLast((r) => r.providerTarget !== providerThread.providerTarget);
   commit({
     type: "handoff.created",
