@@ -78,7 +78,6 @@ export type Subscriber = (record: LogRecord<DomainEvent>) => void;
 const CLOSE_GRACE_MS = 5_000;
 const delay = (ms: number) => new Promise<void>((done) => setTimeout(done, ms).unref());
 
-
 /**
  * The runtime: one writer of one data directory. Commands go API -> thread/run/request
  * actors -> effects -> adapters; provider events come back adapter -> normalizer -> actors;
