@@ -1,6 +1,8 @@
 import type { Strength } from "../capabilities/schema.js";
 import type { NodeKind } from "../domain/entities.js";
+import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { derivedId } from "../domain/ids.js";
+import type { RunEvent } from "../machines/runModel.js";
 
 /**
  * Correlation state of one provider turn, and how items in it get their app ids: by native
@@ -76,4 +78,46 @@ export function findNode(binding: TurnBinding, kind: NodeKind, ref: string | und
 
 export function nodeById(binding: TurnBinding, nodeId: string | undefined): NodeEntry | undefined {
   return nodeId ? binding.nodes.find((n) => n.nodeId === nodeId) : undefined;
+}
+
+/** Where normalized output goes: a run actor, a request actor, the session, or straight to the log. */
+export type Routed =
+  | { to: "run"; runId: string; event: RunEvent }
+  | { to: "session"; sessionId: string; state: "stopped" | "error"; message: string | null }
+  | { to: "request"; requestId: string; outcome: string | null }
+  /** A late event of a turn whose run already ended: recorded as fenced, never applied. */
+  | { to: "fenced"; threadId: string; runId: string; attemptId: string; providerEventType: string }
+  | { to: "log"; event: DomainEvent };
+
+export function scopeOf(binding: TurnBinding): { threadId: string; runId: string } {
+  return { threadId: binding.threadId, runId: binding.runId };
+}
+
+export function toRun(binding: TurnBinding, event: RunEvent): Routed {
+  return { to: "run", runId: binding.runId, event };
+}
+
+/** A provider-derived domain event for the run; its actor applies it (or fences it). */
+export function applied(binding: TurnBinding, event: DomainEvent): Routed {
+  return toRun(binding, { type: "PROVIDER", attemptId: binding.attemptId, event });
+}
+
+export function nodeStartedEvent(
+  binding: TurnBinding,
+  node: NodeEntry,
+  providerTarget: string,
+  parentRef: string | undefined,
+  threadRef: string | undefined,
+): DomainEventOf<"node.started"> {
+  return {
+    type: "node.started",
+    ...scopeOf(binding),
+    attemptId: binding.attemptId,
+    nodeId: node.nodeId,
+    parentNodeId: parentOf(binding, node, parentRef, threadRef),
+    kind: node.kind,
+    nativeRef: node.ref,
+    providerTarget,
+    detail: null,
+  };
 }

@@ -5,7 +5,7 @@ import type { NodeKind } from "../domain/entities.js";
 import type { DomainEvent } from "../domain/events.js";
 import { derivedId } from "../domain/ids.js";
 import type { RunEvent } from "../machines/run.js";
-import { findNode, nodeById, parentOf, startNode, type NodeEntry, type TurnBinding } from "./correlation.js";
+import { applied, findNode, nodeById, nodeStartedEvent, scopeOf, startNode, toRun, type NodeEntry, type Routed, type TurnBinding } from "./correlation.js";
 
 /**
  * Native frames, already shaped as ProviderEvents, become app-addressed events here, once.
@@ -14,13 +14,7 @@ import { findNode, nodeById, parentOf, startNode, type NodeEntry, type TurnBindi
  * from the same initial state yields the same ids.
  */
 
-export type Routed =
-  | { to: "run"; runId: string; event: RunEvent }
-  | { to: "session"; sessionId: string; state: "stopped" | "error"; message: string | null }
-  | { to: "request"; requestId: string; outcome: string | null }
-  /** A late event of a turn whose run already ended: recorded as fenced, never applied. */
-  | { to: "fenced"; threadId: string; runId: string; attemptId: string; providerEventType: string }
-  | { to: "log"; event: DomainEvent };
+export type { Routed } from "./correlation.js";
 
 const RELEASED_TURNS_KEPT = 1024;
 
@@ -157,7 +151,7 @@ export class Normalizer {
     const isChild = event.threadRef !== undefined && binding.childThreads.has(event.threadRef);
     switch (event.type) {
       case "turn.started":
-        return isChild ? [] : [this.#toRun(binding, { type: "TURN_STARTED", attemptId: binding.attemptId })];
+        return isChild ? [] : [toRun(binding, { type: "TURN_STARTED", attemptId: binding.attemptId })];
       case "turn.terminal":
       {
         if (isChild) return this.#childTurnEnded(binding, event.threadRef!, event.status);
@@ -171,18 +165,18 @@ export class Normalizer {
       }
       case "item.started": {
         const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[event.kind], event.itemRef, event.detail?.toolName);
-        return [this.#provider(binding, { ...this.#nodeStarted(binding, node, event.parentItemRef, event.threadRef), detail: event.detail ?? null })];
+        return [applied(binding, { ...nodeStartedEvent(binding, node, this.providerTarget, event.parentItemRef, event.threadRef), detail: event.detail ?? null })];
       }
       case "item.delta": {
         const { node, started } = this.#openNode(binding, caps, event.kind, event.itemRef, event.threadRef);
-        return [...started, this.#provider(binding, { type: "node.delta", ...this.#ids(binding), nodeId: node.nodeId, stream: event.stream, delta: event.delta })];
+        return [...started, applied(binding, { type: "node.delta", ...scopeOf(binding), nodeId: node.nodeId, stream: event.stream, delta: event.delta })];
       }
       case "item.completed": {
         const { node, started } = this.#openNode(binding, caps, event.kind, event.itemRef, event.threadRef);
         node.open = false;
         const completed: DomainEvent = {
           type: "node.completed",
-          ...this.#ids(binding),
+          ...scopeOf(binding),
           nodeId: node.nodeId,
           status: event.status,
           text: event.text ?? null,
@@ -190,7 +184,7 @@ export class Normalizer {
           exitCode: event.exitCode ?? null,
           settledBy: "provider",
         };
-        return [...started, this.#provider(binding, completed)];
+        return [...started, applied(binding, completed)];
       }
       case "plan.updated":
       case "plan.proposed":
@@ -198,14 +192,14 @@ export class Normalizer {
         const kind: NodeKind = event.type === "todo.updated" ? "todo_list" : "plan";
         const variant = event.type === "plan.proposed" ? "proposed" : "live";
         const { node, started } = this.#artifactNode(binding, caps, kind, variant, event.itemRef, event.threadRef);
-        const ids = { ...this.#ids(binding), nodeId: node.nodeId };
+        const ids = { ...scopeOf(binding), nodeId: node.nodeId };
         const domain: DomainEvent =
           event.type === "todo.updated"
             ? { type: "todo.updated", ...ids, items: event.items }
             : event.type === "plan.proposed"
               ? { type: "plan.proposed", ...ids, text: event.text }
               : { type: "plan.updated", ...ids, explanation: event.explanation ?? null, steps: event.steps };
-        return [...started, this.#provider(binding, domain)];
+        return [...started, applied(binding, domain)];
       }
       case "request.opened":
         return this.#requestOpened(sessionId, binding, caps, event);
@@ -223,8 +217,8 @@ export class Normalizer {
         const node = startNode(binding, caps.identity.nativeItemIds, "subagent", event.itemRef, event.agent);
         binding.subagents.push(node.nodeId);
         if (event.childThreadRef) binding.childThreads.set(event.childThreadRef, node.nodeId);
-        const started = this.#nodeStarted(binding, node, undefined, event.threadRef);
-        return [this.#provider(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } })];
+        const started = nodeStartedEvent(binding, node, this.providerTarget, undefined, event.threadRef);
+        return [applied(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } })];
       }
       case "subagent.completed": {
         const node = findNode(binding, "subagent", event.itemRef) ?? nodeById(binding, binding.subagents.at(-1));
@@ -232,7 +226,7 @@ export class Normalizer {
         return [this.#closeSubagent(binding, node, event.status, event.result ?? null)];
       }
       case "warning":
-        return [this.#provider(binding, { type: "warning", threadId: binding.threadId, runId: binding.runId, message: event.message })];
+        return [applied(binding, { type: "warning", threadId: binding.threadId, runId: binding.runId, message: event.message })];
     }
   }
 
@@ -261,7 +255,7 @@ export class Normalizer {
 
   #terminal(binding: TurnBinding, status: "completed" | "interrupted" | "failed" | "cancelled", failure: { failureClass: string; message: string; retryable: boolean } | null): Routed {
     const event: RunEvent = { type: "TURN_TERMINAL", attemptId: binding.attemptId, nodeId: binding.rootNodeId, status, failure };
-    return this.#toRun(binding, event);
+    return toRun(binding, event);
   }
 
   /** Which turn an event belongs to: by native turn ref when given, else the thread's current turn. */
@@ -293,46 +287,12 @@ export class Normalizer {
     this.#byTurnRef.set(`${binding.sessionId}\u0000${ref}`, binding);
   }
 
-  #ids(binding: TurnBinding): { threadId: string; runId: string } {
-    return { threadId: binding.threadId, runId: binding.runId };
-  }
-
-  #toRun(binding: TurnBinding, event: RunEvent): Routed {
-    return { to: "run", runId: binding.runId, event };
-  }
-
-  #provider(binding: TurnBinding, event: DomainEvent): Routed {
-    return this.#toRun(binding, { type: "PROVIDER", attemptId: binding.attemptId, event });
-  }
-
-
-
-  #nodeStarted(binding: TurnBinding, node: NodeEntry, parentRef: string | undefined, threadRef: string | undefined): Extract<DomainEvent, { type: "node.started" }> {
-    return {
-      type: "node.started",
-      ...this.#ids(binding),
-      attemptId: binding.attemptId,
-      nodeId: node.nodeId,
-      parentNodeId: parentOf(binding, node, parentRef, threadRef),
-      kind: node.kind,
-      nativeRef: node.ref,
-      providerTarget: this.providerTarget,
-      detail: null,
-    };
-  }
-
-
-
-
-
-
-
   /** The node a delta/completion refers to; started implicitly when the provider never said. */
   #openNode(binding: TurnBinding, caps: ProviderCapabilities, kind: ItemKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
     const found = findNode(binding, ITEM_NODE_KIND[kind], ref);
     if (found && (found.open || ref)) return { node: found, started: [] };
     const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[kind], ref);
-    return { node, started: [this.#provider(binding, this.#nodeStarted(binding, node, undefined, threadRef))] };
+    return { node, started: [applied(binding, nodeStartedEvent(binding, node, this.providerTarget, undefined, threadRef))] };
   }
 
   /** Plans and todo lists are one node per turn (per native item when plan deltas have ids). */
@@ -344,7 +304,7 @@ export class Normalizer {
     if (found) return { node: found, started: [] };
     const node = startNode(binding, caps.identity.nativeItemIds, kind, usesRef, variant);
     node.variant = variant;
-    return { node, started: [this.#provider(binding, this.#nodeStarted(binding, node, undefined, threadRef))] };
+    return { node, started: [applied(binding, nodeStartedEvent(binding, node, this.providerTarget, undefined, threadRef))] };
   }
 
   /**
@@ -360,7 +320,7 @@ export class Normalizer {
     const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, `child:${threadRef}`), kind: "subagent", ref: threadRef, open: true };
     binding.nodes.push(node);
     binding.childThreads.set(threadRef, node.nodeId);
-    out.push(this.#provider(binding, { ...this.#nodeStarted(binding, node, undefined, undefined), detail: null }));
+    out.push(applied(binding, { ...nodeStartedEvent(binding, node, this.providerTarget, undefined, undefined), detail: null }));
     return binding;
   }
 
@@ -374,9 +334,9 @@ export class Normalizer {
   #closeSubagent(binding: TurnBinding, node: NodeEntry, status: "completed" | "interrupted" | "failed" | "cancelled", result: string | null): Routed {
     node.open = false;
     binding.subagents = binding.subagents.filter((id) => id !== node.nodeId);
-    return this.#provider(binding, {
+    return applied(binding, {
       type: "node.completed",
-      ...this.#ids(binding),
+      ...scopeOf(binding),
       nodeId: node.nodeId,
       status,
       text: result,
@@ -397,10 +357,10 @@ export class Normalizer {
     const node = startNode(binding, caps.identity.nativeItemIds, kind, undefined, event.request.kind);
     binding.requests.push({ requestId, nodeId: node.nodeId, ref, open: true });
     const parentRef = event.itemRef;
-    const nodeStarted = this.#nodeStarted(binding, node, parentRef, event.threadRef);
+    const nodeStarted = nodeStartedEvent(binding, node, this.providerTarget, parentRef, event.threadRef);
     const opened: DomainEvent = {
       type: "request.opened",
-      ...this.#ids(binding),
+      ...scopeOf(binding),
       requestId,
       nodeId: node.nodeId,
       payload: event.request,
@@ -408,8 +368,8 @@ export class Normalizer {
       responseCapability: { kind: "live", sessionId, hostGeneration: this.session(sessionId).hostGeneration },
     };
     return [
-      this.#provider(binding, nodeStarted),
-      this.#toRun(binding, { type: "REQUEST_OPENED", attemptId: binding.attemptId, requestId, event: opened }),
+      applied(binding, nodeStarted),
+      toRun(binding, { type: "REQUEST_OPENED", attemptId: binding.attemptId, requestId, event: opened }),
     ];
   }
 
