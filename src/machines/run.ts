@@ -1,17 +1,8 @@
-import { and, assign, enqueueActions, setup } from "xstate";
-import { canInterrupt, canSteerByInterruptRestart, canSteerNatively } from "../capabilities/index.js";
+import { and, assign, enqueueActions } from "xstate";
 import type { AttemptReason } from "../domain/entities.js";
-import {
-  activeAttempt,
-  eventAttempt,
-  newAttempt,
-  ownsRun,
-  type RunContext,
-  type RunEvent,
-  type RunInput,
-  type TerminalStatus,
-} from "./runModel.js";
-import { effect, outcome, policyApplied, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
+import { eventAttempt, newAttempt, steerDropped, type TerminalStatus } from "./runModel.js";
+import { effect, outcome, record } from "./emitted.js";
+import { runInterventions } from "./runInterventions.js";
 
 export { ownsRun, type Attempt, type RunContext, type RunEvent, type RunInput } from "./runModel.js";
 
@@ -21,36 +12,7 @@ export { ownsRun, type Attempt, type RunContext, type RunEvent, type RunInput } 
  * superseded attempt are fenced (recorded, not applied).
  */
 
-const runSetup = setup({
-  types: {
-    context: {} as RunContext,
-    events: {} as RunEvent,
-    input: {} as RunInput,
-    emitted: {} as MachineEmitted,
-  },
-  guards: {
-    /** The event belongs to the attempt that currently owns the run. */
-    isFromActiveAttempt: ({ context, event }) => ownsRun(context, eventAttempt(event)),
-    /** Invariant 4: only the active attempt's root node ends the run. */
-    isActiveAttemptRoot: ({ context, event }) =>
-      event.type === "TURN_TERMINAL" &&
-      event.attemptId === context.activeAttemptId &&
-      event.nodeId === activeAttempt(context)?.rootNodeId,
-    isSupersededAttemptRoot: ({ context, event }) =>
-      event.type === "TURN_TERMINAL" &&
-      event.attemptId === context.supersededAttemptId &&
-      event.nodeId === context.attempts.find((a) => a.attemptId === event.attemptId)?.rootNodeId,
-    isFromSupersededAttempt: ({ context, event }) => eventAttempt(event) !== null && eventAttempt(event) === context.supersededAttemptId,
-    terminalIs: ({ event }, params: { status: TerminalStatus }) =>
-      event.type === "TURN_TERMINAL" && event.status === params.status,
-    canSteerNatively: ({ context }) => canSteerNatively(context.capabilities),
-    canSteerByInterruptRestart: ({ context }) => canSteerByInterruptRestart(context.capabilities),
-    canInterrupt: ({ context }) => canInterrupt(context.capabilities),
-    mayStopSessionToInterrupt: ({ context }) => context.allowSessionStopInterrupt,
-    interruptAlreadyRequested: ({ context }) => context.interrupt !== "none",
-    hasNoPendingRequests: ({ context }) => context.pendingRequestIds.length === 0,
-    hasDeferredSteer: ({ context }) => context.deferredSteer !== null,
-  },
+const runSetup = runInterventions.extend({
   actions: {
     beginAttempt: enqueueActions(({ context, enqueue }, params: { reason: AttemptReason }) => {
       const steer = context.pendingSteer;
@@ -109,131 +71,8 @@ const runSetup = setup({
         record({ type: "event.fenced", threadId: context.threadId, runId: context.runId, attemptId, providerEventType }),
       );
     }),
-    /** Ask the provider to stop the turn, now (`deliver`) or once it runs; the terminal decides. */
-    requestInterrupt: enqueueActions(({ context, enqueue }, params: { deliver: boolean; via: "native" | "session_stop" }) => {
-      const attemptId = context.activeAttemptId!;
-      const { threadId, runId } = context;
-      enqueue.assign({ interrupt: params.deliver ? "sent" : "requested", interruptVia: params.via, deferredSteer: null });
-      if (context.deferredSteer) enqueue.emit(steerDropped(context, "the run was interrupted first"));
-      if (params.via === "session_stop") {
-        const detail = "provider cannot interrupt a turn; stopping its session (destructive)";
-        enqueue.emit(policyApplied(context, "interrupt_by_session_stop", "turns.supportsInterrupt", "fallback", detail));
-      }
-      enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId, via: params.via }));
-      if (params.deliver) enqueue.emit(effect({ type: params.via === "native" ? "interruptTurn" : "stopSession", threadId, runId, attemptId }));
-      enqueue.emit(outcome({ command: "interrupt", via: params.via, runId }));
-    }),
-    /** Interrupt asked for while the turn was starting: deliver it once the turn runs. */
-    deliverDeferredInterrupt: enqueueActions(({ context, enqueue }) => {
-      if (context.interrupt !== "requested") return;
-      const { threadId, runId } = context;
-      enqueue.assign({ interrupt: "sent" });
-      const type = context.interruptVia === "native" ? "interruptTurn" : "stopSession";
-      enqueue.emit(effect({ type, threadId, runId, attemptId: context.activeAttemptId! }));
-    }),
-    /** The provider refused or failed the interrupt: say so, and let the caller try again. */
-    recordInterruptFailure: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "INTERRUPT_FAILED") return;
-      enqueue.assign({ interrupt: "none" });
-      const message = `interrupt was not delivered: ${event.message}`;
-      enqueue.emit(record({ type: "warning", threadId: context.threadId, runId: context.runId, message }));
-    }),
-    refuseInterrupt: enqueueActions(({ context, enqueue }) => {
-      const detail = "provider cannot interrupt a turn and stopping its session is not allowed";
-      refuseUnsupported(context, "interrupt", "interrupt_unsupported", "turns.supportsInterrupt", detail).forEach((e) => enqueue.emit(e));
-    }),
-    reportInterruptPending: enqueueActions(({ context, enqueue }) => {
-      enqueue.emit(outcome({ command: "interrupt", via: "already_requested", runId: context.runId }));
-    }),
-    recordInterruptAck: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "INTERRUPT_ACKED") return;
-      const { threadId, runId } = context;
-      enqueue.emit(record({ type: "interrupt.acknowledged", threadId, runId, attemptId: event.attemptId }));
-    }),
-    /** The steer is recorded as applied once the provider took it (see recordSteerDelivered). */
-    steerNatively: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "STEER") return;
-      const { threadId, runId } = context;
-      const attemptId = context.activeAttemptId!;
-      enqueue.emit(effect({ type: "steerTurn", threadId, runId, attemptId, text: event.text, messageId: event.messageId }));
-      enqueue.emit(outcome({ command: "steer", via: "native", runId, attemptId }));
-    }),
-    recordSteerDelivered: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "STEER_DELIVERED") return;
-      const { threadId, runId } = context;
-      const { attemptId, messageId, text } = event;
-      enqueue.emit(record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "native" }));
-    }),
-    recordSteerFailure: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "STEER_FAILED") return;
-      const message = `steer was not delivered: ${event.message}`;
-      enqueue.emit(record({ type: "warning", threadId: context.threadId, runId: context.runId, message }));
-    }),
-    /** A steer accepted while the turn starts waits for it; the guard that will apply it already passed. */
-    deferSteer: enqueueActions(({ context, event, enqueue }, params: { via: "native" | "interrupt_restart" }) => {
-      if (event.type !== "STEER") return;
-      enqueue.assign({ deferredSteer: { text: event.text, messageId: event.messageId } });
-      enqueue.emit(outcome({ command: "steer", via: params.via, runId: context.runId, attemptId: context.activeAttemptId! }));
-    }),
-    replayDeferredSteer: enqueueActions(({ context, enqueue }) => {
-      if (!context.deferredSteer) return;
-      enqueue.assign({ deferredSteer: null });
-      enqueue.raise({ type: "STEER", ...context.deferredSteer });
-    }),
     assignCapabilities: assign({
       capabilities: ({ context, event }) => (event.type === "SESSION_BOUND" ? event.capabilities : context.capabilities),
-    }),
-    /** Degradation: supersede the active attempt, interrupt it, restart with the steer text. */
-    steerByInterruptRestart: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "STEER") return;
-      const { threadId, runId } = context;
-      const old = activeAttempt(context)!;
-      enqueue.assign({
-        supersededAttemptId: old.attemptId,
-        pendingSteer: { text: event.text, messageId: event.messageId },
-        activeAttemptId: null,
-      });
-      const detail = `attempt ${old.ordinal} superseded; attempt ${old.ordinal + 1} will carry the steer`;
-      enqueue.emit(policyApplied(context, "steer_by_interrupt_restart", "turns.supportsActiveSteering", "fallback", detail));
-      enqueue.emit(effect({ type: "interruptTurn", threadId, runId, attemptId: old.attemptId }));
-      enqueue.emit(outcome({ command: "steer", via: "interrupt_restart", runId, attemptId: old.attemptId }));
-    }),
-    refuseSteer: enqueueActions(({ context, enqueue }) => {
-      const detail = "provider supports neither native steering nor interrupt-restart";
-      refuseUnsupported(context, "steer", "steer_unsupported", "turns.supportsActiveSteering", detail).forEach((e) => enqueue.emit(e));
-    }),
-    /** The superseded attempt could not be interrupted: it keeps the run, and the steer is dropped. */
-    revertRestart: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "INTERRUPT_FAILED") return;
-      enqueue.assign({ activeAttemptId: context.supersededAttemptId, supersededAttemptId: null, pendingSteer: null, interrupt: "none" });
-      const message = `steer was not delivered: the active attempt could not be interrupted (${event.message})`;
-      enqueue.emit(record({ type: "warning", threadId: context.threadId, runId: context.runId, message }));
-    }),
-    /** Interrupt during an interrupt-restart: drop the steer; the old attempt's terminal ends the run. */
-    interruptPendingRestart: enqueueActions(({ context, enqueue }) => {
-      const { threadId, runId } = context;
-      enqueue.assign({ interrupt: "sent", pendingSteer: null });
-      enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId: context.supersededAttemptId, via: "native" }));
-      enqueue.emit(outcome({ command: "interrupt", via: "native", runId }));
-    }),
-    refuseSecondDeferredSteer: enqueueActions(({ enqueue }) => {
-      enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "a steer is already waiting for this run's turn to start" }));
-    }),
-    refuseSteerWhileInterrupting: enqueueActions(({ enqueue }) => {
-      enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "an interrupt of this run is pending" }));
-    }),
-    refuseSteerWhileRestarting: enqueueActions(({ enqueue }) => {
-      enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "a steer is already restarting this run" }));
-    }),
-    /** The superseded attempt's terminal arrived: close it, mark it superseded; the steer now applies. */
-    settleSupersededAttempt: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "TURN_TERMINAL" || !context.pendingSteer) return;
-      const { threadId, runId } = context;
-      const { attemptId } = event;
-      enqueue.emit({ type: "settle", threadId, runId, attemptId, status: "interrupted", reason: "attempt_superseded" });
-      enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId, status: "superseded" }));
-      const { text, messageId } = context.pendingSteer;
-      enqueue.emit(record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "interrupt_restart" }));
     }),
     finishRun: enqueueActions(
       ({ context, event, enqueue }, params: { status: TerminalStatus; reason: string | null }) => {
@@ -267,12 +106,6 @@ const runSetup = setup({
     }),
   },
 });
-
-/** A deferred steer that will never reach the provider: said so in the log, never silently lost. */
-function steerDropped(context: RunContext, why: string): MachineEmitted {
-  const message = `steer was not delivered: ${why} ("${context.deferredSteer?.text ?? ""}")`;
-  return record({ type: "warning", threadId: context.threadId, runId: context.runId, message });
-}
 
 /** The active attempt's root terminal ends the run with the provider's status; anything else is fenced. */
 const rootTerminal = [

@@ -1,9 +1,12 @@
+import { setup } from "xstate";
+import { canInterrupt, canSteerByInterruptRestart, canSteerNatively } from "../capabilities/predicates.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { AttemptReason, Failure } from "../domain/entities.js";
 import type { DomainEvent } from "../domain/events.js";
 import { derivedId } from "../domain/ids.js";
+import { record, type MachineEmitted } from "./emitted.js";
 
-/** The run machine's context, input and events, and the pure helpers its guards share. */
+/** The run machine's context, input, events and guards, and the pure helpers they share. */
 
 export interface Attempt {
   attemptId: string;
@@ -78,3 +81,42 @@ export const eventAttempt = (e: RunEvent): string | null => ("attemptId" in e ? 
 /** Is this attempt the one that currently owns the run? (The fencing decision, invariant 4.) */
 export const ownsRun = (context: RunContext, attemptId: string | null): boolean =>
   attemptId !== null && attemptId === context.activeAttemptId;
+
+/** A deferred steer that will never reach the provider: said so in the log, never silently lost. */
+export function steerDropped(context: RunContext, why: string): MachineEmitted {
+  const message = `steer was not delivered: ${why} ("${context.deferredSteer?.text ?? ""}")`;
+  return record({ type: "warning", threadId: context.threadId, runId: context.runId, message });
+}
+
+/** The run machine's types and guards; its actions are added in runInterventions.ts and run.ts. */
+export const runBase = setup({
+  types: {
+    context: {} as RunContext,
+    events: {} as RunEvent,
+    input: {} as RunInput,
+    emitted: {} as MachineEmitted,
+  },
+  guards: {
+    /** The event belongs to the attempt that currently owns the run. */
+    isFromActiveAttempt: ({ context, event }) => ownsRun(context, eventAttempt(event)),
+    /** Invariant 4: only the active attempt's root node ends the run. */
+    isActiveAttemptRoot: ({ context, event }) =>
+      event.type === "TURN_TERMINAL" &&
+      event.attemptId === context.activeAttemptId &&
+      event.nodeId === activeAttempt(context)?.rootNodeId,
+    isSupersededAttemptRoot: ({ context, event }) =>
+      event.type === "TURN_TERMINAL" &&
+      event.attemptId === context.supersededAttemptId &&
+      event.nodeId === context.attempts.find((a) => a.attemptId === event.attemptId)?.rootNodeId,
+    isFromSupersededAttempt: ({ context, event }) => eventAttempt(event) !== null && eventAttempt(event) === context.supersededAttemptId,
+    terminalIs: ({ event }, params: { status: TerminalStatus }) =>
+      event.type === "TURN_TERMINAL" && event.status === params.status,
+    canSteerNatively: ({ context }) => canSteerNatively(context.capabilities),
+    canSteerByInterruptRestart: ({ context }) => canSteerByInterruptRestart(context.capabilities),
+    canInterrupt: ({ context }) => canInterrupt(context.capabilities),
+    mayStopSessionToInterrupt: ({ context }) => context.allowSessionStopInterrupt,
+    interruptAlreadyRequested: ({ context }) => context.interrupt !== "none",
+    hasNoPendingRequests: ({ context }) => context.pendingRequestIds.length === 0,
+    hasDeferredSteer: ({ context }) => context.deferredSteer !== null,
+  },
+});
