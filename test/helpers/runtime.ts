@@ -80,3 +80,35 @@ export function gateEvents(adapter: ProviderAdapter, hold: (e: ProviderAdapterEv
   });
   return { adapter: wrapped, release };
 }
+
+/** The adapter with some methods replaced (a host that misbehaves at the process boundary). */
+export function override(adapter: ProviderAdapter, methods: Partial<ProviderAdapter>): ProviderAdapter {
+  return Object.assign(Object.create(adapter) as ProviderAdapter, methods);
+}
+
+/** A promise and its resolver. */
+export function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** Holds `startSession` until released: the run stays `starting` meanwhile. */
+export function holdSessionStart(adapter: ProviderAdapter) {
+  const gate = deferred();
+  const wrapped = override(adapter, {
+    startSession: async (input) => {
+      await gate.promise;
+      return adapter.startSession(input);
+    },
+  });
+  return { adapter: wrapped, release: gate.resolve };
+}
+
+/** The error a promise rejects with, or null when it resolves. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+}

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createScriptedAdapter, TillerError } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, ScriptStep } from "../../src/index.js";
-import { nextEvent, ofType, openTestRuntime, recordCalls } from "../helpers/runtime.js";
+import { deferred, holdSessionStart, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
 
 /**
  * Regression tests for the defects found in the second review (repros s1..s13). Each test
@@ -11,37 +11,6 @@ import { nextEvent, ofType, openTestRuntime, recordCalls } from "../helpers/runt
  */
 
 const hang: ScriptStep[] = [{ type: "text", text: "working" }, { type: "hang" }];
-
-/** The adapter with some methods replaced (a host that misbehaves at the process boundary). */
-function override(adapter: ProviderAdapter, methods: Partial<ProviderAdapter>): ProviderAdapter {
-  return Object.assign(Object.create(adapter) as ProviderAdapter, methods);
-}
-
-/** A promise and its resolver. */
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
-
-/** Holds `startSession` until released: the run stays `starting` meanwhile. */
-function holdSessionStart(adapter: ProviderAdapter) {
-  const gate = deferred();
-  const wrapped = override(adapter, {
-    startSession: async (input) => {
-      await gate.promise;
-      return adapter.startSession(input);
-    },
-  });
-  return { adapter: wrapped, release: gate.resolve };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
-}
 
 /** Assistant text of a run's items, concatenated. */
 const said = (items: Array<{ kind: string; text?: string | null }>) =>

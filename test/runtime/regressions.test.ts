@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRuntime, createScriptedAdapter, fullCapabilities, keyedScript, TillerError } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderCapabilities, ScriptStep } from "../../src/index.js";
-import { gateEvents, nextEvent, ofType, openTestRuntime, recordCalls } from "../helpers/runtime.js";
+import { deferred, gateEvents, holdSessionStart, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
 
 /**
  * Regression tests for defects found in review (repros a1..a19). Each test drives the
@@ -12,18 +12,6 @@ import { gateEvents, nextEvent, ofType, openTestRuntime, recordCalls } from "../
 
 const hang: ScriptStep[] = [{ type: "text", text: "working" }, { type: "hang" }];
 const none = { nativeThreadIds: "none", nativeTurnIds: "none", nativeItemIds: "none", nativeRequestIds: "none" } as const;
-
-/** The adapter with some methods replaced (a host that misbehaves at the process boundary). */
-function override(adapter: ProviderAdapter, methods: Partial<ProviderAdapter>): ProviderAdapter {
-  return Object.assign(Object.create(adapter) as ProviderAdapter, methods);
-}
-
-/** A promise and its resolver. */
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 /**
  * Resolves once the runtime has consumed (validated, normalized, applied) the first frame
@@ -42,25 +30,6 @@ function tapEvents(adapter: ProviderAdapter, match: (e: ProviderAdapterEvent) =>
     }),
   });
   return { adapter: wrapped, consumed: consumed.promise };
-}
-
-/** Holds `startSession` until released: the run stays `starting` meanwhile. */
-function holdSessionStart(adapter: ProviderAdapter) {
-  const gate = deferred();
-  const wrapped = override(adapter, {
-    startSession: async (input) => {
-      await gate.promise;
-      return adapter.startSession(input);
-    },
-  });
-  return { adapter: wrapped, release: gate.resolve };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => null,
-    (e: unknown) => e,
-  );
 }
 
 describe("a14/a15: a bad provider frame is a protocol_error warning, never the end of the event pump", () => {
