@@ -6,7 +6,7 @@ import type { IdSource } from "../domain/ids.js";
 import type { MachineEmitted, Outcome } from "../machines/emitted.js";
 import { Actors } from "./actors.js";
 import { Effects } from "./effects.js";
-import { Projections } from "./projections.js";
+import { Projections, type RequestView } from "./projections.js";
 import type { EventLog } from "./store/eventLog.js";
 import { Target, type LiveSession, type TargetHost } from "./targets.js";
 
@@ -155,6 +155,17 @@ export class Dispatcher implements TargetHost {
     const waiters = this.#runWaiters.get(runId);
     this.#runWaiters.delete(runId);
     waiters?.forEach((w) => w());
+  }
+
+  /** The current host generation of the session a request was asked through; null if that session is gone. */
+  generationOf(view: RequestView): number | null {
+    const cap = view.responseCapability;
+    if (cap.kind !== "live" || view.status !== "pending") return null;
+    for (const target of this.targets.values()) {
+      const session = target.session(cap.sessionId);
+      if (session) return session.hostGeneration;
+    }
+    return null;
   }
 
   /** Resolves when the run's terminal has been committed (or the runtime closes). */

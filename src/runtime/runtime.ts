@@ -237,7 +237,7 @@ export class Runtime {
         if (view.status === "expired") throw new NotResumableError(`request ${p.requestId} expired (${view.closedReason})`, { requestId: p.requestId });
         throw new ConflictError(`request ${p.requestId} is already ${view.status}`, { requestId: p.requestId, status: view.status });
       }
-      const result = expectOutcome(this.#d.run(() => actor.send({ type: "RESPOND", response: p.response, hostGeneration: this.#generationOf(view) })), "respond");
+      const result = expectOutcome(this.#d.run(() => actor.send({ type: "RESPOND", response: p.response, hostGeneration: this.#d.generationOf(view) })), "respond");
       if (!("accepted" in result)) throw refusal(result);
       return { requestId: p.requestId, status: "accepted" as const };
     });
@@ -281,7 +281,7 @@ export class Runtime {
     const thread = this.#thread(parseInput(ThreadIdSchema, threadId));
     const seq = this.#d.views.head;
     const { runs, ...fields } = thread;
-    const pending = this.#d.views.pendingRequests(thread.threadId).map((r) => ({ ...r, respondable: this.#generationOf(r) !== null }));
+    const pending = this.#d.views.pendingRequests(thread.threadId).map((r) => ({ ...r, respondable: this.#d.generationOf(r) !== null }));
     const snapshot: ThreadSnapshot = structuredClone({
       seq,
       thread: { ...fields, status: runs.some((r) => !isTerminalRunStatus(r.status)) ? ("active" as const) : ("idle" as const) },
@@ -381,17 +381,6 @@ export class Runtime {
   #runGone(runId: string): TillerError {
     const run = this.#d.views.runs.get(runId);
     return run ? new ConflictError(`run ${runId} is already ${run.status}`, { runId, status: run.status }) : new NotFoundError("run", runId);
-  }
-
-  /** The current host generation of the session a request was asked through; null if that session is gone. */
-  #generationOf(view: RequestView): number | null {
-    const cap = view.responseCapability;
-    if (cap.kind !== "live" || view.status !== "pending") return null;
-    for (const target of this.#d.targets.values()) {
-      const session = target.session(cap.sessionId);
-      if (session) return session.hostGeneration;
-    }
-    return null;
   }
 
   #assertOpen(): void {

@@ -112,3 +112,23 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
     (e: unknown) => e,
   );
 }
+
+/** Assistant text of a run's items, concatenated. */
+export const said = (items: Array<{ kind: string; text?: string | null }>): string =>
+  items
+    .filter((i) => i.kind === "assistant_message")
+    .map((i) => i.text ?? "")
+    .join("");
+
+/** An adapter whose first `interrupt` fails (a transient host error), later ones go through. */
+export function interruptFailsOnce(adapter: ProviderAdapter, message = "transient"): { adapter: ProviderAdapter; calls: () => number } {
+  let calls = 0;
+  const wrapped = override(adapter, {
+    interrupt: async (input) => {
+      calls += 1;
+      if (calls === 1) throw new Error(message);
+      return adapter.interrupt(input);
+    },
+  });
+  return { adapter: wrapped, calls: () => calls };
+}

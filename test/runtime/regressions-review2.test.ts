@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createScriptedAdapter, TillerError } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, ScriptStep } from "../../src/index.js";
-import { deferred, holdSessionStart, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
+import { deferred, holdSessionStart, said, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
 
 /**
  * Regression tests for the defects found in the second review (repros s1..s13). Each test
@@ -11,13 +11,6 @@ import { deferred, holdSessionStart, nextEvent, ofType, openTestRuntime, overrid
  */
 
 const hang: ScriptStep[] = [{ type: "text", text: "working" }, { type: "hang" }];
-
-/** Assistant text of a run's items, concatenated. */
-const said = (items: Array<{ kind: string; text?: string | null }>) =>
-  items
-    .filter((i) => i.kind === "assistant_message")
-    .map((i) => i.text ?? "")
-    .join("");
 
 /** Every item of a run as `kind:text`. */
 const itemsOf = (items: Array<{ kind: string; text?: string | null }>) => items.map((i) => `${i.kind}:${i.text ?? ""}`);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRuntime, createScriptedAdapter, fullCapabilities, keyedScript, TillerError } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderCapabilities, ScriptStep } from "../../src/index.js";
-import { deferred, gateEvents, holdSessionStart, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
+import { deferred, gateEvents, holdSessionStart, interruptFailsOnce, said, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
 
 /**
  * Regression tests for defects found in review (repros a1..a19). Each test drives the
@@ -223,14 +223,7 @@ describe("a3: a request opened while the run is still starting", () => {
 describe("a4/a5/a6/a7: interrupts", () => {
   it("a4: an interrupt the provider failed to take is reported, and can be sent again", async () => {
     const base = createScriptedAdapter({ script: () => hang });
-    let calls = 0;
-    const adapter = override(base, {
-      interrupt: async (input) => {
-        calls += 1;
-        if (calls === 1) throw new Error("ECONNRESET (transient)");
-        return base.interrupt(input);
-      },
-    });
+    const { adapter, calls } = interruptFailsOnce(base, "ECONNRESET (transient)");
     const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
@@ -245,7 +238,7 @@ describe("a4/a5/a6/a7: interrupts", () => {
       expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
       const run = await rt.waitForRun(runId);
       expect(run.status).toBe("interrupted");
-      expect(calls).toBe(2);
+      expect(calls()).toBe(2);
       expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["native", "native"]);
     } finally {
       await cleanup();
@@ -314,14 +307,7 @@ describe("a4/a5/a6/a7: interrupts", () => {
 
   it("a7: an interrupt-restart steer whose interrupt fails leaves attempt 1 running; a later interrupt works", async () => {
     const base = createScriptedAdapter({ capabilities: { turns: { supportsActiveSteering: false } }, script: () => hang });
-    let calls = 0;
-    const adapter = override(base, {
-      interrupt: async (input) => {
-        calls += 1;
-        if (calls === 1) throw new Error("transient");
-        return base.interrupt(input);
-      },
-    });
+    const { adapter, calls } = interruptFailsOnce(base, "transient");
     const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
@@ -341,7 +327,7 @@ describe("a4/a5/a6/a7: interrupts", () => {
       expect(ofType(events, "attempt.started").map((e) => e.ordinal)).toEqual([1]);
       // The steer never applied: no steer message in the transcript.
       expect(ofType(events, "steer.applied")).toEqual([]);
-      expect(calls).toBe(2);
+      expect(calls()).toBe(2);
     } finally {
       await cleanup();
     }
@@ -370,8 +356,7 @@ describe("a11: an auto follow-up while the run is starting", () => {
       await rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } });
       const run = await rt.waitForRun(first.runId);
       expect(run.status).toBe("completed");
-      const said = run.items.filter((i) => i.kind === "assistant_message").map((i) => i.text).join("");
-      expect(said).toContain("(steered: second (auto))");
+      expect(said(run.items)).toContain("(steered: second (auto))");
       expect(ofType(events, "run.created")).toHaveLength(1);
       expect(ofType(events, "warning")).toEqual([]);
     } finally {
