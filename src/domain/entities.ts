@@ -84,3 +84,14 @@ export const LineageSchema = z.strictObject({
   forkedFromRunId: z.string().nullable(),
 });
 export type Lineage = z.infer<typeof LineageSchema>;
+
+export const ChangedFileSchema = z.strictObject({
+  path: z.string(),
+  change: z.enum(["added", "modified", "deleted"]),
+});
+export type ChangedFile = z.infer<typeof ChangedFileSchema>;
+
+/** Root-run scopes advance the run count; nested (subagent) scopes never do. */
+export const CheckpointScopeSchema = z.enum(["root_run", "subagent"]);
+export const CheckpointPhaseSchema = z.enum(["baseline", "final"]);
+export type CheckpointPhase = z.infer<typeof CheckpointPhaseSchema>;

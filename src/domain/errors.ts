@@ -14,6 +14,7 @@ export type TillerErrorCode =
   | "provider_error"
   | "data_dir_locked"
   | "store_corrupt"
+  | "checkpoint_failed"
   | "closed";
 
 export class TillerError extends Error {
@@ -112,6 +113,13 @@ export class DataDirLockedError extends TillerError {
 export class StoreCorruptError extends TillerError {
   constructor(message: string, details: Record<string, unknown> = {}) {
     super("store_corrupt", message, details);
+  }
+}
+
+/** A filesystem checkpoint could not be captured or restored (git failed, or the commit is gone). */
+export class CheckpointError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("checkpoint_failed", message, details);
   }
 }
 

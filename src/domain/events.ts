@@ -9,6 +9,9 @@ import {
 } from "../adapters/contract.js";
 import {
   AttemptReasonSchema,
+  ChangedFileSchema,
+  CheckpointPhaseSchema,
+  CheckpointScopeSchema,
   AttemptStatusSchema,
   DispatchModeSchema,
   FailureSchema,
@@ -159,7 +162,8 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
   /** A degradation policy fired: which capability was missing and what the runtime did. */
   z.strictObject({
     type: z.literal("policy.applied"),
-    threadId: id,
+    /** Null for a session-wide policy (approvals, plan and todo artifacts). */
+    threadId: id.nullable(),
     runId: id.nullable(),
     policy: z.string(),
     capability: z.string(),
@@ -196,8 +200,12 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     sessionId: id,
     nativeThreadRef: z.string().nullable(),
     resumeCursor: z.string(),
-    /** `rebuilt`: replaces a provider thread that could not be resumed; `replaced`: one the provider reported broken. */
-    via: z.enum(["created", "resumed", "forked", "rebuilt", "replaced"]),
+    /**
+     * `rebuilt`: replaces a provider thread that could not be resumed; `replaced`: one the
+     * provider reported broken; `refreshed`: a fresh thread for a provider the conversation
+     * returns to without delta handoff; `realigned`: a fresh thread after a divergent rollback.
+     */
+    via: z.enum(["created", "resumed", "forked", "rebuilt", "replaced", "refreshed", "realigned"]),
   }),
   /** The provider reported the thread unusable (turn terminal with disposition `broken`). */
   z.strictObject({
@@ -216,12 +224,14 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     runId: id,
     fromTarget: id.nullable(),
     toTarget: id,
-    reason: z.enum(["provider_switch", "fork", "resume_failed", "thread_broken"]),
+    reason: z.enum(["provider_switch", "fork", "resume_failed", "thread_broken", "rollback_divergent"]),
     strategy: z.enum(["delta_since_last_seen", "full_thread_summary"]),
     /** Every run summarized (a fork's inherited runs included), and the ordinals of this thread's own. */
     coveredRunIds: z.array(id),
     coveredRunOrdinals: z.array(z.number().int()),
     text: z.string(),
+    /** An earlier handoff to the same provider thread that was never consumed: replaced, never edited. */
+    supersedesHandoffId: id.nullable(),
   }),
   z.strictObject({
     type: z.literal("fork.recorded"),
@@ -236,6 +246,44 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     transferId: id,
     resolution: z.enum(["native", "portable"]),
     detail: z.string(),
+  }),
+  /** The thread's model changed: in the live session, or (no in-session switch) by a new session. */
+  z.strictObject({ type: z.literal("thread.model_changed"), ...inThread, model: z.string(), via: z.enum(["in_session", "new_session"]) }),
+  z.strictObject({
+    type: z.literal("checkpoint.captured"),
+    ...inRun,
+    checkpointId: id,
+    scope: CheckpointScopeSchema,
+    phase: CheckpointPhaseSchema,
+    /** The subagent node of a nested scope. */
+    nodeId: id.nullable(),
+    parentCheckpointId: id.nullable(),
+    commit: z.string(),
+    files: z.array(ChangedFileSchema),
+    insertions: z.number().int(),
+    deletions: z.number().int(),
+  }),
+  z.strictObject({
+    type: z.literal("checkpoint.failed"),
+    ...inRun,
+    checkpointId: id,
+    scope: CheckpointScopeSchema,
+    phase: CheckpointPhaseSchema,
+    nodeId: id.nullable(),
+    message: z.string(),
+  }),
+  /** Filesystem activity that has no checkpoint of its own (nested scopes unsupported). */
+  z.strictObject({ type: z.literal("checkpoint.skipped"), ...inRun, nodeId: id, reason: z.string() }),
+  z.strictObject({
+    type: z.literal("rollback.applied"),
+    ...inThread,
+    toRunId: id,
+    rolledBackRunIds: z.array(id),
+    /** `rolled_back`: the provider dropped the later turns; `divergent`: it could not, its thread is marked divergent. */
+    provider: z.enum(["rolled_back", "divergent", "not_needed"]),
+    providerThreadId: id.nullable(),
+    checkpointId: id.nullable(),
+    files: z.array(ChangedFileSchema),
   }),
   z.strictObject({ type: z.literal("warning"), threadId: id.nullable(), runId: id.nullable(), message: z.string() }),
   z.strictObject({ type: z.literal("command.receipt"), commandId: id, command: z.string(), receipt: z.unknown() }),

@@ -1,4 +1,5 @@
 import type { DomainEvent, RequestResponseInput } from "../domain/events.js";
+import { DEGRADATIONS, type PolicyName } from "./policies.js";
 
 /**
  * What machines tell the runtime. Machines stay pure: they never call adapters or the
@@ -23,8 +24,9 @@ export type Outcome =
   | { command: "steer"; via: "native" | "interrupt_restart"; runId: string; attemptId: string }
   | { command: "interrupt"; via: "native" | "session_stop" | "not_started" | "already_requested"; runId: string }
   | { command: "respond"; requestId: string; accepted: true }
-  | { command: "submit" | "steer" | "interrupt" | "respond"; refused: "capability_unsupported"; capability: string; detail: string }
-  | { command: "submit" | "steer" | "interrupt" | "respond"; refused: "not_resumable" | "conflict"; detail: string };
+  | { command: "rollback"; via: "provider_rollback" | "divergent" | "files_only"; threadId: string }
+  | { command: "submit" | "steer" | "interrupt" | "respond" | "rollback"; refused: "capability_unsupported"; capability: string; detail: string }
+  | { command: "submit" | "steer" | "interrupt" | "respond" | "rollback"; refused: "not_resumable" | "conflict"; detail: string };
 
 export type MachineEmitted =
   | { type: "record"; event: DomainEvent }
@@ -45,17 +47,26 @@ export const effect = (e: Effect): MachineEmitted => ({ type: "effect", effect: 
 export const outcome = (o: Outcome): MachineEmitted => ({ type: "outcome", outcome: o });
 
 interface Where {
-  threadId: string;
+  threadId: string | null;
   runId: string | null;
 }
 
-/** A degradation policy fired: which capability was missing and what the runtime did instead. */
-export function policyApplied(where: Where, policy: string, capability: string, result: "fallback" | "refused", detail: string): MachineEmitted {
-  return record({ type: "policy.applied", threadId: where.threadId, runId: where.runId, policy, capability, outcome: result, detail });
+/**
+ * A degradation policy fired: which capability was missing and what the runtime did instead.
+ * The capability defaults to the one the registry names; pass the exact field when the
+ * policy reads one of several (a fork from inside a thread reads `canForkFromTurn`).
+ */
+export function policyApplied(where: Where, policy: PolicyName, detail: string, capability: string = DEGRADATIONS[policy].capability): MachineEmitted {
+  return record(policyEvent(where, policy, detail, capability));
+}
+
+export function policyEvent(where: Where, policy: PolicyName, detail: string, capability: string = DEGRADATIONS[policy].capability): DomainEvent {
+  const outcome = DEGRADATIONS[policy].outcome;
+  return { type: "policy.applied", threadId: where.threadId, runId: where.runId, policy, capability, outcome, detail };
 }
 
 /** A capability is missing and no fallback applies: the record, and the typed refusal for the caller. */
-export function refuseUnsupported(where: Where, command: "submit" | "steer" | "interrupt", policy: string, capability: string, detail: string): MachineEmitted[] {
-  return [policyApplied(where, policy, capability, "refused", detail), outcome({ command, refused: "capability_unsupported", capability, detail })];
+export function refuseUnsupported(where: Where, command: "submit" | "steer" | "interrupt" | "rollback", policy: PolicyName, detail: string): MachineEmitted[] {
+  const capability = DEGRADATIONS[policy].capability;
+  return [policyApplied(where, policy, detail), outcome({ command, refused: "capability_unsupported", capability, detail })];
 }
-

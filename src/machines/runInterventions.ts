@@ -18,7 +18,7 @@ export const runInterventions = runBase.extend({
       if (context.deferredSteer) enqueue.emit(steerDropped(context, "the run was interrupted first"));
       if (params.via === "session_stop") {
         const detail = "provider cannot interrupt a turn; stopping its session (destructive)";
-        enqueue.emit(policyApplied(context, "interrupt_by_session_stop", "turns.supportsInterrupt", "fallback", detail));
+        enqueue.emit(policyApplied(context, "interrupt_by_session_stop", detail));
       }
       enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId, via: params.via }));
       if (params.deliver) enqueue.emit(effect({ type: params.via === "native" ? "interruptTurn" : "stopSession", threadId, runId, attemptId }));
@@ -41,7 +41,7 @@ export const runInterventions = runBase.extend({
     }),
     refuseInterrupt: enqueueActions(({ context, enqueue }) => {
       const detail = "provider cannot interrupt a turn and stopping its session is not allowed";
-      refuseUnsupported(context, "interrupt", "interrupt_unsupported", "turns.supportsInterrupt", detail).forEach((e) => enqueue.emit(e));
+      refuseUnsupported(context, "interrupt", "interrupt_unsupported", detail).forEach((e) => enqueue.emit(e));
     }),
     reportInterruptPending: enqueueActions(({ context, enqueue }) => {
       enqueue.emit(outcome({ command: "interrupt", via: "already_requested", runId: context.runId }));
@@ -92,13 +92,13 @@ export const runInterventions = runBase.extend({
         activeAttemptId: null,
       });
       const detail = `attempt ${old.ordinal} superseded; attempt ${old.ordinal + 1} will carry the steer`;
-      enqueue.emit(policyApplied(context, "steer_by_interrupt_restart", "turns.supportsActiveSteering", "fallback", detail));
+      enqueue.emit(policyApplied(context, "steer_by_interrupt_restart", detail));
       enqueue.emit(effect({ type: "interruptTurn", threadId, runId, attemptId: old.attemptId }));
       enqueue.emit(outcome({ command: "steer", via: "interrupt_restart", runId, attemptId: old.attemptId }));
     }),
     refuseSteer: enqueueActions(({ context, enqueue }) => {
       const detail = "provider supports neither native steering nor interrupt-restart";
-      refuseUnsupported(context, "steer", "steer_unsupported", "turns.supportsActiveSteering", detail).forEach((e) => enqueue.emit(e));
+      refuseUnsupported(context, "steer", "steer_unsupported", detail).forEach((e) => enqueue.emit(e));
     }),
     /** The superseded attempt could not be interrupted: it keeps the run, and the steer is dropped. */
     revertRestart: enqueueActions(({ context, event, enqueue }) => {

@@ -101,7 +101,7 @@ export const threadMachine = setup({
     refuseRestart: enqueueActions(({ context, enqueue }) => {
       const detail = "restart needs to interrupt the active run, and the provider cannot interrupt";
       const where = { threadId: context.threadId, runId: context.activeRunId };
-      refuseUnsupported(where, "submit", "interrupt_unsupported", "turns.supportsInterrupt", detail).forEach((e) => enqueue.emit(e));
+      refuseUnsupported(where, "submit", "interrupt_unsupported", detail).forEach((e) => enqueue.emit(e));
     }),
     startNextQueued: enqueueActions(({ context, enqueue }) => {
       const [next, ...rest] = context.queue;

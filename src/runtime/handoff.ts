@@ -1,7 +1,10 @@
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { RunContext } from "../adapters/contract.js";
 import { CapabilityUnsupportedError } from "../domain/errors.js";
-import type { DomainEvent } from "../domain/events.js";
+import type { DomainEvent, DomainEventOf } from "../domain/events.js";
+import { contextDeliveryPolicy, decide } from "../machines/contextPolicy.js";
+import { policyEvent } from "../machines/emitted.js";
+import { DEGRADATIONS } from "../machines/policies.js";
 import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type RunView } from "./projections.js";
 
 /**
@@ -13,6 +16,8 @@ import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type 
  */
 
 const DEFAULT_MAX_CHARS = 8_000;
+
+type HandoffReason = DomainEventOf<"handoff.created">["reason"];
 
 function runText(run: RunView, threadId: string | null): string {
   const assistant = run.items
@@ -38,18 +43,16 @@ export function summarizeRuns(runs: readonly RunView[], maxChars: number | null,
   return (header + body).slice(0, limit);
 }
 
-/** How a provider can receive explicit context; null when it cannot at all. */
+/** How a provider can receive explicit context (the delivery policy's decision); null when it cannot at all. */
 export function contextDelivery(caps: ProviderCapabilities): RunContext["delivery"] | null {
-  if (caps.context.acceptsDeveloperContext) return "developer";
-  if (caps.context.acceptsSystemContext) return "system";
-  if (caps.context.acceptsSyntheticUserContext) return "synthetic_user";
-  return null;
+  const { decision } = decide(contextDeliveryPolicy, { capabilities: caps });
+  return decision === "refused" ? null : (decision as RunContext["delivery"]);
 }
 
-function requireDelivery(caps: ProviderCapabilities, what: string): RunContext["delivery"] {
-  const delivery = contextDelivery(caps);
-  if (!delivery) throw new CapabilityUnsupportedError("context.acceptsSyntheticUserContext", `provider accepts no context for ${what}`, { fallback: "refused" });
-  return delivery;
+/** A provider that takes no context at all cannot continue a conversation it has not seen: a typed refusal. */
+export function handoffRefusal(target: string): CapabilityUnsupportedError {
+  const capability = DEGRADATIONS.handoff_unsupported.capability;
+  return new CapabilityUnsupportedError(capability, `${target} accepts no explicit context, so it cannot be handed this conversation`, { fallback: "refused", policy: "handoff_unsupported" });
 }
 
 /**
@@ -59,7 +62,8 @@ function requireDelivery(caps: ProviderCapabilities, what: string): RunContext["
 export function historyRuns(views: Projections, threadId: string, upToRunId?: string | null): RunView[] {
   const thread = views.threads.get(threadId)!;
   // A run whose turn never reached a provider (its send failed) is not part of any conversation.
-  const settled = thread.runs.filter((r) => isTerminalRunStatus(r.status) && r.attempts.some((a) => a.providerTurnId !== null));
+  // Rolled-back runs are no longer part of it either.
+  const settled = thread.runs.filter((r) => isTerminalRunStatus(r.status) && r.status !== "rolled_back" && r.attempts.some((a) => a.providerTurnId !== null));
   const cut = upToRunId === undefined ? settled.length : upToRunId === null ? 0 : settled.findIndex((r) => r.runId === upToRunId) + 1;
   const lineage = thread.lineage?.relation === "fork" ? thread.lineage : null;
   const inherited = lineage ? historyRuns(views, lineage.parentThreadId, lineage.forkedFromRunId) : [];
@@ -96,21 +100,21 @@ export function contextForNextTurn(input: ContextInput): RunContext | null {
   // A portable fork's first provider thread hears only inherited history: that is the fork
   // transfer itself. Once the fork has runs of its own, a fresh thread elsewhere is a switch.
   const onlyInherited = unseen.every((r) => !own.has(r.runId));
-  const reason = !fresh
+  const byOrigin: Partial<Record<ProviderThreadRecord["origin"], HandoffReason>> = { rebuilt: "resume_failed", replaced: "thread_broken", realigned: "rollback_divergent" };
+  const reason: HandoffReason = !fresh
     ? "provider_switch"
-    : providerThread.origin === "rebuilt"
-      ? "resume_failed"
-      : providerThread.origin === "replaced"
-        ? "thread_broken"
-        : onlyInherited && views.transfers.get(threadId)?.resolution === "portable"
-          ? "fork"
-          : "provider_switch";
+    : (byOrigin[providerThread.origin] ??
+      (onlyInherited && views.transfers.get(threadId)?.resolution === "portable" ? "fork" : "provider_switch"));
   const kind: RunContext["kind"] = reason === "fork" ? "fork" : reason === "provider_switch" ? "handoff" : "rebuild";
-  const delivery = requireDelivery(capabilities, "a handoff");
-  const pending = views.handoffs
-    .get(threadId)
-    ?.find((h) => !h.consumed && h.providerThreadId === providerThread.providerThreadId && h.coveredRunIds.join() === coveredRunIds.join());
+  const delivery = contextDelivery(capabilities);
+  if (!delivery) throw handoffRefusal(providerThread.providerTarget);
+  const unconsumed = views.handoffs.get(threadId)?.filter((h) => !h.consumed && !h.superseded && h.providerThreadId === providerThread.providerThreadId) ?? [];
+  const pending = unconsumed.find((h) => h.coveredRunIds.join() === coveredRunIds.join());
   if (pending) return { kind, text: pending.text, delivery };
+  if (delivery === "synthetic_user") {
+    const detail = `${providerThread.providerTarget} takes no system or developer context; the handoff goes in as a user message`;
+    commit(policyEvent({ threadId, runId }, "handoff_as_user_context", detail));
+  }
   const text = summarizeRuns(covered, capabilities.context.maxRecommendedHandoffChars, threadId);
   const lastOther = unseen.findLast((r) => r.providerTarget !== providerThread.providerTarget);
   commit({
@@ -126,6 +130,7 @@ export function contextForNextTurn(input: ContextInput): RunContext | null {
     coveredRunIds,
     coveredRunOrdinals: covered.filter((r) => own.has(r.runId)).map((r) => r.ordinal),
     text,
+    supersedesHandoffId: unconsumed.at(-1)?.handoffId ?? null,
   });
   return { kind, text, delivery };
 }

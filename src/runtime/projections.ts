@@ -1,137 +1,27 @@
-import type { RequestPayload } from "../adapters/contract.js";
+import type { DomainEvent, DomainEventOf } from "../domain/events.js";
+import type { RunStatus } from "../domain/entities.js";
 import type {
-  AttemptReason,
-  AttemptStatus,
-  DispatchMode,
-  Failure,
-  Lineage,
-  ResponseCapability,
-  RequestStatus,
-  RunStatus,
-} from "../domain/entities.js";
-import type { DomainEvent, DomainEventOf, RequestResponseInput } from "../domain/events.js";
+  CheckpointView,
+  HandoffRecord,
+  ProviderThreadRecord,
+  RequestView,
+  RunView,
+  ThreadView,
+  Transfer,
+  TurnItem,
+  TurnItemKind,
+} from "./projectionTypes.js";
 import type { LogRecord } from "./store/eventLog.js";
+
+export type * from "./projectionTypes.js";
 
 /**
  * Read models folded from the log. The same fold runs live and on reopen, so what a
  * caller reads after a crash is exactly what it could have read before.
  */
 
-export type TurnItemKind =
-  | "user_message"
-  | "assistant_message"
-  | "reasoning"
-  | "plan"
-  | "proposed_plan"
-  | "todo_list"
-  | "command"
-  | "file_change"
-  | "tool"
-  | "approval"
-  | "question"
-  | "subagent"
-  | "interrupt_request"
-  | "interrupt_result"
-  | "handoff"
-  | "fork"
-  | "error";
-
-export interface TurnItem {
-  /** Node id for provider items; message or event-derived id for runtime items. */
-  id: string;
-  kind: TurnItemKind;
-  status: "streaming" | "complete";
-  attemptId: string | null;
-  parentId: string | null;
-  seq: number;
-  text?: string;
-  output?: string;
-  intent?: "turn_start" | "queued" | "steer";
-  detail?: Record<string, unknown>;
-  result?: string;
-}
-
-export interface AttemptView {
-  attemptId: string;
-  ordinal: number;
-  reason: AttemptReason;
-  status: AttemptStatus;
-  providerThreadId: string | null;
-  providerTurnId: string | null;
-  nativeTurnRef: string | null;
-}
-
-export interface RunView {
-  runId: string;
-  threadId: string;
-  ordinal: number;
-  status: RunStatus;
-  providerTarget: string;
-  mode: DispatchMode;
-  text: string;
-  reason: string | null;
-  failure: Failure | null;
-  attempts: AttemptView[];
-  items: TurnItem[];
-  fallbacks: Array<{ policy: string; capability: string; outcome: "fallback" | "refused"; detail: string }>;
-}
-
-export interface RequestView {
-  requestId: string;
-  threadId: string;
-  runId: string;
-  nodeId: string;
-  kind: RequestPayload["kind"];
-  payload: RequestPayload;
-  status: RequestStatus;
-  responseCapability: ResponseCapability;
-  response: RequestResponseInput | null;
-  closedReason: string | null;
-}
-
-export interface ThreadView {
-  threadId: string;
-  title: string;
-  cwd: string;
-  providerTarget: string;
-  model: string | null;
-  lineage: Lineage | null;
-  runs: RunView[];
-}
-
-export interface ProviderThreadRecord {
-  providerThreadId: string;
-  threadId: string;
-  providerTarget: string;
-  sessionId: string;
-  nativeThreadRef: string | null;
-  resumeCursor: string;
-  /** How it came to be (its first binding; later resumes do not change it). */
-  origin: DomainEventOf<"provider_thread.bound">["via"];
-  /** App runs this provider thread has seen: executed itself, or received in a consumed handoff. */
-  seenRunIds: Set<string>;
-}
-
-export interface HandoffRecord {
-  handoffId: string;
-  providerThreadId: string;
-  reason: DomainEventOf<"handoff.created">["reason"];
-  coveredRunIds: string[];
-  text: string;
-  /** A turn of its provider thread was bound after it: the provider has it. */
-  consumed: boolean;
-}
-
-export interface Transfer {
-  transferId: string;
-  parentThreadId: string;
-  forkedFromRunId: string | null;
-  /** Null until the fork's first run decides. */
-  resolution: "native" | "portable" | null;
-}
-
 /** Event fields that carry an allocated app id. */
-const ID_FIELDS = ["threadId", "runId", "userMessageId", "messageId", "sessionId", "providerThreadId", "handoffId", "transferId", "commandId"] as const;
+const ID_FIELDS = ["threadId", "runId", "userMessageId", "messageId", "sessionId", "providerThreadId", "handoffId", "transferId", "checkpointId", "commandId"] as const;
 /** Only these events introduce an app id (the rest reference ids already known). */
 const INTRODUCES_IDS: ReadonlySet<DomainEvent["type"]> = new Set([
   "thread.created",
@@ -141,6 +31,8 @@ const INTRODUCES_IDS: ReadonlySet<DomainEvent["type"]> = new Set([
   "provider_thread.bound",
   "handoff.created",
   "fork.recorded",
+  "checkpoint.captured",
+  "checkpoint.failed",
   "command.receipt",
 ]);
 
@@ -172,6 +64,8 @@ export class Projections {
   readonly receipts = new Map<string, { command: string; receipt: unknown }>();
   /** Fork transfers by forked thread; realised (native or portable) at its first run. */
   readonly transfers = new Map<string, Transfer>();
+  readonly checkpoints = new Map<string, CheckpointView>();
+  #threadCheckpoints = new Map<string, CheckpointView[]>();
   #items = new Map<string, TurnItem>();
   /** Every app id the log has used, so an id source that restarts never reissues one. */
   #knownIds = new Set<string>();
@@ -327,7 +221,11 @@ export class Projections {
         const known = this.providerThreadsById.get(event.providerThreadId);
         const { providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, via } = event;
         const origin = known?.origin ?? via;
-        const record: ProviderThreadRecord = { providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, origin, seenRunIds: known?.seenRunIds ?? new Set() };
+        const record: ProviderThreadRecord = {
+          ...{ providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, origin },
+          seenRunIds: known?.seenRunIds ?? new Set(),
+          divergent: known?.divergent ?? false,
+        };
         this.providerThreads.set(Projections.providerThreadKey(threadId, providerTarget), record);
         this.providerThreadsById.set(providerThreadId, record);
         return;
@@ -340,7 +238,9 @@ export class Projections {
       }
       case "handoff.created": {
         const { handoffId, providerThreadId, reason, coveredRunIds, text } = event;
-        this.handoffs.set(event.threadId, [...(this.handoffs.get(event.threadId) ?? []), { handoffId, providerThreadId, reason, coveredRunIds, text, consumed: false }]);
+        const earlier = this.handoffs.get(event.threadId) ?? [];
+        for (const h of earlier) if (h.handoffId === event.supersedesHandoffId) h.superseded = true;
+        this.handoffs.set(event.threadId, [...earlier, { handoffId, providerThreadId, reason, coveredRunIds, text, consumed: false, superseded: false }]);
         const carrier = this.runs.get(event.runId);
         if (carrier) this.#addItem(carrier, { id: event.handoffId, kind: "handoff", status: "complete", attemptId: null, parentId: null, seq, text: event.text, detail: { strategy: event.strategy, reason: event.reason } });
         return;
@@ -353,12 +253,71 @@ export class Projections {
         if (transfer) transfer.resolution = event.resolution;
         return;
       }
+      case "thread.model_changed":
+        if (thread) thread.model = event.model;
+        return;
+      case "checkpoint.captured":
+      case "checkpoint.failed":
+      case "checkpoint.skipped":
+        return this.#checkpoint(event);
+      case "rollback.applied":
+        return this.#rollback(event);
       case "command.receipt":
         this.receipts.set(event.commandId, { command: event.command, receipt: event.receipt });
         return;
       default:
         return;
     }
+  }
+
+  #checkpoint(event: DomainEventOf<"checkpoint.captured" | "checkpoint.failed" | "checkpoint.skipped">): void {
+    if (event.type === "checkpoint.skipped") {
+      const item = this.#items.get(event.nodeId);
+      if (item) item.detail = { ...item.detail, checkpoint: "uncheckpointed" };
+      return;
+    }
+    const { checkpointId, threadId, runId, scope, phase, nodeId } = event;
+    const captured = event.type === "checkpoint.captured" ? event : null;
+    const view: CheckpointView = {
+      ...{ checkpointId, threadId, runId, scope, phase, nodeId },
+      parentCheckpointId: captured?.parentCheckpointId ?? null,
+      commit: captured?.commit ?? null,
+      files: captured?.files ?? [],
+      insertions: captured?.insertions ?? 0,
+      deletions: captured?.deletions ?? 0,
+      status: captured ? "ready" : "error",
+      message: event.type === "checkpoint.failed" ? event.message : null,
+    };
+    this.checkpoints.set(checkpointId, view);
+    this.#threadCheckpoints.set(threadId, [...(this.#threadCheckpoints.get(threadId) ?? []), view]);
+  }
+
+  /** Later runs become `rolled_back`, their checkpoints stale; a provider that could not follow is divergent. */
+  #rollback(event: DomainEventOf<"rollback.applied">): void {
+    const rolledBack = new Set(event.rolledBackRunIds);
+    for (const runId of rolledBack) {
+      const run = this.runs.get(runId);
+      if (run) run.status = "rolled_back";
+    }
+    for (const checkpoint of this.#threadCheckpoints.get(event.threadId) ?? []) {
+      if (rolledBack.has(checkpoint.runId)) checkpoint.status = "stale";
+    }
+    const providerThread = event.providerThreadId ? this.providerThreadsById.get(event.providerThreadId) : undefined;
+    if (providerThread) {
+      for (const runId of rolledBack) providerThread.seenRunIds.delete(runId);
+      if (event.provider === "divergent") providerThread.divergent = true;
+    }
+  }
+
+  /** Checkpoints of a thread, oldest first (stale and failed ones included). */
+  checkpointsOf(threadId: string): readonly CheckpointView[] {
+    return this.#threadCheckpoints.get(threadId) ?? [];
+  }
+
+  /** The ready post-run checkpoint of a run: what a rollback to it restores. */
+  finalCheckpoint(runId: string): CheckpointView | undefined {
+    const run = this.runs.get(runId);
+    return run ? this.checkpointsOf(run.threadId).find((c) => c.runId === runId && c.scope === "root_run" && c.phase === "final" && c.status === "ready") : undefined;
   }
 
   #addItem(run: RunView, item: TurnItem): void {

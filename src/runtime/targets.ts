@@ -1,4 +1,6 @@
 import { canForkNatively, parseCapabilities, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
+import { decide, forkPolicy, providerThreadPolicy, type ForkSituation, type ProviderThreadSituation } from "../machines/contextPolicy.js";
+import { policyEvent } from "../machines/emitted.js";
 import type { ProviderAdapter, ProviderThreadHandle, RunContext } from "../adapters/contract.js";
 import { HostUnavailableError, ResumeFailedError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
@@ -136,21 +138,42 @@ export class Target {
     const thread = views.threads.get(threadId)!;
     const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, this.id));
     const { sessionId } = session;
-    if (stored) {
-      try {
-        const handle = await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd, resume: { cursor: stored.resumeCursor } });
-        return this.#bind(threadId, session, handle, "resumed", stored.providerThreadId);
-      } catch (error) {
-        if (!(error instanceof ResumeFailedError)) throw error;
-        const message = `provider thread could not be resumed (${redact(error.message)}); rebuilding it from app context`;
-        this.host.commit({ type: "warning", threadId, runId: null, message });
-        return this.#bind(threadId, session, await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd }), "rebuilt");
-      }
-    }
     const transfer = views.pendingTransfer(threadId);
-    if (transfer) return this.#resolveFork(threadId, session, transfer);
-    const via = views.hadBrokenProviderThread(threadId, this.id) ? "replaced" : "created";
-    return this.#bind(threadId, session, await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd }), via);
+    const { decision, policy } = decide(providerThreadPolicy, {
+      capabilities: session.capabilities,
+      hasThread: !!stored,
+      divergent: stored?.divergent ?? false,
+      missedRuns: !!stored && historyRuns(views, threadId).some((r) => !stored.seenRunIds.has(r.runId)),
+      pendingFork: !!transfer,
+    } satisfies ProviderThreadSituation);
+    const fresh = async () => this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd });
+    if (policy && stored) {
+      const detail =
+        decision === "realign"
+          ? `provider thread ${stored.providerThreadId} diverged from the app after a rollback; a fresh provider thread gets the app's history`
+          : `provider thread ${stored.providerThreadId} missed runs and the provider takes no delta handoff; a fresh provider thread gets a full summary`;
+      this.host.commit(policyEvent({ threadId, runId: null }, policy, detail));
+    }
+    switch (decision) {
+      case "resume":
+        try {
+          const handle = await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd, resume: { cursor: stored!.resumeCursor } });
+          return this.#bind(threadId, session, handle, "resumed", stored!.providerThreadId);
+        } catch (error) {
+          if (!(error instanceof ResumeFailedError)) throw error;
+          const message = `provider thread could not be resumed (${redact(error.message)}); rebuilding it from app context`;
+          this.host.commit({ type: "warning", threadId, runId: null, message });
+          return this.#bind(threadId, session, await fresh(), "rebuilt");
+        }
+      case "realign":
+        return this.#bind(threadId, session, await fresh(), "realigned");
+      case "refresh":
+        return this.#bind(threadId, session, await fresh(), "refreshed");
+      case "fork":
+        return this.#resolveFork(threadId, session, transfer!);
+      default:
+        return this.#bind(threadId, session, await fresh(), views.hadBrokenProviderThread(threadId, this.id) ? "replaced" : "created");
+    }
   }
 
   /** What the next turn on this provider thread must carry (a recorded handoff, a portable fork), if anything. */
@@ -189,41 +212,54 @@ export class Target {
    */
   async #resolveFork(threadId: string, session: LiveSession, transfer: Transfer): Promise<LoadedThread> {
     const { views } = this.host;
-    const parentThread = views.providerThreads.get(Projections.providerThreadKey(transfer.parentThreadId, this.id));
-    const runs = historyRuns(views, transfer.parentThreadId, transfer.forkedFromRunId);
-    const parentRuns = views.threads.get(transfer.parentThreadId)!.runs;
-    const parentOwn = runs.filter((r) => r.threadId === transfer.parentThreadId);
-    const fromInside = parentOwn.length < parentRuns.length;
+    const situation = forkSituation(views, this.id, transfer, session.capabilities, !!this.adapter.forkThread);
+    const { parentThread, runs, fromInside } = situation;
     const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
     const resolved = (resolution: "native" | "portable", detail: string) =>
       this.host.commit({ type: "fork.resolved", threadId, transferId: transfer.transferId, resolution, detail });
 
-    let why = parentThread ? `provider cannot fork natively (${capability})` : "the parent has no thread on this provider";
-    // The provider's copy is faithful only if it ran every run up to the fork point (and holds
-    // whatever the parent inherited, by having been forked natively itself).
-    const inheritsNatively = parentOwn.length === runs.length || parentThread?.origin === "forked";
-    const ranHere =
-      parentThread && inheritsNatively && parentOwn.every((r) => r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId);
-    if (parentThread && !ranHere) why = "the parent thread's runs up to the fork point did not all run on this provider thread";
-    if (parentThread && ranHere && this.adapter.forkThread && canForkNatively(session.capabilities, fromInside)) {
-      const afterTurnRef = fromInside ? (runs.at(-1)?.attempts.at(-1)?.nativeTurnRef ?? null) : null;
-      if (!fromInside || afterTurnRef) {
-        try {
-          const parent = { threadRef: parentThread.nativeThreadRef, resumeCursor: parentThread.resumeCursor };
-          const handle = await this.adapter.forkThread({ sessionId: session.sessionId, thread: parent, afterTurnRef });
-          resolved("native", `forked provider thread ${parentThread.providerThreadId}`);
-          return this.#bind(threadId, session, handle, "forked");
-        } catch (error) {
-          why = `native fork failed (${redact(error instanceof Error ? error.message : String(error))})`;
-        }
-      } else {
-        why = "the fork point has no native turn id";
+    let why = situation.why;
+    if (decide(forkPolicy, situation).decision === "native") {
+      try {
+        const parent = { threadRef: parentThread!.nativeThreadRef, resumeCursor: parentThread!.resumeCursor };
+        const handle = await this.adapter.forkThread!({ sessionId: session.sessionId, thread: parent, afterTurnRef: situation.afterTurnRef });
+        resolved("native", `forked provider thread ${parentThread!.providerThreadId}`);
+        return this.#bind(threadId, session, handle, "forked");
+      } catch (error) {
+        why = `native fork failed (${redact(error instanceof Error ? error.message : String(error))})`;
       }
     }
     const detail = `${why}; portable context from ${runs.length} runs, lower fidelity`;
-    this.host.commit({ type: "policy.applied", threadId, runId: null, policy: "synthetic_fork", capability, outcome: "fallback", detail });
+    this.host.commit(policyEvent({ threadId, runId: null }, "synthetic_fork", detail, capability));
     resolved("portable", why);
     const handle = await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd: views.threads.get(threadId)!.cwd });
     return this.#bind(threadId, session, handle, "created");
   }
+}
+
+/**
+ * What the fork policy reads about a fork point on a target, and why a native fork would
+ * not be faithful. Natively only when this provider's parent thread executed every run up
+ * to the fork point (and holds whatever the parent inherited, by having been forked itself).
+ */
+export function forkSituation(views: Projections, target: string, transfer: Pick<Transfer, "parentThreadId" | "forkedFromRunId">, capabilities: ProviderCapabilities, adapterForks: boolean) {
+  const parentThread = views.providerThreads.get(Projections.providerThreadKey(transfer.parentThreadId, target));
+  const runs = historyRuns(views, transfer.parentThreadId, transfer.forkedFromRunId);
+  const parentRuns = historyRuns(views, transfer.parentThreadId).filter((r) => r.threadId === transfer.parentThreadId);
+  const parentOwn = runs.filter((r) => r.threadId === transfer.parentThreadId);
+  const fromInside = parentOwn.length < parentRuns.length;
+  const inheritsNatively = parentOwn.length === runs.length || parentThread?.origin === "forked";
+  const parentRanHere =
+    !!parentThread && !parentThread.divergent && inheritsNatively && parentOwn.every((r) => r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId);
+  const afterTurnRef = fromInside ? (runs.at(-1)?.attempts.at(-1)?.nativeTurnRef ?? null) : null;
+  const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
+  const why = !parentThread
+    ? "the parent has no thread on this provider"
+    : !parentRanHere
+      ? "the parent thread's runs up to the fork point did not all run on this provider thread"
+      : !(adapterForks && canForkNatively(capabilities, fromInside))
+        ? `provider cannot fork natively (${capability})`
+        : "the fork point has no native turn id";
+  const situation: ForkSituation = { capabilities, fromInside, parentRanHere, adapterForks, hasForkPointRef: afterTurnRef !== null };
+  return { ...situation, parentThread, runs, afterTurnRef, why };
 }

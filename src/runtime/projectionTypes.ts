@@ -1,0 +1,150 @@
+import type { RequestPayload } from "../adapters/contract.js";
+import type {
+  AttemptReason,
+  AttemptStatus,
+  ChangedFile,
+  CheckpointPhase,
+  DispatchMode,
+  Failure,
+  Lineage,
+  ResponseCapability,
+  RequestStatus,
+  RunStatus,
+} from "../domain/entities.js";
+import type { DomainEventOf, RequestResponseInput } from "../domain/events.js";
+
+/** The shapes of the read models (folded in projections.ts). */
+
+export type TurnItemKind =
+  | "user_message"
+  | "assistant_message"
+  | "reasoning"
+  | "plan"
+  | "proposed_plan"
+  | "todo_list"
+  | "command"
+  | "file_change"
+  | "tool"
+  | "approval"
+  | "question"
+  | "subagent"
+  | "interrupt_request"
+  | "interrupt_result"
+  | "handoff"
+  | "fork"
+  | "error";
+
+export interface TurnItem {
+  /** Node id for provider items; message or event-derived id for runtime items. */
+  id: string;
+  kind: TurnItemKind;
+  status: "streaming" | "complete";
+  attemptId: string | null;
+  parentId: string | null;
+  seq: number;
+  text?: string;
+  output?: string;
+  intent?: "turn_start" | "queued" | "steer";
+  detail?: Record<string, unknown>;
+  result?: string;
+}
+
+export interface AttemptView {
+  attemptId: string;
+  ordinal: number;
+  reason: AttemptReason;
+  status: AttemptStatus;
+  providerThreadId: string | null;
+  providerTurnId: string | null;
+  nativeTurnRef: string | null;
+}
+
+export interface RunView {
+  runId: string;
+  threadId: string;
+  ordinal: number;
+  status: RunStatus;
+  providerTarget: string;
+  mode: DispatchMode;
+  text: string;
+  reason: string | null;
+  failure: Failure | null;
+  attempts: AttemptView[];
+  items: TurnItem[];
+  fallbacks: Array<{ policy: string; capability: string; outcome: "fallback" | "refused"; detail: string }>;
+}
+
+export interface RequestView {
+  requestId: string;
+  threadId: string;
+  runId: string;
+  nodeId: string;
+  kind: RequestPayload["kind"];
+  payload: RequestPayload;
+  status: RequestStatus;
+  responseCapability: ResponseCapability;
+  response: RequestResponseInput | null;
+  closedReason: string | null;
+}
+
+export interface ThreadView {
+  threadId: string;
+  title: string;
+  cwd: string;
+  providerTarget: string;
+  model: string | null;
+  lineage: Lineage | null;
+  runs: RunView[];
+}
+
+export interface ProviderThreadRecord {
+  providerThreadId: string;
+  threadId: string;
+  providerTarget: string;
+  sessionId: string;
+  nativeThreadRef: string | null;
+  resumeCursor: string;
+  /** How it came to be (its first binding; later resumes do not change it). */
+  origin: DomainEventOf<"provider_thread.bound">["via"];
+  /** App runs this provider thread has seen: executed itself, or received in a consumed handoff. */
+  seenRunIds: Set<string>;
+  /** A rollback could not reach the provider: its conversation holds runs the app rolled back. */
+  divergent: boolean;
+}
+
+export interface HandoffRecord {
+  handoffId: string;
+  providerThreadId: string;
+  reason: DomainEventOf<"handoff.created">["reason"];
+  coveredRunIds: string[];
+  text: string;
+  /** A turn of its provider thread was bound after it: the provider has it. */
+  consumed: boolean;
+  /** A later handoff to the same provider thread replaced it before any turn carried it. */
+  superseded: boolean;
+}
+
+export interface Transfer {
+  transferId: string;
+  parentThreadId: string;
+  forkedFromRunId: string | null;
+  /** Null until the fork's first run decides. */
+  resolution: "native" | "portable" | null;
+}
+
+export interface CheckpointView {
+  checkpointId: string;
+  threadId: string;
+  runId: string;
+  scope: "root_run" | "subagent";
+  phase: CheckpointPhase;
+  nodeId: string | null;
+  parentCheckpointId: string | null;
+  commit: string | null;
+  files: ChangedFile[];
+  insertions: number;
+  deletions: number;
+  /** `stale`: a rollback went to an earlier run; `error`: capture failed. */
+  status: "ready" | "error" | "stale";
+  message: string | null;
+}
