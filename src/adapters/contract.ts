@@ -201,10 +201,15 @@ export interface ProviderThreadSnapshot {
   turns: ReadonlyArray<{ turnRef: string | null; status: TurnStatus | "running"; userText: string; assistantText: string }>;
 }
 
+/** What the provider may do without asking: honoured by providers that sandbox their tools. */
+export type SandboxPolicy = "read-only" | "workspace-write" | "full-access";
+
 export interface StartSessionInput {
   sessionId: string;
   cwd: string;
   model: string | null;
+  /** The runtime always passes it; an adapter called directly falls back to its own default. */
+  sandbox?: SandboxPolicy;
 }
 
 export interface EnsureThreadInput {

@@ -24,6 +24,15 @@ export const SendMessageInputSchema = z.strictObject({
   mode: DispatchModeSchema.default("auto"),
   /** Run this message on another configured target (a provider switch, with a handoff). */
   providerTarget: z.string().min(1).optional(),
+  /** Use this model from this message on (a new provider session if the provider cannot switch in session). */
+  model: z.string().min(1).optional(),
+  commandId,
+});
+
+export const RollbackInputSchema = z.strictObject({
+  threadId: appId("thr"),
+  /** The run whose end state to return to; later runs become rolled_back. */
+  toRunId: appId("run"),
   commandId,
 });
 
@@ -58,6 +67,7 @@ export type InterruptInput = z.input<typeof InterruptInputSchema>;
 export type RespondInput = z.input<typeof RespondInputSchema>;
 export type ForkThreadInput = z.input<typeof ForkThreadInputSchema>;
 export type SubscribeInput = z.input<typeof SubscribeInputSchema>;
+export type RollbackInput = z.input<typeof RollbackInputSchema>;
 
 /** Parse or throw `invalid_input` naming the first bad field. */
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {

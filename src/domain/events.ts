@@ -281,7 +281,10 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     rolledBackRunIds: z.array(id),
     /** `rolled_back`: the provider dropped the later turns; `divergent`: it could not, its thread is marked divergent. */
     provider: z.enum(["rolled_back", "divergent", "not_needed"]),
+    /** The provider thread rolled back natively, if any. */
     providerThreadId: id.nullable(),
+    /** Provider threads whose conversation still holds rolled-back runs: rebuilt on their next run. */
+    divergentProviderThreadIds: z.array(id),
     checkpointId: id.nullable(),
     files: z.array(ChangedFileSchema),
   }),

@@ -13,7 +13,8 @@ export type IdPrefix =
   | "msg" // user message
   | "cmd" // command
   | "hnd" // context handoff
-  | "xfr"; // context transfer (fork)
+  | "xfr" // context transfer (fork)
+  | "chk"; // filesystem checkpoint
 
 /** Where top-level ids come from: a boundary, so tests can make them deterministic. */
 export interface IdSource {

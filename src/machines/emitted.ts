@@ -16,6 +16,7 @@ export type Effect =
   | { type: "interruptTurn"; threadId: string; runId: string; attemptId: string }
   | { type: "stopSession"; threadId: string; runId: string; attemptId: string }
   | { type: "runFinished"; threadId: string; runId: string }
+  | { type: "rollbackThread"; threadId: string; toRunId: string; via: "provider_rollback" | "divergent" | "files_only" }
   | { type: "respond"; requestId: string; response: RequestResponseInput };
 
 export type Outcome =

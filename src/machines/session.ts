@@ -1,6 +1,7 @@
 import { enqueueActions, setup } from "xstate";
-import type { ProviderCapabilities } from "../capabilities/index.js";
-import { record, type MachineEmitted } from "./emitted.js";
+import { hasStructuredApprovals, type ProviderCapabilities } from "../capabilities/index.js";
+import type { SandboxPolicy } from "../adapters/contract.js";
+import { policyApplied, record, type MachineEmitted } from "./emitted.js";
 
 /** A provider session: the capability record it announced, its host generation, its turns. */
 
@@ -8,6 +9,8 @@ export interface SessionContext {
   sessionId: string;
   providerTarget: string;
   provider: string;
+  /** What governs the provider's actions when it asks for no approvals. */
+  sandbox: SandboxPolicy;
   capabilities: ProviderCapabilities | null;
   hostGeneration: number | null;
   activeTurns: number;
@@ -26,11 +29,12 @@ export const sessionMachine = setup({
   types: {
     context: {} as SessionContext,
     events: {} as SessionEvent,
-    input: {} as { sessionId: string; providerTarget: string; provider: string },
+    input: {} as { sessionId: string; providerTarget: string; provider: string; sandbox: SandboxPolicy },
     emitted: {} as MachineEmitted,
   },
   guards: {
     isLastTurn: ({ context }) => context.activeTurns <= 1,
+
   },
   actions: {
     recordStarted: enqueueActions(({ context, event, enqueue }) => {
@@ -40,6 +44,18 @@ export const sessionMachine = setup({
       enqueue.emit(
         record({ type: "session.started", sessionId, providerTarget, provider, hostGeneration: event.hostGeneration, capabilities: event.capabilities }),
       );
+    }),
+    /** Session-wide degradations, announced once with the capability record they follow from. */
+    recordSessionPolicies: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "STARTED") return;
+      const caps = event.capabilities;
+      const where = { threadId: null, runId: null };
+      const session = `session ${context.sessionId} (${context.providerTarget})`;
+      if (!hasStructuredApprovals(caps)) {
+        enqueue.emit(policyApplied(where, "approvals_by_sandbox", `${session} asks for no approvals: it runs under the ${context.sandbox} sandbox policy`));
+      }
+      if (!caps.planning.emitsPlanUpdated) enqueue.emit(policyApplied(where, "no_plan_artifacts", `${session} emits no plan updates`));
+      if (!caps.planning.emitsTodoList) enqueue.emit(policyApplied(where, "no_todo_artifacts", `${session} emits no todo lists`));
     }),
     recordStatus: enqueueActions(
       ({ context, event, enqueue }, params: { status: "ready" | "running" | "stopped" | "error" }) => {
@@ -61,7 +77,7 @@ export const sessionMachine = setup({
   states: {
     starting: {
       on: {
-        STARTED: { target: "ready", actions: "recordStarted" },
+        STARTED: { target: "ready", actions: ["recordStarted", "recordSessionPolicies"] },
         START_FAILED: { target: "error", actions: { type: "recordStatus", params: { status: "error" } } },
       },
     },

@@ -1,7 +1,7 @@
 import { and, assign, enqueueActions, setup } from "xstate";
-import { canInterrupt, canSteerNatively, type ProviderCapabilities } from "../capabilities/index.js";
+import { canInterrupt, canQueueNatively, canRollbackProvider, canSteerNatively, canSwitchModelInSession, type ProviderCapabilities } from "../capabilities/index.js";
 import type { DispatchMode } from "../domain/entities.js";
-import { effect, outcome, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
+import { effect, outcome, policyApplied, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
 
 /**
  * The app thread: serializes work. At most one run is active; follow-ups are steered into
@@ -47,7 +47,25 @@ export type ThreadEvent =
   /** The active run's session announced its capability record (it may differ from the declared one). */
   | { type: "RUN_CAPABILITIES"; runId: string; capabilities: ProviderCapabilities }
   /** Resume work after a restart (queued runs recovered from the log). */
-  | { type: "RESUME" };
+  | { type: "RESUME" }
+  /** Later runs use another model. */
+  | { type: "CHANGE_MODEL"; model: string; capabilities: ProviderCapabilities }
+  /** Roll the thread back to the end of run `toRunId` (see RollbackRequest). */
+  | ({ type: "ROLLBACK" } & RollbackRequest)
+  | { type: "ROLLBACK_DONE" };
+
+/** What a rollback must undo, as the runtime found it in the projection. */
+export interface RollbackRequest {
+  toRunId: string;
+  /** Capabilities of the provider thread that ran the later runs. */
+  capabilities: ProviderCapabilities;
+  /** A ready post-run checkpoint of `toRunId` exists. */
+  hasCheckpoint: boolean;
+  /** Provider turns the later runs left on the current provider thread. */
+  laterTurns: number;
+  /** Some later runs ran on another provider thread (another target, or a replaced thread). */
+  laterElsewhere: boolean;
+}
 
 export const threadMachine = setup({
   types: {
@@ -62,6 +80,13 @@ export const threadMachine = setup({
     /** `auto` steers only when the provider can steer natively; otherwise it queues. */
     autoSteersNatively: ({ context, event }) =>
       event.type === "SUBMIT" && event.mode === "auto" && !!context.activeCapabilities && canSteerNatively(context.activeCapabilities),
+    canQueueNatively: ({ event }) => event.type === "SUBMIT" && canQueueNatively(event.capabilities),
+    canSwitchModelInSession: ({ event }) => event.type === "CHANGE_MODEL" && canSwitchModelInSession(event.capabilities),
+    canRollbackProvider: ({ event }) => event.type === "ROLLBACK" && canRollbackProvider(event.capabilities),
+    /** The later runs left nothing in any provider conversation: only files need restoring. */
+    providerUntouched: ({ event }) => event.type === "ROLLBACK" && event.laterTurns === 0 && !event.laterElsewhere,
+    laterRunsStayedOnThread: ({ event }) => event.type === "ROLLBACK" && !event.laterElsewhere,
+    hasCheckpoint: ({ event }) => event.type === "ROLLBACK" && event.hasCheckpoint,
     canInterruptActiveRun: ({ context }) =>
       (!!context.activeCapabilities && canInterrupt(context.activeCapabilities)) || context.allowSessionStopInterrupt,
     isActiveRun: ({ context, event }) => event.type === "RUN_FINISHED" && event.runId === context.activeRunId,
@@ -109,6 +134,40 @@ export const threadMachine = setup({
       enqueue.assign({ activeRunId: next.runId, activeCapabilities: next.capabilities, queue: rest });
       enqueue.emit(effect({ type: "startRun", threadId: context.threadId, runId: next.runId }));
     }),
+    /** The provider cannot queue follow-ups itself: the runtime holds them until the turn boundary. */
+    holdQueueInRuntime: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "SUBMIT") return;
+      const detail = `run ${event.runId} waits in the runtime's queue for the active run to end`;
+      enqueue.emit(policyApplied({ threadId: context.threadId, runId: event.runId }, "queue_held_by_runtime", detail));
+    }),
+    switchModel: enqueueActions(({ context, event, enqueue }, params: { via: "in_session" | "new_session" }) => {
+      if (event.type !== "CHANGE_MODEL") return;
+      const { threadId } = context;
+      if (params.via === "new_session") {
+        const detail = `the provider cannot switch models in a session; model ${event.model} gets a new provider session`;
+        enqueue.emit(policyApplied({ threadId, runId: null }, "model_switch_new_session", detail));
+      }
+      enqueue.emit(record({ type: "thread.model_changed", threadId, model: event.model, via: params.via }));
+    }),
+    beginRollback: enqueueActions(({ context, event, enqueue }, params: { via: "provider_rollback" | "divergent" | "files_only" }) => {
+      if (event.type !== "ROLLBACK") return;
+      const { threadId } = context;
+      if (params.via === "divergent") {
+        const why = canRollbackProvider(event.capabilities) ? "later runs ran on another provider thread" : "the provider cannot roll its conversation back";
+        const detail = `${why}; files are restored and the provider thread is marked divergent`;
+        enqueue.emit(policyApplied({ threadId, runId: event.toRunId }, "rollback_divergent", detail));
+      }
+      enqueue.emit(effect({ type: "rollbackThread", threadId, toRunId: event.toRunId, via: params.via }));
+      enqueue.emit(outcome({ command: "rollback", via: params.via, threadId }));
+    }),
+    refuseRollback: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "ROLLBACK") return;
+      const detail = "there is no app checkpoint to restore and the provider cannot roll back";
+      refuseUnsupported({ threadId: context.threadId, runId: event.toRunId }, "rollback", "rollback_unsupported", detail).forEach((e) => enqueue.emit(e));
+    }),
+    refuseRollbackWhileBusy: enqueueActions(({ enqueue }) => {
+      enqueue.emit(outcome({ command: "rollback", refused: "conflict", detail: "the thread has an active or queued run, or a rollback in progress" }));
+    }),
     clearActiveRun: assign({ activeRunId: null, activeCapabilities: null }),
     updateActiveCapabilities: assign({
       activeCapabilities: ({ context, event }) =>
@@ -135,6 +194,25 @@ export const threadMachine = setup({
       on: {
         SUBMIT: { target: "busy", actions: "createAndStartRun" },
         RESUME: { guard: "hasQueuedRuns", target: "busy", actions: "startNextQueued" },
+        ROLLBACK: [
+          { guard: "providerUntouched", target: "rollingBack", actions: { type: "beginRollback", params: { via: "files_only" } } },
+          {
+            guard: and(["canRollbackProvider", "laterRunsStayedOnThread"]),
+            target: "rollingBack",
+            actions: { type: "beginRollback", params: { via: "provider_rollback" } },
+          },
+          { guard: "hasCheckpoint", target: "rollingBack", actions: { type: "beginRollback", params: { via: "divergent" } } },
+          { actions: "refuseRollback" },
+        ],
+      },
+    },
+    /** Provider rollback and file restore in progress: new messages wait for it. */
+    rollingBack: {
+      on: {
+        SUBMIT: { actions: { type: "createAndQueueRun", params: { atHead: false } } },
+        ROLLBACK: { actions: "refuseRollbackWhileBusy" },
+        ROLLBACK_DONE: [{ guard: "hasQueuedRuns", target: "busy", actions: "startNextQueued" }, { target: "idle" }],
+        RUN_FINISHED: { actions: "dropFromQueue" },
       },
     },
     busy: {
@@ -147,8 +225,10 @@ export const threadMachine = setup({
             actions: { type: "createAndQueueRun", params: { atHead: true } },
           },
           { guard: "wantsRestart", actions: "refuseRestart" },
-          { actions: { type: "createAndQueueRun", params: { atHead: false } } },
+          { guard: "canQueueNatively", actions: { type: "createAndQueueRun", params: { atHead: false } } },
+          { actions: [{ type: "createAndQueueRun", params: { atHead: false } }, "holdQueueInRuntime"] },
         ],
+        ROLLBACK: { actions: "refuseRollbackWhileBusy" },
         RUN_FINISHED: [
           { guard: and(["isActiveRun", "hasQueuedRuns"]), actions: "startNextQueued" },
           { guard: "isActiveRun", target: "idle", actions: "clearActiveRun" },
@@ -157,6 +237,12 @@ export const threadMachine = setup({
         RUN_CAPABILITIES: { actions: "updateActiveCapabilities" },
       },
     },
+  },
+  on: {
+    CHANGE_MODEL: [
+      { guard: "canSwitchModelInSession", actions: { type: "switchModel", params: { via: "in_session" } } },
+      { actions: { type: "switchModel", params: { via: "new_session" } } },
+    ],
   },
 });
 

@@ -1,4 +1,4 @@
-import { createActor, type Actor, type InspectionEvent } from "xstate";
+import { createActor, type Actor, type InputFrom, type InspectionEvent } from "xstate";
 import type { DomainEventOf } from "../domain/events.js";
 import type { MachineEmitted } from "../machines/emitted.js";
 import { providerThreadMachine } from "../machines/providerThread.js";
@@ -57,7 +57,7 @@ export class Actors {
     return actor;
   }
 
-  session(input: { sessionId: string; providerTarget: string; provider: string }): SessionActor {
+  session(input: InputFrom<typeof sessionMachine>): SessionActor {
     const actor = this.#start(createActor(sessionMachine, this.#options(input.sessionId, input)));
     this.sessions.set(input.sessionId, actor);
     return actor;

@@ -1,16 +1,22 @@
 import type { InspectionEvent } from "xstate";
-import type { ProviderAdapter } from "../adapters/contract.js";
+import type { ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { DomainEvent } from "../domain/events.js";
 import type { IdSource } from "../domain/ids.js";
 import type { MachineEmitted, Outcome } from "../machines/emitted.js";
 import { Actors } from "./actors.js";
+import { Checkpoints } from "./checkpoints/checkpoints.js";
 import { Effects } from "./effects.js";
+import type { RollbackReceipt } from "./rollback.js";
 import { Projections, type RequestView } from "./projections.js";
 import type { EventLog } from "./store/eventLog.js";
 import { Target, type LiveSession, type TargetHost } from "./targets.js";
 
 export interface DispatchOptions {
+  dataDir: string;
+  /** Capture filesystem checkpoints of each thread's working directory. */
+  checkpoints: boolean;
+  sandbox: SandboxPolicy;
   providers: Record<string, ProviderAdapter>;
   ids: IdSource;
   allowSessionStopInterrupt: boolean;
@@ -27,6 +33,9 @@ export class Dispatcher implements TargetHost {
   readonly targets = new Map<string, Target>();
   readonly actors: Actors;
   readonly effects: Effects;
+  readonly checkpoints: Checkpoints;
+  /** The latest rollback started per thread (the API awaits its receipt). */
+  readonly rollbacks = new Map<string, Promise<RollbackReceipt>>();
   #outcomes: Outcome[] = [];
   #runWaiters = new Map<string, Array<() => void>>();
   #closed = false;
@@ -39,11 +48,20 @@ export class Dispatcher implements TargetHost {
   ) {
     this.actors = new Actors((emitted) => this.#onEmitted(emitted), options.inspect);
     this.effects = new Effects(this);
+    this.checkpoints = new Checkpoints(options.dataDir, options.checkpoints, {
+      views: this.views,
+      ids: options.ids,
+      commitLater: (event) => this.act(() => this.commit(event)),
+    });
     for (const [id, adapter] of Object.entries(options.providers)) this.targets.set(id, new Target(id, adapter, this));
   }
 
   get ids(): IdSource {
     return this.options.ids;
+  }
+
+  get sandbox(): SandboxPolicy {
+    return this.options.sandbox;
   }
 
   get closed(): boolean {
@@ -74,7 +92,11 @@ export class Dispatcher implements TargetHost {
         this.targets.get(event.providerTarget)?.forgetThread(event.threadId);
         return Actors.sendIfActive(this.actors.providerThreads.get(event.providerThreadId), { type: "CLOSE" });
       case "run.terminal":
+        this.checkpoints.final(event.runId, this.#capabilitiesOfRun(event.runId));
         return this.#runEnded(event.runId);
+      case "node.completed":
+        if (this.views.item(event.nodeId)?.kind === "subagent") this.checkpoints.nested(event.runId, event.nodeId, this.#capabilitiesOfRun(event.runId));
+        return;
       case "request.resolved":
       case "request.closed":
         this.actors.requests.delete(event.requestId);
@@ -135,7 +157,7 @@ export class Dispatcher implements TargetHost {
 
   /** A session is being started: its actor exists from the first moment. */
   sessionStarting(target: string, sessionId: string): void {
-    this.actors.session({ sessionId, providerTarget: target, provider: this.targets.get(target)!.adapter.provider });
+    this.actors.session({ sessionId, providerTarget: target, provider: this.targets.get(target)!.adapter.provider, sandbox: this.sandbox });
   }
 
   /** The session announced its capability record and host generation. */
@@ -146,6 +168,10 @@ export class Dispatcher implements TargetHost {
 
   sessionFailed(sessionId: string, message: string): void {
     this.act(() => Actors.sendIfActive(this.actors.sessions.get(sessionId), { type: "START_FAILED", message }));
+  }
+
+  #capabilitiesOfRun(runId: string): ProviderCapabilities {
+    return this.targets.get(this.views.runs.get(runId)!.providerTarget)!.capabilities();
   }
 
   #runEnded(runId: string): void {

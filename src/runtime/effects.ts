@@ -7,6 +7,7 @@ import { ownsRun, type RunContext, type RunEvent } from "../machines/run.js";
 import { Actors } from "./actors.js";
 import type { Routed } from "./normalizer.js";
 import type { Dispatcher } from "./dispatch.js";
+import { performRollback } from "./rollback.js";
 import type { Target } from "./targets.js";
 
 type Settle = Extract<MachineEmitted, { type: "settle" }>;
@@ -54,6 +55,11 @@ export class Effects {
         return this.#track(this.#interruptTurn(effect));
       case "respond":
         return this.#track(this.#respond(effect));
+      case "rollbackThread": {
+        const done = performRollback(rt, effect);
+        rt.rollbacks.set(effect.threadId, done);
+        return this.#track(done);
+      }
     }
   }
 
@@ -75,6 +81,8 @@ export class Effects {
     const thread = rt.views.threads.get(threadId)!;
     let sent: { sessionId: string; thread: ProviderThreadHandle } | null = null;
     try {
+      // The pre-run baseline is taken before the provider can touch a file.
+      if (rt.views.runs.get(runId)?.attempts.length === 1) await rt.checkpoints.baseline(runId, target.capabilities());
       const session = await target.ensureSession(threadId, thread.cwd, thread.model);
       rt.act(() => {
         rt.actors.runs.get(runId)?.send({ type: "SESSION_BOUND", capabilities: session.capabilities });

@@ -5,7 +5,7 @@ import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { contextDeliveryPolicy, decide } from "../machines/contextPolicy.js";
 import { policyEvent } from "../machines/emitted.js";
 import { DEGRADATIONS } from "../machines/policies.js";
-import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type RunView } from "./projections.js";
+import { isTerminalRunStatus, Projections, type ProviderThreadRecord, type RunView } from "./projections.js";
 
 /**
  * Portable context: what a provider thread is told about the app thread's runs it never saw
@@ -68,6 +68,15 @@ export function historyRuns(views: Projections, threadId: string, upToRunId?: st
   const lineage = thread.lineage?.relation === "fork" ? thread.lineage : null;
   const inherited = lineage ? historyRuns(views, lineage.parentThreadId, lineage.forkedFromRunId) : [];
   return [...inherited, ...settled.slice(0, cut)];
+}
+
+/** Would a turn of this app thread on this target have to be told runs it never saw? */
+export function needsHandoff(views: Projections, threadId: string, providerTarget: string): boolean {
+  const history = historyRuns(views, threadId);
+  const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, providerTarget));
+  if (!stored || stored.divergent) return history.length > 0;
+  const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
+  return history.some((r) => !stored.seenRunIds.has(r.runId) && !(stored.origin === "forked" && !own.has(r.runId)));
 }
 
 export interface ContextInput {

@@ -302,10 +302,11 @@ export class Projections {
     for (const checkpoint of this.#threadCheckpoints.get(event.threadId) ?? []) {
       if (rolledBack.has(checkpoint.runId)) checkpoint.status = "stale";
     }
-    const providerThread = event.providerThreadId ? this.providerThreadsById.get(event.providerThreadId) : undefined;
-    if (providerThread) {
-      for (const runId of rolledBack) providerThread.seenRunIds.delete(runId);
-      if (event.provider === "divergent") providerThread.divergent = true;
+    const native = event.providerThreadId ? this.providerThreadsById.get(event.providerThreadId) : undefined;
+    for (const runId of rolledBack) native?.seenRunIds.delete(runId);
+    for (const id of event.divergentProviderThreadIds) {
+      const providerThread = this.providerThreadsById.get(id);
+      if (providerThread) providerThread.divergent = true;
     }
   }
 
@@ -323,6 +324,11 @@ export class Projections {
   #addItem(run: RunView, item: TurnItem): void {
     run.items.push(item);
     this.#items.set(item.id, item);
+  }
+
+  /** A turn item by its id (node id for provider items). */
+  item(id: string): TurnItem | undefined {
+    return this.#items.get(id);
   }
 
   /** Did this app thread have a provider thread on this target that was closed as broken? */

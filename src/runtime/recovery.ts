@@ -1,5 +1,37 @@
-import type { DomainEvent } from "../domain/events.js";
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import { requestsSurviveRestart } from "../capabilities/predicates.js";
+import { StoreCorruptError } from "../domain/errors.js";
+import { DomainEventSchema, type DomainEvent } from "../domain/events.js";
+import { policyEvent } from "../machines/emitted.js";
+import type { Dispatcher } from "./dispatch.js";
 import type { Projections } from "./projections.js";
+import type { EventLog } from "./store/eventLog.js";
+
+/**
+ * Fold the log, settle what the previous life left open, rebuild the actors, resume queued
+ * work. Returns the targets' event pumps. Runs before the runtime accepts any command.
+ */
+export async function restoreRuntime(d: Dispatcher, log: EventLog<DomainEvent>): Promise<Promise<void>[]> {
+  for await (const record of log.readAll()) {
+    const parsed = DomainEventSchema.safeParse(record.event);
+    if (!parsed.success) throw new StoreCorruptError(`event ${record.seq} does not match the schema`, { seq: record.seq });
+    d.views.apply({ ...record, event: parsed.data });
+  }
+  const capabilities = new Map([...d.targets].map(([id, target]) => [id, target.capabilities()]));
+  const plan = planRecovery(d.views, capabilities);
+  d.run(() => plan.events.forEach((e) => d.commit(e)));
+  for (const thread of d.views.threads.values()) {
+    const queued = thread.runs.filter((r) => r.status === "queued");
+    d.spawnThread(thread.threadId, thread.runs.length + 1, queued.map((r) => ({ runId: r.runId, capabilities: capabilities.get(r.providerTarget)! })));
+    for (const run of queued) d.spawnRun(run.runId);
+  }
+  const pumps = [...d.targets.values()].map((target) => d.effects.pump(target));
+  d.run(() => {
+    for (const actor of d.actors.threads.values()) actor.send({ type: "RESUME" });
+  });
+  await log.whenDurable();
+  return pumps;
+}
 
 /**
  * What a runtime coming back from a crash must settle before it accepts commands: runs
@@ -8,7 +40,7 @@ import type { Projections } from "./projections.js";
  * Queued runs never touched a provider, so they stay queued and resume (unless their provider
  * target is no longer configured: then they are cancelled too).
  */
-export function planRecovery(views: Projections, configuredTargets: ReadonlySet<string>): { events: DomainEvent[] } {
+export function planRecovery(views: Projections, configuredTargets: ReadonlyMap<string, ProviderCapabilities>): { events: DomainEvent[] } {
   const events: DomainEvent[] = [];
   const cancelledRuns: string[] = [];
   const requeuedRuns: string[] = [];
@@ -16,7 +48,15 @@ export function planRecovery(views: Projections, configuredTargets: ReadonlySet<
 
   for (const request of views.pendingRequests()) {
     const { threadId, runId, requestId } = request;
-    events.push({ type: "request.closed", threadId, runId, requestId, status: "expired", reason: "not_resumable: runtime restarted" });
+    const caps = configuredTargets.get(views.runs.get(runId)!.providerTarget);
+    // Even a provider whose requests survive a restart cannot answer this one: the run that asked is cancelled below.
+    const survives = caps && requestsSurviveRestart(caps);
+    if (!survives) {
+      const detail = `request ${requestId} was pending when its session ended with the runtime; it expires as not_resumable`;
+      events.push(policyEvent({ threadId, runId }, "requests_expire_on_restart", detail));
+    }
+    const reason = survives ? "not_resumable: the run that asked was cancelled by recovery" : "not_resumable: runtime restarted";
+    events.push({ type: "request.closed", threadId, runId, requestId, status: "expired", reason });
     expiredRequests.push(requestId);
   }
   for (const run of views.activeRuns()) {

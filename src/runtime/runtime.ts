@@ -1,12 +1,13 @@
 import { join, resolve } from "node:path";
 import type { InspectionEvent } from "xstate";
-import type { ProviderAdapter } from "../adapters/contract.js";
+import type { ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import {
   CreateThreadInputSchema,
   ForkThreadInputSchema,
   InterruptInputSchema,
   RespondInputSchema,
+  RollbackInputSchema,
   RunIdSchema,
   SendMessageInputSchema,
   SubscribeInputSchema,
@@ -20,6 +21,7 @@ import {
   type InterruptReceipt,
   type RespondInput,
   type RespondReceipt,
+  type RollbackInput,
   type SendMessageInput,
   type SendMessageReceipt,
   type SubscribeInput,
@@ -30,16 +32,18 @@ import {
   InvalidInputError,
   NotFoundError,
   NotResumableError,
-  StoreCorruptError,
   TillerError,
 } from "../domain/errors.js";
-import { DomainEventSchema, isUrgentEvent, threadOf, type DomainEvent } from "../domain/events.js";
+import { isUrgentEvent, threadOf, type DomainEvent } from "../domain/events.js";
 import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
 import type { Actors } from "./actors.js";
+import { affordancesOf, type Affordances } from "./affordances.js";
 import { Dispatcher } from "./dispatch.js";
+import { planRollback, rollbackRequest, type RollbackReceipt } from "./rollback.js";
+import { submitMessage } from "./submit.js";
 import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RequestView, type RunView, type ThreadView } from "./projections.js";
-import { planRecovery } from "./recovery.js";
+import { restoreRuntime } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
 import { openRuntimeMeta } from "./store/meta.js";
@@ -62,6 +66,18 @@ export interface RuntimeOptions {
   groupCommitMs?: number;
   /** Receives XState inspection events of every actor (for the inspector). */
   inspect?: (event: InspectionEvent) => void;
+  /**
+   * Capture git checkpoints of each thread's working directory (a baseline before each run,
+   * a checkpoint after it) in a private repository under the data directory; needed for
+   * `rollback` to restore files. Default false.
+   */
+  checkpoints?: boolean;
+  /**
+   * The sandbox policy sessions start under. Providers without structured approvals run
+   * under it without asking (recorded as the `approvals_by_sandbox` policy). Default
+   * `workspace-write`.
+   */
+  sandbox?: SandboxPolicy;
 }
 
 export interface ThreadSnapshot {
@@ -89,6 +105,8 @@ export class Runtime {
   readonly #d: Dispatcher;
   #pumps: Promise<void>[] = [];
 
+  readonly #allowSessionStop: boolean;
+
   private constructor(
     options: RuntimeOptions,
     dataDir: string,
@@ -97,8 +115,12 @@ export class Runtime {
     private readonly meta: StateDocument<RuntimeMeta>,
   ) {
     this.dataDir = dataDir;
+    this.#allowSessionStop = options.allowSessionStopInterrupt ?? false;
     this.ids = unusedIds(options.ids ?? randomIds(), (id) => this.#d.views.isKnownId(id));
     this.#d = new Dispatcher(log, {
+      dataDir,
+      checkpoints: options.checkpoints ?? false,
+      sandbox: options.sandbox ?? "workspace-write",
       providers: options.providers,
       ids: this.ids,
       allowSessionStopInterrupt: options.allowSessionStopInterrupt ?? false,
@@ -143,25 +165,7 @@ export class Runtime {
 
   /** Fold the log, settle what the previous life left open, rebuild actors, then accept work. */
   async #restore(): Promise<void> {
-    for await (const record of this.log.readAll()) {
-      const parsed = DomainEventSchema.safeParse(record.event);
-      if (!parsed.success) throw new StoreCorruptError(`event ${record.seq} does not match the schema`, { seq: record.seq });
-      this.#d.views.apply({ ...record, event: parsed.data });
-    }
-    const plan = planRecovery(this.views, new Set(this.#d.targets.keys()));
-    this.#d.run(() => plan.events.forEach((e) => this.#d.commit(e)));
-    for (const thread of this.#d.views.threads.values()) {
-      const queue = thread.runs
-        .filter((r) => r.status === "queued")
-        .map((r) => ({ runId: r.runId, capabilities: this.#target(r.providerTarget).capabilities() }));
-      this.#d.spawnThread(thread.threadId, thread.runs.length + 1, queue);
-      for (const run of thread.runs.filter((r) => r.status === "queued")) this.#d.spawnRun(run.runId);
-    }
-    for (const target of this.#d.targets.values()) this.#pumps.push(this.#d.effects.pump(target));
-    this.#d.run(() => {
-      for (const actor of this.#d.actors.threads.values()) actor.send({ type: "RESUME" });
-    });
-    await this.log.whenDurable();
+    this.#pumps = await restoreRuntime(this.#d, this.log);
   }
 
   // ---- public API --------------------------------------------------------------------
@@ -193,26 +197,7 @@ export class Runtime {
       const thread = this.#thread(p.threadId);
       const providerTarget = p.providerTarget ?? thread.runs.at(-1)?.providerTarget ?? thread.providerTarget;
       const target = this.#target(providerTarget, "providerTarget");
-      const runId = this.ids.next("run");
-      const submitEvent = { type: "SUBMIT" as const, runId, messageId: this.ids.next("msg"), text: p.text, mode: p.mode, providerTarget, capabilities: target.capabilities() };
-      const threadActor = this.#d.actors.threads.get(thread.threadId)!;
-      const outcomes = this.#d.run(() => threadActor.send(submitEvent));
-      const submit = expectOutcome(outcomes, "submit");
-      const base = { threadId: thread.threadId, via: null, queuePosition: 0 };
-      if ("disposition" in submit) {
-        if (submit.disposition === "started" || submit.disposition === "queued") {
-          return { ...base, runId: submit.runId, disposition: submit.disposition, queuePosition: submit.queuePosition };
-        }
-        if (submit.disposition === "restart") return { ...base, runId: submit.runId, disposition: "restarting" as const };
-      }
-      const steer = expectOutcome(outcomes, "steer");
-      if ("via" in steer) return { ...base, runId: steer.runId, disposition: "steered" as const, via: steer.via };
-      if (p.mode === "auto" && steer.refused === "conflict") {
-        // `auto` steers only what can take a steer now (e.g. not a run being interrupted): else it queues.
-        const queued = expectOutcome(this.#d.run(() => threadActor.send({ ...submitEvent, mode: "queue" })), "submit");
-        if ("disposition" in queued && queued.disposition === "queued") return { ...base, runId: queued.runId, disposition: "queued" as const, queuePosition: queued.queuePosition };
-      }
-      throw refusal(steer);
+      return submitMessage(this.#d, thread, target, p);
     });
   }
 
@@ -250,7 +235,7 @@ export class Runtime {
       const parent = this.#thread(p.threadId);
       const from = p.afterRunId ? parent.runs.find((r) => r.runId === p.afterRunId) : parent.runs.at(-1);
       if (p.afterRunId && !from) throw new NotFoundError("run", p.afterRunId);
-      if (from && !isTerminalRunStatus(from.status)) {
+      if (from && (!isTerminalRunStatus(from.status) || from.status === "rolled_back")) {
         throw new ConflictError(`run ${from.runId} is ${from.status}; forks start only from a finished run`, { runId: from.runId });
       }
       const providerTarget = p.providerTarget ?? from?.providerTarget ?? parent.providerTarget;
@@ -273,6 +258,30 @@ export class Runtime {
       this.#d.spawnThread(threadId, 1, []);
       return { threadId, parentThreadId: parent.threadId, transferId };
     });
+  }
+
+  /**
+   * Roll the thread back to the end of run `toRunId`: the provider's conversation first where
+   * it can, then the run's filesystem checkpoint; later runs become `rolled_back`. Without
+   * provider rollback the provider thread is marked divergent and rebuilt on the next run.
+   */
+  async rollback(input: RollbackInput): Promise<RollbackReceipt & { commandId: string }> {
+    const p = parseInput(RollbackInputSchema, input);
+    return this.#command(p.commandId, "rollback", async () => {
+      this.#thread(p.threadId);
+      const request = rollbackRequest(this.#d, planRollback(this.#d, p.threadId, p.toRunId));
+      const threadActor = this.#d.actors.threads.get(p.threadId)!;
+      const result = expectOutcome(this.#d.run(() => threadActor.send({ type: "ROLLBACK", ...request })), "rollback");
+      if (!("via" in result)) throw refusal(result);
+      return this.#d.rollbacks.get(p.threadId)!;
+    });
+  }
+
+  /** What a client may offer for this thread now (fork, interrupt, rollback, approvals, panels), and why not. */
+  affordances(threadId: string): Affordances {
+    this.#assertOpen();
+    this.#thread(parseInput(ThreadIdSchema, threadId));
+    return affordancesOf(this.#d, threadId, this.#allowSessionStop);
   }
 
   /** A consistent read model of one thread at `seq`, returned once `seq` is durable. */
@@ -319,6 +328,7 @@ export class Runtime {
     const run = this.#d.views.runs.get(parseInput(RunIdSchema, runId));
     if (!run) throw new NotFoundError("run", runId);
     if (!isTerminalRunStatus(run.status)) await this.#d.runEnded(runId);
+    await this.#d.checkpoints.settled(runId);
     await this.log.whenDurable();
     return structuredClone(this.#d.views.runs.get(runId)!);
   }
@@ -338,6 +348,7 @@ export class Runtime {
       await Promise.race([this.#d.effects.settle(), delay(CLOSE_GRACE_MS)]);
       // An adapter that failed to close may never end its event stream: do not wait for it.
       await Promise.allSettled(this.#pumps.filter((_, i) => closes[i]?.status === "fulfilled"));
+      await this.#d.checkpoints.close();
       await this.log.close();
       await this.meta.update((d) => void (d.closedCleanly = true));
     } finally {
@@ -348,7 +359,7 @@ export class Runtime {
   // ---- helpers -------------------------------------------------------------------------
 
   /** Every command gets an id and a durable receipt: repeating the id returns the receipt, nothing runs twice. */
-  async #command<R extends object>(commandId: string | undefined, command: string, fn: () => R): Promise<R & { commandId: string }> {
+  async #command<R extends object>(commandId: string | undefined, command: string, fn: () => R | Promise<R>): Promise<R & { commandId: string }> {
     this.#assertOpen();
     if (commandId) {
       const prior = this.#d.views.receipts.get(commandId);
@@ -359,7 +370,8 @@ export class Runtime {
       }
     }
     const id = commandId ?? this.ids.next("cmd");
-    const receipt = { commandId: id, ...fn() };
+    const receipt = { commandId: id, ...(await fn()) };
+    this.#assertOpen();
     this.#d.run(() => this.#d.commit({ type: "command.receipt", commandId: id, command, receipt }));
     await this.log.whenDurable();
     return receipt;

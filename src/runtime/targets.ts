@@ -1,4 +1,5 @@
-import { canForkNatively, parseCapabilities, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
+import { canForkNatively, canSwitchModelInSession, parseCapabilities, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
+import type { SandboxPolicy } from "../adapters/contract.js";
 import { decide, forkPolicy, providerThreadPolicy, type ForkSituation, type ProviderThreadSituation } from "../machines/contextPolicy.js";
 import { policyEvent } from "../machines/emitted.js";
 import type { ProviderAdapter, ProviderThreadHandle, RunContext } from "../adapters/contract.js";
@@ -31,6 +32,7 @@ export interface LoadedThread {
 /** What a target needs from the runtime: commit events, read the projection, track sessions. */
 export interface TargetHost {
   readonly views: Projections;
+  readonly sandbox: SandboxPolicy;
   readonly ids: IdSource;
   commit(event: DomainEvent): void;
   sessionStarting(target: string, sessionId: string): void;
@@ -83,15 +85,26 @@ export class Target {
     this.#unavailable = reason;
   }
 
-  /** A session for this app thread: shared per target, or per thread, as the capabilities say. */
+  /**
+   * A session for this app thread: shared per target, or per thread, as the capabilities
+   * say; and per model when the provider cannot switch models in a session (the thread's
+   * session for its previous model is then stopped).
+   */
   ensureSession(threadId: string, cwd: string, model: string | null): Promise<LiveSession> {
     if (this.#unavailable) return Promise.reject(new HostUnavailableError(`${this.id} is unavailable: ${this.#unavailable}`, { target: this.id }));
-    const key = sharesSessionAcrossThreads(this.declared) ? "" : threadId;
+    const shared = sharesSessionAcrossThreads(this.declared);
+    const owner = shared ? "" : threadId;
+    const key = `${owner}\u0000${canSwitchModelInSession(this.declared) ? "" : (model ?? "")}`;
     const cached = this.#sessions.get(key);
     if (cached) return cached.promise;
+    if (!shared) {
+      for (const [other, slot] of this.#sessions) {
+        if (other.startsWith(`${owner}\u0000`)) void this.#retire(other, slot);
+      }
+    }
     const sessionId = this.host.ids.next("ses");
     this.host.sessionStarting(this.id, sessionId);
-    const promise = this.adapter.startSession({ sessionId, cwd, model }).then((info) => {
+    const promise = this.adapter.startSession({ sessionId, cwd, model, sandbox: this.host.sandbox }).then((info) => {
       const session: LiveSession = { sessionId, hostGeneration: info.hostGeneration, capabilities: parseCapabilities(info.capabilities) };
       this.#live.set(sessionId, session);
       this.host.sessionStarted(this.id, session);
@@ -103,6 +116,13 @@ export class Target {
     });
     this.#sessions.set(key, { sessionId, promise });
     return promise;
+  }
+
+  /** A thread's session replaced by one for another model: stopped once started (best effort). */
+  async #retire(key: string, slot: Slot<LiveSession>): Promise<void> {
+    this.#sessions.delete(key);
+    const session = await slot.promise.catch(() => null);
+    if (session) await this.adapter.stopSession({ sessionId: session.sessionId }).catch(() => undefined);
   }
 
   /** A provider thread was closed: the next turn of its app thread loads a replacement. */

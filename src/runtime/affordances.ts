@@ -1,0 +1,92 @@
+import { canInterrupt, canRollbackProvider, canSteerByInterruptRestart, canSteerNatively, canSwitchModelInSession, hasStructuredApprovals } from "../capabilities/predicates.js";
+import { decide, forkPolicy } from "../machines/contextPolicy.js";
+import type { Dispatcher } from "./dispatch.js";
+import { isTerminalRunStatus } from "./projections.js";
+import { planRollback, rollbackRequest } from "./rollback.js";
+import { forkSituation } from "./targets.js";
+
+/**
+ * The capability-driven UI contract: what a client may offer for a thread right now, and
+ * why not where it may not. Computed from the capability record and the read models with
+ * the same guards the machines use, so the UI never offers what the runtime would refuse.
+ */
+export interface Affordances {
+  threadId: string;
+  /** The target the thread's next run goes to, and the capability record read. */
+  providerTarget: string;
+  capabilityVersion: number;
+  interrupt: { state: "available" | "destructive_fallback" | "unavailable"; runId: string | null; reason: string | null };
+  steer: { state: "native" | "interrupt_restart" | "unavailable"; reason: string | null };
+  /** Per fork point (after each run): how a fork from there would be realised. */
+  fork: Array<{ afterRunId: string; source: "native" | "synthetic" | "unavailable"; reason: string | null }>;
+  /** Only runs with an app checkpoint; annotated with what the provider's conversation does. */
+  rollback: Array<{ toRunId: string; checkpointId: string; provider: "native" | "divergent" | "not_needed"; available: boolean; reason: string | null }>;
+  requests: Array<{ requestId: string; kind: string; state: "respondable" | "expired" }>;
+  /** Shown only when structured artifacts exist in the thread. */
+  panels: { plan: boolean; todo: boolean };
+  approvals: "structured" | "sandbox_only";
+  modelSwitch: "in_session" | "new_session";
+}
+
+export function affordancesOf(rt: Dispatcher, threadId: string, allowSessionStopInterrupt: boolean): Affordances {
+  const thread = rt.views.threads.get(threadId)!;
+  const providerTarget = thread.runs.at(-1)?.providerTarget ?? thread.providerTarget;
+  const target = rt.targets.get(providerTarget)!;
+  const caps = target.capabilities();
+  const active = thread.runs.find((r) => !isTerminalRunStatus(r.status) && r.status !== "queued") ?? null;
+  const busy = thread.runs.some((r) => !isTerminalRunStatus(r.status)) || rt.actors.threads.get(threadId)?.getSnapshot().matches("rollingBack");
+
+  const interrupt: Affordances["interrupt"] = !active
+    ? { state: "unavailable", runId: null, reason: "no active run" }
+    : canInterrupt(caps)
+      ? { state: "available", runId: active.runId, reason: null }
+      : allowSessionStopInterrupt
+        ? { state: "destructive_fallback", runId: active.runId, reason: "stops the provider session (turns.supportsInterrupt is false)" }
+        : { state: "unavailable", runId: active.runId, reason: "turns.supportsInterrupt is false" };
+  const steer: Affordances["steer"] = canSteerNatively(caps)
+    ? { state: "native", reason: null }
+    : canSteerByInterruptRestart(caps)
+      ? { state: "interrupt_restart", reason: "restarts the active run as a new attempt (turns.supportsActiveSteering is false)" }
+      : { state: "unavailable", reason: "neither native steering nor interrupt-restart" };
+
+  const fork = thread.runs.map((run): Affordances["fork"][number] => {
+    if (run.status === "rolled_back") return { afterRunId: run.runId, source: "unavailable", reason: "the run was rolled back" };
+    if (!isTerminalRunStatus(run.status)) return { afterRunId: run.runId, source: "unavailable", reason: `not a stable point (run is ${run.status})` };
+    const situation = forkSituation(rt.views, providerTarget, { parentThreadId: threadId, forkedFromRunId: run.runId }, caps, !!target.adapter.forkThread);
+    const native = decide(forkPolicy, situation).decision === "native";
+    return { afterRunId: run.runId, source: native ? "native" : "synthetic", reason: native ? null : `${situation.why}; portable context, lower fidelity` };
+  });
+
+  const rollback = thread.runs.flatMap((run): Affordances["rollback"] => {
+    const checkpoint = rt.views.finalCheckpoint(run.runId);
+    if (!checkpoint || run.status === "rolled_back") return [];
+    const request = rollbackRequest(rt, planRollback(rt, threadId, run.runId));
+    const provider =
+      request.laterTurns === 0 && !request.laterElsewhere
+        ? "not_needed"
+        : canRollbackProvider(request.capabilities) && !request.laterElsewhere
+          ? "native"
+          : "divergent";
+    const reason = busy ? "the thread is busy" : provider === "divergent" ? "the provider's conversation cannot follow: it is rebuilt on the next run" : null;
+    return [{ toRunId: run.runId, checkpointId: checkpoint.checkpointId, provider, available: !busy, reason }];
+  });
+
+  const requests = [...rt.views.requests.values()]
+    .filter((r) => r.threadId === threadId && (r.status === "pending" || r.status === "expired"))
+    .map((r) => ({ requestId: r.requestId, kind: r.kind, state: rt.generationOf(r) !== null ? ("respondable" as const) : ("expired" as const) }));
+
+  const kinds = new Set(thread.runs.flatMap((r) => r.items.map((i) => i.kind)));
+  return {
+    threadId,
+    providerTarget,
+    capabilityVersion: caps.version,
+    interrupt,
+    steer,
+    fork,
+    rollback,
+    requests,
+    panels: { plan: kinds.has("plan") || kinds.has("proposed_plan"), todo: kinds.has("todo_list") },
+    approvals: hasStructuredApprovals(caps) ? "structured" : "sandbox_only",
+    modelSwitch: canSwitchModelInSession(caps) ? "in_session" : "new_session",
+  };
+}

@@ -1,0 +1,143 @@
+import { isAbsolute, join, relative } from "node:path";
+import type { ProviderCapabilities } from "../../capabilities/schema.js";
+import type { ChangedFile, CheckpointPhase } from "../../domain/entities.js";
+import { CheckpointError } from "../../domain/errors.js";
+import type { DomainEvent } from "../../domain/events.js";
+import type { IdSource } from "../../domain/ids.js";
+import { redact } from "../../domain/redact.js";
+import { policyEvent } from "../../machines/emitted.js";
+import type { Projections } from "../projections.js";
+import { GitCheckpointStore } from "./gitStore.js";
+
+/** What checkpoints need from the runtime. */
+export interface CheckpointHost {
+  readonly views: Projections;
+  readonly ids: IdSource;
+  /** Commit from an asynchronous completion (ignored once the runtime closes). */
+  commitLater(event: DomainEvent): void;
+}
+
+/**
+ * Filesystem checkpoints owned by the runtime: a baseline before each root run's first
+ * turn, a final checkpoint after its terminal, and nested scopes for subagents (which never
+ * advance the run count). They live in a private git repository under the data directory
+ * (`checkpoints.git`), never in the user's `.git`. Captures are serialized by the store, so
+ * a run's final checkpoint is always taken before the next run's baseline.
+ */
+export class Checkpoints {
+  #store: Promise<GitCheckpointStore> | null = null;
+  #pending = new Map<string, Promise<void>>();
+  /** Runs that already recorded that nested scopes are unsupported (once per run is enough). */
+  #rootOnly = new Set<string>();
+
+  constructor(
+    private readonly dataDir: string,
+    readonly enabled: boolean,
+    private readonly host: CheckpointHost,
+  ) {}
+
+  #open(): Promise<GitCheckpointStore> {
+    this.#store ??= GitCheckpointStore.open(join(this.dataDir, "checkpoints.git"));
+    return this.#store;
+  }
+
+  /** Checkpoint only where the runtime is asked to and the target lets the app checkpoint. */
+  applies(caps: ProviderCapabilities): boolean {
+    return this.enabled && caps.checkpointing.appCanCheckpointFilesystem;
+  }
+
+  /** The pre-run baseline; awaited before the run's first turn so it sees the files as they were. */
+  baseline(runId: string, caps: ProviderCapabilities): Promise<void> {
+    if (!this.applies(caps)) return Promise.resolve();
+    return this.#track(runId, this.#capture(runId, "root_run", "baseline", null));
+  }
+
+  /** The post-run checkpoint: the state a rollback to this run restores. */
+  final(runId: string, caps: ProviderCapabilities): void {
+    const run = this.host.views.runs.get(runId);
+    if (!run || !this.applies(caps) || !this.host.views.checkpointsOf(run.threadId).some((c) => c.runId === runId)) return;
+    void this.#track(runId, this.#capture(runId, "root_run", "final", null));
+  }
+
+  /** A subagent finished: its own nested scope, or (unsupported) a record that its activity is uncheckpointed. */
+  nested(runId: string, nodeId: string, caps: ProviderCapabilities): void {
+    if (!this.applies(caps)) return;
+    const run = this.host.views.runs.get(runId)!;
+    if (!caps.checkpointing.supportsNestedCheckpointScopes) {
+      if (!this.#rootOnly.has(runId)) {
+        this.#rootOnly.add(runId);
+        const detail = "nested checkpoint scopes are unsupported: only the root run is checkpointed";
+        this.host.commitLater(policyEvent({ threadId: run.threadId, runId }, "root_checkpoint_only", detail));
+      }
+      const reason = "nested checkpoint scopes unsupported: this subagent's filesystem activity is part of the root run's checkpoint only";
+      this.host.commitLater({ type: "checkpoint.skipped", threadId: run.threadId, runId, nodeId, reason });
+      return;
+    }
+    void this.#track(runId, this.#capture(runId, "subagent", "final", nodeId));
+  }
+
+  /** Restores a thread's working directory to a checkpoint; returns what changed. */
+  async restore(checkpointId: string): Promise<ChangedFile[]> {
+    const checkpoint = this.host.views.checkpoints.get(checkpointId);
+    if (!checkpoint?.commit) throw new CheckpointError(`checkpoint ${checkpointId} has no commit to restore`, { checkpointId });
+    const thread = this.host.views.threads.get(checkpoint.threadId)!;
+    const store = await this.#open();
+    const { files } = await store.restore({ cwd: thread.cwd, commit: checkpoint.commit, exclude: this.#exclude(thread.cwd) });
+    return files;
+  }
+
+  /** Resolves once every capture started for this run (or for all runs) is recorded. */
+  async settled(runId?: string): Promise<void> {
+    const pending = runId ? [this.#pending.get(runId)] : [...this.#pending.values()];
+    await Promise.allSettled(pending.filter((p) => p !== undefined));
+  }
+
+  async close(): Promise<void> {
+    await this.settled();
+    if (this.#store) await (await this.#store.catch(() => null))?.close();
+  }
+
+  #track(runId: string, work: Promise<void>): Promise<void> {
+    const chained = (this.#pending.get(runId) ?? Promise.resolve()).then(() => work);
+    this.#pending.set(runId, chained);
+    void chained.finally(() => {
+      if (this.#pending.get(runId) === chained) this.#pending.delete(runId);
+    });
+    return chained;
+  }
+
+  async #capture(runId: string, scope: "root_run" | "subagent", phase: CheckpointPhase, nodeId: string | null): Promise<void> {
+    const { views, ids } = this.host;
+    const run = views.runs.get(runId)!;
+    const thread = views.threads.get(run.threadId)!;
+    const checkpointId = ids.next("chk");
+    const where = { threadId: run.threadId, runId, checkpointId, scope, phase, nodeId };
+    // The parent is the latest checkpoint still standing in this thread (a rollback makes later ones stale).
+    const parent = scope === "subagent" ? latest(views, run.threadId, runId) : latest(views, run.threadId);
+    try {
+      const store = await this.#open();
+      const capture = await store.capture({
+        cwd: thread.cwd,
+        ref: `${run.threadId}/${checkpointId}`,
+        parent: parent?.commit ?? null,
+        message: `${scope} ${phase} of ${runId} (run ${run.ordinal})`,
+        exclude: this.#exclude(thread.cwd),
+      });
+      this.host.commitLater({ type: "checkpoint.captured", ...where, parentCheckpointId: parent?.checkpointId ?? null, ...capture });
+    } catch (error) {
+      const message = redact(error instanceof Error ? error.message : String(error));
+      this.host.commitLater({ type: "checkpoint.failed", ...where, message });
+    }
+  }
+
+  /** Never checkpoint the runtime's own data directory when it lives inside the work tree. */
+  #exclude(cwd: string): string[] {
+    const rel = relative(cwd, this.dataDir);
+    return rel && !rel.startsWith("..") && !isAbsolute(rel) ? [rel] : [];
+  }
+}
+
+function latest(views: Projections, threadId: string, runId?: string) {
+  const ready = views.checkpointsOf(threadId).filter((c) => c.status === "ready" && c.scope === "root_run" && (!runId || c.runId === runId));
+  return ready.at(-1);
+}

@@ -1,0 +1,120 @@
+import type { ChangedFile } from "../domain/entities.js";
+import { ConflictError, NotFoundError } from "../domain/errors.js";
+import { redact } from "../domain/redact.js";
+import { policyEvent, type Effect } from "../machines/emitted.js";
+import type { RollbackRequest } from "../machines/thread.js";
+import type { Dispatcher } from "./dispatch.js";
+import { isTerminalRunStatus, type ProviderThreadRecord, type RunView } from "./projections.js";
+
+/**
+ * Rollback to run N: the provider's conversation first (when it can, and every later turn
+ * ran on the provider thread it would roll back), then the filesystem checkpoint of run N;
+ * later runs become `rolled_back`, later checkpoints stale. A provider that cannot follow
+ * is marked divergent, and its thread is rebuilt from the app's history on the next run.
+ */
+
+export interface RollbackPlan {
+  toRun: RunView;
+  laterRuns: RunView[];
+  /** The provider thread that ran the latest later turn (what a native rollback rolls back). */
+  providerThread: ProviderThreadRecord | null;
+  laterTurns: number;
+  laterElsewhere: boolean;
+  /** Every provider thread whose conversation holds a later run. */
+  affected: ProviderThreadRecord[];
+}
+
+export interface RollbackReceipt {
+  threadId: string;
+  toRunId: string;
+  rolledBackRunIds: string[];
+  provider: "rolled_back" | "divergent" | "not_needed";
+  checkpointId: string | null;
+  filesRestored: boolean;
+  files: ChangedFile[];
+}
+
+export function planRollback(rt: Dispatcher, threadId: string, toRunId: string): RollbackPlan {
+  const thread = rt.views.threads.get(threadId)!;
+  const toRun = thread.runs.find((r) => r.runId === toRunId);
+  if (!toRun) throw new NotFoundError("run", toRunId);
+  if (!isTerminalRunStatus(toRun.status) || toRun.status === "rolled_back") {
+    throw new ConflictError(`run ${toRunId} is ${toRun.status}; a rollback goes to a finished run`, { runId: toRunId, status: toRun.status });
+  }
+  const laterRuns = thread.runs.filter((r) => r.ordinal > toRun.ordinal && r.status !== "rolled_back");
+  const turns = laterRuns.flatMap((r) => r.attempts).filter((a) => a.providerTurnId !== null && a.providerThreadId !== null);
+  const lastThreadId = turns.at(-1)?.providerThreadId ?? null;
+  const providerThread = lastThreadId ? (rt.views.providerThreadsById.get(lastThreadId) ?? null) : null;
+  const later = new Set(laterRuns.map((r) => r.runId));
+  const affected = [...rt.views.providerThreadsById.values()].filter((p) => p.threadId === threadId && [...p.seenRunIds].some((id) => later.has(id)));
+  return {
+    toRun,
+    laterRuns,
+    providerThread,
+    laterTurns: turns.filter((a) => a.providerThreadId === lastThreadId).length,
+    laterElsewhere: turns.some((a) => a.providerThreadId !== lastThreadId) || affected.some((p) => p !== providerThread),
+    affected,
+  };
+}
+
+/** What the thread machine's rollback guards read. */
+export function rollbackRequest(rt: Dispatcher, plan: RollbackPlan): RollbackRequest {
+  const target = rt.targets.get(plan.providerThread?.providerTarget ?? plan.toRun.providerTarget)!;
+  return {
+    toRunId: plan.toRun.runId,
+    capabilities: target.capabilities(),
+    hasCheckpoint: rt.views.finalCheckpoint(plan.toRun.runId) !== undefined,
+    laterTurns: plan.laterTurns,
+    laterElsewhere: plan.laterElsewhere,
+  };
+}
+
+/** Performs the rollback the thread machine chose; the thread gets ROLLBACK_DONE whatever happens. */
+export async function performRollback(rt: Dispatcher, effect: Extract<Effect, { type: "rollbackThread" }>): Promise<RollbackReceipt> {
+  const { threadId, toRunId } = effect;
+  const plan = planRollback(rt, threadId, toRunId);
+  let provider: RollbackReceipt["provider"] = effect.via === "files_only" ? "not_needed" : effect.via === "divergent" ? "divergent" : "rolled_back";
+  try {
+    if (effect.via === "provider_rollback") {
+      try {
+        await rollbackProvider(rt, plan);
+      } catch (error) {
+        provider = "divergent";
+        const detail = `provider rollback failed (${redact(error instanceof Error ? error.message : String(error))}); files are restored and the provider thread is marked divergent`;
+        rt.act(() => rt.commit(policyEvent({ threadId, runId: toRunId }, "rollback_divergent", detail)));
+      }
+    }
+    const checkpoint = rt.views.finalCheckpoint(toRunId);
+    let files: ChangedFile[] = [];
+    let filesRestored = false;
+    if (checkpoint) {
+      try {
+        files = await rt.checkpoints.restore(checkpoint.checkpointId);
+        filesRestored = true;
+      } catch (error) {
+        const message = `files were not restored to checkpoint ${checkpoint.checkpointId}: ${redact(error instanceof Error ? error.message : String(error))}`;
+        rt.act(() => rt.commit({ type: "warning", threadId, runId: toRunId, message }));
+      }
+    }
+    const rolledBackRunIds = plan.laterRuns.map((r) => r.runId);
+    const native = provider === "rolled_back" ? plan.providerThread : null;
+    const divergentProviderThreadIds = plan.affected.filter((p) => p !== native).map((p) => p.providerThreadId);
+    const checkpointId = filesRestored ? checkpoint!.checkpointId : null;
+    rt.act(() =>
+      rt.commit({ type: "rollback.applied", threadId, toRunId, rolledBackRunIds, provider, providerThreadId: native?.providerThreadId ?? null, divergentProviderThreadIds, checkpointId, files }),
+    );
+    return { threadId, toRunId, rolledBackRunIds, provider, checkpointId, filesRestored, files };
+  } finally {
+    rt.act(() => rt.actors.threads.get(threadId)?.send({ type: "ROLLBACK_DONE" }));
+  }
+}
+
+async function rollbackProvider(rt: Dispatcher, plan: RollbackPlan): Promise<void> {
+  const record = plan.providerThread!;
+  const target = rt.targets.get(record.providerTarget)!;
+  if (!target.adapter.rollbackThread) throw new Error(`${target.id} has no rollbackThread`);
+  const thread = rt.views.threads.get(record.threadId)!;
+  const session = await target.ensureSession(thread.threadId, thread.cwd, thread.model);
+  const loaded = await target.ensureThread(thread.threadId, session);
+  await target.adapter.rollbackThread({ sessionId: session.sessionId, thread: loaded.handle, turns: plan.laterTurns });
+}
