@@ -2,7 +2,8 @@ import { ProviderEventSchema, type ProviderThreadHandle } from "../adapters/cont
 import type { DomainEvent } from "../domain/events.js";
 import { isTillerError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
-import type { Effect, MachineEmitted } from "../machines/emitted.js";
+import { closesMessagesAtRootTerminal } from "../capabilities/predicates.js";
+import { policyEvent, type Effect, type MachineEmitted } from "../machines/emitted.js";
 import { ownsRun, type RunContext, type RunEvent } from "../machines/run.js";
 import { Actors } from "./actors.js";
 import type { Routed } from "./normalizer.js";
@@ -297,7 +298,14 @@ export class Effects {
   settleAttempt(settle: Settle): void {
     const { rt } = this;
     const target = this.#targetOfRun(settle.runId);
-    for (const node of target.normalizer.takeOpenNodes(settle.attemptId)) {
+    const open = target.normalizer.takeOpenNodes(settle.attemptId);
+    const binding = target.normalizer.binding(settle.attemptId);
+    const caps = (binding && target.session(binding.sessionId)?.capabilities) ?? target.capabilities();
+    if (closesMessagesAtRootTerminal(caps) && open.some((n) => n.kind === "assistant_message")) {
+      const detail = "the provider sends no message-completed events: its assistant messages are closed at the root terminal";
+      rt.commit(policyEvent(settle, "messages_closed_at_terminal", detail));
+    }
+    for (const node of open) {
       // Messages, plans and todo lists end with their turn; a tool or request still open at a
       // completed turn never finished, so it is cancelled.
       const endsWithTurn = ["root_turn", "assistant_message", "reasoning", "plan", "todo_list"].includes(node.kind);
@@ -318,7 +326,6 @@ export class Effects {
     for (const request of [...rt.actors.requests.values()]) {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
     }
-    const binding = target.normalizer.binding(settle.attemptId);
     if (binding) Actors.sendIfActive(rt.actors.providerThreads.get(binding.providerThreadId), { type: "TURN_ENDED" });
     if (binding) Actors.sendIfActive(rt.actors.sessions.get(binding.sessionId), { type: "TURN_ENDED" });
   }

@@ -5,6 +5,7 @@ import type { NodeKind } from "../domain/entities.js";
 import type { DomainEvent } from "../domain/events.js";
 import { derivedId } from "../domain/ids.js";
 import type { RunEvent } from "../machines/run.js";
+import { policyEvent } from "../machines/emitted.js";
 import { applied, findNode, nodeById, nodeStartedEvent, scopeOf, startNode, toRun, type NodeEntry, type Routed, type TurnBinding } from "./correlation.js";
 
 /**
@@ -156,12 +157,14 @@ export class Normalizer {
       {
         if (isChild) return this.#childTurnEnded(binding, event.threadRef!, event.status);
         const failure = event.failureClass ? { failureClass: event.failureClass, message: event.message ?? "", retryable: event.retryable } : null;
+        const quality = caps.turns.terminalStatusQuality;
+        const marked: Routed[] = quality === "strong" || binding.closed ? [] : [{ to: "log", event: weakTerminal(binding, event.status, quality) }];
         const terminal = this.#terminal(binding, event.status, failure);
-        if (event.threadDisposition === "reusable") return [terminal];
+        if (event.threadDisposition === "reusable") return [...marked, terminal];
         // A broken provider thread is never resumed again: the next run gets a replacement.
         const { threadId, providerThreadId } = binding;
         const closed: DomainEvent = { type: "provider_thread.closed", threadId, providerThreadId, providerTarget: this.providerTarget, reason: "broken" };
-        return [{ to: "log", event: closed }, terminal];
+        return [...marked, { to: "log", event: closed }, terminal];
       }
       case "item.started": {
         const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[event.kind], event.itemRef, event.detail?.toolName);
@@ -240,15 +243,8 @@ export class Normalizer {
     const open = [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
     return open.flatMap((binding) => {
       const status = binding.interruptSent ? "interrupted" : "completed";
-      const policy: DomainEvent = {
-        type: "policy.applied",
-        threadId: binding.threadId,
-        runId: binding.runId,
-        policy: "terminal_inferred_from_idle",
-        capability: "turns.emitsTurnCompleted",
-        outcome: "fallback",
-        detail: `terminal inferred as ${status} from the session going idle (weak correlation; provider terminal quality: ${caps.turns.terminalStatusQuality})`,
-      };
+      const detail = `terminal inferred as ${status} from the session going idle (correlation: weak; provider terminal quality: ${caps.turns.terminalStatusQuality})`;
+      const policy = policyEvent(binding, "terminal_inferred_from_idle", detail);
       return [{ to: "log", event: policy } satisfies Routed, this.#terminal(binding, status, null)];
     });
   }
@@ -380,4 +376,10 @@ export class Normalizer {
     if (!binding || index < 0) return null;
     return { requestRef: binding.requests[index]!.ref, turnRef: binding.nativeTurnRef, ordinal: index + 1 };
   }
+}
+
+/** The provider's own terminal, accepted with the correlation strength its record declares. */
+function weakTerminal(binding: TurnBinding, status: string, quality: "weak" | "none"): DomainEvent {
+  const detail = `terminal ${status} taken from a provider whose terminal status quality is ${quality} (correlation: ${quality})`;
+  return policyEvent(binding, "terminal_weak_correlation", detail);
 }

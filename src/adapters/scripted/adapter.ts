@@ -5,6 +5,8 @@ import type {
   ProviderAdapterEvent,
   ProviderEvent,
   ProviderThreadHandle,
+  RunContext,
+  SandboxPolicy,
   TurnAddress,
 } from "../contract.js";
 import { EventQueue } from "../eventQueue.js";
@@ -31,6 +33,7 @@ export interface ScriptedAdapterOptions {
 interface Session {
   generation: number;
   stopped: boolean;
+  sandbox: SandboxPolicy;
 }
 
 export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): ProviderAdapter {
@@ -68,10 +71,10 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     return entry.turn;
   };
 
-  async function runTurn(sessionId: string, thread: BackendThread, turn: ScriptedTurn, text: string, turnIndex: number) {
+  async function runTurn(sessionId: string, thread: BackendThread, turn: ScriptedTurn, text: string, turnIndex: number, context: RunContext | null) {
     const threadRef = exposesThreadRef ? thread.id : undefined;
     const where = { ...(threadRef ? { threadRef } : {}), ...(turn.turnRef ? { turnRef: turn.turnRef } : {}) };
-    const record = { turnRef: turn.turnRef ?? `turn-${turnIndex}`, userText: text, assistantText: "", status: "running" as const };
+    const record = { turnRef: turn.turnRef ?? `turn-${turnIndex}`, userText: text, assistantText: "", status: "running" as const, context };
     thread.turns.push(record);
     await Promise.resolve(); // the turn starts after sendRun returns, as with a real provider
     if (caps.turns.emitsTurnStarted) push(sessionId, { type: "turn.started", ...where });
@@ -86,9 +89,9 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   const adapter: ProviderAdapter = {
     provider: "scripted",
     getCapabilities: () => caps,
-    async startSession({ sessionId }) {
+    async startSession({ sessionId, sandbox }) {
       generation += 1;
-      sessions.set(sessionId, { generation, stopped: false });
+      sessions.set(sessionId, { generation, stopped: false, sandbox: sandbox ?? "workspace-write" });
       push(sessionId, { type: "session.state", state: "ready" });
       return { sessionId, capabilities: caps, hostGeneration: generation };
     },
@@ -103,22 +106,24 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       }
       push(sessionId, { type: "session.state", state: "stopped", message: "session stopped" });
     },
-    async ensureProviderThread({ sessionId, resume }) {
+    async ensureProviderThread({ sessionId, resume, cwd }) {
       liveSession(sessionId);
-      if (!resume) return handleOf(backend.createThread());
+      if (!resume) return handleOf(Object.assign(backend.createThread(), { cwd }));
       const thread = backend.threads.get(resume.cursor);
       if (!thread) throw new ResumeFailedError(`scripted provider has no thread for cursor ${resume.cursor}`, { cursor: resume.cursor });
+      thread.cwd = cwd;
       return handleOf(thread);
     },
-    async sendRun({ sessionId, thread: handle, text }) {
-      liveSession(sessionId);
+    async sendRun({ sessionId, thread: handle, text, context }) {
+      const session = liveSession(sessionId);
       const thread = threadOf(handle);
       if (active.has(thread.id)) throw new ProviderError("a turn is already running on this thread", { cursor: thread.id });
       const turnRef = exposesTurnRef ? backend.nextId("sturn") : undefined;
-      const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs);
+      const workspace = { cwd: thread.cwd ?? null, sandbox: session.sandbox };
+      const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs, workspace);
       active.set(thread.id, { sessionId, turn });
       const turnIndex = thread.turns.length;
-      void runTurn(sessionId, thread, turn, text, turnIndex).catch((error: unknown) => {
+      void runTurn(sessionId, thread, turn, text, turnIndex, context).catch((error: unknown) => {
         push(sessionId, { type: "warning", message: `scripted turn crashed: ${String(error)}` });
       });
       return { turnRef: turnRef ?? null };
@@ -166,7 +171,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       const source = threadOf(handle);
       const cut = afterTurnRef === null ? source.turns.length : source.turns.findIndex((t) => t.turnRef === afterTurnRef) + 1;
       if (cut === 0) throw new ProviderError(`no turn ${afterTurnRef} to fork after`);
-      return handleOf(backend.createThread(source.turns.slice(0, cut).map((t) => ({ ...t }))));
+      return handleOf(Object.assign(backend.createThread(source.turns.slice(0, cut).map((t) => ({ ...t }))), { cwd: source.cwd }));
     };
   }
   return adapter;

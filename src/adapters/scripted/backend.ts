@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { ProviderThreadSnapshot, TurnStatus } from "../contract.js";
+import type { ProviderThreadSnapshot, RunContext, TurnStatus } from "../contract.js";
 
 /**
  * The scripted provider's own persistent state: its threads and their turns. Share one
@@ -11,11 +11,15 @@ export interface BackendTurn {
   userText: string;
   assistantText: string;
   status: TurnStatus | "running";
+  /** The explicit context (handoff, fork, rebuild) the turn was sent with. */
+  context?: RunContext | null;
 }
 
 export interface BackendThread {
   /** Globally unique native id; the resume cursor. */
   id: string;
+  /** The working directory the thread was created or resumed in. */
+  cwd?: string;
   turns: BackendTurn[];
 }
 

@@ -1,3 +1,4 @@
+import { isAbsolute } from "node:path";
 import { z } from "zod";
 import { PlanStepSchema, QuestionSchema, TodoItemSchema } from "../contract.js";
 
@@ -13,7 +14,8 @@ export type ScriptStep =
   | { type: "reasoning"; text: string }
   | { type: "tool"; name: string; input?: unknown; output: string; failed?: boolean | undefined }
   | { type: "command"; command: string; output: string; exitCode?: number | undefined; approval?: boolean | undefined }
-  | { type: "file_change"; path: string; diff: string; approval?: boolean | undefined }
+  /** With `content`, the change is really written (relative to the thread's cwd) once allowed. */
+  | { type: "file_change"; path: string; diff: string; approval?: boolean | undefined; content?: string | undefined }
   | { type: "question"; questions: z.infer<typeof QuestionSchema>[] }
   | { type: "todo"; items: z.infer<typeof TodoItemSchema>[] }
   | { type: "plan"; steps: z.infer<typeof PlanStepSchema>[]; explanation?: string | undefined }
@@ -36,7 +38,13 @@ export const ScriptStepSchema: z.ZodType<ScriptStep> = z.lazy(() =>
       exitCode: z.number().int().optional(),
       approval: z.boolean().optional(),
     }),
-    base.extend({ type: z.literal("file_change"), path: z.string(), diff: z.string(), approval: z.boolean().optional() }),
+    base.extend({
+      type: z.literal("file_change"),
+      path: z.string().refine((p) => !isAbsolute(p) && !p.split(/[\\/]/).includes(".."), "must be a relative path inside the thread's cwd"),
+      diff: z.string(),
+      approval: z.boolean().optional(),
+      content: z.string().optional(),
+    }),
     base.extend({ type: z.literal("question"), questions: z.array(QuestionSchema).min(1) }),
     base.extend({ type: z.literal("todo"), items: z.array(TodoItemSchema) }),
     base.extend({ type: z.literal("plan"), steps: z.array(PlanStepSchema), explanation: z.string().optional() }),

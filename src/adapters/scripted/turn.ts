@@ -1,5 +1,7 @@
 import type { ProviderCapabilities } from "../../capabilities/schema.js";
-import type { ProviderEvent, RequestPayload, RequestResponse } from "../contract.js";
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import type { ProviderEvent, RequestPayload, RequestResponse, SandboxPolicy } from "../contract.js";
 import type { ScriptedBackend } from "./backend.js";
 import type { ScriptStep } from "./script.js";
 
@@ -45,6 +47,8 @@ export class ScriptedTurn {
     private readonly backend: ScriptedBackend,
     private readonly emit: Emit,
     private readonly chunkDelayMs: number,
+    /** Where file changes with content are written, under which sandbox policy. */
+    private readonly workspace: { cwd: string | null; sandbox: SandboxPolicy } = { cwd: null, sandbox: "workspace-write" },
   ) {}
 
   /** Runs every step; resolves with the terminal event fields. */
@@ -106,7 +110,9 @@ export class ScriptedTurn {
         this.#started("file_change", ref, scope, { path: step.path, diff: step.diff });
         const asked = step.approval && this.#canAsk("file_change", scope);
         const payload: RequestPayload = { kind: "file_change", path: step.path, diff: step.diff };
-        const accepted = asked ? await this.#approve(payload, ref, scope) : true;
+        // Without an approval to ask, the sandbox decides: read-only refuses every write.
+        const accepted = asked ? await this.#approve(payload, ref, scope) : this.workspace.sandbox !== "read-only";
+        if (accepted && step.content !== undefined) await this.#write(step.path, step.content);
         this.#completed("file_change", ref, scope, { status: accepted ? "completed" : "declined" });
         return;
       }
@@ -178,6 +184,13 @@ export class ScriptedTurn {
       }
       if (lifecycle) this.emit({ type: "subagent.completed", ...this.#where(scope), itemRef, childThreadRef, status, result: `${step.agent} ${status}` });
     }
+  }
+
+  async #write(path: string, content: string): Promise<void> {
+    if (!this.workspace.cwd) return;
+    const file = join(this.workspace.cwd, path);
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(file, content);
   }
 
   async #message(kind: "assistant_message" | "reasoning", text: string, scope: Scope, chunkSize?: number): Promise<void> {
