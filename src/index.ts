@@ -19,7 +19,10 @@ export type { DomainEvent, DomainEventType, DomainEventOf } from "./domain/event
 export type { RunStatus, DispatchMode, AttemptStatus, RequestStatus } from "./domain/entities.js";
 export { sequentialIds, randomIds, type IdSource } from "./domain/ids.js";
 export type { LogRecord } from "./runtime/store/eventLog.js";
-export type { RunView, ThreadView, TurnItem, RequestView, AttemptView } from "./runtime/projections.js";
+export type { RunView, ThreadView, TurnItem, RequestView, AttemptView, CheckpointView } from "./runtime/projections.js";
+export type { Affordances } from "./runtime/affordances.js";
+export type { RollbackReceipt } from "./runtime/rollback.js";
+export { DEGRADATIONS, POLICY_NAMES, type PolicyName } from "./machines/policies.js";
 export type * from "./adapters/contract.js";
 export { ProviderEventSchema } from "./adapters/contract.js";
 export { createScriptedAdapter, type ScriptedAdapterOptions } from "./adapters/scripted/adapter.js";

@@ -28,6 +28,28 @@ export class ScriptedBackend {
   /** Distinguishes this backend's ids from another's, so a forgotten cursor never matches by accident. */
   readonly #prefix = randomBytes(3).toString("hex");
   #counter = 0;
+  #gates = new Map<string, { opened: Promise<void>; open: () => void }>();
+
+  #gate(name: string) {
+    let gate = this.#gates.get(name);
+    if (!gate) {
+      let open!: () => void;
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      gate = { opened, open };
+      this.#gates.set(name, gate);
+    }
+    return gate;
+  }
+
+  /** Lets every turn waiting at (or later reaching) a `gate` step of this name go on. */
+  openGate(name: string): void {
+    this.#gate(name).open();
+  }
+
+  /** Resolves once the gate is opened. */
+  gateOpened(name: string): Promise<void> {
+    return this.#gate(name).opened;
+  }
 
   /** Native ids unique across every backend (and every adapter sharing this one). */
   nextId(kind: string): string {

@@ -24,6 +24,8 @@ export type ScriptStep =
   | { type: "fail"; message: string; failureClass?: string | undefined; retryable?: boolean | undefined; broken?: boolean | undefined }
   /** Blocks until the turn is interrupted. */
   | { type: "hang" }
+  /** Blocks until `backend.openGate(name)` is called (or the turn is interrupted): a test's hand on the turn. */
+  | { type: "gate"; name: string }
   | { type: "pause"; ms: number };
 
 export const ScriptStepSchema: z.ZodType<ScriptStep> = z.lazy(() =>
@@ -58,6 +60,7 @@ export const ScriptStepSchema: z.ZodType<ScriptStep> = z.lazy(() =>
       broken: z.boolean().optional(),
     }),
     base.extend({ type: z.literal("hang") }),
+    base.extend({ type: z.literal("gate"), name: z.string().min(1) }),
     base.extend({ type: z.literal("pause"), ms: z.number().int().nonnegative() }),
   ]),
 );

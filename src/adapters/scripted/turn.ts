@@ -145,6 +145,8 @@ export class ScriptedTurn {
         throw new TurnFailed(step);
       case "hang":
         return this.#wait(null);
+      case "gate":
+        return this.#until(this.backend.gateOpened(step.name));
       case "pause":
         return this.#wait(step.ms);
     }
@@ -293,6 +295,19 @@ export class ScriptedTurn {
 
   #tick(): Promise<void> {
     return this.#wait(this.chunkDelayMs);
+  }
+
+  /** Waits for `opened` unless the turn is interrupted first. */
+  #until(opened: Promise<void>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.abort.signal.aborted) return reject(new TurnInterrupted());
+      const onAbort = () => reject(new TurnInterrupted());
+      this.abort.signal.addEventListener("abort", onAbort, { once: true });
+      void opened.then(() => {
+        this.abort.signal.removeEventListener("abort", onAbort);
+        resolve();
+      });
+    });
   }
 
   /** Waits `ms` (null: forever) unless the turn is interrupted first. */

@@ -1,0 +1,89 @@
+import { DEGRADATIONS, type DomainEvent, type LogRecord } from "../../src/index.js";
+import type { Runtime } from "../../src/runtime/runtime.js";
+
+/**
+ * The domain invariants, checked over the log (and, once a path has settled, the read
+ * models) after every step of every model path. Returns the violations found.
+ */
+
+const TERMINAL = new Set(["completed", "interrupted", "failed", "cancelled", "rolled_back"]);
+const RUNNING = new Set(["starting", "running", "waiting"]);
+/** After its terminal, a run never gains nodes, states, attempts or requests. */
+const NEVER_AFTER_TERMINAL = new Set(["node.started", "node.delta", "run.state", "attempt.started", "request.opened"]);
+/** Capability fields a policy may name besides its registry one (it reads several). */
+const ALTERNATIVE_CAPABILITY: Record<string, string[]> = { synthetic_fork: ["threads.canForkFromTurn"] };
+
+export function logViolations(records: readonly LogRecord<DomainEvent>[]): string[] {
+  const violations: string[] = [];
+  const status = new Map<string, { threadId: string; status: string }>();
+  const superseded = new Set<string>();
+  records.forEach((record, i) => {
+    const { event, seq } = record;
+    if (seq !== i + 1) violations.push(`sequence gap: record ${i} has seq ${seq}`);
+    const runId = "runId" in event ? (event.runId as string | null) : null;
+    const run = runId ? status.get(runId) : undefined;
+    switch (event.type) {
+      case "run.created":
+        if (run) violations.push(`${runId} created twice`);
+        status.set(event.runId, { threadId: event.threadId, status: "queued" });
+        return;
+      case "run.state":
+        if (!run) return void violations.push(`${seq}: state of unknown run ${runId}`);
+        if (TERMINAL.has(run.status)) violations.push(`${seq}: ${runId} changed state after its terminal`);
+        if (RUNNING.has(event.status)) {
+          const other = [...status].find(([id, r]) => id !== runId && r.threadId === run.threadId && RUNNING.has(r.status));
+          if (other) violations.push(`${seq}: ${runId} runs while ${other[0]} of the same thread still runs`);
+        }
+        run.status = event.status;
+        return;
+      case "run.terminal":
+        if (!run) return void violations.push(`${seq}: terminal of unknown run ${runId}`);
+        if (TERMINAL.has(run.status)) violations.push(`${seq}: ${runId} terminal twice`);
+        run.status = event.status;
+        return;
+      case "rollback.applied":
+        for (const id of event.rolledBackRunIds) {
+          const later = status.get(id);
+          if (later && !TERMINAL.has(later.status)) violations.push(`${seq}: rolled back ${id} while it was ${later.status}`);
+          if (later) later.status = "rolled_back";
+        }
+        return;
+      case "attempt.terminal":
+        if (event.status === "superseded") superseded.add(event.attemptId);
+        return;
+      case "node.started":
+        if (superseded.has(event.attemptId)) violations.push(`${seq}: a superseded attempt's node was applied`);
+        break;
+      case "policy.applied": {
+        const entry = DEGRADATIONS[event.policy as keyof typeof DEGRADATIONS];
+        if (!entry) violations.push(`${seq}: unknown policy ${event.policy}`);
+        else if (entry.outcome !== event.outcome) violations.push(`${seq}: ${event.policy} recorded as ${event.outcome}`);
+        else if (entry.capability !== event.capability && !ALTERNATIVE_CAPABILITY[event.policy]?.includes(event.capability)) {
+          violations.push(`${seq}: ${event.policy} names capability ${event.capability}`);
+        }
+        return;
+      }
+      default:
+        break;
+    }
+    if (run && TERMINAL.has(run.status) && NEVER_AFTER_TERMINAL.has(event.type)) violations.push(`${seq}: ${event.type} for ${runId} after its terminal`);
+  });
+  return violations;
+}
+
+/** Once a path has ended (runtime closed or quiescent): nothing is left running or pending for a finished run. */
+export function settledViolations(rt: Runtime): string[] {
+  const violations: string[] = [];
+  for (const run of rt.views.runs.values()) {
+    if (!TERMINAL.has(run.status)) continue;
+    for (const attempt of run.attempts) {
+      if (attempt.status === "running" || attempt.status === "pending") violations.push(`${run.runId} is ${run.status} but attempt ${attempt.ordinal} is ${attempt.status}`);
+    }
+    for (const item of run.items) if (item.status === "streaming" && run.status !== "rolled_back") violations.push(`${run.runId} is ${run.status} but item ${item.id} still streams`);
+  }
+  for (const request of rt.views.requests.values()) {
+    const run = rt.views.runs.get(request.runId)!;
+    if (request.status === "pending" && TERMINAL.has(run.status)) violations.push(`request ${request.requestId} pending on ${run.status} run`);
+  }
+  return violations;
+}

@@ -1,0 +1,266 @@
+import {
+  canInterrupt,
+  canQueueNatively,
+  canSteerByInterruptRestart,
+  canSteerNatively,
+  canSwitchModelInSession,
+  closesMessagesAtRootTerminal,
+  hasStructuredApprovals,
+  reportsTurnTerminals,
+} from "../../../src/index.js";
+import { modelMachine, type PolicyModel } from "../suite.js";
+import { capsOf, type World } from "../world.js";
+
+/** Models of the policies a single run meets: interrupt, steer, queue, terminals, messages, approvals, artifacts, model switch. */
+
+const B = [true, false] as const;
+const runIs = (status: string) => (w: World) => w.run().status === status;
+const statusOf = (w: World, runId: string) => w.rt.views.runs.get(runId)?.status;
+const finished = (status = "completed") => ({ type: "final" as const, meta: { expect: { until: runIs(status) } } });
+const sendThenRun = (kind: string) => async (w: World) => {
+  await w.send(kind);
+  await w.until(`${kind} run starts`, () => w.run().status !== "queued" && w.run().status !== "starting");
+};
+const finish = async (w: World) => void w.finish();
+
+export const interruptModel: PolicyModel = {
+  name: "interrupt",
+  reads: { "main.turns.supportsInterrupt": B, "runtime.allowSessionStopInterrupt": B },
+  options: (flags) => ({ allowSessionStopInterrupt: flags["runtime.allowSessionStopInterrupt"] === true }),
+  machine: modelMachine(
+    "interrupt",
+    { canInterrupt: (f) => canInterrupt(capsOf(f)), mayStopSession: (f) => f["runtime.allowSessionStopInterrupt"] === true },
+    {
+      idle: { on: { SEND: "running" } },
+      running: {
+        meta: { expect: { until: runIs("running") } },
+        on: {
+          INTERRUPT: [{ guard: "canInterrupt", target: "interrupted" }, { guard: "mayStopSession", target: "stoppedSession" }, { target: "refused" }],
+          FINISH: "completed",
+        },
+      },
+      refused: { meta: { expect: { refused: "capability_unsupported", policies: ["interrupt_unsupported"] } }, on: { FINISH: "completed" } },
+      interrupted: finished("interrupted"),
+      stoppedSession: { type: "final", meta: { expect: { until: runIs("interrupted"), policies: ["interrupt_by_session_stop"] } } },
+      completed: finished(),
+    },
+  ),
+  drive: {
+    SEND: sendThenRun("plain"),
+    INTERRUPT: (w) => w.attempt(() => w.rt.interrupt({ runId: w.runId })),
+    FINISH: finish,
+  },
+};
+
+export const steerModel: PolicyModel = {
+  name: "steer",
+  reads: { "main.turns.supportsActiveSteering": B, "main.turns.supportsSteeringByInterruptRestart": B, "main.turns.supportsInterrupt": B },
+  machine: modelMachine(
+    "steer",
+    { canSteerNatively: (f) => canSteerNatively(capsOf(f)), canSteerByInterruptRestart: (f) => canSteerByInterruptRestart(capsOf(f)) },
+    {
+      idle: { on: { SEND: "running" } },
+      running: {
+        meta: { expect: { until: runIs("running") } },
+        on: { STEER: [{ guard: "canSteerNatively", target: "steeredNatively" }, { guard: "canSteerByInterruptRestart", target: "restarted" }, { target: "refused" }] },
+      },
+      steeredNatively: {
+        meta: { expect: { until: (w: World) => w.run().items.some((i) => i.intent === "steer") } },
+        on: { FINISH: "completed" },
+      },
+      restarted: {
+        meta: {
+          expect: {
+            until: (w: World) => w.run().attempts.length === 2 && w.run().status === "running",
+            policies: ["steer_by_interrupt_restart"],
+            check: (w: World) => {
+              const [first, second] = w.run().attempts;
+              if (first?.status !== "superseded" || second?.reason !== "steering_restart") throw new Error("the steer did not supersede attempt 1");
+            },
+          },
+        },
+        on: { FINISH: "completed" },
+      },
+      refused: { meta: { expect: { refused: "capability_unsupported", policies: ["steer_unsupported"] } }, on: { FINISH: "completed" } },
+      completed: finished(),
+    },
+  ),
+  drive: { SEND: sendThenRun("plain"), STEER: (w) => w.send("steer", { mode: "steer" }), FINISH: finish },
+};
+
+export const queueModel: PolicyModel = {
+  name: "queue",
+  reads: { "main.turns.supportsQueuedMessages": B },
+  machine: modelMachine(
+    "queue",
+    { canQueueNatively: (f) => canQueueNatively(capsOf(f)) },
+    {
+      idle: { on: { SEND: "running" } },
+      running: { meta: { expect: { until: runIs("running") } }, on: { QUEUE: [{ guard: "canQueueNatively", target: "queued" }, { target: "heldByRuntime" }] } },
+      queued: { meta: { expect: { until: runIs("queued") } }, on: { FINISH: "next" } },
+      heldByRuntime: { meta: { expect: { until: runIs("queued"), policies: ["queue_held_by_runtime"] } }, on: { FINISH: "next" } },
+      // The queued run starts only at the boundary: after the first run's terminal.
+      next: { meta: { expect: { until: (w: World) => statusOf(w, w.runIds[0]!) === "completed" && w.run().status === "running" } }, on: { FINISH: "completed" } },
+      completed: finished(),
+    },
+  ),
+  drive: { SEND: sendThenRun("plain"), QUEUE: (w) => w.send("plain", { mode: "queue" }), FINISH: finish },
+};
+
+export const terminalModel: PolicyModel = {
+  name: "terminals",
+  reads: { "main.turns.emitsTurnCompleted": B, "main.turns.terminalStatusQuality": ["strong", "weak", "none"] },
+  machine: modelMachine(
+    "terminals",
+    { reportsTurnTerminals: (f) => reportsTurnTerminals(capsOf(f)), strong: (f) => capsOf(f).turns.terminalStatusQuality === "strong" },
+    {
+      idle: { on: { SEND: "running" } },
+      running: {
+        meta: { expect: { until: runIs("running") } },
+        on: { FINISH: [{ guard: "reportsTurnTerminals", target: "reported" }, { target: "inferred" }] },
+      },
+      reported: { always: [{ guard: "strong", target: "completed" }, { target: "weak" }] },
+      completed: finished(),
+      weak: { type: "final", meta: { expect: { until: runIs("completed"), policies: ["terminal_weak_correlation"] } } },
+      inferred: { type: "final", meta: { expect: { until: runIs("completed"), policies: ["terminal_inferred_from_idle"] } } },
+    },
+  ),
+  drive: { SEND: sendThenRun("plain"), FINISH: finish },
+};
+
+export const messageModel: PolicyModel = {
+  name: "messages",
+  reads: { "main.streaming.emitsMessageCompleted": B, "main.streaming.streamsAssistantText": B },
+  machine: modelMachine(
+    "messages",
+    { closedByRuntime: (f) => closesMessagesAtRootTerminal(capsOf(f)) && capsOf(f).streaming.streamsAssistantText },
+    {
+      idle: { on: { SEND: "running" } },
+      running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: [{ guard: "closedByRuntime", target: "closedAtTerminal" }, { target: "completed" }] } },
+      completed: finished(),
+      closedAtTerminal: {
+        type: "final",
+        meta: {
+          expect: {
+            until: runIs("completed"),
+            policies: ["messages_closed_at_terminal"],
+            check: (w: World) => {
+              const messages = w.run().items.filter((i) => i.kind === "assistant_message");
+              if (messages.some((m) => m.status !== "complete" || !m.text)) throw new Error("an assistant message was left open or empty");
+            },
+          },
+        },
+      },
+    },
+  ),
+  drive: { SEND: sendThenRun("plain"), FINISH: finish },
+};
+
+const APPROVALS = ["supportsCommandApproval", "supportsFileReadApproval", "supportsFileChangeApproval", "supportsApplyPatchApproval"];
+const pendingRequest = (w: World) => w.rt.views.pendingRequests(w.threadId)[0];
+
+export const approvalModel: PolicyModel = {
+  name: "approvals",
+  reads: Object.fromEntries(APPROVALS.map((f) => [`main.approvals.${f}`, B])),
+  machine: modelMachine(
+    "approvals",
+    { asksForCommands: (f) => capsOf(f).approvals.supportsCommandApproval, hasStructuredApprovals: (f) => hasStructuredApprovals(capsOf(f)) },
+    {
+      idle: { on: { SEND: [{ guard: "asksForCommands", target: "waiting" }, { guard: "hasStructuredApprovals", target: "notAsked" }, { target: "sandboxed" }] } },
+      waiting: {
+        meta: { expect: { until: runIs("waiting"), check: (w: World) => void (w.rt.affordances(w.threadId).requests[0]?.state === "respondable" || fail("approval not respondable")) } },
+        on: { APPROVE: "approved" },
+      },
+      approved: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "completed" } },
+      notAsked: { meta: { expect: { until: commandDone } }, on: { FINISH: "completed" } },
+      sandboxed: {
+        meta: { expect: { until: commandDone, policies: ["approvals_by_sandbox"], check: (w: World) => void (w.rt.affordances(w.threadId).approvals === "sandbox_only" || fail("approvals not sandbox_only")) } },
+        on: { FINISH: "completed" },
+      },
+      completed: finished(),
+    },
+  ),
+  drive: {
+    SEND: (w) => w.send("approval"),
+    APPROVE: (w) => w.attempt(() => w.rt.respond({ requestId: pendingRequest(w)!.requestId, response: { kind: "decision", decision: "accept" } })),
+    FINISH: finish,
+  },
+};
+
+function commandDone(w: World): boolean {
+  return w.run().items.some((i) => i.kind === "command" && i.status === "complete") && w.rt.views.pendingRequests(w.threadId).length === 0;
+}
+
+function fail(message: string): never {
+  throw new Error(message);
+}
+
+export const artifactModel: PolicyModel = {
+  name: "artifacts",
+  reads: { "main.planning.emitsPlanUpdated": B, "main.planning.emitsTodoList": B },
+  machine: modelMachine("artifacts", {}, {
+    idle: { on: { SEND: "running" } },
+    running: {
+      meta: {
+        expect: {
+          until: runIs("running"),
+          policies: (w: World) => [
+            ...(w.flags["main.planning.emitsPlanUpdated"] ? [] : ["no_plan_artifacts" as const]),
+            ...(w.flags["main.planning.emitsTodoList"] ? [] : ["no_todo_artifacts" as const]),
+          ],
+        },
+      },
+      on: { FINISH: "completed" },
+    },
+    completed: {
+      type: "final",
+      meta: {
+        expect: {
+          until: runIs("completed"),
+          check: (w: World) => {
+            const { panels } = w.rt.affordances(w.threadId);
+            if (panels.plan !== w.flags["main.planning.emitsPlanUpdated"] || panels.todo !== w.flags["main.planning.emitsTodoList"]) {
+              throw new Error(`panels ${JSON.stringify(panels)} do not follow the artifacts`);
+            }
+          },
+        },
+      },
+    },
+  }),
+  drive: { SEND: sendThenRun("artifacts"), FINISH: finish },
+};
+
+const sessionsStarted = (w: World) => w.records.filter((r) => r.event.type === "session.started").length;
+
+export const modelSwitchModel: PolicyModel = {
+  name: "model switch",
+  reads: { "main.sessions.supportsModelSwitchInSession": B },
+  machine: modelMachine(
+    "modelSwitch",
+    { canSwitchModelInSession: (f) => canSwitchModelInSession(capsOf(f)) },
+    {
+      idle: { on: { SEND: "running" } },
+      running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "first" } },
+      first: { meta: { expect: { until: runIs("completed") } }, on: { SWITCH_MODEL: [{ guard: "canSwitchModelInSession", target: "sameSession" }, { target: "newSession" }] } },
+      sameSession: {
+        meta: { expect: { until: runIs("running"), check: (w: World) => void (sessionsStarted(w) === 1 || fail("a new session was started")) } },
+        on: { FINISH: "completed" },
+      },
+      newSession: {
+        meta: { expect: { until: runIs("running"), policies: ["model_switch_new_session"], check: (w: World) => void (sessionsStarted(w) === 2 || fail("no new session for the new model")) } },
+        on: { FINISH: "completed" },
+      },
+      completed: finished(),
+    },
+  ),
+  drive: {
+    SEND: sendThenRun("plain"),
+    SWITCH_MODEL: async (w) => {
+      await w.send("plain", { model: "model-2" });
+      await w.until("switched run starts", () => w.run().status === "running");
+    },
+    FINISH: finish,
+  },
+};
+
+export const runPolicyModels = [interruptModel, steerModel, queueModel, terminalModel, messageModel, approvalModel, artifactModel, modelSwitchModel];

@@ -1,0 +1,152 @@
+import { setup, type AnyStateMachine, type MachineSnapshot } from "xstate";
+import { getSimplePaths } from "xstate/graph";
+import { DEGRADATIONS, POLICY_NAMES, type PolicyName, type RuntimeOptions } from "../../src/index.js";
+import { logViolations, settledViolations } from "./invariants.js";
+import { World, type Flags } from "./world.js";
+
+/**
+ * Model-based testing of the degradation policies. Each policy has a model: a state machine
+ * whose events are what a user or the provider does (send, steer, finish a turn, fork,
+ * roll back...) and whose guards read the capability record through the same predicates
+ * the runtime's machines use. For every combination of the flags the policy reads,
+ * `xstate/graph` generates the model's paths; each path is replayed against the real runtime
+ * with scripted providers configured with that combination. After every step the runtime
+ * must be in the state the model says, have recorded exactly the degradations the model
+ * expects (by name), and satisfy the domain invariants.
+ */
+
+export interface StepExpectation {
+  /** Wait until this holds after the step's action. */
+  until?: (w: World) => boolean;
+  /** The degradations this step records, exactly (none when omitted). */
+  policies?: PolicyName[] | ((w: World) => PolicyName[]);
+  /** The step's command was refused with this error code. */
+  refused?: string;
+  check?: (w: World) => void | Promise<void>;
+}
+
+export interface ModelContext {
+  flags: Flags;
+}
+
+export interface PolicyModel {
+  name: string;
+  /** The flags the policy reads (`<target>.<group>.<field>` or `runtime.<option>`), with the values to combine. */
+  reads: Record<string, readonly (boolean | string)[]>;
+  targets?: string[];
+  machine: AnyStateMachine;
+  drive: Record<string, (w: World) => Promise<void>>;
+  options?: (flags: Flags) => Partial<RuntimeOptions>;
+  /** Opens the world for a path (default: a fresh runtime and one thread on the first target). */
+  open?: (flags: Flags) => Promise<World>;
+}
+
+/** A model machine: `idle` first; every state may carry `meta.expect`. Guards get the combination's flags. */
+export function modelMachine(id: string, guards: Record<string, (flags: Flags) => boolean>, states: Record<string, unknown>): AnyStateMachine {
+  const wrapped = Object.fromEntries(Object.entries(guards).map(([name, fn]) => [name, ({ context }: { context: ModelContext }) => fn(context.flags)]));
+  return setup({ types: { context: {} as ModelContext, input: {} as ModelContext }, guards: wrapped }).createMachine({
+    id,
+    context: ({ input }) => input,
+    initial: "idle",
+    states: states as Record<string, object>,
+  }) as unknown as AnyStateMachine;
+}
+
+export function combinations(reads: PolicyModel["reads"]): Flags[] {
+  return Object.entries(reads).reduce<Flags[]>((acc, [key, values]) => acc.flatMap((flags) => values.map((v) => ({ ...flags, [key]: v }))), [{}]);
+}
+
+export interface PathResult {
+  model: string;
+  flags: Flags;
+  events: string[];
+  observed: PolicyName[];
+  error: string | null;
+}
+
+/** The model's complete paths (to a final state) for one combination. */
+export function pathsOf(model: PolicyModel, flags: Flags) {
+  const events = Object.keys(model.drive).map((type) => ({ type }));
+  return getSimplePaths(model.machine, { input: { flags }, events, toState: (s) => s.status === "done" });
+}
+
+function expectationOf(state: MachineSnapshot<any, any, any, any, any, any, any, any>): StepExpectation {
+  const meta = state.getMeta() as Record<string, { expect?: StepExpectation } | undefined>;
+  return Object.values(meta).reduce<StepExpectation>((acc, m) => ({ ...acc, ...m?.expect }), {});
+}
+
+const sorted = (names: readonly string[]) => [...names].sort().join(",") || "(none)";
+
+/** Replays one path against a real runtime; returns the degradations it observed, or the first failure. */
+export async function runPath(model: PolicyModel, flags: Flags, steps: Array<{ state: any; event: { type: string } }>): Promise<PathResult> {
+  const events = steps.map((s) => s.event.type).filter((t) => !t.startsWith("xstate."));
+  const result: PathResult = { model: model.name, flags, events, observed: [], error: null };
+  let world: World | null = null;
+  try {
+    world = model.open ? await model.open(flags) : await World.open(flags, model.targets ?? ["main"], model.options?.(flags) ?? {});
+    if (!world.threadId) await world.createThread(model.targets?.[0] ?? "main");
+    for (const step of steps) {
+      if (step.event.type.startsWith("xstate.")) continue;
+      const where = `${step.event.type} -> ${JSON.stringify(step.state.value)}`;
+      const before = world.head;
+      world.lastError = null;
+      await model.drive[step.event.type]!(world);
+      const expect = expectationOf(step.state);
+      if (expect.until) await world.until(where, () => expect.until!(world!));
+      await world.settle();
+      const wanted = typeof expect.policies === "function" ? expect.policies(world) : (expect.policies ?? []);
+      const got = world.policiesSince(before);
+      if (sorted(got) !== sorted(wanted)) throw new Error(`${where}: recorded degradations ${sorted(got)}, the model expects ${sorted(wanted)}`);
+      if ((world.lastError?.code ?? null) !== (expect.refused ?? null)) {
+        throw new Error(`${where}: refusal ${world.lastError?.code ?? "none"}, the model expects ${expect.refused ?? "none"}`);
+      }
+      await expect.check?.(world);
+      const broken = logViolations(world.records);
+      if (broken.length > 0) throw new Error(`${where}: invariant violated: ${broken.join("; ")}`);
+    }
+    await world.close();
+    const broken = [...logViolations(world.records), ...settledViolations(world.rt)];
+    if (broken.length > 0) throw new Error(`after close: invariant violated: ${broken.join("; ")}`);
+  } catch (error) {
+    result.error = error instanceof Error ? error.message : String(error);
+    await world?.close().catch(() => undefined);
+  }
+  result.observed = [...new Set(world?.policiesSince(0) ?? [])] as PolicyName[];
+  return result;
+}
+
+export interface SuiteReport {
+  lines: string[];
+  failures: PathResult[];
+  covered: number;
+  total: number;
+}
+
+/** Runs every path of every model over every combination, and reports per policy and per degradation. */
+export async function runSuite(models: PolicyModel[], onPath?: (r: PathResult) => void): Promise<SuiteReport> {
+  const results: PathResult[] = [];
+  const lines: string[] = [];
+  for (const model of models) {
+    const combos = combinations(model.reads);
+    let paths = 0;
+    for (const flags of combos) {
+      for (const path of pathsOf(model, flags)) {
+        const r = await runPath(model, flags, path.steps as never);
+        paths += 1;
+        results.push(r);
+        onPath?.(r);
+      }
+    }
+    const failed = results.filter((r) => r.model === model.name && r.error).length;
+    lines.push(`${model.name.padEnd(16)} reads ${Object.keys(model.reads).join(", ")}: ${combos.length} combinations, ${paths} paths${failed ? `, ${failed} FAILED` : ""}`);
+  }
+  lines.push("", `${"degradation transition".padEnd(28)} ${"capability".padEnd(44)} paths`);
+  let covered = 0;
+  for (const name of POLICY_NAMES) {
+    const count = results.filter((r) => !r.error && r.observed.includes(name)).length;
+    if (count > 0) covered += 1;
+    lines.push(`${name.padEnd(28)} ${DEGRADATIONS[name].capability.padEnd(44)} ${count}`);
+  }
+  lines.push("", `degradation transitions covered: ${covered}/${POLICY_NAMES.length}`);
+  return { lines, failures: results.filter((r) => r.error), covered, total: POLICY_NAMES.length };
+}

@@ -1,0 +1,188 @@
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  createRuntime,
+  createScriptedAdapter,
+  defineCapabilities,
+  sequentialIds,
+  ScriptedBackend,
+  type CapabilityOverrides,
+  type DomainEvent,
+  type LogRecord,
+  type ProviderCapabilities,
+  type RuntimeOptions,
+  type ScriptStep,
+} from "../../src/index.js";
+import type { Runtime } from "../../src/runtime/runtime.js";
+
+/**
+ * The system under test for one model path: a real runtime on a fresh data directory and
+ * a fresh git work tree, with scripted providers configured with one capability combination.
+ * Turns are driven by prompts of the form `<kind>:<n>`; each holds at gate `finish-<n>`
+ * until the path's FINISH step opens it.
+ */
+
+export type Flags = Record<string, boolean | string>;
+
+/** Nested overrides from dotted flag paths, per target: `{ main: { turns: { supportsInterrupt: false } } }`. */
+export function overridesFrom(flags: Flags, target: string): CapabilityOverrides {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [key, value] of Object.entries(flags)) {
+    const [t, group, field] = key.split(".");
+    if (t !== target || !group || !field) continue;
+    (out[group] ??= {})[field] = value;
+  }
+  return out as CapabilityOverrides;
+}
+
+export function capsOf(flags: Flags, target = "main"): ProviderCapabilities {
+  return defineCapabilities(overridesFrom(flags, target));
+}
+
+/** What each prompt kind makes the scripted provider do. */
+function stepsFor(text: string): ScriptStep[] {
+  const [kind = "plain", n = "0"] = text.split(":");
+  const finish: ScriptStep = { type: "gate", name: `finish-${n}` };
+  switch (kind) {
+    case "approval":
+      return [{ type: "text", text: `asking ${n}` }, { type: "command", command: `echo ${n}`, output: `${n}\n`, approval: true }, finish, { type: "text", text: ` done ${n}` }];
+    case "artifacts":
+      return [
+        { type: "plan", steps: [{ step: "look", status: "completed" }, { step: "edit", status: "in_progress" }] },
+        { type: "todo", items: [{ text: "edit", status: "in_progress" }] },
+        { type: "text", text: `planned ${n}` },
+        finish,
+      ];
+    case "subagent":
+      return [
+        { type: "subagent", agent: "helper", prompt: "write", steps: [{ type: "file_change", path: `sub-${n}.txt`, diff: "+sub", content: `sub ${n}\n` }] },
+        { type: "text", text: `delegated ${n}` },
+        finish,
+      ];
+    case "steer":
+      return [{ type: "text", text: `steered ${n}` }, finish];
+    default:
+      return [{ type: "file_change", path: `file-${n}.txt`, diff: `+${n}`, content: `run ${n}\n` }, { type: "text", text: `working ${n}` }, finish, { type: "text", text: ` done ${n}` }];
+  }
+}
+
+export class World {
+  readonly backends = new Map<string, ScriptedBackend>();
+  readonly records: LogRecord<DomainEvent>[] = [];
+  threadId = "";
+  forkThreadId: string | null = null;
+  runIds: string[] = [];
+  /** Ordinal of the latest prompt sent (its gate is `finish-<n>`). */
+  n = 0;
+  lastError: { code: string } | null = null;
+  lastReceipt: unknown = null;
+  /** Prompt numbers sent into each run (its own and its steers): the gates FINISH opens. */
+  #gates = new Map<string, number[]>();
+
+  private constructor(
+    readonly rt: Runtime,
+    readonly flags: Flags,
+    readonly dataDir: string,
+    readonly cwd: string,
+  ) {}
+
+  static async open(flags: Flags, targets: string[], options: Partial<RuntimeOptions> = {}, dataDir?: string): Promise<World> {
+    const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-model-")));
+    const cwd = join(dir, "work");
+    await mkdir(cwd, { recursive: true });
+    const backends = new Map(targets.map((t) => [t, new ScriptedBackend()]));
+    const providers = Object.fromEntries(
+      targets.map((t) => [t, createScriptedAdapter({ capabilities: overridesFrom(flags, t), backend: backends.get(t)!, script: ({ text }) => stepsFor(text) })]),
+    );
+    const rt = await createRuntime({ dataDir: join(dir, "data"), providers, ids: sequentialIds(), checkpoints: flags["runtime.checkpoints"] === true, ...options });
+    const world = new World(rt, flags, dir, cwd);
+    for (const [t, b] of backends) world.backends.set(t, b);
+    rt.subscribe({ afterSeq: 0 }, (r) => world.records.push(r));
+    return world;
+  }
+
+  get head(): number {
+    return this.records.at(-1)?.seq ?? 0;
+  }
+
+  get runId(): string {
+    return this.runIds.at(-1)!;
+  }
+
+  run(runId = this.runId) {
+    return this.rt.views.runs.get(runId)!;
+  }
+
+  async createThread(target = "main"): Promise<void> {
+    this.threadId = (await this.rt.createThread({ providerTarget: target, cwd: this.cwd })).threadId;
+  }
+
+  /** Sends `<kind>:<n>`; a typed refusal is kept in `lastError` for the model to check. */
+  async send(kind: string, extra: { mode?: "auto" | "queue" | "steer"; providerTarget?: string; model?: string; threadId?: string } = {}): Promise<void> {
+    this.n += 1;
+    this.lastError = null;
+    try {
+      const receipt = await this.rt.sendMessage({ threadId: extra.threadId ?? this.threadId, text: `${kind}:${this.n}`, ...extra });
+      this.lastReceipt = receipt;
+      if (!this.runIds.includes(receipt.runId)) this.runIds.push(receipt.runId);
+      this.#gates.set(receipt.runId, [...(this.#gates.get(receipt.runId) ?? []), this.n]);
+    } catch (error) {
+      this.lastError = { code: (error as { code?: string }).code ?? "unknown" };
+    }
+  }
+
+  /** Calls the API; a typed refusal is kept in `lastError` instead of failing the step. */
+  async attempt(fn: () => Promise<unknown>): Promise<void> {
+    this.lastError = null;
+    try {
+      this.lastReceipt = await fn();
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (!code) throw error;
+      this.lastError = { code };
+    }
+  }
+
+  /** Lets the thread's active run finish (its gates, steer texts included); returns its id. */
+  finish(threadId = this.threadId): string {
+    const run = this.rt.views.threads.get(threadId)!.runs.find((r) => ["starting", "running", "waiting"].includes(r.status));
+    if (!run) throw new Error("FINISH with no active run");
+    for (const n of this.#gates.get(run.runId) ?? []) this.openGate(n);
+    return run.runId;
+  }
+
+  openGate(n: number): void {
+    for (const backend of this.backends.values()) backend.openGate(`finish-${n}`);
+  }
+
+  /** Waits (polling the read models) until `condition` holds; fails with `what` after 15 s. */
+  async until(what: string, condition: () => boolean): Promise<void> {
+    const deadline = Date.now() + 15_000;
+    while (!condition()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    // Let asynchronous completions that follow the same provider event land too.
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  }
+
+  /** Waits until everything committed so far is durable and delivered to `records`. */
+  async settle(): Promise<void> {
+    const head = this.rt.views.head;
+    if (this.threadId) await this.rt.readThread(this.threadId);
+    await this.until("the log to reach its head", () => this.head >= head);
+  }
+
+  policiesSince(seq: number): string[] {
+    return this.records.filter((r) => r.seq > seq && r.event.type === "policy.applied").map((r) => (r.event as { policy: string }).policy);
+  }
+
+  async close(): Promise<void> {
+    if (!this.rt.closed) {
+      for (let n = 1; n <= this.n; n++) this.openGate(n);
+      await this.rt.close();
+    }
+    await rm(this.dataDir, { recursive: true, force: true });
+  }
+}
