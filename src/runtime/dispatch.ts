@@ -94,6 +94,16 @@ export class Dispatcher implements TargetHost {
       case "run.terminal":
         this.checkpoints.final(event.runId, this.#capabilitiesOfRun(event.runId));
         return this.#runEnded(event.runId);
+      case "attempt.turn_bound":
+        // Every other target's copy of this conversation just fell behind: the next turn there re-decides how to catch up.
+        for (const target of this.targets.values()) if (target.id !== this.views.runs.get(event.runId)?.providerTarget) target.forgetThread(event.threadId);
+        return;
+      case "rollback.applied":
+        for (const id of event.divergentProviderThreadIds) {
+          const record = this.views.providerThreadsById.get(id);
+          if (record) this.targets.get(record.providerTarget)?.forgetThread(record.threadId);
+        }
+        return;
       case "node.completed":
         if (this.views.item(event.nodeId)?.kind === "subagent") this.checkpoints.nested(event.runId, event.nodeId, this.#capabilitiesOfRun(event.runId));
         return;

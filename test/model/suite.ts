@@ -85,10 +85,13 @@ export async function runPath(model: PolicyModel, flags: Flags, steps: Array<{ s
   try {
     world = model.open ? await model.open(flags) : await World.open(flags, model.targets ?? ["main"], model.options?.(flags) ?? {});
     if (!world.threadId) await world.createThread(model.targets?.[0] ?? "main");
+    let first = true;
     for (const step of steps) {
       if (step.event.type.startsWith("xstate.")) continue;
       const where = `${step.event.type} -> ${JSON.stringify(step.state.value)}`;
-      const before = world.head;
+      // The first step also answers for what opening the world recorded (a recovery, say).
+      const before = first ? 0 : world.head;
+      first = false;
       world.lastError = null;
       await model.drive[step.event.type]!(world);
       const expect = expectationOf(step.state);
@@ -97,9 +100,8 @@ export async function runPath(model: PolicyModel, flags: Flags, steps: Array<{ s
       const wanted = typeof expect.policies === "function" ? expect.policies(world) : (expect.policies ?? []);
       const got = world.policiesSince(before);
       if (sorted(got) !== sorted(wanted)) throw new Error(`${where}: recorded degradations ${sorted(got)}, the model expects ${sorted(wanted)}`);
-      if ((world.lastError?.code ?? null) !== (expect.refused ?? null)) {
-        throw new Error(`${where}: refusal ${world.lastError?.code ?? "none"}, the model expects ${expect.refused ?? "none"}`);
-      }
+      const refused = (world.lastError as { code: string } | null)?.code ?? null;
+      if (refused !== (expect.refused ?? null)) throw new Error(`${where}: refusal ${refused ?? "none"}, the model expects ${expect.refused ?? "none"}`);
       await expect.check?.(world);
       const broken = logViolations(world.records);
       if (broken.length > 0) throw new Error(`${where}: invariant violated: ${broken.join("; ")}`);

@@ -1,0 +1,274 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { canForkNatively, canRollbackProvider, requestsSurviveRestart } from "../../../src/index.js";
+import { contextDelivery as contextDeliveryOf } from "../../../src/runtime/handoff.js";
+import { modelMachine, type PolicyModel } from "../suite.js";
+import { capsOf, World, type Flags } from "../world.js";
+
+/** Models of the policies a thread meets: fork, rollback, nested checkpoints, provider switch, request expiry. */
+
+const B = [true, false] as const;
+const runIs = (status: string) => (w: World) => w.run().status === status;
+const finish = async (w: World) => void w.finish(w.forkThreadId && w.run().threadId === w.forkThreadId ? w.forkThreadId : w.threadId);
+const finished = { type: "final" as const, meta: { expect: { until: runIs("completed") } } };
+const started = async (w: World) => {
+  if (!w.lastError) await w.until("the run to start", () => !["queued", "starting"].includes(w.run().status));
+};
+const send = (extra: Parameters<World["send"]>[1] = {}) => async (w: World) => {
+  await w.send("plain", extra);
+  await started(w);
+};
+const last = <T extends string>(w: World, type: T) => w.records.filter((r) => r.event.type === type).at(-1)?.event as Record<string, unknown> | undefined;
+const must = (ok: boolean, message: string) => {
+  if (!ok) throw new Error(message);
+};
+/** Two finished runs, the usual starting point of thread-level policies. */
+const twoRuns = (next: Record<string, unknown>, onSecond: Record<string, unknown> = {}) => ({
+  idle: { on: { SEND: "r1" } },
+  r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "one" } },
+  one: { meta: { expect: { until: runIs("completed") } }, on: { SEND: "r2" } },
+  r2: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "two", ...onSecond } },
+  two: { meta: { expect: { until: runIs("completed") } }, on: next },
+});
+
+export const forkModel: PolicyModel = {
+  name: "fork",
+  reads: { "main.threads.canForkThread": B, "main.threads.canForkFromTurn": B },
+  machine: modelMachine(
+    "fork",
+    { forksLatest: (f) => canForkNatively(capsOf(f), false), forksInside: (f) => canForkNatively(capsOf(f), true) },
+    {
+      ...twoRuns({ FORK: "forkedLatest", FORK_INSIDE: "forkedInside" }, { FORK: "forkRefused" }),
+      forkRefused: { meta: { expect: { refused: "conflict" } }, on: { FINISH: "two" } },
+      forkedLatest: { on: { SEND_ON_FORK: [{ guard: "forksLatest", target: "native" }, { target: "synthetic" }] } },
+      forkedInside: { on: { SEND_ON_FORK: [{ guard: "forksInside", target: "native" }, { target: "synthetic" }] } },
+      native: {
+        meta: { expect: { until: runIs("running"), check: (w: World) => must(last(w, "fork.resolved")?.resolution === "native", "the fork was not native") } },
+        on: { FINISH: "done" },
+      },
+      synthetic: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["synthetic_fork"],
+            check: (w: World) => {
+              must(last(w, "fork.resolved")?.resolution === "portable", "the fork was not portable");
+              must(last(w, "handoff.created")?.reason === "fork", "the portable fork carried no context");
+            },
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      done: finished,
+    },
+  ),
+  drive: {
+    SEND: send(),
+    FINISH: finish,
+    FORK: (w) => w.attempt(async () => (w.forkThreadId = (await w.rt.forkThread({ threadId: w.threadId })).threadId)),
+    FORK_INSIDE: (w) => w.attempt(async () => (w.forkThreadId = (await w.rt.forkThread({ threadId: w.threadId, afterRunId: w.runIds[0]! })).threadId)),
+    SEND_ON_FORK: (w) => send({ threadId: w.forkThreadId! })(w),
+  },
+};
+
+const filesAfterRun1 = (w: World) => existsSync(join(w.cwd, "file-1.txt")) && !existsSync(join(w.cwd, "file-2.txt"));
+
+export const rollbackModel: PolicyModel = {
+  name: "rollback",
+  reads: { "main.threads.canRollbackThread": B, "main.checkpointing.appCanCheckpointFilesystem": B, "runtime.checkpoints": B },
+  machine: modelMachine(
+    "rollback",
+    {
+      canRollbackProvider: (f) => canRollbackProvider(capsOf(f)),
+      hasCheckpoint: (f) => f["runtime.checkpoints"] === true && capsOf(f).checkpointing.appCanCheckpointFilesystem,
+    },
+    {
+      ...twoRuns({ ROLLBACK: [{ guard: "canRollbackProvider", target: "rolledBack" }, { guard: "hasCheckpoint", target: "divergent" }, { target: "refused" }] }, { ROLLBACK: "busy" }),
+      busy: { meta: { expect: { refused: "conflict" } }, on: { FINISH: "two" } },
+      rolledBack: {
+        meta: {
+          expect: {
+            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
+            check: (w: World) => {
+              must((w.lastReceipt as { provider: string }).provider === "rolled_back", "the provider was not rolled back");
+              const restored = (w.lastReceipt as { filesRestored: boolean }).filesRestored;
+              must(!restored || filesAfterRun1(w), "files do not match run 1");
+            },
+          },
+        },
+        on: { SEND: "afterNative" },
+      },
+      divergent: {
+        meta: {
+          expect: {
+            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
+            policies: ["rollback_divergent"],
+            check: (w: World) => must(filesAfterRun1(w), "files do not match run 1"),
+          },
+        },
+        on: { SEND: "rebuilt" },
+      },
+      refused: { meta: { expect: { refused: "capability_unsupported", policies: ["rollback_unsupported"] } }, on: { SEND: "plainNext" } },
+      afterNative: {
+        meta: {
+          expect: {
+            until: (w: World) => w.run().attempts[0]?.providerThreadId != null,
+            check: (w: World) => must(w.run().attempts[0]!.providerThreadId === w.run(w.runIds[0]).attempts[0]!.providerThreadId, "the rolled-back provider thread was not kept"),
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      rebuilt: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["divergent_thread_rebuilt"],
+            check: (w: World) => {
+              must(last(w, "provider_thread.bound")?.via === "realigned", "no fresh provider thread after the divergent rollback");
+              must(last(w, "handoff.created")?.reason === "rollback_divergent", "the fresh thread was not told the history");
+            },
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      plainNext: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
+      done: finished,
+    },
+  ),
+  drive: { SEND: send(), FINISH: finish, ROLLBACK: (w) => w.attempt(() => w.rt.rollback({ threadId: w.threadId, toRunId: w.runIds[0]! })) },
+};
+
+export const nestedCheckpointModel: PolicyModel = {
+  name: "checkpoints",
+  reads: { "main.checkpointing.supportsNestedCheckpointScopes": B, "runtime.checkpoints": [true] },
+  machine: modelMachine("nested", { nested: (f) => capsOf(f).checkpointing.supportsNestedCheckpointScopes }, {
+    idle: { on: { SEND: [{ guard: "nested", target: "nestedScope" }, { target: "rootOnly" }] } },
+    nestedScope: {
+      meta: { expect: { until: (w: World) => w.rt.views.checkpointsOf(w.threadId).some((c) => c.scope === "subagent" && c.status === "ready") } },
+      on: { FINISH: "done" },
+    },
+    rootOnly: {
+      meta: { expect: { until: (w: World) => w.run().items.some((i) => i.kind === "subagent" && i.detail?.checkpoint === "uncheckpointed"), policies: ["root_checkpoint_only"] } },
+      on: { FINISH: "done" },
+    },
+    done: {
+      type: "final",
+      meta: {
+        expect: {
+          until: (w: World) => w.run().status === "completed" && w.rt.views.checkpointsOf(w.threadId).some((c) => c.phase === "final" && c.scope === "root_run"),
+          check: (w: World) => {
+            const root = w.rt.views.checkpointsOf(w.threadId).filter((c) => c.scope === "root_run" && c.status === "ready");
+            must(root.map((c) => c.phase).join() === "baseline,final", `root checkpoints: ${root.map((c) => c.phase).join()}`);
+            must(root[1]!.files.some((f) => f.path === `sub-${w.n}.txt`), "the run's checkpoint misses the subagent's file");
+          },
+        },
+      },
+    },
+  }),
+  drive: { SEND: async (w) => void (await w.send("subagent")), FINISH: finish },
+};
+
+const bReceived = (w: World) => [...w.backends.get("b")!.threads.values()].flatMap((t) => t.turns).at(-1)?.context?.delivery;
+
+export const providerSwitchModel: PolicyModel = {
+  name: "provider switch",
+  targets: ["a", "b"],
+  reads: {
+    "a.context.supportsDeltaHandoff": B,
+    "b.context.acceptsDeveloperContext": B,
+    "b.context.acceptsSystemContext": B,
+    "b.context.acceptsSyntheticUserContext": B,
+  },
+  machine: modelMachine(
+    "providerSwitch",
+    {
+      bTakesContext: (f) => ["developer", "system"].includes(contextDeliveryOf(capsOf(f, "b")) ?? ""),
+      bTakesUserContext: (f) => contextDeliveryOf(capsOf(f, "b")) === "synthetic_user",
+      aTakesDelta: (f) => capsOf(f, "a").context.supportsDeltaHandoff,
+    },
+    {
+      idle: { on: { SEND: "r1" } },
+      r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "onA" } },
+      onA: { meta: { expect: { until: runIs("completed") } }, on: { SWITCH: [{ guard: "bTakesContext", target: "onB" }, { guard: "bTakesUserContext", target: "onBAsUser" }, { target: "refused" }] } },
+      onB: { meta: { expect: { until: runIs("running"), check: (w: World) => must(bReceived(w) !== "synthetic_user", "context went in as a user message") } }, on: { FINISH: "doneB" } },
+      onBAsUser: {
+        meta: { expect: { until: runIs("running"), policies: ["handoff_as_user_context"], check: (w: World) => must(bReceived(w) === "synthetic_user", "b did not get user context") } },
+        on: { FINISH: "doneB" },
+      },
+      refused: { type: "final", meta: { expect: { refused: "capability_unsupported", policies: ["handoff_unsupported"] } } },
+      doneB: { meta: { expect: { until: runIs("completed") } }, on: { RETURN: [{ guard: "aTakesDelta", target: "returned" }, { target: "refreshed" }] } },
+      returned: {
+        meta: { expect: { until: runIs("running"), check: (w: World) => must(last(w, "handoff.created")?.strategy === "delta_since_last_seen", "no delta handoff") } },
+        on: { FINISH: "done" },
+      },
+      refreshed: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["handoff_fresh_thread"],
+            check: (w: World) => {
+              must(last(w, "provider_thread.bound")?.via === "refreshed", "the returning provider did not get a fresh thread");
+              must(last(w, "handoff.created")?.strategy === "full_thread_summary", "no full summary");
+            },
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      done: finished,
+    },
+  ),
+  drive: { SEND: send(), FINISH: finish, SWITCH: send({ providerTarget: "b" }), RETURN: send({ providerTarget: "a" }) },
+};
+
+const crashChild = join(import.meta.dirname, "..", "crashChild.ts");
+
+/** A runtime SIGKILLed with an approval pending, reopened on the same data directory. */
+async function crashedWorld(flags: Flags): Promise<World> {
+  const dir = await mkdtemp(join(tmpdir(), "tiller-model-"));
+  const child = spawn(process.execPath, ["--import", "tsx", crashChild, dir, JSON.stringify(flags)], { stdio: ["ignore", "pipe", "inherit"] });
+  const threadId = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const ready = /ready (\S+)/.exec(out);
+      if (ready) resolve(ready[1]!);
+    });
+    child.on("exit", (code) => reject(new Error(`crash child exited early (${code})`)));
+  });
+  const exited = new Promise((done) => child.on("exit", done));
+  child.kill("SIGKILL");
+  await exited;
+  const world = await World.open(flags, ["main"], {}, dir);
+  world.threadId = threadId;
+  world.runIds = world.rt.views.threads.get(threadId)!.runs.map((r) => r.runId);
+  world.n = 1;
+  return world;
+}
+
+export const requestExpiryModel: PolicyModel = {
+  name: "request expiry",
+  reads: { "main.sessions.pendingRequestsSurviveRestart": B },
+  open: crashedWorld,
+  machine: modelMachine("requestExpiry", { survives: (f) => requestsSurviveRestart(capsOf(f)) }, {
+    idle: { on: { RECOVERED: [{ guard: "survives", target: "recovered" }, { target: "expired" }] } },
+    recovered: { meta: { expect: { until: runIs("cancelled") } }, on: { RESPOND: "notResumable" } },
+    expired: { meta: { expect: { until: runIs("cancelled"), policies: ["requests_expire_on_restart"] } }, on: { RESPOND: "notResumable" } },
+    notResumable: {
+      meta: { expect: { refused: "not_resumable", check: (w: World) => must(w.rt.affordances(w.threadId).requests[0]?.state === "expired", "the request is not shown expired") } },
+      on: { SEND: "running" },
+    },
+    running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
+    done: finished,
+  }),
+  drive: {
+    RECOVERED: async () => undefined,
+    RESPOND: (w) => w.attempt(() => w.rt.respond({ requestId: [...w.rt.views.requests.keys()][0]!, response: { kind: "decision", decision: "accept" } })),
+    SEND: send(),
+    FINISH: finish,
+  },
+};
+
+export const threadPolicyModels = [forkModel, rollbackModel, nestedCheckpointModel, providerSwitchModel, requestExpiryModel];
