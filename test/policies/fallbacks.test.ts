@@ -1,25 +1,12 @@
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { createRuntime, keyedScript, ScriptedBackend } from "../../src/index.js";
-import type { CapabilityOverrides, ScriptSource, ScriptStep, TillerRuntime } from "../../src/index.js";
+import type { ScriptSource, ScriptStep } from "../../src/index.js";
 import { nextEvent, ofType, openTestRuntime, recordCalls, said } from "../helpers/runtime.js";
-import { hang, policies, rejectsWith, scripted, tempDir } from "./helpers.js";
+import { crashWhileWaiting, hang, noApprovals, policies, rejectsWith, row, scripted, streaming, tempDir } from "./helpers.js";
 
-/**
- * One test per degradation of the registry (src/machines/policies.ts): the typed result the
- * caller gets, and the `policy.applied` record naming the policy. Tests wait on durable
- * events and runs, never on time.
- */
-
-/** Resolves once the run's turn streams (it is active, not starting). */
-const streaming = (rt: TillerRuntime, runId: string) => nextEvent(rt, "node.delta", (e) => e.runId === runId);
-const row = (p: { threadId: string | null; runId: string | null; capability: string; outcome: string }) => [p.threadId, p.runId, p.capability, p.outcome];
-const noApprovals: CapabilityOverrides = {
-  approvals: { supportsCommandApproval: false, supportsFileReadApproval: false, supportsFileChangeApproval: false, supportsApplyPatchApproval: false },
-};
+/** One test per degradation of the registry (src/machines/policies.ts): the caller's typed result and the `policy.applied` record. */
 
 describe("interrupt and steer degradations", () => {
   it("interrupt_by_session_stop: no native interrupt, allowed by option: the session stops and the run ends interrupted", async () => {
@@ -128,11 +115,14 @@ describe("interrupt and steer degradations", () => {
 });
 
 describe("fork and handoff degradations", () => {
-  it.each([false, true])("synthetic_fork: canForkThread=%s decides a portable or native fork at the fork's first run", async (canForkThread) => {
+  it.each([false, true])("synthetic_fork: canForkThread=%s: the fork affordance, then a portable or native fork at its first run", async (canForkThread) => {
     const { rt, events, cleanup } = await openTestRuntime({ s: scripted({ threads: { canForkThread } }) });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       const first = await rt.waitForRun((await rt.sendMessage({ threadId, text: "parent run" })).runId);
+      // The affordance offers the fork the runtime will realise.
+      const source = canForkThread ? "native" : "synthetic";
+      expect(rt.affordances(threadId).fork).toEqual([{ afterRunId: first.runId, source, reason: canForkThread ? null : expect.any(String) }]);
       const fork = await rt.forkThread({ threadId });
       expect(fork.parentThreadId).toBe(threadId);
       const run = await rt.waitForRun((await rt.sendMessage({ threadId: fork.threadId, text: "in the fork" })).runId);
@@ -343,25 +333,6 @@ describe("session-wide and artifact degradations", () => {
   });
 });
 
-/** Starts a runtime in a child process whose run waits on an approval; SIGKILLs it once the request is durable. */
-async function crashWhileWaiting(dataDir: string): Promise<string> {
-  const child = join(import.meta.dirname, "crashChild.ts");
-  const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir], { stdio: ["ignore", "pipe", "inherit"] });
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.on("exit", (_code, signal) => resolve(signal)));
-  let requestId: string | null = null;
-  for await (const line of createInterface({ input: proc.stdout })) {
-    const [word, id] = line.split(" ");
-    if (word === "opened" && id) {
-      requestId = id;
-      process.kill(proc.pid!, "SIGKILL");
-      break;
-    }
-  }
-  expect(await exited).toBe("SIGKILL");
-  expect(requestId).not.toBeNull();
-  return requestId!;
-}
-
 describe("requests_expire_on_restart", () => {
   it("a request pending when the runtime died expires as not_resumable on reopen, and answering it is refused", async () => {
     const data = await tempDir("tiller-policy-crash-");
@@ -401,20 +372,6 @@ describe("affordances", () => {
       const { runId } = await rt.sendMessage({ threadId, text: "go" });
       await streaming(rt, runId);
       expect(rt.affordances(threadId).interrupt).toMatchObject({ state, runId });
-    } finally {
-      await cleanup();
-    }
-  });
-
-  it.each([true, false])("fork source after a finished run with canForkThread=%s", async (canForkThread) => {
-    const { rt, cleanup } = await openTestRuntime({ s: scripted({ threads: { canForkThread } }) });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId);
-      const [fork, ...rest] = rt.affordances(threadId).fork;
-      expect(rest).toEqual([]);
-      expect(fork).toMatchObject({ afterRunId: run.runId, source: canForkThread ? "native" : "synthetic" });
-      expect(fork!.reason === null).toBe(canForkThread);
     } finally {
       await cleanup();
     }

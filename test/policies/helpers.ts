@@ -1,24 +1,36 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { expect } from "vitest";
-import { createScriptedAdapter, TillerError, type CapabilityOverrides, type ScriptSource, type ScriptStep, type TillerErrorCode } from "../../src/index.js";
+import { createScriptedAdapter, TillerError, type CapabilityOverrides, type ScriptSource, type ScriptStep, type TillerErrorCode, type TillerRuntime } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import type { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
 import type { DomainEvent, DomainEventOf } from "../../src/domain/events.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
-import { ofType, rejection } from "../helpers/runtime.js";
+import { nextEvent, ofType, rejection } from "../helpers/runtime.js";
 
 /** Shared by the degradation-policy tests (fallbacks.test.ts, rollback.test.ts). */
 
 export const hang: ScriptStep[] = [{ type: "text", text: "working" }, { type: "hang" }];
 
+/** A provider without any structured approval. */
+export const noApprovals: CapabilityOverrides = {
+  approvals: { supportsCommandApproval: false, supportsFileReadApproval: false, supportsFileChangeApproval: false, supportsApplyPatchApproval: false },
+};
+
 /** A scripted adapter with capability overrides, a script (default: echo) and optionally a shared backend. */
 export function scripted(capabilities: CapabilityOverrides = {}, script?: ScriptSource, backend?: ScriptedBackend): ProviderAdapter {
   return createScriptedAdapter({ capabilities, ...(script ? { script } : {}), ...(backend ? { backend } : {}) });
 }
+
+/** Resolves once the run's turn streams (it is active, not starting). */
+export const streaming = (rt: TillerRuntime, runId: string) => nextEvent(rt, "node.delta", (e) => e.runId === runId);
+
+/** The fields of a policy record the tests compare. */
+export const row = (p: { threadId: string | null; runId: string | null; capability: string; outcome: string }) => [p.threadId, p.runId, p.capability, p.outcome];
 
 /** The `policy.applied` records of one named policy, in log order. */
 export function policies(records: LogRecord<DomainEvent>[], policy: string): DomainEventOf<"policy.applied">[] {
@@ -66,4 +78,23 @@ export async function snapshotFiles(dir: string, skip: string[] = []): Promise<R
   };
   await walk(dir, "");
   return out;
+}
+
+/** Starts a runtime in a child process (crashChild.ts) whose run waits on an approval; SIGKILLs it once the request is durable. */
+export async function crashWhileWaiting(dataDir: string): Promise<string> {
+  const child = join(import.meta.dirname, "crashChild.ts");
+  const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.on("exit", (_code, signal) => resolve(signal)));
+  let requestId: string | null = null;
+  for await (const line of createInterface({ input: proc.stdout })) {
+    const [word, id] = line.split(" ");
+    if (word === "opened" && id) {
+      requestId = id;
+      process.kill(proc.pid!, "SIGKILL");
+      break;
+    }
+  }
+  expect(await exited).toBe("SIGKILL");
+  expect(requestId).not.toBeNull();
+  return requestId!;
 }
