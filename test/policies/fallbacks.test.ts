@@ -1,10 +1,11 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createRuntime, keyedScript, ScriptedBackend } from "../../src/index.js";
+import { keyedScript, ScriptedBackend } from "../../src/index.js";
 import type { ScriptSource, ScriptStep } from "../../src/index.js";
+import { crashedWorld } from "../model/models/threadPolicies.js";
 import { nextEvent, ofType, openTestRuntime, recordCalls, said } from "../helpers/runtime.js";
-import { crashWhileWaiting, hang, noApprovals, policies, rejectsWith, row, scripted, streaming, tempDir } from "./helpers.js";
+import { hang, noApprovals, policies, rejectsWith, row, scripted, streaming, tempDir } from "./helpers.js";
 
 /** One test per degradation of the registry (src/machines/policies.ts): the caller's typed result and the `policy.applied` record. */
 
@@ -335,26 +336,23 @@ describe("session-wide and artifact degradations", () => {
 
 describe("requests_expire_on_restart", () => {
   it("a request pending when the runtime died expires as not_resumable on reopen, and answering it is refused", async () => {
-    const data = await tempDir("tiller-policy-crash-");
+    // The runtime runs in a child process that is SIGKILLed with the approval pending (shared with the model-based suite).
+    const world = await crashedWorld({ "main.sessions.pendingRequestsSurviveRestart": false });
     try {
-      const requestId = await crashWhileWaiting(data.dir);
-      const rt = await createRuntime({ dataDir: data.dir, providers: { s: scripted({ sessions: { pendingRequestsSurviveRestart: false } }) } });
-      try {
-        const request = rt.views.requests.get(requestId)!;
-        expect(request.status).toBe("expired");
-        expect(request.closedReason).toMatch(/^not_resumable/);
-        const policy = await nextEvent(rt, "policy.applied", (e) => e.policy === "requests_expire_on_restart");
-        expect(row(policy.event)).toEqual([request.threadId, request.runId, "sessions.pendingRequestsSurviveRestart", "fallback"]);
-        const snapshot = await rt.readThread(request.threadId);
-        expect(snapshot.pendingRequests).toEqual([]);
-        expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([["cancelled", "runtime_restarted"]]);
-        expect(rt.affordances(request.threadId).requests).toEqual([{ requestId, kind: "command", state: "expired" }]);
-        await rejectsWith(rt.respond({ requestId, response: { kind: "decision", decision: "accept" } }), "not_resumable");
-      } finally {
-        await rt.close();
-      }
+      const { rt } = world;
+      const [requestId] = [...rt.views.requests.keys()];
+      const request = rt.views.requests.get(requestId!)!;
+      expect(request.status).toBe("expired");
+      expect(request.closedReason).toMatch(/^not_resumable/);
+      const policy = await nextEvent(rt, "policy.applied", (e) => e.policy === "requests_expire_on_restart");
+      expect(row(policy.event)).toEqual([request.threadId, request.runId, "sessions.pendingRequestsSurviveRestart", "fallback"]);
+      const snapshot = await rt.readThread(request.threadId);
+      expect(snapshot.pendingRequests).toEqual([]);
+      expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([["cancelled", "runtime_restarted"]]);
+      expect(rt.affordances(request.threadId).requests).toEqual([{ requestId, kind: "command", state: "expired" }]);
+      await rejectsWith(rt.respond({ requestId: requestId!, response: { kind: "decision", decision: "accept" } }), "not_resumable");
     } finally {
-      await data.cleanup();
+      await world.close();
     }
   }, 60_000);
 });

@@ -1,8 +1,7 @@
-import { execFile, spawn } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { expect } from "vitest";
 import { createScriptedAdapter, TillerError, type CapabilityOverrides, type ScriptSource, type ScriptStep, type TillerErrorCode, type TillerRuntime } from "../../src/index.js";
@@ -80,21 +79,3 @@ export async function snapshotFiles(dir: string, skip: string[] = []): Promise<R
   return out;
 }
 
-/** Starts a runtime in a child process (crashChild.ts) whose run waits on an approval; SIGKILLs it once the request is durable. */
-export async function crashWhileWaiting(dataDir: string): Promise<string> {
-  const child = join(import.meta.dirname, "crashChild.ts");
-  const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir], { stdio: ["ignore", "pipe", "inherit"] });
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.on("exit", (_code, signal) => resolve(signal)));
-  let requestId: string | null = null;
-  for await (const line of createInterface({ input: proc.stdout })) {
-    const [word, id] = line.split(" ");
-    if (word === "opened" && id) {
-      requestId = id;
-      process.kill(proc.pid!, "SIGKILL");
-      break;
-    }
-  }
-  expect(await exited).toBe("SIGKILL");
-  expect(requestId).not.toBeNull();
-  return requestId!;
-}

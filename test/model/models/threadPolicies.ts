@@ -226,7 +226,7 @@ export const providerSwitchModel: PolicyModel = {
 const crashChild = join(import.meta.dirname, "..", "crashChild.ts");
 
 /** A runtime SIGKILLed with an approval pending, reopened on the same data directory. */
-async function crashedWorld(flags: Flags): Promise<World> {
+export async function crashedWorld(flags: Flags): Promise<World> {
   const dir = await mkdtemp(join(tmpdir(), "tiller-model-"));
   const child = spawn(process.execPath, ["--import", "tsx", crashChild, dir, JSON.stringify(flags)], { stdio: ["ignore", "pipe", "inherit"] });
   const threadId = await new Promise<string>((resolve, reject) => {
