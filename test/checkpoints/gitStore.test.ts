@@ -1,12 +1,10 @@
-import { execFile } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
+import { gitIn, snapshotFiles } from "../helpers/files.js";
 
-const exec = promisify(execFile);
 
 let root: string;
 let cwd: string;
@@ -24,18 +22,6 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-/** The user's git, isolated from this machine's global config and from any GIT_* in the env. */
-async function gitIn(dir: string, ...args: string[]): Promise<string> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("GIT_")) env[key] = value;
-  }
-  env.GIT_CONFIG_NOSYSTEM = "1";
-  env.GIT_CONFIG_GLOBAL = "/dev/null";
-  const { stdout } = await exec("git", args, { cwd: dir, env });
-  return stdout;
-}
-
 const userGit = (...args: string[]) => gitIn(cwd, ...args);
 
 async function put(files: Record<string, string | Buffer>): Promise<void> {
@@ -46,19 +32,7 @@ async function put(files: Record<string, string | Buffer>): Promise<void> {
 }
 
 /** Every file under cwd (path -> content), skipping the top-level names in `skip`. */
-async function snapshot(skip: string[] = []): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  const walk = async (dir: string, prefix: string): Promise<void> => {
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      const path = prefix + entry.name;
-      if (skip.includes(path)) continue;
-      if (entry.isDirectory()) await walk(join(dir, entry.name), `${path}/`);
-      else out[path] = await readFile(join(dir, entry.name), "latin1");
-    }
-  };
-  await walk(cwd, "");
-  return out;
-}
+const snapshot = (skip: string[] = []) => snapshotFiles(cwd, skip);
 
 /** Directories under cwd (relative), to prove restores leave no empty ones behind. */
 async function directories(skip: string[] = []): Promise<string[]> {

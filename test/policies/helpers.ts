@@ -1,8 +1,6 @@
-import { execFile } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { expect } from "vitest";
 import { createScriptedAdapter, TillerError, type CapabilityOverrides, type ScriptSource, type ScriptStep, type TillerErrorCode, type TillerRuntime } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
@@ -50,32 +48,6 @@ export async function tempDir(prefix: string): Promise<{ dir: string; cleanup: (
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
 
-const exec = promisify(execFile);
 
-/** The user's git in `dir`, isolated from this machine's global config and from any GIT_* in the env. */
-export async function git(dir: string, ...args: string[]): Promise<string> {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith("GIT_")) env[key] = value;
-  }
-  env.GIT_CONFIG_NOSYSTEM = "1";
-  env.GIT_CONFIG_GLOBAL = "/dev/null";
-  const { stdout } = await exec("git", args, { cwd: dir, env });
-  return stdout;
-}
-
-/** Every file under `dir` (path -> content), skipping the top-level names in `skip`. */
-export async function snapshotFiles(dir: string, skip: string[] = []): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
-  const walk = async (at: string, prefix: string): Promise<void> => {
-    for (const entry of await readdir(at, { withFileTypes: true })) {
-      const path = prefix + entry.name;
-      if (skip.includes(path)) continue;
-      if (entry.isDirectory()) await walk(join(at, entry.name), `${path}/`);
-      else out[path] = await readFile(join(at, entry.name), "utf8");
-    }
-  };
-  await walk(dir, "");
-  return out;
-}
+export { gitIn as git, snapshotFiles } from "../helpers/files.js";
 
