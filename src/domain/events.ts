@@ -274,6 +274,8 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
   }),
   /** Filesystem activity that has no checkpoint of its own (nested scopes unsupported). */
   z.strictObject({ type: z.literal("checkpoint.skipped"), ...inRun, nodeId: id, reason: z.string() }),
+  /** A rollback is about to touch the provider and the files: recovery finds it if `rollback.applied` never follows. */
+  z.strictObject({ type: z.literal("rollback.started"), ...inThread, toRunId: id, via: z.enum(["provider_rollback", "divergent", "files_only"]) }),
   z.strictObject({
     type: z.literal("rollback.applied"),
     ...inThread,

@@ -154,7 +154,7 @@ export const threadMachine = setup({
       const { threadId } = context;
       if (params.via === "divergent") {
         const why = canRollbackProvider(event.capabilities) ? "later runs ran on another provider thread" : "the provider cannot roll its conversation back";
-        const detail = `${why}; files are restored and the provider thread is marked divergent`;
+        const detail = `${why}; files are restored from the checkpoint and the provider thread is marked divergent`;
         enqueue.emit(policyApplied({ threadId, runId: event.toRunId }, "rollback_divergent", detail));
       }
       enqueue.emit(effect({ type: "rollbackThread", threadId, toRunId: event.toRunId, via: params.via }));
@@ -162,7 +162,7 @@ export const threadMachine = setup({
     }),
     refuseRollback: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "ROLLBACK") return;
-      const detail = "there is no app checkpoint to restore and the provider cannot roll back";
+      const detail = "there is no app checkpoint of that run to restore (checkpoints off, unsupported or failed) and the provider cannot roll back this thread's later turns";
       refuseUnsupported({ threadId: context.threadId, runId: event.toRunId }, "rollback", "rollback_unsupported", detail).forEach((e) => enqueue.emit(e));
     }),
     refuseRollbackWhileBusy: enqueueActions(({ enqueue }) => {

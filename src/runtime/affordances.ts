@@ -1,9 +1,10 @@
 import { canInterrupt, canRollbackProvider, canSteerByInterruptRestart, canSteerNatively, canSwitchModelInSession, hasStructuredApprovals } from "../capabilities/predicates.js";
 import { decide, forkPolicy } from "../machines/contextPolicy.js";
+import { NotFoundError } from "../domain/errors.js";
 import type { Dispatcher } from "./dispatch.js";
 import { isTerminalRunStatus } from "./projections.js";
-import { planRollback, rollbackRequest } from "./rollback.js";
-import { forkSituation } from "./targets.js";
+import { planRollback, rollbackRequest, sharedDirectoryBusy } from "./rollback.js";
+import { forkSituation } from "./handoff.js";
 
 /**
  * The capability-driven UI contract: what a client may offer for a thread right now, and
@@ -31,10 +32,12 @@ export interface Affordances {
 export function affordancesOf(rt: Dispatcher, threadId: string, allowSessionStopInterrupt: boolean): Affordances {
   const thread = rt.views.threads.get(threadId)!;
   const providerTarget = thread.runs.at(-1)?.providerTarget ?? thread.providerTarget;
-  const target = rt.targets.get(providerTarget)!;
+  const target = rt.targets.get(providerTarget);
+  if (!target) throw new NotFoundError("provider target", providerTarget);
   const caps = target.capabilities();
   const active = thread.runs.find((r) => !isTerminalRunStatus(r.status) && r.status !== "queued") ?? null;
   const busy = thread.runs.some((r) => !isTerminalRunStatus(r.status)) || rt.actors.threads.get(threadId)?.getSnapshot().matches("rollingBack");
+  const sharedBusy = sharedDirectoryBusy(rt, threadId);
 
   const interrupt: Affordances["interrupt"] = !active
     ? { state: "unavailable", runId: null, reason: "no active run" }
@@ -67,8 +70,8 @@ export function affordancesOf(rt: Dispatcher, threadId: string, allowSessionStop
         : canRollbackProvider(request.capabilities) && !request.laterElsewhere
           ? "native"
           : "divergent";
-    const reason = busy ? "the thread is busy" : provider === "divergent" ? "the provider's conversation cannot follow: it is rebuilt on the next run" : null;
-    return [{ toRunId: run.runId, checkpointId: checkpoint.checkpointId, provider, available: !busy, reason }];
+    const reason = busy ? "the thread is busy" : sharedBusy ? `thread ${sharedBusy} works in the same directory` : provider === "divergent" ? "the provider's conversation cannot follow: it is rebuilt on the next run" : null;
+    return [{ toRunId: run.runId, checkpointId: checkpoint.checkpointId, provider, available: !busy && !sharedBusy, reason }];
   });
 
   const requests = [...rt.views.requests.values()]

@@ -51,7 +51,7 @@ export class Dispatcher implements TargetHost {
     this.checkpoints = new Checkpoints(options.dataDir, options.checkpoints, {
       views: this.views,
       ids: options.ids,
-      commitLater: (event) => this.act(() => this.commit(event)),
+      commitLater: (event) => this.commitLate(event),
     });
     for (const [id, adapter] of Object.entries(options.providers)) this.targets.set(id, new Target(id, adapter, this));
   }
@@ -91,9 +91,11 @@ export class Dispatcher implements TargetHost {
       case "provider_thread.closed":
         this.targets.get(event.providerTarget)?.forgetThread(event.threadId);
         return Actors.sendIfActive(this.actors.providerThreads.get(event.providerThreadId), { type: "CLOSE" });
-      case "run.terminal":
-        this.checkpoints.final(event.runId, this.#capabilitiesOfRun(event.runId));
+      case "run.terminal": {
+        const caps = this.#capabilitiesOfRun(event.runId);
+        if (caps) this.checkpoints.final(event.runId, caps);
         return this.#runEnded(event.runId);
+      }
       case "attempt.turn_bound":
         // Every other target's copy of this conversation just fell behind: the next turn there re-decides how to catch up.
         for (const target of this.targets.values()) if (target.id !== this.views.runs.get(event.runId)?.providerTarget) target.forgetThread(event.threadId);
@@ -104,9 +106,11 @@ export class Dispatcher implements TargetHost {
           if (record) this.targets.get(record.providerTarget)?.forgetThread(record.threadId);
         }
         return;
-      case "node.completed":
-        if (this.views.item(event.nodeId)?.kind === "subagent") this.checkpoints.nested(event.runId, event.nodeId, this.#capabilitiesOfRun(event.runId));
+      case "node.completed": {
+        const caps = this.views.item(event.nodeId)?.kind === "subagent" ? this.#capabilitiesOfRun(event.runId) : undefined;
+        if (caps) this.checkpoints.nested(event.runId, event.nodeId, caps);
         return;
+      }
       case "request.resolved":
       case "request.closed":
         this.actors.requests.delete(event.requestId);
@@ -127,6 +131,20 @@ export class Dispatcher implements TargetHost {
       return mine;
     } finally {
       this.#outcomes = outer;
+    }
+  }
+
+  /**
+   * Records the outcome of work that already happened outside the runtime (a provider
+   * rollback, a checkpoint written to disk) even while the runtime is closing: as long as the
+   * log is open, it must not be lost. No actor is told (they are stopping).
+   */
+  commitLate(event: DomainEvent): void {
+    if (this.fault !== undefined) return;
+    try {
+      this.commit(event);
+    } catch {
+      // The log is closed: recovery treats the work as unrecorded.
     }
   }
 
@@ -180,8 +198,10 @@ export class Dispatcher implements TargetHost {
     this.act(() => Actors.sendIfActive(this.actors.sessions.get(sessionId), { type: "START_FAILED", message }));
   }
 
-  #capabilitiesOfRun(runId: string): ProviderCapabilities {
-    return this.targets.get(this.views.runs.get(runId)!.providerTarget)!.capabilities();
+  /** Undefined when the run's target is no longer configured (recovery settles such runs). */
+  #capabilitiesOfRun(runId: string): ProviderCapabilities | undefined {
+    const run = this.views.runs.get(runId);
+    return run ? this.targets.get(run.providerTarget)?.capabilities() : undefined;
   }
 
   #runEnded(runId: string): void {

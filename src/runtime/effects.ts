@@ -84,7 +84,8 @@ export class Effects {
     try {
       // The pre-run baseline is taken before the provider can touch a file.
       if (rt.views.runs.get(runId)?.attempts.length === 1) await rt.checkpoints.baseline(runId, target.capabilities());
-      const session = await target.ensureSession(threadId, thread.cwd, thread.model);
+      const model = rt.views.runs.get(runId)!.model;
+      const session = await target.ensureSession(threadId, thread.cwd, model);
       rt.act(() => {
         rt.actors.runs.get(runId)?.send({ type: "SESSION_BOUND", capabilities: session.capabilities });
         rt.actors.threads.get(threadId)?.send({ type: "RUN_CAPABILITIES", runId, capabilities: session.capabilities });
@@ -110,7 +111,7 @@ export class Effects {
       });
       const context = target.contextForNextTurn(threadId, runId, loaded, session);
       sent = { sessionId: session.sessionId, thread: loaded.handle };
-      const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model: thread.model });
+      const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model });
       target.normalizer.acceptTurn(attemptId, turnRef);
       const accepted = { attemptId, providerThreadId: loaded.providerThreadId, providerTurnId: binding.providerTurnId, nativeTurnRef: turnRef };
       rt.act(() => {

@@ -2,10 +2,11 @@ import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { RunContext } from "../adapters/contract.js";
 import { CapabilityUnsupportedError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
-import { contextDeliveryPolicy, decide } from "../machines/contextPolicy.js";
+import { canForkNatively } from "../capabilities/predicates.js";
+import { contextDeliveryPolicy, decide, forkPolicy, type ForkSituation } from "../machines/contextPolicy.js";
 import { policyEvent } from "../machines/emitted.js";
 import { DEGRADATIONS } from "../machines/policies.js";
-import { isTerminalRunStatus, Projections, type ProviderThreadRecord, type RunView } from "./projections.js";
+import { isTerminalRunStatus, Projections, type ProviderThreadRecord, type RunView, type Transfer } from "./projections.js";
 
 /**
  * Portable context: what a provider thread is told about the app thread's runs it never saw
@@ -59,21 +60,25 @@ export function handoffRefusal(target: string): CapabilityUnsupportedError {
  * Everything the app thread's conversation consists of, oldest first: for a fork, its
  * parent's history up to the fork point, then its own settled runs that reached a provider.
  */
-export function historyRuns(views: Projections, threadId: string, upToRunId?: string | null): RunView[] {
+export function historyRuns(views: Projections, threadId: string, upToRunId?: string | null, asOfSeq?: number): RunView[] {
   const thread = views.threads.get(threadId)!;
   // A run whose turn never reached a provider (its send failed) is not part of any conversation.
-  // Rolled-back runs are no longer part of it either.
-  const settled = thread.runs.filter((r) => isTerminalRunStatus(r.status) && r.status !== "rolled_back" && r.attempts.some((a) => a.providerTurnId !== null));
+  // Rolled-back runs are no longer part of it either, except for a fork made before the rollback.
+  const standing = (r: RunView) => r.status !== "rolled_back" || (asOfSeq !== undefined && (views.rolledBackAt.get(r.runId) ?? 0) > asOfSeq);
+  const settled = thread.runs.filter((r) => isTerminalRunStatus(r.status) && standing(r) && r.attempts.some((a) => a.providerTurnId !== null));
   const cut = upToRunId === undefined ? settled.length : upToRunId === null ? 0 : settled.findIndex((r) => r.runId === upToRunId) + 1;
   const lineage = thread.lineage?.relation === "fork" ? thread.lineage : null;
-  const inherited = lineage ? historyRuns(views, lineage.parentThreadId, lineage.forkedFromRunId) : [];
+  const inherited = lineage ? historyRuns(views, lineage.parentThreadId, lineage.forkedFromRunId, views.transfers.get(threadId)?.seq) : [];
   return [...inherited, ...settled.slice(0, cut)];
 }
 
 /** Would a turn of this app thread on this target have to be told runs it never saw? */
-export function needsHandoff(views: Projections, threadId: string, providerTarget: string): boolean {
+export function needsHandoff(views: Projections, threadId: string, providerTarget: string, capabilities: ProviderCapabilities, adapterForks: boolean): boolean {
   const history = historyRuns(views, threadId);
   const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, providerTarget));
+  const transfer = views.pendingTransfer(threadId);
+  // A fork that will be realised natively carries its history in the provider's own copy.
+  if (!stored && transfer && decide(forkPolicy, forkSituation(views, providerTarget, transfer, capabilities, adapterForks)).decision === "native") return false;
   if (!stored || stored.divergent) return history.length > 0;
   const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
   return history.some((r) => !stored.seenRunIds.has(r.runId) && !(stored.origin === "forked" && !own.has(r.runId)));
@@ -142,4 +147,35 @@ export function contextForNextTurn(input: ContextInput): RunContext | null {
     supersedesHandoffId: unconsumed.at(-1)?.handoffId ?? null,
   });
   return { kind, text, delivery };
+}
+
+/**
+ * What the fork policy reads about a fork point on a target, and why a native fork would
+ * not be faithful. Natively only when this provider's parent thread executed every run up
+ * to the fork point (and holds whatever the parent inherited, by having been forked itself).
+ */
+export function forkSituation(views: Projections, target: string, transfer: Pick<Transfer, "parentThreadId" | "forkedFromRunId"> & { seq?: number }, capabilities: ProviderCapabilities, adapterForks: boolean) {
+  const parentThread = views.providerThreads.get(Projections.providerThreadKey(transfer.parentThreadId, target));
+  const runs = historyRuns(views, transfer.parentThreadId, transfer.forkedFromRunId, transfer.seq);
+  const parentOwn = runs.filter((r) => r.threadId === transfer.parentThreadId);
+  // Inside the thread when any later parent run reached (or may still reach) a provider: a
+  // whole-thread fork would copy its turns.
+  const forkOrdinal = transfer.forkedFromRunId ? (views.runs.get(transfer.forkedFromRunId)?.ordinal ?? 0) : 0;
+  const fromInside = views.threads.get(transfer.parentThreadId)!.runs.some(
+    (r) => r.ordinal > forkOrdinal && r.status !== "rolled_back" && (!isTerminalRunStatus(r.status) || r.attempts.some((a) => a.providerTurnId !== null)),
+  );
+  const inheritsNatively = parentOwn.length === runs.length || parentThread?.origin === "forked";
+  const parentRanHere =
+    !!parentThread && !parentThread.divergent && inheritsNatively && parentOwn.every((r) => r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId);
+  const afterTurnRef = fromInside ? (runs.at(-1)?.attempts.at(-1)?.nativeTurnRef ?? null) : null;
+  const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
+  const why = !parentThread
+    ? "the parent has no thread on this provider"
+    : !parentRanHere
+      ? "the parent thread's runs up to the fork point did not all run on this provider thread"
+      : !(adapterForks && canForkNatively(capabilities, fromInside))
+        ? `provider cannot fork natively (${capability})`
+        : "the fork point has no native turn id";
+  const situation: ForkSituation = { capabilities, fromInside, parentRanHere, adapterForks, hasForkPointRef: afterTurnRef !== null };
+  return { ...situation, parentThread, runs, afterTurnRef, why };
 }

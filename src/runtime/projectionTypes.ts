@@ -65,6 +65,8 @@ export interface RunView {
   ordinal: number;
   status: RunStatus;
   providerTarget: string;
+  /** The thread's model when the run was created: every attempt of the run uses it. */
+  model: string | null;
   mode: DispatchMode;
   text: string;
   reason: string | null;
@@ -115,6 +117,8 @@ export interface ProviderThreadRecord {
 export interface HandoffRecord {
   handoffId: string;
   providerThreadId: string;
+  /** The run whose turn carries it (a rollback of that run takes the handoff back). */
+  runId: string;
   reason: DomainEventOf<"handoff.created">["reason"];
   coveredRunIds: string[];
   text: string;
@@ -130,6 +134,8 @@ export interface Transfer {
   forkedFromRunId: string | null;
   /** Null until the fork's first run decides. */
   resolution: "native" | "portable" | null;
+  /** Log position of the fork: the parent's history is inherited as it stood then. */
+  seq: number;
 }
 
 export interface CheckpointView {

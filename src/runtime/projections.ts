@@ -65,6 +65,10 @@ export class Projections {
   /** Fork transfers by forked thread; realised (native or portable) at its first run. */
   readonly transfers = new Map<string, Transfer>();
   readonly checkpoints = new Map<string, CheckpointView>();
+  /** When each rolled-back run was rolled back (log seq): forks made before keep it in their history. */
+  readonly rolledBackAt = new Map<string, number>();
+  /** Rollbacks started and not yet applied, by thread (what recovery must settle after a crash). */
+  readonly rollbacksInFlight = new Map<string, string>();
   #threadCheckpoints = new Map<string, CheckpointView[]>();
   #items = new Map<string, TurnItem>();
   /** Every app id the log has used, so an id source that restarts never reissues one. */
@@ -104,6 +108,7 @@ export class Projections {
           ordinal: event.ordinal,
           status: "queued",
           providerTarget: event.providerTarget,
+          model: thread?.model ?? null,
           mode: event.mode,
           text: event.text,
           reason: null,
@@ -240,13 +245,13 @@ export class Projections {
         const { handoffId, providerThreadId, reason, coveredRunIds, text } = event;
         const earlier = this.handoffs.get(event.threadId) ?? [];
         for (const h of earlier) if (h.handoffId === event.supersedesHandoffId) h.superseded = true;
-        this.handoffs.set(event.threadId, [...earlier, { handoffId, providerThreadId, reason, coveredRunIds, text, consumed: false, superseded: false }]);
+        this.handoffs.set(event.threadId, [...earlier, { handoffId, providerThreadId, runId: event.runId, reason, coveredRunIds, text, consumed: false, superseded: false }]);
         const carrier = this.runs.get(event.runId);
         if (carrier) this.#addItem(carrier, { id: event.handoffId, kind: "handoff", status: "complete", attemptId: null, parentId: null, seq, text: event.text, detail: { strategy: event.strategy, reason: event.reason } });
         return;
       }
       case "fork.recorded":
-        this.transfers.set(event.threadId, { transferId: event.transferId, parentThreadId: event.parentThreadId, forkedFromRunId: event.forkedFromRunId, resolution: null });
+        this.transfers.set(event.threadId, { transferId: event.transferId, parentThreadId: event.parentThreadId, forkedFromRunId: event.forkedFromRunId, resolution: null, seq });
         return;
       case "fork.resolved": {
         const transfer = this.transfers.get(event.threadId);
@@ -260,8 +265,12 @@ export class Projections {
       case "checkpoint.failed":
       case "checkpoint.skipped":
         return this.#checkpoint(event);
+      case "rollback.started":
+        this.rollbacksInFlight.set(event.threadId, event.toRunId);
+        return;
       case "rollback.applied":
-        return this.#rollback(event);
+        this.rollbacksInFlight.delete(event.threadId);
+        return this.#rollback(event, seq);
       case "command.receipt":
         this.receipts.set(event.commandId, { command: event.command, receipt: event.receipt });
         return;
@@ -293,21 +302,35 @@ export class Projections {
   }
 
   /** Later runs become `rolled_back`, their checkpoints stale; a provider that could not follow is divergent. */
-  #rollback(event: DomainEventOf<"rollback.applied">): void {
+  #rollback(event: DomainEventOf<"rollback.applied">, seq: number): void {
     const rolledBack = new Set(event.rolledBackRunIds);
     for (const runId of rolledBack) {
       const run = this.runs.get(runId);
       if (run) run.status = "rolled_back";
+      this.rolledBackAt.set(runId, seq);
     }
     for (const checkpoint of this.#threadCheckpoints.get(event.threadId) ?? []) {
       if (rolledBack.has(checkpoint.runId)) checkpoint.status = "stale";
     }
     const native = event.providerThreadId ? this.providerThreadsById.get(event.providerThreadId) : undefined;
-    for (const runId of rolledBack) native?.seenRunIds.delete(runId);
+    if (native) native.seenRunIds = this.#seenBy(native);
     for (const id of event.divergentProviderThreadIds) {
       const providerThread = this.providerThreadsById.get(id);
       if (providerThread) providerThread.divergent = true;
     }
+  }
+
+  /** What a provider thread still holds after a native rollback: the runs it executed, and the handoffs carried by runs still standing. */
+  #seenBy(providerThread: ProviderThreadRecord): Set<string> {
+    const seen = new Set<string>();
+    const standing = (runId: string) => this.runs.get(runId)?.status !== "rolled_back";
+    for (const run of this.threads.get(providerThread.threadId)?.runs ?? []) {
+      if (standing(run.runId) && run.attempts.some((a) => a.providerThreadId === providerThread.providerThreadId && a.providerTurnId !== null)) seen.add(run.runId);
+    }
+    for (const handoff of this.handoffs.get(providerThread.threadId) ?? []) {
+      if (handoff.consumed && handoff.providerThreadId === providerThread.providerThreadId && standing(handoff.runId)) handoff.coveredRunIds.forEach((id) => seen.add(id));
+    }
+    return seen;
   }
 
   /** Checkpoints of a thread, oldest first (stale and failed ones included). */

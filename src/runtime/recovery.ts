@@ -5,6 +5,7 @@ import { DomainEventSchema, type DomainEvent } from "../domain/events.js";
 import { policyEvent } from "../machines/emitted.js";
 import type { Dispatcher } from "./dispatch.js";
 import type { Projections } from "./projections.js";
+import { settleInterruptedRollback } from "./rollback.js";
 import type { EventLog } from "./store/eventLog.js";
 
 /**
@@ -46,6 +47,7 @@ export function planRecovery(views: Projections, configuredTargets: ReadonlyMap<
   const requeuedRuns: string[] = [];
   const expiredRequests: string[] = [];
 
+  for (const [threadId, toRunId] of views.rollbacksInFlight) events.push(...settleInterruptedRollback(views, threadId, toRunId));
   for (const request of views.pendingRequests()) {
     const { threadId, runId, requestId } = request;
     const caps = configuredTargets.get(views.runs.get(runId)!.providerTarget);

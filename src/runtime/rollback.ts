@@ -4,7 +4,8 @@ import { redact } from "../domain/redact.js";
 import { policyEvent, type Effect } from "../machines/emitted.js";
 import type { RollbackRequest } from "../machines/thread.js";
 import type { Dispatcher } from "./dispatch.js";
-import { isTerminalRunStatus, type ProviderThreadRecord, type RunView } from "./projections.js";
+import type { DomainEvent } from "../domain/events.js";
+import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type RunView } from "./projections.js";
 
 /**
  * Rollback to run N: the provider's conversation first (when it can, and every later turn
@@ -34,6 +35,15 @@ export interface RollbackReceipt {
   files: ChangedFile[];
 }
 
+/** Another thread working in the same directory: restoring files now would rewrite its work. */
+export function sharedDirectoryBusy(rt: Dispatcher, threadId: string): string | null {
+  const cwd = rt.views.threads.get(threadId)!.cwd;
+  for (const other of rt.views.threads.values()) {
+    if (other.threadId !== threadId && other.cwd === cwd && other.runs.some((r) => !isTerminalRunStatus(r.status))) return other.threadId;
+  }
+  return null;
+}
+
 export function planRollback(rt: Dispatcher, threadId: string, toRunId: string): RollbackPlan {
   const thread = rt.views.threads.get(threadId)!;
   const toRun = thread.runs.find((r) => r.runId === toRunId);
@@ -59,7 +69,9 @@ export function planRollback(rt: Dispatcher, threadId: string, toRunId: string):
 
 /** What the thread machine's rollback guards read. */
 export function rollbackRequest(rt: Dispatcher, plan: RollbackPlan): RollbackRequest {
-  const target = rt.targets.get(plan.providerThread?.providerTarget ?? plan.toRun.providerTarget)!;
+  const targetId = plan.providerThread?.providerTarget ?? plan.toRun.providerTarget;
+  const target = rt.targets.get(targetId);
+  if (!target) throw new NotFoundError("provider target", targetId);
   return {
     toRunId: plan.toRun.runId,
     capabilities: target.capabilities(),
@@ -72,16 +84,18 @@ export function rollbackRequest(rt: Dispatcher, plan: RollbackPlan): RollbackReq
 /** Performs the rollback the thread machine chose; the thread gets ROLLBACK_DONE whatever happens. */
 export async function performRollback(rt: Dispatcher, effect: Extract<Effect, { type: "rollbackThread" }>): Promise<RollbackReceipt> {
   const { threadId, toRunId } = effect;
-  const plan = planRollback(rt, threadId, toRunId);
-  let provider: RollbackReceipt["provider"] = effect.via === "files_only" ? "not_needed" : effect.via === "divergent" ? "divergent" : "rolled_back";
   try {
+    const plan = planRollback(rt, threadId, toRunId);
+    rt.commit({ type: "rollback.started", threadId, toRunId, via: effect.via });
+    let provider: RollbackReceipt["provider"] = effect.via === "files_only" ? "not_needed" : effect.via === "divergent" ? "divergent" : "rolled_back";
     if (effect.via === "provider_rollback") {
       try {
         await rollbackProvider(rt, plan);
       } catch (error) {
         provider = "divergent";
-        const detail = `provider rollback failed (${redact(error instanceof Error ? error.message : String(error))}); files are restored and the provider thread is marked divergent`;
-        rt.act(() => rt.commit(policyEvent({ threadId, runId: toRunId }, "rollback_divergent", detail)));
+        const files = rt.views.finalCheckpoint(toRunId) ? "files are restored" : "no checkpoint: files are not restored";
+        const detail = `provider rollback failed (${redact(error instanceof Error ? error.message : String(error))}); ${files} and the provider thread is marked divergent`;
+        rt.commitLate(policyEvent({ threadId, runId: toRunId }, "rollback_divergent", detail));
       }
     }
     const checkpoint = rt.views.finalCheckpoint(toRunId);
@@ -93,20 +107,37 @@ export async function performRollback(rt: Dispatcher, effect: Extract<Effect, { 
         filesRestored = true;
       } catch (error) {
         const message = `files were not restored to checkpoint ${checkpoint.checkpointId}: ${redact(error instanceof Error ? error.message : String(error))}`;
-        rt.act(() => rt.commit({ type: "warning", threadId, runId: toRunId, message }));
+        rt.commitLate({ type: "warning", threadId, runId: toRunId, message });
       }
     }
     const rolledBackRunIds = plan.laterRuns.map((r) => r.runId);
     const native = provider === "rolled_back" ? plan.providerThread : null;
     const divergentProviderThreadIds = plan.affected.filter((p) => p !== native).map((p) => p.providerThreadId);
     const checkpointId = filesRestored ? checkpoint!.checkpointId : null;
-    rt.act(() =>
-      rt.commit({ type: "rollback.applied", threadId, toRunId, rolledBackRunIds, provider, providerThreadId: native?.providerThreadId ?? null, divergentProviderThreadIds, checkpointId, files }),
-    );
+    // The provider and the files have changed: recorded even while the runtime is closing.
+    rt.commitLate({ type: "rollback.applied", threadId, toRunId, rolledBackRunIds, provider, providerThreadId: native?.providerThreadId ?? null, divergentProviderThreadIds, checkpointId, files });
     return { threadId, toRunId, rolledBackRunIds, provider, checkpointId, filesRestored, files };
   } finally {
     rt.act(() => rt.actors.threads.get(threadId)?.send({ type: "ROLLBACK_DONE" }));
   }
+}
+
+/**
+ * A rollback that started but was never recorded as applied (the runtime died in between):
+ * the provider may already have dropped turns the app still shows, so every provider thread
+ * that holds a later run is marked divergent and rebuilt from the app's history on its next run.
+ */
+export function settleInterruptedRollback(views: Projections, threadId: string, toRunId: string): DomainEvent[] {
+  const toRun = views.runs.get(toRunId);
+  const later = new Set(views.threads.get(threadId)!.runs.filter((r) => r.ordinal > (toRun?.ordinal ?? 0)).map((r) => r.runId));
+  const divergentProviderThreadIds = [...views.providerThreadsById.values()]
+    .filter((p) => p.threadId === threadId && [...p.seenRunIds].some((id) => later.has(id)))
+    .map((p) => p.providerThreadId);
+  const message = `the rollback to ${toRunId} was interrupted by a restart: nothing was rolled back in the app; provider threads that may have been rolled back are rebuilt on the next run`;
+  return [
+    { type: "warning", threadId, runId: toRunId, message },
+    { type: "rollback.applied", threadId, toRunId, rolledBackRunIds: [], provider: "divergent", providerThreadId: null, divergentProviderThreadIds, checkpointId: null, files: [] },
+  ];
 }
 
 async function rollbackProvider(rt: Dispatcher, plan: RollbackPlan): Promise<void> {
@@ -114,7 +145,7 @@ async function rollbackProvider(rt: Dispatcher, plan: RollbackPlan): Promise<voi
   const target = rt.targets.get(record.providerTarget)!;
   if (!target.adapter.rollbackThread) throw new Error(`${target.id} has no rollbackThread`);
   const thread = rt.views.threads.get(record.threadId)!;
-  const session = await target.ensureSession(thread.threadId, thread.cwd, thread.model);
+  const session = await target.ensureSession(thread.threadId, thread.cwd, plan.laterRuns.at(-1)?.model ?? thread.model);
   const loaded = await target.ensureThread(thread.threadId, session);
   await target.adapter.rollbackThread({ sessionId: session.sessionId, thread: loaded.handle, turns: plan.laterTurns });
 }

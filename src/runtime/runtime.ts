@@ -39,7 +39,7 @@ import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
 import type { Actors } from "./actors.js";
 import { affordancesOf, type Affordances } from "./affordances.js";
 import { Dispatcher } from "./dispatch.js";
-import { planRollback, rollbackRequest, type RollbackReceipt } from "./rollback.js";
+import { planRollback, rollbackRequest, sharedDirectoryBusy, type RollbackReceipt } from "./rollback.js";
 import { submitMessage } from "./submit.js";
 import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RequestView, type RunView, type ThreadView } from "./projections.js";
@@ -269,6 +269,10 @@ export class Runtime {
     const p = parseInput(RollbackInputSchema, input);
     return this.#command(p.commandId, "rollback", async () => {
       this.#thread(p.threadId);
+      // A run's final checkpoint is written just after its terminal: a rollback to it waits for it.
+      await this.#d.checkpoints.settled();
+      const busy = sharedDirectoryBusy(this.#d, p.threadId);
+      if (busy) throw new ConflictError(`thread ${busy} is working in the same directory; restoring files now would rewrite its work`, { threadId: busy });
       const request = rollbackRequest(this.#d, planRollback(this.#d, p.threadId, p.toRunId));
       const threadActor = this.#d.actors.threads.get(p.threadId)!;
       const result = expectOutcome(this.#d.run(() => threadActor.send({ type: "ROLLBACK", ...request })), "rollback");

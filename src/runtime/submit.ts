@@ -17,7 +17,7 @@ type Parsed = Omit<SendMessageInput, "mode" | "commandId"> & { mode: NonNullable
 export function submitMessage(d: Dispatcher, thread: ThreadView, target: Target, p: Parsed): Omit<SendMessageReceipt, "commandId"> {
   const providerTarget = target.id;
   const threadActor = d.actors.threads.get(thread.threadId)!;
-  if (!contextDelivery(target.capabilities()) && needsHandoff(d.views, thread.threadId, target.id)) {
+  if (!contextDelivery(target.capabilities()) && needsHandoff(d.views, thread.threadId, target.id, target.capabilities(), !!target.adapter.forkThread)) {
     const refused = handoffRefusal(target.id);
     d.run(() => d.commit(policyEvent({ threadId: thread.threadId, runId: null }, "handoff_unsupported", refused.message)));
     throw refused;

@@ -1,13 +1,13 @@
-import { canForkNatively, canSwitchModelInSession, parseCapabilities, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
+import { canSwitchModelInSession, parseCapabilities, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
 import type { SandboxPolicy } from "../adapters/contract.js";
-import { decide, forkPolicy, providerThreadPolicy, type ForkSituation, type ProviderThreadSituation } from "../machines/contextPolicy.js";
+import { decide, forkPolicy, providerThreadPolicy, type ProviderThreadSituation } from "../machines/contextPolicy.js";
 import { policyEvent } from "../machines/emitted.js";
 import type { ProviderAdapter, ProviderThreadHandle, RunContext } from "../adapters/contract.js";
 import { HostUnavailableError, ResumeFailedError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
 import type { IdSource } from "../domain/ids.js";
-import { contextForNextTurn, historyRuns } from "./handoff.js";
+import { contextForNextTurn, forkSituation, historyRuns } from "./handoff.js";
 import { Normalizer } from "./normalizer.js";
 import { Projections, type Transfer } from "./projections.js";
 
@@ -255,31 +255,4 @@ export class Target {
     const handle = await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd: views.threads.get(threadId)!.cwd });
     return this.#bind(threadId, session, handle, "created");
   }
-}
-
-/**
- * What the fork policy reads about a fork point on a target, and why a native fork would
- * not be faithful. Natively only when this provider's parent thread executed every run up
- * to the fork point (and holds whatever the parent inherited, by having been forked itself).
- */
-export function forkSituation(views: Projections, target: string, transfer: Pick<Transfer, "parentThreadId" | "forkedFromRunId">, capabilities: ProviderCapabilities, adapterForks: boolean) {
-  const parentThread = views.providerThreads.get(Projections.providerThreadKey(transfer.parentThreadId, target));
-  const runs = historyRuns(views, transfer.parentThreadId, transfer.forkedFromRunId);
-  const parentRuns = historyRuns(views, transfer.parentThreadId).filter((r) => r.threadId === transfer.parentThreadId);
-  const parentOwn = runs.filter((r) => r.threadId === transfer.parentThreadId);
-  const fromInside = parentOwn.length < parentRuns.length;
-  const inheritsNatively = parentOwn.length === runs.length || parentThread?.origin === "forked";
-  const parentRanHere =
-    !!parentThread && !parentThread.divergent && inheritsNatively && parentOwn.every((r) => r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId);
-  const afterTurnRef = fromInside ? (runs.at(-1)?.attempts.at(-1)?.nativeTurnRef ?? null) : null;
-  const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
-  const why = !parentThread
-    ? "the parent has no thread on this provider"
-    : !parentRanHere
-      ? "the parent thread's runs up to the fork point did not all run on this provider thread"
-      : !(adapterForks && canForkNatively(capabilities, fromInside))
-        ? `provider cannot fork natively (${capability})`
-        : "the fork point has no native turn id";
-  const situation: ForkSituation = { capabilities, fromInside, parentRanHere, adapterForks, hasForkPointRef: afterTurnRef !== null };
-  return { ...situation, parentThread, runs, afterTurnRef, why };
 }

@@ -27,6 +27,8 @@ export interface CheckpointHost {
 export class Checkpoints {
   #store: Promise<GitCheckpointStore> | null = null;
   #pending = new Map<string, Promise<void>>();
+  /** The latest capture per thread: the next one waits for it, so it sees its parent recorded. */
+  #threadTail = new Map<string, Promise<void>>();
   /** Runs that already recorded that nested scopes are unsupported (once per run is enough). */
   #rootOnly = new Set<string>();
 
@@ -49,14 +51,14 @@ export class Checkpoints {
   /** The pre-run baseline; awaited before the run's first turn so it sees the files as they were. */
   baseline(runId: string, caps: ProviderCapabilities): Promise<void> {
     if (!this.applies(caps)) return Promise.resolve();
-    return this.#track(runId, this.#capture(runId, "root_run", "baseline", null));
+    return this.#track(runId, this.#inOrder(runId, "root_run", "baseline", null));
   }
 
   /** The post-run checkpoint: the state a rollback to this run restores. */
   final(runId: string, caps: ProviderCapabilities): void {
     const run = this.host.views.runs.get(runId);
     if (!run || !this.applies(caps) || !this.host.views.checkpointsOf(run.threadId).some((c) => c.runId === runId)) return;
-    void this.#track(runId, this.#capture(runId, "root_run", "final", null));
+    void this.#track(runId, this.#inOrder(runId, "root_run", "final", null));
   }
 
   /** A subagent finished: its own nested scope, or (unsupported) a record that its activity is uncheckpointed. */
@@ -73,7 +75,7 @@ export class Checkpoints {
       this.host.commitLater({ type: "checkpoint.skipped", threadId: run.threadId, runId, nodeId, reason });
       return;
     }
-    void this.#track(runId, this.#capture(runId, "subagent", "final", nodeId));
+    void this.#track(runId, this.#inOrder(runId, "subagent", "final", nodeId));
   }
 
   /** Restores a thread's working directory to a checkpoint; returns what changed. */
@@ -104,6 +106,16 @@ export class Checkpoints {
       if (this.#pending.get(runId) === chained) this.#pending.delete(runId);
     });
     return chained;
+  }
+
+  #inOrder(runId: string, scope: "root_run" | "subagent", phase: CheckpointPhase, nodeId: string | null): Promise<void> {
+    const threadId = this.host.views.runs.get(runId)!.threadId;
+    const work = (this.#threadTail.get(threadId) ?? Promise.resolve()).then(() => this.#capture(runId, scope, phase, nodeId));
+    this.#threadTail.set(threadId, work);
+    void work.finally(() => {
+      if (this.#threadTail.get(threadId) === work) this.#threadTail.delete(threadId);
+    });
+    return work;
   }
 
   async #capture(runId: string, scope: "root_run" | "subagent", phase: CheckpointPhase, nodeId: string | null): Promise<void> {
