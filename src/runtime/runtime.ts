@@ -40,9 +40,12 @@ import type { Actors } from "./actors.js";
 import { affordancesOf, type Affordances } from "./affordances.js";
 import { Dispatcher } from "./dispatch.js";
 import { planRollback, rollbackRequest, sharedDirectoryBusy, type RollbackReceipt } from "./rollback.js";
+import { threadSnapshot, type ThreadSnapshot } from "./snapshot.js";
+
+export type { ThreadSnapshot } from "./snapshot.js";
 import { submitMessage } from "./submit.js";
 import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
-import { Projections, isTerminalRunStatus, type RequestView, type RunView, type ThreadView } from "./projections.js";
+import { Projections, isTerminalRunStatus, type RunView, type ThreadView } from "./projections.js";
 import { restoreRuntime } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
@@ -80,13 +83,6 @@ export interface RuntimeOptions {
   sandbox?: SandboxPolicy;
 }
 
-export interface ThreadSnapshot {
-  /** Log sequence the snapshot reflects; subscribe after it for what follows. */
-  seq: number;
-  thread: Omit<ThreadView, "runs"> & { status: "idle" | "active" };
-  runs: RunView[];
-  pendingRequests: Array<RequestView & { respondable: boolean }>;
-}
 
 export type Subscriber = (record: LogRecord<DomainEvent>) => void;
 
@@ -291,17 +287,8 @@ export class Runtime {
   /** A consistent read model of one thread at `seq`, returned once `seq` is durable. */
   async readThread(threadId: string): Promise<ThreadSnapshot> {
     this.#assertOpen();
-    const thread = this.#thread(parseInput(ThreadIdSchema, threadId));
-    const seq = this.#d.views.head;
-    const { runs, ...fields } = thread;
-    const pending = this.#d.views.pendingRequests(thread.threadId).map((r) => ({ ...r, respondable: this.#d.generationOf(r) !== null }));
-    const snapshot: ThreadSnapshot = structuredClone({
-      seq,
-      thread: { ...fields, status: runs.some((r) => !isTerminalRunStatus(r.status)) ? ("active" as const) : ("idle" as const) },
-      runs,
-      pendingRequests: pending,
-    });
-    await this.log.whenDurable(seq);
+    const snapshot = threadSnapshot(this.#d, this.#thread(parseInput(ThreadIdSchema, threadId)));
+    await this.log.whenDurable(snapshot.seq);
     return snapshot;
   }
 
