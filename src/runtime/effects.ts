@@ -1,5 +1,4 @@
 import { ProviderEventSchema, type ProviderThreadHandle } from "../adapters/contract.js";
-import type { DomainEvent } from "../domain/events.js";
 import { isTillerError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { closesMessagesAtRootTerminal } from "../capabilities/predicates.js";
@@ -306,23 +305,20 @@ export class Effects {
       const detail = "the provider sends no message-completed events: its assistant messages are closed at the root terminal";
       rt.commit(policyEvent(settle, "messages_closed_at_terminal", detail));
     }
-    for (const node of open) {
-      // Messages, plans and todo lists end with their turn; a tool or request still open at a
-      // completed turn never finished, so it is cancelled.
-      const endsWithTurn = ["root_turn", "assistant_message", "reasoning", "plan", "todo_list"].includes(node.kind);
-      const status = endsWithTurn || settle.status !== "completed" ? settle.status : "cancelled";
-      const event: DomainEvent = {
-        type: "node.completed",
-        threadId: settle.threadId,
-        runId: settle.runId,
-        nodeId: node.nodeId,
-        status,
-        text: null,
-        output: null,
-        exitCode: null,
-        settledBy: "runtime",
-      };
-      rt.commit(event);
+    // Messages, plans and todo lists end with their turn; a tool or request still open at a
+    // completed turn never finished, so it is cancelled.
+    const endsWithTurn = new Set(["root_turn", "assistant_message", "reasoning", "plan", "todo_list", "proposed_plan"]);
+    const closing = open.map((n) => ({ nodeId: n.nodeId, kind: n.kind as string }));
+    // A node whose provider completion was fenced (it came after the attempt was superseded) is
+    // closed for the normalizer but still streams in the read model: close it too.
+    const known = new Set(closing.map((n) => n.nodeId));
+    for (const item of rt.views.runs.get(settle.runId)?.items ?? []) {
+      if (item.attemptId === settle.attemptId && item.status === "streaming" && !known.has(item.id)) closing.push({ nodeId: item.id, kind: item.kind });
+    }
+    for (const node of closing) {
+      const status = endsWithTurn.has(node.kind) || settle.status !== "completed" ? settle.status : "cancelled";
+      const { threadId, runId } = settle;
+      rt.commit({ type: "node.completed", threadId, runId, nodeId: node.nodeId, status, text: null, output: null, exitCode: null, settledBy: "runtime" });
     }
     for (const request of [...rt.actors.requests.values()]) {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
