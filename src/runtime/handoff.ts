@@ -166,7 +166,11 @@ export function forkSituation(views: Projections, target: string, transfer: Pick
   );
   const inheritsNatively = parentOwn.length === runs.length || parentThread?.origin === "forked";
   const parentRanHere =
-    !!parentThread && !parentThread.divergent && inheritsNatively && parentOwn.every((r) => r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId);
+    !!parentThread &&
+    !parentThread.divergent &&
+    inheritsNatively &&
+    // It ran every run up to the fork point, and still holds it (a native rollback drops turns).
+    parentOwn.every((r) => r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId && parentThread.seenRunIds.has(r.runId));
   const afterTurnRef = fromInside ? (runs.at(-1)?.attempts.at(-1)?.nativeTurnRef ?? null) : null;
   const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
   const why = !parentThread
