@@ -1,10 +1,10 @@
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { keyedScript, ScriptedBackend, TillerError } from "../../src/index.js";
 import type { CapabilityOverrides, ScriptStep, TillerRuntime } from "../../src/index.js";
 import type { BackendThread } from "../../src/adapters/scripted/backend.js";
 import { deferred, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection, said } from "../helpers/runtime.js";
+import { crashWithApprovalPending } from "../model/models/threadPolicies.js";
 import { rejectsWith, scripted, streaming, tempDir } from "./helpers.js";
 
 /** Regression tests for defects found in review (each was a repro script before the fix). */
@@ -33,22 +33,7 @@ function heldRollback(caps: CapabilityOverrides, backend: ScriptedBackend) {
 }
 
 /** The model suite's crash child (target `main`, data in `<dir>/data`), SIGKILLed with a run awaiting approval: its thread id. */
-async function crashOnTargetMain(dir: string): Promise<string> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "..", "model", "crashChild.ts"), dir, "{}"], { stdio: ["ignore", "pipe", "inherit"] });
-  const exited = new Promise((done) => child.on("exit", done));
-  const threadId = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      const ready = /ready (\S+)/.exec(out);
-      if (ready) resolve(ready[1]!);
-    });
-    child.on("exit", (code) => reject(new Error(`crash child exited early (${code})`)));
-  });
-  child.kill("SIGKILL");
-  await exited;
-  return threadId;
-}
+const crashOnTargetMain = (dir: string) => crashWithApprovalPending(dir, {});
 
 const hangAfterWrite: ScriptStep[] = [{ type: "file_change", path: "b.txt", diff: "+b", content: "b" }, { type: "text", text: "wrote" }, { type: "hang" }];
 

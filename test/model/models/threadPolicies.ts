@@ -225,10 +225,10 @@ export const providerSwitchModel: PolicyModel = {
 
 const crashChild = join(import.meta.dirname, "..", "crashChild.ts");
 
-/** A runtime SIGKILLed with an approval pending, reopened on the same data directory. */
-export async function crashedWorld(flags: Flags): Promise<World> {
-  const dir = await mkdtemp(join(tmpdir(), "tiller-model-"));
+/** Runs crashChild.ts on `dir` (data in `<dir>/data`, target `main`) and SIGKILLs it once its run awaits an approval: the thread id. */
+export async function crashWithApprovalPending(dir: string, flags: Flags): Promise<string> {
   const child = spawn(process.execPath, ["--import", "tsx", crashChild, dir, JSON.stringify(flags)], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise((done) => child.on("exit", done));
   const threadId = await new Promise<string>((resolve, reject) => {
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => {
@@ -238,9 +238,15 @@ export async function crashedWorld(flags: Flags): Promise<World> {
     });
     child.on("exit", (code) => reject(new Error(`crash child exited early (${code})`)));
   });
-  const exited = new Promise((done) => child.on("exit", done));
   child.kill("SIGKILL");
   await exited;
+  return threadId;
+}
+
+/** A runtime SIGKILLed with an approval pending, reopened on the same data directory. */
+export async function crashedWorld(flags: Flags): Promise<World> {
+  const dir = await mkdtemp(join(tmpdir(), "tiller-model-"));
+  const threadId = await crashWithApprovalPending(dir, flags);
   const world = await World.open(flags, ["main"], {}, dir);
   world.threadId = threadId;
   world.runIds = world.rt.views.threads.get(threadId)!.runs.map((r) => r.runId);
