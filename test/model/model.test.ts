@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { POLICY_NAMES } from "../../src/index.js";
 import { models } from "./models/index.js";
-import { combinations, pathsOf, runPath, runSuite } from "./suite.js";
+import { combinations, pathsOf, runPath } from "./suite.js";
 
 /**
  * Every policy model, every combination of the flags it reads, every generated path,
@@ -31,4 +31,3 @@ describe("degradation coverage", () => {
   });
 });
 
-export { runSuite };
