@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { HostRegistry } from "../runtime/hosts/registry.js";
 
 /**
  * The contract every provider adapter implements, and the normalized provider events it
@@ -268,6 +269,11 @@ export interface ProviderAdapter {
     /** Fork after this native turn; null forks the whole thread. */
     afterTurnRef: string | null;
   }): Promise<ProviderThreadHandle>;
+  /**
+   * Adapters whose provider runs in a host process receive the runtime's host registry at
+   * open: they lease hosts from it instead of spawning their own.
+   */
+  bindHosts?(hosts: HostRegistry): void;
   /** One consumer; yields events in provider order until `close()`. */
   streamEvents(): AsyncIterable<ProviderAdapterEvent>;
   close(): Promise<void>;

@@ -283,6 +283,11 @@ export class Effects {
     const lost = state === "stopped" ? { type: "STOPPED" as const, message } : { type: "FAILED" as const, message: message ?? "session error" };
     Actors.sendIfActive(rt.actors.sessions.get(sessionId), lost);
     target.dropSession(sessionId);
+    // Whatever this session asked can never be answered now: not resumable, not merely cancelled.
+    for (const request of [...rt.actors.requests.values()]) {
+      const cap = request.getSnapshot().context.responseCapability;
+      if (cap.kind === "live" && cap.sessionId === sessionId) request.send({ type: "EXPIRE", reason: `not_resumable: provider session ${state} (${(message ?? "no detail").split("\n")[0]})` });
+    }
     for (const thread of rt.actors.providerThreads.values()) {
       if (thread.getSnapshot().context.sessionId === sessionId) thread.send({ type: "SESSION_GONE" });
     }

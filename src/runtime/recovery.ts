@@ -7,6 +7,14 @@ import type { Dispatcher } from "./dispatch.js";
 import type { Projections } from "./projections.js";
 import { settleInterruptedRollback } from "./rollback.js";
 import type { EventLog } from "./store/eventLog.js";
+import type { HostRecord } from "./hosts/records.js";
+
+/** Says in the log which hosts of the previous life were found running and killed. */
+export function reportReaped(d: Dispatcher, reaped: readonly HostRecord[]): void {
+  if (reaped.length === 0) return;
+  const message = `reaped ${reaped.length} orphaned host process(es) of the previous run: ${reaped.map((h) => `${h.target} pid ${h.pid}`).join(", ")}`;
+  d.run(() => d.commit({ type: "warning", threadId: null, runId: null, message }));
+}
 
 /**
  * Fold the log, settle what the previous life left open, rebuild the actors, resume queued

@@ -46,7 +46,8 @@ export type { ThreadSnapshot } from "./snapshot.js";
 import { submitMessage } from "./submit.js";
 import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RunView, type ThreadView } from "./projections.js";
-import { restoreRuntime } from "./recovery.js";
+import { HostRegistry } from "./hosts/registry.js";
+import { reportReaped, restoreRuntime } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
 import { openRuntimeMeta } from "./store/meta.js";
@@ -109,6 +110,7 @@ export class Runtime {
     private readonly log: EventLog<DomainEvent>,
     private readonly lock: DataDirLock,
     private readonly meta: StateDocument<RuntimeMeta>,
+    private readonly hosts: HostRegistry,
   ) {
     this.dataDir = dataDir;
     this.#allowSessionStop = options.allowSessionStopInterrupt ?? false;
@@ -150,8 +152,12 @@ export class Runtime {
         groupWindowMs: options.groupCommitMs ?? 2,
         now,
       });
-      const runtime = new Runtime(options, dataDir, log, lock, doc);
+      // Hosts a crashed previous life left running are reaped before anything starts new ones.
+      const { registry, reaped } = await HostRegistry.open(dataDir, options.inspect);
+      for (const adapter of Object.values(options.providers)) adapter.bindHosts?.(registry);
+      const runtime = new Runtime(options, dataDir, log, lock, doc, registry);
       await runtime.#restore();
+      reportReaped(runtime.#d, reaped);
       return runtime;
     } catch (error) {
       await lock.release();
@@ -340,6 +346,7 @@ export class Runtime {
       // An adapter that failed to close may never end its event stream: do not wait for it.
       await Promise.allSettled(this.#pumps.filter((_, i) => closes[i]?.status === "fulfilled"));
       await this.#d.checkpoints.close();
+      await this.hosts.close();
       await this.log.close();
       await this.meta.update((d) => void (d.closedCleanly = true));
     } finally {

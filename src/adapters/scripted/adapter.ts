@@ -177,7 +177,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   return adapter;
 }
 
-function resolveCapabilities(input: ScriptedAdapterOptions["capabilities"]): ProviderCapabilities {
+export function resolveCapabilities(input: ScriptedAdapterOptions["capabilities"]): ProviderCapabilities {
   if (input && "version" in input) return parseCapabilities(input);
   return defineCapabilities(input ?? {});
 }

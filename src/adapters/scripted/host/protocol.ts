@@ -1,0 +1,47 @@
+import { z } from "zod";
+import { ScriptStepSchema } from "../script.js";
+
+/**
+ * The scripted host's protocol: JSON-RPC 2.0 (see runtime/hosts/jsonRpc.ts) over stdio or
+ * a loopback WebSocket. The host runs the in-process scripted adapter and relays its calls
+ * and events, so the out-of-process provider is driven by the same scripts.
+ *
+ * Host -> client notifications:
+ *   `host.ready` { pid, protocol }  first message on every connection (stdio: on start)
+ *   `event` { seq, sessionId, event } every provider event, seq increasing per host
+ * Client -> host requests: `init`, then the adapter methods by name (`startSession`,
+ * `stopSession`, `ensureProviderThread`, `sendRun`, `steerRun`, `interrupt`,
+ * `respondToRequest`, `readThreadSnapshot`, `rollbackThread`, `forkThread`), `openGate`,
+ * `resume` { afterSeq } (after a reconnect: replays buffered events, returns the host's state),
+ * and test hooks `debug.dropConnections`, `debug.stopListening`.
+ * The WebSocket host prints `{"listening":{"port":N}}` on stdout and accepts only
+ * connections that present its token (`?token=`), given to it in `TILLER_HOST_TOKEN`.
+ */
+export const HOST_PROTOCOL_VERSION = 1;
+
+export const InitParamsSchema = z.strictObject({
+  /** A full capability record, or overrides of the full one. */
+  capabilities: z.record(z.string(), z.unknown()),
+  /** Steps by prompt marker (as `keyedScript`); other prompts are echoed. */
+  scripts: z.record(z.string(), z.array(ScriptStepSchema)),
+  chunkDelayMs: z.number().int().nonnegative().optional(),
+});
+export type InitParams = z.infer<typeof InitParamsSchema>;
+
+export const ReadyParamsSchema = z.strictObject({ pid: z.number().int(), protocol: z.literal(HOST_PROTOCOL_VERSION) });
+export const EventParamsSchema = z.strictObject({ seq: z.number().int().positive(), sessionId: z.string(), event: z.unknown() });
+export const ResumeResultSchema = z.strictObject({
+  replayed: z.number().int(),
+  /** Sessions alive in the host, with the threads that have a turn in flight. */
+  sessions: z.array(z.strictObject({ sessionId: z.string(), activeThreads: z.array(z.string()) })),
+});
+export type ResumeResult = z.infer<typeof ResumeResultSchema>;
+
+/** How the host process is started: `transport` and test behaviours (argv flags). */
+export interface HostLaunchOptions {
+  transport: "stdio" | "websocket";
+  /** Test behaviour: never send `host.ready` (a startup timeout). */
+  neverReady?: boolean;
+}
+
+export const HOST_FLAGS = { websocket: "--websocket", neverReady: "--never-ready" } as const;

@@ -1,0 +1,205 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import type { CapabilityOverrides, ProviderCapabilities } from "../../capabilities/index.js";
+import { HostUnavailableError } from "../../domain/errors.js";
+import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
+import { StdioChannel, WebSocketChannel, type ReconnectPolicy, type RpcChannel } from "../../runtime/hosts/channel.js";
+import type { SpawnedHost } from "../../runtime/hosts/process.js";
+import type { HostLease, HostRegistry, HostSpec } from "../../runtime/hosts/registry.js";
+import type { FrameRing } from "../../runtime/hosts/ring.js";
+import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
+import { EventQueue } from "../eventQueue.js";
+import { resolveCapabilities } from "./adapter.js";
+import { EventParamsSchema, HOST_FLAGS, ResumeResultSchema } from "./host/protocol.js";
+import type { ScriptStep } from "./script.js";
+
+/**
+ * The scripted provider in its own process (stdio JSON-RPC or a loopback WebSocket), run
+ * through the runtime's host supervisor: sessions on the target share one host; a dead host
+ * fails its sessions; a dropped WebSocket reconnects a bounded number of times and re-reads
+ * the host's state (replayed events, live sessions) before any call goes through again.
+ */
+
+export interface ScriptedHostOptions {
+  transport?: "stdio" | "websocket";
+  capabilities?: ProviderCapabilities | CapabilityOverrides;
+  /** Steps by prompt marker; other prompts are echoed. */
+  scripts?: Record<string, ScriptStep[]>;
+  chunkDelayMs?: number;
+  /** Host lifecycle: startup timeout, idle TTL, restart budget and backoff. */
+  policy?: Partial<SupervisorPolicy>;
+  reconnect?: ReconnectPolicy;
+  stopGraceMs?: number;
+  /** Test behaviours of the host process. */
+  neverReady?: boolean;
+  lingerMs?: number;
+}
+
+export type ScriptedHostAdapter = ProviderAdapter & {
+  /** Opens a `gate` step in every live host. */
+  openGate(name: string): Promise<void>;
+  /** Calls a host test hook (`debug.dropConnections`, `debug.stopListening`) through a live session's host. */
+  debug(method: string): Promise<void>;
+  /** Pid of the host a session runs in. */
+  hostPid(sessionId: string): number | null;
+};
+
+interface Conn {
+  lastSeq: number;
+  leases: Set<HostLease>;
+}
+
+function hostMain(): { script: string; execArgs: string[] } {
+  const built = fileURLToPath(new URL("./host/main.js", import.meta.url));
+  if (existsSync(built)) return { script: built, execArgs: [] };
+  return { script: fileURLToPath(new URL("./host/main.ts", import.meta.url)), execArgs: ["--import", "tsx"] };
+}
+
+export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): ScriptedHostAdapter {
+  const caps = resolveCapabilities(options.capabilities);
+  const transport = options.transport ?? "stdio";
+  const queue = new EventQueue<ProviderAdapterEvent>();
+  const sessions = new Map<string, HostLease>();
+  const conns = new WeakMap<RpcChannel, Conn>();
+  const token = randomBytes(16).toString("hex");
+  let hosts: HostRegistry | null = null;
+  const push = (sessionId: string, event: ProviderEvent) => queue.push({ sessionId, event });
+
+  const init = { capabilities: caps as unknown as Record<string, unknown>, scripts: options.scripts ?? {}, ...(options.chunkDelayMs !== undefined ? { chunkDelayMs: options.chunkDelayMs } : {}) };
+  const { script, execArgs } = hostMain();
+  const flags = [
+    ...(transport === "websocket" ? [HOST_FLAGS.websocket] : []),
+    ...(options.neverReady ? [HOST_FLAGS.neverReady] : []),
+    ...(options.lingerMs ? [`--linger-ms=${options.lingerMs}`] : []),
+  ];
+
+  const listen = (channel: RpcChannel): Conn => {
+    const conn: Conn = { lastSeq: 0, leases: new Set() };
+    conns.set(channel, conn);
+    channel.onNotification((method, params) => {
+      if (method !== "event") return;
+      const parsed = EventParamsSchema.safeParse(params);
+      if (!parsed.success || parsed.data.seq <= conn.lastSeq) return; // a replayed event already seen
+      conn.lastSeq = parsed.data.seq;
+      queue.push({ sessionId: parsed.data.sessionId, event: parsed.data.event as ProviderEvent });
+    });
+    return conn;
+  };
+
+  const connect = async (host: SpawnedHost, ring: FrameRing): Promise<RpcChannel> => {
+    if (transport === "stdio") {
+      const channel = new StdioChannel(host.child, ring);
+      const ready = new Promise<void>((resolve) => channel.onNotification((method) => method === "host.ready" && resolve()));
+      listen(channel);
+      await ready;
+      await channel.call("init", init);
+      return channel;
+    }
+    const port = await new Promise<number>((resolve, reject) => {
+      const lines = createInterface({ input: host.child.stdout! });
+      lines.on("line", (line) => {
+        ring.push("out", line);
+        const port = (JSON.parse(line) as { listening?: { port?: number } }).listening?.port;
+        if (port) resolve(port);
+      });
+      host.child.once("exit", () => reject(new HostUnavailableError("host exited before listening")));
+    });
+    createInterface({ input: host.child.stderr! }).on("line", (line) => ring.push("stderr", line));
+    const channel = new WebSocketChannel(`ws://127.0.0.1:${port}/?token=${token}`, ring, options.reconnect ?? { attempts: 3, backoffMs: [50, 200, 500] });
+    const conn = listen(channel);
+    // After a reconnect: replay what was missed, fail sessions the host no longer has, then reopen calls.
+    channel.onReconnected = async () => {
+      const state = ResumeResultSchema.parse(await channel.call("resume", { afterSeq: conn.lastSeq }, { bypassGate: true }));
+      const alive = new Set(state.sessions.map((s) => s.sessionId));
+      for (const [sessionId, lease] of sessions) {
+        if (conn.leases.has(lease) && !alive.has(sessionId)) push(sessionId, { type: "session.state", state: "error", message: "the host lost this session while disconnected" });
+      }
+      channel.openGate();
+    };
+    channel.onExhausted = (error) => {
+      for (const lease of conn.leases) lease.reportUnreachable(error.message);
+    };
+    await channel.connect();
+    await channel.call("init", init);
+    return channel;
+  };
+
+  const spec: HostSpec = {
+    target: "scripted",
+    identity: { executable: process.execPath, config: { script, transport, init, flags } },
+    spawn: { command: process.execPath, args: [...execArgs, script, ...flags], env: { ...(process.env as Record<string, string>), TILLER_HOST_TOKEN: token } },
+    connect,
+    ...(options.policy ? { policy: options.policy } : {}),
+    ...(options.stopGraceMs !== undefined ? { stopGraceMs: options.stopGraceMs } : {}),
+    secrets: [token],
+  };
+
+  const leaseOf = (sessionId: string): HostLease => {
+    const lease = sessions.get(sessionId);
+    if (!lease) throw new HostUnavailableError(`scripted host session ${sessionId} is not running`, { sessionId });
+    return lease;
+  };
+  const call = async <T>(sessionId: string, method: string, input: unknown): Promise<T> => (await leaseOf(sessionId).channel.call(method, input)) as T;
+
+  const adapter: ScriptedHostAdapter = {
+    provider: "scripted",
+    getCapabilities: () => caps,
+    bindHosts(registry) {
+      hosts = registry;
+    },
+    async startSession(input) {
+      if (!hosts) throw new HostUnavailableError("the scripted host adapter runs only inside a runtime (no host registry)");
+      const lease = await hosts.acquire(spec);
+      conns.get(lease.channel)?.leases.add(lease);
+      sessions.set(input.sessionId, lease);
+      lease.onLost((report) => {
+        if (sessions.get(input.sessionId) !== lease) return;
+        sessions.delete(input.sessionId);
+        push(input.sessionId, { type: "session.state", state: "error", message: `provider host lost: ${report}` });
+      });
+      try {
+        await lease.channel.call("startSession", input);
+      } catch (error) {
+        sessions.delete(input.sessionId);
+        lease.release();
+        throw error;
+      }
+      return { sessionId: input.sessionId, capabilities: caps, hostGeneration: lease.generation };
+    },
+    async stopSession({ sessionId }) {
+      const lease = sessions.get(sessionId);
+      if (!lease) return;
+      sessions.delete(sessionId);
+      await lease.channel.call("stopSession", { sessionId }).catch(() => undefined);
+      conns.get(lease.channel)?.leases.delete(lease);
+      lease.release();
+    },
+    ensureProviderThread: (input) => call(input.sessionId, "ensureProviderThread", input),
+    sendRun: (input) => call(input.sessionId, "sendRun", input),
+    interrupt: (input) => call(input.sessionId, "interrupt", input),
+    respondToRequest: (input) => call(input.sessionId, "respondToRequest", input),
+    streamEvents: () => queue,
+    async close() {
+      for (const sessionId of [...sessions.keys()]) await adapter.stopSession({ sessionId });
+      queue.close();
+    },
+    async openGate(name) {
+      const channels = new Set([...sessions.values()].map((l) => l.channel));
+      await Promise.all([...channels].map((c) => c.call("openGate", { name })));
+    },
+    async debug(method) {
+      const [lease] = sessions.values();
+      if (!lease) throw new HostUnavailableError("no live host");
+      await lease.channel.call(method, {});
+    },
+    hostPid: (sessionId) => sessions.get(sessionId)?.pid ?? null,
+  };
+  // Optional methods exist exactly when the record declares them, as in-process.
+  if (caps.turns.supportsActiveSteering) adapter.steerRun = (input) => call(input.sessionId, "steerRun", input);
+  if (caps.threads.canReadThreadSnapshot) adapter.readThreadSnapshot = (input) => call(input.sessionId, "readThreadSnapshot", input);
+  if (caps.threads.canRollbackThread) adapter.rollbackThread = (input) => call(input.sessionId, "rollbackThread", input);
+  if (caps.threads.canForkThread) adapter.forkThread = (input) => call(input.sessionId, "forkThread", input);
+  return adapter;
+}

@@ -1,0 +1,193 @@
+import type { ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import WebSocket from "ws";
+import { HostUnavailableError } from "../../domain/errors.js";
+import { parseMessage, request, toError, type RpcMessage } from "./jsonRpc.js";
+import type { FrameRing } from "./ring.js";
+
+/**
+ * A JSON-RPC connection to a host: calls with replies, notifications, and a gate that holds
+ * calls while the connection is being re-established (nothing mutable is offered until the
+ * adapter has re-read the host's state and opened the gate again).
+ */
+export abstract class RpcChannel {
+  #nextId = 1;
+  #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  #listeners: Array<(method: string, params: unknown) => void> = [];
+  #gate: Promise<void> = Promise.resolve();
+  #openGate: (() => void) | null = null;
+  #failed: Error | null = null;
+
+  constructor(readonly ring: FrameRing) {}
+
+  protected abstract write(line: string): void;
+
+  onNotification(listener: (method: string, params: unknown) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Waits for the gate (unless `bypassGate`), sends, and resolves with the reply. */
+  async call(method: string, params?: unknown, options: { bypassGate?: boolean } = {}): Promise<unknown> {
+    if (!options.bypassGate) await this.#gate;
+    if (this.#failed) throw this.#failed;
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject });
+      const line = JSON.stringify(request(id, method, params));
+      this.ring.push("out", line);
+      this.write(line);
+    });
+  }
+
+  protected receive(line: string): void {
+    this.ring.push("in", line);
+    const message = parseMessage(line);
+    if (!message) return;
+    this.#dispatch(message);
+  }
+
+  #dispatch(message: RpcMessage): void {
+    if ("method" in message) {
+      for (const listener of this.#listeners) listener(message.method, message.params);
+      return;
+    }
+    const pending = message.id === null ? undefined : this.#pending.get(message.id);
+    if (!pending) return;
+    this.#pending.delete(message.id!);
+    if ("error" in message) pending.reject(toError(message.error));
+    else pending.resolve(message.result);
+  }
+
+  /** Calls now wait until `openGate` (a reconnect is in progress). */
+  closeGate(): void {
+    if (this.#openGate) return;
+    this.#gate = new Promise((resolve) => (this.#openGate = resolve));
+  }
+
+  openGate(): void {
+    this.#openGate?.();
+    this.#openGate = null;
+  }
+
+  /** Replies that will never come: their calls fail now. */
+  protected dropPending(reason: string): void {
+    for (const { reject } of this.#pending.values()) reject(new HostUnavailableError(reason));
+    this.#pending.clear();
+  }
+
+  /** The connection is gone for good: every call, queued or future, fails. */
+  fail(error: Error): void {
+    this.#failed = error;
+    this.dropPending(error.message);
+    this.openGate();
+  }
+}
+
+/** Newline-delimited JSON-RPC over a child's stdin/stdout; stderr lines go to the ring. */
+export class StdioChannel extends RpcChannel {
+  constructor(
+    private readonly child: ChildProcess,
+    ring: FrameRing,
+  ) {
+    super(ring);
+    createInterface({ input: child.stdout! }).on("line", (line) => this.receive(line));
+    createInterface({ input: child.stderr! }).on("line", (line) => ring.push("stderr", line));
+    child.stdin!.on("error", () => undefined); // a dead host: calls fail through the exit path
+  }
+
+  protected write(line: string): void {
+    this.child.stdin!.write(`${line}\n`);
+  }
+}
+
+export interface ReconnectPolicy {
+  attempts: number;
+  /** Delay before each attempt (the last one repeats). */
+  backoffMs: readonly number[];
+}
+
+/**
+ * JSON-RPC over a loopback WebSocket that reconnects a bounded number of times: on a drop
+ * it closes the gate and calls `onReconnected` after a successful attempt (the adapter
+ * re-reads the host's state, then opens the gate), or `onExhausted` when every attempt failed.
+ */
+export class WebSocketChannel extends RpcChannel {
+  #socket: WebSocket | null = null;
+  #closed = false;
+  onReconnected: () => Promise<void> = async () => this.openGate();
+  onExhausted: (error: Error) => void = () => undefined;
+  onFirstMessage: ((message: string) => void) | null = null;
+
+  constructor(
+    private readonly url: string,
+    ring: FrameRing,
+    private readonly policy: ReconnectPolicy,
+  ) {
+    super(ring);
+  }
+
+  /** Connects; resolves on the host's first message (its `host.ready`). */
+  async connect(): Promise<void> {
+    const socket = await this.#open();
+    this.#adopt(socket);
+  }
+
+  #open(): Promise<WebSocket> {
+    return new Promise((resolve, reject) => {
+      const socket = new WebSocket(this.url);
+      const fail = (error: Error) => {
+        socket.removeAllListeners();
+        socket.terminate();
+        reject(error);
+      };
+      socket.once("error", fail);
+      socket.once("unexpected-response", (_req, res) => fail(new Error(`host refused the connection (${res.statusCode})`)));
+      // The host speaks first (host.ready): then the connection is usable.
+      socket.once("message", (data) => {
+        socket.removeListener("error", fail);
+        this.receive(String(data));
+        resolve(socket);
+      });
+    });
+  }
+
+  #adopt(socket: WebSocket): void {
+    this.#socket = socket;
+    socket.on("message", (data) => this.receive(String(data)));
+    socket.on("error", () => undefined);
+    socket.once("close", () => {
+      if (this.#socket === socket && !this.#closed) void this.#reconnect();
+    });
+  }
+
+  async #reconnect(): Promise<void> {
+    this.#socket = null;
+    this.closeGate();
+    this.dropPending("host connection lost");
+    for (let attempt = 0; attempt < this.policy.attempts && !this.#closed; attempt++) {
+      const delay = this.policy.backoffMs[Math.min(attempt, this.policy.backoffMs.length - 1)] ?? 0;
+      await new Promise((r) => setTimeout(r, delay));
+      try {
+        this.#adopt(await this.#open());
+        await this.onReconnected();
+        return;
+      } catch (error) {
+        this.ring.push("stderr", `reconnect attempt ${attempt + 1} failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+    if (this.#closed) return;
+    const error = new HostUnavailableError(`host connection lost; ${this.policy.attempts} reconnect attempts failed`);
+    this.fail(error);
+    this.onExhausted(error);
+  }
+
+  protected write(line: string): void {
+    this.#socket?.send(line);
+  }
+
+  close(): void {
+    this.#closed = true;
+    this.#socket?.terminate();
+  }
+}
+

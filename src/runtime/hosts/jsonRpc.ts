@@ -1,0 +1,46 @@
+import { z } from "zod";
+import { isTillerError, TillerError, type TillerErrorCode } from "../../domain/errors.js";
+
+/**
+ * JSON-RPC 2.0 framing shared by every host transport (newline-delimited over stdio, one
+ * message per WebSocket text frame). Errors carry the Tiller error code in `data`, so a typed
+ * error thrown in a host process arrives as the same typed error in the runtime.
+ */
+
+export const RpcMessageSchema = z.union([
+  z.object({ jsonrpc: z.literal("2.0"), id: z.number().int(), method: z.string(), params: z.unknown().optional() }),
+  z.object({ jsonrpc: z.literal("2.0"), method: z.string(), params: z.unknown().optional() }),
+  z.object({ jsonrpc: z.literal("2.0"), id: z.number().int(), result: z.unknown() }),
+  z.object({
+    jsonrpc: z.literal("2.0"),
+    id: z.number().int().nullable(),
+    error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
+  }),
+]);
+export type RpcMessage = z.infer<typeof RpcMessageSchema>;
+
+export const request = (id: number, method: string, params?: unknown): RpcMessage => ({ jsonrpc: "2.0", id, method, params });
+export const notification = (method: string, params?: unknown): RpcMessage => ({ jsonrpc: "2.0", method, params });
+export const result = (id: number, value: unknown): RpcMessage => ({ jsonrpc: "2.0", id, result: value ?? null });
+
+/** A thrown error as a JSON-RPC error response (typed errors keep their code and details). */
+export function errorResponse(id: number | null, error: unknown): RpcMessage {
+  const message = error instanceof Error ? error.message : String(error);
+  const data = isTillerError(error) ? { tillerCode: error.code, details: error.details } : undefined;
+  return { jsonrpc: "2.0", id, error: { code: -32000, message, ...(data ? { data } : {}) } };
+}
+
+/** The error a JSON-RPC error response stands for, typed when the host said which. */
+export function toError(error: { message: string; data?: unknown }): Error {
+  const data = error.data as { tillerCode?: TillerErrorCode; details?: Record<string, unknown> } | undefined;
+  return data?.tillerCode ? new TillerError(data.tillerCode, error.message, data.details ?? {}) : new Error(error.message);
+}
+
+export function parseMessage(line: string): RpcMessage | null {
+  try {
+    const parsed = RpcMessageSchema.safeParse(JSON.parse(line));
+    return parsed.success ? parsed.data : null;
+  } catch {
+    return null;
+  }
+}

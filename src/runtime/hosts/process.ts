@@ -1,0 +1,87 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFile } from "node:fs/promises";
+
+/**
+ * Host processes: each in its own process group (so a stop ends whatever it spawned), and
+ * identified durably by pid plus the kernel's start time, so a later runtime never mistakes
+ * a reused pid for its orphan.
+ */
+
+export interface SpawnSpec {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd?: string;
+}
+
+export interface SpawnedHost {
+  child: ChildProcess;
+  pid: number;
+  /** Kernel start time of the process (clock ticks since boot), or null where unknown. */
+  startTime: string | null;
+  commandLine: string;
+}
+
+/** Start time of a live process from /proc (Linux); null elsewhere or when it is gone. */
+export async function processStartTime(pid: number): Promise<string | null> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+    // Field 22 (starttime); the command name (field 2) may hold spaces, so count after its ')'.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return fields[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+export async function spawnHost(spec: SpawnSpec): Promise<SpawnedHost> {
+  const child = spawn(spec.command, spec.args, {
+    cwd: spec.cwd,
+    env: spec.env,
+    detached: true,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  const pid = await new Promise<number>((resolve, reject) => {
+    child.once("spawn", () => resolve(child.pid!));
+    child.once("error", reject);
+  });
+  return { child, pid, startTime: await processStartTime(pid), commandLine: [spec.command, ...spec.args].join(" ") };
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Signals the whole process group (falling back to the process alone). */
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    try {
+      process.kill(pid, sig);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** SIGTERM to the group, then SIGKILL after `graceMs` if the leader is still alive; resolves once it is gone. */
+export async function stopProcessGroup(pid: number, graceMs: number): Promise<void> {
+  signal(pid, "SIGTERM");
+  const deadline = Date.now() + graceMs;
+  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  if (alive(pid)) signal(pid, "SIGKILL");
+  const hardDeadline = Date.now() + 5_000;
+  while (alive(pid) && Date.now() < hardDeadline) await new Promise((r) => setTimeout(r, 10));
+}
+
+/** Is the process with this pid the very one recorded (same kernel start time)? */
+export async function isSameProcess(pid: number, startTime: string | null): Promise<boolean> {
+  if (startTime === null || !alive(pid)) return false;
+  return (await processStartTime(pid)) === startTime;
+}

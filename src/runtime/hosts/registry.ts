@@ -1,0 +1,225 @@
+import { createHash } from "node:crypto";
+import { realpath, stat } from "node:fs/promises";
+import { createActor, fromPromise, type Actor, type InspectionEvent } from "xstate";
+import { HostUnavailableError } from "../../domain/errors.js";
+import { hostSupervisorMachine, type SupervisorEmitted, type SupervisorPolicy } from "../../machines/hostSupervisor.js";
+import type { RpcChannel } from "./channel.js";
+import { spawnHost, stopProcessGroup, type SpawnedHost, type SpawnSpec } from "./process.js";
+import { HostRecordStore, type HostRecord } from "./records.js";
+import { FrameRing } from "./ring.js";
+
+/**
+ * The runtime's host processes: one supervisor actor per host key. Adapters describe how to
+ * start and talk to their host (a HostSpec) and hold leases; the registry owns the processes,
+ * their durable records, and what happens when one dies or becomes unreachable.
+ */
+
+export interface HostSpec {
+  target: string;
+  /** What makes two hosts interchangeable; credentials are hashed here and never kept. */
+  identity: { executable: string; config: unknown; credentials?: string | null };
+  spawn: SpawnSpec;
+  /** Connects to a freshly spawned host and completes its handshake. */
+  connect(host: SpawnedHost, ring: FrameRing): Promise<RpcChannel>;
+  policy?: Partial<SupervisorPolicy>;
+  /** How long a stopping host gets between SIGTERM and SIGKILL. */
+  stopGraceMs?: number;
+  /** Values to mask in diagnostics (tokens handed to the host). */
+  secrets?: string[];
+}
+
+export interface HostLease {
+  readonly generation: number;
+  readonly pid: number;
+  readonly channel: RpcChannel;
+  readonly ring: FrameRing;
+  /** Gives the lease back (idempotent); the host is released after its idle TTL when none is left. */
+  release(): void;
+  /** Called once if this generation dies or is declared unreachable, with a report. */
+  onLost(listener: (report: string) => void): void;
+  /** The holder found the host unreachable (reconnects exhausted): it is stopped and reported lost. */
+  reportUnreachable(reason: string): void;
+}
+
+export const DEFAULT_HOST_POLICY: SupervisorPolicy = {
+  startupTimeoutMs: 15_000,
+  idleTtlMs: 60_000,
+  restartBudget: 3,
+  restartWindowMs: 60_000,
+  backoffMs: [100, 500, 2_000],
+};
+
+interface LiveProcess {
+  alive: boolean;
+  spawned: SpawnedHost;
+  ring: FrameRing;
+  channel: RpcChannel | null;
+  exited: Promise<void>;
+  lost: Set<(report: string) => void>;
+}
+
+interface Entry {
+  spec: HostSpec;
+  actor: Actor<typeof hostSupervisorMachine>;
+  processes: Map<number, LiveProcess>;
+  waiters: Array<{ resolve: (lease: HostLease) => void; reject: (error: Error) => void }>;
+}
+
+export class HostRegistry {
+  #entries = new Map<string, Entry>();
+  #stopping = new Set<Promise<void>>();
+
+  private constructor(
+    private readonly records: HostRecordStore,
+    private readonly inspect?: (event: InspectionEvent) => void,
+  ) {}
+
+  /** Opens the host records of a data directory and reaps what a crashed previous life left running. */
+  static async open(dataDir: string, inspect?: (event: InspectionEvent) => void): Promise<{ registry: HostRegistry; reaped: HostRecord[] }> {
+    const records = await HostRecordStore.open(dataDir);
+    const { reaped } = await records.reapOrphans(2_000);
+    return { registry: new HostRegistry(records, inspect), reaped };
+  }
+
+  /** The supervisor actors, by host key (for the inspector and tests). */
+  get supervisors(): ReadonlyMap<string, Actor<typeof hostSupervisorMachine>> {
+    return new Map([...this.#entries].map(([key, entry]) => [key, entry.actor]));
+  }
+
+  /** Live host pids by host key (tests and diagnostics). */
+  pids(hostKey: string): number[] {
+    return [...(this.#entries.get(hostKey)?.processes.values() ?? [])].filter((p) => p.alive).map((p) => p.spawned.pid);
+  }
+
+  /** Fingerprint of executable identity, target, projected configuration and (hashed) credentials. */
+  static async hostKey(spec: HostSpec): Promise<string> {
+    let executable = spec.identity.executable;
+    try {
+      const path = await realpath(executable);
+      const info = await stat(path);
+      executable = `${path}:${info.size}:${Math.trunc(info.mtimeMs)}`;
+    } catch {
+      // not a file path (a command on PATH): its name is its identity
+    }
+    const credentials = spec.identity.credentials ? createHash("sha256").update(spec.identity.credentials).digest("hex") : null;
+    const material = JSON.stringify({ executable, target: spec.target, config: spec.identity.config, credentials });
+    return `${spec.target}:${createHash("sha256").update(material).digest("hex").slice(0, 16)}`;
+  }
+
+  async acquire(spec: HostSpec): Promise<HostLease> {
+    const key = await HostRegistry.hostKey(spec);
+    const entry = this.#entries.get(key) ?? this.#create(key, spec);
+    return new Promise<HostLease>((resolve, reject) => {
+      entry.waiters.push({ resolve, reject });
+      entry.actor.send({ type: "ACQUIRE" });
+      this.#grant(entry);
+    });
+  }
+
+  /** Stops every host (SIGTERM, then SIGKILL after the grace) and waits until they are gone. */
+  async close(): Promise<void> {
+    for (const entry of this.#entries.values()) {
+      entry.actor.send({ type: "STOP" });
+      for (const generation of entry.processes.keys()) this.#stopProcess(entry, generation);
+      entry.actor.stop();
+    }
+    await Promise.allSettled([...this.#stopping]);
+  }
+
+  #create(key: string, spec: HostSpec): Entry {
+    const policy = { ...DEFAULT_HOST_POLICY, ...spec.policy };
+    const entry = { spec, processes: new Map(), waiters: [] } as unknown as Entry;
+    const machine = hostSupervisorMachine.provide({
+      actors: { startHost: fromPromise(({ input }) => this.#start(entry, input.generation, input.timeoutMs)) },
+    });
+    entry.actor = createActor(machine, { id: `host:${key}`, input: { hostKey: key, target: spec.target, policy }, ...(this.inspect ? { inspect: this.inspect } : {}) });
+    entry.actor.on("*", (emitted: SupervisorEmitted) => this.#onEmitted(entry, emitted));
+    this.#entries.set(key, entry);
+    entry.actor.start();
+    return entry;
+  }
+
+  async #start(entry: Entry, generation: number, timeoutMs: number): Promise<void> {
+    const { spec } = entry;
+    const spawned = await spawnHost(spec.spawn);
+    const ring = new FrameRing(200, 64 * 1024, 2 * 1024, spec.secrets ?? []);
+    const exited = new Promise<void>((done) => spawned.child.once("exit", () => done()));
+    const live: LiveProcess = { alive: true, spawned, ring, channel: null, exited, lost: new Set() };
+    entry.processes.set(generation, live);
+    spawned.child.once("exit", (code, signal) => {
+      live.alive = false;
+      // Exits of stopped processes are not reported as losses: forget them now.
+      if (!entry.actor.getSnapshot().matches("ready") || entry.actor.getSnapshot().context.generation !== generation) entry.processes.delete(generation);
+      live.channel?.fail(new HostUnavailableError(`${spec.target} host exited (${signal ?? `code ${code}`})`));
+      void this.records.remove(spawned.pid, generation).catch(() => undefined);
+      if (entry.actor.getSnapshot().status === "active") entry.actor.send({ type: "EXITED", generation, reason: `host process exited (${signal ?? `code ${code}`})` });
+    });
+    await this.records.add({ hostKey: entry.actor.getSnapshot().context.hostKey, target: spec.target, generation, pid: spawned.pid, startTime: spawned.startTime, commandLine: spawned.commandLine, startedAt: new Date().toISOString() });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new HostUnavailableError(`${spec.target} host did not become ready within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      live.channel = await Promise.race([spec.connect(spawned, ring), timeout, exited.then(() => Promise.reject(new HostUnavailableError(`${spec.target} host exited during startup`)))]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  #onEmitted(entry: Entry, emitted: SupervisorEmitted): void {
+    switch (emitted.type) {
+      case "ready":
+        return this.#grant(entry);
+      case "unavailable": {
+        const error = new HostUnavailableError(emitted.reason, { target: entry.spec.target });
+        for (const waiter of entry.waiters.splice(0)) waiter.reject(error);
+        return;
+      }
+      case "lost": {
+        const live = entry.processes.get(emitted.generation);
+        const report = `${emitted.reason}${live ? `\nrecent host frames:\n${live.ring.tail(10).join("\n")}` : ""}`;
+        for (const listener of live?.lost ?? []) listener(report);
+        if (live && !live.alive) entry.processes.delete(emitted.generation);
+        return;
+      }
+      case "stopProcess":
+        return this.#stopProcess(entry, emitted.generation);
+    }
+  }
+
+  /** Waiters get leases while the supervisor is ready. */
+  #grant(entry: Entry): void {
+    const snapshot = entry.actor.getSnapshot();
+    if (!snapshot.matches("ready")) return;
+    const { generation } = snapshot.context;
+    const live = entry.processes.get(generation);
+    if (!live?.alive || !live.channel) return;
+    for (const waiter of entry.waiters.splice(0)) waiter.resolve(this.#lease(entry, generation, live));
+  }
+
+  #lease(entry: Entry, generation: number, live: LiveProcess): HostLease {
+    let released = false;
+    return {
+      generation,
+      pid: live.spawned.pid,
+      channel: live.channel!,
+      ring: live.ring,
+      release: () => {
+        if (released) return;
+        released = true;
+        entry.actor.send({ type: "RELEASE", generation });
+      },
+      onLost: (listener) => void live.lost.add(listener),
+      reportUnreachable: (reason) => entry.actor.send({ type: "LOST", generation, reason }),
+    };
+  }
+
+  #stopProcess(entry: Entry, generation: number): void {
+    const live = entry.processes.get(generation);
+    if (!live?.alive) return;
+    (live.channel as { close?: () => void } | null)?.close?.();
+    const stopping = stopProcessGroup(live.spawned.pid, entry.spec.stopGraceMs ?? 2_000).then(() => live.exited);
+    this.#stopping.add(stopping);
+    void stopping.finally(() => this.#stopping.delete(stopping));
+  }
+}
