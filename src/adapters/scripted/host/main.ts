@@ -1,0 +1,160 @@
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { createInterface } from "node:readline";
+import { WebSocket, WebSocketServer, type RawData } from "ws";
+import { HOST_FLAGS } from "./protocol.js";
+import { ScriptedHost, type HostConnection } from "./server.js";
+
+/**
+ * The scripted provider host process:
+ *   node --import tsx src/adapters/scripted/host/main.ts [--websocket] [--never-ready]
+ * stdio (default): newline-delimited JSON-RPC on stdin/stdout; `host.ready` on start.
+ * --websocket: a loopback WebSocket server that prints `{"listening":{"port":N}}` and accepts
+ * only connections presenting `?token=<TILLER_HOST_TOKEN>`; `host.ready` on every connection.
+ * --never-ready: never becomes ready (stdio: ignores its input; websocket: never listens).
+ * --linger-ms=N: on stdin end or SIGTERM, wait N ms after closing before exiting.
+ * stdout carries protocol messages only; diagnostics go to stderr.
+ */
+
+function log(message: string): void {
+  process.stderr.write(`scripted host: ${message}\n`);
+}
+
+function fail(error: unknown): never {
+  log(error instanceof Error ? (error.stack ?? error.message) : String(error));
+  process.exit(1);
+}
+
+process.on("uncaughtException", fail);
+process.on("unhandledRejection", fail);
+// The reader may be gone (EPIPE) while the host winds down: that is no reason to crash.
+process.stdout.on("error", (error) => log(`stdout: ${error.message}`));
+
+function writeLine(value: unknown): Promise<void> {
+  return new Promise((resolve) => {
+    process.stdout.write(`${JSON.stringify(value)}\n`, () => resolve());
+  });
+}
+
+let keepAliveTimer: NodeJS.Timeout | null = null;
+/** Keeps the process alive when nothing else does (never ready, or no longer listening). */
+function keepAlive(): void {
+  keepAliveTimer ??= setInterval(() => undefined, 1 << 30);
+}
+
+let lingerMs = 0;
+let closing: Promise<void> | null = null;
+/** Runs `close` once, then exits 0 (after `--linger-ms`, deaf to further signals meanwhile). */
+function shutdown(close: () => Promise<void>): void {
+  closing ??= close().then(
+    async () => {
+      if (lingerMs > 0) {
+        log(`closed; lingering ${lingerMs}ms before exiting`);
+        await new Promise((resolve) => setTimeout(resolve, lingerMs));
+      }
+      process.exit(0);
+    },
+    (error: unknown) => fail(error),
+  );
+}
+
+function runStdio(neverReady: boolean): void {
+  const host = new ScriptedHost({ onFatal: fail });
+  const connection: HostConnection = { send: (message) => writeLine(message) };
+  if (!neverReady) host.connect(connection);
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  lines.on("line", (line) => {
+    if (neverReady || line.trim() === "") return;
+    void host.receive(connection, line);
+  });
+  lines.on("close", () => shutdown(() => host.close()));
+  process.on("SIGTERM", () => shutdown(() => host.close()));
+}
+
+function tokenMatches(expected: Buffer, req: IncomingMessage): boolean {
+  let presented: string | null;
+  try {
+    presented = new URL(req.url ?? "/", "http://127.0.0.1").searchParams.get("token");
+  } catch {
+    return false;
+  }
+  if (presented === null) return false;
+  const given = Buffer.from(presented);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+function text(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString("utf8");
+  return Buffer.isBuffer(data) ? data.toString("utf8") : Buffer.from(data).toString("utf8");
+}
+
+function runWebSocket(neverReady: boolean): void {
+  const token = process.env.TILLER_HOST_TOKEN;
+  delete process.env.TILLER_HOST_TOKEN;
+  if (neverReady) {
+    keepAlive();
+    process.on("SIGTERM", () => process.exit(0));
+    return;
+  }
+  if (!token) fail(new Error("TILLER_HOST_TOKEN must be set in websocket mode"));
+  const expected = Buffer.from(token);
+
+  const terminateAll = () => {
+    for (const socket of wss.clients) socket.terminate();
+  };
+  const host = new ScriptedHost({
+    dropConnections: terminateAll,
+    stopListening: () => {
+      keepAlive();
+      wss.close();
+      terminateAll();
+    },
+    onFatal: fail,
+  });
+  const wss = new WebSocketServer({
+    host: "127.0.0.1",
+    port: 0,
+    verifyClient: (info: { req: IncomingMessage }) => tokenMatches(expected, info.req), // false: 401
+  });
+  wss.on("error", fail);
+  wss.on("listening", () => {
+    const address = wss.address();
+    if (address === null || typeof address === "string") fail(new Error(`unexpected server address ${String(address)}`));
+    void writeLine({ listening: { port: address.port } });
+  });
+  wss.on("connection", (socket) => {
+    for (const other of wss.clients) if (other !== socket) other.terminate(); // one client at a time
+    const connection: HostConnection = {
+      send: (message) =>
+        new Promise((resolve) => {
+          if (socket.readyState !== WebSocket.OPEN) return resolve();
+          socket.send(JSON.stringify(message), () => resolve());
+        }),
+    };
+    socket.on("message", (data) => void host.receive(connection, text(data)));
+    socket.on("close", () => host.disconnect(connection));
+    socket.on("error", (error) => log(`socket: ${error.message}`));
+    host.connect(connection);
+  });
+  process.on("SIGTERM", () =>
+    shutdown(async () => {
+      await host.close();
+      wss.close();
+      terminateAll();
+    }),
+  );
+}
+
+const flags = process.argv.slice(2);
+const known = new Set<string>(Object.values(HOST_FLAGS));
+for (const flag of flags) {
+  // `--linger-ms=N` (test behaviour, passed by hosted.ts; not in HOST_FLAGS): a slow shutdown.
+  const linger = /^--linger-ms=(\d+)$/.exec(flag);
+  if (linger) lingerMs = Number(linger[1]);
+  else if (!known.has(flag)) fail(new Error(`unknown flag ${flag}`));
+}
+const neverReady = flags.includes(HOST_FLAGS.neverReady);
+if (flags.includes(HOST_FLAGS.websocket)) runWebSocket(neverReady);
+else runStdio(neverReady);
+// Logged once the signal handlers are in place (tests wait on it before sending SIGTERM).
+if (neverReady) log("started with --never-ready: this host will never be ready");

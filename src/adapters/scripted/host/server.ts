@@ -1,0 +1,296 @@
+import { z } from "zod";
+import { CapabilityUnsupportedError, ConflictError, InvalidInputError, ProtocolError } from "../../../domain/errors.js";
+import { errorResponse, notification, result, RpcMessageSchema, type RpcMessage } from "../../../runtime/hosts/jsonRpc.js";
+import type { ProviderAdapter, ProviderEvent, SendRunInput } from "../../contract.js";
+import { createScriptedAdapter, type ScriptedAdapterOptions } from "../adapter.js";
+import { ScriptedBackend } from "../backend.js";
+import { keyedScript } from "../script.js";
+import { HOST_PROTOCOL_VERSION, InitParamsSchema, type ResumeResult } from "./protocol.js";
+
+/**
+ * The scripted host's relay, independent of the transport: one scripted adapter (created by
+ * `init`), its calls by name, and its events as numbered `event` notifications kept in a
+ * bounded buffer so a client that reconnects can `resume` without losing any.
+ *
+ * Live events go to the current connection only once it is in sync, i.e. after it called
+ * `init` or `resume`; a fresh connection to a running host gets the events it missed (and
+ * every later one) through `resume`, in order and without duplicates.
+ */
+
+/** How many sent `event` notifications the host keeps for `resume`. */
+export const EVENT_BUFFER_LIMIT = 10_000;
+
+/** One client connection. `send` must enqueue synchronously, in call order. */
+export interface HostConnection {
+  /** Resolves once the transport has taken the message (never rejects). */
+  send(message: RpcMessage): Promise<void>;
+}
+
+export interface HostHooks {
+  /** `debug.dropConnections`; absent when the transport has no connections to drop (stdio). */
+  dropConnections?: () => void;
+  /** `debug.stopListening`; absent on stdio. */
+  stopListening?: () => void;
+  /** The event pump failed: the host cannot go on. */
+  onFatal?: (error: unknown) => void;
+}
+
+const JSONRPC_PARSE_ERROR = -32700;
+const JSONRPC_INVALID_REQUEST = -32600;
+const JSONRPC_METHOD_NOT_FOUND = -32601;
+
+const REQUIRED_METHODS = ["startSession", "stopSession", "ensureProviderThread", "sendRun", "interrupt", "respondToRequest"] as const;
+/** Optional adapter methods and the capability that makes them exist. */
+const OPTIONAL_METHODS = {
+  steerRun: "turns.supportsActiveSteering",
+  readThreadSnapshot: "threads.canReadThreadSnapshot",
+  rollbackThread: "threads.canRollbackThread",
+  forkThread: "threads.canForkThread",
+} as const;
+type AdapterMethod = (typeof REQUIRED_METHODS)[number] | keyof typeof OPTIONAL_METHODS;
+
+const isAdapterMethod = (method: string): method is AdapterMethod =>
+  (REQUIRED_METHODS as readonly string[]).includes(method) || Object.hasOwn(OPTIONAL_METHODS, method);
+
+const ResumeParamsSchema = z.strictObject({ afterSeq: z.number().int().nonnegative() });
+const OpenGateParamsSchema = z.strictObject({ name: z.string().min(1) });
+
+class MethodNotFound extends Error {}
+
+interface InFlight {
+  /** The thread's resume cursor (what `resume` reports). */
+  cursor: string;
+  threadRef: string | null;
+  turnRef: string | null;
+}
+
+interface Initialized {
+  adapter: ProviderAdapter;
+  backend: ScriptedBackend;
+}
+
+function parseParams<T>(schema: z.ZodType<T>, params: unknown, what: string): T {
+  const parsed = schema.safeParse(params ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue ? issue.path.map(String).join(".") : "";
+  throw new InvalidInputError(field || what, issue?.message ?? "invalid params", { method: what });
+}
+
+function asInput(params: unknown, method: string): Record<string, unknown> {
+  if (typeof params !== "object" || params === null || Array.isArray(params)) {
+    throw new InvalidInputError("params", `${method} takes the adapter method's input object`, { method });
+  }
+  return params as Record<string, unknown>;
+}
+
+const rpcError = (id: number | null, code: number, message: string): RpcMessage => ({ jsonrpc: "2.0", id, error: { code, message } });
+
+export class ScriptedHost {
+  readonly #hooks: HostHooks;
+  readonly #bufferLimit: number;
+  #state: Initialized | null = null;
+  #seq = 0;
+  #buffer: { seq: number; message: RpcMessage }[] = [];
+  /** Sessions started and not stopped, with their threads that have a turn in flight. */
+  #sessions = new Map<string, InFlight[]>();
+  #current: { connection: HostConnection; live: boolean } | null = null;
+  #pump: Promise<void> | null = null;
+
+  constructor(hooks: HostHooks = {}, bufferLimit = EVENT_BUFFER_LIMIT) {
+    this.#hooks = hooks;
+    this.#bufferLimit = bufferLimit;
+  }
+
+  /** A new client: it replaces the previous one and is greeted with `host.ready`. */
+  connect(connection: HostConnection): void {
+    this.#current = { connection, live: false };
+    void connection.send(notification("host.ready", { pid: process.pid, protocol: HOST_PROTOCOL_VERSION }));
+  }
+
+  disconnect(connection: HostConnection): void {
+    if (this.#current?.connection === connection) this.#current = null;
+  }
+
+  /** Handles one incoming frame or line; never rejects (failures become error responses). */
+  async receive(connection: HostConnection, text: string): Promise<void> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      await connection.send(rpcError(null, JSONRPC_PARSE_ERROR, "parse error: not JSON"));
+      return;
+    }
+    const parsed = RpcMessageSchema.safeParse(raw);
+    if (!parsed.success) {
+      const id = (raw as { id?: unknown } | null)?.id;
+      await connection.send(rpcError(Number.isInteger(id) ? (id as number) : null, JSONRPC_INVALID_REQUEST, "invalid JSON-RPC message"));
+      return;
+    }
+    const message = parsed.data;
+    if (!("method" in message)) return; // a response: the host never sends requests
+    if (!("id" in message)) {
+      process.stderr.write(`scripted host: ignoring notification ${message.method}\n`);
+      return;
+    }
+    const { id, method, params } = message;
+    if (method === "resume") {
+      // Replay, state and response in one synchronous step: no live event can slip in between.
+      this.#resume(connection, id, params);
+      return;
+    }
+    let response: RpcMessage;
+    let after: (() => void) | undefined;
+    try {
+      response = result(id, await this.#call(connection, method, params));
+      if (method === "debug.dropConnections") after = this.#hooks.dropConnections;
+      if (method === "debug.stopListening") after = this.#hooks.stopListening;
+    } catch (error) {
+      response = error instanceof MethodNotFound ? rpcError(id, JSONRPC_METHOD_NOT_FOUND, error.message) : errorResponse(id, error);
+    }
+    await connection.send(response);
+    after?.();
+  }
+
+  /** Stops every session and ends the event stream. */
+  async close(): Promise<void> {
+    if (!this.#state) return;
+    await this.#state.adapter.close();
+    await this.#pump;
+  }
+
+  async #call(connection: HostConnection, method: string, params: unknown): Promise<unknown> {
+    switch (method) {
+      case "init":
+        return this.#init(connection, params);
+      case "openGate": {
+        const { name } = parseParams(OpenGateParamsSchema, params, method);
+        this.#initialized().backend.openGate(name);
+        return null;
+      }
+      case "debug.dropConnections":
+      case "debug.stopListening": {
+        const hook = method === "debug.dropConnections" ? this.#hooks.dropConnections : this.#hooks.stopListening;
+        if (!hook) throw new ProtocolError(`${method} needs the websocket transport`, { method });
+        return null; // the hook runs once the response is out
+      }
+    }
+    if (isAdapterMethod(method)) return this.#adapterCall(method, params);
+    throw new MethodNotFound(`method not found: ${method}`);
+  }
+
+  #initialized(): Initialized {
+    if (!this.#state) throw new ProtocolError("the host is not initialized: call init first");
+    return this.#state;
+  }
+
+  #init(connection: HostConnection, params: unknown): null {
+    if (this.#state) throw new ConflictError("the host is already initialized");
+    const { capabilities, scripts, chunkDelayMs } = parseParams(InitParamsSchema, params, "init");
+    const backend = new ScriptedBackend();
+    const adapter = createScriptedAdapter({
+      // A full record or overrides: the adapter validates either (invalid_input when wrong).
+      capabilities: capabilities as ScriptedAdapterOptions["capabilities"],
+      script: keyedScript(scripts),
+      backend,
+      ...(chunkDelayMs === undefined ? {} : { chunkDelayMs }),
+    });
+    this.#state = { adapter, backend };
+    if (this.#current?.connection === connection) this.#current.live = true;
+    this.#pump = this.#runPump(adapter).catch((error: unknown) => {
+      if (this.#hooks.onFatal) this.#hooks.onFatal(error);
+      else throw error;
+    });
+    return null;
+  }
+
+  async #adapterCall(method: AdapterMethod, params: unknown): Promise<unknown> {
+    const { adapter } = this.#initialized();
+    const input = asInput(params, method);
+    if (method === "sendRun") return this.#sendRun(adapter, input as unknown as SendRunInput);
+    const fn = adapter[method] as ((input: unknown) => Promise<unknown>) | undefined;
+    if (!fn) {
+      const capability = OPTIONAL_METHODS[method as keyof typeof OPTIONAL_METHODS];
+      throw new CapabilityUnsupportedError(capability, `the scripted provider declares no ${capability}, so it has no ${method}`);
+    }
+    const value = await fn.call(adapter, input);
+    const sessionId = typeof input.sessionId === "string" ? input.sessionId : null;
+    if (method === "startSession" && sessionId !== null && !this.#sessions.has(sessionId)) this.#sessions.set(sessionId, []);
+    if (method === "stopSession" && sessionId !== null) this.#sessions.delete(sessionId);
+    return value ?? null;
+  }
+
+  /** Marks the thread in flight before the turn can start, so even an instant terminal is seen. */
+  async #sendRun(adapter: ProviderAdapter, input: SendRunInput): Promise<unknown> {
+    const cursor = input.thread?.resumeCursor;
+    if (typeof cursor !== "string") throw new InvalidInputError("thread.resumeCursor", "sendRun needs a thread handle");
+    const flights = this.#sessions.get(input.sessionId);
+    const existing = flights?.find((f) => f.cursor === cursor);
+    const entry = existing ?? { cursor, threadRef: input.thread.threadRef ?? null, turnRef: null };
+    if (flights && !existing) flights.push(entry);
+    try {
+      const value = await adapter.sendRun(input);
+      entry.turnRef = value.turnRef;
+      return value;
+    } catch (error) {
+      // A busy thread keeps its entry: the turn already running there is still in flight.
+      if (flights && !existing) flights.splice(flights.indexOf(entry), 1);
+      throw error;
+    }
+  }
+
+  async #runPump(adapter: ProviderAdapter): Promise<void> {
+    for await (const { sessionId, event } of adapter.streamEvents()) {
+      this.#seq += 1;
+      const message = notification("event", { seq: this.#seq, sessionId, event });
+      this.#buffer.push({ seq: this.#seq, message });
+      if (this.#buffer.length > this.#bufferLimit) this.#buffer.shift();
+      this.#track(sessionId, event);
+      if (this.#current?.live) void this.#current.connection.send(message);
+    }
+  }
+
+  /** Clears a thread's in-flight mark on its turn's end. */
+  #track(sessionId: string, event: ProviderEvent): void {
+    const flights = this.#sessions.get(sessionId);
+    if (!flights || flights.length === 0) return;
+    if (event.type === "session.state") {
+      if (event.state === "stopped" || event.state === "error") flights.length = 0;
+      else if (event.state === "idle" && flights.length === 1) flights.length = 0;
+      return;
+    }
+    if (event.type !== "turn.terminal") return;
+    let index = -1;
+    if (event.threadRef !== undefined) {
+      // A subagent's child turn names its child thread: it matches no in-flight thread.
+      index = flights.findIndex((f) => f.threadRef === event.threadRef || f.cursor === event.threadRef);
+    } else {
+      if (event.turnRef !== undefined) index = flights.findIndex((f) => f.turnRef === event.turnRef);
+      if (index < 0 && flights.length === 1) index = 0;
+    }
+    if (index >= 0) flights.splice(index, 1);
+  }
+
+  #resume(connection: HostConnection, id: number, params: unknown): void {
+    let value: ResumeResult;
+    try {
+      this.#initialized();
+      const { afterSeq } = parseParams(ResumeParamsSchema, params, "resume");
+      const missed = this.#buffer.filter((entry) => entry.seq > afterSeq);
+      const oldest = this.#buffer[0]?.seq;
+      if (oldest !== undefined && oldest > afterSeq + 1) {
+        process.stderr.write(`scripted host: resume after ${afterSeq}: events up to ${oldest - 1} are no longer buffered\n`);
+      }
+      for (const entry of missed) void connection.send(entry.message);
+      value = {
+        replayed: missed.length,
+        sessions: [...this.#sessions].map(([sessionId, flights]) => ({ sessionId, activeThreads: flights.map((f) => f.cursor) })),
+      };
+    } catch (error) {
+      void connection.send(errorResponse(id, error));
+      return;
+    }
+    void connection.send(result(id, value));
+    if (this.#current?.connection === connection) this.#current.live = true;
+  }
+}
