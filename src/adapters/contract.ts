@@ -273,7 +273,7 @@ export interface ProviderAdapter {
    * Adapters whose provider runs in a host process receive the runtime's host registry at
    * open: they lease hosts from it instead of spawning their own.
    */
-  bindHosts?(hosts: HostRegistry): void;
+  bindHosts?(hosts: HostRegistry, target: string): void;
   /** One consumer; yields events in provider order until `close()`. */
   streamEvents(): AsyncIterable<ProviderAdapterEvent>;
   close(): Promise<void>;

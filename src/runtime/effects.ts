@@ -295,7 +295,8 @@ export class Effects {
       const ctx = actor.getSnapshot().context;
       const attemptId = ctx.activeAttemptId ?? ctx.supersededAttemptId;
       const binding = attemptId ? target.normalizer.binding(attemptId) : undefined;
-      if (binding?.sessionId === sessionId) actor.send({ type: "SESSION_LOST", message: message ?? `provider session ${state}` });
+      // The run's failure says what happened; the session's own record keeps the full report (recent host frames).
+      if (binding?.sessionId === sessionId) actor.send({ type: "SESSION_LOST", message: message?.split("\n")[0] ?? `provider session ${state}` });
     }
   }
 

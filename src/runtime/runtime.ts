@@ -84,7 +84,6 @@ export interface RuntimeOptions {
   sandbox?: SandboxPolicy;
 }
 
-
 export type Subscriber = (record: LogRecord<DomainEvent>) => void;
 
 /** How long `close()` waits for provider calls that are still in flight. */
@@ -110,7 +109,8 @@ export class Runtime {
     private readonly log: EventLog<DomainEvent>,
     private readonly lock: DataDirLock,
     private readonly meta: StateDocument<RuntimeMeta>,
-    private readonly hosts: HostRegistry,
+    /** The host processes (internal: for the inspector and tests). */
+    readonly hosts: HostRegistry,
   ) {
     this.dataDir = dataDir;
     this.#allowSessionStop = options.allowSessionStopInterrupt ?? false;
@@ -154,7 +154,7 @@ export class Runtime {
       });
       // Hosts a crashed previous life left running are reaped before anything starts new ones.
       const { registry, reaped } = await HostRegistry.open(dataDir, options.inspect);
-      for (const adapter of Object.values(options.providers)) adapter.bindHosts?.(registry);
+      for (const [target, adapter] of Object.entries(options.providers)) adapter.bindHosts?.(registry, target);
       const runtime = new Runtime(options, dataDir, log, lock, doc, registry);
       await runtime.#restore();
       reportReaped(runtime.#d, reaped);
@@ -171,7 +171,6 @@ export class Runtime {
   }
 
   // ---- public API --------------------------------------------------------------------
-
   async createThread(input: CreateThreadInput): Promise<CreateThreadReceipt> {
     const p = parseInput(CreateThreadInputSchema, input);
     return this.#command(p.commandId, "createThread", () => {

@@ -3,7 +3,7 @@ import type { SandboxPolicy } from "../adapters/contract.js";
 import { decide, forkPolicy, providerThreadPolicy, type ProviderThreadSituation } from "../machines/contextPolicy.js";
 import { policyEvent } from "../machines/emitted.js";
 import type { ProviderAdapter, ProviderThreadHandle, RunContext } from "../adapters/contract.js";
-import { HostUnavailableError, ResumeFailedError } from "../domain/errors.js";
+import { HostUnavailableError, isTillerError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
 import type { IdSource } from "../domain/ids.js";
@@ -180,7 +180,8 @@ export class Target {
           const handle = await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd, resume: { cursor: stored!.resumeCursor } });
           return this.#bind(threadId, session, handle, "resumed", stored!.providerThreadId);
         } catch (error) {
-          if (!(error instanceof ResumeFailedError)) throw error;
+          // By code, not class: a host process reports it across JSON-RPC.
+          if (!isTillerError(error) || error.code !== "resume_failed") throw error;
           const message = `provider thread could not be resumed (${redact(error.message)}); rebuilding it from app context`;
           this.host.commit({ type: "warning", threadId, runId: null, message });
           return this.#bind(threadId, session, await fresh(), "rebuilt");

@@ -44,6 +44,8 @@ export type ScriptedHostAdapter = ProviderAdapter & {
   debug(method: string): Promise<void>;
   /** Pid of the host a session runs in. */
   hostPid(sessionId: string): number | null;
+  /** How its host is started and reached (what it leases from the registry). */
+  readonly hostSpec: HostSpec;
 };
 
 interface Conn {
@@ -146,8 +148,9 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
   const adapter: ScriptedHostAdapter = {
     provider: "scripted",
     getCapabilities: () => caps,
-    bindHosts(registry) {
+    bindHosts(registry, target) {
       hosts = registry;
+      spec.target = target;
     },
     async startSession(input) {
       if (!hosts) throw new HostUnavailableError("the scripted host adapter runs only inside a runtime (no host registry)");
@@ -195,6 +198,7 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
       await lease.channel.call(method, {});
     },
     hostPid: (sessionId) => sessions.get(sessionId)?.pid ?? null,
+    hostSpec: spec,
   };
   // Optional methods exist exactly when the record declares them, as in-process.
   if (caps.turns.supportsActiveSteering) adapter.steerRun = (input) => call(input.sessionId, "steerRun", input);

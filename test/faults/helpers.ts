@@ -1,0 +1,56 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRuntime, sequentialIds, type RuntimeOptions, type ScriptStep } from "../../src/index.js";
+import { createScriptedHostAdapter, type ScriptedHostOptions } from "../../src/adapters/scripted/hosted.js";
+import type { Runtime } from "../../src/runtime/runtime.js";
+
+/** Shared by the fault tests: real host processes, a fresh data directory, every pid killed at the end. */
+
+export const approval: ScriptStep[] = [{ type: "text", text: "asking" }, { type: "command", command: "rm -rf build", output: "", approval: true }, { type: "text", text: " done" }];
+export const gated = (name: string): ScriptStep[] => [{ type: "text", text: "working" }, { type: "gate", name }, { type: "text", text: " finished" }];
+
+export function hosted(options: ScriptedHostOptions = {}) {
+  return createScriptedHostAdapter({ scripts: { "[ask]": approval, "[gate]": gated("g") }, ...options });
+}
+
+export async function openFaultRuntime(providers: RuntimeOptions["providers"], options: Partial<RuntimeOptions> = {}): Promise<{ rt: Runtime; dataDir: string; cleanup: () => Promise<void> }> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-faults-")));
+  const rt = await createRuntime({ ids: sequentialIds(), ...options, dataDir, providers });
+  return {
+    rt,
+    dataDir,
+    cleanup: async () => {
+      await rt.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Polls until `condition` holds (the tests wait on state, never assert on time). */
+export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Measured time to a terminal state, printed for the closing note (never asserted). */
+export function report(name: string, ms: number): void {
+  console.info(`fault timing: ${name}: ${ms.toFixed(0)} ms`);
+}
+
+/** Kills a pid if it is still there (the tests' own cleanup of processes they started). */
+export function killIfAlive(pid: number | null | undefined): void {
+  if (pid && alive(pid)) process.kill(pid, "SIGKILL");
+}
