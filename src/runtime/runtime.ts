@@ -158,6 +158,7 @@ export class Runtime {
       const runtime = new Runtime(options, dataDir, log, lock, doc, registry);
       await runtime.#restore();
       reportReaped(runtime.#d, reaped);
+      await log.whenDurable();
       return runtime;
     } catch (error) {
       await lock.release();

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRuntime, sequentialIds, type RuntimeOptions, type ScriptStep } from "../../src/index.js";
 import { createScriptedHostAdapter, type ScriptedHostOptions } from "../../src/adapters/scripted/hosted.js";
+import { isRunning } from "../../src/runtime/hosts/process.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 
 /** Shared by the fault tests: real host processes, a fresh data directory, every pid killed at the end. */
@@ -27,14 +28,7 @@ export async function openFaultRuntime(providers: RuntimeOptions["providers"], o
   };
 }
 
-export const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+export { isRunning as alive } from "../../src/runtime/hosts/process.js";
 
 /** Polls until `condition` holds (the tests wait on state, never assert on time). */
 export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
@@ -52,5 +46,5 @@ export function report(name: string, ms: number): void {
 
 /** Kills a pid if it is still there (the tests' own cleanup of processes they started). */
 export function killIfAlive(pid: number | null | undefined): void {
-  if (pid && alive(pid)) process.kill(pid, "SIGKILL");
+  if (pid && isRunning(pid)) process.kill(pid, "SIGKILL");
 }

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 
 /**
@@ -48,12 +49,18 @@ export async function spawnHost(spec: SpawnSpec): Promise<SpawnedHost> {
   return { child, pid, startTime: await processStartTime(pid), commandLine: [spec.command, ...spec.args].join(" ") };
 }
 
-const alive = (pid: number): boolean => {
+/** Running (a zombie waiting for a reaper that is not us counts as gone). */
+export const isRunning = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true; // no /proc: trust the signal probe
   }
 };
 
@@ -74,14 +81,14 @@ function signal(pid: number, sig: NodeJS.Signals): void {
 export async function stopProcessGroup(pid: number, graceMs: number): Promise<void> {
   signal(pid, "SIGTERM");
   const deadline = Date.now() + graceMs;
-  while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  if (alive(pid)) signal(pid, "SIGKILL");
+  while (isRunning(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  if (isRunning(pid)) signal(pid, "SIGKILL");
   const hardDeadline = Date.now() + 5_000;
-  while (alive(pid) && Date.now() < hardDeadline) await new Promise((r) => setTimeout(r, 10));
+  while (isRunning(pid) && Date.now() < hardDeadline) await new Promise((r) => setTimeout(r, 10));
 }
 
 /** Is the process with this pid the very one recorded (same kernel start time)? */
 export async function isSameProcess(pid: number, startTime: string | null): Promise<boolean> {
-  if (startTime === null || !alive(pid)) return false;
+  if (startTime === null || !isRunning(pid)) return false;
   return (await processStartTime(pid)) === startTime;
 }
