@@ -62,6 +62,8 @@ export class Projections {
   /** Handoffs per app thread, oldest first. */
   readonly handoffs = new Map<string, HandoffRecord[]>();
   readonly receipts = new Map<string, { command: string; receipt: unknown }>();
+  /** Last known status of every provider session (what recovery must mark stopped). */
+  readonly sessions = new Map<string, { providerTarget: string; status: string }>();
   /** Fork transfers by forked thread; realised (native or portable) at its first run. */
   readonly transfers = new Map<string, Transfer>();
   readonly checkpoints = new Map<string, CheckpointView>();
@@ -258,6 +260,12 @@ export class Projections {
         if (transfer) transfer.resolution = event.resolution;
         return;
       }
+      case "session.started":
+        this.sessions.set(event.sessionId, { providerTarget: event.providerTarget, status: "ready" });
+        return;
+      case "session.state":
+        this.sessions.set(event.sessionId, { providerTarget: event.providerTarget, status: event.status });
+        return;
       case "thread.model_changed":
         if (thread) thread.model = event.model;
         return;

@@ -91,5 +91,11 @@ export function planRecovery(views: Projections, configuredTargets: ReadonlyMap<
   if (events.length > 0 || requeuedRuns.length > 0) {
     events.push({ type: "runtime.recovered", cancelledRuns, expiredRequests, requeuedRuns });
   }
+  // Sessions ended with the previous process (even a clean close stops them unrecorded): say so.
+  for (const [sessionId, session] of views.sessions) {
+    if (session.status !== "stopped" && session.status !== "error") {
+      events.push({ type: "session.state", sessionId, providerTarget: session.providerTarget, status: "stopped", message: "runtime restarted" });
+    }
+  }
   return { events };
 }
