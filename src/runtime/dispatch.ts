@@ -17,6 +17,8 @@ export interface DispatchOptions {
   /** Capture filesystem checkpoints of each thread's working directory. */
   checkpoints: boolean;
   sandbox: SandboxPolicy;
+  /** Stop a provider session after this long without a turn (null: never). */
+  sessionIdleMs: number | null;
   providers: Record<string, ProviderAdapter>;
   ids: IdSource;
   allowSessionStopInterrupt: boolean;
@@ -62,6 +64,10 @@ export class Dispatcher implements TargetHost {
 
   get sandbox(): SandboxPolicy {
     return this.options.sandbox;
+  }
+
+  get sessionIdleMs(): number | null {
+    return this.options.sessionIdleMs;
   }
 
   get closed(): boolean {

@@ -105,6 +105,7 @@ export class Effects {
       rt.act(() => {
         run.send({ type: "PROVIDER", attemptId, event: rootStarted });
         // Balanced by settle's TURN_ENDED, however the turn ends (even before sendRun replies).
+        target.cancelIdle(session.sessionId);
         Actors.sendIfActive(rt.actors.sessions.get(session.sessionId), { type: "TURN_BEGAN" });
         Actors.sendIfActive(rt.actors.providerThreads.get(loaded.providerThreadId), { type: "TURN_BEGAN" });
       });
@@ -330,7 +331,11 @@ export class Effects {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
     }
     if (binding) Actors.sendIfActive(rt.actors.providerThreads.get(binding.providerThreadId), { type: "TURN_ENDED" });
-    if (binding) Actors.sendIfActive(rt.actors.sessions.get(binding.sessionId), { type: "TURN_ENDED" });
+    if (binding) {
+      const session = rt.actors.sessions.get(binding.sessionId);
+      Actors.sendIfActive(session, { type: "TURN_ENDED" });
+      target.idleLater(binding.sessionId, rt.sessionIdleMs, () => session?.getSnapshot().matches("ready") === true);
+    }
   }
 
   /** A run ended: drop its attempts' correlation state. */

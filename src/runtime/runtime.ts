@@ -1,6 +1,4 @@
 import { join, resolve } from "node:path";
-import type { InspectionEvent } from "xstate";
-import type { ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import {
   CreateThreadInputSchema,
@@ -47,6 +45,7 @@ import { submitMessage } from "./submit.js";
 import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RunView, type ThreadView } from "./projections.js";
 import { HostRegistry } from "./hosts/registry.js";
+import type { RuntimeOptions } from "./options.js";
 import { reportReaped, restoreRuntime } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
@@ -55,34 +54,8 @@ import type { StateDocument } from "./store/documents.js";
 import type { RuntimeMeta } from "./store/meta.js";
 import type { Target } from "./targets.js";
 
-export interface RuntimeOptions {
-  /** Where the runtime keeps its log and state. Default: `.tiller` in the working directory. */
-  dataDir?: string;
-  /** Provider targets by id. */
-  providers: Record<string, ProviderAdapter>;
-  /** Id source (a boundary: inject a deterministic one in tests). */
-  ids?: IdSource;
-  /** Clock (a boundary). */
-  now?: () => Date;
-  /** Allow an interrupt to stop a provider session when the provider cannot interrupt (destructive). */
-  allowSessionStopInterrupt?: boolean;
-  /** Group-commit window of the event log, in ms. */
-  groupCommitMs?: number;
-  /** Receives XState inspection events of every actor (for the inspector). */
-  inspect?: (event: InspectionEvent) => void;
-  /**
-   * Capture git checkpoints of each thread's working directory (a baseline before each run,
-   * a checkpoint after it) in a private repository under the data directory; needed for
-   * `rollback` to restore files. Default false.
-   */
-  checkpoints?: boolean;
-  /**
-   * The sandbox policy sessions start under. Providers without structured approvals run
-   * under it without asking (recorded as the `approvals_by_sandbox` policy). Default
-   * `workspace-write`.
-   */
-  sandbox?: SandboxPolicy;
-}
+export type { RuntimeOptions } from "./options.js";
+
 
 export type Subscriber = (record: LogRecord<DomainEvent>) => void;
 
@@ -119,6 +92,7 @@ export class Runtime {
       dataDir,
       checkpoints: options.checkpoints ?? false,
       sandbox: options.sandbox ?? "workspace-write",
+      sessionIdleMs: options.sessionIdleMs === undefined ? 600_000 : options.sessionIdleMs,
       providers: options.providers,
       ids: this.ids,
       allowSessionStopInterrupt: options.allowSessionStopInterrupt ?? false,

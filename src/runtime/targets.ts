@@ -52,6 +52,7 @@ export class Target {
   #sessions = new Map<string, Slot<LiveSession>>();
   #live = new Map<string, LiveSession>();
   #threads = new Map<string, Slot<LoadedThread>>();
+  #idleTimers = new Map<string, NodeJS.Timeout>();
   /** Set when the target's event stream ended: nothing it starts could ever report back. */
   #unavailable: string | null = null;
 
@@ -130,8 +131,31 @@ export class Target {
     this.#threads.delete(threadId);
   }
 
+  /**
+   * A session with no turn for `ms` is stopped, so its host lease is given back (and an idle
+   * host can be released). The next turn of its threads starts a new session and resumes them.
+   */
+  idleLater(sessionId: string, ms: number | null, stillIdle: () => boolean): void {
+    this.cancelIdle(sessionId);
+    if (ms === null) return;
+    const timer = setTimeout(() => {
+      this.#idleTimers.delete(sessionId);
+      if (!stillIdle() || !this.#live.has(sessionId)) return;
+      this.dropSession(sessionId);
+      void this.adapter.stopSession({ sessionId }).catch(() => undefined);
+    }, ms);
+    timer.unref();
+    this.#idleTimers.set(sessionId, timer);
+  }
+
+  cancelIdle(sessionId: string): void {
+    clearTimeout(this.#idleTimers.get(sessionId));
+    this.#idleTimers.delete(sessionId);
+  }
+
   /** The session died: forget it, and every provider thread loaded in it, right now. */
   dropSession(sessionId: string): void {
+    this.cancelIdle(sessionId);
     this.#live.delete(sessionId);
     for (const [key, slot] of this.#sessions) if (slot.sessionId === sessionId) this.#sessions.delete(key);
     for (const [key, slot] of this.#threads) if (slot.sessionId === sessionId) this.#threads.delete(key);

@@ -58,6 +58,30 @@ describe("host reuse and separation", () => {
   });
 });
 
+describe("idle sessions and hosts", () => {
+  it("an idle session gives back its lease, the idle host goes, and the next run rebuilds its thread on a fresh host", async () => {
+    const adapter = hosted({ policy: { idleTtlMs: 100 } });
+    const { rt, cleanup } = await openFaultRuntime({ s: adapter }, { sessionIdleMs: 100 });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s" });
+      expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId)).status).toBe("completed");
+      const [pid] = pidsOf(adapter, rt);
+      const t0 = performance.now();
+      await until("the idle session and then the idle host to go", () => !alive(pid!));
+      report("idle session (100 ms) + idle host (TTL 100 ms) -> host exited", performance.now() - t0);
+      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "two" })).runId);
+      expect(run.status).toBe("completed");
+      expect(pidsOf(adapter, rt).filter((p) => p !== pid)).toHaveLength(1);
+      // The new host never knew the thread: it is rebuilt from the app's history, and told so.
+      const bound = [...rt.views.providerThreadsById.values()].map((p) => p.origin);
+      expect(bound).toEqual(["created", "rebuilt"]);
+      expect(run.items.find((i) => i.kind === "handoff")?.text).toContain("user: one");
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
 describe("host death mid-turn", () => {
   it("fails the run, expires its approval as not_resumable, and the next run gets a new host", async () => {
     const adapter = hosted({ policy: { backoffMs: [10] } });

@@ -1,0 +1,34 @@
+import type { InspectionEvent } from "xstate";
+import type { ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
+import type { IdSource } from "../domain/ids.js";
+
+export interface RuntimeOptions {
+  /** Where the runtime keeps its log and state. Default: `.tiller` in the working directory. */
+  dataDir?: string;
+  /** Provider targets by id. */
+  providers: Record<string, ProviderAdapter>;
+  /** Id source (a boundary: inject a deterministic one in tests). */
+  ids?: IdSource;
+  /** Clock (a boundary). */
+  now?: () => Date;
+  /** Allow an interrupt to stop a provider session when the provider cannot interrupt (destructive). */
+  allowSessionStopInterrupt?: boolean;
+  /** Group-commit window of the event log, in ms. */
+  groupCommitMs?: number;
+  /** Receives XState inspection events of every actor (for the inspector). */
+  inspect?: (event: InspectionEvent) => void;
+  /**
+   * Capture git checkpoints of each thread's working directory (a baseline before each run,
+   * a checkpoint after it) in a private repository under the data directory; needed for
+   * `rollback` to restore files. Default false.
+   */
+  checkpoints?: boolean;
+  /**
+   * The sandbox policy sessions start under. Providers without structured approvals run
+   * under it without asking (recorded as the `approvals_by_sandbox` policy). Default
+   * `workspace-write`.
+   */
+  sandbox?: SandboxPolicy;
+  /** Stop a provider session after this long without a turn, giving back its host lease (default 10 min; null: never). */
+  sessionIdleMs?: number | null;
+}
