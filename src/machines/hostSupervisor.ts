@@ -171,9 +171,15 @@ export const hostSupervisorMachine = setup({
       after: { untilDeadline: { target: "starting", actions: "nextGeneration" } },
       on: { ACQUIRE: { actions: "addWaiter" } },
     },
+    /** Until the crashes age out of the restart window: then the next acquire tries again. */
     unavailable: {
       entry: assign({ waiting: 0 }),
-      on: { ACQUIRE: { actions: "announceUnavailable" } },
+      on: {
+        ACQUIRE: [
+          { guard: "restartBudgetSpent", actions: "announceUnavailable" },
+          { target: "starting", actions: ["addWaiter", "nextGeneration"] },
+        ],
+      },
     },
     stopped: { type: "final" },
   },

@@ -130,7 +130,10 @@ export class Runtime {
       const { registry, reaped } = await HostRegistry.open(dataDir, options.inspect);
       for (const [target, adapter] of Object.entries(options.providers)) adapter.bindHosts?.(registry, target);
       const runtime = new Runtime(options, dataDir, log, lock, doc, registry);
-      await runtime.#restore();
+      await runtime.#restore().catch(async (error: unknown) => {
+        await registry.close();
+        throw error;
+      });
       reportReaped(runtime.#d, reaped);
       await log.whenDurable();
       return runtime;
@@ -314,13 +317,16 @@ export class Runtime {
     });
     this.#d.close();
     try {
-      const closes = await Promise.allSettled([...this.#d.targets.values()].map(async (t) => t.adapter.close()));
+      // An adapter whose host hangs cannot hold the directory: its close gets the same grace.
+      const closes = await Promise.race([
+        Promise.allSettled([...this.#d.targets.values()].map(async (t) => t.adapter.close())),
+        delay(CLOSE_GRACE_MS).then(() => [...this.#d.targets.values()].map(() => ({ status: "rejected" as const, reason: "timeout" }))),
+      ]);
       // Provider calls still in flight get a grace period; a call that never settles cannot hold the directory.
       await Promise.race([this.#d.effects.settle(), delay(CLOSE_GRACE_MS)]);
       // An adapter that failed to close may never end its event stream: do not wait for it.
       await Promise.allSettled(this.#pumps.filter((_, i) => closes[i]?.status === "fulfilled"));
-      await this.#d.checkpoints.close();
-      await this.hosts.close();
+      await this.#d.checkpoints.close().finally(() => this.hosts.close());
       await this.log.close();
       await this.meta.update((d) => void (d.closedCleanly = true));
     } finally {

@@ -103,8 +103,12 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
       const lines = createInterface({ input: host.child.stdout! });
       lines.on("line", (line) => {
         ring.push("out", line);
-        const port = (JSON.parse(line) as { listening?: { port?: number } }).listening?.port;
-        if (port) resolve(port);
+        try {
+          const port = (JSON.parse(line) as { listening?: { port?: number } } | null)?.listening?.port;
+          if (port) resolve(port);
+        } catch {
+          // not the listening line: kept in the ring, nothing else
+        }
       });
       host.child.once("exit", () => reject(new HostUnavailableError("host exited before listening")));
     });
@@ -115,14 +119,16 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     channel.onReconnected = async () => {
       const state = ResumeResultSchema.parse(await channel.call("resume", { afterSeq: conn.lastSeq }, { bypassGate: true }));
       const alive = new Set(state.sessions.map((s) => s.sessionId));
-      for (const [sessionId, lease] of sessions) {
-        if (conn.leases.has(lease) && !alive.has(sessionId)) push(sessionId, { type: "session.state", state: "error", message: "the host lost this session while disconnected" });
+      for (const [sessionId, lease] of [...sessions]) {
+        if (!conn.leases.has(lease) || alive.has(sessionId)) continue;
+        sessions.delete(sessionId);
+        conn.leases.delete(lease);
+        lease.release();
+        push(sessionId, { type: "session.state", state: "error", message: "the host lost this session while disconnected" });
       }
       channel.openGate();
     };
-    channel.onExhausted = (error) => {
-      for (const lease of conn.leases) lease.reportUnreachable(error.message);
-    };
+    // Exhausted reconnects: the registry sees the channel fail, declares the host lost and stops it.
     await channel.connect();
     await channel.call("init", init);
     return channel;
@@ -131,7 +137,11 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
   const spec: HostSpec = {
     target: "scripted",
     identity: { executable: process.execPath, config: { script, transport, init, flags } },
-    spawn: { command: process.execPath, args: [...execArgs, script, ...flags], env: { ...(process.env as Record<string, string>), TILLER_HOST_TOKEN: token } },
+    spawn: {
+      command: process.execPath,
+      args: [...execArgs, script, ...flags],
+      env: { ...(process.env as Record<string, string>), ...(transport === "websocket" ? { TILLER_HOST_TOKEN: token } : {}) },
+    },
     connect,
     ...(options.policy ? { policy: options.policy } : {}),
     ...(options.stopGraceMs !== undefined ? { stopGraceMs: options.stopGraceMs } : {}),
@@ -175,7 +185,7 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
       const lease = sessions.get(sessionId);
       if (!lease) return;
       sessions.delete(sessionId);
-      await lease.channel.call("stopSession", { sessionId }).catch(() => undefined);
+      await lease.channel.call("stopSession", { sessionId }, { timeoutMs: 2_000 }).catch(() => undefined);
       conns.get(lease.channel)?.leases.delete(lease);
       lease.release();
     },

@@ -17,8 +17,17 @@ export abstract class RpcChannel {
   #gate: Promise<void> = Promise.resolve();
   #openGate: (() => void) | null = null;
   #failed: Error | null = null;
+  #onFailed: Array<(error: Error) => void> = [];
 
   constructor(readonly ring: FrameRing) {}
+
+  get failed(): boolean {
+    return this.#failed !== null;
+  }
+
+  onFailed(listener: (error: Error) => void): void {
+    this.#onFailed.push(listener);
+  }
 
   protected abstract write(line: string): void;
 
@@ -26,17 +35,31 @@ export abstract class RpcChannel {
     this.#listeners.push(listener);
   }
 
-  /** Waits for the gate (unless `bypassGate`), sends, and resolves with the reply. */
-  async call(method: string, params?: unknown, options: { bypassGate?: boolean } = {}): Promise<unknown> {
-    if (!options.bypassGate) await this.#gate;
-    if (this.#failed) throw this.#failed;
-    const id = this.#nextId++;
-    return new Promise((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
-      const line = JSON.stringify(request(id, method, params));
-      this.ring.push("out", line);
-      this.write(line);
+  /**
+   * Waits for the gate (unless `bypassGate`), sends, and resolves with the reply; a host that
+   * does not answer within `timeoutMs` (default 30 s) gets `host_unavailable`, never a hang.
+   */
+  async call(method: string, params?: unknown, options: { bypassGate?: boolean; timeoutMs?: number } = {}): Promise<unknown> {
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new HostUnavailableError(`host did not answer ${method} within ${timeoutMs} ms`)), timeoutMs);
+      timer.unref();
     });
+    try {
+      if (!options.bypassGate) await Promise.race([this.#gate, timeout]);
+      if (this.#failed) throw this.#failed;
+      const id = this.#nextId++;
+      const reply = new Promise((resolve, reject) => {
+        this.#pending.set(id, { resolve, reject });
+        const line = JSON.stringify(request(id, method, params));
+        this.ring.push("out", line);
+        this.write(line);
+      });
+      return await Promise.race([reply, timeout.finally(() => this.#pending.delete(id))]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   protected receive(line: string): void {
@@ -77,9 +100,11 @@ export abstract class RpcChannel {
 
   /** The connection is gone for good: every call, queued or future, fails. */
   fail(error: Error): void {
+    if (this.#failed) return;
     this.#failed = error;
     this.dropPending(error.message);
     this.openGate();
+    for (const listener of this.#onFailed) listener(error);
   }
 }
 
@@ -134,7 +159,7 @@ export class WebSocketChannel extends RpcChannel {
 
   #open(): Promise<WebSocket> {
     return new Promise((resolve, reject) => {
-      const socket = new WebSocket(this.url);
+      const socket = new WebSocket(this.url, { handshakeTimeout: 5_000 });
       const fail = (error: Error) => {
         socket.removeAllListeners();
         socket.terminate();
@@ -164,21 +189,31 @@ export class WebSocketChannel extends RpcChannel {
     this.#socket = null;
     this.closeGate();
     this.dropPending("host connection lost");
-    for (let attempt = 0; attempt < this.policy.attempts && !this.#closed; attempt++) {
+    for (let attempt = 0; attempt < this.policy.attempts && !this.#closed && !this.failed; attempt++) {
       const delay = this.policy.backoffMs[Math.min(attempt, this.policy.backoffMs.length - 1)] ?? 0;
       await new Promise((r) => setTimeout(r, delay));
+      const opened: { socket: WebSocket | null } = { socket: null };
       try {
-        this.#adopt(await this.#open());
+        opened.socket = await this.#open();
+        this.#adopt(opened.socket);
         await this.onReconnected();
         return;
       } catch (error) {
+        // A socket adopted before its resume failed must not start a second reconnect loop.
+        if (opened.socket) this.#discard(opened.socket);
         this.ring.push("stderr", `reconnect attempt ${attempt + 1} failed: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
-    if (this.#closed) return;
+    if (this.#closed || this.failed) return;
     const error = new HostUnavailableError(`host connection lost; ${this.policy.attempts} reconnect attempts failed`);
     this.fail(error);
     this.onExhausted(error);
+  }
+
+  #discard(socket: WebSocket): void {
+    if (this.#socket === socket) this.#socket = null;
+    socket.removeAllListeners("close");
+    socket.terminate();
   }
 
   protected write(line: string): void {
@@ -188,6 +223,12 @@ export class WebSocketChannel extends RpcChannel {
   close(): void {
     this.#closed = true;
     this.#socket?.terminate();
+  }
+
+  /** A dead host: no reconnect loop keeps knocking. */
+  override fail(error: Error): void {
+    this.close();
+    super.fail(error);
   }
 }
 

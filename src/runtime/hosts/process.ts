@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 
 /**
@@ -18,6 +18,8 @@ export interface SpawnSpec {
 export interface SpawnedHost {
   child: ChildProcess;
   pid: number;
+  /** Resolves once the process exited and its output was drained (listened for from the first moment). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Kernel start time of the process (clock ticks since boot), or null where unknown. */
   startTime: string | null;
   commandLine: string;
@@ -42,11 +44,21 @@ export async function spawnHost(spec: SpawnSpec): Promise<SpawnedHost> {
     detached: true,
     stdio: ["pipe", "pipe", "pipe"],
   });
+  // Listen before anything can be awaited: a host may exit at once. `close` comes after its
+  // output is drained (the last frames matter in a failure report); `exit` bounds the wait.
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    let info: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+    child.once("exit", (code, signal) => {
+      info = { code, signal };
+      setTimeout(() => resolve(info!), 500).unref();
+    });
+    child.once("close", (code, signal) => resolve(info ?? { code, signal }));
+  });
   const pid = await new Promise<number>((resolve, reject) => {
     child.once("spawn", () => resolve(child.pid!));
     child.once("error", reject);
   });
-  return { child, pid, startTime: await processStartTime(pid), commandLine: [spec.command, ...spec.args].join(" ") };
+  return { child, pid, exited, startTime: await processStartTime(pid), commandLine: [spec.command, ...spec.args].join(" ") };
 }
 
 /** Running (a zombie waiting for a reaper that is not us counts as gone). */
@@ -77,14 +89,33 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
-/** SIGTERM to the group, then SIGKILL after `graceMs` if the leader is still alive; resolves once it is gone. */
+/** Live (non-zombie) members of a process group, from /proc; just the leader where /proc is missing. */
+export function groupRunning(pgid: number): boolean {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc").filter((e) => /^\d+$/.test(e));
+  } catch {
+    return isRunning(pgid);
+  }
+  return entries.some((entry) => {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return Number(pgrp) === pgid && state !== "Z";
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** SIGTERM to the group, then SIGKILL after `graceMs` if any member still runs; resolves once they are gone. */
 export async function stopProcessGroup(pid: number, graceMs: number): Promise<void> {
   signal(pid, "SIGTERM");
   const deadline = Date.now() + graceMs;
-  while (isRunning(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-  if (isRunning(pid)) signal(pid, "SIGKILL");
+  while (groupRunning(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  if (groupRunning(pid)) signal(pid, "SIGKILL");
   const hardDeadline = Date.now() + 5_000;
-  while (isRunning(pid) && Date.now() < hardDeadline) await new Promise((r) => setTimeout(r, 10));
+  while (groupRunning(pid) && Date.now() < hardDeadline) await new Promise((r) => setTimeout(r, 10));
 }
 
 /** Is the process with this pid the very one recorded (same kernel start time)? */

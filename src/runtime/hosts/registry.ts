@@ -68,6 +68,7 @@ interface Entry {
 export class HostRegistry {
   #entries = new Map<string, Entry>();
   #stopping = new Set<Promise<void>>();
+  #closed = false;
 
   private constructor(
     private readonly records: HostRecordStore,
@@ -108,6 +109,7 @@ export class HostRegistry {
 
   async acquire(spec: HostSpec): Promise<HostLease> {
     const key = await HostRegistry.hostKey(spec);
+    if (this.#closed) throw new HostUnavailableError(`${spec.target}: the runtime is closing`, { target: spec.target });
     const entry = this.#entries.get(key) ?? this.#create(key, spec);
     return new Promise<HostLease>((resolve, reject) => {
       entry.waiters.push({ resolve, reject });
@@ -118,7 +120,10 @@ export class HostRegistry {
 
   /** Stops every host (SIGTERM, then SIGKILL after the grace) and waits until they are gone. */
   async close(): Promise<void> {
+    this.#closed = true;
     for (const entry of this.#entries.values()) {
+      const closing = new HostUnavailableError(`${entry.spec.target}: the runtime is closing`);
+      for (const waiter of entry.waiters.splice(0)) waiter.reject(closing);
       entry.actor.send({ type: "STOP" });
       for (const generation of entry.processes.keys()) this.#stopProcess(entry, generation);
       entry.actor.stop();
@@ -143,27 +148,45 @@ export class HostRegistry {
     const { spec } = entry;
     const spawned = await spawnHost(spec.spawn);
     const ring = new FrameRing(200, 64 * 1024, 2 * 1024, spec.secrets ?? []);
-    const exited = new Promise<void>((done) => spawned.child.once("exit", () => done()));
+    const exited = spawned.exited.then(() => undefined);
     const live: LiveProcess = { alive: true, spawned, ring, channel: null, exited, lost: new Set() };
     entry.processes.set(generation, live);
-    spawned.child.once("exit", (code, signal) => {
+    void spawned.exited.then(({ code, signal }) => {
       live.alive = false;
       // Exits of stopped processes are not reported as losses: forget them now.
-      if (!entry.actor.getSnapshot().matches("ready") || entry.actor.getSnapshot().context.generation !== generation) entry.processes.delete(generation);
+      const snapshot = entry.actor.getSnapshot();
+      if (!snapshot.matches("ready") || snapshot.context.generation !== generation) entry.processes.delete(generation);
       live.channel?.fail(new HostUnavailableError(`${spec.target} host exited (${signal ?? `code ${code}`})`));
-      void this.records.remove(spawned.pid, generation).catch(() => undefined);
-      if (entry.actor.getSnapshot().status === "active") entry.actor.send({ type: "EXITED", generation, reason: `host process exited (${signal ?? `code ${code}`})` });
+      this.#write(this.records.remove(spawned.pid, generation));
+      if (snapshot.status === "active") entry.actor.send({ type: "EXITED", generation, reason: `host process exited (${signal ?? `code ${code}`})` });
     });
-    await this.records.add({ hostKey: entry.actor.getSnapshot().context.hostKey, target: spec.target, generation, pid: spawned.pid, startTime: spawned.startTime, commandLine: spawned.commandLine, startedAt: new Date().toISOString() });
+    if (this.#closed) {
+      this.#stopProcess(entry, generation);
+      throw new HostUnavailableError(`${spec.target}: the runtime is closing`);
+    }
+    this.#write(this.records.add({ hostKey: entry.actor.getSnapshot().context.hostKey, target: spec.target, generation, pid: spawned.pid, startTime: spawned.startTime, commandLine: spawned.commandLine, startedAt: new Date().toISOString() }));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new HostUnavailableError(`${spec.target} host did not become ready within ${timeoutMs} ms`)), timeoutMs);
     });
+    const died = exited.then(() => Promise.reject(new HostUnavailableError(`${spec.target} host exited during startup:\n${ring.tail(5).join("\n")}`)));
     try {
-      live.channel = await Promise.race([spec.connect(spawned, ring), timeout, exited.then(() => Promise.reject(new HostUnavailableError(`${spec.target} host exited during startup`)))]);
+      const channel = await Promise.race([spec.connect(spawned, ring), timeout, died]);
+      live.channel = channel;
+      // A connection that fails for good (reconnects exhausted) makes the host unreachable, leases or not.
+      channel.onFailed((error) => {
+        if (live.alive && entry.actor.getSnapshot().status === "active") entry.actor.send({ type: "LOST", generation, reason: `host unreachable: ${error.message}` });
+      });
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Record writes in flight: `close()` waits for them before the directory is unlocked. */
+  #write(write: Promise<void>): void {
+    const tracked = write.catch(() => undefined);
+    this.#stopping.add(tracked);
+    void tracked.finally(() => this.#stopping.delete(tracked));
   }
 
   #onEmitted(entry: Entry, emitted: SupervisorEmitted): void {
@@ -193,7 +216,7 @@ export class HostRegistry {
     if (!snapshot.matches("ready")) return;
     const { generation } = snapshot.context;
     const live = entry.processes.get(generation);
-    if (!live?.alive || !live.channel) return;
+    if (!live?.alive || !live.channel || live.channel.failed) return;
     for (const waiter of entry.waiters.splice(0)) waiter.resolve(this.#lease(entry, generation, live));
   }
 
