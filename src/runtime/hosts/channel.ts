@@ -14,6 +14,7 @@ export abstract class RpcChannel {
   #nextId = 1;
   #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   #listeners: Array<(method: string, params: unknown) => void> = [];
+  #requestHandler: ((method: string, params: unknown, id: number) => void) | null = null;
   #gate: Promise<void> = Promise.resolve();
   #openGate: (() => void) | null = null;
   #failed: Error | null = null;
@@ -30,6 +31,29 @@ export abstract class RpcChannel {
   }
 
   protected abstract write(line: string): void;
+
+  /** How a message goes on the wire (a host that omits the `jsonrpc` field overrides it). */
+  protected encode(message: RpcMessage): string {
+    return JSON.stringify(message);
+  }
+
+  /** Requests the host sends us (approvals...): answer them with `respond`. */
+  onRequest(handler: (method: string, params: unknown, id: number) => void): void {
+    this.#requestHandler = handler;
+  }
+
+  /** A notification to the host (no reply). */
+  notify(method: string, params?: unknown): void {
+    const line = this.encode({ jsonrpc: "2.0", method, ...(params === undefined ? {} : { params }) } as RpcMessage);
+    this.ring.push("out", line);
+    this.write(line);
+  }
+
+  respond(id: number, value: unknown): void {
+    const line = this.encode({ jsonrpc: "2.0", id, result: value ?? null } as RpcMessage);
+    this.ring.push("out", line);
+    this.write(line);
+  }
 
   onNotification(listener: (method: string, params: unknown) => void): void {
     this.#listeners.push(listener);
@@ -52,7 +76,7 @@ export abstract class RpcChannel {
       const id = this.#nextId++;
       const reply = new Promise((resolve, reject) => {
         this.#pending.set(id, { resolve, reject });
-        const line = JSON.stringify(request(id, method, params));
+        const line = this.encode(request(id, method, params));
         this.ring.push("out", line);
         this.write(line);
       });
@@ -71,6 +95,7 @@ export abstract class RpcChannel {
 
   #dispatch(message: RpcMessage): void {
     if ("method" in message) {
+      if ("id" in message && message.id !== undefined) return this.#requestHandler?.(message.method, message.params, message.id);
       for (const listener of this.#listeners) listener(message.method, message.params);
       return;
     }

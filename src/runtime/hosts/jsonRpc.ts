@@ -7,12 +7,14 @@ import { isTillerError, TillerError, type TillerErrorCode } from "../../domain/e
  * error thrown in a host process arrives as the same typed error in the runtime.
  */
 
+// `jsonrpc` is optional on the way in: some hosts (Codex's app-server) speak JSON-RPC without it.
+const version = { jsonrpc: z.literal("2.0").optional() };
 export const RpcMessageSchema = z.union([
-  z.object({ jsonrpc: z.literal("2.0"), id: z.number().int(), method: z.string(), params: z.unknown().optional() }),
-  z.object({ jsonrpc: z.literal("2.0"), method: z.string(), params: z.unknown().optional() }),
-  z.object({ jsonrpc: z.literal("2.0"), id: z.number().int(), result: z.unknown() }),
+  z.object({ ...version, id: z.number().int(), method: z.string(), params: z.unknown().optional() }),
+  z.object({ ...version, method: z.string(), params: z.unknown().optional() }),
+  z.object({ ...version, id: z.number().int(), result: z.unknown() }),
   z.object({
-    jsonrpc: z.literal("2.0"),
+    ...version,
     id: z.number().int().nullable(),
     error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
   }),

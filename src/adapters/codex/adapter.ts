@@ -1,0 +1,234 @@
+import type { ProviderCapabilities } from "../../capabilities/index.js";
+import { HostUnavailableError, isTillerError, ResumeFailedError } from "../../domain/errors.js";
+import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
+import type { SpawnedHost } from "../../runtime/hosts/process.js";
+import type { HostLease, HostRegistry, HostSpec } from "../../runtime/hosts/registry.js";
+import type { FrameRing } from "../../runtime/hosts/ring.js";
+import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, ProviderThreadHandle, SandboxPolicy } from "../contract.js";
+import { EventQueue } from "../eventQueue.js";
+import { codexCapabilities, codexVersion } from "./capabilities.js";
+import { resolveCodexBinary } from "./config.js";
+import { mapNotification, mapServerRequest, nativeDecision } from "./mapper.js";
+import { CodexChannel } from "./transport.js";
+
+/**
+ * Codex through `codex app-server` (JSON-RPC on stdio), in a host process owned by the
+ * runtime's supervisor: the sessions of a target share one app-server; each session is a
+ * lease plus the threads it opened. The capability record comes from the handshake.
+ */
+
+export interface CodexAdapterOptions {
+  /** The codex binary; default: `codex` on PATH, else the installed @openai/codex package. */
+  binary?: string;
+  /** CODEX_HOME for the app-server. Omitted: Codex's own home (read by Codex, never written by Tiller). */
+  codexHome?: string;
+  /** HOME for the app-server (tests give a temporary one). */
+  home?: string;
+  /** Extra environment (an API key variable...): hashed into the host key, never logged. */
+  env?: Record<string, string>;
+  approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never";
+  /** Host lifecycle (startup timeout, idle TTL, restart budget). */
+  policy?: Partial<SupervisorPolicy>;
+}
+
+const SANDBOX: Record<SandboxPolicy, string> = { "read-only": "read-only", "workspace-write": "workspace-write", "full-access": "danger-full-access" };
+
+interface Conn {
+  capabilities: ProviderCapabilities;
+}
+
+interface Session {
+  lease: HostLease;
+  sandbox: SandboxPolicy;
+}
+
+export type CodexAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null };
+
+export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdapter {
+  const binary = resolveCodexBinary(options.binary);
+  const queue = new EventQueue<ProviderAdapterEvent>();
+  const sessions = new Map<string, Session>();
+  const conns = new WeakMap<object, Conn>();
+  /** Which session opened each native thread (events are routed by thread id). */
+  const threadSessions = new Map<string, string>();
+  /** Approvals waiting for an answer, by their native request id. */
+  const pending = new Map<string, { channel: CodexChannel; id: number }>();
+  /** File changes by item id: a file-change approval names only the item. */
+  const fileChanges = new Map<string, { path: string; diff: string }>();
+  let hosts: HostRegistry | null = null;
+  let declared: ProviderCapabilities | null = null;
+
+  const sessionFor = (channel: CodexChannel, threadRef: string | undefined): string | undefined => {
+    const owner = threadRef ? threadSessions.get(threadRef) : undefined;
+    if (owner && sessions.has(owner)) return owner;
+    for (const [id, s] of sessions) if (s.lease.channel === channel) return id;
+    return undefined;
+  };
+  const emit = (channel: CodexChannel, event: ProviderEvent) => {
+    const sessionId = sessionFor(channel, "threadRef" in event ? event.threadRef : undefined);
+    if (sessionId) queue.push({ sessionId, event });
+  };
+
+  const connect = async (host: SpawnedHost, ring: FrameRing): Promise<CodexChannel> => {
+    const channel = new CodexChannel(host.child, ring);
+    channel.onNotification((method, params) => {
+      for (const event of mapNotification(method, params)) {
+        if (event.type === "item.started" && event.kind === "file_change" && event.itemRef) {
+          fileChanges.set(event.itemRef, { path: event.detail?.path ?? "", diff: event.detail?.diff ?? "" });
+        }
+        if (event.type === "request.resolved" && event.requestRef) pending.delete(event.requestRef);
+        emit(channel, event);
+      }
+    });
+    channel.onRequest((method, params, id) => {
+      const opened = mapServerRequest(method, params, id, fileChanges);
+      if (!opened) {
+        // Not projected: declined at once so the turn is never stuck on it; said in the log.
+        channel.respond(id, { decision: "decline" });
+        const at = (params ?? {}) as { threadId?: string };
+        emit(channel, { type: "warning", ...(at.threadId ? { threadRef: at.threadId } : {}), message: `codex request ${method} is not supported by this adapter; declined` });
+        return;
+      }
+      pending.set(opened.requestRef!, { channel, id });
+      emit(channel, opened);
+    });
+    const init = (await channel.call("initialize", { clientInfo: { name: "tiller", title: null, version: "0.1.0" }, capabilities: null })) as { userAgent?: string };
+    const capabilities = codexCapabilities(codexVersion(init.userAgent ?? ""));
+    channel.notify("initialized");
+    conns.set(channel, { capabilities });
+    declared ??= capabilities;
+    return channel;
+  };
+
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    ...(options.home ? { HOME: options.home } : process.env.HOME ? { HOME: process.env.HOME } : {}),
+    ...(options.codexHome ? { CODEX_HOME: options.codexHome } : {}),
+    ...options.env,
+  };
+  const spec: HostSpec = {
+    target: "codex",
+    identity: { executable: binary, config: { codexHome: options.codexHome ?? null, home: options.home ?? null }, credentials: JSON.stringify(options.env ?? {}) },
+    spawn: { command: binary, args: ["app-server"], env },
+    connect,
+    ...(options.policy ? { policy: options.policy } : {}),
+    secrets: Object.values(options.env ?? {}),
+  };
+
+  const session = (sessionId: string): Session => {
+    const s = sessions.get(sessionId);
+    if (!s) throw new HostUnavailableError(`codex session ${sessionId} is not running`, { sessionId });
+    return s;
+  };
+  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> =>
+    (await (session(sessionId).lease.channel as CodexChannel).call(method, params)) as T;
+  const textInput = (text: string) => ({ type: "text", text, text_elements: [] });
+
+  const adapter: CodexAdapter = {
+    provider: "codex",
+    // Before a handshake, the record of the supported version; sessions announce the handshake's.
+    getCapabilities: () => declared ?? codexCapabilities("0.171.0"),
+    bindHosts(registry, target) {
+      hosts = registry;
+      spec.target = target;
+    },
+    async startSession({ sessionId, sandbox }) {
+      if (!hosts) throw new HostUnavailableError("the codex adapter runs only inside a runtime (no host registry)");
+      const lease = await hosts.acquire(spec);
+      sessions.set(sessionId, { lease, sandbox: sandbox ?? "workspace-write" });
+      lease.onLost((report) => {
+        if (sessions.get(sessionId)?.lease !== lease) return;
+        sessions.delete(sessionId);
+        queue.push({ sessionId, event: { type: "session.state", state: "error", message: `codex app-server lost: ${report}` } });
+      });
+      const capabilities = conns.get(lease.channel)?.capabilities ?? adapter.getCapabilities();
+      return { sessionId, capabilities, hostGeneration: lease.generation };
+    },
+    async stopSession({ sessionId }) {
+      const s = sessions.get(sessionId);
+      if (!s) return;
+      sessions.delete(sessionId);
+      for (const [thread, owner] of threadSessions) if (owner === sessionId) threadSessions.delete(thread);
+      s.lease.release();
+    },
+    async ensureProviderThread({ sessionId, cwd, resume }) {
+      const { sandbox } = session(sessionId);
+      const settings = { cwd, sandbox: SANDBOX[sandbox], ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}) };
+      let thread: { id: string };
+      if (resume) {
+        try {
+          ({ thread } = await call<{ thread: { id: string } }>(sessionId, "thread/resume", { threadId: resume.cursor, excludeTurns: true, ...settings }));
+        } catch (error) {
+          if (isTillerError(error) && error.code === "host_unavailable") throw error;
+          throw new ResumeFailedError(`codex could not resume thread ${resume.cursor}: ${error instanceof Error ? error.message : String(error)}`, { cursor: resume.cursor });
+        }
+      } else {
+        ({ thread } = await call<{ thread: { id: string } }>(sessionId, "thread/start", settings));
+      }
+      threadSessions.set(thread.id, sessionId);
+      return { threadRef: thread.id, resumeCursor: thread.id };
+    },
+    async sendRun({ sessionId, thread, text, context, model }) {
+      // Codex takes developer instructions only when a thread starts: a handoff goes in as user context.
+      const input = [...(context ? [textInput(`Context from earlier in this conversation (${context.kind}):\n${context.text}`)] : []), textInput(text)];
+      const { turn } = await call<{ turn: { id: string } }>(sessionId, "turn/start", { threadId: thread.resumeCursor, input, ...(model ? { model } : {}) });
+      return { turnRef: turn.id };
+    },
+    async steerRun({ sessionId, thread, turnRef, text }) {
+      await call(sessionId, "turn/steer", { threadId: thread.resumeCursor, expectedTurnId: turnRef, input: [textInput(text)] });
+    },
+    async interrupt({ sessionId, thread, turnRef }) {
+      await call(sessionId, "turn/interrupt", { threadId: thread.resumeCursor, turnId: turnRef });
+    },
+    async respondToRequest({ request, response }) {
+      const waiting = request.requestRef ? pending.get(request.requestRef) : undefined;
+      if (!waiting) throw new HostUnavailableError(`codex request ${request.requestRef ?? "?"} is no longer pending`);
+      const decision = response.kind === "decision" ? nativeDecision(response.decision) : "decline";
+      waiting.channel.respond(waiting.id, { decision });
+    },
+    async readThreadSnapshot({ sessionId, thread }) {
+      const turns = await readTurns(sessionId, thread);
+      return {
+        threadRef: thread.resumeCursor,
+        turns: turns.map((t) => ({
+          turnRef: t.id,
+          status: t.status === "inProgress" ? "running" : t.status === "interrupted" ? "interrupted" : t.status === "failed" ? "failed" : "completed",
+          userText: itemsText(t.items, "userMessage"),
+          assistantText: itemsText(t.items, "agentMessage"),
+        })),
+      };
+    },
+    async rollbackThread({ sessionId, thread, turns }) {
+      const all = await readTurns(sessionId, thread);
+      const first = all[all.length - turns];
+      if (turns <= 0 || !first) return;
+      await call(sessionId, "thread/revert", { threadId: thread.resumeCursor, beforeTurnId: first.id });
+    },
+    async forkThread({ sessionId, thread, afterTurnRef }) {
+      const { thread: forked } = await call<{ thread: { id: string } }>(sessionId, "thread/fork", { threadId: thread.resumeCursor, excludeTurns: true, ...(afterTurnRef ? { lastTurnId: afterTurnRef } : {}) });
+      threadSessions.set(forked.id, sessionId);
+      return { threadRef: forked.id, resumeCursor: forked.id };
+    },
+    streamEvents: () => queue,
+    async close() {
+      for (const sessionId of [...sessions.keys()]) await adapter.stopSession({ sessionId });
+      queue.close();
+    },
+    hostSpec: spec,
+    hostPid: (sessionId) => sessions.get(sessionId)?.lease.pid ?? null,
+  };
+
+  type NativeTurn = { id: string; status: string; items: Array<Record<string, unknown>> };
+  async function readTurns(sessionId: string, thread: ProviderThreadHandle): Promise<NativeTurn[]> {
+    const { thread: read } = await call<{ thread: { turns?: NativeTurn[] } }>(sessionId, "thread/read", { threadId: thread.resumeCursor, includeTurns: true });
+    return read.turns ?? [];
+  }
+  return adapter;
+}
+
+function itemsText(items: Array<Record<string, unknown>>, type: string): string {
+  return items
+    .filter((i) => i.type === type)
+    .map((i) => (typeof i.text === "string" ? i.text : Array.isArray(i.content) ? (i.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("") : ""))
+    .join("\n");
+}

@@ -1,0 +1,84 @@
+import { defineCapabilities, type ProviderCapabilities } from "../../capabilities/index.js";
+import { ProtocolError } from "../../domain/errors.js";
+
+/**
+ * What `codex app-server` can do, by binary version (read from the `initialize` handshake's
+ * user agent), and only what this adapter projects faithfully and the tests exercise
+ * (see GAP.md for what the binary has and the adapter does not project).
+ */
+
+/** The versions this adapter was built and tested against. */
+export const SUPPORTED_CODEX = { major: 0, minMinor: 171 } as const;
+
+export function codexVersion(userAgent: string): string {
+  const match = /\/(\d+\.\d+\.\d+)/.exec(userAgent);
+  if (!match) throw new ProtocolError(`codex initialize: no version in user agent "${userAgent}"`);
+  return match[1]!;
+}
+
+export function codexCapabilities(version: string): ProviderCapabilities {
+  const [major, minor] = version.split(".").map(Number);
+  if (major !== SUPPORTED_CODEX.major || (minor ?? 0) < SUPPORTED_CODEX.minMinor) {
+    throw new ProtocolError(`codex ${version} is not supported (needs ${SUPPORTED_CODEX.major}.${SUPPORTED_CODEX.minMinor}+)`, { version });
+  }
+  return defineCapabilities({
+    sessions: {
+      supportsMultipleProviderThreadsPerSession: true,
+      supportsModelSwitchInSession: true, // turn/start takes a model
+      supportsProviderSwitchingViaHandoff: true,
+      supportsRuntimeModeSwitchInSession: true, // approval policy and sandbox per turn
+      pendingRequestsSurviveRestart: false,
+    },
+    threads: {
+      canCreateEmptyThread: true,
+      canReadThreadSnapshot: true, // thread/read
+      canRollbackThread: true, // thread/revert
+      canForkThread: true,
+      canForkFromTurn: true, // thread/fork lastTurnId
+      canForkFromSubagentThread: false,
+      exposesNativeThreadId: true,
+    },
+    turns: {
+      exposesNativeTurnId: true,
+      emitsTurnStarted: true,
+      emitsTurnCompleted: true,
+      supportsInterrupt: true,
+      supportsActiveSteering: true, // turn/steer
+      supportsSteeringByInterruptRestart: true,
+      supportsQueuedMessages: false,
+      terminalStatusQuality: "strong",
+    },
+    streaming: { streamsAssistantText: true, streamsReasoning: true, streamsToolOutput: true, streamsPlanText: false, emitsMessageCompleted: true },
+    tools: { exposesToolItemIds: true, emitsToolStarted: true, emitsToolCompleted: true, emitsToolOutput: true, supportsMcpTools: false, supportsDynamicToolCallbacks: false },
+    approvals: {
+      supportsCommandApproval: true,
+      supportsFileReadApproval: false,
+      supportsFileChangeApproval: true,
+      supportsApplyPatchApproval: false,
+      approvalsHaveNativeRequestIds: true,
+      approvalCallbacksAreLiveOnly: true,
+      approvalsCanOriginateFromSubagents: false,
+    },
+    planning: { emitsPlanUpdated: false, emitsTodoList: false, emitsProposedPlan: false, supportsStructuredQuestions: false, planDeltasHaveItemIds: false },
+    subagents: { supportsSubagents: false, exposesSubagentThreadIds: false, emitsSubagentLifecycle: false, canWaitForSubagents: false, canCloseSubagents: false, canForkSubagentThread: false },
+    context: {
+      acceptsSystemContext: false,
+      acceptsDeveloperContext: false, // only at thread start/resume, not per turn
+      acceptsSyntheticUserContext: true,
+      canGenerateSummaries: false,
+      canConsumeHandoffSummaries: true,
+      supportsDeltaHandoff: true,
+      supportsFullThreadHandoff: true,
+      maxRecommendedHandoffChars: 16_000,
+    },
+    checkpointing: {
+      appCanCheckpointFilesystem: true,
+      supportsNestedCheckpointScopes: false,
+      providerCanRollbackConversation: true,
+      providerRollbackReturnsSnapshot: false,
+      providerCanReadConversationSnapshot: true,
+    },
+    // Server request ids are per-connection integers: evidence, correlated with the item id.
+    identity: { nativeThreadIds: "strong", nativeTurnIds: "strong", nativeItemIds: "strong", nativeRequestIds: "weak" },
+  });
+}
