@@ -1,0 +1,208 @@
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { alive } from "../faults/helpers.js";
+import { codexWorld, until, type CodexWorld } from "./harness.js";
+
+/**
+ * The real Codex binary under Tiller, offline: every scenario drives `codex app-server`
+ * through the runtime against the model simulator. Timings are printed for the closing
+ * note, never asserted.
+ */
+
+let world: CodexWorld | null = null;
+afterEach(async () => {
+  await world?.cleanup();
+  world = null;
+});
+
+const report = (name: string, ms: number) => console.info(`codex timing: ${name}: ${ms.toFixed(0)} ms`);
+const shell = (cmd: string) => ({ tools: [{ name: "exec_command", args: { cmd, sandbox_permissions: "require_escalated", justification: "needed for the test" } }] });
+const patch = (file: string, line: string) => ({ tools: [{ name: "apply_patch", custom: true as const, input: `*** Begin Patch\n*** Add File: ${file}\n+${line}\n*** End Patch\n` }] });
+const sawInNextRequest = (needle: string) => (req: { body: unknown }) => ({ text: JSON.stringify(req.body).includes(needle) ? `saw ${needle}` : `missing ${needle}` });
+
+async function thread(w: CodexWorld): Promise<string> {
+  return (await w.rt.createThread({ providerTarget: "codex", cwd: w.workspace })).threadId;
+}
+
+async function pendingRequest(w: CodexWorld, threadId: string) {
+  await until("an approval", () => w.rt.views.pendingRequests(threadId).length === 1);
+  return w.rt.views.pendingRequests(threadId)[0]!;
+}
+
+describe("codex: turns", () => {
+  it("runs a text turn; the session's capability record comes from the handshake", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "Hello from the simulator!" });
+    const t0 = performance.now();
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "say hi" })).runId);
+    report("host start + text turn", performance.now() - t0);
+    expect(run.status).toBe("completed");
+    expect(run.items.map((i) => [i.kind, i.text])).toEqual([["user_message", "say hi"], ["assistant_message", "Hello from the simulator!"]]);
+    const started = [...world.rt.actors.sessions.values()][0]!.getSnapshot().context;
+    expect(started.capabilities?.turns.supportsActiveSteering).toBe(true);
+    const request = world.sim.requests.at(-1)!;
+    expect(request.url).toBe("/v1/responses");
+    expect(request.headers.authorization).toBe("[redacted]");
+    const t1 = performance.now();
+    world.sim.push({ text: "again" });
+    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "again" })).runId)).status).toBe("completed");
+    report("second text turn (warm host)", performance.now() - t1);
+  });
+
+  it("asks before a command: accepted runs it and the output reaches the model; declined does not run it", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push(shell("echo approved > ran.txt && echo OUT-42"), sawInNextRequest("OUT-42"));
+    const accepted = await world.rt.sendMessage({ threadId, text: "run it" });
+    const request = await pendingRequest(world, threadId);
+    expect(request.payload).toMatchObject({ kind: "command", command: expect.stringContaining("echo approved") });
+    await world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } });
+    const run = await world.rt.waitForRun(accepted.runId);
+    expect(run.status).toBe("completed");
+    expect(run.items.find((i) => i.kind === "command")?.output).toContain("OUT-42");
+    expect(run.items.at(-1)?.text).toBe("saw OUT-42");
+    expect(existsSync(join(world.workspace, "ran.txt"))).toBe(true);
+
+    world.sim.push(shell("echo declined > nope.txt"), sawInNextRequest("rejected"));
+    const declined = await world.rt.sendMessage({ threadId, text: "run this too" });
+    const second = await pendingRequest(world, threadId);
+    await world.rt.respond({ requestId: second.requestId, response: { kind: "decision", decision: "decline" } });
+    const run2 = await world.rt.waitForRun(declined.runId);
+    expect(run2.status).toBe("completed");
+    expect(existsSync(join(world.workspace, "nope.txt"))).toBe(false);
+    expect(world.rt.views.requests.get(second.requestId)?.status).toBe("resolved");
+  });
+
+  it("asks before a file change under a read-only sandbox, and applies it once accepted", async () => {
+    world = await codexWorld({ runtime: { sandbox: "read-only" } });
+    const threadId = await thread(world);
+    world.sim.push(patch("new.txt", "brand new"), { text: "patched" });
+    const { runId } = await world.rt.sendMessage({ threadId, text: "add a file" });
+    const request = await pendingRequest(world, threadId);
+    expect(request.payload).toMatchObject({ kind: "file_change", path: expect.stringContaining("new.txt") });
+    await world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } });
+    const run = await world.rt.waitForRun(runId);
+    expect(run.status).toBe("completed");
+    expect(await readFile(join(world.workspace, "new.txt"), "utf8")).toBe("brand new\n");
+    expect(run.items.some((i) => i.kind === "file_change")).toBe(true);
+  });
+});
+
+describe("codex: interrupt and steer", () => {
+  it("interrupts mid-stream: the acknowledgement is not the terminal, the terminal arrives", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push({ hang: true, text: "working on it" });
+    const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
+    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    const t0 = performance.now();
+    const receipt = await world.rt.interrupt({ runId });
+    expect(receipt.via).toBe("native");
+    const run = await world.rt.waitForRun(runId);
+    report("interrupt -> terminal (mid-stream)", performance.now() - t0);
+    expect(run.status).toBe("interrupted");
+    await until("the model request to be aborted", () => world!.sim.requests.at(-1)!.aborted);
+  });
+
+  it("interrupts while an approval is pending: the request closes, the command never runs", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push(shell("echo never > never.txt"));
+    const { runId } = await world.rt.sendMessage({ threadId, text: "run then stop" });
+    const request = await pendingRequest(world, threadId);
+    const t0 = performance.now();
+    await world.rt.interrupt({ runId });
+    const run = await world.rt.waitForRun(runId);
+    report("interrupt -> terminal (approval pending)", performance.now() - t0);
+    expect(run.status).toBe("interrupted");
+    expect(world.rt.views.requests.get(request.requestId)?.status).not.toBe("pending");
+    expect(existsSync(join(world.workspace, "never.txt"))).toBe(false);
+  });
+
+  it("steers natively: the steer text reaches the model within the same run", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push({ hang: true, text: "thinking" }, sawInNextRequest("also consider this"));
+    const { runId } = await world.rt.sendMessage({ threadId, text: "long" });
+    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    const steer = await world.rt.sendMessage({ threadId, text: "also consider this", mode: "steer" });
+    expect(steer).toMatchObject({ disposition: "steered", via: "native", runId });
+    const run = await world.rt.waitForRun(runId);
+    expect(run.status).toBe("completed");
+    expect(run.attempts).toHaveLength(1);
+    expect(run.items.map((i) => [i.kind, i.intent ?? null, i.text ?? null])).toContainEqual(["user_message", "steer", "also consider this"]);
+    expect(run.items.at(-1)?.text).toBe("saw also consider this");
+  });
+});
+
+describe("codex: threads", () => {
+  it("resumes the thread in a new host process with its history", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "remember FLAMINGO" });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the word is FLAMINGO" })).runId);
+    const before = [...world.rt.actors.sessions.keys()].map((id) => world!.adapter.hostPid(id));
+    const rt = await world.reopen();
+    world.sim.push(sawInNextRequest("FLAMINGO"));
+    const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "what was the word?" })).runId);
+    expect(run.status).toBe("completed");
+    expect(run.items.at(-1)?.text).toBe("saw FLAMINGO");
+    expect(before[0]).not.toBeNull();
+    expect(alive(before[0]!)).toBe(false); // the first host is gone: this came from a new process
+    expect(run.items.some((i) => i.kind === "handoff")).toBe(false); // resumed natively, no rebuild
+  });
+
+  it("forks natively: the fork holds the parent's history, the parent is untouched", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "noted" });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the colour is TEAL" })).runId);
+    const fork = await world.rt.forkThread({ threadId });
+    world.sim.push(sawInNextRequest("TEAL"));
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId: fork.threadId, text: "which colour?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("saw TEAL");
+    expect(world.rt.views.transfers.get(fork.threadId)?.resolution).toBe("native");
+    world.sim.push(sawInNextRequest("which colour?"));
+    const parent = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "parent again" })).runId);
+    expect(parent.items.at(-1)?.text).toBe("missing which colour?");
+  });
+
+  it("rolls back natively: the provider forgets the later turns", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "one" }, { text: "two" });
+    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
+    const receipt = await world.rt.rollback({ threadId, toRunId: first.runId });
+    expect(receipt.provider).toBe("rolled_back");
+    world.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("true/false");
+    const snapshot = await world.rt.readThread(threadId);
+    expect(snapshot.runs.map((r) => r.status)).toEqual(["completed", "rolled_back", "completed"]);
+  });
+
+  it("SIGKILL of the Codex host mid-turn fails the run; the next run gets a new host and resumes the thread", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "before" });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the code is KILO" })).runId);
+    world.sim.push({ hang: true, text: "busy" });
+    const { runId } = await world.rt.sendMessage({ threadId, text: "hang" });
+    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    const [pid] = [...world.rt.actors.sessions.keys()].map((id) => world!.adapter.hostPid(id)).filter((p): p is number => p !== null);
+    const t0 = performance.now();
+    process.kill(pid!, "SIGKILL");
+    const run = await world.rt.waitForRun(runId);
+    report("SIGKILL of the codex host -> run failed", performance.now() - t0);
+    expect(run.status).toBe("failed");
+    expect(run.failure?.failureClass).toBe("provider_session_lost");
+    world.sim.push(sawInNextRequest("KILO"));
+    const next = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still there?" })).runId);
+    expect(next.status).toBe("completed");
+    expect(next.items.at(-1)?.text).toBe("saw KILO");
+  });
+});
