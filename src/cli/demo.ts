@@ -2,11 +2,13 @@ import { join } from "node:path";
 import { createScriptedAdapter } from "../adapters/scripted/adapter.js";
 import { keyedScript, type ScriptStep } from "../adapters/scripted/script.js";
 import { Runtime } from "../runtime/runtime.js";
+import { codexDemoProvider } from "./demoCodex.js";
 import { TranscriptPrinter, describe } from "./transcript.js";
 
 /**
- * `tiller demo`: one scripted-provider session through streamed text, an approval, a todo
- * plan, an interrupt and a queued follow-up, printed as a transcript.
+ * `tiller demo`: one session through streamed text, an approval, a todo plan (scripted
+ * provider), an interrupt and a queued follow-up, printed as a transcript; on the scripted
+ * provider or on the real Codex binary against the model simulator.
  */
 
 export interface DemoOptions {
@@ -18,6 +20,8 @@ export interface DemoOptions {
   write: (text: string) => void;
   color: boolean;
   chunkDelayMs?: number;
+  /** `scripted` (default) or `codex`: the real Codex binary against the model simulator. */
+  provider?: "scripted" | "codex";
 }
 
 const fix: ScriptStep[] = [
@@ -52,12 +56,16 @@ const changelog: ScriptStep[] = [
 const summary: ScriptStep[] = [{ type: "text", text: "One line: today() is now timezone-proof." }];
 
 export async function runDemo(options: DemoOptions): Promise<{ eventLog: string; events: number; runs: string[] }> {
-  const adapter = createScriptedAdapter({
-    chunkDelayMs: options.chunkDelayMs ?? 12,
-    capabilities: { turns: { supportsActiveSteering: false } },
-    script: keyedScript({ "failing date test": fix, changelog, summarize: summary }),
-  });
-  const rt = await Runtime.open({ dataDir: options.dataDir, providers: { scripted: adapter } });
+  const codex = options.provider === "codex" ? await codexDemoProvider(options.dataDir) : null;
+  const adapter =
+    codex?.adapter ??
+    createScriptedAdapter({
+      chunkDelayMs: options.chunkDelayMs ?? 12,
+      capabilities: { turns: { supportsActiveSteering: false } },
+      script: keyedScript({ "failing date test": fix, changelog, summarize: summary }),
+    });
+  const target = options.provider ?? "scripted";
+  const rt = await Runtime.open({ dataDir: options.dataDir, providers: { [target]: adapter } });
   const printer = new TranscriptPrinter(options.write, options.color);
   let events = 0;
   const approvals: Promise<unknown>[] = [];
@@ -68,12 +76,13 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
     if (event.type === "request.opened") approvals.push(decide(rt, event.requestId, describe(event.payload), options));
   });
   try {
-    const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Demo: fix a date bug" });
+    const { threadId } = await rt.createThread({ providerTarget: target, title: "Demo: fix a date bug", ...(codex ? { cwd: codex.workspace } : {}) });
     const first = await rt.sendMessage({ threadId, text: "Fix the failing date test" });
     await rt.waitForRun(first.runId);
 
     const second = await rt.sendMessage({ threadId, text: "Write a long changelog for this fix" });
-    await untilStreaming(rt, second.runId);
+    // The simulator streams a hang's first chunk only; the scripted provider keeps streaming.
+    await untilStreaming(rt, second.runId, codex ? 1 : 8);
     const third = await rt.sendMessage({ threadId, text: "Then summarize it in one line", mode: "queue" });
     await rt.interrupt({ runId: second.runId });
     await rt.waitForRun(third.runId);
@@ -84,6 +93,7 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
     return { eventLog: join(rt.dataDir, "events.jsonl"), events, runs: thread.runs.map((r) => r.status) };
   } finally {
     await rt.close();
+    await codex?.close();
   }
 }
 
@@ -96,11 +106,11 @@ async function decide(rt: Runtime, requestId: string, what: string, options: Dem
 }
 
 /** Waits until the run has streamed some text, so the interrupt lands mid-stream. */
-function untilStreaming(rt: Runtime, runId: string): Promise<void> {
+function untilStreaming(rt: Runtime, runId: string, deltasWanted: number): Promise<void> {
   return new Promise((resolve) => {
     let deltas = 0;
     const stop = rt.subscribe({ threadId: rt.views.runs.get(runId)!.threadId, afterSeq: rt.views.head }, (r) => {
-      if (r.event.type === "node.delta" && r.event.runId === runId && ++deltas === 8) {
+      if (r.event.type === "node.delta" && r.event.runId === runId && ++deltas === deltasWanted) {
         stop();
         resolve();
       }

@@ -2,16 +2,18 @@
 import { createInterface } from "node:readline/promises";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { isTillerError } from "../domain/errors.js";
+import { InvalidInputError, isTillerError } from "../domain/errors.js";
 import { runDemo } from "./demo.js";
 
 const HELP = `tiller: an embeddable runtime for coding-agent providers
 
 Usage:
-  tiller demo [--yes] [--data-dir DIR] [--no-color]
-      Drive a scripted provider through streamed text, an approval, a todo plan,
-      an interrupt and a queued follow-up. Asks before approving when interactive;
-      --yes approves without asking; a non-interactive run never blocks.
+  tiller demo [--provider scripted|codex] [--yes] [--data-dir DIR] [--no-color]
+      Drive a provider through streamed text, an approval, an interrupt and a queued
+      follow-up (the scripted provider also shows a todo plan). --provider codex runs
+      the real Codex binary against the built-in model simulator (offline, no account).
+      Asks before approving when interactive; --yes approves without asking; a
+      non-interactive run never blocks.
   tiller help
   tiller version
 `;
@@ -22,8 +24,14 @@ export async function main(argv: string[]): Promise<number> {
     case "demo": {
       const { values } = parseArgs({
         args: rest,
-        options: { yes: { type: "boolean", short: "y", default: false }, "data-dir": { type: "string" }, "no-color": { type: "boolean", default: false } },
+        options: {
+          yes: { type: "boolean", short: "y", default: false },
+          "data-dir": { type: "string" },
+          "no-color": { type: "boolean", default: false },
+          provider: { type: "string", default: "scripted" },
+        },
       });
+      if (values.provider !== "scripted" && values.provider !== "codex") throw new InvalidInputError("provider", `must be scripted or codex, not "${values.provider}"`);
       const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
       const rl = interactive && !values.yes ? createInterface({ input: process.stdin, output: process.stdout }) : null;
       try {
@@ -33,6 +41,7 @@ export async function main(argv: string[]): Promise<number> {
           ask: rl ? async (q) => !/^n/i.test((await rl.question(q)).trim()) : null,
           write: (text) => void process.stdout.write(text),
           color: !values["no-color"] && Boolean(process.stdout.isTTY),
+          provider: values.provider,
         });
         process.stdout.write(`Event log: ${result.eventLog} (${result.events} events this session)\n`);
         return 0;

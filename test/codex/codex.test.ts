@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { createScriptedAdapter } from "../../src/index.js";
 import { alive } from "../faults/helpers.js";
 import { codexWorld, until, type CodexWorld } from "./harness.js";
 
@@ -35,12 +36,12 @@ describe("codex: turns", () => {
   it("runs a text turn; the session's capability record comes from the handshake", async () => {
     world = await codexWorld();
     const threadId = await thread(world);
-    world.sim.push({ text: "Hello from the simulator!" });
+    world.sim.push({ text: "Hello from the simulator!", reasoning: "a greeting is due" });
     const t0 = performance.now();
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "say hi" })).runId);
     report("host start + text turn", performance.now() - t0);
     expect(run.status).toBe("completed");
-    expect(run.items.map((i) => [i.kind, i.text])).toEqual([["user_message", "say hi"], ["assistant_message", "Hello from the simulator!"]]);
+    expect(run.items.map((i) => [i.kind, i.text])).toEqual([["user_message", "say hi"], ["reasoning", "a greeting is due"], ["assistant_message", "Hello from the simulator!"]]);
     const started = [...world.rt.actors.sessions.values()][0]!.getSnapshot().context;
     expect(started.capabilities?.turns.supportsActiveSteering).toBe(true);
     const request = world.sim.requests.at(-1)!;
@@ -88,6 +89,38 @@ describe("codex: turns", () => {
     expect(run.status).toBe("completed");
     expect(await readFile(join(world.workspace, "new.txt"), "utf8")).toBe("brand new\n");
     expect(run.items.some((i) => i.kind === "file_change")).toBe(true);
+  });
+});
+
+describe("codex: model and provider switches", () => {
+  it("switches model in the session: the next request names the new model", async () => {
+    world = await codexWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "first" }, (req) => ({ text: `model=${(req.body as { model?: string }).model}` }));
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "one" })).runId);
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "two", model: "gpt-5.4" })).runId);
+    expect(run.items.at(-1)?.text).toBe("model=gpt-5.4");
+    expect(world.rt.views.sessions.size).toBe(1);
+  });
+
+  it("takes a handoff from another provider as user context, then a delta when it comes back", async () => {
+    world = await codexWorld({ extraProviders: { other: createScriptedAdapter({ script: () => [{ type: "text", text: "other says PAPAYA" }] }) } });
+    const threadId = await thread(world);
+    world.sim.push({ text: "codex first" });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "start on codex" })).runId);
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "now elsewhere", providerTarget: "other" })).runId);
+    world.sim.push(sawInNextRequest("PAPAYA"));
+    const back = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "back on codex", providerTarget: "codex" })).runId);
+    expect(back.items.at(-1)?.text).toBe("saw PAPAYA");
+    const handoff = back.items.find((i) => i.kind === "handoff");
+    expect(handoff?.detail).toMatchObject({ strategy: "delta_since_last_seen", reason: "provider_switch" });
+    const fresh = await world.rt.createThread({ providerTarget: "other", cwd: world.workspace });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId: fresh.threadId, text: "begin elsewhere" })).runId);
+    world.sim.push(sawInNextRequest("other says PAPAYA"));
+    const full = await world.rt.waitForRun((await world.rt.sendMessage({ threadId: fresh.threadId, text: "to codex", providerTarget: "codex" })).runId);
+    expect(full.items.at(-1)?.text).toBe("saw other says PAPAYA");
+    expect(full.items.find((i) => i.kind === "handoff")?.detail).toMatchObject({ strategy: "full_thread_summary" });
+    expect(full.fallbacks.map((f) => f.policy)).toContain("handoff_as_user_context");
   });
 });
 
@@ -170,14 +203,14 @@ describe("codex: threads", () => {
     expect(parent.items.at(-1)?.text).toBe("missing which colour?");
   });
 
-  it("rolls back natively: the provider forgets the later turns", async () => {
-    world = await codexWorld();
+  it("rolls back natively: the provider forgets the later turns, files return to the checkpoint", async () => {
+    world = await codexWorld({ runtime: { checkpoints: true } });
     const threadId = await thread(world);
     world.sim.push({ text: "one" }, { text: "two" });
     const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
     await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
     const receipt = await world.rt.rollback({ threadId, toRunId: first.runId });
-    expect(receipt.provider).toBe("rolled_back");
+    expect(receipt).toMatchObject({ provider: "rolled_back", filesRestored: true });
     world.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
     expect(run.items.at(-1)?.text).toBe("true/false");
@@ -185,14 +218,14 @@ describe("codex: threads", () => {
     expect(snapshot.runs.map((r) => r.status)).toEqual(["completed", "rolled_back", "completed"]);
   });
 
-  it("SIGKILL of the Codex host mid-turn fails the run; the next run gets a new host and resumes the thread", async () => {
+  it("SIGKILL of the Codex host mid-turn fails the run and expires its approval; the next run gets a new host and resumes the thread", async () => {
     world = await codexWorld();
     const threadId = await thread(world);
     world.sim.push({ text: "before" });
     await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the code is KILO" })).runId);
-    world.sim.push({ hang: true, text: "busy" });
-    const { runId } = await world.rt.sendMessage({ threadId, text: "hang" });
-    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    world.sim.push(shell("echo never"));
+    const { runId } = await world.rt.sendMessage({ threadId, text: "run something" });
+    const request = await pendingRequest(world, threadId);
     const [pid] = [...world.rt.actors.sessions.keys()].map((id) => world!.adapter.hostPid(id)).filter((p): p is number => p !== null);
     const t0 = performance.now();
     process.kill(pid!, "SIGKILL");
@@ -200,6 +233,7 @@ describe("codex: threads", () => {
     report("SIGKILL of the codex host -> run failed", performance.now() - t0);
     expect(run.status).toBe("failed");
     expect(run.failure?.failureClass).toBe("provider_session_lost");
+    await expect(world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "not_resumable" });
     world.sim.push(sawInNextRequest("KILO"));
     const next = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still there?" })).runId);
     expect(next.status).toBe("completed");

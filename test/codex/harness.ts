@@ -31,7 +31,7 @@ export interface CodexWorld {
   cleanup(): Promise<void>;
 }
 
-export async function codexWorld(options: { adapter?: Partial<CodexAdapterOptions>; runtime?: Partial<RuntimeOptions> } = {}): Promise<CodexWorld> {
+export async function codexWorld(options: { adapter?: Partial<CodexAdapterOptions>; runtime?: Partial<RuntimeOptions>; extraProviders?: RuntimeOptions["providers"] } = {}): Promise<CodexWorld> {
   const root = await mkdtemp(join(tmpdir(), "tiller-codex-"));
   const sim = await startModelSimulator();
   const codexHome = join(root, "codex-home");
@@ -42,7 +42,7 @@ export async function codexWorld(options: { adapter?: Partial<CodexAdapterOption
   const dataDir = join(root, "data");
   const makeAdapter = () => createCodexAdapter({ binary: codexBinary(), codexHome, home, env: { SIMULATOR_API_KEY: "dummy" }, approvalPolicy: "untrusted", ...options.adapter });
   const adapter = makeAdapter();
-  let rt = await createRuntime({ dataDir, providers: { codex: adapter }, ids: sequentialIds(), ...options.runtime });
+  let rt = await createRuntime({ dataDir, providers: { codex: adapter, ...options.extraProviders }, ids: sequentialIds(), ...options.runtime });
   const world: CodexWorld = {
     rt,
     sim,

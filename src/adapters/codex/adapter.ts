@@ -29,6 +29,8 @@ export interface CodexAdapterOptions {
   approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never";
   /** Host lifecycle (startup timeout, idle TTL, restart budget). */
   policy?: Partial<SupervisorPolicy>;
+  /** Sees every raw frame to and from the app-server (the transcript recorder); unredacted, so never logged. */
+  tap?: (direction: "in" | "out", line: string) => void;
 }
 
 const SANDBOX: Record<SandboxPolicy, string> = { "read-only": "read-only", "workspace-write": "workspace-write", "full-access": "danger-full-access" };
@@ -71,6 +73,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
 
   const connect = async (host: SpawnedHost, ring: FrameRing): Promise<CodexChannel> => {
     const channel = new CodexChannel(host.child, ring);
+    channel.tap = options.tap ?? null;
     channel.onNotification((method, params) => {
       for (const event of mapNotification(method, params)) {
         if (event.type === "item.started" && event.kind === "file_change" && event.itemRef) {

@@ -26,7 +26,7 @@ export function codexCapabilities(version: string): ProviderCapabilities {
       supportsMultipleProviderThreadsPerSession: true,
       supportsModelSwitchInSession: true, // turn/start takes a model
       supportsProviderSwitchingViaHandoff: true,
-      supportsRuntimeModeSwitchInSession: true, // approval policy and sandbox per turn
+      supportsRuntimeModeSwitchInSession: false, // Codex can (per-turn policies); Tiller has no API for it yet
       pendingRequestsSurviveRestart: false,
     },
     threads: {
@@ -44,11 +44,12 @@ export function codexCapabilities(version: string): ProviderCapabilities {
       emitsTurnCompleted: true,
       supportsInterrupt: true,
       supportsActiveSteering: true, // turn/steer
-      supportsSteeringByInterruptRestart: true,
+      supportsSteeringByInterruptRestart: false, // native steering always applies
       supportsQueuedMessages: false,
       terminalStatusQuality: "strong",
     },
-    streaming: { streamsAssistantText: true, streamsReasoning: true, streamsToolOutput: true, streamsPlanText: false, emitsMessageCompleted: true },
+    // Command output arrives whole at the item's completion, not streamed.
+    streaming: { streamsAssistantText: true, streamsReasoning: true, streamsToolOutput: false, streamsPlanText: false, emitsMessageCompleted: true },
     tools: { exposesToolItemIds: true, emitsToolStarted: true, emitsToolCompleted: true, emitsToolOutput: true, supportsMcpTools: false, supportsDynamicToolCallbacks: false },
     approvals: {
       supportsCommandApproval: true,

@@ -20,7 +20,16 @@ export abstract class RpcChannel {
   #failed: Error | null = null;
   #onFailed: Array<(error: Error) => void> = [];
 
+  /** Sees every raw frame, unredacted (the recorder of replay fixtures); never set in production paths. */
+  tap: ((direction: "in" | "out", line: string) => void) | null = null;
+
   constructor(readonly ring: FrameRing) {}
+
+  #send(line: string): void {
+    this.ring.push("out", line);
+    this.tap?.("out", line);
+    this.write(line);
+  }
 
   get failed(): boolean {
     return this.#failed !== null;
@@ -44,15 +53,11 @@ export abstract class RpcChannel {
 
   /** A notification to the host (no reply). */
   notify(method: string, params?: unknown): void {
-    const line = this.encode({ jsonrpc: "2.0", method, ...(params === undefined ? {} : { params }) } as RpcMessage);
-    this.ring.push("out", line);
-    this.write(line);
+    this.#send(this.encode({ jsonrpc: "2.0", method, ...(params === undefined ? {} : { params }) } as RpcMessage));
   }
 
   respond(id: number, value: unknown): void {
-    const line = this.encode({ jsonrpc: "2.0", id, result: value ?? null } as RpcMessage);
-    this.ring.push("out", line);
-    this.write(line);
+    this.#send(this.encode({ jsonrpc: "2.0", id, result: value ?? null } as RpcMessage));
   }
 
   onNotification(listener: (method: string, params: unknown) => void): void {
@@ -76,9 +81,7 @@ export abstract class RpcChannel {
       const id = this.#nextId++;
       const reply = new Promise((resolve, reject) => {
         this.#pending.set(id, { resolve, reject });
-        const line = this.encode(request(id, method, params));
-        this.ring.push("out", line);
-        this.write(line);
+        this.#send(this.encode(request(id, method, params)));
       });
       return await Promise.race([reply, timeout.finally(() => this.#pending.delete(id))]);
     } finally {
@@ -88,6 +91,7 @@ export abstract class RpcChannel {
 
   protected receive(line: string): void {
     this.ring.push("in", line);
+    this.tap?.("in", line);
     const message = parseMessage(line);
     if (!message) return;
     this.#dispatch(message);

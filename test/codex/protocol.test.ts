@@ -1,0 +1,104 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { codexCapabilities } from "../../src/adapters/codex/capabilities.js";
+import { createCodexAdapter } from "../../src/adapters/codex/adapter.js";
+import { generate } from "../../scripts/codex-protocol.js";
+import { openFaultRuntime } from "../faults/helpers.js";
+import { codexBinary } from "./harness.js";
+
+/**
+ * The adapter against the pinned binary's own protocol description: the committed snapshots
+ * reproduce, every method and notification the adapter uses exists there, every capability
+ * the record declares is exercised by a test, and a missing binary fails loudly.
+ */
+
+const root = join(import.meta.dirname, "..", "..");
+const protocol = join(root, "src", "adapters", "codex", "protocol");
+const methodsOf = async (file: string): Promise<Set<string>> => {
+  const schema = JSON.parse(await readFile(join(protocol, file), "utf8")) as { oneOf: Array<{ properties?: { method?: { enum?: string[] } } }> };
+  return new Set(schema.oneOf.flatMap((v) => v.properties?.method?.enum ?? []));
+};
+const source = (file: string) => readFile(join(root, "src", "adapters", "codex", file), "utf8");
+
+describe("codex protocol", () => {
+  it("the committed snapshots reproduce from the pinned binary", async () => {
+    codexBinary();
+    const { version, hashes } = generate();
+    const manifest = JSON.parse(await readFile(join(protocol, "MANIFEST.json"), "utf8")) as { version: string; files: Record<string, string>; committed: string[] };
+    expect(version).toBe(manifest.version);
+    expect(hashes).toEqual(manifest.files);
+    const { createHash } = await import("node:crypto");
+    for (const file of manifest.committed) expect(createHash("sha256").update(await readFile(join(protocol, file))).digest("hex")).toBe(hashes[file]);
+  }, 60_000);
+
+  it("every method, notification and server request the adapter uses is in the binary's protocol", async () => {
+    const [client, notifications, requests] = await Promise.all([methodsOf("ClientRequest.json"), methodsOf("ServerNotification.json"), methodsOf("ServerRequest.json")]);
+    const adapter = await source("adapter.ts");
+    const called = [...adapter.matchAll(/call(?:<[^>]*>)?\((?:sessionId, )?"([a-z/]+)"/g)].map((m) => m[1]!);
+    expect(called.length).toBeGreaterThanOrEqual(9);
+    for (const method of called) expect(client, method).toContain(method);
+    const mapper = await source("mapper.ts");
+    const [notes, serverPart] = mapper.split("export function mapServerRequest");
+    const handled = [...notes!.matchAll(/case "([a-zA-Z/]+)":/g)].map((m) => m[1]!).filter((m) => m.includes("/") || m === "error" || m === "warning");
+    for (const method of handled) expect(notifications, method).toContain(method);
+    for (const method of [...serverPart!.matchAll(/case "([a-zA-Z/]+)":/g)].map((m) => m[1]!)) expect(requests, method).toContain(method);
+  });
+
+  it("every capability the record declares true is exercised by a real-binary test", async () => {
+    const tests = await readFile(join(import.meta.dirname, "codex.test.ts"), "utf8");
+    // Each true flag, and the test (by title) that exercises it.
+    const exercisedBy: Record<string, string> = {
+      "sessions.supportsMultipleProviderThreadsPerSession": "forks natively",
+      "sessions.supportsModelSwitchInSession": "switches model in the session",
+      "sessions.supportsProviderSwitchingViaHandoff": "takes a handoff from another provider",
+      "threads.canCreateEmptyThread": "runs a text turn",
+      "threads.canReadThreadSnapshot": "rolls back natively",
+      "threads.canRollbackThread": "rolls back natively",
+      "threads.canForkThread": "forks natively",
+      "threads.canForkFromTurn": "forks natively",
+      "threads.exposesNativeThreadId": "resumes the thread in a new host process",
+      "turns.exposesNativeTurnId": "interrupts mid-stream",
+      "turns.emitsTurnStarted": "runs a text turn",
+      "turns.emitsTurnCompleted": "runs a text turn",
+      "turns.supportsInterrupt": "interrupts mid-stream",
+      "turns.supportsActiveSteering": "steers natively",
+      "streaming.streamsAssistantText": "interrupts mid-stream",
+      "streaming.streamsReasoning": "runs a text turn",
+      "streaming.emitsMessageCompleted": "runs a text turn",
+      "tools.exposesToolItemIds": "asks before a command",
+      "tools.emitsToolStarted": "asks before a command",
+      "tools.emitsToolCompleted": "asks before a command",
+      "tools.emitsToolOutput": "asks before a command",
+      "approvals.supportsCommandApproval": "asks before a command",
+      "approvals.supportsFileChangeApproval": "asks before a file change",
+      "approvals.approvalsHaveNativeRequestIds": "asks before a command",
+      "approvals.approvalCallbacksAreLiveOnly": "SIGKILL of the Codex host",
+      "context.acceptsSyntheticUserContext": "takes a handoff from another provider",
+      "context.canConsumeHandoffSummaries": "takes a handoff from another provider",
+      "context.supportsDeltaHandoff": "then a delta when it comes back",
+      "context.supportsFullThreadHandoff": "takes a handoff from another provider",
+      "checkpointing.appCanCheckpointFilesystem": "files return to the checkpoint",
+      "checkpointing.providerCanRollbackConversation": "rolls back natively",
+      "checkpointing.providerCanReadConversationSnapshot": "rolls back natively",
+    };
+    const record = codexCapabilities("0.171.0") as unknown as Record<string, Record<string, unknown>>;
+    const declared = Object.entries(record).flatMap(([group, fields]) =>
+      typeof fields === "object" ? Object.entries(fields).filter(([, v]) => v === true).map(([f]) => `${group}.${f}`) : [],
+    );
+    expect(declared.filter((flag) => !exercisedBy[flag])).toEqual([]);
+    for (const [flag, title] of Object.entries(exercisedBy)) expect(tests, `${flag} -> "${title}"`).toContain(title);
+  });
+
+  it("a missing binary fails loudly with host_unavailable", async () => {
+    const { rt, cleanup } = await openFaultRuntime({ codex: createCodexAdapter({ binary: "/nonexistent/codex" }) });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "codex" });
+      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "hi" })).runId);
+      expect(run.status).toBe("failed");
+      expect(run.failure?.failureClass).toBe("host_unavailable");
+    } finally {
+      await cleanup();
+    }
+  });
+});
