@@ -1,0 +1,92 @@
+/**
+ * The Codex scenarios of the closing note measured twice on this machine: driving
+ * `codex app-server` on the bare protocol (spawn, initialize, thread/start, turn/start, wait
+ * for turn/completed; turn/interrupt) and through Tiller, both against the model simulator.
+ * Run: `npx tsx bench/codexBare.ts`. Prints medians of 5; never part of the tests.
+ */
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { installedCodexBinary, writeSimulatorCodexHome } from "../src/adapters/codex/config.js";
+import { startModelSimulator } from "../src/simulator/index.js";
+import { codexWorld, until } from "../test/codex/harness.js";
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function bare(): Promise<{ start: number; text: number; interrupt: number }> {
+  const sim = await startModelSimulator();
+  const root = await mkdtemp(join(tmpdir(), "codex-bare-"));
+  await mkdir(join(root, "home"));
+  await writeSimulatorCodexHome(join(root, "codex-home"), sim.url);
+  const t0 = performance.now();
+  const child = spawn(installedCodexBinary()!, ["app-server"], { env: { PATH: process.env.PATH!, HOME: join(root, "home"), CODEX_HOME: join(root, "codex-home"), SIMULATOR_API_KEY: "x" }, stdio: ["pipe", "pipe", "ignore"] });
+  const waiting = new Map<number, (v: any) => void>();
+  const notes: Array<(m: any) => void> = [];
+  createInterface({ input: child.stdout! }).on("line", (line) => {
+    const m = JSON.parse(line);
+    if (m.id !== undefined && !m.method) waiting.get(m.id)?.(m.result);
+    else notes.forEach((n) => n(m));
+  });
+  let id = 0;
+  const call = (method: string, params: unknown) => new Promise<any>((res) => { waiting.set(++id, res); child.stdin!.write(`${JSON.stringify({ id, method, params })}\n`); });
+  const completed = () => new Promise<void>((res) => notes.push((m) => m.method === "turn/completed" && res()));
+  await call("initialize", { clientInfo: { name: "bare", title: null, version: "0" }, capabilities: null });
+  child.stdin!.write(`${JSON.stringify({ method: "initialized" })}\n`);
+  const { thread } = await call("thread/start", { cwd: root });
+  const turn = async (text: string) => {
+    const done = completed();
+    await call("turn/start", { threadId: thread.id, input: [{ type: "text", text, text_elements: [] }] });
+    await done;
+  };
+  sim.push({ text: "warm" }, { text: "hi" });
+  await turn("warm up");
+  const start = performance.now() - t0; // spawn -> first turn completed, as for Tiller
+  const t1 = performance.now();
+  await turn("say hi");
+  const text = performance.now() - t1;
+  sim.push({ hang: true, text: "long" });
+  notes.length = 0;
+  const streaming = new Promise<void>((res) => notes.push((m) => m.method === "item/agentMessage/delta" && res()));
+  const ended = completed();
+  const started = await call("turn/start", { threadId: thread.id, input: [{ type: "text", text: "long", text_elements: [] }] });
+  await streaming;
+  const t2 = performance.now();
+  await call("turn/interrupt", { threadId: thread.id, turnId: started.turn.id });
+  await ended;
+  const interrupt = performance.now() - t2;
+  child.kill("SIGKILL");
+  await sim.close();
+  await rm(root, { recursive: true, force: true });
+  return { start, text, interrupt };
+}
+
+async function tiller(): Promise<{ start: number; text: number; interrupt: number }> {
+  const w = await codexWorld();
+  try {
+    const { threadId } = await w.rt.createThread({ providerTarget: "codex", cwd: w.workspace });
+    w.sim.push({ text: "warm" }, { text: "hi" }, { hang: true, text: "long" });
+    const t0 = performance.now();
+    await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "warm up" })).runId);
+    const start = performance.now() - t0; // host start + first turn (Tiller starts the host lazily)
+    const t1 = performance.now();
+    await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "say hi" })).runId);
+    const text = performance.now() - t1;
+    const { runId } = await w.rt.sendMessage({ threadId, text: "long" });
+    await until("streaming", () => w.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    const t2 = performance.now();
+    await w.rt.interrupt({ runId });
+    await w.rt.waitForRun(runId);
+    return { start, text, interrupt: performance.now() - t2 };
+  } finally {
+    await w.cleanup();
+  }
+}
+
+for (const [name, fn] of [["bare protocol", bare], ["through Tiller", tiller]] as const) {
+  const runs: Array<{ start: number; text: number; interrupt: number }> = [];
+  for (let i = 0; i < 5; i++) runs.push(await fn());
+  const m = (k: "start" | "text" | "interrupt") => median(runs.map((r) => r[k])).toFixed(0);
+  console.log(`${name.padEnd(16)} host start + first turn ${m("start")} ms, warm text turn ${m("text")} ms, interrupt -> terminal ${m("interrupt")} ms`);
+}
