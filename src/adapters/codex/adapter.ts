@@ -8,7 +8,7 @@ import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, ProviderThre
 import { EventQueue } from "../eventQueue.js";
 import { codexCapabilities, codexVersion } from "./capabilities.js";
 import { resolveCodexBinary } from "./config.js";
-import { mapNotification, mapServerRequest, nativeDecision } from "./mapper.js";
+import { mapNotification, mapServerRequest, nativeResponse } from "./mapper.js";
 import { CodexChannel } from "./transport.js";
 
 /**
@@ -54,7 +54,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   /** Which session opened each native thread (events are routed by thread id). */
   const threadSessions = new Map<string, string>();
   /** Approvals waiting for an answer, by their native request id. */
-  const pending = new Map<string, { channel: CodexChannel; id: number }>();
+  const pending = new Map<string, { channel: CodexChannel; id: number; method: string }>();
   /** File changes by item id: a file-change approval names only the item. */
   const fileChanges = new Map<string, { path: string; diff: string }>();
   let hosts: HostRegistry | null = null;
@@ -92,7 +92,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
         emit(channel, { type: "warning", ...(at.threadId ? { threadRef: at.threadId } : {}), message: `codex request ${method} is not supported by this adapter; declined` });
         return;
       }
-      pending.set(opened.requestRef!, { channel, id });
+      pending.set(opened.requestRef!, { channel, id, method });
       emit(channel, opened);
     });
     const init = (await channel.call("initialize", { clientInfo: { name: "tiller", title: null, version: "0.1.0" }, capabilities: null })) as { userAgent?: string };
@@ -186,8 +186,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     async respondToRequest({ request, response }) {
       const waiting = request.requestRef ? pending.get(request.requestRef) : undefined;
       if (!waiting) throw new HostUnavailableError(`codex request ${request.requestRef ?? "?"} is no longer pending`);
-      const decision = response.kind === "decision" ? nativeDecision(response.decision) : "decline";
-      waiting.channel.respond(waiting.id, { decision });
+      waiting.channel.respond(waiting.id, nativeResponse(waiting.method, response));
     },
     async readThreadSnapshot({ sessionId, thread }) {
       const turns = await readTurns(sessionId, thread);

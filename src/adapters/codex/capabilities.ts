@@ -60,6 +60,7 @@ export function codexCapabilities(version: string): ProviderCapabilities {
       approvalCallbacksAreLiveOnly: true,
       approvalsCanOriginateFromSubagents: false,
     },
+    // request_user_input answers "unavailable in Default mode" (only collaboration modes ask): not declared.
     planning: { emitsPlanUpdated: false, emitsTodoList: false, emitsProposedPlan: false, supportsStructuredQuestions: false, planDeltasHaveItemIds: false },
     subagents: { supportsSubagents: false, exposesSubagentThreadIds: false, emitsSubagentLifecycle: false, canWaitForSubagents: false, canCloseSubagents: false, canForkSubagentThread: false },
     context: {

@@ -133,10 +133,31 @@ export function mapServerRequest(method: string, raw: unknown, id: number, fileC
       request = { kind: "file_change", path: change?.path ?? "(unknown path)", ...(change?.diff ? { diff: change.diff } : {}) };
       break;
     }
+    case "item/tool/requestUserInput": {
+      const native = Array.isArray(params.questions) ? (params.questions as Array<Record<string, unknown>>) : [];
+      const questions = native.map((q) => ({
+        id: str(q.id) ?? "question",
+        question: str(q.question) ?? "",
+        ...(str(q.header) ? { header: str(q.header)! } : {}),
+        ...(Array.isArray(q.options) ? { options: (q.options as Array<{ label?: string; description?: string }>).map((o) => ({ label: o.label ?? "", ...(o.description ? { description: o.description } : {}) })) } : {}),
+      }));
+      if (questions.length === 0) return null;
+      request = { kind: "user_input", questions };
+      break;
+    }
     default:
       return null;
   }
   return { type: "request.opened", ...at, requestRef: String(id), ...(itemRef ? { itemRef } : {}), request };
+}
+
+/** A Tiller answer in Codex's words: decisions for approvals, `{ answers: { id: { answers } } }` for questions. */
+export function nativeResponse(method: string, response: { kind: "decision"; decision: "accept" | "accept_for_session" | "decline" | "cancel" } | { kind: "answers"; answers: Record<string, string | string[]> }): unknown {
+  if (method === "item/tool/requestUserInput") {
+    const answers = response.kind === "answers" ? response.answers : {};
+    return { answers: Object.fromEntries(Object.entries(answers).map(([id, a]) => [id, { answers: Array.isArray(a) ? a : [a] }])) };
+  }
+  return { decision: response.kind === "decision" ? nativeDecision(response.decision) : "decline" };
 }
 
 /** A Tiller decision in Codex's words. */
