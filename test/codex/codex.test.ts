@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
 import { alive } from "../faults/helpers.js";
-import { codexWorld, until, type CodexWorld } from "./harness.js";
+import { codexWorld, patch, sawInNextRequest, shell, until, type CodexWorld } from "./harness.js";
 
 /**
  * The real Codex binary under Tiller, offline: every scenario drives `codex app-server`
@@ -19,9 +19,6 @@ afterEach(async () => {
 });
 
 const report = (name: string, ms: number) => console.info(`codex timing: ${name}: ${ms.toFixed(0)} ms`);
-const shell = (cmd: string) => ({ tools: [{ name: "exec_command", args: { cmd, sandbox_permissions: "require_escalated", justification: "needed for the test" } }] });
-const patch = (file: string, line: string) => ({ tools: [{ name: "apply_patch", custom: true as const, input: `*** Begin Patch\n*** Add File: ${file}\n+${line}\n*** End Patch\n` }] });
-const sawInNextRequest = (needle: string) => (req: { body: unknown }) => ({ text: JSON.stringify(req.body).includes(needle) ? `saw ${needle}` : `missing ${needle}` });
 
 async function thread(w: CodexWorld): Promise<string> {
   return (await w.rt.createThread({ providerTarget: "codex", cwd: w.workspace })).threadId;

@@ -73,3 +73,9 @@ export async function until(what: string, condition: () => boolean, limitMs = 20
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/** Model replies shared by the real-binary and replay scenarios. */
+export const shell = (cmd: string) => ({ tools: [{ name: "exec_command", args: { cmd, sandbox_permissions: "require_escalated", justification: "needed for the test" } }] });
+export const patch = (file: string, line: string) => ({ tools: [{ name: "apply_patch", custom: true as const, input: `*** Begin Patch\n*** Add File: ${file}\n+${line}\n*** End Patch\n` }] });
+/** A reply computed from the request: says whether `needle` reached the model. */
+export const sawInNextRequest = (needle: string) => (req: { body: unknown }) => ({ text: JSON.stringify(req.body).includes(needle) ? `saw ${needle}` : `missing ${needle}` });

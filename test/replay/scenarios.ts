@@ -2,6 +2,7 @@ import { expect } from "vitest";
 import type { RuntimeOptions } from "../../src/runtime/options.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import type { Reply } from "../../src/simulator/index.js";
+import { patch, sawInNextRequest, shell, until } from "../codex/harness.js";
 
 /**
  * Codex scenarios that run both against the real binary (recording a transcript with
@@ -26,20 +27,7 @@ export interface Scenario {
   run(world: ScenarioWorld): Promise<void>;
 }
 
-const shell = (cmd: string): Reply => ({ tools: [{ name: "exec_command", args: { cmd, sandbox_permissions: "require_escalated", justification: "needed for the test" } }] });
-const patch = (file: string, line: string): Reply => ({ tools: [{ name: "apply_patch", custom: true as const, input: `*** Begin Patch\n*** Add File: ${file}\n+${line}\n*** End Patch\n` }] });
-const sawInNextRequest =
-  (needle: string): Reply =>
-  (req) => ({ text: JSON.stringify(req.body).includes(needle) ? `saw ${needle}` : `missing ${needle}` });
-
-/** Polls the read models until `condition` holds (scenarios wait on state, never on time). */
-export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+export { until };
 
 async function thread(w: ScenarioWorld): Promise<string> {
   w.threadId = (await w.rt.createThread({ providerTarget: "codex", cwd: w.workspace })).threadId;
