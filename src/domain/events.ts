@@ -158,6 +158,11 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     messageId: id,
     text: z.string(),
     via: z.enum(["native", "interrupt_restart"]),
+    /**
+     * The log head when the steer was sent. It is recorded once the provider took it, which
+     * can be after the provider already answered it: the transcript places it at `sentAfterSeq`.
+     */
+    sentAfterSeq: z.number().int().nonnegative().optional(),
   }),
   /** A degradation policy fired: which capability was missing and what the runtime did. */
   z.strictObject({

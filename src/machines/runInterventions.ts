@@ -62,8 +62,8 @@ export const runInterventions = runBase.extend({
     recordSteerDelivered: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "STEER_DELIVERED") return;
       const { threadId, runId } = context;
-      const { attemptId, messageId, text } = event;
-      enqueue.emit(record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "native" }));
+      const { attemptId, messageId, text, sentAfterSeq } = event;
+      enqueue.emit(record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "native", sentAfterSeq }));
     }),
     recordSteerFailure: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "STEER_FAILED") return;

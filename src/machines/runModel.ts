@@ -62,7 +62,7 @@ export type RunEvent =
   | { type: "INTERRUPT_ACKED"; attemptId: string }
   | { type: "INTERRUPT_FAILED"; attemptId: string; message: string }
   | { type: "STEER"; text: string; messageId: string }
-  | { type: "STEER_DELIVERED"; attemptId: string; text: string; messageId: string }
+  | { type: "STEER_DELIVERED"; attemptId: string; text: string; messageId: string; sentAfterSeq: number }
   | { type: "STEER_FAILED"; attemptId: string; message: string }
   /** The session the turn runs in announced its capability record: guards read it from now on. */
   | { type: "SESSION_BOUND"; capabilities: ProviderCapabilities }

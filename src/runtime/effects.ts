@@ -140,18 +140,19 @@ export class Effects {
   /** Native steer; recorded as applied only once the provider took it. */
   async #steerTurn(effect: Extract<Effect, { type: "steerTurn" }>): Promise<void> {
     const { runId, attemptId, text, messageId } = effect;
+    const sentAfterSeq = this.rt.views.head;
     const result = await this.#provider(runId, attemptId, (t, a) => {
       if (!t.adapter.steerRun) throw new Error(`${t.id} has no native steer`);
       return t.adapter.steerRun({ ...a, text });
     });
-    const event = result === true ? { type: "STEER_DELIVERED" as const, attemptId, text, messageId } : { type: "STEER_FAILED" as const, attemptId, message: result };
+    const event = result === true ? { type: "STEER_DELIVERED" as const, attemptId, text, messageId, sentAfterSeq } : { type: "STEER_FAILED" as const, attemptId, message: result };
     const { rt } = this;
     rt.act(() => {
       const run = rt.actors.runs.get(runId);
       if (run) return run.send(event);
       // Acknowledged after the run ended: the provider took it, so the transcript must show it.
       const view = rt.views.runs.get(runId);
-      if (view && result === true) rt.commit({ type: "steer.applied", threadId: view.threadId, runId, attemptId, messageId, text, via: "native" });
+      if (view && result === true) rt.commit({ type: "steer.applied", threadId: view.threadId, runId, attemptId, messageId, text, via: "native", sentAfterSeq });
     });
   }
 

@@ -215,9 +215,16 @@ export class Projections {
       case "interrupt.requested":
         if (run) this.#addItem(run, { id: `int_${seq}`, kind: "interrupt_request", status: "complete", attemptId: event.attemptId, parentId: null, seq, detail: { via: event.via } });
         return;
-      case "steer.applied":
-        if (run) this.#addItem(run, { id: event.messageId, kind: "user_message", status: "complete", attemptId: event.attemptId, parentId: null, seq, text: event.text, intent: "steer", detail: { via: event.via } });
+      case "steer.applied": {
+        if (!run) return;
+        const item: TurnItem = { id: event.messageId, kind: "user_message", status: "complete", attemptId: event.attemptId, parentId: null, seq, text: event.text, intent: "steer", detail: { via: event.via } };
+        // Where the user steered, not where the provider's acknowledgement landed.
+        const at = event.sentAfterSeq === undefined ? -1 : run.items.findIndex((i) => i.seq > event.sentAfterSeq!);
+        if (at < 0) return this.#addItem(run, item);
+        run.items.splice(at, 0, item);
+        this.#items.set(item.id, item);
         return;
+      }
       case "policy.applied": {
         const target = event.runId ? this.runs.get(event.runId) : undefined;
         const { policy, capability, outcome, detail } = event;
