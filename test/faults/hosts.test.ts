@@ -112,6 +112,31 @@ describe("host death mid-turn", () => {
   });
 });
 
+describe("hung host", () => {
+  it("a host that stops answering mid-turn is declared lost by the liveness probe: the run fails, the host is killed", async () => {
+    const adapter = hosted({ heartbeat: { intervalMs: 100, timeoutMs: 300 }, stopGraceMs: 200, policy: { backoffMs: [10] } });
+    const { rt, cleanup } = await openFaultRuntime({ s: adapter });
+    let pid: number | undefined;
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s" });
+      const { runId } = await rt.sendMessage({ threadId, text: "[gate] wait" });
+      await until("the run to run", () => rt.views.runs.get(runId)!.status === "running");
+      [pid] = pidsOf(adapter, rt);
+      const t0 = performance.now();
+      process.kill(pid!, "SIGSTOP");
+      const run = await rt.waitForRun(runId);
+      report("hung host (SIGSTOP; probe every 100 ms, 300 ms to answer) -> run failed", performance.now() - t0);
+      expect(run.status).toBe("failed");
+      expect(run.failure?.message).toMatch(/unresponsive/);
+      await until("the hung host to be killed", () => !alive(pid!));
+      expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "again" })).runId)).status).toBe("completed");
+    } finally {
+      killIfAlive(pid);
+      await cleanup();
+    }
+  });
+});
+
 describe("startup timeout and restart budget", () => {
   it("a host that never becomes ready fails the run with host_unavailable, and is killed", async () => {
     const adapter = hosted({ neverReady: true, policy: { startupTimeoutMs: 500, restartBudget: 0 } });

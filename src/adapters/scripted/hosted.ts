@@ -32,6 +32,8 @@ export interface ScriptedHostOptions {
   policy?: Partial<SupervisorPolicy>;
   reconnect?: ReconnectPolicy;
   stopGraceMs?: number;
+  /** Liveness probe of the host (see HostSpec.heartbeat). */
+  heartbeat?: { intervalMs?: number; timeoutMs?: number };
   /** Test behaviours of the host process. */
   neverReady?: boolean;
   lingerMs?: number;
@@ -145,6 +147,7 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     connect,
     ...(options.policy ? { policy: options.policy } : {}),
     ...(options.stopGraceMs !== undefined ? { stopGraceMs: options.stopGraceMs } : {}),
+    ...(options.heartbeat ? { heartbeat: options.heartbeat } : {}),
     secrets: [token],
   };
 

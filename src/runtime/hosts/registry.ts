@@ -26,6 +26,8 @@ export interface HostSpec {
   stopGraceMs?: number;
   /** Values to mask in diagnostics (tokens handed to the host). */
   secrets?: string[];
+  /** Liveness probe of a ready host (default every 15 s, 10 s to answer; `intervalMs: 0` turns it off). */
+  heartbeat?: { intervalMs?: number; timeoutMs?: number };
 }
 
 export interface HostLease {
@@ -177,9 +179,39 @@ export class HostRegistry {
       channel.onFailed((error) => {
         if (live.alive && entry.actor.getSnapshot().status === "active") entry.actor.send({ type: "LOST", generation, reason: `host unreachable: ${error.message}` });
       });
+      this.#watch(entry, generation, live);
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * A host that is alive but answers nothing would leave its runs running forever: probe it.
+   * Any reply counts (an unknown-method error too); no reply in time makes the host lost,
+   * which stops it and fails its sessions' runs.
+   */
+  #watch(entry: Entry, generation: number, live: LiveProcess): void {
+    const intervalMs = entry.spec.heartbeat?.intervalMs ?? 15_000;
+    const timeoutMs = entry.spec.heartbeat?.timeoutMs ?? 10_000;
+    if (intervalMs <= 0) return;
+    let probing = false;
+    const timer = setInterval(() => {
+      if (!live.alive || !live.channel || live.channel.failed || this.#closed) return void clearInterval(timer);
+      if (probing) return;
+      probing = true;
+      live.channel
+        .call("$/tiller/ping", {}, { bypassGate: true, timeoutMs })
+        .catch((error: unknown) => {
+          const silent = error instanceof HostUnavailableError && /did not answer/.test(error.message);
+          if (silent && live.alive && entry.actor.getSnapshot().status === "active") {
+            clearInterval(timer);
+            entry.actor.send({ type: "LOST", generation, reason: `host unresponsive: no answer to a liveness probe within ${timeoutMs} ms` });
+          }
+        })
+        .finally(() => (probing = false));
+    }, intervalMs);
+    timer.unref();
+    void live.exited.then(() => clearInterval(timer));
   }
 
   /** Record writes in flight: `close()` waits for them before the directory is unlocked. */
