@@ -163,14 +163,13 @@ export interface ReconnectPolicy {
 /**
  * JSON-RPC over a loopback WebSocket that reconnects a bounded number of times: on a drop
  * it closes the gate and calls `onReconnected` after a successful attempt (the adapter
- * re-reads the host's state, then opens the gate), or `onExhausted` when every attempt failed.
+ * re-reads the host's state, then opens the gate); when every attempt failed the channel
+ * fails for good (its `onFailed` listeners hear it).
  */
 export class WebSocketChannel extends RpcChannel {
   #socket: WebSocket | null = null;
   #closed = false;
   onReconnected: () => Promise<void> = async () => this.openGate();
-  onExhausted: (error: Error) => void = () => undefined;
-  onFirstMessage: ((message: string) => void) | null = null;
 
   constructor(
     private readonly url: string,
@@ -236,7 +235,6 @@ export class WebSocketChannel extends RpcChannel {
     if (this.#closed || this.failed) return;
     const error = new HostUnavailableError(`host connection lost; ${this.policy.attempts} reconnect attempts failed`);
     this.fail(error);
-    this.onExhausted(error);
   }
 
   #discard(socket: WebSocket): void {

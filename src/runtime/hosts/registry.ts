@@ -39,8 +39,6 @@ export interface HostLease {
   release(): void;
   /** Called once if this generation dies or is declared unreachable, with a report. */
   onLost(listener: (report: string) => void): void;
-  /** The holder found the host unreachable (reconnects exhausted): it is stopped and reported lost. */
-  reportUnreachable(reason: string): void;
 }
 
 export const DEFAULT_HOST_POLICY: SupervisorPolicy = {
@@ -265,7 +263,6 @@ export class HostRegistry {
         entry.actor.send({ type: "RELEASE", generation });
       },
       onLost: (listener) => void live.lost.add(listener),
-      reportUnreachable: (reason) => entry.actor.send({ type: "LOST", generation, reason }),
     };
   }
 
