@@ -1,5 +1,7 @@
+import { createHash } from "node:crypto";
 import type { ProviderCapabilities } from "../../capabilities/index.js";
-import { HostUnavailableError, isTillerError, ResumeFailedError } from "../../domain/errors.js";
+import { HostUnavailableError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
+import { INVALID_REQUEST } from "../../runtime/hosts/jsonRpc.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import type { HostLease, HostRegistry, HostSpec } from "../../runtime/hosts/registry.js";
@@ -37,6 +39,8 @@ const SANDBOX: Record<SandboxPolicy, string> = { "read-only": "read-only", "work
 
 interface Conn {
   capabilities: ProviderCapabilities;
+  /** Prefixes this app-server's request ids (they restart at 0 in every process). */
+  serial: number;
 }
 
 interface Session {
@@ -53,8 +57,11 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   const conns = new WeakMap<object, Conn>();
   /** Which session opened each native thread (events are routed by thread id). */
   const threadSessions = new Map<string, string>();
-  /** Approvals waiting for an answer, by their native request id. */
+  /** Approvals waiting for an answer, by `<app-server serial>:<native request id>`. */
   const pending = new Map<string, { channel: CodexChannel; id: number; method: string }>();
+  /** Threads of stopped sessions: their late events belong to no session. */
+  const retired = new Set<string>();
+  let serials = 0;
   /** File changes by item id: a file-change approval names only the item. */
   const fileChanges = new Map<string, { path: string; diff: string }>();
   let hosts: HostRegistry | null = null;
@@ -62,9 +69,11 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
 
   const sessionFor = (channel: CodexChannel, threadRef: string | undefined): string | undefined => {
     const owner = threadRef ? threadSessions.get(threadRef) : undefined;
-    if (owner && sessions.has(owner)) return owner;
-    for (const [id, s] of sessions) if (s.lease.channel === channel) return id;
-    return undefined;
+    if (owner) return sessions.has(owner) ? owner : undefined;
+    if (threadRef && retired.has(threadRef)) return undefined;
+    // A thread nobody opened (a subagent's): the session on this app-server, when there is just one.
+    const candidates = [...sessions].filter(([, s]) => s.lease.channel === channel).map(([id]) => id);
+    return candidates.length === 1 ? candidates[0] : undefined;
   };
   const emit = (channel: CodexChannel, event: ProviderEvent) => {
     const sessionId = sessionFor(channel, "threadRef" in event ? event.threadRef : undefined);
@@ -74,8 +83,13 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   const connect = async (host: SpawnedHost, ring: FrameRing): Promise<CodexChannel> => {
     const channel = new CodexChannel(host.child, ring);
     channel.tap = options.tap ?? null;
+    const serial = ++serials;
+    channel.onFailed(() => {
+      for (const [ref, entry] of pending) if (entry.channel === channel) pending.delete(ref);
+    });
     channel.onNotification((method, params) => {
-      for (const event of mapNotification(method, params)) {
+      for (const mapped of mapNotification(method, params)) {
+        const event = mapped.type === "request.resolved" && mapped.requestRef ? { ...mapped, requestRef: `${serial}:${mapped.requestRef}` } : mapped;
         if (event.type === "item.started" && event.kind === "file_change" && event.itemRef) {
           fileChanges.set(event.itemRef, { path: event.detail?.path ?? "", diff: event.detail?.diff ?? "" });
         }
@@ -84,10 +98,11 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       }
     });
     channel.onRequest((method, params, id) => {
-      const opened = mapServerRequest(method, params, id, fileChanges);
+      const native = mapServerRequest(method, params, id, fileChanges);
+      const opened = native && { ...native, requestRef: `${serial}:${id}` };
       if (!opened) {
-        // Not projected: declined at once so the turn is never stuck on it; said in the log.
-        channel.respond(id, { decision: "decline" });
+        // Not projected: refused at once so the turn is never stuck on it; said in the log.
+        channel.respondError(id, `${method} is not supported by this client`);
         const at = (params ?? {}) as { threadId?: string };
         emit(channel, { type: "warning", ...(at.threadId ? { threadRef: at.threadId } : {}), message: `codex request ${method} is not supported by this adapter; declined` });
         return;
@@ -98,20 +113,22 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     const init = (await channel.call("initialize", { clientInfo: { name: "tiller", title: null, version: "0.1.0" }, capabilities: null })) as { userAgent?: string };
     const capabilities = codexCapabilities(codexVersion(init.userAgent ?? ""));
     channel.notify("initialized");
-    conns.set(channel, { capabilities });
+    conns.set(channel, { capabilities, serial });
     declared ??= capabilities;
     return channel;
   };
 
+  // The user's environment (locale, TMPDIR, proxies), with the provider home and extra variables on top.
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    ...(options.home ? { HOME: options.home } : process.env.HOME ? { HOME: process.env.HOME } : {}),
+    ...(process.env as Record<string, string>),
+    ...(options.home ? { HOME: options.home } : {}),
     ...(options.codexHome ? { CODEX_HOME: options.codexHome } : {}),
     ...options.env,
   };
   const spec: HostSpec = {
     target: "codex",
-    identity: { executable: binary, config: { codexHome: options.codexHome ?? null, home: options.home ?? null }, credentials: JSON.stringify(options.env ?? {}) },
+    // Credentials only as a digest: the spec is reachable from the adapter.
+    identity: { executable: binary, config: { codexHome: options.codexHome ?? null, home: options.home ?? null }, credentials: digest(JSON.stringify(options.env ?? {})) },
     spawn: { command: binary, args: ["app-server"], env },
     connect,
     ...(options.policy ? { policy: options.policy } : {}),
@@ -151,7 +168,13 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       const s = sessions.get(sessionId);
       if (!s) return;
       sessions.delete(sessionId);
-      for (const [thread, owner] of threadSessions) if (owner === sessionId) threadSessions.delete(thread);
+      const owned = [...threadSessions].filter(([, owner]) => owner === sessionId).map(([thread]) => thread);
+      for (const thread of owned) {
+        threadSessions.delete(thread);
+        retired.add(thread);
+        // Best effort: the app-server stops sending this thread's events to us.
+        await (s.lease.channel as CodexChannel).call("thread/unsubscribe", { threadId: thread }, { timeoutMs: 2_000 }).catch(() => undefined);
+      }
       s.lease.release();
     },
     async ensureProviderThread({ sessionId, cwd, resume }) {
@@ -162,7 +185,8 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
         try {
           ({ thread } = await call<{ thread: { id: string } }>(sessionId, "thread/resume", { threadId: resume.cursor, excludeTurns: true, ...settings }));
         } catch (error) {
-          if (isTillerError(error) && error.code === "host_unavailable") throw error;
+          // Only a refusal (no rollout for that thread) means it cannot be resumed; anything else may pass.
+          if ((error as { rpcCode?: number }).rpcCode !== INVALID_REQUEST) throw error;
           throw new ResumeFailedError(`codex could not resume thread ${resume.cursor}: ${error instanceof Error ? error.message : String(error)}`, { cursor: resume.cursor });
         }
       } else {
@@ -178,9 +202,11 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       return { turnRef: turn.id };
     },
     async steerRun({ sessionId, thread, turnRef, text }) {
+      if (!turnRef) throw new ProviderError("codex steers a turn by its id, and this turn has none yet");
       await call(sessionId, "turn/steer", { threadId: thread.resumeCursor, expectedTurnId: turnRef, input: [textInput(text)] });
     },
     async interrupt({ sessionId, thread, turnRef }) {
+      if (!turnRef) throw new ProviderError("codex interrupts a turn by its id, and this turn has none yet");
       await call(sessionId, "turn/interrupt", { threadId: thread.resumeCursor, turnId: turnRef });
     },
     async respondToRequest({ request, response }) {
@@ -201,9 +227,11 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       };
     },
     async rollbackThread({ sessionId, thread, turns }) {
+      if (turns <= 0) return;
       const all = await readTurns(sessionId, thread);
       const first = all[all.length - turns];
-      if (turns <= 0 || !first) return;
+      // Never report a rollback that did not happen: the runtime then marks the thread divergent.
+      if (!first) throw new ProviderError(`codex thread ${thread.resumeCursor} has ${all.length} turns; cannot drop ${turns}`);
       await call(sessionId, "thread/revert", { threadId: thread.resumeCursor, beforeTurnId: first.id });
     },
     async forkThread({ sessionId, thread, afterTurnRef }) {
@@ -226,6 +254,10 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     return read.turns ?? [];
   }
   return adapter;
+}
+
+function digest(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
 }
 
 function itemsText(items: Array<Record<string, unknown>>, type: string): string {

@@ -51,12 +51,20 @@ export abstract class RpcChannel {
     this.#requestHandler = handler;
   }
 
+  /** Refuses a host request with a JSON-RPC error. */
+  respondError(id: number, message: string): void {
+    if (this.#failed) throw this.#failed;
+    this.#send(this.encode({ jsonrpc: "2.0", id, error: { code: -32601, message } } as RpcMessage));
+  }
+
   /** A notification to the host (no reply). */
   notify(method: string, params?: unknown): void {
     this.#send(this.encode({ jsonrpc: "2.0", method, ...(params === undefined ? {} : { params }) } as RpcMessage));
   }
 
+  /** Answers a host request; a dead host cannot be answered (never a silent write to a closed pipe). */
   respond(id: number, value: unknown): void {
+    if (this.#failed) throw this.#failed;
     this.#send(this.encode({ jsonrpc: "2.0", id, result: value ?? null } as RpcMessage));
   }
 

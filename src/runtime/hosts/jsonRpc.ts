@@ -33,10 +33,15 @@ export function errorResponse(id: number | null, error: unknown): RpcMessage {
 }
 
 /** The error a JSON-RPC error response stands for, typed when the host said which. */
-export function toError(error: { message: string; data?: unknown }): Error {
+export function toError(error: { code: number; message: string; data?: unknown }): Error & { rpcCode?: number } {
   const data = error.data as { tillerCode?: TillerErrorCode; details?: Record<string, unknown> } | undefined;
-  return data?.tillerCode ? new TillerError(data.tillerCode, error.message, data.details ?? {}) : new Error(error.message);
+  if (data?.tillerCode) return new TillerError(data.tillerCode, error.message, data.details ?? {});
+  // The JSON-RPC code stays with the error: callers tell "no such thing" from "try again".
+  return Object.assign(new Error(error.message), { rpcCode: error.code });
 }
+
+/** JSON-RPC "invalid request": the host understood and refused (no such thread...), not a transient failure. */
+export const INVALID_REQUEST = -32600;
 
 export function parseMessage(line: string): RpcMessage | null {
   try {

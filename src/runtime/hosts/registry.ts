@@ -16,7 +16,7 @@ import { FrameRing } from "./ring.js";
 
 export interface HostSpec {
   target: string;
-  /** What makes two hosts interchangeable; credentials are hashed here and never kept. */
+  /** What makes two hosts interchangeable; credentials enter the host key only as a hash. */
   identity: { executable: string; config: unknown; credentials?: string | null };
   spawn: SpawnSpec;
   /** Connects to a freshly spawned host and completes its handshake. */
