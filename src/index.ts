@@ -27,4 +27,5 @@ export type * from "./adapters/contract.js";
 export { ProviderEventSchema } from "./adapters/contract.js";
 export { createScriptedAdapter, type ScriptedAdapterOptions } from "./adapters/scripted/adapter.js";
 export { ScriptedBackend } from "./adapters/scripted/backend.js";
+export { createScriptedHostAdapter, type ScriptedHostAdapter, type ScriptedHostOptions } from "./adapters/scripted/hosted.js";
 export { keyedScript, echoScript, ScriptStepSchema, type ScriptStep, type ScriptSource } from "./adapters/scripted/script.js";
