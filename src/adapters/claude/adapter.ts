@@ -1,0 +1,143 @@
+import { createHash } from "node:crypto";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { HostUnavailableError } from "../../domain/errors.js";
+import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
+import { StdioChannel } from "../../runtime/hosts/channel.js";
+import type { SpawnedHost } from "../../runtime/hosts/process.js";
+import type { HostLease, HostRegistry, HostSpec } from "../../runtime/hosts/registry.js";
+import type { FrameRing } from "../../runtime/hosts/ring.js";
+import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
+import { EventQueue } from "../eventQueue.js";
+import { claudeCapabilities } from "./capabilities.js";
+
+/**
+ * Claude Code through the official Agent SDK, in a host process owned by the runtime's
+ * supervisor (`host/main.ts`): the sessions of a target share it; each provider thread is an
+ * SDK session with streaming input. The SDK ships the Claude Code binary; `executable`
+ * overrides it.
+ */
+
+export interface ClaudeAdapterOptions {
+  /** A Claude Code executable to drive instead of the one the SDK ships. */
+  executable?: string;
+  /** HOME and CLAUDE_CONFIG_DIR for Claude (tests give temporary ones). Omitted: the user's own. */
+  home?: string;
+  configDir?: string;
+  /** Extra environment (ANTHROPIC_BASE_URL, an API key...): hashed into the host key, never logged. */
+  env?: Record<string, string>;
+  policy?: Partial<SupervisorPolicy>;
+}
+
+export type ClaudeAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null };
+
+/** Claude's own opt-outs: no telemetry, no update checks, no traffic beyond the model API. */
+const QUIET = { DISABLE_TELEMETRY: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1" };
+
+function hostMain(): { script: string; execArgs: string[] } {
+  const built = fileURLToPath(new URL("./host/main.js", import.meta.url));
+  if (existsSync(built)) return { script: built, execArgs: [] };
+  return { script: fileURLToPath(new URL("./host/main.ts", import.meta.url)), execArgs: ["--import", "tsx"] };
+}
+
+export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeAdapter {
+  const caps = claudeCapabilities();
+  const queue = new EventQueue<ProviderAdapterEvent>();
+  const sessions = new Map<string, HostLease>();
+  let hosts: HostRegistry | null = null;
+  const claudeEnv: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    ...QUIET,
+    ...(options.home ? { HOME: options.home } : {}),
+    ...(options.configDir ? { CLAUDE_CONFIG_DIR: options.configDir } : {}),
+    ...options.env,
+  };
+  const { script, execArgs } = hostMain();
+
+  const connect = async (host: SpawnedHost, ring: FrameRing): Promise<StdioChannel> => {
+    const channel = new StdioChannel(host.child, ring);
+    const ready = new Promise<void>((resolve) => channel.onNotification((method) => method === "host.ready" && resolve()));
+    channel.onNotification((method, params) => {
+      if (method !== "event") return;
+      const { sessionId, event } = params as { sessionId: string; event: ProviderEvent };
+      if (sessions.has(sessionId)) queue.push({ sessionId, event });
+    });
+    await ready;
+    await channel.call("init", { env: claudeEnv, ...(options.executable ? { executable: options.executable } : {}) });
+    return channel;
+  };
+
+  const spec: HostSpec = {
+    target: "claude",
+    identity: { executable: options.executable ?? script, config: { home: options.home ?? null, configDir: options.configDir ?? null }, credentials: createHash("sha256").update(JSON.stringify(options.env ?? {})).digest("hex") },
+    spawn: { command: process.execPath, args: [...execArgs, script], env: process.env as Record<string, string> },
+    connect,
+    ...(options.policy ? { policy: options.policy } : {}),
+    secrets: Object.values(options.env ?? {}).filter((v) => v.length >= 8),
+  };
+
+  const lease = (sessionId: string): HostLease => {
+    const found = sessions.get(sessionId);
+    if (!found) throw new HostUnavailableError(`claude session ${sessionId} is not running`, { sessionId });
+    return found;
+  };
+  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> => (await lease(sessionId).channel.call(method, params)) as T;
+
+  const adapter: ClaudeAdapter = {
+    provider: "claude",
+    getCapabilities: () => caps,
+    bindHosts(registry, target) {
+      hosts = registry;
+      spec.target = target;
+    },
+    async startSession({ sessionId }) {
+      if (!hosts) throw new HostUnavailableError("the claude adapter runs only inside a runtime (no host registry)");
+      const held = await hosts.acquire(spec);
+      sessions.set(sessionId, held);
+      held.onLost((report) => {
+        if (sessions.get(sessionId) !== held) return;
+        sessions.delete(sessionId);
+        queue.push({ sessionId, event: { type: "session.state", state: "error", message: `claude host lost: ${report}` } });
+      });
+      return { sessionId, capabilities: caps, hostGeneration: held.generation };
+    },
+    async stopSession({ sessionId }) {
+      const held = sessions.get(sessionId);
+      if (!held) return;
+      await held.channel.call("closeThreads", { sessionId }, { timeoutMs: 2_000 }).catch(() => undefined);
+      sessions.delete(sessionId);
+      held.release();
+    },
+    async ensureProviderThread({ sessionId, cwd, resume }) {
+      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd, model: null, ...(resume ? { resume: resume.cursor } : {}) });
+      return { threadRef: cursor, resumeCursor: cursor };
+    },
+    async sendRun({ sessionId, thread, text, context }) {
+      const full = context ? `Context from earlier in this conversation (${context.kind}):\n${context.text}\n\n${text}` : text;
+      await call(sessionId, "send", { cursor: thread.resumeCursor, text: full });
+      return { turnRef: null };
+    },
+    async interrupt({ sessionId, thread }) {
+      await call(sessionId, "interrupt", { cursor: thread.resumeCursor });
+    },
+    async respondToRequest({ sessionId, request, response }) {
+      const allow = response.kind === "decision" && (response.decision === "accept" || response.decision === "accept_for_session");
+      await call(sessionId, "respond", { requestRef: request.requestRef, allow });
+    },
+    async rollbackThread({ sessionId, thread, turns }) {
+      await call(sessionId, "rollback", { cursor: thread.resumeCursor, turns });
+    },
+    async forkThread({ sessionId, thread }) {
+      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd: process.cwd(), model: null, fork: { from: thread.resumeCursor } });
+      return { threadRef: cursor, resumeCursor: cursor };
+    },
+    streamEvents: () => queue,
+    async close() {
+      for (const sessionId of [...sessions.keys()]) await adapter.stopSession({ sessionId });
+      queue.close();
+    },
+    hostSpec: spec,
+    hostPid: (sessionId) => sessions.get(sessionId)?.pid ?? null,
+  };
+  return adapter;
+}

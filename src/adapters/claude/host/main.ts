@@ -1,0 +1,166 @@
+/**
+ * The Claude host: one process per Claude target, run by the runtime's host supervisor. It
+ * drives the Claude Agent SDK (one SDK query, with streaming input, per provider thread) and
+ * speaks JSON-RPC over stdio with the runtime: requests in, `event` notifications out.
+ * Permission prompts (`canUseTool`) become runtime requests answered with `respond`.
+ */
+import { randomUUID } from "node:crypto";
+import { createInterface } from "node:readline";
+import { getSessionInfo, query, type Query, type SDKUserMessage } from "@anthropic-ai/claude-agent-sdk";
+import { errorResponse, notification, parseMessage, result } from "../../../runtime/hosts/jsonRpc.js";
+import { ResumeFailedError, ProviderError } from "../../../domain/errors.js";
+import { ClaudeThreadMapper, permissionPayload } from "../mapper.js";
+
+interface Init {
+  env: Record<string, string>;
+  executable?: string;
+}
+
+interface Thread {
+  cursor: string;
+  sessionId: string;
+  cwd: string;
+  model: string | null;
+  mapper: ClaudeThreadMapper;
+  query: Query;
+  push(text: string): void;
+}
+
+const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
+let init: Init | null = null;
+const threads = new Map<string, Thread>();
+const pending = new Map<string, (answer: { allow: boolean; message: string }) => void>();
+
+function emit(thread: Thread, event: unknown): void {
+  send(notification("event", { sessionId: thread.sessionId, event }));
+}
+
+function open(params: { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: { from: string; at?: string }; at?: string }): Thread {
+  if (!init) throw new ProviderError("claude host: init first");
+  const cursor = params.fork ? randomUUID() : (params.resume ?? randomUUID());
+  const inbox: SDKUserMessage[] = [];
+  let wake: (() => void) | null = null;
+  async function* input(): AsyncGenerator<SDKUserMessage> {
+    for (;;) {
+      while (inbox.length > 0) yield inbox.shift()!;
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+  }
+  const mapper = new ClaudeThreadMapper(cursor);
+  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper } as Thread;
+  const resumeOptions = params.fork
+    ? { resume: params.fork.from, forkSession: true, sessionId: cursor, ...(params.fork.at ? { resumeSessionAt: params.fork.at } : {}) }
+    : params.resume
+      ? { resume: params.resume, ...(params.at ? { resumeSessionAt: params.at } : {}) }
+      : { sessionId: cursor };
+  thread.query = query({
+    prompt: input(),
+    options: {
+      cwd: params.cwd,
+      env: init.env,
+      includePartialMessages: true,
+      permissionMode: "default",
+      ...(params.model ? { model: params.model } : {}),
+      ...(init.executable ? { pathToClaudeCodeExecutable: init.executable } : {}),
+      ...resumeOptions,
+      canUseTool: async (tool, toolInput, options) => {
+        const requestRef = options.toolUseID ?? randomUUID();
+        emit(thread, { type: "request.opened", threadRef: cursor, requestRef, itemRef: options.toolUseID, request: permissionPayload(tool, toolInput) });
+        const answer = await new Promise<{ allow: boolean; message: string }>((resolve) => {
+          pending.set(requestRef, resolve);
+          options.signal.addEventListener("abort", () => resolve({ allow: false, message: "interrupted" }), { once: true });
+        });
+        pending.delete(requestRef);
+        emit(thread, { type: "request.resolved", threadRef: cursor, requestRef, outcome: answer.allow ? "accept" : "decline" });
+        return answer.allow ? { behavior: "allow", updatedInput: toolInput } : { behavior: "deny", message: answer.message };
+      },
+    },
+  });
+  thread.push = (text) => {
+    inbox.push({ type: "user", session_id: "", message: { role: "user", content: [{ type: "text", text }] }, parent_tool_use_id: null } as SDKUserMessage);
+    wake?.();
+  };
+  void (async () => {
+    try {
+      for await (const message of thread.query) for (const event of mapper.map(message)) emit(thread, event);
+    } catch (error) {
+      // The SDK throws after an error result (an interrupt): the terminal was already mapped.
+      if (threads.get(cursor) === thread) emit(thread, { type: "warning", threadRef: cursor, message: `claude session ended: ${String(error)}` });
+    }
+  })();
+  threads.set(cursor, thread);
+  return thread;
+}
+
+function thread(cursor: string): Thread {
+  const found = threads.get(cursor);
+  if (!found) throw new ProviderError(`claude host: no open thread ${cursor}`);
+  return found;
+}
+
+async function handle(method: string, params: Record<string, unknown>): Promise<unknown> {
+  switch (method) {
+    case "init":
+      init = params as unknown as Init;
+      return null;
+    case "openThread": {
+      const p = params as { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: { from: string; at?: string } };
+      if (p.resume && !p.fork && threads.has(p.resume)) return { cursor: p.resume };
+      if (p.resume && !(await getSessionInfo(p.resume, { dir: p.cwd }))) throw new ResumeFailedError(`claude has no session ${p.resume}`, { cursor: p.resume });
+      // A fork lives where its parent does (the SDK stores sessions per working directory).
+      const cwd = p.fork ? (threads.get(p.fork.from)?.cwd ?? p.cwd) : p.cwd;
+      return { cursor: open({ ...p, cwd }).cursor };
+    }
+    case "send":
+      thread(String(params.cursor)).push(String(params.text));
+      return null;
+    case "interrupt": {
+      const t = thread(String(params.cursor));
+      t.mapper.interrupting = true;
+      await t.query.interrupt();
+      return null;
+    }
+    case "respond": {
+      const resolve = pending.get(String(params.requestRef));
+      if (!resolve) throw new ProviderError(`claude host: request ${String(params.requestRef)} is not pending`);
+      resolve({ allow: params.allow === true, message: String(params.message ?? "The user declined.") });
+      return null;
+    }
+    case "rollback": {
+      // Claude rolls back by resuming at an earlier message: the conversation continues from there.
+      const t = thread(String(params.cursor));
+      const turns = Number(params.turns);
+      const keep = t.mapper.turnEnds.length - turns;
+      if (turns <= 0) return null;
+      if (keep < 1) throw new ProviderError(`claude thread ${t.cursor}: cannot drop ${turns} of ${t.mapper.turnEnds.length} turns`);
+      const at = t.mapper.turnEnds[keep - 1]!;
+      t.query.close();
+      threads.delete(t.cursor);
+      const reopened = open({ sessionId: t.sessionId, cwd: t.cwd, model: t.model, resume: t.cursor, at });
+      reopened.mapper.turnEnds.push(...t.mapper.turnEnds.slice(0, keep));
+      return null;
+    }
+    case "closeThreads":
+      for (const t of [...threads.values()]) if (t.sessionId === params.sessionId) (t.query.close(), threads.delete(t.cursor));
+      return null;
+    default:
+      throw Object.assign(new Error(`unknown method ${method}`), { code: -32601 });
+  }
+}
+
+createInterface({ input: process.stdin }).on("line", (line) => {
+  const message = parseMessage(line);
+  if (!message || !("method" in message) || !("id" in message)) return;
+  handle(message.method, (message.params ?? {}) as Record<string, unknown>).then(
+    (value) => send(result(message.id as number, value)),
+    (error: unknown) => send(errorResponse(message.id as number, error)),
+  );
+}).on("close", () => {
+  for (const t of threads.values()) t.query.close();
+  process.exit(0);
+});
+process.on("SIGTERM", () => {
+  for (const t of threads.values()) t.query.close();
+  process.exit(0);
+});
+send(notification("host.ready", { pid: process.pid, protocol: 1 }));

@@ -1,0 +1,60 @@
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRuntime, sequentialIds, type RuntimeOptions } from "../../src/index.js";
+import { createClaudeAdapter, type ClaudeAdapter } from "../../src/adapters/claude/adapter.js";
+import { startModelSimulator, type ModelSimulator } from "../../src/simulator/index.js";
+import type { Runtime } from "../../src/runtime/runtime.js";
+
+/**
+ * Claude Code (the binary the pinned Agent SDK ships) against the model simulator's Messages
+ * dialect on 127.0.0.1, with a temporary HOME, Claude config directory and workspace, and the
+ * telemetry and non-essential-traffic opt-outs.
+ */
+export interface ClaudeWorld {
+  rt: Runtime;
+  sim: ModelSimulator;
+  adapter: ClaudeAdapter;
+  workspace: string;
+  reopen(): Promise<Runtime>;
+  cleanup(): Promise<void>;
+}
+
+export async function claudeWorld(runtime: Partial<RuntimeOptions> = {}): Promise<ClaudeWorld> {
+  const root = await mkdtemp(join(tmpdir(), "tiller-claude-"));
+  const sim = await startModelSimulator();
+  const home = join(root, "home");
+  const workspace = join(root, "workspace");
+  await Promise.all([mkdir(home, { recursive: true }), mkdir(workspace, { recursive: true })]);
+  const make = () => createClaudeAdapter({ home, configDir: join(home, ".claude"), env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "dummy-key" } });
+  const dataDir = join(root, "data");
+  const adapter = make();
+  let rt = await createRuntime({ dataDir, providers: { claude: adapter }, ids: sequentialIds(), ...runtime });
+  const world: ClaudeWorld = {
+    rt,
+    sim,
+    adapter,
+    workspace,
+    async reopen() {
+      await rt.close();
+      world.adapter = make();
+      rt = await createRuntime({ dataDir, providers: { claude: world.adapter }, ids: sequentialIds(), ...runtime });
+      world.rt = rt;
+      return rt;
+    },
+    async cleanup() {
+      await rt.close();
+      await sim.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+  return world;
+}
+
+export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
