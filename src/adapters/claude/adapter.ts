@@ -70,7 +70,8 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
   const spec: HostSpec = {
     target: "claude",
     identity: { executable: options.executable ?? script, config: { home: options.home ?? null, configDir: options.configDir ?? null }, credentials: createHash("sha256").update(JSON.stringify(options.env ?? {})).digest("hex") },
-    spawn: { command: process.execPath, args: [...execArgs, script], env: process.env as Record<string, string> },
+    // The host reads Claude's session store too (resume checks): it runs in Claude's environment.
+    spawn: { command: process.execPath, args: [...execArgs, script], env: claudeEnv },
     connect,
     ...(options.policy ? { policy: options.policy } : {}),
     secrets: Object.values(options.env ?? {}).filter((v) => v.length >= 8),

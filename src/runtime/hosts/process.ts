@@ -89,6 +89,15 @@ function signal(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
+/** SIGKILL to whatever is left of a process group (its leader already exited). */
+export function killGroup(pgid: number): void {
+  try {
+    process.kill(-pgid, "SIGKILL");
+  } catch {
+    // nobody left
+  }
+}
+
 /** Live (non-zombie) members of a process group, from /proc; just the leader where /proc is missing. */
 export function groupRunning(pgid: number): boolean {
   let entries: string[];

@@ -4,7 +4,7 @@ import { createActor, fromPromise, type Actor, type InspectionEvent } from "xsta
 import { HostUnavailableError } from "../../domain/errors.js";
 import { hostSupervisorMachine, type SupervisorEmitted, type SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { RpcChannel } from "./channel.js";
-import { spawnHost, stopProcessGroup, type SpawnedHost, type SpawnSpec } from "./process.js";
+import { killGroup, spawnHost, stopProcessGroup, type SpawnedHost, type SpawnSpec } from "./process.js";
 import { HostRecordStore, type HostRecord } from "./records.js";
 import { FrameRing } from "./ring.js";
 
@@ -153,6 +153,8 @@ export class HostRegistry {
     entry.processes.set(generation, live);
     void spawned.exited.then(({ code, signal }) => {
       live.alive = false;
+      // Whatever the host started (its agent CLI...) dies with it: nothing of a dead host keeps running.
+      killGroup(spawned.pid);
       // Exits of stopped processes are not reported as losses: forget them now.
       const snapshot = entry.actor.getSnapshot();
       if (!snapshot.matches("ready") || snapshot.context.generation !== generation) entry.processes.delete(generation);

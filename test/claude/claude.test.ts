@@ -1,0 +1,192 @@
+import { existsSync, readFileSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { alive } from "../faults/helpers.js";
+import { claudeWorld, until, type ClaudeWorld } from "./harness.js";
+
+/**
+ * The real Claude Code binary (shipped by the pinned Agent SDK) under Tiller, offline against
+ * the model simulator. Claude has no native steering and no turn ids, so these scenarios are
+ * also where the degradation transitions meet a real binary. Timings are printed, never asserted.
+ */
+
+let world: ClaudeWorld | null = null;
+afterEach(async () => {
+  await world?.cleanup();
+  world = null;
+});
+
+const report = (name: string, ms: number) => console.info(`claude timing: ${name}: ${ms.toFixed(0)} ms`);
+const bash = (command: string) => ({ tools: [{ name: "Bash", args: { command, description: "needed for the test" } }] });
+const saw = (needle: string) => (req: { body: unknown }) => ({ text: JSON.stringify(req.body).includes(needle) ? `saw ${needle}` : `missing ${needle}` });
+
+function procState(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").slice(0, 120);
+  } catch {
+    return "gone";
+  }
+}
+
+async function thread(w: ClaudeWorld): Promise<string> {
+  return (await w.rt.createThread({ providerTarget: "claude", cwd: w.workspace })).threadId;
+}
+
+async function pendingRequest(w: ClaudeWorld, threadId: string) {
+  await until("a permission prompt", () => w.rt.views.pendingRequests(threadId).length === 1);
+  return w.rt.views.pendingRequests(threadId)[0]!;
+}
+
+describe("claude: turns and permissions", () => {
+  it("runs a text turn", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "Hello from the simulator!" });
+    const t0 = performance.now();
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "say hi" })).runId);
+    report("host start + text turn", performance.now() - t0);
+    expect(run.status).toBe("completed");
+    expect(run.items.map((i) => [i.kind, i.text])).toEqual([["user_message", "say hi"], ["assistant_message", "Hello from the simulator!"]]);
+    expect(world.sim.requests.at(-1)?.url).toMatch(/^\/v1\/messages/);
+  });
+
+  it("asks before Bash: allowed runs it and its output reaches the model; denied does not run it", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push(bash("echo allowed > ran.txt && echo OUT-42"), saw("OUT-42"));
+    const allowed = await world.rt.sendMessage({ threadId, text: "run it" });
+    const request = await pendingRequest(world, threadId);
+    expect(request.payload).toMatchObject({ kind: "command", command: expect.stringContaining("echo allowed") });
+    await world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } });
+    const run = await world.rt.waitForRun(allowed.runId);
+    expect(run.items.find((i) => i.kind === "command")?.output).toContain("OUT-42");
+    expect(run.items.at(-1)?.text).toBe("saw OUT-42");
+    expect(existsSync(join(world.workspace, "ran.txt"))).toBe(true);
+
+    world.sim.push(bash("echo denied > nope.txt"), saw("declined"));
+    const denied = await world.rt.sendMessage({ threadId, text: "and this" });
+    const second = await pendingRequest(world, threadId);
+    await world.rt.respond({ requestId: second.requestId, response: { kind: "decision", decision: "decline" } });
+    const run2 = await world.rt.waitForRun(denied.runId);
+    expect(run2.status).toBe("completed");
+    expect(existsSync(join(world.workspace, "nope.txt"))).toBe(false);
+    expect(run2.items.find((i) => i.kind === "command")?.detail).toMatchObject({ status: "failed" });
+  });
+});
+
+describe("claude: interrupt and steer", () => {
+  it("interrupts mid-stream: the terminal arrives after the acknowledgement", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push({ hang: true, text: "working on it" });
+    const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
+    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    const t0 = performance.now();
+    await world.rt.interrupt({ runId });
+    const run = await world.rt.waitForRun(runId);
+    report("interrupt -> terminal (mid-stream)", performance.now() - t0);
+    expect(run.status).toBe("interrupted");
+    world.sim.push({ text: "still here" });
+    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "next" })).runId)).status).toBe("completed");
+  });
+
+  it("interrupts while a permission is pending: the request closes, the command never runs", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push(bash("echo never > never.txt"));
+    const { runId } = await world.rt.sendMessage({ threadId, text: "run then stop" });
+    const request = await pendingRequest(world, threadId);
+    const t0 = performance.now();
+    await world.rt.interrupt({ runId });
+    const run = await world.rt.waitForRun(runId);
+    report("interrupt -> terminal (permission pending)", performance.now() - t0);
+    expect(run.status).toBe("interrupted");
+    expect(world.rt.views.requests.get(request.requestId)?.status).not.toBe("pending");
+    expect(existsSync(join(world.workspace, "never.txt"))).toBe(false);
+  });
+
+  it("steers by interrupt-restart: a new attempt of the same run carries the steer, recorded as the degradation", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push({ hang: true, text: "working" }, saw("also consider this"));
+    const { runId } = await world.rt.sendMessage({ threadId, text: "a task" });
+    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    const steer = await world.rt.sendMessage({ threadId, text: "also consider this", mode: "steer" });
+    expect(steer).toMatchObject({ disposition: "steered", via: "interrupt_restart", runId });
+    const run = await world.rt.waitForRun(runId);
+    expect(run.status).toBe("completed");
+    expect(run.attempts.map((a) => [a.reason, a.status])).toEqual([["initial", "superseded"], ["steering_restart", "completed"]]);
+    expect(run.items.at(-1)?.text).toBe("saw also consider this");
+    expect(run.fallbacks.map((f) => f.policy)).toEqual(["steer_by_interrupt_restart"]);
+  });
+});
+
+describe("claude: sessions", () => {
+  it("resumes the session in a new host process with its history", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "noted" });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the word is FLAMINGO" })).runId);
+    const [before] = [...world.rt.actors.sessions.keys()].map((id) => world!.adapter.hostPid(id));
+    const rt = await world.reopen();
+    world.sim.push(saw("FLAMINGO"));
+    const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "what was the word?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("saw FLAMINGO");
+    expect(before).toBeGreaterThan(0);
+    expect(alive(before!), `old host ${before} still running: ${procState(before!)}`).toBe(false);
+    expect(run.items.some((i) => i.kind === "handoff")).toBe(false);
+  });
+
+  it("forks by forking the session: the fork has the history, the parent does not see the fork", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "noted" });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the colour is TEAL" })).runId);
+    const fork = await world.rt.forkThread({ threadId });
+    world.sim.push(saw("TEAL"));
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId: fork.threadId, text: "which colour?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("saw TEAL");
+    expect(world.rt.views.transfers.get(fork.threadId)?.resolution).toBe("native");
+    world.sim.push(saw("which colour?"));
+    const parent = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "parent again" })).runId);
+    expect(parent.items.at(-1)?.text).toBe("missing which colour?");
+  });
+
+  it("rolls back by resuming at an earlier message: the later turn is gone from the conversation", async () => {
+    world = await claudeWorld({ checkpoints: true });
+    const threadId = await thread(world);
+    world.sim.push({ text: "one" }, { text: "two" });
+    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
+    await writeFile(join(world.workspace, "later.txt"), "written after run 1\n");
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
+    const receipt = await world.rt.rollback({ threadId, toRunId: first.runId });
+    expect(receipt).toMatchObject({ provider: "rolled_back", filesRestored: true });
+    expect(existsSync(join(world.workspace, "later.txt"))).toBe(false);
+    world.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("true/false");
+  });
+
+  it("SIGKILL of the host mid-turn fails the run and expires its permission; the next run resumes on a new host", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "before" });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the code is KILO" })).runId);
+    world.sim.push(bash("echo never > never.txt"));
+    const { runId } = await world.rt.sendMessage({ threadId, text: "run something" });
+    const request = await pendingRequest(world, threadId);
+    const [pid] = [...world.rt.actors.sessions.keys()].map((id) => world!.adapter.hostPid(id)).filter((p): p is number => p !== null);
+    const t0 = performance.now();
+    process.kill(pid!, "SIGKILL");
+    const run = await world.rt.waitForRun(runId);
+    report("SIGKILL of the claude host -> run failed", performance.now() - t0);
+    expect(run.status).toBe("failed");
+    await expect(world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "not_resumable" });
+    world.sim.push(saw("KILO"));
+    const next = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still there?" })).runId);
+    expect(next.items.at(-1)?.text).toBe("saw KILO");
+  });
+});
+
+
