@@ -75,6 +75,43 @@ describe("claude: turns and permissions", () => {
   });
 });
 
+describe("claude: files and todos", () => {
+  it("edits a file after reading it, once the Edit is allowed", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    const file = join(world.workspace, "notes.txt");
+    await writeFile(file, "hello\n");
+    world.sim.push(
+      { tools: [{ name: "Read", args: { file_path: file } }] },
+      { tools: [{ name: "Edit", args: { file_path: file, old_string: "hello", new_string: "hello, edited" } }] },
+      { text: "edited" },
+    );
+    const { runId } = await world.rt.sendMessage({ threadId, text: "edit the notes" });
+    const request = await pendingRequest(world, threadId);
+    expect(request.payload).toMatchObject({ kind: "file_change", path: file });
+    await world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } });
+    const run = await world.rt.waitForRun(runId);
+    expect(run.status).toBe("completed");
+    expect(readFileSync(file, "utf8")).toBe("hello, edited\n");
+    expect(run.items.filter((i) => i.kind === "file_change")).toHaveLength(1);
+  });
+
+  it("shows TodoWrite as a todo list", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    const todos = [
+      { content: "Reproduce the bug", status: "completed", activeForm: "Reproducing" },
+      { content: "Fix it", status: "in_progress", activeForm: "Fixing" },
+    ];
+    world.sim.push({ tools: [{ name: "TodoWrite", args: { todos } }] }, { text: "planned" });
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "plan the work" })).runId);
+    expect(run.status).toBe("completed");
+    const list = run.items.find((i) => i.kind === "todo_list");
+    expect(list?.detail).toMatchObject({ items: [{ text: "Reproduce the bug", status: "completed" }, { text: "Fix it", status: "in_progress" }] });
+    expect(world.rt.affordances(threadId).panels.todo).toBe(true);
+  });
+});
+
 describe("claude: interrupt and steer", () => {
   it("interrupts mid-stream: the terminal arrives after the acknowledgement", async () => {
     world = await claudeWorld();

@@ -25,13 +25,13 @@ export function claudeCapabilities(): ProviderCapabilities {
     approvals: {
       supportsCommandApproval: true,
       supportsFileReadApproval: false,
-      supportsFileChangeApproval: false,
+      supportsFileChangeApproval: true, // Edit and Write ask
       supportsApplyPatchApproval: false,
       approvalsHaveNativeRequestIds: true,
       approvalCallbacksAreLiveOnly: true,
       approvalsCanOriginateFromSubagents: false,
     },
-    planning: { emitsPlanUpdated: false, emitsTodoList: false, emitsProposedPlan: false, supportsStructuredQuestions: false, planDeltasHaveItemIds: false },
+    planning: { emitsPlanUpdated: false, emitsTodoList: true, emitsProposedPlan: false, supportsStructuredQuestions: false, planDeltasHaveItemIds: false },
     subagents: { supportsSubagents: false, exposesSubagentThreadIds: false, emitsSubagentLifecycle: false, canWaitForSubagents: false, canCloseSubagents: false, canForkSubagentThread: false },
     context: {
       acceptsSystemContext: false,

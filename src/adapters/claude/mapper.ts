@@ -25,8 +25,8 @@ export class ClaudeThreadMapper {
   /** Stream blocks by index in the current model message: their item ref. */
   #streaming = new Map<number, { ref: string; kind: ItemKind }>();
   #messageId = "";
-  /** Tool uses by id, for their results. */
-  #tools = new Map<string, ItemKind>();
+  /** Tool uses by id, for their results (TodoWrite's are artifacts, not items). */
+  #tools = new Map<string, ItemKind | "todo">();
   /** Assistant message uuids of this thread's completed turns, oldest first (rollback points). */
   readonly turnEnds: string[] = [];
   #lastAssistantUuid: string | null = null;
@@ -56,7 +56,9 @@ export class ClaudeThreadMapper {
         const blocks = Array.isArray(m.message?.content) ? (m.message!.content as Array<Block & { tool_use_id?: string; content?: unknown; is_error?: boolean }>) : [];
         return blocks.flatMap((b): ProviderEvent[] => {
           if (b.type !== "tool_result" || !b.tool_use_id) return [];
-          const kind = this.#tools.get(b.tool_use_id) ?? "tool_call";
+          const known = this.#tools.get(b.tool_use_id);
+          if (known === "todo") return [];
+          const kind = known ?? "tool_call";
           const output = typeof b.content === "string" ? b.content : Array.isArray(b.content) ? (b.content as Block[]).map((c) => c.text ?? "").join("") : "";
           return [{ type: "item.completed", ...at, itemRef: b.tool_use_id, kind, status: b.is_error ? "failed" : "completed", output }];
         });
@@ -104,6 +106,7 @@ export class ClaudeThreadMapper {
     const at = { threadRef: this.threadRef };
     const input = block.input ?? {};
     if (block.name === "TodoWrite") {
+      this.#tools.set(block.id!, "todo");
       const todos = Array.isArray(input.todos) ? (input.todos as Array<{ content?: string; status?: string }>) : [];
       const status = (s?: string) => (s === "completed" ? "completed" : s === "in_progress" ? "in_progress" : "pending") as "completed" | "in_progress" | "pending";
       return [{ type: "todo.updated", ...at, items: todos.map((t) => ({ text: t.content ?? "", status: status(t.status) })) }];
