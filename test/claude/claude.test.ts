@@ -3,6 +3,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { alive } from "../faults/helpers.js";
+import { sawInNextRequest } from "../codex/harness.js";
 import { claudeWorld, until, type ClaudeWorld } from "./harness.js";
 
 /**
@@ -19,7 +20,7 @@ afterEach(async () => {
 
 const report = (name: string, ms: number) => console.info(`claude timing: ${name}: ${ms.toFixed(0)} ms`);
 const bash = (command: string) => ({ tools: [{ name: "Bash", args: { command, description: "needed for the test" } }] });
-const saw = (needle: string) => (req: { body: unknown }) => ({ text: JSON.stringify(req.body).includes(needle) ? `saw ${needle}` : `missing ${needle}` });
+const saw = sawInNextRequest;
 
 function procState(pid: number): string {
   try {

@@ -51,10 +51,4 @@ export async function claudeWorld(runtime: Partial<RuntimeOptions> = {}): Promis
   return world;
 }
 
-export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+export { until } from "../helpers/runtime.js";

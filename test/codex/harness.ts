@@ -65,14 +65,7 @@ export async function codexWorld(options: { adapter?: Partial<CodexAdapterOption
   return world;
 }
 
-/** Polls the read models until `condition` holds (tests wait on state, never on time). */
-export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+export { until } from "../helpers/runtime.js";
 
 /** Model replies shared by the real-binary and replay scenarios. */
 export const shell = (cmd: string) => ({ tools: [{ name: "exec_command", args: { cmd, sandbox_permissions: "require_escalated", justification: "needed for the test" } }] });

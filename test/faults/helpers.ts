@@ -30,14 +30,7 @@ export async function openFaultRuntime(providers: RuntimeOptions["providers"], o
 
 export { isRunning as alive } from "../../src/runtime/hosts/process.js";
 
-/** Polls until `condition` holds (the tests wait on state, never assert on time). */
-export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+export { until } from "../helpers/runtime.js";
 
 /** Measured time to a terminal state, printed for the closing note (never asserted). */
 export function report(name: string, ms: number): void {

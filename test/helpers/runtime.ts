@@ -132,3 +132,12 @@ export function interruptFailsOnce(adapter: ProviderAdapter, message = "transien
   });
   return { adapter: wrapped, calls: () => calls };
 }
+
+/** Polls until `condition` holds (tests wait on state, never assert on time); fails with `what` after `limitMs`. */
+export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

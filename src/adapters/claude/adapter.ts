@@ -1,10 +1,9 @@
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { HostUnavailableError } from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import { StdioChannel } from "../../runtime/hosts/channel.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
+import { nodeHostScript } from "../../runtime/hosts/script.js";
 import type { HostLease, HostRegistry, HostSpec } from "../../runtime/hosts/registry.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
@@ -34,11 +33,6 @@ export type ClaudeAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hos
 /** Claude's own opt-outs: no telemetry, no update checks, no traffic beyond the model API. */
 const QUIET = { DISABLE_TELEMETRY: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1" };
 
-function hostMain(): { script: string; execArgs: string[] } {
-  const built = fileURLToPath(new URL("./host/main.js", import.meta.url));
-  if (existsSync(built)) return { script: built, execArgs: [] };
-  return { script: fileURLToPath(new URL("./host/main.ts", import.meta.url)), execArgs: ["--import", "tsx"] };
-}
 
 export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeAdapter {
   const caps = claudeCapabilities();
@@ -52,7 +46,7 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
     ...(options.configDir ? { CLAUDE_CONFIG_DIR: options.configDir } : {}),
     ...options.env,
   };
-  const { script, execArgs } = hostMain();
+  const { script, execArgs } = nodeHostScript("./host/main.js", import.meta.url);
 
   const connect = async (host: SpawnedHost, ring: FrameRing): Promise<StdioChannel> => {
     const channel = new StdioChannel(host.child, ring);

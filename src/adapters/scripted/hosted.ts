@@ -1,12 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
 import type { CapabilityOverrides, ProviderCapabilities } from "../../capabilities/index.js";
 import { HostUnavailableError } from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import { StdioChannel, WebSocketChannel, type ReconnectPolicy, type RpcChannel } from "../../runtime/hosts/channel.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
+import { nodeHostScript } from "../../runtime/hosts/script.js";
 import type { HostLease, HostRegistry, HostSpec } from "../../runtime/hosts/registry.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
@@ -55,11 +54,6 @@ interface Conn {
   leases: Set<HostLease>;
 }
 
-function hostMain(): { script: string; execArgs: string[] } {
-  const built = fileURLToPath(new URL("./host/main.js", import.meta.url));
-  if (existsSync(built)) return { script: built, execArgs: [] };
-  return { script: fileURLToPath(new URL("./host/main.ts", import.meta.url)), execArgs: ["--import", "tsx"] };
-}
 
 export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): ScriptedHostAdapter {
   const caps = resolveCapabilities(options.capabilities);
@@ -72,7 +66,7 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
   const push = (sessionId: string, event: ProviderEvent) => queue.push({ sessionId, event });
 
   const init = { capabilities: caps as unknown as Record<string, unknown>, scripts: options.scripts ?? {}, ...(options.chunkDelayMs !== undefined ? { chunkDelayMs: options.chunkDelayMs } : {}) };
-  const { script, execArgs } = hostMain();
+  const { script, execArgs } = nodeHostScript("./host/main.js", import.meta.url);
   const flags = [
     ...(transport === "websocket" ? [HOST_FLAGS.websocket] : []),
     ...(options.neverReady ? [HOST_FLAGS.neverReady] : []),
