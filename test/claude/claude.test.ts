@@ -2,9 +2,20 @@ import { existsSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { alive } from "../faults/helpers.js";
 import { sawInNextRequest } from "../codex/harness.js";
+import * as conformance from "../providers/conformance.js";
 import { claudeWorld, until, type ClaudeWorld } from "./harness.js";
+
+const asProvider = (w: ClaudeWorld): conformance.ProviderWorld => ({
+  get rt() {
+    return w.rt;
+  },
+  sim: w.sim,
+  workspace: w.workspace,
+  target: "claude",
+  hostPid: (id) => w.adapter.hostPid(id),
+  reopen: () => w.reopen(),
+});
 
 /**
  * The real Claude Code binary (shipped by the pinned Agent SDK) under Tiller, offline against
@@ -21,14 +32,6 @@ afterEach(async () => {
 const report = (name: string, ms: number) => console.info(`claude timing: ${name}: ${ms.toFixed(0)} ms`);
 const bash = (command: string) => ({ tools: [{ name: "Bash", args: { command, description: "needed for the test" } }] });
 const saw = sawInNextRequest;
-
-function procState(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/stat`, "utf8").slice(0, 120);
-  } catch {
-    return "gone";
-  }
-}
 
 async function thread(w: ClaudeWorld): Promise<string> {
   return (await w.rt.createThread({ providerTarget: "claude", cwd: w.workspace })).threadId;
@@ -131,17 +134,7 @@ describe("claude: interrupt and steer", () => {
 
   it("interrupts while a permission is pending: the request closes, the command never runs", async () => {
     world = await claudeWorld();
-    const threadId = await thread(world);
-    world.sim.push(bash("echo never > never.txt"));
-    const { runId } = await world.rt.sendMessage({ threadId, text: "run then stop" });
-    const request = await pendingRequest(world, threadId);
-    const t0 = performance.now();
-    await world.rt.interrupt({ runId });
-    const run = await world.rt.waitForRun(runId);
-    report("interrupt -> terminal (permission pending)", performance.now() - t0);
-    expect(run.status).toBe("interrupted");
-    expect(world.rt.views.requests.get(request.requestId)?.status).not.toBe("pending");
-    expect(existsSync(join(world.workspace, "never.txt"))).toBe(false);
+    await conformance.interruptWhileRequestPending(asProvider(world), bash("echo never > never.txt"));
   });
 
   it("steers by interrupt-restart: a new attempt of the same run carries the steer, recorded as the degradation", async () => {
@@ -163,67 +156,22 @@ describe("claude: interrupt and steer", () => {
 describe("claude: sessions", () => {
   it("resumes the session in a new host process with its history", async () => {
     world = await claudeWorld();
-    const threadId = await thread(world);
-    world.sim.push({ text: "noted" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the word is FLAMINGO" })).runId);
-    const [before] = [...world.rt.actors.sessions.keys()].map((id) => world!.adapter.hostPid(id));
-    const rt = await world.reopen();
-    world.sim.push(saw("FLAMINGO"));
-    const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "what was the word?" })).runId);
-    expect(run.items.at(-1)?.text).toBe("saw FLAMINGO");
-    expect(before).toBeGreaterThan(0);
-    expect(alive(before!), `old host ${before} still running: ${procState(before!)}`).toBe(false);
-    expect(run.items.some((i) => i.kind === "handoff")).toBe(false);
+    await conformance.resumesInNewHost(asProvider(world));
   });
 
   it("forks by forking the session: the fork has the history, the parent does not see the fork", async () => {
     world = await claudeWorld();
-    const threadId = await thread(world);
-    world.sim.push({ text: "noted" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the colour is TEAL" })).runId);
-    const fork = await world.rt.forkThread({ threadId });
-    world.sim.push(saw("TEAL"));
-    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId: fork.threadId, text: "which colour?" })).runId);
-    expect(run.items.at(-1)?.text).toBe("saw TEAL");
-    expect(world.rt.views.transfers.get(fork.threadId)?.resolution).toBe("native");
-    world.sim.push(saw("which colour?"));
-    const parent = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "parent again" })).runId);
-    expect(parent.items.at(-1)?.text).toBe("missing which colour?");
+    await conformance.forksNatively(asProvider(world));
   });
 
   it("rolls back by resuming at an earlier message: the later turn is gone from the conversation", async () => {
     world = await claudeWorld({ checkpoints: true });
-    const threadId = await thread(world);
-    world.sim.push({ text: "one" }, { text: "two" });
-    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
-    await writeFile(join(world.workspace, "later.txt"), "written after run 1\n");
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
-    const receipt = await world.rt.rollback({ threadId, toRunId: first.runId });
-    expect(receipt).toMatchObject({ provider: "rolled_back", filesRestored: true });
-    expect(existsSync(join(world.workspace, "later.txt"))).toBe(false);
-    world.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
-    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
-    expect(run.items.at(-1)?.text).toBe("true/false");
+    await conformance.rollsBackWithFiles(asProvider(world));
   });
 
   it("SIGKILL of the host mid-turn fails the run and expires its permission; the next run resumes on a new host", async () => {
     world = await claudeWorld();
-    const threadId = await thread(world);
-    world.sim.push({ text: "before" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the code is KILO" })).runId);
-    world.sim.push(bash("echo never > never.txt"));
-    const { runId } = await world.rt.sendMessage({ threadId, text: "run something" });
-    const request = await pendingRequest(world, threadId);
-    const [pid] = [...world.rt.actors.sessions.keys()].map((id) => world!.adapter.hostPid(id)).filter((p): p is number => p !== null);
-    const t0 = performance.now();
-    process.kill(pid!, "SIGKILL");
-    const run = await world.rt.waitForRun(runId);
-    report("SIGKILL of the claude host -> run failed", performance.now() - t0);
-    expect(run.status).toBe("failed");
-    await expect(world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "not_resumable" });
-    world.sim.push(saw("KILO"));
-    const next = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still there?" })).runId);
-    expect(next.items.at(-1)?.text).toBe("saw KILO");
+    await conformance.survivesHostSigkill(asProvider(world), bash("echo never > never.txt"));
   });
 });
 

@@ -3,8 +3,19 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
-import { alive } from "../faults/helpers.js";
+import * as conformance from "../providers/conformance.js";
 import { codexWorld, patch, sawInNextRequest, shell, until, type CodexWorld } from "./harness.js";
+
+const asProvider = (w: CodexWorld): conformance.ProviderWorld => ({
+  get rt() {
+    return w.rt;
+  },
+  sim: w.sim,
+  workspace: w.workspace,
+  target: "codex",
+  hostPid: (id) => w.adapter.hostPid(id),
+  reopen: () => w.reopen(),
+});
 
 /**
  * The real Codex binary under Tiller, offline: every scenario drives `codex app-server`
@@ -139,17 +150,7 @@ describe("codex: interrupt and steer", () => {
 
   it("interrupts while an approval is pending: the request closes, the command never runs", async () => {
     world = await codexWorld();
-    const threadId = await thread(world);
-    world.sim.push(shell("echo never > never.txt"));
-    const { runId } = await world.rt.sendMessage({ threadId, text: "run then stop" });
-    const request = await pendingRequest(world, threadId);
-    const t0 = performance.now();
-    await world.rt.interrupt({ runId });
-    const run = await world.rt.waitForRun(runId);
-    report("interrupt -> terminal (approval pending)", performance.now() - t0);
-    expect(run.status).toBe("interrupted");
-    expect(world.rt.views.requests.get(request.requestId)?.status).not.toBe("pending");
-    expect(existsSync(join(world.workspace, "never.txt"))).toBe(false);
+    await conformance.interruptWhileRequestPending(asProvider(world), shell("echo never > never.txt"));
   });
 
   it("steers natively: the steer text reaches the model within the same run", async () => {
@@ -171,69 +172,21 @@ describe("codex: interrupt and steer", () => {
 describe("codex: threads", () => {
   it("resumes the thread in a new host process with its history", async () => {
     world = await codexWorld();
-    const threadId = await thread(world);
-    world.sim.push({ text: "remember FLAMINGO" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the word is FLAMINGO" })).runId);
-    const before = [...world.rt.actors.sessions.keys()].map((id) => world!.adapter.hostPid(id));
-    const rt = await world.reopen();
-    world.sim.push(sawInNextRequest("FLAMINGO"));
-    const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "what was the word?" })).runId);
-    expect(run.status).toBe("completed");
-    expect(run.items.at(-1)?.text).toBe("saw FLAMINGO");
-    expect(before[0]).not.toBeNull();
-    expect(alive(before[0]!)).toBe(false); // the first host is gone: this came from a new process
-    expect(run.items.some((i) => i.kind === "handoff")).toBe(false); // resumed natively, no rebuild
+    await conformance.resumesInNewHost(asProvider(world));
   });
 
   it("forks natively: the fork holds the parent's history, the parent is untouched", async () => {
     world = await codexWorld();
-    const threadId = await thread(world);
-    world.sim.push({ text: "noted" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the colour is TEAL" })).runId);
-    const fork = await world.rt.forkThread({ threadId });
-    world.sim.push(sawInNextRequest("TEAL"));
-    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId: fork.threadId, text: "which colour?" })).runId);
-    expect(run.items.at(-1)?.text).toBe("saw TEAL");
-    expect(world.rt.views.transfers.get(fork.threadId)?.resolution).toBe("native");
-    world.sim.push(sawInNextRequest("which colour?"));
-    const parent = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "parent again" })).runId);
-    expect(parent.items.at(-1)?.text).toBe("missing which colour?");
+    await conformance.forksNatively(asProvider(world));
   });
 
   it("rolls back natively: the provider forgets the later turns, files return to the checkpoint", async () => {
     world = await codexWorld({ runtime: { checkpoints: true } });
-    const threadId = await thread(world);
-    world.sim.push({ text: "one" }, { text: "two" });
-    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
-    const receipt = await world.rt.rollback({ threadId, toRunId: first.runId });
-    expect(receipt).toMatchObject({ provider: "rolled_back", filesRestored: true });
-    world.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
-    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
-    expect(run.items.at(-1)?.text).toBe("true/false");
-    const snapshot = await world.rt.readThread(threadId);
-    expect(snapshot.runs.map((r) => r.status)).toEqual(["completed", "rolled_back", "completed"]);
+    await conformance.rollsBackWithFiles(asProvider(world));
   });
 
   it("SIGKILL of the Codex host mid-turn fails the run and expires its approval; the next run gets a new host and resumes the thread", async () => {
     world = await codexWorld();
-    const threadId = await thread(world);
-    world.sim.push({ text: "before" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the code is KILO" })).runId);
-    world.sim.push(shell("echo never"));
-    const { runId } = await world.rt.sendMessage({ threadId, text: "run something" });
-    const request = await pendingRequest(world, threadId);
-    const [pid] = [...world.rt.actors.sessions.keys()].map((id) => world!.adapter.hostPid(id)).filter((p): p is number => p !== null);
-    const t0 = performance.now();
-    process.kill(pid!, "SIGKILL");
-    const run = await world.rt.waitForRun(runId);
-    report("SIGKILL of the codex host -> run failed", performance.now() - t0);
-    expect(run.status).toBe("failed");
-    expect(run.failure?.failureClass).toBe("provider_session_lost");
-    await expect(world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "not_resumable" });
-    world.sim.push(sawInNextRequest("KILO"));
-    const next = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still there?" })).runId);
-    expect(next.status).toBe("completed");
-    expect(next.items.at(-1)?.text).toBe("saw KILO");
+    await conformance.survivesHostSigkill(asProvider(world), shell("echo never > never.txt"));
   });
 });

@@ -1,0 +1,120 @@
+import { existsSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { expect } from "vitest";
+import type { Reply } from "../../src/simulator/index.js";
+import type { ModelSimulator } from "../../src/simulator/index.js";
+import type { Runtime } from "../../src/runtime/runtime.js";
+import { sawInNextRequest as saw } from "../codex/harness.js";
+import { alive } from "../faults/helpers.js";
+import { until } from "../helpers/runtime.js";
+
+/**
+ * Scenarios every real provider must pass the same way under Tiller (the provider differs,
+ * the contract does not): interrupt with a request pending, resume in a new host, native fork,
+ * rollback with file checkpoints, SIGKILL of the host mid-turn. Each provider's suite runs
+ * them against its real binary; timings are printed, never asserted.
+ */
+
+export interface ProviderWorld {
+  rt: Runtime;
+  sim: ModelSimulator;
+  workspace: string;
+  target: string;
+  hostPid(sessionId: string): number | null;
+  reopen(): Promise<Runtime>;
+}
+
+const report = (target: string, name: string, ms: number) => console.info(`${target} timing: ${name}: ${ms.toFixed(0)} ms`);
+
+async function thread(w: ProviderWorld): Promise<string> {
+  return (await w.rt.createThread({ providerTarget: w.target, cwd: w.workspace })).threadId;
+}
+
+async function pendingRequest(w: ProviderWorld, threadId: string) {
+  await until("a request", () => w.rt.views.pendingRequests(threadId).length === 1);
+  return w.rt.views.pendingRequests(threadId)[0]!;
+}
+
+const hostPids = (w: ProviderWorld) => [...w.rt.actors.sessions.keys()].map((id) => w.hostPid(id)).filter((p): p is number => p !== null);
+
+/** `writesNever` asks the model to run a command that writes never.txt (and needs approval). */
+export async function interruptWhileRequestPending(w: ProviderWorld, writesNever: Reply): Promise<void> {
+  const threadId = await thread(w);
+  w.sim.push(writesNever);
+  const { runId } = await w.rt.sendMessage({ threadId, text: "run then stop" });
+  const request = await pendingRequest(w, threadId);
+  const t0 = performance.now();
+  await w.rt.interrupt({ runId });
+  const run = await w.rt.waitForRun(runId);
+  report(w.target, "interrupt -> terminal (request pending)", performance.now() - t0);
+  expect(run.status).toBe("interrupted");
+  expect(w.rt.views.requests.get(request.requestId)?.status).not.toBe("pending");
+  expect(existsSync(join(w.workspace, "never.txt"))).toBe(false);
+}
+
+export async function resumesInNewHost(w: ProviderWorld): Promise<void> {
+  const threadId = await thread(w);
+  w.sim.push({ text: "noted" });
+  await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "the word is FLAMINGO" })).runId);
+  const [before] = hostPids(w);
+  const rt = await w.reopen();
+  w.sim.push(saw("FLAMINGO"));
+  const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "what was the word?" })).runId);
+  expect(run.items.at(-1)?.text).toBe("saw FLAMINGO");
+  expect(before).toBeGreaterThan(0);
+  expect(alive(before!)).toBe(false); // this answer came from a new host process
+  expect(run.items.some((i) => i.kind === "handoff")).toBe(false); // resumed natively, not rebuilt
+}
+
+export async function forksNatively(w: ProviderWorld): Promise<void> {
+  const threadId = await thread(w);
+  w.sim.push({ text: "noted" });
+  await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "the colour is TEAL" })).runId);
+  const fork = await w.rt.forkThread({ threadId });
+  w.sim.push(saw("TEAL"));
+  const run = await w.rt.waitForRun((await w.rt.sendMessage({ threadId: fork.threadId, text: "which colour?" })).runId);
+  expect(run.items.at(-1)?.text).toBe("saw TEAL");
+  expect(w.rt.views.transfers.get(fork.threadId)?.resolution).toBe("native");
+  w.sim.push(saw("which colour?"));
+  const parent = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "parent again" })).runId);
+  expect(parent.items.at(-1)?.text).toBe("missing which colour?");
+}
+
+/** Needs a runtime opened with `checkpoints: true`. */
+export async function rollsBackWithFiles(w: ProviderWorld): Promise<void> {
+  const threadId = await thread(w);
+  w.sim.push({ text: "one" }, { text: "two" });
+  const first = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
+  await writeFile(join(w.workspace, "later.txt"), "written after run 1\n");
+  await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
+  const receipt = await w.rt.rollback({ threadId, toRunId: first.runId });
+  expect(receipt).toMatchObject({ provider: "rolled_back", filesRestored: true });
+  expect(existsSync(join(w.workspace, "later.txt"))).toBe(false);
+  w.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
+  const run = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "what is left?" })).runId);
+  expect(run.items.at(-1)?.text).toBe("true/false");
+  expect((await w.rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "rolled_back", "completed"]);
+}
+
+/** `needsApproval` asks the model to run a command that needs approval. */
+export async function survivesHostSigkill(w: ProviderWorld, needsApproval: Reply): Promise<void> {
+  const threadId = await thread(w);
+  w.sim.push({ text: "before" });
+  await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "the code is KILO" })).runId);
+  w.sim.push(needsApproval);
+  const { runId } = await w.rt.sendMessage({ threadId, text: "run something" });
+  const request = await pendingRequest(w, threadId);
+  const [pid] = hostPids(w);
+  const t0 = performance.now();
+  process.kill(pid!, "SIGKILL");
+  const run = await w.rt.waitForRun(runId);
+  report(w.target, "SIGKILL of the host -> run failed", performance.now() - t0);
+  expect(run.status).toBe("failed");
+  expect(run.failure?.failureClass).toBe("provider_session_lost");
+  await expect(w.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "not_resumable" });
+  w.sim.push(saw("KILO"));
+  const next = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "still there?" })).runId);
+  expect(next.status).toBe("completed");
+  expect(next.items.at(-1)?.text).toBe("saw KILO");
+}
