@@ -1,10 +1,10 @@
 import { createHash } from "node:crypto";
-import { HostUnavailableError } from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import { StdioChannel } from "../../runtime/hosts/channel.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import { nodeHostScript } from "../../runtime/hosts/script.js";
-import type { HostLease, HostRegistry, HostSpec } from "../../runtime/hosts/registry.js";
+import type { HostSpec } from "../../runtime/hosts/registry.js";
+import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
 import { EventQueue } from "../eventQueue.js";
@@ -37,8 +37,9 @@ const QUIET = { DISABLE_TELEMETRY: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC
 export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeAdapter {
   const caps = claudeCapabilities();
   const queue = new EventQueue<ProviderAdapterEvent>();
-  const sessions = new Map<string, HostLease>();
-  let hosts: HostRegistry | null = null;
+  const sessions = new HostSessions("claude", (sessionId, report) =>
+    queue.push({ sessionId, event: { type: "session.state", state: "error", message: `claude host lost: ${report}` } }),
+  );
   const claudeEnv: Record<string, string> = {
     ...(process.env as Record<string, string>),
     ...QUIET,
@@ -54,7 +55,7 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
     channel.onNotification((method, params) => {
       if (method !== "event") return;
       const { sessionId, event } = params as { sessionId: string; event: ProviderEvent };
-      if (sessions.has(sessionId)) queue.push({ sessionId, event });
+      if (sessions.find(sessionId)) queue.push({ sessionId, event });
     });
     await ready;
     await channel.call("init", { env: claudeEnv, ...(options.executable ? { executable: options.executable } : {}) });
@@ -71,36 +72,23 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
     secrets: Object.values(options.env ?? {}).filter((v) => v.length >= 8),
   };
 
-  const lease = (sessionId: string): HostLease => {
-    const found = sessions.get(sessionId);
-    if (!found) throw new HostUnavailableError(`claude session ${sessionId} is not running`, { sessionId });
-    return found;
-  };
-  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> => (await lease(sessionId).channel.call(method, params)) as T;
+  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> => (await sessions.lease(sessionId).channel.call(method, params)) as T;
 
   const adapter: ClaudeAdapter = {
     provider: "claude",
     getCapabilities: () => caps,
     bindHosts(registry, target) {
-      hosts = registry;
+      sessions.bind(registry);
       spec.target = target;
     },
     async startSession({ sessionId }) {
-      if (!hosts) throw new HostUnavailableError("the claude adapter runs only inside a runtime (no host registry)");
-      const held = await hosts.acquire(spec);
-      sessions.set(sessionId, held);
-      held.onLost((report) => {
-        if (sessions.get(sessionId) !== held) return;
-        sessions.delete(sessionId);
-        queue.push({ sessionId, event: { type: "session.state", state: "error", message: `claude host lost: ${report}` } });
-      });
+      const held = await sessions.open(sessionId, spec);
       return { sessionId, capabilities: caps, hostGeneration: held.generation };
     },
     async stopSession({ sessionId }) {
-      const held = sessions.get(sessionId);
+      const held = sessions.take(sessionId);
       if (!held) return;
       await held.channel.call("closeThreads", { sessionId }, { timeoutMs: 2_000 }).catch(() => undefined);
-      sessions.delete(sessionId);
       held.release();
     },
     async ensureProviderThread({ sessionId, cwd, resume }) {
@@ -128,11 +116,11 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
     },
     streamEvents: () => queue,
     async close() {
-      for (const sessionId of [...sessions.keys()]) await adapter.stopSession({ sessionId });
+      for (const [sessionId] of sessions.entries()) await adapter.stopSession({ sessionId });
       queue.close();
     },
     hostSpec: spec,
-    hostPid: (sessionId) => sessions.get(sessionId)?.pid ?? null,
+    hostPid: (sessionId) => sessions.pid(sessionId),
   };
   return adapter;
 }

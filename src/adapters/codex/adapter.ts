@@ -4,7 +4,8 @@ import { HostUnavailableError, ProviderError, ResumeFailedError } from "../../do
 import { INVALID_REQUEST } from "../../runtime/hosts/jsonRpc.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
-import type { HostLease, HostRegistry, HostSpec } from "../../runtime/hosts/registry.js";
+import type { HostSpec } from "../../runtime/hosts/registry.js";
+import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, ProviderThreadHandle, SandboxPolicy } from "../contract.js";
 import { EventQueue } from "../eventQueue.js";
@@ -43,17 +44,16 @@ interface Conn {
   serial: number;
 }
 
-interface Session {
-  lease: HostLease;
-  sandbox: SandboxPolicy;
-}
 
 export type CodexAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null };
 
 export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdapter {
   const binary = resolveCodexBinary(options.binary);
   const queue = new EventQueue<ProviderAdapterEvent>();
-  const sessions = new Map<string, Session>();
+  const sessions = new HostSessions("codex", (sessionId, report) =>
+    queue.push({ sessionId, event: { type: "session.state", state: "error", message: `codex app-server lost: ${report}` } }),
+  );
+  const sandboxes = new Map<string, SandboxPolicy>();
   const conns = new WeakMap<object, Conn>();
   /** Which session opened each native thread (events are routed by thread id). */
   const threadSessions = new Map<string, string>();
@@ -64,15 +64,14 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   let serials = 0;
   /** File changes by item id: a file-change approval names only the item. */
   const fileChanges = new Map<string, { path: string; diff: string }>();
-  let hosts: HostRegistry | null = null;
   let declared: ProviderCapabilities | null = null;
 
   const sessionFor = (channel: CodexChannel, threadRef: string | undefined): string | undefined => {
     const owner = threadRef ? threadSessions.get(threadRef) : undefined;
-    if (owner) return sessions.has(owner) ? owner : undefined;
+    if (owner) return sessions.find(owner) ? owner : undefined;
     if (threadRef && retired.has(threadRef)) return undefined;
     // A thread nobody opened (a subagent's): the session on this app-server, when there is just one.
-    const candidates = [...sessions].filter(([, s]) => s.lease.channel === channel).map(([id]) => id);
+    const candidates = sessions.entries().filter(([, lease]) => lease.channel === channel).map(([id]) => id);
     return candidates.length === 1 ? candidates[0] : undefined;
   };
   const emit = (channel: CodexChannel, event: ProviderEvent) => {
@@ -135,13 +134,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     secrets: Object.values(options.env ?? {}),
   };
 
-  const session = (sessionId: string): Session => {
-    const s = sessions.get(sessionId);
-    if (!s) throw new HostUnavailableError(`codex session ${sessionId} is not running`, { sessionId });
-    return s;
-  };
-  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> =>
-    (await (session(sessionId).lease.channel as CodexChannel).call(method, params)) as T;
+  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> => (await sessions.lease(sessionId).channel.call(method, params)) as T;
   const textInput = (text: string) => ({ type: "text", text, text_elements: [] });
 
   const adapter: CodexAdapter = {
@@ -149,37 +142,31 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     // Before a handshake, the record of the supported version; sessions announce the handshake's.
     getCapabilities: () => declared ?? codexCapabilities("0.171.0"),
     bindHosts(registry, target) {
-      hosts = registry;
+      sessions.bind(registry);
       spec.target = target;
     },
     async startSession({ sessionId, sandbox }) {
-      if (!hosts) throw new HostUnavailableError("the codex adapter runs only inside a runtime (no host registry)");
-      const lease = await hosts.acquire(spec);
-      sessions.set(sessionId, { lease, sandbox: sandbox ?? "workspace-write" });
-      lease.onLost((report) => {
-        if (sessions.get(sessionId)?.lease !== lease) return;
-        sessions.delete(sessionId);
-        queue.push({ sessionId, event: { type: "session.state", state: "error", message: `codex app-server lost: ${report}` } });
-      });
+      const lease = await sessions.open(sessionId, spec);
+      sandboxes.set(sessionId, sandbox ?? "workspace-write");
       const capabilities = conns.get(lease.channel)?.capabilities ?? adapter.getCapabilities();
       return { sessionId, capabilities, hostGeneration: lease.generation };
     },
     async stopSession({ sessionId }) {
-      const s = sessions.get(sessionId);
-      if (!s) return;
-      sessions.delete(sessionId);
+      const lease = sessions.take(sessionId);
+      sandboxes.delete(sessionId);
+      if (!lease) return;
       const owned = [...threadSessions].filter(([, owner]) => owner === sessionId).map(([thread]) => thread);
       for (const thread of owned) {
         threadSessions.delete(thread);
         retired.add(thread);
         // Best effort: the app-server stops sending this thread's events to us.
-        await (s.lease.channel as CodexChannel).call("thread/unsubscribe", { threadId: thread }, { timeoutMs: 2_000 }).catch(() => undefined);
+        await lease.channel.call("thread/unsubscribe", { threadId: thread }, { timeoutMs: 2_000 }).catch(() => undefined);
       }
-      s.lease.release();
+      lease.release();
     },
     async ensureProviderThread({ sessionId, cwd, resume }) {
-      const { sandbox } = session(sessionId);
-      const settings = { cwd, sandbox: SANDBOX[sandbox], ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}) };
+      sessions.lease(sessionId);
+      const settings = { cwd, sandbox: SANDBOX[sandboxes.get(sessionId) ?? "workspace-write"], ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}) };
       let thread: { id: string };
       if (resume) {
         try {
@@ -241,11 +228,11 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     },
     streamEvents: () => queue,
     async close() {
-      for (const sessionId of [...sessions.keys()]) await adapter.stopSession({ sessionId });
+      for (const [sessionId] of sessions.entries()) await adapter.stopSession({ sessionId });
       queue.close();
     },
     hostSpec: spec,
-    hostPid: (sessionId) => sessions.get(sessionId)?.lease.pid ?? null,
+    hostPid: (sessionId) => sessions.pid(sessionId),
   };
 
   type NativeTurn = { id: string; status: string; items: Array<Record<string, unknown>> };

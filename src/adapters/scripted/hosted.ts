@@ -6,7 +6,8 @@ import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import { StdioChannel, WebSocketChannel, type ReconnectPolicy, type RpcChannel } from "../../runtime/hosts/channel.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import { nodeHostScript } from "../../runtime/hosts/script.js";
-import type { HostLease, HostRegistry, HostSpec } from "../../runtime/hosts/registry.js";
+import type { HostLease, HostSpec } from "../../runtime/hosts/registry.js";
+import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
 import { EventQueue } from "../eventQueue.js";
@@ -59,10 +60,11 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
   const caps = resolveCapabilities(options.capabilities);
   const transport = options.transport ?? "stdio";
   const queue = new EventQueue<ProviderAdapterEvent>();
-  const sessions = new Map<string, HostLease>();
+  const sessions = new HostSessions("scripted host", (sessionId, report) =>
+    queue.push({ sessionId, event: { type: "session.state", state: "error", message: `provider host lost: ${report}` } }),
+  );
   const conns = new WeakMap<RpcChannel, Conn>();
   const token = randomBytes(16).toString("hex");
-  let hosts: HostRegistry | null = null;
   const push = (sessionId: string, event: ProviderEvent) => queue.push({ sessionId, event });
 
   const init = { capabilities: caps as unknown as Record<string, unknown>, scripts: options.scripts ?? {}, ...(options.chunkDelayMs !== undefined ? { chunkDelayMs: options.chunkDelayMs } : {}) };
@@ -115,9 +117,9 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     channel.onReconnected = async () => {
       const state = ResumeResultSchema.parse(await channel.call("resume", { afterSeq: conn.lastSeq }, { bypassGate: true }));
       const alive = new Set(state.sessions.map((s) => s.sessionId));
-      for (const [sessionId, lease] of [...sessions]) {
+      for (const [sessionId, lease] of sessions.entries()) {
         if (!conn.leases.has(lease) || alive.has(sessionId)) continue;
-        sessions.delete(sessionId);
+        sessions.take(sessionId);
         conn.leases.delete(lease);
         lease.release();
         push(sessionId, { type: "session.state", state: "error", message: "the host lost this session while disconnected" });
@@ -145,43 +147,30 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     secrets: [token],
   };
 
-  const leaseOf = (sessionId: string): HostLease => {
-    const lease = sessions.get(sessionId);
-    if (!lease) throw new HostUnavailableError(`scripted host session ${sessionId} is not running`, { sessionId });
-    return lease;
-  };
-  const call = async <T>(sessionId: string, method: string, input: unknown): Promise<T> => (await leaseOf(sessionId).channel.call(method, input)) as T;
+  const call = async <T>(sessionId: string, method: string, input: unknown): Promise<T> => (await sessions.lease(sessionId).channel.call(method, input)) as T;
 
   const adapter: ScriptedHostAdapter = {
     provider: "scripted",
     getCapabilities: () => caps,
     bindHosts(registry, target) {
-      hosts = registry;
+      sessions.bind(registry);
       spec.target = target;
     },
     async startSession(input) {
-      if (!hosts) throw new HostUnavailableError("the scripted host adapter runs only inside a runtime (no host registry)");
-      const lease = await hosts.acquire(spec);
+      const lease = await sessions.open(input.sessionId, spec);
       conns.get(lease.channel)?.leases.add(lease);
-      sessions.set(input.sessionId, lease);
-      lease.onLost((report) => {
-        if (sessions.get(input.sessionId) !== lease) return;
-        sessions.delete(input.sessionId);
-        push(input.sessionId, { type: "session.state", state: "error", message: `provider host lost: ${report}` });
-      });
       try {
         await lease.channel.call("startSession", input);
       } catch (error) {
-        sessions.delete(input.sessionId);
+        sessions.take(input.sessionId);
         lease.release();
         throw error;
       }
       return { sessionId: input.sessionId, capabilities: caps, hostGeneration: lease.generation };
     },
     async stopSession({ sessionId }) {
-      const lease = sessions.get(sessionId);
+      const lease = sessions.take(sessionId);
       if (!lease) return;
-      sessions.delete(sessionId);
       await lease.channel.call("stopSession", { sessionId }, { timeoutMs: 2_000 }).catch(() => undefined);
       conns.get(lease.channel)?.leases.delete(lease);
       lease.release();
@@ -192,19 +181,19 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     respondToRequest: (input) => call(input.sessionId, "respondToRequest", input),
     streamEvents: () => queue,
     async close() {
-      for (const sessionId of [...sessions.keys()]) await adapter.stopSession({ sessionId });
+      for (const [sessionId] of sessions.entries()) await adapter.stopSession({ sessionId });
       queue.close();
     },
     async openGate(name) {
-      const channels = new Set([...sessions.values()].map((l) => l.channel));
+      const channels = new Set(sessions.entries().map(([, l]) => l.channel));
       await Promise.all([...channels].map((c) => c.call("openGate", { name })));
     },
     async debug(method) {
-      const [lease] = sessions.values();
+      const [lease] = sessions.entries().map(([, l]) => l);
       if (!lease) throw new HostUnavailableError("no live host");
       await lease.channel.call(method, {});
     },
-    hostPid: (sessionId) => sessions.get(sessionId)?.pid ?? null,
+    hostPid: (sessionId) => sessions.pid(sessionId),
     hostSpec: spec,
   };
   // Optional methods exist exactly when the record declares them, as in-process.
