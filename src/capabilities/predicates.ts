@@ -24,6 +24,13 @@ export const canRollbackProvider = (c: Caps): boolean => c.threads.canRollbackTh
 
 export const canReadThreadSnapshot = (c: Caps): boolean => c.threads.canReadThreadSnapshot;
 
+/**
+ * The runtime can check a provider rollback against the conversation the provider reports
+ * afterwards; otherwise the rollback is positional (resume at the last kept message) and trusted.
+ */
+export const canVerifyProviderRollback = (c: Caps): boolean =>
+  c.checkpointing.providerCanReadConversationSnapshot && canReadThreadSnapshot(c);
+
 /** The provider says when each turn ends (else the runtime infers it when the session goes idle). */
 export const reportsTurnTerminals = (c: Caps): boolean => c.turns.emitsTurnCompleted;
 

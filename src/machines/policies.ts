@@ -35,6 +35,11 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "no native fork for this source: a new provider thread gets portable context (lower fidelity)",
   },
+  rollback_by_resume: {
+    capability: "checkpointing.providerCanReadConversationSnapshot",
+    outcome: "fallback",
+    summary: "no conversation snapshot: the provider rolls back by resuming at the last kept message, trusted rather than checked",
+  },
   rollback_divergent: {
     capability: "threads.canRollbackThread",
     outcome: "fallback",

@@ -1,5 +1,5 @@
 import { and, assign, enqueueActions, setup } from "xstate";
-import { canInterrupt, canQueueNatively, canRollbackProvider, canSteerNatively, canSwitchModelInSession, type ProviderCapabilities } from "../capabilities/index.js";
+import { canInterrupt, canQueueNatively, canRollbackProvider, canSteerNatively, canSwitchModelInSession, canVerifyProviderRollback, type ProviderCapabilities } from "../capabilities/index.js";
 import type { DispatchMode } from "../domain/entities.js";
 import { effect, outcome, policyApplied, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
 
@@ -83,6 +83,7 @@ export const threadMachine = setup({
     canQueueNatively: ({ event }) => event.type === "SUBMIT" && canQueueNatively(event.capabilities),
     canSwitchModelInSession: ({ event }) => event.type === "CHANGE_MODEL" && canSwitchModelInSession(event.capabilities),
     canRollbackProvider: ({ event }) => event.type === "ROLLBACK" && canRollbackProvider(event.capabilities),
+    canVerifyProviderRollback: ({ event }) => event.type === "ROLLBACK" && canVerifyProviderRollback(event.capabilities),
     /** The later runs left nothing in any provider conversation: only files need restoring. */
     providerUntouched: ({ event }) => event.type === "ROLLBACK" && event.laterTurns === 0 && !event.laterElsewhere,
     laterRunsStayedOnThread: ({ event }) => event.type === "ROLLBACK" && !event.laterElsewhere,
@@ -160,6 +161,12 @@ export const threadMachine = setup({
       enqueue.emit(effect({ type: "rollbackThread", threadId, toRunId: event.toRunId, via: params.via }));
       enqueue.emit(outcome({ command: "rollback", via: params.via, threadId }));
     }),
+    /** The provider cannot show its conversation after the cut: the rollback is positional and trusted. */
+    rollbackByResume: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "ROLLBACK") return;
+      const detail = `the provider drops the last ${event.laterTurns} turn(s) by resuming its conversation at the last kept message; it cannot show the result, so the cut is trusted`;
+      enqueue.emit(policyApplied({ threadId: context.threadId, runId: event.toRunId }, "rollback_by_resume", detail));
+    }),
     refuseRollback: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "ROLLBACK") return;
       const detail = "there is no app checkpoint of that run to restore (checkpoints off, unsupported or failed) and the provider cannot roll back this thread's later turns";
@@ -197,9 +204,14 @@ export const threadMachine = setup({
         ROLLBACK: [
           { guard: "providerUntouched", target: "rollingBack", actions: { type: "beginRollback", params: { via: "files_only" } } },
           {
-            guard: and(["canRollbackProvider", "laterRunsStayedOnThread"]),
+            guard: and(["canRollbackProvider", "laterRunsStayedOnThread", "canVerifyProviderRollback"]),
             target: "rollingBack",
             actions: { type: "beginRollback", params: { via: "provider_rollback" } },
+          },
+          {
+            guard: and(["canRollbackProvider", "laterRunsStayedOnThread"]),
+            target: "rollingBack",
+            actions: ["rollbackByResume", { type: "beginRollback", params: { via: "provider_rollback" } }],
           },
           { guard: "hasCheckpoint", target: "rollingBack", actions: { type: "beginRollback", params: { via: "divergent" } } },
           { actions: "refuseRollback" },

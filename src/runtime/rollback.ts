@@ -1,5 +1,6 @@
 import type { ChangedFile } from "../domain/entities.js";
-import { ConflictError, NotFoundError } from "../domain/errors.js";
+import { canVerifyProviderRollback } from "../capabilities/predicates.js";
+import { ConflictError, NotFoundError, ProviderError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { policyEvent, type Effect } from "../machines/emitted.js";
 import type { RollbackRequest } from "../machines/thread.js";
@@ -147,5 +148,13 @@ async function rollbackProvider(rt: Dispatcher, plan: RollbackPlan): Promise<voi
   const thread = rt.views.threads.get(record.threadId)!;
   const session = await target.ensureSession(thread.threadId, thread.cwd, plan.laterRuns.at(-1)?.model ?? thread.model);
   const loaded = await target.ensureThread(thread.threadId, session);
-  await target.adapter.rollbackThread({ sessionId: session.sessionId, thread: loaded.handle, turns: plan.laterTurns });
+  const address = { sessionId: session.sessionId, thread: loaded.handle };
+  // A provider that can show its conversation is checked: the cut must drop exactly the later turns.
+  const read = canVerifyProviderRollback(session.capabilities) ? target.adapter.readThreadSnapshot?.bind(target.adapter) : undefined;
+  const before = read ? (await read(address)).turns.length : null;
+  const returned = await target.adapter.rollbackThread({ ...address, turns: plan.laterTurns });
+  if (read && before !== null) {
+    const kept = (returned ?? (await read(address))).turns.length;
+    if (kept !== before - plan.laterTurns) throw new ProviderError(`the provider kept ${kept} of ${before} turns after dropping ${plan.laterTurns}`);
+  }
 }

@@ -164,9 +164,9 @@ describe("claude: sessions", () => {
     await conformance.forksNatively(asProvider(world));
   });
 
-  it("rolls back by resuming at an earlier message: the later turn is gone from the conversation", async () => {
+  it("rolls back by resuming at an earlier message (the rollback_by_resume degradation): the later turn is gone from the conversation", async () => {
     world = await claudeWorld({ checkpoints: true });
-    await conformance.rollsBackWithFiles(asProvider(world));
+    await conformance.rollsBackWithFiles(asProvider(world), ["rollback_by_resume"]);
   });
 
   it("SIGKILL of the host mid-turn fails the run and expires its permission; the next run resumes on a new host", async () => {

@@ -182,7 +182,7 @@ describe("codex: threads", () => {
 
   it("rolls back natively: the provider forgets the later turns, files return to the checkpoint", async () => {
     world = await codexWorld({ runtime: { checkpoints: true } });
-    await conformance.rollsBackWithFiles(asProvider(world));
+    await conformance.rollsBackWithFiles(asProvider(world), []);
   });
 
   it("SIGKILL of the Codex host mid-turn fails the run and expires its approval; the next run gets a new host and resumes the thread", async () => {

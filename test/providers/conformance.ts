@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import type { Reply } from "../../src/simulator/index.js";
 import type { ModelSimulator } from "../../src/simulator/index.js";
+import type { PolicyName } from "../../src/machines/policies.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { sawInNextRequest as saw } from "../codex/harness.js";
 import { alive } from "../faults/helpers.js";
@@ -81,8 +82,11 @@ export async function forksNatively(w: ProviderWorld): Promise<void> {
   expect(parent.items.at(-1)?.text).toBe("missing which colour?");
 }
 
-/** Needs a runtime opened with `checkpoints: true`. */
-export async function rollsBackWithFiles(w: ProviderWorld): Promise<void> {
+/**
+ * Needs a runtime opened with `checkpoints: true`. `degradations`: the policies the provider's
+ * rollback is expected to record (none for a rollback the runtime can check).
+ */
+export async function rollsBackWithFiles(w: ProviderWorld, degradations: PolicyName[]): Promise<void> {
   const threadId = await thread(w);
   w.sim.push({ text: "one" }, { text: "two" });
   const first = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
@@ -90,6 +94,7 @@ export async function rollsBackWithFiles(w: ProviderWorld): Promise<void> {
   await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
   const receipt = await w.rt.rollback({ threadId, toRunId: first.runId });
   expect(receipt).toMatchObject({ provider: "rolled_back", filesRestored: true });
+  expect(w.rt.views.runs.get(first.runId)!.fallbacks.map((f) => f.policy)).toEqual(degradations);
   expect(existsSync(join(w.workspace, "later.txt"))).toBe(false);
   w.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
   const run = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "what is left?" })).runId);

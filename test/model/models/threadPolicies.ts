@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { canForkNatively, canRollbackProvider, requestsSurviveRestart } from "../../../src/index.js";
+import { canForkNatively, canRollbackProvider, canVerifyProviderRollback, requestsSurviveRestart } from "../../../src/index.js";
 import { contextDelivery as contextDeliveryOf } from "../../../src/runtime/handoff.js";
 import { modelMachine, type PolicyModel } from "../suite.js";
 import { capsOf, World, type Flags } from "../world.js";
@@ -78,15 +78,31 @@ const filesAfterRun1 = (w: World) => existsSync(join(w.cwd, "file-1.txt")) && !e
 
 export const rollbackModel: PolicyModel = {
   name: "rollback",
-  reads: { "main.threads.canRollbackThread": B, "main.checkpointing.appCanCheckpointFilesystem": B, "runtime.checkpoints": B },
+  reads: {
+    "main.threads.canRollbackThread": B,
+    "main.checkpointing.providerCanReadConversationSnapshot": B,
+    "main.checkpointing.appCanCheckpointFilesystem": B,
+    "runtime.checkpoints": B,
+  },
   machine: modelMachine(
     "rollback",
     {
       canRollbackProvider: (f) => canRollbackProvider(capsOf(f)),
+      verifiesRollback: (f) => canRollbackProvider(capsOf(f)) && canVerifyProviderRollback(capsOf(f)),
       hasCheckpoint: (f) => f["runtime.checkpoints"] === true && capsOf(f).checkpointing.appCanCheckpointFilesystem,
     },
     {
-      ...twoRuns({ ROLLBACK: [{ guard: "canRollbackProvider", target: "rolledBack" }, { guard: "hasCheckpoint", target: "divergent" }, { target: "refused" }] }, { ROLLBACK: "busy" }),
+      ...twoRuns(
+        {
+          ROLLBACK: [
+            { guard: "verifiesRollback", target: "rolledBack" },
+            { guard: "canRollbackProvider", target: "rolledBackByResume" },
+            { guard: "hasCheckpoint", target: "divergent" },
+            { target: "refused" },
+          ],
+        },
+        { ROLLBACK: "busy" },
+      ),
       busy: { meta: { expect: { refused: "conflict" } }, on: { FINISH: "two" } },
       rolledBack: {
         meta: {
@@ -97,6 +113,16 @@ export const rollbackModel: PolicyModel = {
               const restored = (w.lastReceipt as { filesRestored: boolean }).filesRestored;
               must(!restored || filesAfterRun1(w), "files do not match run 1");
             },
+          },
+        },
+        on: { SEND: "afterNative" },
+      },
+      rolledBackByResume: {
+        meta: {
+          expect: {
+            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
+            policies: ["rollback_by_resume"],
+            check: (w: World) => must((w.lastReceipt as { provider: string }).provider === "rolled_back", "the provider was not rolled back"),
           },
         },
         on: { SEND: "afterNative" },
