@@ -116,6 +116,80 @@ describe("claude: files and todos", () => {
   });
 });
 
+describe("claude: subagents, questions, plans and models", () => {
+  it("shows a subagent as a nested node whose completion does not complete the parent run", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    const agent = { description: "look around", prompt: "report SUB", subagent_type: "general-purpose", run_in_background: false };
+    // The parent's reply after the subagent hangs: the run must still be running when the subagent is done.
+    world.sim.push({ tools: [{ name: "Agent", args: agent }] }, { text: "SUB-RESULT" }, { hang: true, text: "parent " });
+    const { runId } = await world.rt.sendMessage({ threadId, text: "delegate it" });
+    const subagentDone = () => world!.rt.views.runs.get(runId)!.items.find((i) => i.kind === "subagent" && i.status === "complete");
+    await until("the subagent to complete", () => subagentDone() !== undefined);
+    const subagent = subagentDone()!;
+    expect(subagent).toMatchObject({ result: "SUB-RESULT", detail: expect.objectContaining({ toolName: "general-purpose" }) });
+    await until("the parent's next reply to start streaming", () => world!.sim.requests.filter((r) => r.url.startsWith("/v1/messages")).length >= 3);
+    expect(world.rt.views.runs.get(runId)!.status).toBe("running");
+    world.sim.releaseHang();
+    const run = await world.rt.waitForRun(runId);
+    expect(run.status).toBe("completed");
+    const child = run.items.find((i) => i.kind === "assistant_message" && i.parentId === subagent.id);
+    expect(child?.text).toBe("SUB-RESULT");
+    expect(run.items.filter((i) => i.kind === "assistant_message" && i.parentId !== subagent.id).at(-1)?.text).toContain("parent");
+  });
+
+  it("asks AskUserQuestion as a structured question and hands the answer to Claude", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    const question = { question: "Which colour?", header: "Colour", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cool" }], multiSelect: false };
+    world.sim.push({ tools: [{ name: "AskUserQuestion", args: { questions: [question] } }] }, saw('\\"Which colour?\\"=\\"Blue\\"'));
+    const { runId } = await world.rt.sendMessage({ threadId, text: "ask me" });
+    const request = await pendingRequest(world, threadId);
+    expect(request.payload).toEqual({ kind: "user_input", questions: [{ id: "Which colour?", ...question, options: question.options }] });
+    await world.rt.respond({ requestId: request.requestId, response: { kind: "answers", answers: { "Which colour?": "Blue" } } });
+    const run = await world.rt.waitForRun(runId);
+    expect(run.status).toBe("completed");
+    expect(run.items.at(-1)?.text).toMatch(/^saw /);
+  });
+
+  it("shows plan mode's final plan as a proposed plan, approved through ExitPlanMode", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    const plan = "# Plan\n1. do A\n2. do B\n";
+    // In plan mode Claude names the file the plan goes to; ExitPlanMode then carries that plan.
+    const writePlan = (req: { body: unknown }) => {
+      const path = /create your plan at (\S+?\.md)/.exec(JSON.stringify(req.body))?.[1] ?? "missing-plan-path.md";
+      return { tools: [{ name: "Write", args: { file_path: path, content: plan } }] };
+    };
+    world.sim.push({ tools: [{ name: "EnterPlanMode", args: {} }] }, writePlan, { tools: [{ name: "ExitPlanMode", args: {} }] }, saw("User has approved your plan"));
+    const { runId } = await world.rt.sendMessage({ threadId, text: "plan first" });
+    const request = await pendingRequest(world, threadId);
+    expect(request.payload).toEqual({ kind: "dynamic_tool", toolName: "ExitPlanMode", input: { plan } });
+    expect(world.rt.views.runs.get(runId)!.items.find((i) => i.kind === "proposed_plan")?.text).toBe(plan);
+    await world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } });
+    const run = await world.rt.waitForRun(runId);
+    expect(run.items.at(-1)?.text).toBe("saw User has approved your plan");
+    expect(world.rt.affordances(threadId).panels.plan).toBe(true);
+  });
+
+  it("switches the model inside the session: the next turn asks for the new model, no new session", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "one" }, { text: "two" });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "first", model: "claude-sonnet-4-5" })).runId);
+    const before = world.sim.requests.length;
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "second", model: "claude-haiku-4-5" })).runId);
+    expect(run.status).toBe("completed");
+    const models = (from: number, to: number) => world!.sim.requests.slice(from, to).filter((r) => r.url.startsWith("/v1/messages")).map((r) => (r.body as { model?: string }).model);
+    expect(models(0, before)).toContain("claude-sonnet-4-5");
+    expect(models(before, world.sim.requests.length)).toContain("claude-haiku-4-5");
+    // One session and one provider thread for both runs; no `model_switch_new_session`.
+    expect(world.rt.views.sessions.size).toBe(1);
+    expect(new Set(world.rt.views.threads.get(threadId)!.runs.flatMap((r) => r.attempts.map((a) => a.providerThreadId))).size).toBe(1);
+    expect(world.rt.views.threads.get(threadId)!.model).toBe("claude-haiku-4-5");
+  });
+});
+
 describe("claude: interrupt and steer", () => {
   it("interrupts mid-stream: the terminal arrives after the acknowledgement", async () => {
     world = await claudeWorld();
@@ -137,7 +211,7 @@ describe("claude: interrupt and steer", () => {
     await conformance.interruptWhileRequestPending(asProvider(world), bash("echo never > never.txt"));
   });
 
-  it("steers by interrupt-restart: a new attempt of the same run carries the steer, recorded as the degradation", async () => {
+  it("steers by interrupt-restart: a new attempt of the same run carries the steer, recorded as the degradation; the old attempt's late events are fenced", async () => {
     world = await claudeWorld();
     const threadId = await thread(world);
     world.sim.push({ hang: true, text: "working" }, saw("also consider this"));
@@ -150,6 +224,17 @@ describe("claude: interrupt and steer", () => {
     expect(run.attempts.map((a) => [a.reason, a.status])).toEqual([["initial", "superseded"], ["steering_restart", "completed"]]);
     expect(run.items.at(-1)?.text).toBe("saw also consider this");
     expect(run.fallbacks.map((f) => f.policy)).toEqual(["steer_by_interrupt_restart"]);
+    // Claude still reports the superseded attempt's message after the interrupt: fenced, never applied.
+    const records: Array<{ seq: number; event: Record<string, unknown> }> = [];
+    const stop = world.rt.subscribe({ threadId }, (r) => void records.push(r as never));
+    await until("the log replayed", () => records.some((r) => r.event.type === "run.terminal"));
+    stop();
+    const first = run.attempts[0]!.attemptId;
+    const steeredAt = records.find((r) => r.event.type === "policy.applied")!.seq;
+    expect(records.some((r) => r.seq > steeredAt && r.event.type === "event.fenced" && r.event.attemptId === first)).toBe(true);
+    const firstNodes = new Set(records.filter((r) => r.event.type === "node.started" && r.event.attemptId === first).map((r) => r.event.nodeId));
+    const appliedLate = records.filter((r) => r.seq > steeredAt && r.event.type === "node.completed" && firstNodes.has(r.event.nodeId) && r.event.settledBy === "provider");
+    expect(appliedLate).toEqual([]);
   });
 });
 

@@ -95,16 +95,17 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd, model: null, ...(resume ? { resume: resume.cursor } : {}) });
       return { threadRef: cursor, resumeCursor: cursor };
     },
-    async sendRun({ sessionId, thread, text, context }) {
+    async sendRun({ sessionId, thread, text, context, model }) {
       const full = context ? `Context from earlier in this conversation (${context.kind}):\n${context.text}\n\n${text}` : text;
-      await call(sessionId, "send", { cursor: thread.resumeCursor, text: full });
+      await call(sessionId, "send", { cursor: thread.resumeCursor, text: full, model });
       return { turnRef: null };
     },
     async interrupt({ sessionId, thread }) {
       await call(sessionId, "interrupt", { cursor: thread.resumeCursor });
     },
     async respondToRequest({ sessionId, request, response }) {
-      const allow = response.kind === "decision" && (response.decision === "accept" || response.decision === "accept_for_session");
+      if (response.kind === "answers") return void (await call(sessionId, "respond", { requestRef: request.requestRef, allow: true, answers: response.answers }));
+      const allow = response.decision === "accept" || response.decision === "accept_for_session";
       await call(sessionId, "respond", { requestRef: request.requestRef, allow });
     },
     async rollbackThread({ sessionId, thread, turns }) {

@@ -4,11 +4,11 @@ import { defineCapabilities, type ProviderCapabilities } from "../../capabilitie
  * What Claude Code does through the Agent SDK, as this adapter projects it and the real-binary
  * tests exercise it. Claude lacks what matters most for degradation: no turn ids (weak turn
  * identity), no mid-turn steering (steer = interrupt-restart), rollback only by resuming at an
- * earlier message. See GAP.md for the rest.
+ * earlier message, unchecked (no conversation snapshot). See GAP.md for the rest.
  */
 export function claudeCapabilities(): ProviderCapabilities {
   return defineCapabilities({
-    sessions: { supportsMultipleProviderThreadsPerSession: false, supportsModelSwitchInSession: false, supportsProviderSwitchingViaHandoff: true, supportsRuntimeModeSwitchInSession: false, pendingRequestsSurviveRestart: false },
+    sessions: { supportsMultipleProviderThreadsPerSession: false, supportsModelSwitchInSession: true, supportsProviderSwitchingViaHandoff: true, supportsRuntimeModeSwitchInSession: false, pendingRequestsSurviveRestart: false },
     threads: { canCreateEmptyThread: true, canReadThreadSnapshot: false, canRollbackThread: true, canForkThread: true, canForkFromTurn: false, canForkFromSubagentThread: false, exposesNativeThreadId: true },
     turns: {
       exposesNativeTurnId: false,
@@ -31,8 +31,10 @@ export function claudeCapabilities(): ProviderCapabilities {
       approvalCallbacksAreLiveOnly: true,
       approvalsCanOriginateFromSubagents: false,
     },
-    planning: { emitsPlanUpdated: false, emitsTodoList: true, emitsProposedPlan: false, supportsStructuredQuestions: false, planDeltasHaveItemIds: false },
-    subagents: { supportsSubagents: false, exposesSubagentThreadIds: false, emitsSubagentLifecycle: false, canWaitForSubagents: false, canCloseSubagents: false, canForkSubagentThread: false },
+    // ExitPlanMode's plan is a proposed plan; AskUserQuestion a structured question.
+    planning: { emitsPlanUpdated: false, emitsTodoList: true, emitsProposedPlan: true, supportsStructuredQuestions: true, planDeltasHaveItemIds: false },
+    // A subagent is the Agent tool's use: its start and end are seen, its messages nest under it; it has no thread of its own.
+    subagents: { supportsSubagents: true, exposesSubagentThreadIds: false, emitsSubagentLifecycle: true, canWaitForSubagents: false, canCloseSubagents: false, canForkSubagentThread: false },
     context: {
       acceptsSystemContext: false,
       acceptsDeveloperContext: false,

@@ -4,10 +4,31 @@ import type { ItemKind, ProviderEvent, RequestPayload } from "../contract.js";
  * Claude Agent SDK messages -> normalized provider events, per provider thread (one SDK
  * session). Claude has no turn ids: a turn is what follows a user message up to its `result`.
  * Tool kinds map from exact tool names; other tools stay `tool_call`s under their own name.
+ * A subagent (the Agent tool, formerly Task) is a subagent node; the messages it forwards carry
+ * `parent_tool_use_id` and nest under it. TodoWrite is a todo list, ExitPlanMode's plan a
+ * proposed plan.
  */
 
 type Block = { type: string; id?: string; text?: string; thinking?: string; name?: string; input?: Record<string, unknown> };
-type Msg = { type: string; subtype?: string; uuid?: string; session_id?: string; event?: Record<string, unknown>; message?: { id?: string; content?: unknown }; is_error?: boolean; result?: string; parent_tool_use_id?: string | null };
+type Msg = {
+  type: string;
+  subtype?: string;
+  uuid?: string;
+  session_id?: string;
+  event?: Record<string, unknown>;
+  message?: { id?: string; content?: unknown };
+  is_error?: boolean;
+  result?: string;
+  parent_tool_use_id?: string | null;
+  /** task_notification: the subagent's tool use, how it ended and its report. */
+  tool_use_id?: string;
+  status?: string;
+  summary?: string;
+};
+type Tracked = ItemKind | "todo" | "plan" | "subagent";
+
+/** The subagent tool: `Agent` in Claude Code 2.x, `Task` before. */
+const SUBAGENT_TOOLS = new Set(["Agent", "Task"]);
 
 const TOOL_KIND: Record<string, ItemKind> = { Bash: "command_execution", Edit: "file_change", Write: "file_change", MultiEdit: "file_change", NotebookEdit: "file_change" };
 
@@ -18,6 +39,20 @@ export function permissionPayload(tool: string, input: Record<string, unknown>):
   if (tool === "Bash") return { kind: "command", command: str(input.command) ?? "", ...(str(input.description) ? { reason: str(input.description)! } : {}) };
   if (TOOL_KIND[tool] === "file_change") return { kind: "file_change", path: str(input.file_path) ?? str(input.notebook_path) ?? "" };
   if (tool === "Read") return { kind: "file_read", path: str(input.file_path) ?? "" };
+  if (tool === "AskUserQuestion" && Array.isArray(input.questions) && input.questions.length > 0) {
+    type Asked = { question?: string; header?: string; options?: Array<{ label?: string; description?: string }>; multiSelect?: boolean };
+    // Claude keys the answers by question text: that text is the question's id.
+    const questions = (input.questions as Asked[]).map((q) => ({
+      id: q.question ?? "",
+      question: q.question ?? "",
+      ...(q.header ? { header: q.header } : {}),
+      ...(q.options ? { options: q.options.map((o) => ({ label: o.label ?? "", ...(o.description ? { description: o.description } : {}) })) } : {}),
+      ...(q.multiSelect !== undefined ? { multiSelect: q.multiSelect } : {}),
+    }));
+    return { kind: "user_input", questions };
+  }
+  // ExitPlanMode asks to leave plan mode with its plan: the plan itself is a proposed-plan artifact.
+  if (tool === "ExitPlanMode") return { kind: "dynamic_tool", toolName: tool, input: { plan: str(input.plan) ?? "" } };
   return { kind: "dynamic_tool", toolName: tool, input };
 }
 
@@ -25,8 +60,10 @@ export class ClaudeThreadMapper {
   /** Stream blocks by index in the current model message: their item ref. */
   #streaming = new Map<number, { ref: string; kind: ItemKind }>();
   #messageId = "";
-  /** Tool uses by id, for their results (TodoWrite's are artifacts, not items). */
-  #tools = new Map<string, ItemKind | "todo">();
+  /** Tool uses by id, for their results (TodoWrite's and ExitPlanMode's are artifacts, not items). */
+  #tools = new Map<string, Tracked>();
+  /** Subagents whose end was already reported (by a task notification). */
+  #ended = new Set<string>();
   /** Assistant message uuids of this thread's completed turns, oldest first (rollback points). */
   readonly turnEnds: string[] = [];
   #lastAssistantUuid: string | null = null;
@@ -39,16 +76,21 @@ export class ClaudeThreadMapper {
     const at = { threadRef: this.threadRef };
     switch (m.type) {
       case "stream_event":
-        return this.#stream(m.event ?? {});
+        // Subagents' text arrives whole in their forwarded messages: only the parent streams.
+        return m.parent_tool_use_id ? [] : this.#stream(m.event ?? {});
       case "assistant": {
-        if (m.uuid) this.#lastAssistantUuid = m.uuid;
+        const parent = m.parent_tool_use_id ?? undefined;
+        if (m.uuid && !parent) this.#lastAssistantUuid = m.uuid;
         const blocks = Array.isArray(m.message?.content) ? (m.message!.content as Block[]) : [];
         const out: ProviderEvent[] = [];
         blocks.forEach((block, index) => {
-          const ref = `${m.message?.id ?? this.#messageId}:${index}`;
-          if (block.type === "text") out.push({ type: "item.completed", ...at, itemRef: ref, kind: "assistant_message", status: "completed", text: block.text ?? "" });
-          else if (block.type === "thinking") out.push({ type: "item.completed", ...at, itemRef: ref, kind: "reasoning", status: "completed", text: block.thinking ?? "" });
-          else if (block.type === "tool_use" && block.id && block.name) out.push(...this.#toolUse(block));
+          const itemRef = `${m.message?.id ?? this.#messageId}:${index}`;
+          const text = block.type === "text" ? block.text : block.type === "thinking" ? block.thinking : undefined;
+          const kind: ItemKind = block.type === "text" ? "assistant_message" : "reasoning";
+          if (text !== undefined) {
+            if (parent) out.push({ type: "item.started", ...at, itemRef, parentItemRef: parent, kind });
+            out.push({ type: "item.completed", ...at, itemRef, kind, status: "completed", text });
+          } else if (block.type === "tool_use" && block.id && block.name) out.push(...this.#toolUse(block, parent));
         });
         return out;
       }
@@ -57,12 +99,19 @@ export class ClaudeThreadMapper {
         return blocks.flatMap((b): ProviderEvent[] => {
           if (b.type !== "tool_result" || !b.tool_use_id) return [];
           const known = this.#tools.get(b.tool_use_id);
-          if (known === "todo") return [];
-          const kind = known ?? "tool_call";
+          if (known === "todo" || known === "plan") return [];
           const output = typeof b.content === "string" ? b.content : Array.isArray(b.content) ? (b.content as Block[]).map((c) => c.text ?? "").join("") : "";
-          return [{ type: "item.completed", ...at, itemRef: b.tool_use_id, kind, status: b.is_error ? "failed" : "completed", output }];
+          if (known === "subagent") return this.#subagentEnded(b.tool_use_id, b.is_error ? "failed" : "completed", output);
+          return [{ type: "item.completed", ...at, itemRef: b.tool_use_id, kind: known ?? "tool_call", status: b.is_error ? "failed" : "completed", output }];
         });
       }
+      case "system":
+        // A subagent's own report of how it ended (cleaner than the tool result that wraps it).
+        if (m.subtype === "task_notification" && m.tool_use_id && this.#tools.get(m.tool_use_id) === "subagent") {
+          const status = m.status === "completed" ? "completed" : m.status === "stopped" || m.status === "killed" ? "interrupted" : "failed";
+          return this.#subagentEnded(m.tool_use_id, status, m.summary ?? "");
+        }
+        return [];
       case "result": {
         const interrupted = this.interrupting && m.subtype !== "success";
         this.interrupting = false;
@@ -102,23 +151,39 @@ export class ClaudeThreadMapper {
     }
   }
 
-  #toolUse(block: Block): ProviderEvent[] {
+  #toolUse(block: Block, parent: string | undefined): ProviderEvent[] {
     const at = { threadRef: this.threadRef };
+    const id = block.id!;
     const input = block.input ?? {};
     if (block.name === "TodoWrite") {
-      this.#tools.set(block.id!, "todo");
+      this.#tools.set(id, "todo");
       const todos = Array.isArray(input.todos) ? (input.todos as Array<{ content?: string; status?: string }>) : [];
       const status = (s?: string) => (s === "completed" ? "completed" : s === "in_progress" ? "in_progress" : "pending") as "completed" | "in_progress" | "pending";
       return [{ type: "todo.updated", ...at, items: todos.map((t) => ({ text: t.content ?? "", status: status(t.status) })) }];
     }
+    if (block.name === "ExitPlanMode") {
+      this.#tools.set(id, "plan");
+      return [{ type: "plan.proposed", ...at, itemRef: id, text: str(input.plan) ?? "" }];
+    }
+    if (SUBAGENT_TOOLS.has(block.name!)) {
+      this.#tools.set(id, "subagent");
+      const prompt = str(input.prompt);
+      return [{ type: "subagent.started", ...at, itemRef: id, agent: str(input.subagent_type) ?? "general-purpose", ...(prompt ? { prompt } : {}) }];
+    }
     const kind = TOOL_KIND[block.name!] ?? "tool_call";
-    this.#tools.set(block.id!, kind);
+    this.#tools.set(id, kind);
     const detail =
       kind === "command_execution"
         ? { command: str(input.command) ?? "" }
         : kind === "file_change"
           ? { path: str(input.file_path) ?? "", ...(str(input.new_string) ? { diff: `+${str(input.new_string)}` } : {}) }
           : { toolName: block.name!, input };
-    return [{ type: "item.started", ...at, itemRef: block.id!, kind, detail }];
+    return [{ type: "item.started", ...at, itemRef: id, ...(parent ? { parentItemRef: parent } : {}), kind, detail }];
+  }
+
+  #subagentEnded(itemRef: string, status: "completed" | "failed" | "interrupted", result: string): ProviderEvent[] {
+    if (this.#ended.has(itemRef)) return [];
+    this.#ended.add(itemRef);
+    return [{ type: "subagent.completed", threadRef: this.threadRef, itemRef, status, result }];
   }
 }

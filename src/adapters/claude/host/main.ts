@@ -29,7 +29,13 @@ interface Thread {
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
 let init: Init | null = null;
 const threads = new Map<string, Thread>();
-const pending = new Map<string, (answer: { allow: boolean; message: string }) => void>();
+/** A permission answer: allow (with the user's answers, for AskUserQuestion) or deny. */
+interface Answer {
+  allow: boolean;
+  message: string;
+  answers?: Record<string, string | string[]>;
+}
+const pending = new Map<string, (answer: Answer) => void>();
 
 function emit(thread: Thread, event: unknown): void {
   send(notification("event", { sessionId: thread.sessionId, event }));
@@ -59,6 +65,7 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
       cwd: params.cwd,
       env: init.env,
       includePartialMessages: true,
+      forwardSubagentText: true,
       permissionMode: "default",
       ...(params.model ? { model: params.model } : {}),
       ...(init.executable ? { pathToClaudeCodeExecutable: init.executable } : {}),
@@ -66,13 +73,16 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
       canUseTool: async (tool, toolInput, options) => {
         const requestRef = options.toolUseID ?? randomUUID();
         emit(thread, { type: "request.opened", threadRef: cursor, requestRef, itemRef: options.toolUseID, request: permissionPayload(tool, toolInput) });
-        const answer = await new Promise<{ allow: boolean; message: string }>((resolve) => {
+        const answer = await new Promise<Answer>((resolve) => {
           pending.set(requestRef, resolve);
           options.signal.addEventListener("abort", () => resolve({ allow: false, message: "interrupted" }), { once: true });
         });
         pending.delete(requestRef);
         emit(thread, { type: "request.resolved", threadRef: cursor, requestRef, outcome: answer.allow ? "accept" : "decline" });
-        return answer.allow ? { behavior: "allow", updatedInput: toolInput } : { behavior: "deny", message: answer.message };
+        if (!answer.allow) return { behavior: "deny", message: answer.message };
+        // AskUserQuestion takes its answers keyed by question text; several choices are comma-separated.
+        const answers = answer.answers && Object.fromEntries(Object.entries(answer.answers).map(([q, a]) => [q, Array.isArray(a) ? a.join(", ") : a]));
+        return { behavior: "allow", updatedInput: answers ? { ...toolInput, answers } : toolInput };
       },
     },
   });
@@ -111,9 +121,16 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       const cwd = p.fork ? (threads.get(p.fork.from)?.cwd ?? p.cwd) : p.cwd;
       return { cursor: open({ ...p, cwd }).cursor };
     }
-    case "send":
-      thread(String(params.cursor)).push(String(params.text));
+    case "send": {
+      const t = thread(String(params.cursor));
+      // A model change between turns stays in the session (`/model`).
+      if (typeof params.model === "string" && params.model !== t.model) {
+        await t.query.setModel(params.model);
+        t.model = params.model;
+      }
+      t.push(String(params.text));
       return null;
+    }
     case "interrupt": {
       const t = thread(String(params.cursor));
       t.mapper.interrupting = true;
@@ -123,7 +140,8 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
     case "respond": {
       const resolve = pending.get(String(params.requestRef));
       if (!resolve) throw new ProviderError(`claude host: request ${String(params.requestRef)} is not pending`);
-      resolve({ allow: params.allow === true, message: String(params.message ?? "The user declined.") });
+      const answers = params.answers as Answer["answers"];
+      resolve({ allow: params.allow === true, message: String(params.message ?? "The user declined."), ...(answers ? { answers } : {}) });
       return null;
     }
     case "rollback": {
