@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { InvalidInputError, isTillerError } from "../domain/errors.js";
 import { runDemo } from "./demo.js";
+import { runInspect } from "./inspect.js";
 
 const HELP = `tiller: an embeddable runtime for coding-agent providers
 
@@ -14,6 +15,15 @@ Usage:
       the real Codex binary against the built-in model simulator (offline, no account).
       Asks before approving when interactive; --yes approves without asking; a
       non-interactive run never blocks.
+  tiller inspect [--port N] [--data-dir DIR] [--show-text] [--yes]
+  tiller inspect --replay DIR [--port N] [--show-text]
+      The live inspector (a local page on 127.0.0.1; open the printed URL, token
+      included): actor tree, statecharts, capabilities and degradations, event log,
+      approvals. Without --replay it drives a scripted session that waits for you to
+      approve from the page (--yes approves by itself) and then steers a provider that
+      cannot steer natively. --replay opens a recorded data directory read-only and
+      steps through its history. Prompts and message text are hidden unless
+      --show-text. Stop with Ctrl-C.
   tiller help
   tiller version
 `;
@@ -48,6 +58,29 @@ export async function main(argv: string[]): Promise<number> {
       } finally {
         rl?.close();
       }
+    }
+    case "inspect": {
+      const { values } = parseArgs({
+        args: rest,
+        options: {
+          port: { type: "string", default: "0" },
+          "data-dir": { type: "string" },
+          replay: { type: "string" },
+          "show-text": { type: "boolean", default: false },
+          yes: { type: "boolean", short: "y", default: false },
+        },
+      });
+      const port = Number(values.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new InvalidInputError("port", `must be a port number, not "${values.port}"`);
+      await runInspect({
+        port,
+        dataDir: resolve(values["data-dir"] ?? ".tiller/inspect"),
+        replay: values.replay ? resolve(values.replay) : null,
+        showText: values["show-text"],
+        yes: values.yes,
+        write: (text) => void process.stdout.write(text),
+      });
+      return 0;
     }
     case "version":
     case "--version":

@@ -15,8 +15,13 @@ export interface RuntimeOptions {
   allowSessionStopInterrupt?: boolean;
   /** Group-commit window of the event log, in ms. */
   groupCommitMs?: number;
-  /** Receives XState inspection events of every actor (for the inspector). */
-  inspect?: (event: InspectionEvent) => void;
+  /**
+   * The live inspector. `true`, a port, or `{ port, showText, token, onListening }` starts its
+   * server on 127.0.0.1 (a free port by default) with a random token in its URL, which goes to
+   * `onListening` (default: printed on stderr) and `runtime.inspectorUrl`. A function receives
+   * the XState inspection events of every actor instead.
+   */
+  inspect?: ((event: InspectionEvent) => void) | boolean | number | InspectOptions;
   /**
    * Capture git checkpoints of each thread's working directory (a baseline before each run,
    * a checkpoint after it) in a private repository under the data directory; needed for
@@ -31,4 +36,15 @@ export interface RuntimeOptions {
   sandbox?: SandboxPolicy;
   /** Stop a provider session after this long without a turn, giving back its host lease (default 10 min; null: never). */
   sessionIdleMs?: number | null;
+}
+
+export interface InspectOptions {
+  /** 0 or absent: a free port. */
+  port?: number;
+  /** Let the page see prompts, message text and command output (credentials stay masked). Default false. */
+  showText?: boolean;
+  /** A fixed token (default: random), so a page or feed can reconnect to a restarted inspector. */
+  token?: string;
+  /** Receives the page's URL, token included (default: printed on stderr). */
+  onListening?: (url: string) => void;
 }

@@ -46,6 +46,7 @@ import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RunView, type ThreadView } from "./projections.js";
 import { HostRegistry } from "./hosts/registry.js";
 import type { RuntimeOptions } from "./options.js";
+import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "../cli/inspectHost.js";
 import { reportReaped, restoreRuntime } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
@@ -75,6 +76,8 @@ export class Runtime {
   #pumps: Promise<void>[] = [];
 
   readonly #allowSessionStop: boolean;
+  /** The live inspector this runtime started (`inspect: true`, a port or options), if any. */
+  #inspector: RuntimeInspector | null = null;
 
   private constructor(
     options: RuntimeOptions,
@@ -96,8 +99,13 @@ export class Runtime {
       providers: options.providers,
       ids: this.ids,
       allowSessionStopInterrupt: options.allowSessionStopInterrupt ?? false,
-      inspect: options.inspect,
+      inspect: typeof options.inspect === "function" ? options.inspect : undefined,
     });
+  }
+
+  /** The live inspector's page (token included), when the runtime started one. */
+  get inspectorUrl(): string | null {
+    return this.#inspector?.server.url ?? null;
   }
 
   /** Read models (internal; the API's readThread returns copies). */
@@ -119,7 +127,13 @@ export class Runtime {
     const dataDir = resolve(options.dataDir ?? ".tiller");
     const now = options.now ?? (() => new Date());
     const lock = await acquireDataDirLock(dataDir);
+    let inspector: RuntimeInspector | null = null;
     try {
+      const inspectOptions = inspectOptionsOf(options.inspect);
+      if (inspectOptions) {
+        inspector = await startRuntimeInspector(inspectOptions);
+        options = { ...options, inspect: inspector.inspect };
+      }
       const { doc } = await openRuntimeMeta(dataDir, now());
       const log = await EventLog.open<DomainEvent>(join(dataDir, "events.jsonl"), {
         isUrgent: isUrgentEvent,
@@ -127,7 +141,7 @@ export class Runtime {
         now,
       });
       // Hosts a crashed previous life left running are reaped before anything starts new ones.
-      const { registry, reaped } = await HostRegistry.open(dataDir, options.inspect);
+      const { registry, reaped } = await HostRegistry.open(dataDir, typeof options.inspect === "function" ? options.inspect : undefined);
       for (const [target, adapter] of Object.entries(options.providers)) adapter.bindHosts?.(registry, target);
       const runtime = new Runtime(options, dataDir, log, lock, doc, registry);
       await runtime.#restore().catch(async (error: unknown) => {
@@ -136,8 +150,13 @@ export class Runtime {
       });
       reportReaped(runtime.#d, reaped);
       await log.whenDurable();
+      if (inspector) {
+        runtime.#inspector = inspector;
+        inspector.attach(runtime, Object.keys(options.providers));
+      }
       return runtime;
     } catch (error) {
+      await inspector?.close();
       await lock.release();
       throw error;
     }
@@ -330,6 +349,7 @@ export class Runtime {
       await this.log.close();
       await this.meta.update((d) => void (d.closedCleanly = true));
     } finally {
+      await this.#inspector?.close();
       await this.lock.release();
     }
   }
