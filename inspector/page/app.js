@@ -245,7 +245,7 @@ function renderTimeline() {
   const body = /** @type {HTMLElement} */ ($("timeline").querySelector("tbody"));
   body.replaceChildren(...shown.map((r) => {
     const tr = document.createElement("tr");
-    Object.assign(tr.dataset, { testid: "event", seq: String(r.seq), type: r.event.type });
+    Object.assign(tr.dataset, { testid: "event", seq: String(r.seq), type: r.event.type, threadId: r.event.threadId ?? "", runId: r.event.runId ?? "" });
     if (r.event.type === "policy.applied") tr.className = "policy";
     const cells = [String(r.seq), r.at.slice(11, 23), r.event.type, r.event.threadId ?? "", r.event.runId ?? "", detailOf(r.event)];
     cells.forEach((text, i) => {

@@ -115,7 +115,7 @@ export function renderCapabilities(container, caps, catalog) {
     const head = h("div");
     head.append(h("span", "policy", d.policy), document.createTextNode(` — ${d.outcome} — reads `), h("span", "mono reads", d.capability));
     div.append(head);
-    if (d.summary) div.append(h("div", "", d.summary));
+    if (d.meaning) div.append(h("div", "", d.meaning));
     div.append(h("div", "hint", `#${d.seq}${d.runId ? ` · run ${d.runId}` : ""}${d.threadId ? ` · thread ${d.threadId}` : ""}${d.detail ? ` · ${d.detail}` : ""}`));
     parts.push(div);
   }

@@ -107,7 +107,7 @@ export class InspectorModel {
         this.#degradations.push({
           seq, policy, capability: s("capability"), outcome: s("outcome"), detail: maskCredentials(s("detail")),
           threadId: (e.threadId as string | null) ?? null, runId: (e.runId as string | null) ?? null,
-          summary: this.catalog?.degradations[policy]?.summary ?? null,
+          meaning: this.catalog?.degradations[policy]?.summary ?? null,
         });
         break;
       }

@@ -84,7 +84,8 @@ export interface DegradationView {
   detail: string;
   threadId: string | null;
   runId: string | null;
-  summary: string | null;
+  /** The registry's explanation of the policy (not redacted: it is ours, not the user's). */
+  meaning: string | null;
 }
 
 export interface CapabilityView {

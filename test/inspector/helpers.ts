@@ -1,0 +1,109 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import WebSocket from "ws";
+import { inspectorCatalog, loadInspector } from "../../src/cli/inspectHost.js";
+import type { Catalog, PageMessage } from "../../inspector/server/protocol.js";
+
+/** Debian's Chromium, installed by .ci/run; never a downloaded browser. */
+export const CHROMIUM = "/usr/bin/chromium";
+
+const ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/** Generous: the suite must pass on a loaded 2-core machine. These are waits, never assertions on time. */
+export const WAIT = { timeout: 25_000 };
+
+export interface Browser {
+  context: BrowserContext;
+  page: Page;
+  /** Console errors and page errors seen so far (a healthy page has none). */
+  errors: string[];
+  close(): Promise<void>;
+}
+
+/** Headless Chromium with a throwaway profile; close() ends the browser process and removes the profile. */
+export async function openBrowser(): Promise<Browser> {
+  const profile = await mkdtemp(join(tmpdir(), "tiller-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ARGS,
+    viewport: { width: 1500, height: 1000 },
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const errors: string[] = [];
+  page.on("console", (m) => {
+    if (m.type() === "error") errors.push(m.text());
+  });
+  page.on("pageerror", (e) => errors.push(e.message));
+  return {
+    context,
+    page,
+    errors,
+    async close() {
+      await context.close().catch(() => undefined);
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+let catalog: Catalog | null = null;
+/** The catalog the runtime gives the inspector (machines, predicates, degradations). */
+export async function testCatalog(): Promise<Catalog> {
+  catalog ??= inspectorCatalog(await loadInspector()) as Catalog;
+  return catalog;
+}
+
+/** A page-side WebSocket client of the server, collecting what it is sent. */
+export async function pageClient(url: string): Promise<{ messages: PageMessage[]; ws: WebSocket; until: <T extends PageMessage>(match: (m: PageMessage) => m is T) => Promise<T>; close: () => void }> {
+  const ws = new WebSocket(url);
+  const messages: PageMessage[] = [];
+  const waiters: Array<() => void> = [];
+  ws.on("message", (data) => {
+    messages.push(JSON.parse(data.toString()) as PageMessage);
+    for (const w of waiters.splice(0)) w();
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once("open", () => resolve());
+    ws.once("error", reject);
+  });
+  const until = <T extends PageMessage>(match: (m: PageMessage) => m is T): Promise<T> =>
+    new Promise((resolve) => {
+      const check = () => {
+        const found = [...messages].reverse().find(match);
+        if (found) resolve(found);
+        else waiters.push(check);
+      };
+      check();
+    });
+  return { messages, ws, until, close: () => ws.terminate() };
+}
+
+/** The page's WebSocket address for a server URL (token kept). */
+export const pageSocketUrl = (url: string): string => url.replace("http://", "ws://").replace("/?token=", "/ws?token=");
+
+/** What a WebSocket handshake answers: "open", or the HTTP status it was refused with. */
+export function handshake(url: string): Promise<"open" | number> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url);
+    ws.once("open", () => {
+      ws.terminate();
+      resolve("open");
+    });
+    ws.once("unexpected-response", (_req, res) => {
+      resolve(res.statusCode ?? 0);
+      ws.terminate();
+    });
+    ws.once("error", () => resolve(0));
+  });
+}

@@ -1,0 +1,149 @@
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createScriptedAdapter, keyedScript, ScriptedBackend, type TillerRuntime } from "../../src/index.js";
+import { nextEvent, openTestRuntime } from "../helpers/runtime.js";
+import { openBrowser, WAIT, type Browser } from "./helpers.js";
+
+/**
+ * The live inspector in headless Chromium, on a runtime with the scripted provider: a run
+ * watched through its states, approved from the page, and a steer that degrades to
+ * interrupt-restart because the provider cannot steer natively.
+ */
+
+export const ARTIFACTS = join(import.meta.dirname, "artifacts");
+
+const backend = new ScriptedBackend();
+const adapter = createScriptedAdapter({
+  backend,
+  chunkDelayMs: 5,
+  capabilities: { turns: { supportsActiveSteering: false } },
+  script: keyedScript({
+    "[approve]": [
+      { type: "text", text: "Looking at the failing date test." },
+      { type: "gate", name: "streaming" },
+      { type: "command", command: "npm test -- date", output: "✓ date.test.ts (3 tests)", approval: true },
+      { type: "text", text: "All green." },
+    ],
+    "[long]": [{ type: "text", text: "## Changelog\n - " }, { type: "hang" }],
+  }),
+});
+
+let rt: TillerRuntime;
+let cleanup: () => Promise<void>;
+let url = "";
+let browser: Browser;
+
+beforeAll(async () => {
+  ({ rt, cleanup } = await openTestRuntime({ scripted: adapter }, { inspect: { onListening: (u) => (url = u) } }));
+  browser = await openBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await cleanup?.();
+});
+
+const actor = (id: string) => `[data-testid=actor][data-actor-id="${id}"]`;
+const current = (path: string) => `[data-testid=statechart] g[data-state-path="${path}"][data-current="true"]`;
+
+describe("live inspector in Chromium", () => {
+  it("is refused without the token, over HTTP and WebSocket", async () => {
+    const { page } = browser;
+    const base = url.slice(0, url.indexOf("?"));
+    const response = await page.goto(base);
+    expect(response!.status()).toBe(401);
+    expect(await page.textContent("body")).toContain("token is required");
+    const outcome = await page.evaluate(
+      (ws) =>
+        new Promise<string>((resolve) => {
+          const socket = new WebSocket(ws);
+          socket.onopen = () => resolve("open");
+          socket.onclose = (e) => resolve(`closed ${e.code}`);
+        }),
+      base.replace("http://", "ws://") + "ws",
+    );
+    expect(outcome).toBe("closed 1006");
+  });
+
+  it("shows the actor tree and the run's state as it streams, waits on an approval answered from the page, and completes", async () => {
+    const { page } = browser;
+    browser.errors.length = 0; // the refusals above were logged by the page on purpose
+    await page.goto(url);
+    await page.locator('[data-testid=connection][data-state="connected"]').waitFor(WAIT);
+
+    const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Fix the date bug" });
+    const { runId } = await rt.sendMessage({ threadId, text: "[approve] fix the failing date test" });
+
+    // Streaming, held at the gate: the run's machine is in active.running.
+    await page.locator(`${actor(runId)}[data-state="active.running"]`).waitFor(WAIT);
+    await page.locator(`${actor(threadId)}[data-state="busy"]`).waitFor(WAIT);
+    await page.locator(actor(runId)).click();
+    await page.locator(current("active.running")).waitFor(WAIT);
+    await expect.poll(() => page.locator('[data-testid=statechart] svg').getAttribute("data-machine"), WAIT).toBe("run");
+
+    // Every kind of actor the run involves is in the tree.
+    for (const kind of ["target", "session", "providerThread", "thread", "run", "attempt"]) {
+      await page.locator(`[data-testid=actor][data-kind="${kind}"]`).first().waitFor(WAIT);
+    }
+
+    // The command asks for approval: the run waits, the request is respondable.
+    backend.openGate("streaming");
+    const opened = await nextEvent(rt, "request.opened", (e) => e.runId === runId);
+    const request = page.locator(`[data-testid=request][data-request-id="${opened.event.requestId}"]`);
+    await request.and(page.locator('[data-state="respondable"]')).waitFor(WAIT);
+    await page.locator(`${actor(runId)}[data-state="active.waiting"]`).waitFor(WAIT);
+    await page.locator(current("active.waiting")).waitFor(WAIT);
+    await page.locator(`${actor(opened.event.requestId)}[data-state="pending"]`).waitFor(WAIT);
+    await page.locator('[data-testid=event][data-type="request.opened"]').first().waitFor(WAIT);
+    await mkdir(ARTIFACTS, { recursive: true });
+    await page.screenshot({ path: join(ARTIFACTS, "inspector-mid-run.png"), fullPage: true });
+
+    // Approved from the page: the run goes on to the end.
+    await request.locator("[data-testid=approve]").click();
+    const run = await rt.waitForRun(runId);
+    expect(run.status).toBe("completed");
+    const resolved = await nextEvent(rt, "request.resolved", (e) => e.requestId === opened.event.requestId);
+    expect(resolved.event).toMatchObject({ by: "user", response: { kind: "decision", decision: "accept" } });
+    await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
+    await page.locator(current("completed")).waitFor(WAIT);
+    await page.locator(`${actor(threadId)}[data-state="idle"]`).waitFor(WAIT);
+    await request.waitFor({ state: "detached", ...WAIT });
+
+    // The timeline, filtered to this run, shows only its events, with their seq.
+    await page.locator("[data-testid=filter-run]").selectOption(runId);
+    const rows = page.locator("[data-testid=event]");
+    await page.locator('[data-testid=event][data-type="run.terminal"]').waitFor(WAIT);
+    const runIds = await rows.evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.runId));
+    expect(new Set(runIds)).toEqual(new Set([runId]));
+    const seqs = await rows.evaluateAll((trs) => trs.map((tr) => Number((tr as HTMLElement).dataset.seq)));
+    expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
+    await page.locator("[data-testid=filter-run]").selectOption("");
+  });
+
+  it("shows the degradation when a steer meets a provider without native steering", async () => {
+    const { page } = browser;
+    await page.locator('[data-testid=degradation-count]').waitFor(WAIT);
+    expect(await page.locator("[data-testid=degradation]").count()).toBe(0);
+    const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Changelog" });
+    const { runId } = await rt.sendMessage({ threadId, text: "[long] write a changelog" });
+    await nextEvent(rt, "node.delta", (e) => e.runId === runId);
+    const receipt = await rt.sendMessage({ threadId, text: "one line only", mode: "steer" });
+    expect(receipt).toMatchObject({ disposition: "steered", via: "interrupt_restart" });
+
+    const degradation = page.locator('[data-testid=degradation][data-policy="steer_by_interrupt_restart"]');
+    await degradation.waitFor(WAIT);
+    expect(await degradation.getAttribute("data-outcome")).toBe("fallback");
+    expect(await degradation.getAttribute("data-capability")).toBe("turns.supportsActiveSteering");
+    expect(await degradation.textContent()).toContain("interrupt it, restart the run");
+    // The session's record says why: no native steering.
+    await page.locator('[data-testid=session-capabilities] summary').first().click();
+    expect(await page.locator('[data-testid=session-capabilities] [data-capability="turns.supportsActiveSteering"]').first().textContent()).toContain("✗");
+
+    expect((await rt.waitForRun(runId)).status).toBe("completed");
+    await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
+    // Both attempts are in the tree: the superseded one and the restart.
+    await page.locator(`${actor(runId)} + ul [data-kind="attempt"][data-status="superseded"]`).waitFor(WAIT);
+    expect(browser.errors).toEqual([]);
+  });
+});
