@@ -78,8 +78,8 @@ function layoutOf(machine, graph) {
  */
 export async function drawStatechart(container, machine, graph, state, fit = true) {
   const laid = await layoutOf(machine, graph);
-  // Fit the panel's width (never enlarged): the whole machine at a glance; hover a label for what its guard reads.
-  const scale = fit ? Math.min(1, (container.clientWidth - 4) / (laid.width + 8)) : 1;
+  // Fit the panel's width as far as labels stay legible (then scroll); hover a label for what its guard reads.
+  const scale = fit ? Math.max(0.6, Math.min(1, (container.clientWidth - 4) / (laid.width + 8))) : 1;
   const svg = el("svg", { width: Math.round((laid.width + 8) * scale), height: Math.round((laid.height + 8) * scale), viewBox: `-4 -4 ${laid.width + 8} ${laid.height + 8}`, role: "img", "aria-label": `statechart of ${machine}` });
   svg.dataset.machine = machine;
   const defs = el("defs");
@@ -118,6 +118,7 @@ export async function drawStatechart(container, machine, graph, state, fit = tru
     svg.append(g);
   }
   container.replaceChildren(svg);
+  delete container.dataset.highlighted;
   highlight(container, state);
 }
 
@@ -131,4 +132,13 @@ export function highlight(container, state) {
     g.classList.toggle("active", active.has(path) && !current.has(path));
     g.setAttribute("data-current", String(current.has(path)));
   }
+  // Bring a newly current state into view (once per change, so a reader's own scrolling stays).
+  if (container.dataset.highlighted === (state ?? "")) return;
+  container.dataset.highlighted = state ?? "";
+  const target = container.querySelector("g.state.current");
+  if (!target) return;
+  const r = target.getBoundingClientRect();
+  const c = container.getBoundingClientRect();
+  container.scrollLeft += r.left - c.left - (c.width - r.width) / 2;
+  container.scrollTop += r.top - c.top - (c.height - r.height) / 2;
 }

@@ -3,7 +3,7 @@ import { createServer, type AddressInfo } from "node:net";
 import { networkInterfaces } from "node:os";
 import { connect } from "node:net";
 import { describe, expect, it } from "vitest";
-import { createScriptedAdapter, keyedScript, type TillerRuntime } from "../../src/index.js";
+import { createScriptedAdapter, createScriptedHostAdapter, keyedScript, type TillerRuntime } from "../../src/index.js";
 import * as predicates from "../../src/capabilities/predicates.js";
 import { createInspectorFeed } from "../../inspector/server/feed.js";
 import { capabilityReads } from "../../inspector/server/graph.js";
@@ -170,6 +170,23 @@ describe("inspector server", () => {
       if (second) await second.cleanup();
       else await first.cleanup();
       await server.close();
+    }
+  });
+
+  it("puts a host process's supervisor under its target in the actor tree, with its state", async () => {
+    let url = "";
+    const { rt, cleanup } = await openTestRuntime({ host: createScriptedHostAdapter({}) }, { inspect: { onListening: (u) => (url = u) } });
+    const client = await pageClient(pageSocketUrl(url));
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "host" });
+      await rt.waitForRun((await rt.sendMessage({ threadId, text: "hello" })).runId);
+      const view = await client.until(viewWith((v) => v.tree.some((n) => n.id === "target:host" && n.children.some((c) => c.kind === "supervisor" && c.state === "ready"))));
+      const target = view.tree.find((n) => n.id === "target:host")!;
+      expect(target.children.find((c) => c.kind === "supervisor")).toMatchObject({ machine: "hostSupervisor", label: "host host" });
+      expect(target.children.some((c) => c.kind === "session" && c.machine === "session")).toBe(true);
+    } finally {
+      client.close();
+      await cleanup();
     }
   });
 
