@@ -33,9 +33,15 @@ function connect() {
     retryMs = 250;
   };
   ws.onmessage = (m) => onMessage(JSON.parse(m.data));
-  ws.onclose = () => {
+  ws.onclose = async () => {
     if (socket !== ws) return;
     socket = null;
+    // A restarted server has a new token unless one was fixed: say so instead of retrying blindly.
+    const probe = await fetch(`/?token=${encodeURIComponent(token ?? "")}`, { cache: "no-store" }).catch(() => null);
+    if (probe?.status === 401) {
+      setConnection("refused", "token refused: open the URL the inspector printed");
+      return;
+    }
     setConnection("disconnected", "inspector server unreachable: reconnecting…");
     setTimeout(connect, retryMs);
     retryMs = Math.min(retryMs * 2, 4000);

@@ -77,6 +77,7 @@ export class InspectorHub {
 
   /** A runtime (re)connected: a new producer id means a new runtime life, so the picture starts over. */
   fromFeed(socket: Producer, message: FeedMessage): void {
+    if (this.#replayLog) return; // a replay shows its recording, nothing live
     switch (message.kind) {
       case "hello":
         // Every (re)connect resends the runtime's whole picture: start over from it.

@@ -63,6 +63,10 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
     return cookie ? cookie.slice(cookieName.length + 1) : null;
   };
   const authorized = (req: IncomingMessage): boolean => {
+    // A page elsewhere that resolves its own name to 127.0.0.1 (DNS rebinding) is not this origin.
+    if (req.headers.host !== `${HOST}:${port}` && req.headers.host !== `localhost:${port}`) return false;
+    const origin = req.headers.origin;
+    if (origin !== undefined && origin !== `http://${HOST}:${port}` && origin !== `http://localhost:${port}`) return false;
     const given = Buffer.from(tokenOf(req) ?? "");
     const wanted = Buffer.from(token);
     return given.length === wanted.length && timingSafeEqual(given, wanted);

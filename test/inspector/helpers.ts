@@ -93,9 +93,9 @@ export async function pageClient(url: string): Promise<{ messages: PageMessage[]
 export const pageSocketUrl = (url: string): string => url.replace("http://", "ws://").replace("/?token=", "/ws?token=");
 
 /** What a WebSocket handshake answers: "open", or the HTTP status it was refused with. */
-export function handshake(url: string): Promise<"open" | number> {
+export function handshake(url: string, origin?: string): Promise<"open" | number> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, origin ? { origin } : {});
     ws.once("open", () => {
       ws.terminate();
       resolve("open");

@@ -2,8 +2,11 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createScriptedAdapter, keyedScript, ScriptedBackend, type TillerRuntime } from "../../src/index.js";
+import { createInspectorFeed } from "../../inspector/server/feed.js";
+import { startInspectorServer } from "../../inspector/server/server.js";
+import type { InspectedRuntime } from "../../inspector/server/protocol.js";
 import { nextEvent, openTestRuntime } from "../helpers/runtime.js";
-import { openBrowser, WAIT, type Browser } from "./helpers.js";
+import { openBrowser, testCatalog, WAIT, type Browser } from "./helpers.js";
 
 /**
  * The live inspector in headless Chromium, on a runtime with the scripted provider: a run
@@ -114,9 +117,9 @@ describe("live inspector in Chromium", () => {
     await page.locator("[data-testid=filter-run]").selectOption(runId);
     const rows = page.locator("[data-testid=event]");
     await page.locator('[data-testid=event][data-type="run.terminal"]').waitFor(WAIT);
-    const runIds = await rows.evaluateAll((trs) => trs.map((tr) => (tr as HTMLElement).dataset.runId));
+    const runIds = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-run-id")));
     expect(new Set(runIds)).toEqual(new Set([runId]));
-    const seqs = await rows.evaluateAll((trs) => trs.map((tr) => Number((tr as HTMLElement).dataset.seq)));
+    const seqs = await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute("data-seq"))));
     expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
     await page.locator("[data-testid=filter-run]").selectOption("");
   });
@@ -145,5 +148,36 @@ describe("live inspector in Chromium", () => {
     // Both attempts are in the tree: the superseded one and the restart.
     await page.locator(`${actor(runId)} + ul [data-kind="attempt"][data-status="superseded"]`).waitFor(WAIT);
     expect(browser.errors).toEqual([]);
+  });
+
+  it("reconnects the page to a restarted server, and says so when the token it holds is no longer valid", async () => {
+    const token = "fedcba9876543210fedcba9876543210";
+    let server = await startInspectorServer({ token });
+    const port = server.port;
+    const feed = createInspectorFeed({ url: server.feedUrl, reconnect: { minMs: 20, maxMs: 200 } });
+    const other = await openTestRuntime({ s: createScriptedAdapter({}) }, { inspect: feed.inspect });
+    try {
+      feed.attach(other.rt as unknown as InspectedRuntime, await testCatalog(), ["s"]);
+      const { threadId } = await other.rt.createThread({ providerTarget: "s", title: "Before the restart" });
+      const { page } = browser;
+      await page.goto(server.url);
+      await page.locator(actor(threadId)).waitFor(WAIT);
+
+      await server.close();
+      await page.locator('[data-testid=connection][data-state="disconnected"]').waitFor(WAIT);
+      server = await startInspectorServer({ port, token });
+      await page.locator('[data-testid=connection][data-state="connected"]').waitFor(WAIT);
+      const { runId } = await other.rt.sendMessage({ threadId, text: "after the restart" });
+      await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
+
+      // A server started again with another token: the page says its token is refused.
+      await server.close();
+      server = await startInspectorServer({ port });
+      await page.locator('[data-testid=connection][data-state="refused"]').waitFor(WAIT);
+    } finally {
+      feed.close();
+      await other.cleanup();
+      await server.close();
+    }
   });
 });

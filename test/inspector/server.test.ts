@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { networkInterfaces } from "node:os";
 import { connect } from "node:net";
+import { request } from "node:http";
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, createScriptedHostAdapter, keyedScript, type TillerRuntime } from "../../src/index.js";
 import * as predicates from "../../src/capabilities/predicates.js";
@@ -85,12 +86,25 @@ describe("inspector server", () => {
       expect((await fetch(`${base}/app.js`, { headers: { cookie: `tiller_inspect_${server.port}=nope` } })).status).toBe(401);
       expect((await fetch(server.url, { method: "POST" })).status).toBe(405);
 
+      // With the token but for another name (DNS rebinding) or from another origin: refused too.
+      const status = (headers: Record<string, string>) =>
+        new Promise<number>((resolve) => {
+          request({ host: "127.0.0.1", port: server.port, path: `/?token=${token}`, headers }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          }).end();
+        });
+      expect(await status({})).toBe(200);
+      expect(await status({ host: `rebound.example:${server.port}` })).toBe(401);
+      expect(await status({ origin: "http://elsewhere.example" })).toBe(401);
+
       const ws = `ws://127.0.0.1:${server.port}`;
       expect(await handshake(`${ws}/ws`)).toBe(401);
       expect(await handshake(`${ws}/ws?token=wrong`)).toBe(401);
       expect(await handshake(`${ws}/feed`)).toBe(401);
       expect(await handshake(`${ws}/feed?token=${token}x`)).toBe(401);
       expect(await handshake(`${ws}/ws?token=${token}`)).toBe("open");
+      expect(await handshake(`${ws}/ws?token=${token}`, "http://elsewhere.example")).toBe(401);
       expect(await handshake(server.feedUrl)).toBe("open");
     } finally {
       await server.close();
