@@ -69,8 +69,8 @@ export function renderRequests(container, requests, log, options) {
       }
       li.append(buttons);
       if (error && inFlight.has(r.requestId)) li.append(h("div", "error", error));
-    } else if (r.state === "expired") {
-      li.append(h("div", "hint", "Expired: the runtime says it can no longer be answered."));
+    } else if (r.state === "expired" || r.state === "cancelled") {
+      li.append(h("div", "hint", `${r.state === "expired" ? "Expired" : "Cancelled"}: the runtime says it can no longer be answered.`));
     } else if (options.replay) {
       li.append(h("div", "hint", "Recorded: replay answers nothing."));
     }

@@ -167,14 +167,10 @@ export class InspectorModel {
   /** Requests of the log, each marked respondable or expired as the affordances say (live), else by its recorded status. */
   requests(): RequestView[] {
     return [...this.#requests.values()].map((q) => {
-      const afforded = this.affordances.get(q.threadId)?.requests?.find((r) => r.requestId === q.requestId)?.state;
-      const state = (afforded ?? (q.status === "cancelled" ? "expired" : q.status)) as RequestView["state"];
+      // While the log says pending, the runtime's affordances say whether it can still be answered.
+      const afforded = q.status === "pending" ? this.affordances.get(q.threadId)?.requests?.find((r) => r.requestId === q.requestId)?.state : undefined;
+      const state = (afforded ?? q.status) as RequestView["state"];
       return { requestId: q.requestId, threadId: q.threadId, runId: q.runId, kind: q.kind, summary: maskCredentials(q.target), state };
     });
-  }
-
-  /** Threads with a request still pending: the ones whose affordances are worth asking for. */
-  threadsWithPendingRequests(): string[] {
-    return [...new Set([...this.#requests.values()].filter((q) => q.status === "pending").map((q) => q.threadId))];
   }
 }

@@ -102,7 +102,7 @@ export interface RequestView {
   kind: string;
   summary: string;
   /** From the runtime's affordances (live) or the log (replay). */
-  state: "respondable" | "expired" | "resolved" | "pending";
+  state: "respondable" | "expired" | "resolved" | "cancelled" | "pending";
 }
 
 /** Messages from the runtime to the server. */

@@ -29,6 +29,7 @@ const adapter = createScriptedAdapter({
       { type: "text", text: "All green." },
     ],
     "[long]": [{ type: "text", text: "## Changelog\n - " }, { type: "hang" }],
+    "[ask]": [{ type: "question", questions: [{ id: "color", question: "Which color?" }] }, { type: "text", text: "Noted." }],
   }),
 });
 
@@ -148,6 +149,34 @@ describe("live inspector in Chromium", () => {
     // Both attempts are in the tree: the superseded one and the restart.
     await page.locator(`${actor(runId)} + ul [data-kind="attempt"][data-status="superseded"]`).waitFor(WAIT);
     expect(browser.errors).toEqual([]);
+  });
+
+  it("answers a question from the page, and offers no answer to a request that can no longer be answered", async () => {
+    const { page } = browser;
+    const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Question" });
+    const { runId } = await rt.sendMessage({ threadId, text: "[ask] pick a color" });
+    const opened = await nextEvent(rt, "request.opened", (e) => e.runId === runId);
+    const request = page.locator(`[data-testid=request][data-request-id="${opened.event.requestId}"][data-state="respondable"]`);
+    await request.waitFor(WAIT);
+    await request.locator("[data-testid=answer]").fill("blue");
+    await request.locator("[data-testid=submit-answers]").click();
+    const resolved = await nextEvent(rt, "request.resolved", (e) => e.requestId === opened.event.requestId);
+    expect(resolved.event.response).toEqual({ kind: "answers", answers: { color: "blue" } });
+    expect((await rt.waitForRun(runId)).status).toBe("completed");
+    await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
+
+    // A request whose run ends unanswered expires: the page says so and offers no answer.
+    const second = await rt.sendMessage({ threadId, text: "[ask] again" });
+    const again = await nextEvent(rt, "request.opened", (e) => e.runId === second.runId);
+    await page.locator(`[data-testid=request][data-request-id="${again.event.requestId}"][data-state="respondable"]`).waitFor(WAIT);
+    await rt.interrupt({ runId: second.runId });
+    await rt.waitForRun(second.runId);
+    await page.locator(`${actor(again.event.requestId)}:not([data-status="pending"])`).waitFor(WAIT);
+    const closed = await nextEvent(rt, "request.closed", (e) => e.requestId === again.event.requestId);
+    const expired = page.locator(`[data-testid=request][data-request-id="${again.event.requestId}"]`);
+    // The runtime no longer offers it: the page shows what the log recorded, without buttons.
+    await expired.and(page.locator(`[data-state="${closed.event.status}"]`)).waitFor(WAIT);
+    expect(await expired.locator("button").count()).toBe(0);
   });
 
   it("reconnects the page to a restarted server, and says so when the token it holds is no longer valid", async () => {
