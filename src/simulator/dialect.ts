@@ -3,7 +3,7 @@
  * dialect-neutral list of output blocks) and asks the dialect to render it, so adding a
  * dialect (Chat Completions, Gemini) means one new file and no change to the server.
  */
-import type { DialectName } from "./types.js";
+import type { DialectName, ReplySpec } from "./types.js";
 
 export type TurnBlock =
   | { kind: "reasoning"; chunks: string[] }
@@ -41,6 +41,8 @@ export interface Dialect {
   json(turn: Turn, ctx: RenderContext): unknown;
   /** The body of an HTTP error response. */
   error(status: number, message: string): unknown;
+  /** A request the client makes on its own (a model probe): answered without touching the queue. */
+  probe?(body: unknown): ReplySpec | null;
 }
 
 export function encodeSse(event: SseEvent): string {

@@ -67,6 +67,12 @@ export const messagesDialect: Dialect = {
   // Like the real API, an absent flag means one JSON document: the SDK omits it for non-streaming calls.
   streams: (body) => streamFlag(body) === true,
 
+  // Claude Code checks a model it switches to with a one-token, tool-less request.
+  probe: (body) => {
+    const b = body as { max_tokens?: unknown; tools?: unknown } | null;
+    return b && b.max_tokens === 1 && b.tools === undefined ? { text: "ok" } : null;
+  },
+
   stream(turn: Turn, ctx: RenderContext): SseEvent[] {
     const message = {
       id: ctx.nextId("msg"),

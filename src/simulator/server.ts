@@ -31,10 +31,12 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
   const nextId = (prefix: string) => `${prefix}_${++idCounter}`;
   const say = (line: string) => options.log?.(`[simulator] ${line}`);
 
-  function choose(request: SimulatorRequest): { plan: Plan; source: string } {
+  function choose(request: SimulatorRequest, dialect: Dialect): { plan: Plan; source: string } {
     try {
       const side = options.sideReply?.(request);
       if (side) return { plan: plan(side), source: "side" };
+      const probe = dialect.probe?.(request.body);
+      if (probe) return { plan: plan(probe), source: "probe" };
       const next = queue.shift();
       if (next === undefined) {
         return { plan: plan(options.defaultReply ?? NO_SCRIPTED_REPLY), source: "default" };
@@ -89,7 +91,7 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
       return sendJson(res, 404, { error: { message: `simulator: no route for ${method} ${pathname}`, type: "not_found_error" } });
     }
 
-    const { plan: chosen, source } = choose(request);
+    const { plan: chosen, source } = choose(request, dialect);
     say(`#${request.id} ${method} ${url} → ${chosen.kind === "error" ? `HTTP ${chosen.status}` : chosen.summary} (${source})`);
     if (chosen.kind === "error") return sendJson(res, chosen.status, dialect.error(chosen.status, chosen.message));
 

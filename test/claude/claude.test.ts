@@ -79,6 +79,16 @@ describe("claude: turns and permissions", () => {
   });
 });
 
+describe("claude: a missing binary", () => {
+  it("fails the run loudly, naming the executable", async () => {
+    world = await claudeWorld({}, { executable: "/nonexistent/claude-code" });
+    const threadId = await thread(world);
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "hello?" })).runId);
+    expect(run.status).toBe("failed");
+    expect(run.failure?.message).toContain("/nonexistent/claude-code");
+  });
+});
+
 describe("claude: files and todos", () => {
   it("edits a file after reading it, once the Edit is allowed", async () => {
     world = await claudeWorld();
@@ -176,10 +186,12 @@ describe("claude: subagents, questions, plans and models", () => {
     world = await claudeWorld();
     const threadId = await thread(world);
     world.sim.push({ text: "one" }, { text: "two" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "first", model: "claude-sonnet-4-5" })).runId);
+    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "first", model: "claude-sonnet-4-5" })).runId);
+    expect(first.items.at(-1)?.text).toBe("one");
     const before = world.sim.requests.length;
+    // Claude checks the new model with a one-token probe, which the simulator answers on its own.
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "second", model: "claude-haiku-4-5" })).runId);
-    expect(run.status).toBe("completed");
+    expect(run.items.at(-1)?.text).toBe("two");
     const models = (from: number, to: number) => world!.sim.requests.slice(from, to).filter((r) => r.url.startsWith("/v1/messages")).map((r) => (r.body as { model?: string }).model);
     expect(models(0, before)).toContain("claude-sonnet-4-5");
     expect(models(before, world.sim.requests.length)).toContain("claude-haiku-4-5");

@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRuntime, sequentialIds, type RuntimeOptions } from "../../src/index.js";
-import { createClaudeAdapter, type ClaudeAdapter } from "../../src/adapters/claude/adapter.js";
+import { createClaudeAdapter, type ClaudeAdapter, type ClaudeAdapterOptions } from "../../src/adapters/claude/adapter.js";
 import { startModelSimulator, type ModelSimulator } from "../../src/simulator/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 
@@ -16,25 +16,30 @@ export interface ClaudeWorld {
   sim: ModelSimulator;
   adapter: ClaudeAdapter;
   workspace: string;
+  /** The temporary directory everything lives in. */
+  root: string;
   reopen(): Promise<Runtime>;
   cleanup(): Promise<void>;
 }
 
-export async function claudeWorld(runtime: Partial<RuntimeOptions> = {}): Promise<ClaudeWorld> {
+/** `adapter`: extra adapter options (an `executable` such as the transcript recorder, its `env`). */
+export async function claudeWorld(runtime: Partial<RuntimeOptions> = {}, adapter: Partial<ClaudeAdapterOptions> = {}): Promise<ClaudeWorld> {
   const root = await mkdtemp(join(tmpdir(), "tiller-claude-"));
   const sim = await startModelSimulator();
   const home = join(root, "home");
   const workspace = join(root, "workspace");
   await Promise.all([mkdir(home, { recursive: true }), mkdir(workspace, { recursive: true })]);
-  const make = () => createClaudeAdapter({ home, configDir: join(home, ".claude"), env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "dummy-key" } });
+  const make = () =>
+    createClaudeAdapter({ ...adapter, home, configDir: join(home, ".claude"), env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "dummy-key", ...adapter.env } });
   const dataDir = join(root, "data");
-  const adapter = make();
-  let rt = await createRuntime({ dataDir, providers: { claude: adapter }, ids: sequentialIds(), ...runtime });
+  const first = make();
+  let rt = await createRuntime({ dataDir, providers: { claude: first }, ids: sequentialIds(), ...runtime });
   const world: ClaudeWorld = {
     rt,
     sim,
-    adapter,
+    adapter: first,
     workspace,
+    root,
     async reopen() {
       await rt.close();
       world.adapter = make();

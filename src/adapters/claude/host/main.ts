@@ -24,11 +24,15 @@ interface Thread {
   mapper: ClaudeThreadMapper;
   query: Query;
   push(text: string): void;
+  /** A turn was sent and its `result` has not arrived. */
+  turnOpen: boolean;
 }
 
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
 let init: Init | null = null;
 const threads = new Map<string, Thread>();
+/** Why a thread's Claude process went away on its own (it could not start, or it died). */
+const gone = new Map<string, string>();
 /** A permission answer: allow (with the user's answers, for AskUserQuestion) or deny. */
 interface Answer {
   allow: boolean;
@@ -53,7 +57,7 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
     }
   }
   const mapper = new ClaudeThreadMapper(cursor);
-  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper } as Thread;
+  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, turnOpen: false } as Thread;
   const resumeOptions = params.fork
     ? { resume: params.fork.from, forkSession: true, sessionId: cursor, ...(params.fork.at ? { resumeSessionAt: params.fork.at } : {}) }
     : params.resume
@@ -87,16 +91,29 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
     },
   });
   thread.push = (text) => {
+    thread.turnOpen = true;
     inbox.push({ type: "user", session_id: "", message: { role: "user", content: [{ type: "text", text }] }, parent_tool_use_id: null } as SDKUserMessage);
     wake?.();
   };
   void (async () => {
+    let ended = "Claude Code exited";
     try {
-      for await (const message of thread.query) for (const event of mapper.map(message)) emit(thread, event);
+      for await (const message of thread.query) {
+        for (const event of mapper.map(message)) {
+          if (event.type === "turn.terminal") thread.turnOpen = false;
+          emit(thread, event);
+        }
+      }
     } catch (error) {
-      // The SDK throws after an error result (an interrupt): the terminal was already mapped.
-      if (threads.get(cursor) === thread) emit(thread, { type: "warning", threadRef: cursor, message: `claude session ended: ${String(error)}` });
+      // The SDK also throws after an error result (an interrupt), whose terminal was already mapped.
+      ended = `Claude Code failed: ${error instanceof Error ? error.message : String(error)}`;
     }
+    if (threads.get(cursor) !== thread) return; // closed on purpose
+    threads.delete(cursor);
+    gone.set(cursor, ended);
+    // A turn in flight when Claude went away (it could not start, or it crashed) fails; the thread is not reused.
+    if (thread.turnOpen) emit(thread, { type: "turn.terminal", threadRef: cursor, status: "failed", threadDisposition: "broken", failureClass: "provider_error", message: ended, retryable: false });
+    else emit(thread, { type: "warning", threadRef: cursor, message: ended });
   })();
   threads.set(cursor, thread);
   return thread;
@@ -104,7 +121,7 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
 
 function thread(cursor: string): Thread {
   const found = threads.get(cursor);
-  if (!found) throw new ProviderError(`claude host: no open thread ${cursor}`);
+  if (!found) throw new ProviderError(gone.get(cursor) ?? `claude host: no open thread ${cursor}`);
   return found;
 }
 
