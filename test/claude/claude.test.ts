@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { createScriptedAdapter } from "../../src/index.js";
 import { sawInNextRequest } from "../codex/harness.js";
 import * as conformance from "../providers/conformance.js";
 import { claudeWorld, until, type ClaudeWorld } from "./harness.js";
@@ -254,6 +255,11 @@ describe("claude: sessions", () => {
   it("resumes the session in a new host process with its history", async () => {
     world = await claudeWorld();
     await conformance.resumesInNewHost(asProvider(world));
+  });
+
+  it("takes a handoff from another provider as user context, then a delta when it comes back", async () => {
+    world = await claudeWorld({ providers: { other: createScriptedAdapter({ script: () => [{ type: "text", text: "other says PAPAYA" }] }) } });
+    await conformance.takesHandoff(asProvider(world));
   });
 
   it("forks by forking the session: the fork has the history, the parent does not see the fork", async () => {

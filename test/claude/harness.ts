@@ -33,7 +33,7 @@ export async function claudeWorld(runtime: Partial<RuntimeOptions> = {}, adapter
     createClaudeAdapter({ ...adapter, home, configDir: join(home, ".claude"), env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "dummy-key", ...adapter.env } });
   const dataDir = join(root, "data");
   const first = make();
-  let rt = await createRuntime({ dataDir, providers: { claude: first }, ids: sequentialIds(), ...runtime });
+  let rt = await createRuntime({ dataDir, ids: sequentialIds(), ...runtime, providers: { claude: first, ...runtime.providers } });
   const world: ClaudeWorld = {
     rt,
     sim,
@@ -43,7 +43,7 @@ export async function claudeWorld(runtime: Partial<RuntimeOptions> = {}, adapter
     async reopen() {
       await rt.close();
       world.adapter = make();
-      rt = await createRuntime({ dataDir, providers: { claude: world.adapter }, ids: sequentialIds(), ...runtime });
+      rt = await createRuntime({ dataDir, ids: sequentialIds(), ...runtime, providers: { claude: world.adapter, ...runtime.providers } });
       world.rt = rt;
       return rt;
     },

@@ -113,22 +113,7 @@ describe("codex: model and provider switches", () => {
 
   it("takes a handoff from another provider as user context, then a delta when it comes back", async () => {
     world = await codexWorld({ extraProviders: { other: createScriptedAdapter({ script: () => [{ type: "text", text: "other says PAPAYA" }] }) } });
-    const threadId = await thread(world);
-    world.sim.push({ text: "codex first" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "start on codex" })).runId);
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "now elsewhere", providerTarget: "other" })).runId);
-    world.sim.push(sawInNextRequest("PAPAYA"));
-    const back = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "back on codex", providerTarget: "codex" })).runId);
-    expect(back.items.at(-1)?.text).toBe("saw PAPAYA");
-    const handoff = back.items.find((i) => i.kind === "handoff");
-    expect(handoff?.detail).toMatchObject({ strategy: "delta_since_last_seen", reason: "provider_switch" });
-    const fresh = await world.rt.createThread({ providerTarget: "other", cwd: world.workspace });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId: fresh.threadId, text: "begin elsewhere" })).runId);
-    world.sim.push(sawInNextRequest("other says PAPAYA"));
-    const full = await world.rt.waitForRun((await world.rt.sendMessage({ threadId: fresh.threadId, text: "to codex", providerTarget: "codex" })).runId);
-    expect(full.items.at(-1)?.text).toBe("saw other says PAPAYA");
-    expect(full.items.find((i) => i.kind === "handoff")?.detail).toMatchObject({ strategy: "full_thread_summary" });
-    expect(full.fallbacks.map((f) => f.policy)).toContain("handoff_as_user_context");
+    await conformance.takesHandoff(asProvider(world));
   });
 });
 

@@ -123,3 +123,26 @@ export async function survivesHostSigkill(w: ProviderWorld, needsApproval: Reply
   expect(next.status).toBe("completed");
   expect(next.items.at(-1)?.text).toBe("saw KILO");
 }
+
+/**
+ * Needs a world with a second target "other" (a scripted provider that says "other says
+ * PAPAYA"). A switch there and back hands the provider a delta; a thread begun elsewhere
+ * hands it the full summary, as user context.
+ */
+export async function takesHandoff(w: ProviderWorld): Promise<void> {
+  const threadId = await thread(w);
+  w.sim.push({ text: "first" });
+  await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "start here" })).runId);
+  await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "now elsewhere", providerTarget: "other" })).runId);
+  w.sim.push(saw("PAPAYA"));
+  const back = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "back again", providerTarget: w.target })).runId);
+  expect(back.items.at(-1)?.text).toBe("saw PAPAYA");
+  expect(back.items.find((i) => i.kind === "handoff")?.detail).toMatchObject({ strategy: "delta_since_last_seen", reason: "provider_switch" });
+  const fresh = await w.rt.createThread({ providerTarget: "other", cwd: w.workspace });
+  await w.rt.waitForRun((await w.rt.sendMessage({ threadId: fresh.threadId, text: "begin elsewhere" })).runId);
+  w.sim.push(saw("other says PAPAYA"));
+  const full = await w.rt.waitForRun((await w.rt.sendMessage({ threadId: fresh.threadId, text: "over to you", providerTarget: w.target })).runId);
+  expect(full.items.at(-1)?.text).toBe("saw other says PAPAYA");
+  expect(full.items.find((i) => i.kind === "handoff")?.detail).toMatchObject({ strategy: "full_thread_summary" });
+  expect(full.fallbacks.map((f) => f.policy)).toContain("handoff_as_user_context");
+}

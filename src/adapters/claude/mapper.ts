@@ -30,7 +30,7 @@ type Tracked = ItemKind | "todo" | "plan" | "subagent";
 /** The subagent tool: `Agent` in Claude Code 2.x, `Task` before. */
 const SUBAGENT_TOOLS = new Set(["Agent", "Task"]);
 
-const TOOL_KIND: Record<string, ItemKind> = { Bash: "command_execution", Edit: "file_change", Write: "file_change", MultiEdit: "file_change", NotebookEdit: "file_change" };
+const TOOL_KIND: Record<string, ItemKind> = { Bash: "command_execution", Edit: "file_change", Write: "file_change", NotebookEdit: "file_change" };
 
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 

@@ -1,0 +1,89 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { claudeCapabilities } from "../../src/adapters/claude/capabilities.js";
+
+/**
+ * The adapter against what the pinned Claude Code and Agent SDK say of themselves: every tool
+ * the mapper names is one they know, every message type it reads is in the SDK's types, and
+ * every capability the record declares is exercised by a real-binary test.
+ */
+
+const root = join(import.meta.dirname, "..", "..");
+const sdk = join(root, "node_modules", "@anthropic-ai", "claude-agent-sdk");
+const mapperSource = () => readFile(join(root, "src", "adapters", "claude", "mapper.ts"), "utf8");
+
+describe("claude protocol", () => {
+  it("every tool the mapper names is a tool of the pinned Claude Code", async () => {
+    // The SDK's own list of tool names, and the tools the binary announced in a recorded session.
+    const bundle = await readFile(join(sdk, "sdk.mjs"), "utf8");
+    const sdkTools = JSON.parse(/\["Agent","Artifact","AskUserQuestion"[^\]]*\]/.exec(bundle)?.[0] ?? "[]") as string[];
+    const recorded = await readFile(join(root, "test", "replay", "fixtures", "claude", "text-turn.jsonl"), "utf8");
+    const announced = JSON.parse(/"tools":(\[[^\]]*\])/.exec(recorded)?.[1] ?? "[]") as string[];
+    expect(sdkTools).toContain("Bash");
+    expect(announced).toContain("Bash");
+    const known = new Set([...sdkTools, ...announced]);
+    const mapper = await mapperSource();
+    const kinds = /const TOOL_KIND[^{]*\{([^}]*)\}/.exec(mapper)![1]!;
+    const subagents = /const SUBAGENT_TOOLS = new Set\(\[([^\]]*)\]\)/.exec(mapper)![1]!;
+    const named = [
+      ...[...kinds.matchAll(/(\w+):/g)].map((m) => m[1]!),
+      ...[...subagents.matchAll(/"(\w+)"/g)].map((m) => m[1]!),
+      ...[...mapper.matchAll(/(?:tool|block\.name) === "(\w+)"/g)].map((m) => m[1]!),
+    ];
+    expect(new Set(named)).toEqual(new Set(["Bash", "Edit", "Write", "NotebookEdit", "Agent", "Task", "Read", "AskUserQuestion", "ExitPlanMode", "TodoWrite"]));
+    for (const tool of named) expect(known, tool).toContain(tool);
+  });
+
+  it("every SDK message type the mapper reads is in the SDK's message types", async () => {
+    const types = await readFile(join(sdk, "sdk.d.ts"), "utf8");
+    const mapper = await mapperSource();
+    const map = mapper.slice(mapper.indexOf("  map(raw: unknown)"), mapper.indexOf("  #stream("));
+    const read = [...map.matchAll(/case "(\w+)":/g)].map((m) => m[1]!);
+    expect(read).toEqual(["stream_event", "assistant", "user", "system", "result"]);
+    for (const type of read) expect(types, type).toContain(`type: '${type}';`);
+    expect(types).toContain("subtype: 'task_notification';");
+  });
+
+  it("every capability the record declares true is exercised by a real-binary test", async () => {
+    const tests = await readFile(join(import.meta.dirname, "claude.test.ts"), "utf8");
+    const exercisedBy: Record<string, string> = {
+      "sessions.supportsModelSwitchInSession": "switches the model inside the session",
+      "sessions.supportsProviderSwitchingViaHandoff": "takes a handoff from another provider",
+      "threads.canCreateEmptyThread": "runs a text turn",
+      "threads.canRollbackThread": "rolls back by resuming at an earlier message",
+      "threads.canForkThread": "forks by forking the session",
+      "threads.exposesNativeThreadId": "resumes the session in a new host process",
+      "turns.emitsTurnCompleted": "runs a text turn",
+      "turns.supportsInterrupt": "interrupts mid-stream",
+      "turns.supportsSteeringByInterruptRestart": "steers by interrupt-restart",
+      "streaming.streamsAssistantText": "interrupts mid-stream",
+      "streaming.emitsMessageCompleted": "runs a text turn",
+      "tools.exposesToolItemIds": "asks before Bash",
+      "tools.emitsToolStarted": "asks before Bash",
+      "tools.emitsToolCompleted": "asks before Bash",
+      "tools.emitsToolOutput": "asks before Bash",
+      "approvals.supportsCommandApproval": "asks before Bash",
+      "approvals.supportsFileChangeApproval": "edits a file after reading it",
+      "approvals.approvalsHaveNativeRequestIds": "asks before Bash",
+      "approvals.approvalCallbacksAreLiveOnly": "SIGKILL of the host mid-turn",
+      "planning.emitsTodoList": "shows TodoWrite as a todo list",
+      "planning.emitsProposedPlan": "as a proposed plan",
+      "planning.supportsStructuredQuestions": "as a structured question",
+      "subagents.supportsSubagents": "shows a subagent as a nested node",
+      "subagents.emitsSubagentLifecycle": "shows a subagent as a nested node",
+      "context.acceptsSyntheticUserContext": "takes a handoff from another provider",
+      "context.canConsumeHandoffSummaries": "takes a handoff from another provider",
+      "context.supportsDeltaHandoff": "takes a handoff from another provider",
+      "context.supportsFullThreadHandoff": "takes a handoff from another provider",
+      "checkpointing.appCanCheckpointFilesystem": "rolls back by resuming at an earlier message",
+      "checkpointing.providerCanRollbackConversation": "rolls back by resuming at an earlier message",
+    };
+    const record = claudeCapabilities() as unknown as Record<string, Record<string, unknown>>;
+    const declared = Object.entries(record).flatMap(([group, fields]) =>
+      typeof fields === "object" ? Object.entries(fields).filter(([, v]) => v === true).map(([f]) => `${group}.${f}`) : [],
+    );
+    expect(declared.filter((flag) => !exercisedBy[flag])).toEqual([]);
+    for (const [flag, title] of Object.entries(exercisedBy)) expect(tests, `${flag} -> "${title}"`).toContain(title);
+  });
+});
