@@ -12,10 +12,9 @@ import { createInterface } from "node:readline";
 import { installedCodexBinary, writeSimulatorCodexHome } from "../src/adapters/codex/config.js";
 import { startModelSimulator } from "../src/simulator/index.js";
 import { codexWorld, until } from "../test/codex/harness.js";
+import { compare, type Timings } from "./compare.js";
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
-async function bare(): Promise<{ start: number; text: number; interrupt: number }> {
+async function bare(): Promise<Timings> {
   const sim = await startModelSimulator();
   const root = await mkdtemp(join(tmpdir(), "codex-bare-"));
   await mkdir(join(root, "home"));
@@ -62,7 +61,7 @@ async function bare(): Promise<{ start: number; text: number; interrupt: number 
   return { start, text, interrupt };
 }
 
-async function tiller(): Promise<{ start: number; text: number; interrupt: number }> {
+async function tiller(): Promise<Timings> {
   const w = await codexWorld();
   try {
     const { threadId } = await w.rt.createThread({ providerTarget: "codex", cwd: w.workspace });
@@ -84,9 +83,7 @@ async function tiller(): Promise<{ start: number; text: number; interrupt: numbe
   }
 }
 
-for (const [name, fn] of [["bare protocol", bare], ["through Tiller", tiller]] as const) {
-  const runs: Array<{ start: number; text: number; interrupt: number }> = [];
-  for (let i = 0; i < 5; i++) runs.push(await fn());
-  const m = (k: "start" | "text" | "interrupt") => median(runs.map((r) => r[k])).toFixed(0);
-  console.log(`${name.padEnd(16)} host start + first turn ${m("start")} ms, warm text turn ${m("text")} ms, interrupt -> terminal ${m("interrupt")} ms`);
-}
+await compare([
+  ["bare protocol", bare],
+  ["through Tiller", tiller],
+]);
