@@ -56,6 +56,14 @@ describe("claude: turns and permissions", () => {
     expect(world.sim.requests.at(-1)?.url).toMatch(/^\/v1\/messages/);
   });
 
+  it("streams thinking as a reasoning item before the answer", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "the answer", reasoning: "pondering deeply" });
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "think first" })).runId);
+    expect(run.items.map((i) => [i.kind, i.text])).toEqual([["user_message", "think first"], ["reasoning", "pondering deeply"], ["assistant_message", "the answer"]]);
+  });
+
   it("asks before Bash: allowed runs it and its output reaches the model; denied does not run it", async () => {
     world = await claudeWorld();
     const threadId = await thread(world);

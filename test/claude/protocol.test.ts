@@ -58,6 +58,7 @@ describe("claude protocol", () => {
       "turns.supportsInterrupt": "interrupts mid-stream",
       "turns.supportsSteeringByInterruptRestart": "steers by interrupt-restart",
       "streaming.streamsAssistantText": "interrupts mid-stream",
+      "streaming.streamsReasoning": "streams thinking as a reasoning item",
       "streaming.emitsMessageCompleted": "runs a text turn",
       "tools.exposesToolItemIds": "asks before Bash",
       "tools.emitsToolStarted": "asks before Bash",

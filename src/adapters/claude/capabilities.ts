@@ -20,7 +20,7 @@ export function claudeCapabilities(): ProviderCapabilities {
       supportsQueuedMessages: false,
       terminalStatusQuality: "strong",
     },
-    streaming: { streamsAssistantText: true, streamsReasoning: false, streamsToolOutput: false, streamsPlanText: false, emitsMessageCompleted: true },
+    streaming: { streamsAssistantText: true, streamsReasoning: true, streamsToolOutput: false, streamsPlanText: false, emitsMessageCompleted: true },
     tools: { exposesToolItemIds: true, emitsToolStarted: true, emitsToolCompleted: true, emitsToolOutput: true, supportsMcpTools: false, supportsDynamicToolCallbacks: false },
     approvals: {
       supportsCommandApproval: true,

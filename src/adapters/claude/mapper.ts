@@ -62,6 +62,8 @@ export class ClaudeThreadMapper {
   #messageId = "";
   /** Tool uses by id, for their results (TodoWrite's and ExitPlanMode's are artifacts, not items). */
   #tools = new Map<string, Tracked>();
+  /** Content blocks seen per model message id (see `assistant`). */
+  #blocksSeen = new Map<string, number>();
   /** Subagents whose end was already reported (by a task notification). */
   #ended = new Set<string>();
   /** Assistant message uuids of this thread's completed turns, oldest first (rollback points). */
@@ -82,9 +84,14 @@ export class ClaudeThreadMapper {
         const parent = m.parent_tool_use_id ?? undefined;
         if (m.uuid && !parent) this.#lastAssistantUuid = m.uuid;
         const blocks = Array.isArray(m.message?.content) ? (m.message!.content as Block[]) : [];
+        // Claude Code splits a model message into one SDK message per content block: a block's
+        // index (its item ref, as streamed) counts the blocks of that message seen so far.
+        const messageId = m.message?.id ?? this.#messageId;
+        const first = this.#blocksSeen.get(messageId) ?? 0;
+        this.#blocksSeen.set(messageId, first + blocks.length);
         const out: ProviderEvent[] = [];
-        blocks.forEach((block, index) => {
-          const itemRef = `${m.message?.id ?? this.#messageId}:${index}`;
+        blocks.forEach((block, i) => {
+          const itemRef = `${messageId}:${first + i}`;
           const text = block.type === "text" ? block.text : block.type === "thinking" ? block.thinking : undefined;
           const kind: ItemKind = block.type === "text" ? "assistant_message" : "reasoning";
           if (text !== undefined) {
@@ -113,6 +120,7 @@ export class ClaudeThreadMapper {
         }
         return [];
       case "result": {
+        this.#blocksSeen.clear();
         const interrupted = this.interrupting && m.subtype !== "success";
         this.interrupting = false;
         if (m.subtype === "success" && this.#lastAssistantUuid) this.turnEnds.push(this.#lastAssistantUuid);
