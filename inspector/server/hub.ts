@@ -23,6 +23,8 @@ export class InspectorHub {
   #pages = new Set<PageClient>();
   #producer: { id: string; socket: Producer } | null = null;
   #pendingView: NodeJS.Timeout | null = null;
+  /** Pages waiting for the runtime's answer to their respond command, by command id. */
+  #respondWaiters = new Map<string, PageClient>();
   #replayLog: LogEntry[] | null = null;
   #position = 0;
 
@@ -70,8 +72,6 @@ export class InspectorHub {
       this.#producer.socket.send({ kind: "respond", id: command.id, command: command.command });
     }
   }
-
-  #respondWaiters = new Map<string, PageClient>();
 
   // ---- the runtime's feed ------------------------------------------------------------
 

@@ -194,7 +194,9 @@ describe("inspector server", () => {
     try {
       const { threadId } = await rt.createThread({ providerTarget: "host" });
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "hello" })).runId);
-      const view = await client.until(viewWith((v) => v.tree.some((n) => n.id === "target:host" && n.children.some((c) => c.kind === "supervisor" && c.state === "ready"))));
+      const view = await client.until(
+        viewWith((v) => v.tree.some((n) => n.id === "target:host" && n.children.some((c) => c.kind === "supervisor" && c.state === "ready") && n.children.some((c) => c.kind === "session"))),
+      );
       const target = view.tree.find((n) => n.id === "target:host")!;
       expect(target.children.find((c) => c.kind === "supervisor")).toMatchObject({ machine: "hostSupervisor", label: "host host" });
       expect(target.children.some((c) => c.kind === "session" && c.machine === "session")).toBe(true);
