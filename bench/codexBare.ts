@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { installedCodexBinary, writeSimulatorCodexHome } from "../src/adapters/codex/config.js";
 import { startModelSimulator } from "../src/simulator/index.js";
-import { codexWorld, until } from "../test/codex/harness.js";
-import { compare, type Timings } from "./compare.js";
+import { codexWorld } from "../test/codex/harness.js";
+import { compare, throughTiller, type Timings } from "./compare.js";
 
 async function bare(): Promise<Timings> {
   const sim = await startModelSimulator();
@@ -61,27 +61,7 @@ async function bare(): Promise<Timings> {
   return { start, text, interrupt };
 }
 
-async function tiller(): Promise<Timings> {
-  const w = await codexWorld();
-  try {
-    const { threadId } = await w.rt.createThread({ providerTarget: "codex", cwd: w.workspace });
-    w.sim.push({ text: "warm" }, { text: "hi" }, { hang: true, text: "long" });
-    const t0 = performance.now();
-    await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "warm up" })).runId);
-    const start = performance.now() - t0; // host start + first turn (Tiller starts the host lazily)
-    const t1 = performance.now();
-    await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "say hi" })).runId);
-    const text = performance.now() - t1;
-    const { runId } = await w.rt.sendMessage({ threadId, text: "long" });
-    await until("streaming", () => w.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
-    const t2 = performance.now();
-    await w.rt.interrupt({ runId });
-    await w.rt.waitForRun(runId);
-    return { start, text, interrupt: performance.now() - t2 };
-  } finally {
-    await w.cleanup();
-  }
-}
+const tiller = async (): Promise<Timings> => throughTiller(await codexWorld(), "codex");
 
 await compare([
   ["bare protocol", bare],

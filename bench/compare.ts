@@ -1,3 +1,7 @@
+import type { Runtime } from "../src/runtime/runtime.js";
+import type { ModelSimulator } from "../src/simulator/index.js";
+import { until } from "../test/helpers/runtime.js";
+
 /** One provider scenario timed bare and through Tiller: the figures the closing notes quote. */
 export interface Timings {
   start: number;
@@ -14,5 +18,28 @@ export async function compare(ways: ReadonlyArray<readonly [string, () => Promis
     for (let i = 0; i < times; i++) runs.push(await fn());
     const m = (k: keyof Timings) => median(runs.map((r) => r[k])).toFixed(0);
     console.log(`${name.padEnd(16)} host start + first turn ${m("start")} ms, warm text turn ${m("text")} ms, interrupt -> terminal ${m("interrupt")} ms`);
+  }
+}
+
+/** The same scenario through Tiller: a runtime with one real provider target against the simulator. */
+export async function throughTiller(world: { rt: Runtime; sim: ModelSimulator; workspace: string; cleanup(): Promise<void> }, target: string): Promise<Timings> {
+  const { rt, sim } = world;
+  try {
+    const { threadId } = await rt.createThread({ providerTarget: target, cwd: world.workspace });
+    sim.push({ text: "warm" }, { text: "hi" }, { hang: true, text: "long" });
+    const t0 = performance.now();
+    await rt.waitForRun((await rt.sendMessage({ threadId, text: "warm up" })).runId);
+    const start = performance.now() - t0; // host start + first turn (Tiller starts the host lazily)
+    const t1 = performance.now();
+    await rt.waitForRun((await rt.sendMessage({ threadId, text: "say hi" })).runId);
+    const text = performance.now() - t1;
+    const { runId } = await rt.sendMessage({ threadId, text: "long" });
+    await until("streaming", () => rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    const t2 = performance.now();
+    await rt.interrupt({ runId });
+    await rt.waitForRun(runId);
+    return { start, text, interrupt: performance.now() - t2 };
+  } finally {
+    await world.cleanup();
   }
 }

@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 import { sawInNextRequest as saw } from "../codex/harness.js";
-import { until, type Scenario, type ScenarioWorld } from "./scenarios.js";
+import { openThread, pendingRequest, streaming, type Scenario, type ScenarioWorld } from "./scenarios.js";
 
 /**
  * Claude scenarios that run both against the real binary (recording its stream-json with
@@ -9,17 +9,7 @@ import { until, type Scenario, type ScenarioWorld } from "./scenarios.js";
  * runtime state, so the same function passes recorded and replayed.
  */
 
-async function thread(w: ScenarioWorld): Promise<string> {
-  w.threadId = (await w.rt.createThread({ providerTarget: "claude", cwd: w.workspace })).threadId;
-  return w.threadId;
-}
-
-async function pendingRequest(w: ScenarioWorld, threadId: string) {
-  await until("a permission prompt", () => w.rt.views.pendingRequests(threadId).length === 1);
-  return w.rt.views.pendingRequests(threadId)[0]!;
-}
-
-const streaming = (w: ScenarioWorld, runId: string) => until("streaming", () => w.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+const thread = (w: ScenarioWorld) => openThread(w, "claude");
 const bash = (command: string) => ({ tools: [{ name: "Bash", args: { command, description: "needed for the test" } }] });
 
 export const claudeScenarios: Record<string, Scenario> = {

@@ -29,17 +29,20 @@ export interface Scenario {
 
 export { until };
 
-async function thread(w: ScenarioWorld): Promise<string> {
-  w.threadId = (await w.rt.createThread({ providerTarget: "codex", cwd: w.workspace })).threadId;
+/** Opens the scenario's thread on `target`. */
+export async function openThread(w: ScenarioWorld, target: string): Promise<string> {
+  w.threadId = (await w.rt.createThread({ providerTarget: target, cwd: w.workspace })).threadId;
   return w.threadId;
 }
 
-async function pendingRequest(w: ScenarioWorld, threadId: string) {
-  await until("an approval", () => w.rt.views.pendingRequests(threadId).length === 1);
+const thread = (w: ScenarioWorld) => openThread(w, "codex");
+
+export async function pendingRequest(w: ScenarioWorld, threadId: string) {
+  await until("a request", () => w.rt.views.pendingRequests(threadId).length === 1);
   return w.rt.views.pendingRequests(threadId)[0]!;
 }
 
-const streaming = (w: ScenarioWorld, runId: string) => until("streaming", () => w.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+export const streaming = (w: ScenarioWorld, runId: string) => until("streaming", () => w.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
 
 export const scenarios: Record<string, Scenario> = {
   "text-turn": {

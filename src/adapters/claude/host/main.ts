@@ -6,10 +6,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
-import { getSessionInfo, query, type Query, type SDKUserMessage } from "@anthropic-ai/claude-agent-sdk";
+import { getSessionInfo, query, type Query } from "@anthropic-ai/claude-agent-sdk";
 import { errorResponse, notification, parseMessage, result } from "../../../runtime/hosts/jsonRpc.js";
 import { ResumeFailedError, ProviderError } from "../../../domain/errors.js";
 import { ClaudeThreadMapper, permissionPayload } from "../mapper.js";
+import { userInbox } from "./inbox.js";
 
 interface Init {
   env: Record<string, string>;
@@ -48,14 +49,7 @@ function emit(thread: Thread, event: unknown): void {
 function open(params: { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: { from: string; at?: string }; at?: string }): Thread {
   if (!init) throw new ProviderError("claude host: init first");
   const cursor = params.fork ? randomUUID() : (params.resume ?? randomUUID());
-  const inbox: SDKUserMessage[] = [];
-  let wake: (() => void) | null = null;
-  async function* input(): AsyncGenerator<SDKUserMessage> {
-    for (;;) {
-      while (inbox.length > 0) yield inbox.shift()!;
-      await new Promise<void>((resolve) => (wake = resolve));
-    }
-  }
+  const inbox = userInbox();
   const mapper = new ClaudeThreadMapper(cursor);
   const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, turnOpen: false } as Thread;
   const resumeOptions = params.fork
@@ -64,7 +58,7 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
       ? { resume: params.resume, ...(params.at ? { resumeSessionAt: params.at } : {}) }
       : { sessionId: cursor };
   thread.query = query({
-    prompt: input(),
+    prompt: inbox.input,
     options: {
       cwd: params.cwd,
       env: init.env,
@@ -92,8 +86,7 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
   });
   thread.push = (text) => {
     thread.turnOpen = true;
-    inbox.push({ type: "user", session_id: "", message: { role: "user", content: [{ type: "text", text }] }, parent_tool_use_id: null } as SDKUserMessage);
-    wake?.();
+    inbox.push(text);
   };
   void (async () => {
     let ended = "Claude Code exited";
