@@ -396,6 +396,7 @@ describe("capability predicates", () => {
     "canForkNatively",
     "canRollbackProvider",
     "canReadThreadSnapshot",
+    "canVerifyProviderRollback",
     "sharesSessionAcrossThreads",
     "reportsTurnTerminals",
     "canSwitchModelInSession",
@@ -464,6 +465,15 @@ describe("capability predicates", () => {
 
   it("canReadThreadSnapshot is threads.canReadThreadSnapshot", () => {
     check(predicates.canReadThreadSnapshot, single("threads", "canReadThreadSnapshot"));
+  });
+
+  it("canVerifyProviderRollback needs the conversation snapshot and a way to read it", () => {
+    const rows: Row[] = bools(2).map(([conversation, read]) => ({
+      overrides: { checkpointing: { providerCanReadConversationSnapshot: conversation! }, threads: { canReadThreadSnapshot: read! } },
+      expected: conversation! && read!,
+      label: `conversation=${conversation} read=${read}`,
+    }));
+    check(predicates.canVerifyProviderRollback, rows);
   });
 
   it("sharesSessionAcrossThreads needs many threads per session, exposed thread ids and reported terminals", () => {
