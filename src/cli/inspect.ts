@@ -4,7 +4,7 @@ import { createScriptedAdapter } from "../adapters/scripted/adapter.js";
 import { keyedScript, type ScriptStep } from "../adapters/scripted/script.js";
 import { InvalidInputError } from "../domain/errors.js";
 import { Runtime } from "../runtime/runtime.js";
-import { inspectorCatalog, loadInspector } from "./inspectHost.js";
+import { inspectorCatalog, loadInspector } from "../runtime/inspector.js";
 
 /**
  * `tiller inspect`: the live inspector on a scripted session that waits for you (an approval

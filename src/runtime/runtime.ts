@@ -46,7 +46,7 @@ import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RunView, type ThreadView } from "./projections.js";
 import { HostRegistry } from "./hosts/registry.js";
 import type { RuntimeOptions } from "./options.js";
-import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "../cli/inspectHost.js";
+import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "./inspector.js";
 import { reportReaped, restoreRuntime } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";

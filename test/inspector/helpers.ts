@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import WebSocket from "ws";
-import { inspectorCatalog, loadInspector } from "../../src/cli/inspectHost.js";
+import { inspectorCatalog, loadInspector } from "../../src/runtime/inspector.js";
 import type { Catalog, PageMessage } from "../../inspector/server/protocol.js";
 
 /** Debian's Chromium, installed by .ci/run; never a downloaded browser. */

@@ -9,7 +9,7 @@ import { requestMachine } from "../machines/request.js";
 import { runMachine } from "../machines/run.js";
 import { sessionMachine } from "../machines/session.js";
 import { threadMachine } from "../machines/thread.js";
-import type { InspectOptions } from "../runtime/options.js";
+import type { InspectOptions } from "./options.js";
 
 /**
  * The runtime's and the CLI's way into the inspector (top-level `inspector/`, compiled on its
