@@ -280,6 +280,37 @@ describe("claude: sessions", () => {
     await conformance.rollsBackWithFiles(asProvider(world), ["rollback_by_resume"]);
   });
 
+  it("rolls back turns from before a host restart, reading them from Claude's transcript", async () => {
+    world = await claudeWorld({ checkpoints: true });
+    const threadId = await thread(world);
+    world.sim.push({ text: "one" }, { text: "two" });
+    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
+    await world.reopen();
+    const receipt = await world.rt.rollback({ threadId, toRunId: first.runId });
+    expect(receipt.provider).toBe("rolled_back");
+    world.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("true/false");
+    expect(world.rt.views.runs.get(first.runId)!.fallbacks.map((f) => f.policy)).toEqual(["rollback_by_resume"]);
+  });
+
+  it("rolls back a run steered by interrupt-restart: both of its attempts are dropped", async () => {
+    world = await claudeWorld({ checkpoints: true });
+    const threadId = await thread(world);
+    world.sim.push({ text: "one" }, { hang: true, text: "working" }, { text: "steered" });
+    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
+    const { runId } = await world.rt.sendMessage({ threadId, text: "start BRAVO" });
+    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    await world.rt.sendMessage({ threadId, text: "steer CHARLIE", mode: "steer" });
+    expect((await world.rt.waitForRun(runId)).attempts).toHaveLength(2);
+    expect((await world.rt.rollback({ threadId, toRunId: first.runId })).provider).toBe("rolled_back");
+    const seen = (req: { body: unknown }, word: string) => JSON.stringify(req.body).includes(word);
+    world.sim.push((req) => ({ text: `${seen(req, "ALPHA")}/${seen(req, "BRAVO")}/${seen(req, "CHARLIE")}` }));
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("true/false/false");
+  });
+
   it("SIGKILL of the host mid-turn fails the run and expires its permission; the next run resumes on a new host", async () => {
     world = await claudeWorld();
     await conformance.survivesHostSigkill(asProvider(world), bash("echo never > never.txt"));

@@ -56,6 +56,28 @@ export function permissionPayload(tool: string, input: Record<string, unknown>):
   return { kind: "dynamic_tool", toolName: tool, input };
 }
 
+/** What Claude writes to its transcript as a user entry that is not a prompt of its own. */
+const INTERRUPT_MARKER = "[Request interrupted by user";
+
+/**
+ * Where to resume so the last `turns` turns are gone: the transcript entry just before the
+ * first dropped prompt, or null when there are not that many turns to drop and one to keep.
+ * A prompt is a user entry with text (not a tool result, a slash command's record or
+ * Claude's interrupt marker), which is what each attempt of a run sends.
+ */
+export function cutAfter(messages: ReadonlyArray<{ type: string; uuid: string; parent_tool_use_id: string | null; message: unknown }>, turns: number): string | null {
+  const chain = messages.filter((m) => m.parent_tool_use_id === null);
+  const prompts = chain.flatMap((m, i) => {
+    const content = (m.message as { content?: unknown } | null)?.content;
+    if (m.type !== "user" || !Array.isArray(content)) return [];
+    const blocks = content as Block[];
+    const text = blocks.filter((b) => b.type === "text").map((b) => b.text ?? "").join("");
+    return blocks.some((b) => b.type === "tool_result") || text === "" || text.startsWith(INTERRUPT_MARKER) ? [] : [i];
+  });
+  const firstDropped = prompts[prompts.length - turns];
+  return turns > 0 && prompts.length - turns >= 1 && firstDropped !== undefined ? chain[firstDropped - 1]!.uuid : null;
+}
+
 export class ClaudeThreadMapper {
   /** Stream blocks by index in the current model message: their item ref. */
   #streaming = new Map<number, { ref: string; kind: ItemKind }>();
@@ -66,9 +88,6 @@ export class ClaudeThreadMapper {
   #blocksSeen = new Map<string, number>();
   /** Subagents whose end was already reported (by a task notification). */
   #ended = new Set<string>();
-  /** Assistant message uuids of this thread's completed turns, oldest first (rollback points). */
-  readonly turnEnds: string[] = [];
-  #lastAssistantUuid: string | null = null;
   interrupting = false;
 
   constructor(private readonly threadRef: string) {}
@@ -82,7 +101,6 @@ export class ClaudeThreadMapper {
         return m.parent_tool_use_id ? [] : this.#stream(m.event ?? {});
       case "assistant": {
         const parent = m.parent_tool_use_id ?? undefined;
-        if (m.uuid && !parent) this.#lastAssistantUuid = m.uuid;
         const blocks = Array.isArray(m.message?.content) ? (m.message!.content as Block[]) : [];
         // Claude Code splits a model message into one SDK message per content block: a block's
         // index (its item ref, as streamed) counts the blocks of that message seen so far.
@@ -123,7 +141,6 @@ export class ClaudeThreadMapper {
         this.#blocksSeen.clear();
         const interrupted = this.interrupting && m.subtype !== "success";
         this.interrupting = false;
-        if (m.subtype === "success" && this.#lastAssistantUuid) this.turnEnds.push(this.#lastAssistantUuid);
         const status = m.subtype === "success" ? "completed" : interrupted ? "interrupted" : "failed";
         return [{ type: "turn.terminal", ...at, status, threadDisposition: "reusable", failureClass: status === "failed" ? "provider_error" : null, message: status === "failed" ? (m.result ?? m.subtype ?? "error") : null, retryable: false }];
       }

@@ -6,10 +6,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
-import { getSessionInfo, query, type Query } from "@anthropic-ai/claude-agent-sdk";
+import { getSessionInfo, getSessionMessages, query, type Query } from "@anthropic-ai/claude-agent-sdk";
 import { errorResponse, notification, parseMessage, result } from "../../../runtime/hosts/jsonRpc.js";
 import { ResumeFailedError, ProviderError } from "../../../domain/errors.js";
-import { ClaudeThreadMapper, permissionPayload } from "../mapper.js";
+import { ClaudeThreadMapper, cutAfter, permissionPayload } from "../mapper.js";
 import { userInbox } from "./inbox.js";
 
 interface Init {
@@ -158,14 +158,13 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       // Claude rolls back by resuming at an earlier message: the conversation continues from there.
       const t = thread(String(params.cursor));
       const turns = Number(params.turns);
-      const keep = t.mapper.turnEnds.length - turns;
       if (turns <= 0) return null;
-      if (keep < 1) throw new ProviderError(`claude thread ${t.cursor}: cannot drop ${turns} of ${t.mapper.turnEnds.length} turns`);
-      const at = t.mapper.turnEnds[keep - 1]!;
+      // The turns are read from Claude's own transcript, so turns from before a host restart count too.
+      const at = cutAfter(await getSessionMessages(t.cursor, { dir: t.cwd }), turns);
+      if (!at) throw new ProviderError(`claude thread ${t.cursor}: cannot drop ${turns} turns`);
       t.query.close();
       threads.delete(t.cursor);
-      const reopened = open({ sessionId: t.sessionId, cwd: t.cwd, model: t.model, resume: t.cursor, at });
-      reopened.mapper.turnEnds.push(...t.mapper.turnEnds.slice(0, keep));
+      open({ sessionId: t.sessionId, cwd: t.cwd, model: t.model, resume: t.cursor, at });
       return null;
     }
     case "closeThreads":

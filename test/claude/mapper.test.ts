@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { cutAfter } from "../../src/adapters/claude/mapper.js";
+
+/**
+ * Where a rollback resumes Claude's session, from its transcript as `getSessionMessages`
+ * returns it (entries as Claude Code 2.1 writes them: prompts, slash-command records, tool
+ * results, the interrupt marker).
+ */
+
+const user = (uuid: string, content: unknown) => ({ type: "user", uuid, parent_tool_use_id: null, message: { role: "user", content } });
+const assistant = (uuid: string, text: string) => ({ type: "assistant", uuid, parent_tool_use_id: null, message: { role: "assistant", content: [{ type: "text", text }] } });
+const text = (t: string) => [{ type: "text", text: t }];
+
+const transcript = [
+  user("p1", text("first")),
+  assistant("a1", "one"),
+  user("cmd", "<command-name>/model</command-name>"),
+  user("out", "<local-command-stdout>Set model to `claude-haiku-4-5`</local-command-stdout>"),
+  user("p2", text("second")),
+  { type: "assistant", uuid: "a2-tool", parent_tool_use_id: null, message: { content: [{ type: "tool_use", id: "toolu_4", name: "Bash", input: {} }] } },
+  user("r2", [{ type: "tool_result", tool_use_id: "toolu_4", content: "hi" }]),
+  { type: "assistant", uuid: "sub", parent_tool_use_id: "toolu_4", message: { content: text("a subagent's words") } },
+  assistant("a2", "two"),
+  user("p3", text("third")),
+  assistant("a3", "working"),
+  user("int", text("[Request interrupted by user]")),
+  user("p4", text("also consider this")),
+  assistant("a4", "done"),
+];
+
+describe("claude rollback point", () => {
+  it("cuts just before the first dropped prompt; interrupted attempts are turns, the interrupt marker is not", () => {
+    expect(cutAfter(transcript, 1)).toBe("int");
+    expect(cutAfter(transcript, 2)).toBe("a2");
+    expect(cutAfter(transcript, 3)).toBe("out");
+  });
+
+  it("refuses to drop every turn or more turns than there are, and drops nothing for zero", () => {
+    expect(cutAfter(transcript, 4)).toBeNull();
+    expect(cutAfter(transcript, 9)).toBeNull();
+    expect(cutAfter(transcript, 0)).toBeNull();
+    expect(cutAfter([], 1)).toBeNull();
+  });
+});
