@@ -2,13 +2,13 @@ import { join } from "node:path";
 import { createScriptedAdapter } from "../adapters/scripted/adapter.js";
 import { keyedScript, type ScriptStep } from "../adapters/scripted/script.js";
 import { Runtime } from "../runtime/runtime.js";
-import { codexDemoProvider } from "./demoCodex.js";
+import { demoProvider, type DemoProviderName } from "./demoProviders.js";
 import { TranscriptPrinter, describe } from "./transcript.js";
 
 /**
  * `tiller demo`: one session through streamed text, an approval, a todo plan (scripted
  * provider), an interrupt and a queued follow-up, printed as a transcript; on the scripted
- * provider or on the real Codex binary against the model simulator.
+ * provider or on a real provider binary (Codex, Claude Code) against the model simulator.
  */
 
 export interface DemoOptions {
@@ -20,8 +20,8 @@ export interface DemoOptions {
   write: (text: string) => void;
   color: boolean;
   chunkDelayMs?: number;
-  /** `scripted` (default) or `codex`: the real Codex binary against the model simulator. */
-  provider?: "scripted" | "codex";
+  /** `scripted` (default), or a real provider binary (`codex`, `claude`) against the model simulator. */
+  provider?: "scripted" | DemoProviderName;
 }
 
 const fix: ScriptStep[] = [
@@ -56,9 +56,9 @@ const changelog: ScriptStep[] = [
 const summary: ScriptStep[] = [{ type: "text", text: "One line: today() is now timezone-proof." }];
 
 export async function runDemo(options: DemoOptions): Promise<{ eventLog: string; events: number; runs: string[] }> {
-  const codex = options.provider === "codex" ? await codexDemoProvider(options.dataDir) : null;
+  const real = options.provider && options.provider !== "scripted" ? await demoProvider(options.provider, options.dataDir) : null;
   const adapter =
-    codex?.adapter ??
+    real?.adapter ??
     createScriptedAdapter({
       chunkDelayMs: options.chunkDelayMs ?? 12,
       capabilities: { turns: { supportsActiveSteering: false } },
@@ -76,13 +76,13 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
     if (event.type === "request.opened") approvals.push(decide(rt, event.requestId, describe(event.payload), options));
   });
   try {
-    const { threadId } = await rt.createThread({ providerTarget: target, title: "Demo: fix a date bug", ...(codex ? { cwd: codex.workspace } : {}) });
+    const { threadId } = await rt.createThread({ providerTarget: target, title: "Demo: fix a date bug", ...(real ? { cwd: real.workspace } : {}) });
     const first = await rt.sendMessage({ threadId, text: "Fix the failing date test" });
     await rt.waitForRun(first.runId);
 
     const second = await rt.sendMessage({ threadId, text: "Write a long changelog for this fix" });
     // The simulator streams a hang's first chunk only; the scripted provider keeps streaming.
-    await untilStreaming(rt, second.runId, codex ? 1 : 8);
+    await untilStreaming(rt, second.runId, real ? 1 : 8);
     const third = await rt.sendMessage({ threadId, text: "Then summarize it in one line", mode: "queue" });
     await rt.interrupt({ runId: second.runId });
     await rt.waitForRun(third.runId);
@@ -93,7 +93,7 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
     return { eventLog: join(rt.dataDir, "events.jsonl"), events, runs: thread.runs.map((r) => r.status) };
   } finally {
     await rt.close();
-    await codex?.close();
+    await real?.close();
   }
 }
 

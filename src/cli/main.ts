@@ -4,15 +4,17 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { InvalidInputError, isTillerError } from "../domain/errors.js";
 import { runDemo } from "./demo.js";
+import { DEMO_PROVIDERS, type DemoProviderName } from "./demoProviders.js";
 import { runInspect } from "./inspect.js";
 
 const HELP = `tiller: an embeddable runtime for coding-agent providers
 
 Usage:
-  tiller demo [--provider scripted|codex] [--yes] [--data-dir DIR] [--no-color]
+  tiller demo [--provider scripted|codex|claude] [--yes] [--data-dir DIR] [--no-color]
       Drive a provider through streamed text, an approval, an interrupt and a queued
-      follow-up (the scripted provider also shows a todo plan). --provider codex runs
-      the real Codex binary against the built-in model simulator (offline, no account).
+      follow-up (the scripted provider also shows a todo plan). --provider codex or
+      claude runs the real Codex or Claude Code binary against the built-in model
+      simulator (offline, no account).
       Asks before approving when interactive; --yes approves without asking; a
       non-interactive run never blocks.
   tiller inspect [--port N] [--data-dir DIR] [--show-text] [--yes]
@@ -41,7 +43,8 @@ export async function main(argv: string[]): Promise<number> {
           provider: { type: "string", default: "scripted" },
         },
       });
-      if (values.provider !== "scripted" && values.provider !== "codex") throw new InvalidInputError("provider", `must be scripted or codex, not "${values.provider}"`);
+      const provider = values.provider as "scripted" | DemoProviderName;
+      if (provider !== "scripted" && !DEMO_PROVIDERS.includes(provider)) throw new InvalidInputError("provider", `must be scripted, ${DEMO_PROVIDERS.join(" or ")}, not "${values.provider}"`);
       const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
       const rl = interactive && !values.yes ? createInterface({ input: process.stdin, output: process.stdout }) : null;
       try {
@@ -51,7 +54,7 @@ export async function main(argv: string[]): Promise<number> {
           ask: rl ? async (q) => !/^n/i.test((await rl.question(q)).trim()) : null,
           write: (text) => void process.stdout.write(text),
           color: !values["no-color"] && Boolean(process.stdout.isTTY),
-          provider: values.provider,
+          provider,
         });
         process.stdout.write(`Event log: ${result.eventLog} (${result.events} events this session)\n`);
         return 0;

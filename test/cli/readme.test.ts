@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { capabilityTable } from "../../scripts/capability-table.js";
 
 const root = join(import.meta.dirname, "../..");
 const run = promisify(execFile);
@@ -26,4 +27,8 @@ describe("README", () => {
       await rm(cwd, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it("has the provider capability table the records generate", async () => {
+    expect(await readFile(join(root, "README.md"), "utf8")).toContain(capabilityTable());
+  });
 });
