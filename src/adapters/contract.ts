@@ -205,6 +205,14 @@ export interface ProviderThreadSnapshot {
 /** What the provider may do without asking: honoured by providers that sandbox their tools. */
 export type SandboxPolicy = "read-only" | "workspace-write" | "full-access";
 
+/** What a provider rollback leaves behind. */
+export interface RollbackResult {
+  /** The conversation after the cut, when the provider returns it. */
+  snapshot?: ProviderThreadSnapshot;
+  /** Where the conversation lives now, when the cut moved it to a new native thread: the runtime rebinds its provider thread there. */
+  handle?: ProviderThreadHandle;
+}
+
 export interface StartSessionInput {
   sessionId: string;
   cwd: string;
@@ -261,7 +269,7 @@ export interface ProviderAdapter {
     sessionId: string;
     thread: ProviderThreadHandle;
     turns: number;
-  }): Promise<ProviderThreadSnapshot | void>;
+  }): Promise<RollbackResult | void>;
   /** Present only when `threads.canForkThread`. */
   forkThread?(input: {
     sessionId: string;

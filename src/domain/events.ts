@@ -208,9 +208,10 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     /**
      * `rebuilt`: replaces a provider thread that could not be resumed; `replaced`: one the
      * provider reported broken; `refreshed`: a fresh thread for a provider the conversation
-     * returns to without delta handoff; `realigned`: a fresh thread after a divergent rollback.
+     * returns to without delta handoff; `realigned`: a fresh thread after a divergent rollback;
+     * `rolled_back`: the same provider thread, moved by a rollback to the native thread the cut made.
      */
-    via: z.enum(["created", "resumed", "forked", "rebuilt", "replaced", "refreshed", "realigned"]),
+    via: z.enum(["created", "resumed", "forked", "rebuilt", "replaced", "refreshed", "realigned", "rolled_back"]),
   }),
   /** The provider reported the thread unusable (turn terminal with disposition `broken`). */
   z.strictObject({

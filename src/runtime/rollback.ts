@@ -152,9 +152,16 @@ async function rollbackProvider(rt: Dispatcher, plan: RollbackPlan): Promise<voi
   // A provider that can show its conversation is checked: the cut must drop exactly the later turns.
   const read = canVerifyProviderRollback(session.capabilities) ? target.adapter.readThreadSnapshot?.bind(target.adapter) : undefined;
   const before = read ? (await read(address)).turns.length : null;
-  const returned = await target.adapter.rollbackThread({ ...address, turns: plan.laterTurns });
+  const result = (await target.adapter.rollbackThread({ ...address, turns: plan.laterTurns })) ?? {};
+  if (result.handle) {
+    // The cut made a new native thread: the provider thread lives there from now on.
+    const { threadRef, resumeCursor } = result.handle;
+    const via = "rolled_back" as const;
+    rt.commitLate({ type: "provider_thread.bound", threadId: thread.threadId, providerThreadId: record.providerThreadId, providerTarget: record.providerTarget, sessionId: session.sessionId, nativeThreadRef: threadRef, resumeCursor, via });
+    target.forgetThread(thread.threadId);
+  }
   if (read && before !== null) {
-    const kept = (returned ?? (await read(address))).turns.length;
+    const kept = (result.snapshot ?? (await read(result.handle ? { ...address, thread: result.handle } : address))).turns.length;
     if (kept !== before - plan.laterTurns) throw new ProviderError(`the provider kept ${kept} of ${before} turns after dropping ${plan.laterTurns}`);
   }
 }

@@ -273,7 +273,7 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       expect(forkSnapshot.turns.map((t) => t.userText)).toEqual(["one"]);
 
       const rolled = await r.adapter.rollbackThread!({ sessionId: r.sessionId, thread: r.thread, turns: 1 });
-      expect(rolled && rolled.turns.map((t) => t.userText)).toEqual(["one"]);
+      expect(rolled?.snapshot?.turns.map((t) => t.userText)).toEqual(["one"]);
     });
   });
 

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -139,7 +139,8 @@ describe("claude: subagents, questions, plans and models", () => {
   it("shows a subagent as a nested node whose completion does not complete the parent run", async () => {
     world = await claudeWorld();
     const threadId = await thread(world);
-    const agent = { description: "look around", prompt: "report SUB", subagent_type: "general-purpose", run_in_background: false };
+    // Asked to run in the background, which the adapter turns off: it runs in the foreground, within the turn.
+    const agent = { description: "look around", prompt: "report SUB", subagent_type: "general-purpose", run_in_background: true };
     // The parent's reply after the subagent hangs: the run must still be running when the subagent is done.
     world.sim.push({ tools: [{ name: "Agent", args: agent }] }, { text: "SUB-RESULT" }, { hang: true, text: "parent " });
     const { runId } = await world.rt.sendMessage({ threadId, text: "delegate it" });
@@ -259,6 +260,48 @@ describe("claude: interrupt and steer", () => {
   });
 });
 
+/** The Claude Code processes a host runs (its children), by pid. */
+function claudeProcesses(w: ClaudeWorld): number[] {
+  const hosts = new Set([...w.rt.actors.sessions.keys()].map((id) => w.adapter.hostPid(id)).filter((p): p is number => p !== null));
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so read after the last ")".
+        const ppid = Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(")").at(-1)!.trim().split(" ")[1]);
+        return hosts.has(ppid);
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+describe("claude: its process dies under a live host", () => {
+  it("fails the turn it was running; the next turn resumes the session in a new Claude process, idle deaths too", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    world.sim.push({ text: "noted" }, { hang: true, text: "working" }, saw("DELTA"), saw("ECHO"));
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "remember DELTA" })).runId);
+    const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
+    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
+    const killed = await world.rt.waitForRun(runId);
+    expect(killed.status).toBe("failed");
+    expect(killed.failure?.message).toContain("SIGKILL");
+    const next = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what do you remember? ECHO" })).runId);
+    expect(next.items.at(-1)?.text).toBe("saw DELTA");
+    // Killed while idle: nothing fails, and the next turn still resumes.
+    const [idle] = claudeProcesses(world);
+    process.kill(idle!, "SIGKILL");
+    await until("Claude gone", () => !claudeProcesses(world!).includes(idle!));
+    const after = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "and now?" })).runId);
+    expect(after.items.at(-1)?.text).toBe("saw ECHO");
+    const providerThreads = new Set(world.rt.views.threads.get(threadId)!.runs.flatMap((r) => r.attempts.map((a) => a.providerThreadId)));
+    expect(providerThreads.size).toBe(1);
+  });
+});
+
 describe("claude: sessions", () => {
   it("resumes the session in a new host process with its history", async () => {
     world = await claudeWorld();
@@ -293,6 +336,23 @@ describe("claude: sessions", () => {
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
     expect(run.items.at(-1)?.text).toBe("true/false");
     expect(world.rt.views.runs.get(first.runId)!.fallbacks.map((f) => f.policy)).toEqual(["rollback_by_resume"]);
+  });
+
+  it("rolls back twice in a row, and the cut holds across a restart before the next turn", async () => {
+    world = await claudeWorld({ checkpoints: true });
+    const threadId = await thread(world);
+    world.sim.push({ text: "one" }, { text: "two" }, { text: "three" });
+    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
+    const second = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop CHARLIE" })).runId);
+    expect((await world.rt.rollback({ threadId, toRunId: second.runId })).provider).toBe("rolled_back");
+    expect((await world.rt.rollback({ threadId, toRunId: first.runId })).provider).toBe("rolled_back");
+    await world.reopen();
+    const seen = (req: { body: unknown }, word: string) => JSON.stringify(req.body).includes(word);
+    world.sim.push((req) => ({ text: `${seen(req, "ALPHA")}/${seen(req, "BRAVO")}/${seen(req, "CHARLIE")}` }));
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("true/false/false");
+    expect((await world.rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "rolled_back", "rolled_back", "completed"]);
   });
 
   it("rolls back a run steered by interrupt-restart: both of its attempts are dropped", async () => {

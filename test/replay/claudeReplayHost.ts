@@ -6,8 +6,9 @@ import { runReplayHost, type Frame } from "./replayHost.js";
  * `claude-replay` script as the Claude adapter's `executable` (its arguments are ignored).
  * Environment: CLAUDE_REPLAY_FIXTURE, CLAUDE_REPLAY_ROOT (see replayHost.ts).
  *
- * A control request matches one of the same subtype; a user message one with the same
- * content; an answer to a permission prompt must answer the same prompt the same way.
+ * A control request matches one with the same subtype and fields (a model switch to the same
+ * model); a user message one with the same content; an answer to a permission prompt must
+ * answer the same prompt the same way.
  * Recorded control responses go out with the request id the SDK actually used.
  */
 
@@ -20,7 +21,8 @@ runReplayHost("claude-replay", "CLAUDE_REPLAY", {
     if (got.type !== want.type) return `expected a ${String(want.type)} frame`;
     switch (want.type) {
       case "control_request":
-        return request(got).subtype === request(want).subtype ? null : `expected control request ${String(request(want).subtype)}`;
+        if (request(got).subtype !== request(want).subtype) return `expected control request ${String(request(want).subtype)}`;
+        return JSON.stringify(got.request) === JSON.stringify(want.request) ? null : `the ${String(request(want).subtype)} request differs`;
       case "user":
         return JSON.stringify((got.message as Frame | undefined)?.content) === JSON.stringify((want.message as Frame | undefined)?.content) ? null : "the user message differs";
       case "control_response":

@@ -30,8 +30,18 @@ export interface ClaudeAdapterOptions {
 
 export type ClaudeAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null };
 
-/** Claude's own opt-outs: no telemetry, no update checks, no traffic beyond the model API. */
-const QUIET = { DISABLE_TELEMETRY: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1" };
+/**
+ * Claude's own opt-outs: no telemetry, no update checks, no traffic beyond the model API. And
+ * no background tasks: a background agent's end makes Claude start a turn of its own, which a
+ * provider without turn ids would pass off as the next run's (its subagents run in the foreground).
+ */
+const QUIET = {
+  DISABLE_TELEMETRY: "1",
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  DISABLE_AUTOUPDATER: "1",
+  DISABLE_ERROR_REPORTING: "1",
+  CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: "1",
+};
 
 
 export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeAdapter {
@@ -109,7 +119,8 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       await call(sessionId, "respond", { requestRef: request.requestRef, allow });
     },
     async rollbackThread({ sessionId, thread, turns }) {
-      await call(sessionId, "rollback", { cursor: thread.resumeCursor, turns });
+      const { cursor } = await call<{ cursor: string }>(sessionId, "rollback", { cursor: thread.resumeCursor, turns });
+      return { handle: { threadRef: cursor, resumeCursor: cursor } };
     },
     async forkThread({ sessionId, thread }) {
       const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd: process.cwd(), model: null, fork: { from: thread.resumeCursor } });

@@ -24,6 +24,8 @@ type Msg = {
   tool_use_id?: string;
   status?: string;
   summary?: string;
+  /** On a tool result: the tool's own account (a background agent's says `async_launched`). */
+  tool_use_result?: { status?: string };
 };
 type Tracked = ItemKind | "todo" | "plan" | "subagent";
 
@@ -126,7 +128,11 @@ export class ClaudeThreadMapper {
           const known = this.#tools.get(b.tool_use_id);
           if (known === "todo" || known === "plan") return [];
           const output = typeof b.content === "string" ? b.content : Array.isArray(b.content) ? (b.content as Block[]).map((c) => c.text ?? "").join("") : "";
-          if (known === "subagent") return this.#subagentEnded(b.tool_use_id, b.is_error ? "failed" : "completed", output);
+          if (known === "subagent") {
+            // A background agent (when allowed) was only launched: it ends with its task notification.
+            if (m.tool_use_result?.status === "async_launched") return [];
+            return this.#subagentEnded(b.tool_use_id, b.is_error ? "failed" : "completed", output);
+          }
           return [{ type: "item.completed", ...at, itemRef: b.tool_use_id, kind: known ?? "tool_call", status: b.is_error ? "failed" : "completed", output }];
         });
       }

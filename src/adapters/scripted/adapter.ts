@@ -163,7 +163,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     adapter.rollbackThread = async ({ thread: handle, turns }) => {
       const thread = threadOf(handle);
       thread.turns.splice(Math.max(0, thread.turns.length - turns));
-      return backend.snapshot(thread, { thread: exposesThreadRef, turn: exposesTurnRef });
+      return { snapshot: backend.snapshot(thread, { thread: exposesThreadRef, turn: exposesTurnRef }) };
     };
   }
   if (caps.threads.canForkThread) {

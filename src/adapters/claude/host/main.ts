@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
-import { getSessionInfo, getSessionMessages, query, type Query } from "@anthropic-ai/claude-agent-sdk";
+import { forkSession, getSessionInfo, getSessionMessages, query, type Query } from "@anthropic-ai/claude-agent-sdk";
 import { errorResponse, notification, parseMessage, result } from "../../../runtime/hosts/jsonRpc.js";
 import { ResumeFailedError, ProviderError } from "../../../domain/errors.js";
 import { ClaudeThreadMapper, cutAfter, permissionPayload } from "../mapper.js";
@@ -27,13 +27,15 @@ interface Thread {
   push(text: string): void;
   /** A turn was sent and its `result` has not arrived. */
   turnOpen: boolean;
+  /** Claude answered a prompt: its session is on disk and can be resumed. */
+  started: boolean;
 }
 
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
 let init: Init | null = null;
 const threads = new Map<string, Thread>();
-/** Why a thread's Claude process went away on its own (it could not start, or it died). */
-const gone = new Map<string, string>();
+/** Threads whose Claude process went away on its own (it could not start, or it died), and why. */
+const gone = new Map<string, { thread: Thread; reason: string }>();
 /** A permission answer: allow (with the user's answers, for AskUserQuestion) or deny. */
 interface Answer {
   allow: boolean;
@@ -46,16 +48,17 @@ function emit(thread: Thread, event: unknown): void {
   send(notification("event", { sessionId: thread.sessionId, event }));
 }
 
-function open(params: { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: { from: string; at?: string }; at?: string }): Thread {
+/** `id`: the session id of a new session (default: a fresh one). */
+function open(params: { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: { from: string; at?: string }; id?: string }): Thread {
   if (!init) throw new ProviderError("claude host: init first");
-  const cursor = params.fork ? randomUUID() : (params.resume ?? randomUUID());
+  const cursor = params.fork ? randomUUID() : (params.resume ?? params.id ?? randomUUID());
   const inbox = userInbox();
   const mapper = new ClaudeThreadMapper(cursor);
-  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, turnOpen: false } as Thread;
+  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, turnOpen: false, started: false } as Thread;
   const resumeOptions = params.fork
     ? { resume: params.fork.from, forkSession: true, sessionId: cursor, ...(params.fork.at ? { resumeSessionAt: params.fork.at } : {}) }
     : params.resume
-      ? { resume: params.resume, ...(params.at ? { resumeSessionAt: params.at } : {}) }
+      ? { resume: params.resume }
       : { sessionId: cursor };
   thread.query = query({
     prompt: inbox.input,
@@ -92,6 +95,7 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
     let ended = "Claude Code exited";
     try {
       for await (const message of thread.query) {
+        if (message.type === "assistant" || message.type === "result") thread.started = true;
         for (const event of mapper.map(message)) {
           if (event.type === "turn.terminal") thread.turnOpen = false;
           emit(thread, event);
@@ -103,9 +107,10 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
     }
     if (threads.get(cursor) !== thread) return; // closed on purpose
     threads.delete(cursor);
-    gone.set(cursor, ended);
-    // A turn in flight when Claude went away (it could not start, or it crashed) fails; the thread is not reused.
-    if (thread.turnOpen) emit(thread, { type: "turn.terminal", threadRef: cursor, status: "failed", threadDisposition: "broken", failureClass: "provider_error", message: ended, retryable: false });
+    gone.set(cursor, { thread, reason: ended });
+    // A turn in flight when Claude went away (it could not start, or it crashed) fails. The
+    // session's transcript is Claude's own: the next turn resumes it in a new Claude process.
+    if (thread.turnOpen) emit(thread, { type: "turn.terminal", threadRef: cursor, status: "failed", threadDisposition: "reusable", failureClass: "provider_error", message: ended, retryable: false });
     else emit(thread, { type: "warning", threadRef: cursor, message: ended });
   })();
   threads.set(cursor, thread);
@@ -114,8 +119,17 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
 
 function thread(cursor: string): Thread {
   const found = threads.get(cursor);
-  if (!found) throw new ProviderError(gone.get(cursor) ?? `claude host: no open thread ${cursor}`);
+  if (!found) throw new ProviderError(gone.get(cursor)?.reason ?? `claude host: no open thread ${cursor}`);
   return found;
+}
+
+/** The thread, its Claude process started again (resuming its session) if it went away. */
+function live(cursor: string): Thread {
+  const dead = gone.get(cursor);
+  if (threads.has(cursor) || !dead) return thread(cursor);
+  gone.delete(cursor);
+  const { sessionId, cwd, model, started } = dead.thread;
+  return open({ sessionId, cwd, model, ...(started ? { resume: cursor } : { id: cursor }) });
 }
 
 async function handle(method: string, params: Record<string, unknown>): Promise<unknown> {
@@ -132,7 +146,7 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       return { cursor: open({ ...p, cwd }).cursor };
     }
     case "send": {
-      const t = thread(String(params.cursor));
+      const t = live(String(params.cursor));
       // A model change between turns stays in the session (`/model`).
       if (typeof params.model === "string" && params.model !== t.model) {
         await t.query.setModel(params.model);
@@ -143,6 +157,8 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
     }
     case "interrupt": {
       const t = thread(String(params.cursor));
+      // Only a turn in flight is interrupted: a stale flag would call the next failure an interrupt.
+      if (!t.turnOpen) return null;
       t.mapper.interrupting = true;
       await t.query.interrupt();
       return null;
@@ -155,17 +171,17 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       return null;
     }
     case "rollback": {
-      // Claude rolls back by resuming at an earlier message: the conversation continues from there.
+      // Claude rolls back by resuming a copy of its session cut at an earlier message
+      // (`forkSession` up to it): the cut is on disk at once, so it holds across restarts
+      // and a second rollback counts from it. The turns are read from Claude's transcript.
       const t = thread(String(params.cursor));
       const turns = Number(params.turns);
-      if (turns <= 0) return null;
-      // The turns are read from Claude's own transcript, so turns from before a host restart count too.
       const at = cutAfter(await getSessionMessages(t.cursor, { dir: t.cwd }), turns);
       if (!at) throw new ProviderError(`claude thread ${t.cursor}: cannot drop ${turns} turns`);
+      const { sessionId: cut } = await forkSession(t.cursor, { dir: t.cwd, upToMessageId: at });
       t.query.close();
       threads.delete(t.cursor);
-      open({ sessionId: t.sessionId, cwd: t.cwd, model: t.model, resume: t.cursor, at });
-      return null;
+      return { cursor: open({ sessionId: t.sessionId, cwd: t.cwd, model: t.model, resume: cut }).cursor };
     }
     case "closeThreads":
       for (const t of [...threads.values()]) if (t.sessionId === params.sessionId) (t.query.close(), threads.delete(t.cursor));
