@@ -9,7 +9,8 @@ import { renderCapabilities, renderRequests } from "./panels.js";
  */
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
-const token = new URLSearchParams(location.search).get("token");
+/** The page lives under /<token>/: every request and socket is relative to it, so each carries the token (no cookie, no query). */
+const base = new URL("./", location.href);
 
 const state = {
   /** @type {any} */ hello: null,
@@ -17,7 +18,12 @@ const state = {
   /** @type {any[]} */ log: [],
   /** @type {string | null} */ selected: null,
   /** @type {string | null} */ drawnMachine: null,
+  /** The runtime's refusal of the last answer to a request, by requestId. */
   /** @type {Map<string, string>} */ respondErrors: new Map(),
+  /** Requests answered from this page and not yet settled, by requestId. */
+  /** @type {Set<string>} */ inFlight: new Set(),
+  /** Which request each respond command answers: command id -> requestId. */
+  /** @type {Map<string, string>} */ commands: new Map(),
   fit: true,
 };
 /** @type {WebSocket | null} */
@@ -26,7 +32,8 @@ let retryMs = 250;
 let nextCommandId = 1;
 
 function connect() {
-  const url = `ws://${location.host}/ws${token ? `?token=${encodeURIComponent(token)}` : ""}`;
+  const url = new URL("ws", base);
+  url.protocol = "ws:";
   const ws = new WebSocket(url);
   socket = ws;
   ws.onopen = () => {
@@ -37,7 +44,7 @@ function connect() {
     if (socket !== ws) return;
     socket = null;
     // A restarted server has a new token unless one was fixed: say so instead of retrying blindly.
-    const probe = await fetch(`/?token=${encodeURIComponent(token ?? "")}`, { cache: "no-store" }).catch(() => null);
+    const probe = await fetch(base, { cache: "no-store" }).catch(() => null);
     if (probe?.status === 401) {
       setConnection("refused", "token refused: open the URL the inspector printed");
       return;
@@ -82,10 +89,16 @@ function onMessage(m) {
       state.view = m;
       render();
       break;
-    case "respond.result":
-      if (!m.ok) state.respondErrors.set(m.id, m.error ?? "refused");
+    case "respond.result": {
+      const requestId = state.commands.get(m.id);
+      if (requestId === undefined) break;
+      state.commands.delete(m.id);
+      state.inFlight.delete(requestId);
+      if (m.ok) state.respondErrors.delete(requestId);
+      else state.respondErrors.set(requestId, m.error ?? "refused");
       renderRequestsPanel();
       break;
+    }
   }
 }
 
@@ -209,10 +222,14 @@ function renderRequestsPanel() {
   renderRequests($("requests"), state.view?.requests ?? [], state.log, {
     replay: state.hello?.mode === "replay",
     errors: state.respondErrors,
+    inFlight: state.inFlight,
     respond: (/** @type {string} */ requestId, /** @type {any} */ response) => {
       const id = `r${nextCommandId++}`;
       state.respondErrors.delete(requestId);
+      state.inFlight.add(requestId);
+      state.commands.set(id, requestId);
       send({ kind: "respond", id, command: { requestId, response } });
+      renderRequestsPanel();
       return id;
     },
   });

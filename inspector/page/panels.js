@@ -11,18 +11,19 @@ function h(tag, cls = "", text = "") {
 
 const DECISIONS = [["accept", "Approve"], ["accept_for_session", "Approve for session"], ["decline", "Decline"]];
 let lastRequestsKey = "";
-/** @type {Set<string>} */
-const inFlight = new Set();
+/** What is typed in answer boxes, by requestId and question id, kept across redraws (an answer refused keeps its text). */
+/** @type {Map<string, string>} */
+const typed = new Map();
 
 /**
  * @param {HTMLElement} container
  * @param {any[]} requests
  * @param {any[]} log
- * @param {{ replay: boolean, errors: Map<string, string>, respond: (requestId: string, response: any) => string }} options
+ * @param {{ replay: boolean, errors: Map<string, string>, inFlight: Set<string>, respond: (requestId: string, response: any) => string }} options
  */
 export function renderRequests(container, requests, log, options) {
   const open = requests.filter((r) => r.state !== "resolved");
-  const key = JSON.stringify([open.map((r) => [r.requestId, r.state]), [...options.errors], options.replay]);
+  const key = JSON.stringify([open.map((r) => [r.requestId, r.state]), [...options.errors], [...options.inFlight], options.replay]);
   if (key === lastRequestsKey) return; // keeps what is typed in an answer box
   lastRequestsKey = key;
   if (open.length === 0) {
@@ -35,14 +36,11 @@ export function renderRequests(container, requests, log, options) {
     const title = h("div");
     title.append(h("strong", "", `${r.kind}`), h("span", "badge", r.state));
     li.append(title, h("div", "mono", r.summary), h("div", "hint", `${r.requestId} · run ${r.runId}`));
-    const error = [...options.errors.values()].at(-1);
+    const error = options.errors.get(r.requestId);
     if (r.state === "respondable" && !options.replay) {
       const buttons = h("div");
-      const answer = (/** @type {any} */ response) => {
-        inFlight.add(r.requestId);
-        for (const b of buttons.querySelectorAll("button")) /** @type {HTMLButtonElement} */ (b).disabled = true;
-        options.respond(r.requestId, response);
-      };
+      const answer = (/** @type {any} */ response) => void options.respond(r.requestId, response);
+      const busy = options.inFlight.has(r.requestId);
       if (r.kind === "user_input") {
         const opened = log.find((x) => x.event.type === "request.opened" && x.event.requestId === r.requestId);
         const questions = opened?.event.payload?.questions ?? [];
@@ -51,24 +49,34 @@ export function renderRequests(container, requests, log, options) {
         for (const q of questions) {
           const input = /** @type {HTMLInputElement} */ (h("input"));
           input.dataset.testid = "answer";
+          // While text is hidden the id is a placeholder (‹question 1›): Claude's ids are the question text.
           input.placeholder = `answer to ${q.id}`;
+          const typedKey = JSON.stringify([r.requestId, q.id]);
+          input.value = typed.get(typedKey) ?? "";
+          input.addEventListener("input", () => typed.set(typedKey, input.value));
           inputs.set(q.id, input);
           buttons.append(input);
         }
         const submit = h("button", "", "Answer");
         submit.dataset.testid = "submit-answers";
+        submit.disabled = busy;
         submit.addEventListener("click", () => answer({ kind: "answers", answers: Object.fromEntries([...inputs].map(([id, i]) => [id, i.value])) }));
         buttons.append(submit);
       } else {
         for (const [decision, label] of DECISIONS) {
           const b = h("button", "", label);
           b.dataset.testid = decision === "accept" ? "approve" : decision === "decline" ? "decline" : "approve-session";
+          b.disabled = busy;
           b.addEventListener("click", () => answer({ kind: "decision", decision }));
           buttons.append(b);
         }
       }
       li.append(buttons);
-      if (error && inFlight.has(r.requestId)) li.append(h("div", "error", error));
+      if (error) {
+        const div = h("div", "error", error);
+        div.dataset.testid = "respond-error";
+        li.append(div);
+      }
     } else if (r.state === "expired" || r.state === "cancelled") {
       li.append(h("div", "hint", `${r.state === "expired" ? "Expired" : "Cancelled"}: the runtime says it can no longer be answered.`));
     } else if (options.replay) {

@@ -23,6 +23,9 @@ export interface InspectorFeed {
 /** Context fields an actor may show (ids and names only: context can hold text). */
 const CONTEXT_FIELDS = ["target", "providerTarget", "threadId", "appThreadId", "runId", "sessionId"];
 
+/** An actor in one of these is finished: nothing more will come from it. */
+const FINAL_STATUS = new Set(["done", "stopped", "error"]);
+
 const stateValue = (value: unknown): string => {
   if (typeof value === "string") return value;
   if (value && typeof value === "object") return Object.entries(value).map(([k, v]) => (v && (typeof v === "string" || Object.keys(v).length > 0) ? `${k}.${stateValue(v)}` : k)).join(",");
@@ -41,6 +44,8 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
   const maxMs = options.reconnect?.maxMs ?? 2_000;
   const actors = new Map<string, { id: string; machine: string; state: string; status: string; context: Record<string, string> }>();
   const bySession = new Map<string, string>();
+  /** An actor's inspection session ids, to forget them with it. */
+  const sessionsOf = new Map<string, Set<string>>();
   let runtime: InspectedRuntime | null = null;
   let catalog: Catalog | null = null;
   let targets: string[] = [];
@@ -67,6 +72,7 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
       id = e.name;
       machine = machineId(e.definition) ?? e.name;
       bySession.set(e.sessionId, id);
+      sessionsOf.set(id, (sessionsOf.get(id) ?? new Set()).add(e.sessionId));
     }
     if (!id || !machine) return;
     const snapshot = (e.snapshot ?? {}) as { value?: unknown; status?: string; context?: Record<string, unknown> };
@@ -76,6 +82,17 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
     if (prev && prev.state === next.state && prev.status === next.status) return;
     actors.set(id, next);
     send(actorMessage(next));
+    if (FINAL_STATUS.has(next.status)) {
+      // Its final state is sent (or, while disconnected, the log tells it): forget it, so a
+      // long-lived runtime keeps only its live actors and a reconnect resends only those.
+      bySession.delete(e.sessionId);
+      const sessions = sessionsOf.get(id);
+      sessions?.delete(e.sessionId);
+      if (!sessions?.size) {
+        actors.delete(id);
+        sessionsOf.delete(id);
+      }
+    }
   };
 
   const inspector = createInspector({ send: onInspection }, { serialize: (e) => e });

@@ -1,6 +1,6 @@
 import { InspectorModel } from "./model.js";
 import type { Catalog, FeedCommand, FeedMessage, LogEntry, PageCommand, PageMessage } from "./protocol.js";
-import { redactValue } from "./redact.js";
+import { answersByQuestionId, redactEvent, redactValue } from "./redact.js";
 
 export interface PageClient {
   send(message: PageMessage): void;
@@ -68,8 +68,19 @@ export class InspectorHub {
     }
     if (command.kind === "respond") {
       if (!this.#producer) return page.send({ kind: "respond.result", id: command.id, ok: false, error: this.#replayLog ? "replay: nothing can be answered" : "no runtime connected" });
+      let respond = command.command;
+      if (!this.options.showText && respond?.response?.kind === "answers") {
+        // The page saw placeholders for question ids (they can be the question's text): key the answers by the real ids.
+        const opened = this.#model.log.find((r) => r.event.type === "request.opened" && r.event.requestId === respond.requestId);
+        if (!opened) return page.send({ kind: "respond.result", id: command.id, ok: false, error: `no request ${respond.requestId} in the log` });
+        try {
+          respond = { ...respond, response: { kind: "answers", answers: answersByQuestionId(opened.event, respond.response.answers ?? {}) } };
+        } catch (error) {
+          return page.send({ kind: "respond.result", id: command.id, ok: false, error: (error as Error).message });
+        }
+      }
       this.#respondWaiters.set(command.id, page);
-      this.#producer.socket.send({ kind: "respond", id: command.id, command: command.command });
+      this.#producer.socket.send({ kind: "respond", id: command.id, command: respond });
     }
   }
 
@@ -147,7 +158,7 @@ export class InspectorHub {
   }
 
   #pageLog(records: LogEntry[]): LogEntry[] {
-    return records.map((r) => ({ seq: r.seq, at: r.at, event: redactValue(r.event, this.options.showText) as LogEntry["event"] }));
+    return records.map((r) => ({ seq: r.seq, at: r.at, event: redactEvent(r.event, this.options.showText) }));
   }
 
   #scheduleView(): void {

@@ -17,8 +17,12 @@ export function maskCredentials(text: string): string {
   return CREDENTIALS.reduce((out, [pattern, replacement]) => out.replace(pattern, replacement), text);
 }
 
-/** Fields whose string values are text written by a person or a model. */
-const TEXT_FIELDS = new Set(["text", "delta", "output", "prompt", "content", "diff", "patch", "summary", "question", "header", "answers", "input", "items", "steps", "env"]);
+/**
+ * Fields whose values are text written by a person or a model: `reason` is a command request's
+ * description (Claude's Bash `description`) as well as a run's or request's closing reason;
+ * `label` and `description` are a question's options.
+ */
+const TEXT_FIELDS = new Set(["text", "delta", "output", "prompt", "content", "diff", "patch", "summary", "question", "header", "answers", "input", "items", "steps", "env", "reason", "label", "description"]);
 
 export const hidden = (value: unknown): string =>
   typeof value === "string" ? `‹hidden: ${value.length} chars›` : "‹hidden›";
@@ -32,4 +36,44 @@ export function redactValue(value: unknown, showText: boolean, key = ""): unknow
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactValue(v, showText, k)]));
   }
   return value;
+}
+
+/**
+ * What a user_input question's id becomes on the page while text is hidden: the Claude adapter
+ * keys its questions by their text, so the id is as telling as the question. The page keys its
+ * answers by this placeholder; `answersByQuestionId` maps them back before the runtime sees them.
+ */
+export const questionKey = (index: number): string => `‹question ${index + 1}›`;
+
+type Event = { type: string; payload?: unknown; [key: string]: unknown };
+type Question = { id?: unknown; [key: string]: unknown };
+
+const questionsOf = (event: Event): Question[] | null => {
+  const payload = event.payload as { kind?: unknown; questions?: unknown } | undefined;
+  return event.type === "request.opened" && payload?.kind === "user_input" && Array.isArray(payload.questions) ? (payload.questions as Question[]) : null;
+};
+
+/** A log event as the page may see it: `redactValue`, and question ids replaced by `questionKey` unless text is shown. */
+export function redactEvent<E extends Event>(event: E, showText: boolean): E {
+  const questions = showText ? null : questionsOf(event);
+  const shown = questions
+    ? { ...event, payload: { ...(event.payload as object), questions: questions.map((q, i) => (q && typeof q === "object" ? { ...q, id: questionKey(i) } : q)) } }
+    : event;
+  return redactValue(shown, showText) as E;
+}
+
+/**
+ * Answers the page keyed by `questionKey`, keyed again by the question ids of the request's
+ * `request.opened` event. A key that is not one of that request's placeholders is refused.
+ */
+export function answersByQuestionId(opened: Event, answers: Record<string, unknown>): Record<string, unknown> {
+  const questions = questionsOf(opened) ?? [];
+  const ids = new Map(questions.map((q, i) => [questionKey(i), String(q?.id ?? "")]));
+  return Object.fromEntries(
+    Object.entries(answers).map(([key, value]) => {
+      const id = ids.get(key);
+      if (id === undefined) throw new Error(`no question ${JSON.stringify(key)} in this request`);
+      return [id, value];
+    }),
+  );
 }

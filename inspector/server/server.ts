@@ -13,7 +13,10 @@ import type { Catalog, FeedMessage, LogEntry, PageCommand, PageMessage } from ".
 export interface InspectorServerOptions {
   /** 0 (default): a free port. */
   port?: number;
-  /** Default: a random 128-bit token. Give one to let a runtime reconnect to a restarted server. */
+  /**
+   * Default: a random 128-bit token. Give one to let a runtime reconnect to a restarted server:
+   * at least 16 characters from A-Z a-z 0-9 . _ ~ - (anything else throws).
+   */
   token?: string;
   /** Let the page see prompts, message text and command output (credentials stay masked). */
   showText?: boolean;
@@ -27,6 +30,8 @@ export interface InspectorServer {
   /** ws:// address a runtime's feed connects to, token included. */
   readonly feedUrl: string;
   readonly port: number;
+  /** Where the server listens: 127.0.0.1, always. */
+  readonly address: AddressInfo;
   readonly hub: InspectorHub;
   close(): Promise<void>;
 }
@@ -47,48 +52,56 @@ function pageDir(): string {
 
 const elkBundle = (): string => createRequire(import.meta.url).resolve("elkjs/lib/elk.bundled.js");
 
+/** At least 16 characters, all URL-path safe: the token is the first segment of every path. */
+const TOKEN = /^[A-Za-z0-9._~-]{16,}$/;
+
+/** A given token is refused unless it could not be guessed in passing (an empty one would let every request in). */
+export function checkInspectorToken(token: string): void {
+  if (!TOKEN.test(token)) throw new Error("inspector token: at least 16 characters from A-Z a-z 0-9 . _ ~ - (it is the first segment of the page's path)");
+}
+
 export async function startInspectorServer(options: InspectorServerOptions = {}): Promise<InspectorServer> {
+  if (options.token !== undefined) checkInspectorToken(options.token);
   const token = options.token ?? randomBytes(16).toString("hex");
+  const wanted = Buffer.from(token);
   const hub = new InspectorHub({ showText: options.showText ?? false, ...(options.replay ? { replay: options.replay } : {}) });
   const page = pageDir();
-  let cookieName = "tiller_inspect";
+  let port = 0;
 
-  const tokenOf = (req: IncomingMessage): string | null => {
-    const url = new URL(req.url ?? "/", `http://${HOST}`);
-    const query = url.searchParams.get("token");
-    if (query) return query;
-    const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1];
-    if (bearer) return bearer;
-    const cookie = (req.headers.cookie ?? "").split(/;\s*/).find((c) => c.startsWith(`${cookieName}=`));
-    return cookie ? cookie.slice(cookieName.length + 1) : null;
-  };
-  const authorized = (req: IncomingMessage): boolean => {
+  /**
+   * Everything lives under /<token>/: the page's own requests are relative to it, so they carry
+   * the token without a cookie (cookies are not isolated by port: one would reach every other
+   * server on 127.0.0.1) and without a query string. Null: not authorized; else the path below it.
+   */
+  const authorizedPath = (req: IncomingMessage): string | null => {
     // A page elsewhere that resolves its own name to 127.0.0.1 (DNS rebinding) is not this origin.
-    if (req.headers.host !== `${HOST}:${port}` && req.headers.host !== `localhost:${port}`) return false;
+    if (req.headers.host !== `${HOST}:${port}` && req.headers.host !== `localhost:${port}`) return null;
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== `http://${HOST}:${port}` && origin !== `http://localhost:${port}`) return false;
-    const given = Buffer.from(tokenOf(req) ?? "");
-    const wanted = Buffer.from(token);
-    return given.length === wanted.length && timingSafeEqual(given, wanted);
+    if (origin !== undefined && origin !== `http://${HOST}:${port}` && origin !== `http://localhost:${port}`) return null;
+    const path = new URL(req.url ?? "/", `http://${HOST}`).pathname;
+    const match = /^\/([^/]*)(\/.*)?$/.exec(path);
+    const given = Buffer.from(match?.[1] ?? "");
+    if (!(given.length === wanted.length && timingSafeEqual(given, wanted))) return null;
+    return match?.[2] ?? "";
   };
 
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    if (!authorized(req)) {
+    const path = authorizedPath(req);
+    if (path === null) {
       res.writeHead(401, { "content-type": "text/plain; charset=utf-8" }).end("inspector: a valid token is required (use the URL the inspector printed)\n");
       return;
     }
     if (req.method !== "GET") return void res.writeHead(405).end();
-    const path = new URL(req.url ?? "/", `http://${HOST}`).pathname;
     const headers: Record<string, string> = {
       "cache-control": "no-store",
       "x-content-type-options": "nosniff",
       "referrer-policy": "no-referrer",
       // No network beyond this server: scripts, styles and sockets from here only.
-      "content-security-policy": `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' ws://${HOST}:${port}; worker-src 'self' blob:; base-uri 'none'; frame-ancestors 'none'`,
-      // The token travels once in the URL; the page's own requests carry it as a cookie.
-      "set-cookie": `${cookieName}=${token}; HttpOnly; SameSite=Strict; Path=/`,
+      "content-security-policy": `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' ws://${HOST}:${port} ws://localhost:${port}; worker-src 'self' blob:; base-uri 'none'; frame-ancestors 'none'`,
     };
     let file: string;
+    // /<token> without the slash: the page's relative URLs need the directory form.
+    if (path === "") return void res.writeHead(308, { ...headers, location: `/${token}/` }).end();
     if (path === "/" || path === "/index.html") file = join(page, "index.html");
     else if (path === "/vendor/elk.bundled.js") file = elkBundle();
     else if (path === "/favicon.ico") return void res.writeHead(204, headers).end();
@@ -107,10 +120,12 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
   const feeds = new WebSocketServer({ noServer: true, maxPayload: 64 << 20 });
 
   server.on("upgrade", (req, socket, head) => {
-    const path = new URL(req.url ?? "/", `http://${HOST}`).pathname;
+    // Node's HTTP server stops watching an upgraded socket: without this, a reset peer is an uncaught error.
+    socket.on("error", () => socket.destroy());
+    const path = authorizedPath(req);
     const wss = path === "/ws" ? pages : path === "/feed" ? feeds : null;
-    if (!authorized(req) || !wss) {
-      socket.end(`HTTP/1.1 ${wss ? "401 Unauthorized" : "404 Not Found"}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+    if (path === null || !wss) {
+      socket.end(`HTTP/1.1 ${path === null ? "401 Unauthorized" : "404 Not Found"}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit("connection", ws, req));
@@ -118,19 +133,31 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
 
   pages.on("connection", (ws: WebSocket) => {
     const client = { send: (m: PageMessage) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(m)) };
+    // A bad frame (over maxPayload, invalid UTF-8, unmasked) is that socket's problem only:
+    // unheard, its 'error' would be an uncaught exception in the embedding app's process.
+    ws.on("error", () => ws.terminate());
     const remove = hub.addPage(client);
     ws.on("message", (data) => {
       const command = parse<PageCommand>(data.toString());
-      if (command) hub.fromPage(client, command);
+      try {
+        if (command) hub.fromPage(client, command);
+      } catch {
+        // A malformed command is dropped; it must not take the process down.
+      }
     });
     ws.on("close", remove);
   });
 
   feeds.on("connection", (ws: WebSocket) => {
     const producer = { send: (m: unknown) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(m)) };
+    ws.on("error", () => ws.terminate());
     ws.on("message", (data) => {
       const message = parse<FeedMessage>(data.toString());
-      if (message) hub.fromFeed(producer, message);
+      try {
+        if (message) hub.fromFeed(producer, message);
+      } catch {
+        // A malformed message is dropped; it must not take the process down.
+      }
     });
     ws.on("close", () => hub.feedClosed(producer));
   });
@@ -139,13 +166,14 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
     server.once("error", reject);
     server.listen(options.port ?? 0, HOST, () => resolve());
   });
-  const port = (server.address() as AddressInfo).port;
-  cookieName = `tiller_inspect_${port}`;
+  const address = server.address() as AddressInfo;
+  port = address.port;
 
   return {
-    url: `http://${HOST}:${port}/?token=${token}`,
-    feedUrl: `ws://${HOST}:${port}/feed?token=${token}`,
+    url: `http://${HOST}:${port}/${token}/`,
+    feedUrl: `ws://${HOST}:${port}/${token}/feed`,
     port,
+    address: { address: address.address, family: address.family, port },
     hub,
     async close() {
       hub.close();

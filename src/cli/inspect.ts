@@ -24,6 +24,8 @@ export interface InspectCommandOptions {
   signal?: AbortSignal;
   /** Delay between streamed chunks of the scripted provider, so the page can be watched. */
   chunkDelayMs?: number;
+  /** The scripted provider's story, keyed by prompt prefix (tests give their own). */
+  story?: Record<string, ScriptStep[]>;
 }
 
 const story = {
@@ -55,7 +57,7 @@ export async function runInspect(options: InspectCommandOptions): Promise<void> 
     chunkDelayMs: options.chunkDelayMs ?? 80,
     // No native steering: a steer takes the interrupt-restart path, a visible degradation.
     capabilities: { turns: { supportsActiveSteering: false } },
-    script: keyedScript(story),
+    script: keyedScript(options.story ?? story),
   });
   let url = "";
   const rt = await Runtime.open({
@@ -75,12 +77,16 @@ export async function runInspect(options: InspectCommandOptions): Promise<void> 
     const firstRun = await Promise.race([rt.waitForRun(first.runId), aborted(stopped)]);
     stop();
     if (firstRun) {
+      const from = rt.views.head;
       const second = await rt.sendMessage({ threadId, text: "[changelog] write a long changelog" });
-      await untilStreaming(rt, second.runId);
-      await rt.sendMessage({ threadId, text: "Keep it to one line", mode: "steer" });
-      options.write("Steered the second run: the provider cannot steer natively, so it was interrupted and restarted (see the capability panel).\n");
-      await Promise.race([rt.waitForRun(second.runId), aborted(stopped)]);
-      options.write("The tour is over; the inspector stays up until Ctrl-C.\n");
+      options.write(`Second run ${second.runId} started: it is steered once it streams.\n`);
+      // Ctrl-C while it has not streamed yet still ends here, so the runtime closes (and gives back its lock).
+      if (await untilStreaming(rt, second.runId, from, stopped)) {
+        await rt.sendMessage({ threadId, text: "Keep it to one line", mode: "steer" });
+        options.write("Steered the second run: the provider cannot steer natively, so it was interrupted and restarted (see the capability panel).\n");
+        await Promise.race([rt.waitForRun(second.runId), aborted(stopped)]);
+        if (!stopped.aborted) options.write("The tour is over; the inspector stays up until Ctrl-C.\n");
+      }
     }
     await aborted(stopped);
   } finally {
@@ -100,13 +106,24 @@ function aborted(signal: AbortSignal): Promise<undefined> {
   return new Promise((resolve) => (signal.aborted ? resolve(undefined) : signal.addEventListener("abort", () => resolve(undefined), { once: true })));
 }
 
-function untilStreaming(rt: Runtime, runId: string): Promise<void> {
+/** True once the run streams its first delta; false if `signal` aborts first. */
+function untilStreaming(rt: Runtime, runId: string, afterSeq: number, signal: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
-    const stop = rt.subscribe({ afterSeq: rt.views.head }, (r) => {
-      if (r.event.type === "node.delta" && r.event.runId === runId) {
-        stop();
-        resolve();
-      }
+    let settled = false;
+    let stop: (() => void) | null = null;
+    const settle = (streaming: boolean) => {
+      if (settled) return;
+      settled = true;
+      stop?.();
+      signal.removeEventListener("abort", onAbort);
+      resolve(streaming);
+    };
+    const onAbort = () => settle(false);
+    if (signal.aborted) return settle(false);
+    signal.addEventListener("abort", onAbort, { once: true });
+    stop = rt.subscribe({ afterSeq }, (r) => {
+      if (r.event.type === "node.delta" && r.event.runId === runId) settle(true);
     });
+    if (settled) stop();
   });
 }

@@ -53,6 +53,9 @@ export function inspectorCatalog(inspector: InspectorModule): unknown {
   });
 }
 
+/** The inspector server's own rule (inspector/server/server.ts), checked here first for a typed error. */
+const INSPECT_TOKEN = /^[A-Za-z0-9._~-]{16,}$/;
+
 /** The runtime's `inspect` option, normalized; null when it is absent, false or a plain function. */
 export function inspectOptionsOf(option: unknown): InspectOptions | null {
   if (option === undefined || option === false || typeof option === "function") return null;
@@ -61,7 +64,14 @@ export function inspectOptionsOf(option: unknown): InspectOptions | null {
     if (!Number.isInteger(option) || option < 0 || option > 65_535) throw new InvalidInputError("inspect", "a port is an integer from 0 to 65535");
     return { port: option };
   }
-  if (typeof option === "object" && option !== null) return option as InspectOptions;
+  if (typeof option === "object" && option !== null) {
+    const { token } = option as InspectOptions;
+    // An empty or short token would let anyone on this machine answer the runtime's approvals.
+    if (token !== undefined && (typeof token !== "string" || !INSPECT_TOKEN.test(token))) {
+      throw new InvalidInputError("inspect.token", "at least 16 characters from A-Z a-z 0-9 . _ ~ - (it is the first segment of the inspector's path)");
+    }
+    return option as InspectOptions;
+  }
   throw new InvalidInputError("inspect", "expected true, a port, { port, showText, token } or a function");
 }
 

@@ -1,3 +1,5 @@
+import { stat } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runInspect } from "../../src/cli/inspect.js";
 import type { PageMessage } from "../../inspector/server/protocol.js";
@@ -29,5 +31,27 @@ describe("tiller inspect (live)", () => {
       await cleanup();
     }
     expect(output).toContain("Steered the second run");
+  });
+
+  it("stops cleanly when stopped before the second run streams: the runtime closes and gives back its lock", async () => {
+    const { dir, cleanup } = await tempDir("tiller-inspect-cli-stop-");
+    const stop = new AbortController();
+    let output = "";
+    // The second run never streams, so the tour waits for it until stopped.
+    const story = { "[fix]": [{ type: "text" as const, text: "Fixed." }], "[changelog]": [{ type: "hang" as const }] };
+    const serving = runInspect({ port: 0, dataDir: dir, replay: null, showText: false, yes: true, chunkDelayMs: 1, story, write: (t) => (output += t), signal: stop.signal });
+    try {
+      await expect.poll(() => output.includes("Second run"), WAIT).toBe(true);
+      expect(await stat(join(dir, "LOCK"))).toBeTruthy();
+      stop.abort();
+      await serving; // before the fix this never returned: the tour waited for a delta that would not come
+      await expect(stat(join(dir, "LOCK"))).rejects.toMatchObject({ code: "ENOENT" });
+      expect(output).not.toContain("Steered");
+      expect(output).not.toContain("The tour is over");
+    } finally {
+      stop.abort();
+      await serving.catch(() => undefined);
+      await cleanup();
+    }
   });
 });

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import WebSocket from "ws";
 import { inspectorCatalog, loadInspector } from "../../src/runtime/inspector.js";
-import type { Catalog, PageMessage } from "../../inspector/server/protocol.js";
+import type { Catalog, FeedCommand, FeedMessage, PageMessage } from "../../inspector/server/protocol.js";
 
 /** Debian's Chromium, installed by .ci/run; never a downloaded browser. */
 export const CHROMIUM = "/usr/bin/chromium";
@@ -91,8 +91,41 @@ export async function pageClient(url: string): Promise<{ messages: PageMessage[]
   return { messages, ws, until, close: () => ws.terminate() };
 }
 
-/** The page's WebSocket address for a server URL (token kept). */
-export const pageSocketUrl = (url: string): string => url.replace("http://", "ws://").replace("/?token=", "/ws?token=");
+/** The page's WebSocket address for a server URL (`http://127.0.0.1:PORT/TOKEN/`): `ws://127.0.0.1:PORT/TOKEN/ws`. */
+export const pageSocketUrl = (url: string): string => `${url.replace("http://", "ws://")}ws`;
+
+/** The token of a server URL: the first segment of its path. */
+export const tokenOf = (url: string): string => new URL(url).pathname.split("/")[1]!;
+
+/**
+ * A runtime's side of the feed played by the test: it says hello with the catalog, sends what
+ * it is given, and collects the server's commands (answers from the page).
+ */
+export async function fakeProducer(feedUrl: string): Promise<{ send: (m: FeedMessage) => void; until: (match: (c: FeedCommand) => boolean) => Promise<FeedCommand>; close: () => void }> {
+  const ws = new WebSocket(feedUrl);
+  const commands: FeedCommand[] = [];
+  const waiters: Array<() => void> = [];
+  ws.on("message", (data) => {
+    commands.push(JSON.parse(data.toString()) as FeedCommand);
+    for (const w of waiters.splice(0)) w();
+  });
+  await new Promise<void>((resolve, reject) => {
+    ws.once("open", () => resolve());
+    ws.once("error", reject);
+  });
+  const send = (m: FeedMessage) => ws.send(JSON.stringify(m));
+  send({ kind: "hello", producerId: `fake-${Math.random()}`, dataDir: "/nowhere", catalog: await testCatalog() });
+  const until = (match: (c: FeedCommand) => boolean): Promise<FeedCommand> =>
+    new Promise((resolve) => {
+      const check = () => {
+        const found = commands.find(match);
+        if (found) resolve(found);
+        else waiters.push(check);
+      };
+      check();
+    });
+  return { send, until, close: () => ws.terminate() };
+}
 
 /** What a WebSocket handshake answers: "open", or the HTTP status it was refused with. */
 export function handshake(url: string, origin?: string): Promise<"open" | number> {

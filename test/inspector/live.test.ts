@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createScriptedAdapter, keyedScript, ScriptedBackend, type TillerRuntime } from "../../src/index.js";
 import { createInspectorFeed } from "../../inspector/server/feed.js";
 import { startInspectorServer } from "../../inspector/server/server.js";
-import type { InspectedRuntime } from "../../inspector/server/protocol.js";
+import type { FeedCommand, InspectedRuntime, LogEntry } from "../../inspector/server/protocol.js";
 import { nextEvent, openTestRuntime } from "../helpers/runtime.js";
-import { openBrowser, testCatalog, WAIT, type Browser } from "./helpers.js";
+import { fakeProducer, openBrowser, testCatalog, tokenOf, WAIT, type Browser } from "./helpers.js";
 
 /**
  * The live inspector in headless Chromium, on a runtime with the scripted provider: a run
@@ -54,10 +54,12 @@ const current = (path: string) => `[data-testid=statechart] g[data-state-path="$
 describe("live inspector in Chromium", () => {
   it("is refused without the token, over HTTP and WebSocket", async () => {
     const { page } = browser;
-    const base = url.slice(0, url.indexOf("?"));
-    const response = await page.goto(base);
-    expect(response!.status()).toBe(401);
-    expect(await page.textContent("body")).toContain("token is required");
+    const base = `${new URL(url).origin}/`;
+    for (const address of [base, `${base}?token=${tokenOf(url)}`, `${base}${tokenOf(url).slice(1)}/`]) {
+      const response = await page.goto(address);
+      expect(response!.status(), address).toBe(401);
+      expect(await page.textContent("body")).toContain("token is required");
+    }
     const outcome = await page.evaluate(
       (ws) =>
         new Promise<string>((resolve) => {
@@ -75,6 +77,9 @@ describe("live inspector in Chromium", () => {
     browser.errors.length = 0; // the refusals above were logged by the page on purpose
     await page.goto(url);
     await page.locator('[data-testid=connection][data-state="connected"]').waitFor(WAIT);
+    // The token is in the page's path, nowhere else: no cookie (cookies reach every port of 127.0.0.1).
+    expect(await browser.context.cookies()).toEqual([]);
+    expect(page.url()).toBe(url);
 
     const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Fix the date bug" });
     const { runId } = await rt.sendMessage({ threadId, text: "[approve] fix the failing date test" });
@@ -206,6 +211,75 @@ describe("live inspector in Chromium", () => {
     } finally {
       feed.close();
       await other.cleanup();
+      await server.close();
+    }
+  });
+
+  it("answers a Claude-shaped question (its id is its text) without the page ever holding that text, and keeps each request's refusal to that request until it settles", async () => {
+    // The runtime's side is played by the test, so it can refuse an answer at will.
+    const server = await startInspectorServer();
+    const producer = await fakeProducer(server.feedUrl);
+    const question = "Should I delete prod?";
+    const secrets = [question, "Danger", "Yes, drop it", "Drops every table", "List the secret folder"];
+    const at = new Date().toISOString();
+    const records: LogEntry[] = [
+      { type: "thread.created", threadId: "thr_c", title: "Claude", providerTarget: "claude" },
+      { type: "run.created", threadId: "thr_c", runId: "run_c", ordinal: 1 },
+      { type: "request.opened", threadId: "thr_c", runId: "run_c", requestId: "req_q", payload: { kind: "user_input", questions: [{ id: question, question, header: "Danger", options: [{ label: "Yes, drop it", description: "Drops every table" }] }] } },
+      { type: "request.opened", threadId: "thr_c", runId: "run_c", requestId: "req_a", payload: { kind: "command", command: "ls", reason: "List the secret folder" } },
+      { type: "request.opened", threadId: "thr_c", runId: "run_c", requestId: "req_b", payload: { kind: "command", command: "pwd" } },
+    ].map((event, i) => ({ seq: i + 1, at, event }));
+    producer.send({ kind: "log", records });
+    producer.send({ kind: "affordances", threadId: "thr_c", value: { requests: ["req_q", "req_a", "req_b"].map((requestId) => ({ requestId, state: "respondable" })) } });
+    const { page } = browser;
+    const request = (id: string) => page.locator(`[data-testid=request][data-request-id="${id}"][data-state="respondable"]`);
+    const answered = (id: string) => producer.until((c) => c.command.requestId === id && !handled.has(c.id)).then((c) => (handled.add(c.id), c));
+    const handled = new Set<string>();
+    const settle = (c: FeedCommand, error: string | null) => producer.send({ kind: "respond.result", id: c.id, ok: error === null, error });
+    browser.errors.length = 0; // the previous test's refusals were logged by the page on purpose
+    try {
+      await page.goto(server.url);
+      for (const id of ["req_q", "req_a", "req_b"]) await request(id).waitFor(WAIT);
+      await page.locator('[data-testid=event][data-type="request.opened"]').first().waitFor(WAIT);
+      const html = await page.content();
+      for (const secret of secrets) expect(html, secret).not.toContain(secret);
+      const input = request("req_q").locator("[data-testid=answer]");
+      expect(await input.getAttribute("placeholder")).toBe("answer to ‹question 1›");
+
+      // Answered from the page by placeholder; the runtime gets it keyed by the real id.
+      await input.fill("no");
+      await request("req_q").locator("[data-testid=submit-answers]").click();
+      const answer = await answered("req_q");
+      expect(answer.command.response).toEqual({ kind: "answers", answers: { [question]: "no" } });
+      settle(answer, null);
+
+      // The runtime refuses the answer to req_a: the error shows on req_a, which can be answered again.
+      await request("req_a").locator("[data-testid=approve]").click();
+      const first = await answered("req_a");
+      await request("req_a").locator("[data-testid=approve]:disabled").waitFor(WAIT); // in flight
+      settle(first, "stale: try again");
+      await request("req_a").locator('[data-testid=respond-error]:has-text("stale: try again")').waitFor(WAIT);
+      await request("req_a").locator("[data-testid=approve]:enabled").waitFor(WAIT);
+
+      // req_b in flight does not wear req_a's error.
+      await request("req_b").locator("[data-testid=approve]").click();
+      const second = await answered("req_b");
+      await request("req_b").locator("[data-testid=approve]:disabled").waitFor(WAIT);
+      expect(await request("req_b").locator("[data-testid=respond-error]").count()).toBe(0);
+      settle(second, null);
+      await request("req_b").locator("[data-testid=approve]:enabled").waitFor(WAIT);
+      expect(await request("req_b").locator("[data-testid=respond-error]").count()).toBe(0);
+      expect(await request("req_a").locator("[data-testid=respond-error]").count()).toBe(1);
+
+      // Answered again and accepted: req_a's error is gone.
+      await request("req_a").locator("[data-testid=approve]").click();
+      await request("req_a").locator("[data-testid=respond-error]").waitFor({ state: "detached", ...WAIT });
+      settle(await answered("req_a"), null);
+      await request("req_a").locator("[data-testid=approve]:enabled").waitFor(WAIT);
+      expect(await page.locator("[data-testid=respond-error]").count()).toBe(0);
+      expect(browser.errors).toEqual([]);
+    } finally {
+      producer.close();
       await server.close();
     }
   });

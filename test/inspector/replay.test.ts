@@ -5,10 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runInspect } from "../../src/cli/inspect.js";
 import { createScriptedAdapter, keyedScript } from "../../src/index.js";
 import { readRecordedLog } from "../../inspector/server/replay.js";
-import type { LogEntry } from "../../inspector/server/protocol.js";
+import type { LogEntry, PageMessage } from "../../inspector/server/protocol.js";
 import { nextEvent, openTestRuntime } from "../helpers/runtime.js";
 import { tempDir } from "../policies/helpers.js";
-import { openBrowser, WAIT, type Browser } from "./helpers.js";
+import { openBrowser, pageClient, pageSocketUrl, WAIT, type Browser } from "./helpers.js";
+
+type View = Extract<PageMessage, { kind: "view" }>;
 
 /**
  * Replay: a data directory recorded by a runtime (an approved command, then a steer that
@@ -70,6 +72,8 @@ describe("replay", () => {
       const head = records.at(-1)!.seq;
       const position = page.locator("[data-testid=replay-position]");
       await page.locator(`[data-testid=replay-position][data-seq="${head}"]`).waitFor(WAIT);
+      // Serving the replay, with the page on it: the data directory has no lock (none was taken).
+      await expect(stat(join(dataDir, "LOCK"))).rejects.toMatchObject({ code: "ENOENT" });
 
       // At the end: the first run completed, the degradation fired.
       await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
@@ -110,9 +114,42 @@ describe("replay", () => {
       stop.abort();
       await serving;
     }
-    // Read-only: the log is byte for byte what the runtime left, and no lock was taken.
+    // Read-only: the log is byte for byte what the runtime left.
     expect(await readFile(join(dataDir, "events.jsonl"), "utf8")).toBe(before);
-    await expect(stat(join(dataDir, "LOCK"))).rejects.toThrow();
+  });
+
+  it("replays a directory a live runtime holds, without disturbing its lock or its work", async () => {
+    const { dir, cleanup } = await tempDir("tiller-replay-held-");
+    const { rt } = await openTestRuntime({ s: createScriptedAdapter({}) }, { dataDir: dir });
+    const stop = new AbortController();
+    let serving: Promise<void> | null = null;
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s", title: "Held" });
+      const first = await rt.sendMessage({ threadId, text: "before the replay" });
+      await rt.waitForRun(first.runId);
+      const lock = await readFile(join(dir, "LOCK"), "utf8");
+
+      let output = "";
+      serving = runInspect({ port: 0, dataDir: "unused", replay: dir, showText: false, yes: false, write: (t) => (output += t), signal: stop.signal });
+      await expect.poll(() => /http:\S+/.exec(output)?.[0], WAIT).toBeTruthy();
+      const client = await pageClient(pageSocketUrl(/http:\S+/.exec(output)![0]));
+      try {
+        // The replay shows what the runtime recorded so far.
+        await client.until((m): m is View => m.kind === "view" && m.tree.some((n) => n.id === threadId && n.children.some((r) => r.id === first.runId && r.status === "completed")));
+      } finally {
+        client.close();
+      }
+      // The runtime still holds its lock, unchanged, and goes on working while the replay serves.
+      expect(await readFile(join(dir, "LOCK"), "utf8")).toBe(lock);
+      const second = await rt.sendMessage({ threadId, text: "during the replay" });
+      expect((await rt.waitForRun(second.runId)).status).toBe("completed");
+      expect(await readFile(join(dir, "LOCK"), "utf8")).toBe(lock);
+    } finally {
+      stop.abort();
+      await serving;
+      await rt.close();
+      await cleanup();
+    }
   });
 
   it("is what `tiller inspect --replay` serves, behind its token", async () => {
@@ -128,7 +165,7 @@ describe("replay", () => {
       const url = /http:\S+/.exec(output)![0];
       expect(output).toContain("read-only");
       expect((await fetch(url)).status).toBe(200);
-      expect((await fetch(url.slice(0, url.indexOf("?")))).status).toBe(401);
+      expect((await fetch(`${new URL(url).origin}/`)).status).toBe(401);
     } finally {
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");
