@@ -43,7 +43,7 @@ export interface InspectOptions {
   port?: number;
   /** Let the page see prompts, message text and command output (credentials stay masked). Default false. */
   showText?: boolean;
-  /** A fixed token (default: random), so a page or feed can reconnect to a restarted inspector. */
+  /** A fixed token (default: random), so a page or feed can reconnect to a restarted inspector: at least 16 of A-Z a-z 0-9 . _ ~ - (it is a path segment of the URL). */
   token?: string;
   /** Receives the page's URL, token included (default: printed on stderr). */
   onListening?: (url: string) => void;
