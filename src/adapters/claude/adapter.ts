@@ -123,7 +123,7 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       return { handle: { threadRef: cursor, resumeCursor: cursor } };
     },
     async forkThread({ sessionId, thread }) {
-      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd: process.cwd(), model: null, fork: { from: thread.resumeCursor } });
+      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd: process.cwd(), model: null, fork: thread.resumeCursor });
       return { threadRef: cursor, resumeCursor: cursor };
     },
     streamEvents: () => queue,

@@ -49,14 +49,14 @@ function emit(thread: Thread, event: unknown): void {
 }
 
 /** `id`: the session id of a new session (default: a fresh one). */
-function open(params: { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: { from: string; at?: string }; id?: string }): Thread {
+function open(params: { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: string; id?: string }): Thread {
   if (!init) throw new ProviderError("claude host: init first");
   const cursor = params.fork ? randomUUID() : (params.resume ?? params.id ?? randomUUID());
   const inbox = userInbox();
   const mapper = new ClaudeThreadMapper(cursor);
   const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, turnOpen: false, started: false } as Thread;
   const resumeOptions = params.fork
-    ? { resume: params.fork.from, forkSession: true, sessionId: cursor, ...(params.fork.at ? { resumeSessionAt: params.fork.at } : {}) }
+    ? { resume: params.fork, forkSession: true, sessionId: cursor }
     : params.resume
       ? { resume: params.resume }
       : { sessionId: cursor };
@@ -114,6 +114,7 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
     else emit(thread, { type: "warning", threadRef: cursor, message: ended });
   })();
   threads.set(cursor, thread);
+  gone.delete(cursor);
   return thread;
 }
 
@@ -127,7 +128,6 @@ function thread(cursor: string): Thread {
 function live(cursor: string): Thread {
   const dead = gone.get(cursor);
   if (threads.has(cursor) || !dead) return thread(cursor);
-  gone.delete(cursor);
   const { sessionId, cwd, model, started } = dead.thread;
   return open({ sessionId, cwd, model, ...(started ? { resume: cursor } : { id: cursor }) });
 }
@@ -138,11 +138,11 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       init = params as unknown as Init;
       return null;
     case "openThread": {
-      const p = params as { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: { from: string; at?: string } };
+      const p = params as { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: string };
       if (p.resume && !p.fork && threads.has(p.resume)) return { cursor: p.resume };
       if (p.resume && !(await getSessionInfo(p.resume, { dir: p.cwd }))) throw new ResumeFailedError(`claude has no session ${p.resume}`, { cursor: p.resume });
       // A fork lives where its parent does (the SDK stores sessions per working directory).
-      const cwd = p.fork ? (threads.get(p.fork.from)?.cwd ?? p.cwd) : p.cwd;
+      const cwd = p.fork ? (threads.get(p.fork)?.cwd ?? p.cwd) : p.cwd;
       return { cursor: open({ ...p, cwd }).cursor };
     }
     case "send": {
@@ -185,6 +185,7 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
     }
     case "closeThreads":
       for (const t of [...threads.values()]) if (t.sessionId === params.sessionId) (t.query.close(), threads.delete(t.cursor));
+      for (const [cursor, dead] of gone) if (dead.thread.sessionId === params.sessionId) gone.delete(cursor);
       return null;
     default:
       throw Object.assign(new Error(`unknown method ${method}`), { code: -32601 });
