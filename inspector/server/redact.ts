@@ -24,12 +24,31 @@ export function maskCredentials(text: string): string {
  */
 const TEXT_FIELDS = new Set(["text", "delta", "output", "prompt", "content", "diff", "patch", "summary", "question", "header", "answers", "input", "items", "steps", "env", "reason", "label", "description"]);
 
+/**
+ * `reason`s the runtime itself names from a fixed vocabulary (why an attempt started, why a
+ * handoff was made, why a provider thread closed): shown, since they are how the log tells a
+ * degradation happened. Any other `reason` may be a person's or a model's words.
+ */
+const RUNTIME_REASONS = new Set([
+  "initial",
+  "steering_restart",
+  "retry",
+  "provider_recovery",
+  "provider_switch",
+  "fork",
+  "resume_failed",
+  "thread_broken",
+  "rollback_divergent",
+  "broken",
+]);
+
 export const hidden = (value: unknown): string =>
   typeof value === "string" ? `‹hidden: ${value.length} chars›` : "‹hidden›";
 
 /** A deep copy with text hidden (unless `showText`) and credentials masked. */
 export function redactValue(value: unknown, showText: boolean, key = ""): unknown {
-  if (!showText && TEXT_FIELDS.has(key) && value !== null && value !== undefined) return hidden(value);
+  const named = key === "reason" && typeof value === "string" && RUNTIME_REASONS.has(value);
+  if (!showText && !named && TEXT_FIELDS.has(key) && value !== null && value !== undefined) return hidden(value);
   if (typeof value === "string") return maskCredentials(value);
   if (Array.isArray(value)) return value.map((v) => redactValue(v, showText));
   if (value && typeof value === "object") {

@@ -4,6 +4,7 @@ import type { ItemKind, ProviderEvent } from "../adapters/contract.js";
 import type { NodeKind } from "../domain/entities.js";
 import type { DomainEvent } from "../domain/events.js";
 import { derivedId } from "../domain/ids.js";
+import { redact } from "../domain/redact.js";
 import type { RunEvent } from "../machines/run.js";
 import { policyEvent } from "../machines/emitted.js";
 import { applied, findNode, nodeById, nodeStartedEvent, scopeOf, startNode, toRun, type NodeEntry, type Routed, type TurnBinding } from "./correlation.js";
@@ -145,8 +146,10 @@ export class Normalizer {
 
   #ingestFor(sessionId: string, binding: TurnBinding | undefined, event: Exclude<ProviderEvent, { type: "session.state" }>): Routed[] {
     if (!binding) {
-      const message = `${event.type} for no known turn (thread ${event.threadRef ?? "-"}, turn ${event.turnRef ?? "-"})`;
-      return [{ to: "log", event: { type: "warning", threadId: null, runId: null, message } }];
+      const where = `thread ${event.threadRef ?? "-"}, turn ${event.turnRef ?? "-"}`;
+      // A provider's own warning between turns keeps its words (with where it came from).
+      const message = event.type === "warning" ? `${event.message} (${where})` : `${event.type} for no known turn (${where})`;
+      return [{ to: "log", event: { type: "warning", threadId: null, runId: null, message: redact(message) } }];
     }
     const caps = this.capabilities(sessionId);
     const isChild = event.threadRef !== undefined && binding.childThreads.has(event.threadRef);

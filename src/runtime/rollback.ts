@@ -1,3 +1,4 @@
+import type { ProviderThreadSnapshot, RollbackResult } from "../adapters/contract.js";
 import type { ChangedFile } from "../domain/entities.js";
 import { canVerifyProviderRollback } from "../capabilities/predicates.js";
 import { ConflictError, NotFoundError, ProviderError } from "../domain/errors.js";
@@ -152,7 +153,9 @@ async function rollbackProvider(rt: Dispatcher, plan: RollbackPlan): Promise<voi
   // A provider that can show its conversation is checked: the cut must drop exactly the later turns.
   const read = canVerifyProviderRollback(session.capabilities) ? target.adapter.readThreadSnapshot?.bind(target.adapter) : undefined;
   const before = read ? (await read(address)).turns.length : null;
-  const result = (await target.adapter.rollbackThread({ ...address, turns: plan.laterTurns })) ?? {};
+  const returned: unknown = await target.adapter.rollbackThread({ ...address, turns: plan.laterTurns });
+  // Adapters written before `RollbackResult` returned the bare snapshot.
+  const result: RollbackResult = returned && typeof returned === "object" ? ("turns" in returned ? { snapshot: returned as ProviderThreadSnapshot } : (returned as RollbackResult)) : {};
   if (result.handle) {
     // The cut made a new native thread: the provider thread lives there from now on.
     const { threadRef, resumeCursor } = result.handle;

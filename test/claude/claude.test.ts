@@ -278,17 +278,24 @@ function claudeProcesses(w: ClaudeWorld): number[] {
 }
 
 describe("claude: its process dies under a live host", () => {
-  it("fails the turn it was running; the next turn resumes the session in a new Claude process, idle deaths too", async () => {
+  /** Sends `text`, waits for Claude to ask permission for a command, kills Claude: the turn fails. */
+  async function dieAsking(w: ClaudeWorld, threadId: string, text: string) {
+    w.sim.push(bash("echo never > never.txt"));
+    const { runId } = await w.rt.sendMessage({ threadId, text });
+    await pendingRequest(w, threadId);
+    for (const pid of claudeProcesses(w)) process.kill(pid, "SIGKILL");
+    const run = await w.rt.waitForRun(runId);
+    expect(run.status).toBe("failed");
+    expect(run.failure?.message).toContain("SIGKILL");
+  }
+
+  it("fails the turn Claude had taken; the next turn resumes the session in a new Claude process, after an idle death too", async () => {
     world = await claudeWorld();
     const threadId = await thread(world);
-    world.sim.push({ text: "noted" }, { hang: true, text: "working" }, saw("DELTA"), saw("ECHO"));
+    world.sim.push({ text: "noted" });
     await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "remember DELTA" })).runId);
-    const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
-    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
-    for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
-    const killed = await world.rt.waitForRun(runId);
-    expect(killed.status).toBe("failed");
-    expect(killed.failure?.message).toContain("SIGKILL");
+    await dieAsking(world, threadId, "run something");
+    world.sim.push(saw("DELTA"), saw("ECHO"));
     const next = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what do you remember? ECHO" })).runId);
     expect(next.items.at(-1)?.text).toBe("saw DELTA");
     // Killed while idle: nothing fails, and the next turn still resumes.
@@ -299,6 +306,56 @@ describe("claude: its process dies under a live host", () => {
     expect(after.items.at(-1)?.text).toBe("saw ECHO");
     const providerThreads = new Set(world.rt.views.threads.get(threadId)!.runs.flatMap((r) => r.attempts.map((a) => a.providerThreadId)));
     expect(providerThreads.size).toBe(1);
+  });
+
+  it("gives a prompt Claude had not written down yet to a new Claude process: the turn completes", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    // Claude writes a prompt to its transcript once it answers: killed mid-stream, it has not.
+    world.sim.push({ hang: true, text: "working" }, saw("long task"));
+    const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
+    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
+    const run = await world.rt.waitForRun(runId);
+    expect(run.status).toBe("completed");
+    expect(run.items.at(-1)?.text).toBe("saw long task");
+    expect(run.attempts).toHaveLength(1);
+  });
+
+  it("starts again a Claude that died in a thread's first turn, and one resumed after a restart (no 'session in use')", async () => {
+    world = await claudeWorld();
+    const threadId = await thread(world);
+    // In a thread's first turn Claude has written nothing down yet: a new Claude takes the prompt.
+    world.sim.push(bash("echo never > never.txt"), { text: "taken again" });
+    const { runId } = await world.rt.sendMessage({ threadId, text: "first FOXTROT" });
+    await pendingRequest(world, threadId);
+    for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
+    const first = await world.rt.waitForRun(runId);
+    expect([first.status, first.items.at(-1)?.text]).toEqual(["completed", "taken again"]);
+    world.sim.push(saw("FOXTROT"));
+    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "again" })).runId)).items.at(-1)?.text).toBe("saw FOXTROT");
+    // Resumed in a new host, then killed: the session is on disk, so it is resumed, never recreated.
+    await world.reopen();
+    await dieAsking(world, threadId, "after a restart");
+    world.sim.push(saw("FOXTROT"));
+    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still?" })).runId)).items.at(-1)?.text).toBe("saw FOXTROT");
+  });
+
+  it("gives a prompt sent as Claude died to a new Claude process, so the turn completes and a later rollback counts it", async () => {
+    world = await claudeWorld({ checkpoints: true });
+    const threadId = await thread(world);
+    world.sim.push({ text: "one" }, { text: "two" }, { text: "three" }, { text: "four" });
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
+    const second = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep BRAVO" })).runId);
+    for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
+    const third = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop CHARLIE" })).runId);
+    expect(third.status).toBe("completed");
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop DELTA" })).runId);
+    expect((await world.rt.rollback({ threadId, toRunId: second.runId })).provider).toBe("rolled_back");
+    const seen = (req: { body: unknown }, word: string) => JSON.stringify(req.body).includes(word);
+    world.sim.push((req) => ({ text: ["ALPHA", "BRAVO", "CHARLIE", "DELTA"].map((w) => seen(req, w)).join("/") }));
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("true/true/false/false");
   });
 });
 

@@ -28,6 +28,14 @@ describe("inspector redaction", () => {
     expect(redactValue(event, true)).toMatchObject({ payload: { questions: [{ question: "Which token? sk-[redacted]" }] }, text: "prompt" });
   });
 
+  it("keeps the reasons the runtime names itself (how the log shows a steer restarted an attempt) while hiding text", () => {
+    const restarted = { type: "attempt.started", attemptId: "att_2", reason: "steering_restart" };
+    const handoff = { type: "handoff.created", reason: "rollback_divergent", text: "the history" };
+    expect(redactEvent(restarted, false)).toEqual(restarted);
+    expect(redactEvent(handoff, false)).toEqual({ type: "handoff.created", reason: "rollback_divergent", text: "‹hidden: 11 chars›" });
+    expect(redactEvent({ type: "request.closed", reason: "steering_restart, said the model" }, false).reason).toBe("‹hidden: 32 chars›");
+  });
+
   it("hides what a model wrote into a Claude-shaped question (its id is its text) and a command's reason, and maps answers back to the real ids", () => {
     const question = "Should I delete prod?";
     const opened = {

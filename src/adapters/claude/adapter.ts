@@ -30,18 +30,14 @@ export interface ClaudeAdapterOptions {
 
 export type ClaudeAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null };
 
+/** Claude's own opt-outs: no telemetry, no update checks, no traffic beyond the model API. */
+const QUIET = { DISABLE_TELEMETRY: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1" };
+
 /**
- * Claude's own opt-outs: no telemetry, no update checks, no traffic beyond the model API. And
- * no background tasks: a background agent's end makes Claude start a turn of its own, which a
- * provider without turn ids would pass off as the next run's (its subagents run in the foreground).
+ * Not overridable: no background tasks (agents and shells). A background task's end makes
+ * Claude start a turn of its own, which, with no turn ids, would pass for the next run's.
  */
-const QUIET = {
-  DISABLE_TELEMETRY: "1",
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-  DISABLE_AUTOUPDATER: "1",
-  DISABLE_ERROR_REPORTING: "1",
-  CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: "1",
-};
+const NO_BACKGROUND = { CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: "1" };
 
 
 export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeAdapter {
@@ -56,6 +52,7 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
     ...(options.home ? { HOME: options.home } : {}),
     ...(options.configDir ? { CLAUDE_CONFIG_DIR: options.configDir } : {}),
     ...options.env,
+    ...NO_BACKGROUND,
   };
   const { script, execArgs } = nodeHostScript("./host/main.js", import.meta.url);
 

@@ -61,23 +61,38 @@ export function permissionPayload(tool: string, input: Record<string, unknown>):
 /** What Claude writes to its transcript as a user entry that is not a prompt of its own. */
 const INTERRUPT_MARKER = "[Request interrupted by user";
 
+type TranscriptEntry = { type: string; uuid: string; parent_tool_use_id: string | null; message: unknown };
+
 /**
- * Where to resume so the last `turns` turns are gone: the transcript entry just before the
- * first dropped prompt, or null when there are not that many turns to drop and one to keep.
- * A prompt is a user entry with text (not a tool result, a slash command's record or
+ * The prompts of a transcript (`getSessionMessages`), in order, with their place in the main
+ * chain. A prompt is a user entry with text (not a tool result, a slash command's record or
  * Claude's interrupt marker), which is what each attempt of a run sends.
  */
-export function cutAfter(messages: ReadonlyArray<{ type: string; uuid: string; parent_tool_use_id: string | null; message: unknown }>, turns: number): string | null {
+function prompts(messages: ReadonlyArray<TranscriptEntry>): { chain: TranscriptEntry[]; prompts: Array<{ index: number; text: string }> } {
   const chain = messages.filter((m) => m.parent_tool_use_id === null);
-  const prompts = chain.flatMap((m, i) => {
+  const found = chain.flatMap((m, index) => {
     const content = (m.message as { content?: unknown } | null)?.content;
     if (m.type !== "user" || !Array.isArray(content)) return [];
     const blocks = content as Block[];
     const text = blocks.filter((b) => b.type === "text").map((b) => b.text ?? "").join("");
-    return blocks.some((b) => b.type === "tool_result") || text === "" || text.startsWith(INTERRUPT_MARKER) ? [] : [i];
+    return blocks.some((b) => b.type === "tool_result") || text === "" || text.startsWith(INTERRUPT_MARKER) ? [] : [{ index, text }];
   });
-  const firstDropped = prompts[prompts.length - turns];
-  return turns > 0 && prompts.length - turns >= 1 && firstDropped !== undefined ? chain[firstDropped - 1]!.uuid : null;
+  return { chain, prompts: found };
+}
+
+/**
+ * Where to resume so the last `turns` turns are gone: the transcript entry just before the
+ * first dropped prompt, or null when there are not that many turns to drop and one to keep.
+ */
+export function cutAfter(messages: ReadonlyArray<TranscriptEntry>, turns: number): string | null {
+  const { chain, prompts: found } = prompts(messages);
+  const firstDropped = found[found.length - turns];
+  return turns > 0 && found.length - turns >= 1 && firstDropped !== undefined ? chain[firstDropped.index - 1]!.uuid : null;
+}
+
+/** The text of the transcript's last prompt, or null when it has none. */
+export function lastPrompt(messages: ReadonlyArray<TranscriptEntry>): string | null {
+  return prompts(messages).prompts.at(-1)?.text ?? null;
 }
 
 export class ClaudeThreadMapper {

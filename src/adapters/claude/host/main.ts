@@ -9,7 +9,7 @@ import { createInterface } from "node:readline";
 import { forkSession, getSessionInfo, getSessionMessages, query, type Query } from "@anthropic-ai/claude-agent-sdk";
 import { errorResponse, notification, parseMessage, result } from "../../../runtime/hosts/jsonRpc.js";
 import { ResumeFailedError, ProviderError } from "../../../domain/errors.js";
-import { ClaudeThreadMapper, cutAfter, permissionPayload } from "../mapper.js";
+import { ClaudeThreadMapper, cutAfter, lastPrompt, permissionPayload } from "../mapper.js";
 import { userInbox } from "./inbox.js";
 
 interface Init {
@@ -25,10 +25,12 @@ interface Thread {
   mapper: ClaudeThreadMapper;
   query: Query;
   push(text: string): void;
-  /** A turn was sent and its `result` has not arrived. */
-  turnOpen: boolean;
-  /** Claude answered a prompt: its session is on disk and can be resumed. */
-  started: boolean;
+  /** The prompt of the turn in flight (sent, its `result` not in yet), or null. */
+  prompt: string | null;
+  /** This Claude process was started again to take the turn in flight (once per prompt). */
+  retried: boolean;
+  /** The session this one forks, for a fork Claude may not have written yet. */
+  forkOf: string | null;
 }
 
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -48,13 +50,15 @@ function emit(thread: Thread, event: unknown): void {
   send(notification("event", { sessionId: thread.sessionId, event }));
 }
 
-/** `id`: the session id of a new session (default: a fresh one). */
-function open(params: { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: string; id?: string }): Thread {
+type OpenParams = { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: string; id?: string };
+
+/** `resume` a session, `fork` one (into a new session), or start a new one; `id`: a new session's id (default: a fresh one). */
+function open(params: OpenParams): Thread {
   if (!init) throw new ProviderError("claude host: init first");
-  const cursor = params.fork ? randomUUID() : (params.resume ?? params.id ?? randomUUID());
+  const cursor = params.resume ?? params.id ?? randomUUID();
   const inbox = userInbox();
   const mapper = new ClaudeThreadMapper(cursor);
-  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, turnOpen: false, started: false } as Thread;
+  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, prompt: null, retried: false, forkOf: params.fork ?? null } as Thread;
   const resumeOptions = params.fork
     ? { resume: params.fork, forkSession: true, sessionId: cursor }
     : params.resume
@@ -88,16 +92,15 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
     },
   });
   thread.push = (text) => {
-    thread.turnOpen = true;
+    thread.prompt = text;
     inbox.push(text);
   };
   void (async () => {
     let ended = "Claude Code exited";
     try {
       for await (const message of thread.query) {
-        if (message.type === "assistant" || message.type === "result") thread.started = true;
         for (const event of mapper.map(message)) {
-          if (event.type === "turn.terminal") thread.turnOpen = false;
+          if (event.type === "turn.terminal") (thread.prompt = null), (thread.retried = false);
           emit(thread, event);
         }
       }
@@ -105,17 +108,49 @@ function open(params: { sessionId: string; cwd: string; model: string | null; re
       // The SDK also throws after an error result (an interrupt), whose terminal was already mapped.
       ended = `Claude Code failed: ${error instanceof Error ? error.message : String(error)}`;
     }
-    if (threads.get(cursor) !== thread) return; // closed on purpose
-    threads.delete(cursor);
-    gone.set(cursor, { thread, reason: ended });
-    // A turn in flight when Claude went away (it could not start, or it crashed) fails. The
-    // session's transcript is Claude's own: the next turn resumes it in a new Claude process.
-    if (thread.turnOpen) emit(thread, { type: "turn.terminal", threadRef: cursor, status: "failed", threadDisposition: "reusable", failureClass: "provider_error", message: ended, retryable: false });
-    else emit(thread, { type: "warning", threadRef: cursor, message: ended });
+    if (threads.get(cursor) === thread) await wentAway(thread, ended); // else: closed on purpose
   })();
   threads.set(cursor, thread);
   gone.delete(cursor);
   return thread;
+}
+
+/**
+ * Claude's process went away on its own (it could not start, or it died). A prompt it never
+ * wrote down is taken by a new Claude process, within the same turn (once): the runtime already
+ * counts that turn, and a rollback counts Claude's prompts. Otherwise the turn in flight fails;
+ * the thread stays, and the next turn starts Claude again.
+ */
+async function wentAway(thread: Thread, reason: string): Promise<void> {
+  const { cursor, prompt } = thread;
+  threads.delete(cursor);
+  gone.set(cursor, { thread, reason });
+  if (prompt !== null && !thread.retried && lastPrompt(await transcript(thread)) !== prompt) {
+    const again = await revive(cursor);
+    if (again) {
+      emit(thread, { type: "warning", threadRef: cursor, message: `${reason}; Claude was started again and given the prompt` });
+      again.retried = true;
+      again.push(prompt);
+      return;
+    }
+  }
+  if (prompt !== null) emit(thread, { type: "turn.terminal", threadRef: cursor, status: "failed", threadDisposition: "reusable", failureClass: "provider_error", message: reason, retryable: false });
+  else emit(thread, { type: "warning", threadRef: cursor, message: reason });
+}
+
+const transcript = (t: { cursor: string; cwd: string }) => getSessionMessages(t.cursor, { dir: t.cwd }).catch(() => []);
+
+/**
+ * A thread whose Claude process went away, started again: resuming its session when Claude
+ * wrote it down, else as the fork or new session it was. Null when it is not gone (or was closed).
+ */
+async function revive(cursor: string): Promise<Thread | null> {
+  const dead = gone.get(cursor);
+  if (!dead || threads.has(cursor)) return threads.get(cursor) ?? null;
+  const { sessionId, cwd, model, forkOf } = dead.thread;
+  const written = (await transcript(dead.thread)).length > 0 || (await getSessionInfo(cursor, { dir: cwd }).catch(() => undefined)) !== undefined;
+  if (gone.get(cursor) !== dead) return threads.get(cursor) ?? null; // revived or closed meanwhile
+  return open({ sessionId, cwd, model, ...(written ? { resume: cursor } : forkOf ? { fork: forkOf, id: cursor } : { id: cursor }) });
 }
 
 function thread(cursor: string): Thread {
@@ -124,12 +159,9 @@ function thread(cursor: string): Thread {
   return found;
 }
 
-/** The thread, its Claude process started again (resuming its session) if it went away. */
-function live(cursor: string): Thread {
-  const dead = gone.get(cursor);
-  if (threads.has(cursor) || !dead) return thread(cursor);
-  const { sessionId, cwd, model, started } = dead.thread;
-  return open({ sessionId, cwd, model, ...(started ? { resume: cursor } : { id: cursor }) });
+/** The thread, its Claude process started again if it went away. */
+async function live(cursor: string): Promise<Thread> {
+  return (await revive(cursor)) ?? thread(cursor);
 }
 
 async function handle(method: string, params: Record<string, unknown>): Promise<unknown> {
@@ -146,7 +178,7 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       return { cursor: open({ ...p, cwd }).cursor };
     }
     case "send": {
-      const t = live(String(params.cursor));
+      const t = await live(String(params.cursor));
       // A model change between turns stays in the session (`/model`).
       if (typeof params.model === "string" && params.model !== t.model) {
         await t.query.setModel(params.model);
@@ -158,7 +190,7 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
     case "interrupt": {
       const t = thread(String(params.cursor));
       // Only a turn in flight is interrupted: a stale flag would call the next failure an interrupt.
-      if (!t.turnOpen) return null;
+      if (t.prompt === null) return null;
       t.mapper.interrupting = true;
       await t.query.interrupt();
       return null;
@@ -174,13 +206,16 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       // Claude rolls back by resuming a copy of its session cut at an earlier message
       // (`forkSession` up to it): the cut is on disk at once, so it holds across restarts
       // and a second rollback counts from it. The turns are read from Claude's transcript.
-      const t = thread(String(params.cursor));
+      // A thread whose Claude process went away is cut just the same: only its transcript counts.
+      const cursor = String(params.cursor);
+      const t = threads.get(cursor) ?? gone.get(cursor)?.thread ?? thread(cursor);
       const turns = Number(params.turns);
-      const at = cutAfter(await getSessionMessages(t.cursor, { dir: t.cwd }), turns);
+      const at = cutAfter(await transcript(t), turns);
       if (!at) throw new ProviderError(`claude thread ${t.cursor}: cannot drop ${turns} turns`);
       const { sessionId: cut } = await forkSession(t.cursor, { dir: t.cwd, upToMessageId: at });
-      t.query.close();
-      threads.delete(t.cursor);
+      if (threads.get(cursor) === t) t.query.close();
+      threads.delete(cursor);
+      gone.delete(cursor);
       return { cursor: open({ sessionId: t.sessionId, cwd: t.cwd, model: t.model, resume: cut }).cursor };
     }
     case "closeThreads":
