@@ -341,6 +341,21 @@ describe("claude: its process dies under a live host", () => {
     expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still?" })).runId)).items.at(-1)?.text).toBe("saw FOXTROT");
   });
 
+  it("rolls back a thread whose Claude died while idle: the cut needs only Claude's transcript", async () => {
+    world = await claudeWorld({ checkpoints: true });
+    const threadId = await thread(world);
+    world.sim.push({ text: "one" }, { text: "two" });
+    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
+    const [idle] = claudeProcesses(world);
+    process.kill(idle!, "SIGKILL");
+    await until("Claude gone", () => !claudeProcesses(world!).includes(idle!));
+    expect((await world.rt.rollback({ threadId, toRunId: first.runId })).provider).toBe("rolled_back");
+    world.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
+    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
+    expect(run.items.at(-1)?.text).toBe("true/false");
+  });
+
   it("gives a prompt sent as Claude died to a new Claude process, so the turn completes and a later rollback counts it", async () => {
     world = await claudeWorld({ checkpoints: true });
     const threadId = await thread(world);

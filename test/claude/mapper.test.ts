@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cutAfter } from "../../src/adapters/claude/mapper.js";
+import { cutAfter, lastPrompt } from "../../src/adapters/claude/mapper.js";
 
 /**
  * Where a rollback resumes Claude's session, from its transcript as `getSessionMessages`
@@ -40,5 +40,11 @@ describe("claude rollback point", () => {
     expect(cutAfter(transcript, 9)).toBeNull();
     expect(cutAfter(transcript, 0)).toBeNull();
     expect(cutAfter([], 1)).toBeNull();
+  });
+
+  it("finds the last prompt Claude wrote down (not its interrupt marker)", () => {
+    expect(lastPrompt(transcript)).toBe("also consider this");
+    expect(lastPrompt(transcript.slice(0, 12))).toBe("third");
+    expect(lastPrompt([])).toBeNull();
   });
 });
