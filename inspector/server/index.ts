@@ -5,7 +5,7 @@ import type { Catalog, InspectedRuntime } from "./protocol.js";
 
 export { buildCatalog, capabilityReads, machineGraph, type MachineLike } from "./graph.js";
 export { createInspectorFeed, type InspectorFeed, type InspectorFeedOptions } from "./feed.js";
-export { startInspectorServer, type InspectorServer, type InspectorServerOptions } from "./server.js";
+export { checkInspectorToken, startInspectorServer, type InspectorServer, type InspectorServerOptions } from "./server.js";
 export { readRecordedLog } from "./replay.js";
 export { redactValue, maskCredentials } from "./redact.js";
 export type * from "./protocol.js";

@@ -29,7 +29,7 @@ const TEXT_FIELDS = new Set(["text", "delta", "output", "prompt", "content", "di
  * handoff was made, why a provider thread closed): shown, since they are how the log tells a
  * degradation happened. Any other `reason` may be a person's or a model's words.
  */
-const RUNTIME_REASONS = new Set([
+export const RUNTIME_REASONS = new Set([
   "initial",
   "steering_restart",
   "retry",

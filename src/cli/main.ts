@@ -6,6 +6,7 @@ import { InvalidInputError, isTillerError } from "../domain/errors.js";
 import { runDemo } from "./demo.js";
 import { DEMO_PROVIDERS, type DemoProviderName } from "./demoProviders.js";
 import { runInspect } from "./inspect.js";
+import { portOf } from "../runtime/inspector.js";
 
 const HELP = `tiller: an embeddable runtime for coding-agent providers
 
@@ -73,10 +74,8 @@ export async function main(argv: string[]): Promise<number> {
           yes: { type: "boolean", short: "y", default: false },
         },
       });
-      const port = Number(values.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new InvalidInputError("port", `must be a port number, not "${values.port}"`);
       await runInspect({
-        port,
+        port: portOf(values.port, "port"),
         dataDir: resolve(values["data-dir"] ?? ".tiller/inspect"),
         replay: values.replay ? resolve(values.replay) : null,
         showText: values["show-text"],

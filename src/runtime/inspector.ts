@@ -25,6 +25,8 @@ export interface RuntimeInspector {
   close(): Promise<void>;
 }
 interface InspectorModule {
+  /** Throws unless a given token is long and URL-path safe enough (the server's own rule). */
+  checkInspectorToken(token: string): void;
   buildCatalog(input: { machines: Record<string, unknown>; predicates: Record<string, unknown>; degradations: unknown }): unknown;
   startLiveInspector(options: { port?: number; token?: string; showText?: boolean; catalog: unknown }): Promise<RuntimeInspector>;
   startReplayInspector(options: { port?: number; token?: string; showText?: boolean; dataDir: string; catalog: unknown }): Promise<{ url: string; port: number; close(): Promise<void> }>;
@@ -53,30 +55,32 @@ export function inspectorCatalog(inspector: InspectorModule): unknown {
   });
 }
 
-/** The inspector server's own rule (inspector/server/server.ts), checked here first for a typed error. */
-const INSPECT_TOKEN = /^[A-Za-z0-9._~-]{16,}$/;
+/** A TCP port (0: a free one), or a typed error naming `field`. */
+export function portOf(value: unknown, field: string): number {
+  const port = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
+  if (typeof port !== "number" || !Number.isInteger(port) || port < 0 || port > 65_535) throw new InvalidInputError(field, `must be a port number from 0 to 65535, not ${JSON.stringify(value)}`);
+  return port;
+}
 
 /** The runtime's `inspect` option, normalized; null when it is absent, false or a plain function. */
 export function inspectOptionsOf(option: unknown): InspectOptions | null {
   if (option === undefined || option === false || typeof option === "function") return null;
   if (option === true) return {};
-  if (typeof option === "number") {
-    if (!Number.isInteger(option) || option < 0 || option > 65_535) throw new InvalidInputError("inspect", "a port is an integer from 0 to 65535");
-    return { port: option };
-  }
-  if (typeof option === "object" && option !== null) {
-    const { token } = option as InspectOptions;
-    // An empty or short token would let anyone on this machine answer the runtime's approvals.
-    if (token !== undefined && (typeof token !== "string" || !INSPECT_TOKEN.test(token))) {
-      throw new InvalidInputError("inspect.token", "at least 16 characters from A-Z a-z 0-9 . _ ~ - (it is the first segment of the inspector's path)");
-    }
-    return option as InspectOptions;
-  }
+  if (typeof option === "number") return { port: portOf(option, "inspect") };
+  if (typeof option === "object" && option !== null) return option as InspectOptions;
   throw new InvalidInputError("inspect", "expected true, a port, { port, showText, token } or a function");
 }
 
 export async function startRuntimeInspector(options: InspectOptions): Promise<RuntimeInspector> {
   const inspector = await loadInspector();
+  if (options.token !== undefined) {
+    // An empty or short token would let anyone on this machine answer the runtime's approvals.
+    try {
+      inspector.checkInspectorToken(String(options.token));
+    } catch (error) {
+      throw new InvalidInputError("inspect.token", error instanceof Error ? error.message : String(error));
+    }
+  }
   const live = await inspector.startLiveInspector({
     ...(options.port !== undefined ? { port: options.port } : {}),
     ...(options.token !== undefined ? { token: options.token } : {}),

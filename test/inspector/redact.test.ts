@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { redact } from "../../src/domain/redact.js";
-import { answersByQuestionId, maskCredentials, questionKey, redactEvent, redactValue } from "../../inspector/server/redact.js";
+import { AttemptReasonSchema } from "../../src/domain/entities.js";
+import { DomainEventSchema } from "../../src/domain/events.js";
+import { answersByQuestionId, maskCredentials, questionKey, redactEvent, redactValue, RUNTIME_REASONS } from "../../inspector/server/redact.js";
 
 const SAMPLES = [
   "Authorization: Bearer abcdefghijklmnop.qrstu",
@@ -26,6 +28,15 @@ describe("inspector redaction", () => {
       none: null,
     });
     expect(redactValue(event, true)).toMatchObject({ payload: { questions: [{ question: "Which token? sk-[redacted]" }] }, text: "prompt" });
+  });
+
+  it("knows exactly the reasons the domain names from a fixed vocabulary (the inspector keeps its own copy)", () => {
+    const enumOf = (type: string) => {
+      const variant = DomainEventSchema.options.find((o) => o.shape.type.value === type)!;
+      return (variant.shape as unknown as { reason: { options: string[] } }).reason.options;
+    };
+    const domain = [...AttemptReasonSchema.options, ...enumOf("handoff.created"), ...enumOf("provider_thread.closed")];
+    expect([...RUNTIME_REASONS].sort()).toEqual([...new Set(domain)].sort());
   });
 
   it("keeps the reasons the runtime names itself (how the log shows a steer restarted an attempt) while hiding text", () => {
