@@ -4,7 +4,8 @@
  */
 import { Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 
-export type { RuntimeOptions, ThreadSnapshot, Subscriber } from "./runtime/runtime.js";
+export type { RuntimeOptions, ThreadSnapshot, Subscriber, WaitForRunOptions } from "./runtime/runtime.js";
+export type { RuntimeFailure } from "./runtime/options.js";
 export type { Runtime as TillerRuntime } from "./runtime/runtime.js";
 
 /** Opens (or creates) a data directory and starts the runtime on it. One runtime per directory. */

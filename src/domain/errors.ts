@@ -14,7 +14,9 @@ export type TillerErrorCode =
   | "provider_error"
   | "data_dir_locked"
   | "store_corrupt"
+  | "store_failed"
   | "checkpoint_failed"
+  | "timeout"
   | "closed";
 
 export class TillerError extends Error {
@@ -116,6 +118,25 @@ export class StoreCorruptError extends TillerError {
   }
 }
 
+/**
+ * The data directory cannot be written (a full disk, a read-only or failing device): nothing
+ * more can be recorded, so nothing more is accepted. What was acknowledged before stays in
+ * the log; reopen once the cause is fixed.
+ */
+export class StoreFailedError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("store_failed", message, details);
+  }
+
+  /** The typed form of a filesystem error met while writing or opening the store. */
+  static from(error: unknown, doing: string): TillerError {
+    if (error instanceof TillerError) return error;
+    if (!isFileSystemError(error)) return new StoreFailedError(`${doing} failed: ${String(error)}`);
+    const code = (error as NodeJS.ErrnoException | null)?.code;
+    return Object.assign(new StoreFailedError(`${doing} failed: ${code ?? String(error)}${code ? ` (${(error as Error).message})` : ""}`, code ? { errno: code } : {}), { cause: error });
+  }
+}
+
 /** A filesystem checkpoint could not be captured or restored (git failed, or the commit is gone). */
 export class CheckpointError extends TillerError {
   constructor(message: string, details: Record<string, unknown> = {}) {
@@ -126,6 +147,18 @@ export class CheckpointError extends TillerError {
 export class ClosedError extends TillerError {
   constructor(what = "runtime") {
     super("closed", `${what} is closed`);
+  }
+}
+
+/** An error the operating system raised for a file operation (ENOSPC, EACCES, EIO...). */
+export function isFileSystemError(value: unknown): value is NodeJS.ErrnoException {
+  return value instanceof Error && typeof (value as NodeJS.ErrnoException).code === "string" && typeof (value as NodeJS.ErrnoException).syscall === "string";
+}
+
+/** `waitForRun` gave up after its `timeoutMs` (the run goes on). */
+export class TimeoutError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("timeout", message, details);
   }
 }
 

@@ -39,7 +39,7 @@ export class Dispatcher implements TargetHost {
   /** The latest rollback started per thread (the API awaits its receipt). */
   readonly rollbacks = new Map<string, Promise<RollbackReceipt>>();
   #outcomes: Outcome[] = [];
-  #runWaiters = new Map<string, Array<() => void>>();
+  #runWaiters = new Map<string, Array<{ resolve: () => void; reject: (error: unknown) => void }>>();
   #closed = false;
   /** Set when a commit failed (the log broke): nothing can be recorded safely any more. */
   fault: unknown = undefined;
@@ -77,7 +77,18 @@ export class Dispatcher implements TargetHost {
   /** From now on asynchronous completions are ignored (the runtime is closing). */
   close(): void {
     this.#closed = true;
-    for (const waiters of this.#runWaiters.values()) waiters.forEach((w) => w());
+    for (const waiters of this.#runWaiters.values()) waiters.forEach((w) => w.resolve());
+  }
+
+  /**
+   * The log failed: nothing can be recorded any more. Every caller waiting on a run is
+   * rejected at once with the typed failure (it could never be told the terminal).
+   */
+  failed(error: unknown): void {
+    this.fault ??= error;
+    const waiters = [...this.#runWaiters.values()].flat();
+    this.#runWaiters.clear();
+    for (const waiter of waiters) waiter.reject(this.fault);
   }
 
   /** Append an event, fold it, and react to it (spawn actors, settle requests, wake waiters). */
@@ -175,7 +186,7 @@ export class Dispatcher implements TargetHost {
     } catch (error) {
       // Only a broken log gets here (inputs are validated before they reach a machine).
       // Refuse further commands rather than crash the embedding process.
-      this.fault ??= error;
+      this.failed(error);
     }
   }
 
@@ -216,7 +227,7 @@ export class Dispatcher implements TargetHost {
     if (actor) this.effects.releaseRun(actor.getSnapshot().context);
     const waiters = this.#runWaiters.get(runId);
     this.#runWaiters.delete(runId);
-    waiters?.forEach((w) => w());
+    waiters?.forEach((w) => w.resolve());
   }
 
   /** The current host generation of the session a request was asked through; null if that session is gone. */
@@ -230,8 +241,27 @@ export class Dispatcher implements TargetHost {
     return null;
   }
 
-  /** Resolves when the run's terminal has been committed (or the runtime closes). */
-  runEnded(runId: string): Promise<void> {
-    return new Promise((done) => this.#runWaiters.set(runId, [...(this.#runWaiters.get(runId) ?? []), done]));
+  /**
+   * Resolves when the run's terminal has been committed (or the runtime closes); rejects when
+   * the log fails, or with `signal.reason` when the signal aborts (the waiter is then dropped).
+   */
+  runEnded(runId: string, signal?: AbortSignal): Promise<void> {
+    if (this.fault !== undefined) return Promise.reject(this.fault);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        const left = (this.#runWaiters.get(runId) ?? []).filter((w) => w !== waiter);
+        if (left.length > 0) this.#runWaiters.set(runId, left);
+        else this.#runWaiters.delete(runId);
+        reject(signal!.reason);
+      };
+      const settled = () => signal?.removeEventListener("abort", onAbort);
+      const waiter = {
+        resolve: () => (settled(), resolve()),
+        reject: (error: unknown) => (settled(), reject(error)),
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#runWaiters.set(runId, [...(this.#runWaiters.get(runId) ?? []), waiter]);
+    });
   }
 }

@@ -1,5 +1,8 @@
 import type { InspectionEvent } from "xstate";
+import { z } from "zod";
 import type { ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
+import { parseInput } from "../domain/commands.js";
+import { InvalidInputError, type TillerError } from "../domain/errors.js";
 import type { IdSource } from "../domain/ids.js";
 
 export interface RuntimeOptions {
@@ -36,7 +39,18 @@ export interface RuntimeOptions {
   sandbox?: SandboxPolicy;
   /** Stop a provider session after this long without a turn, giving back its host lease (default 10 min; null: never). */
   sessionIdleMs?: number | null;
+  /**
+   * Told what no caller's promise can carry: the event log could no longer be written
+   * (`store_failed`: every waiter was rejected with the same typed error and the runtime
+   * accepts nothing more; close it, free the space, reopen), or a `subscribe` listener threw
+   * (delivery goes on). Default: `process.emitWarning`.
+   */
+  onFailure?: (failure: RuntimeFailure) => void;
 }
+
+export type RuntimeFailure =
+  | { kind: "store_failed"; error: TillerError }
+  | { kind: "subscriber_threw"; error: unknown };
 
 export interface InspectOptions {
   /** 0 or absent: a free port. */
@@ -47,4 +61,57 @@ export interface InspectOptions {
   token?: string;
   /** Receives the page's URL, token included (default: printed on stderr). */
   onListening?: (url: string) => void;
+}
+
+const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", `expected ${what}`);
+const ADAPTER_METHODS = ["getCapabilities", "startSession", "ensureProviderThread", "sendRun", "interrupt", "respondToRequest", "streamEvents", "stopSession", "close"] as const;
+
+const InspectOptionsSchema = z.strictObject({
+  port: z.number().int().min(0).max(65_535).optional(),
+  showText: z.boolean().optional(),
+  token: z.string().optional(), // its rule is the inspector's own (checked when it starts)
+  onListening: fn("a function").optional(),
+});
+
+/**
+ * Every option, checked like any other input: a typo fails closed with `invalid_input`
+ * naming the field (`sandbox: "readonly"` must never mean "no sandbox").
+ */
+const RuntimeOptionsSchema = z.strictObject({
+  dataDir: z.string().min(1, "expected a non-empty path").optional(),
+  providers: z
+    .record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "target ids are letters, digits, . _ -"), z.custom<ProviderAdapter>((v) => typeof v === "object" && v !== null, "expected a provider adapter"))
+    .refine((providers) => Object.keys(providers).length > 0, "configure at least one provider target"),
+  ids: z.custom<IdSource>((v) => typeof (v as IdSource | null)?.next === "function", "expected an id source ({ next(prefix) })").optional(),
+  now: fn("a clock function returning a Date").optional(),
+  allowSessionStopInterrupt: z.boolean().optional(),
+  groupCommitMs: z.number().finite().min(0).max(1_000).optional(),
+  inspect: z.union([fn("a function"), z.boolean(), z.number().int().min(0).max(65_535), InspectOptionsSchema]).optional(),
+  checkpoints: z.boolean().optional(),
+  sandbox: z.enum(["read-only", "workspace-write", "full-access"]).optional(),
+  sessionIdleMs: z.number().int().positive().nullable().optional(),
+  onFailure: fn("a function").optional(),
+});
+
+/** Where failures go when the embedder gave no `onFailure`: a process warning, never silence. */
+export function failureReporter(onFailure: RuntimeOptions["onFailure"]): (failure: RuntimeFailure) => void {
+  return (failure) => {
+    try {
+      if (onFailure) return onFailure(failure);
+      process.emitWarning(failure.error instanceof Error ? failure.error : String(failure.error), { code: `TILLER_${failure.kind.toUpperCase()}` });
+    } catch {
+      // a failing reporter has nowhere left to report to
+    }
+  };
+}
+
+/** Validates `createRuntime`'s options (shape and adapters); the data directory is checked when it is opened. */
+export function validateOptions(options: unknown): asserts options is RuntimeOptions {
+  if (typeof options !== "object" || options === null) throw new InvalidInputError("options", "expected an object");
+  const parsed = parseInput(RuntimeOptionsSchema, options);
+  for (const [id, adapter] of Object.entries(parsed.providers)) {
+    for (const method of ADAPTER_METHODS) {
+      if (typeof adapter[method] !== "function") throw new InvalidInputError(`providers.${id}.${method}`, "adapter method missing");
+    }
+  }
 }

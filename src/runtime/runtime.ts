@@ -1,4 +1,5 @@
 import { join, resolve } from "node:path";
+import { z } from "zod";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import {
   CreateThreadInputSchema,
@@ -30,7 +31,10 @@ import {
   InvalidInputError,
   NotFoundError,
   NotResumableError,
+  StoreFailedError,
   TillerError,
+  TimeoutError,
+  isFileSystemError,
 } from "../domain/errors.js";
 import { isUrgentEvent, threadOf, type DomainEvent } from "../domain/events.js";
 import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
@@ -42,15 +46,16 @@ import { threadSnapshot, type ThreadSnapshot } from "./snapshot.js";
 
 export type { ThreadSnapshot } from "./snapshot.js";
 import { submitMessage } from "./submit.js";
-import { expectOutcome, refusal, validateOptions } from "./outcomes.js";
+import { expectOutcome, refusal } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RunView, type ThreadView } from "./projections.js";
 import { HostRegistry } from "./hosts/registry.js";
-import type { RuntimeOptions } from "./options.js";
+import { failureReporter, validateOptions, type RuntimeOptions } from "./options.js";
 import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "./inspector.js";
 import { reportReaped, restoreRuntime } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
 import { openRuntimeMeta } from "./store/meta.js";
+import { assertDirectory, preparePrivateDir } from "./store/files.js";
 import type { StateDocument } from "./store/documents.js";
 import type { RuntimeMeta } from "./store/meta.js";
 import type { Target } from "./targets.js";
@@ -60,9 +65,30 @@ export type { RuntimeOptions } from "./options.js";
 
 export type Subscriber = (record: LogRecord<DomainEvent>) => void;
 
+export interface WaitForRunOptions {
+  /** Give up after this long (`timeout`); the run goes on. */
+  timeoutMs?: number;
+  /** Give up when this aborts (rejects with its reason); the run goes on. */
+  signal?: AbortSignal;
+}
+
+const WaitForRunOptionsSchema = z.strictObject({
+  timeoutMs: z.number().int().positive().max(2_147_483_647).optional(),
+  signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "expected an AbortSignal").optional(),
+});
+
 /** How long `close()` waits for provider calls that are still in flight. */
 const CLOSE_GRACE_MS = 5_000;
-const delay = (ms: number) => new Promise<void>((done) => setTimeout(done, ms).unref());
+/** `work`, or `fallback()` once `CLOSE_GRACE_MS` passed; the timer never outlives the race. */
+async function withGrace<T>(work: Promise<T>, fallback: () => T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<T>((done) => (timer = setTimeout(() => done(fallback()), CLOSE_GRACE_MS)));
+  try {
+    return await Promise.race([work, grace]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
  * The runtime: one writer of one data directory. Commands go API -> thread/run/request
@@ -74,6 +100,8 @@ export class Runtime {
   readonly ids: IdSource;
   readonly #d: Dispatcher;
   #pumps: Promise<void>[] = [];
+  /** Commands in flight by id (their receipt is not committed yet). */
+  readonly #inflight = new Map<string, { command: string; done: Promise<object> }>();
 
   readonly #allowSessionStop: boolean;
   /** The live inspector this runtime started (`inspect: true`, a port or options), if any. */
@@ -126,8 +154,14 @@ export class Runtime {
     validateOptions(options);
     const dataDir = resolve(options.dataDir ?? ".tiller");
     const now = options.now ?? (() => new Date());
-    const lock = await acquireDataDirLock(dataDir);
+    const report = failureReporter(options.onFailure);
+    await preparePrivateDir(dataDir, "dataDir");
+    const lock = await acquireDataDirLock(dataDir).catch((error: unknown) => {
+      throw isFileSystemError(error) ? StoreFailedError.from(error, `locking ${dataDir}`) : error;
+    });
     let inspector: RuntimeInspector | null = null;
+    let runtime: Runtime | undefined;
+    let failedEarly: StoreFailedError | undefined;
     try {
       const inspectOptions = inspectOptionsOf(options.inspect);
       if (inspectOptions) {
@@ -139,11 +173,18 @@ export class Runtime {
         isUrgent: isUrgentEvent,
         groupWindowMs: options.groupCommitMs ?? 2,
         now,
+        onListenerError: (error) => report({ kind: "subscriber_threw", error }),
+        onFailed: (error) => {
+          if (runtime) runtime.#d.failed(error);
+          else failedEarly = error;
+          report({ kind: "store_failed", error });
+        },
       });
       // Hosts a crashed previous life left running are reaped before anything starts new ones.
       const { registry, reaped } = await HostRegistry.open(dataDir, typeof options.inspect === "function" ? options.inspect : undefined);
       for (const [target, adapter] of Object.entries(options.providers)) adapter.bindHosts?.(registry, target);
-      const runtime = new Runtime(options, dataDir, log, lock, doc, registry);
+      runtime = new Runtime(options, dataDir, log, lock, doc, registry);
+      if (failedEarly) runtime.#d.failed(failedEarly);
       await runtime.#restore().catch(async (error: unknown) => {
         await registry.close();
         throw error;
@@ -156,9 +197,11 @@ export class Runtime {
       }
       return runtime;
     } catch (error) {
+      await runtime?.close().catch(() => undefined);
       await inspector?.close();
-      await lock.release();
-      throw error;
+      await lock.release().catch(() => undefined);
+      // A full or failing disk while opening is typed like one while running.
+      throw isFileSystemError(error) ? StoreFailedError.from(error, `opening ${dataDir}`) : error;
     }
   }
 
@@ -170,15 +213,18 @@ export class Runtime {
   // ---- public API --------------------------------------------------------------------
   async createThread(input: CreateThreadInput): Promise<CreateThreadReceipt> {
     const p = parseInput(CreateThreadInputSchema, input);
-    return this.#command(p.commandId, "createThread", () => {
+    return this.#command(p.commandId, "createThread", async () => {
       this.#target(p.providerTarget, "providerTarget");
+      const cwd = resolve(p.cwd ?? process.cwd());
+      await assertDirectory(cwd, "cwd");
+      this.#assertOpen();
       const threadId = this.ids.next("thr");
       this.#d.run(() =>
         this.#d.commit({
           type: "thread.created",
           threadId,
           title: p.title ?? "Untitled thread",
-          cwd: resolve(p.cwd ?? process.cwd()),
+          cwd,
           providerTarget: p.providerTarget,
           model: p.model ?? null,
           lineage: null,
@@ -315,12 +361,29 @@ export class Runtime {
     return this.log.subscribe(p.afterSeq, listener, filter);
   }
 
-  /** Resolves with the run once it is terminal and durable. */
-  async waitForRun(runId: string): Promise<RunView> {
+  /**
+   * Resolves with the run once it is terminal and durable. `timeoutMs` rejects with `timeout`
+   * and `signal` with its reason (the run itself goes on); a failed store rejects at once.
+   */
+  async waitForRun(runId: string, options: WaitForRunOptions = {}): Promise<RunView> {
     this.#assertOpen();
     const run = this.#d.views.runs.get(parseInput(RunIdSchema, runId));
     if (!run) throw new NotFoundError("run", runId);
-    if (!isTerminalRunStatus(run.status)) await this.#d.runEnded(runId);
+    const { timeoutMs, signal } = parseInput(WaitForRunOptionsSchema, options);
+    if (!isTerminalRunStatus(run.status)) {
+      const stop = new AbortController();
+      const onAbort = () => stop.abort(signal!.reason);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal?.aborted) onAbort();
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => stop.abort(new TimeoutError(`run ${runId} did not end within ${timeoutMs} ms`, { runId, timeoutMs })), timeoutMs);
+      try {
+        await this.#d.runEnded(runId, stop.signal);
+      } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+      }
+    }
+    this.#assertNotFailed();
     await this.#d.checkpoints.settled(runId);
     await this.log.whenDurable();
     return structuredClone(this.#d.views.runs.get(runId)!);
@@ -335,44 +398,65 @@ export class Runtime {
       for (const actor of byQueued) actor.send({ type: "CANCEL", reason: "runtime_closed" });
     });
     this.#d.close();
+    for (const target of this.#d.targets.values()) target.cancelAllIdle();
+    // A failed store already told its failure (onFailure); closing still gives everything back.
+    const failed = () => this.#d.fault !== undefined;
     try {
       // An adapter whose host hangs cannot hold the directory: its close gets the same grace.
-      const closes = await Promise.race([
+      const closes = await withGrace(
         Promise.allSettled([...this.#d.targets.values()].map(async (t) => t.adapter.close())),
-        delay(CLOSE_GRACE_MS).then(() => [...this.#d.targets.values()].map(() => ({ status: "rejected" as const, reason: "timeout" }))),
-      ]);
+        () => [...this.#d.targets.values()].map(() => ({ status: "rejected" as const, reason: "timeout" })),
+      );
       // Provider calls still in flight get a grace period; a call that never settles cannot hold the directory.
-      await Promise.race([this.#d.effects.settle(), delay(CLOSE_GRACE_MS)]);
+      await withGrace(this.#d.effects.settle(), () => undefined);
       // An adapter that failed to close may never end its event stream: do not wait for it.
       await Promise.allSettled(this.#pumps.filter((_, i) => closes[i]?.status === "fulfilled"));
       await this.#d.checkpoints.close().finally(() => this.hosts.close());
-      await this.log.close();
-      await this.meta.update((d) => void (d.closedCleanly = true));
+      await this.log.close().catch((error: unknown) => {
+        if (!failed()) throw error;
+      });
+      if (!failed()) await this.meta.update((d) => void (d.closedCleanly = true));
     } finally {
       await this.#inspector?.close();
-      await this.lock.release();
+      await this.lock.release().catch((error: unknown) => {
+        if (!failed()) throw error;
+      });
     }
   }
 
   // ---- helpers -------------------------------------------------------------------------
 
-  /** Every command gets an id and a durable receipt: repeating the id returns the receipt, nothing runs twice. */
+  /**
+   * Every command gets an id and a durable receipt: repeating the id returns the receipt and
+   * nothing runs twice. A command still in flight is known by its id too: a second caller with
+   * the same id (even inside one `Promise.all`) awaits the first one's receipt or error.
+   */
   async #command<R extends object>(commandId: string | undefined, command: string, fn: () => R | Promise<R>): Promise<R & { commandId: string }> {
     this.#assertOpen();
     if (commandId) {
-      const prior = this.#d.views.receipts.get(commandId);
-      if (prior) {
-        if (prior.command !== command) throw new ConflictError(`command id ${commandId} was used for ${prior.command}`, { commandId });
+      const running = this.#inflight.get(commandId) ?? this.#d.views.receipts.get(commandId);
+      if (running) {
+        if (running.command !== command) throw new ConflictError(`command id ${commandId} was used for ${running.command}`, { commandId });
+        const receipt = "done" in running ? await running.done : running.receipt;
         await this.log.whenDurable();
-        return structuredClone(prior.receipt) as R & { commandId: string };
+        return structuredClone(receipt) as R & { commandId: string };
       }
     }
     const id = commandId ?? this.ids.next("cmd");
-    const receipt = { commandId: id, ...(await fn()) };
-    this.#assertOpen();
-    this.#d.run(() => this.#d.commit({ type: "command.receipt", commandId: id, command, receipt }));
-    await this.log.whenDurable();
-    return receipt;
+    const done = (async () => {
+      const receipt = { commandId: id, ...(await fn()) };
+      this.#assertOpen();
+      this.#d.run(() => this.#d.commit({ type: "command.receipt", commandId: id, command, receipt }));
+      await this.log.whenDurable();
+      return receipt;
+    })();
+    // Registered before the first await of `fn`, so a concurrent caller always finds it.
+    this.#inflight.set(id, { command, done });
+    try {
+      return await done;
+    } finally {
+      this.#inflight.delete(id);
+    }
   }
 
   #thread(threadId: string): ThreadView {
@@ -394,7 +478,11 @@ export class Runtime {
   }
 
   #assertOpen(): void {
-    if (this.#d.fault !== undefined) throw Object.assign(new ClosedError("runtime (its event log failed)"), { cause: this.#d.fault });
+    this.#assertNotFailed();
     if (this.#d.closed) throw new ClosedError();
+  }
+
+  #assertNotFailed(): void {
+    if (this.#d.fault !== undefined) throw StoreFailedError.from(this.#d.fault, "writing the event log");
   }
 }

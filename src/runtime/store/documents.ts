@@ -4,12 +4,13 @@
  * lowdb rewrites the whole file on every write (temp file + rename), so this is only for
  * small documents that change rarely — never for the event log or anything that grows.
  */
-import { access, mkdir, open } from "node:fs/promises";
-import { dirname } from "node:path";
-import { Low } from "lowdb";
-import { JSONFile } from "lowdb/node";
+import { randomBytes } from "node:crypto";
+import { access, mkdir, open, readFile, rename, unlink } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { Low, type Adapter } from "lowdb";
 import type { z } from "zod";
 import { InvalidInputError, StoreCorruptError } from "../../domain/errors.js";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./files.js";
 
 export interface StateDocument<T> {
   /** The current, validated document. Deep-frozen: change it only through `update`. */
@@ -32,13 +33,45 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** steno (lowdb's writer) renames without fsync; sync file and directory so a resolved
- * update survives power loss, not just a process crash. */
-async function syncToDisk(file: string): Promise<void> {
-  // Windows cannot open a directory for fsync; its rename is as durable as it gets there.
-  for (const path of process.platform === "win32" ? [file] : [file, dirname(file)]) {
-    const handle = await open(path, "r");
-    await handle.sync().finally(() => handle.close());
+/**
+ * lowdb's storage: the whole document to a private temp file (0600 whatever the umask),
+ * fsynced, renamed over the old one, then the directory fsynced, so a resolved update survives
+ * power loss and no reader ever sees a half-written or world-readable document.
+ */
+class PrivateJsonFile<T> implements Adapter<T> {
+  constructor(private readonly file: string) {}
+
+  async read(): Promise<T | null> {
+    try {
+      return JSON.parse(await readFile(this.file, "utf8")) as T;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw error;
+    }
+  }
+
+  async write(data: T): Promise<void> {
+    const temp = join(dirname(this.file), `.${basename(this.file)}.${randomBytes(4).toString("hex")}.tmp`);
+    const handle = await open(temp, "wx", PRIVATE_FILE_MODE);
+    try {
+      await handle.chmod(PRIVATE_FILE_MODE);
+      await handle.writeFile(JSON.stringify(data, null, 2));
+      await handle.sync();
+    } catch (error) {
+      await handle.close();
+      await unlink(temp).catch(() => undefined);
+      throw error;
+    }
+    await handle.close();
+    await rename(temp, this.file).catch(async (error: unknown) => {
+      await unlink(temp).catch(() => undefined);
+      throw error;
+    });
+    // Windows cannot open a directory for fsync; its rename is as durable as it gets there.
+    if (process.platform !== "win32") {
+      const dir = await open(dirname(this.file), "r");
+      await dir.sync().finally(() => dir.close());
+    }
   }
 }
 
@@ -47,8 +80,8 @@ export async function openStateDocument<T extends { schemaVersion: number }>(
   schema: z.ZodType<T>,
   defaults: () => T,
 ): Promise<StateDocument<T>> {
-  await mkdir(dirname(file), { recursive: true });
-  const db = new Low<T | null>(new JSONFile<T | null>(file), null);
+  await mkdir(dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
+  const db = new Low<T | null>(new PrivateJsonFile<T | null>(file), null);
   // Checked separately: lowdb cannot tell a missing file from one containing `null`.
   const created = await access(file).then(
     () => false,
@@ -74,7 +107,6 @@ export async function openStateDocument<T extends { schemaVersion: number }>(
   if (created) {
     db.data = current;
     await db.write();
-    await syncToDisk(file);
   }
 
   let queue: Promise<unknown> = Promise.resolve();
@@ -89,7 +121,6 @@ export async function openStateDocument<T extends { schemaVersion: number }>(
     const next = deepFreeze(result.data);
     db.data = next;
     await db.write();
-    await syncToDisk(file);
     // Only adopt the new state once it is on disk; a failed write leaves `data` as it was.
     current = next;
   };

@@ -12,7 +12,7 @@
 import { mkdir, open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
-import { ClosedError, InvalidInputError, StoreCorruptError } from "../../domain/errors.js";
+import { ClosedError, InvalidInputError, StoreCorruptError, StoreFailedError } from "../../domain/errors.js";
 import { INDEX_STRIDE, recover, scanLines, type Recovered } from "./jsonl.js";
 
 export interface LogRecord<E> {
@@ -30,6 +30,8 @@ export interface EventLogOptions<E> {
   now?: () => Date;
   /** Receives exceptions thrown by listeners/filters and subscriber catch-up failures. */
   onListenerError?: (error: unknown) => void;
+  /** Told once when a write or fdatasync fails (a full disk...): the log accepts nothing more. */
+  onFailed?: (error: StoreFailedError) => void;
 }
 
 type Subscriber<E> = {
@@ -121,10 +123,7 @@ export class EventLog<E extends { type: string }> {
    * mutate what another holds.
    */
   append(event: E): LogRecord<E> {
-    if (this.#failed) {
-      const cause = this.#failed.error;
-      throw Object.assign(new ClosedError(`event log (failed: ${String(cause)})`), { cause });
-    }
+    if (this.#failed) throw this.#failed.error;
     if (this.#closing) throw new ClosedError("event log");
     // Never write a line that open() would later reject as corrupt.
     if (typeof event !== "object" || event === null || typeof event.type !== "string") {
@@ -261,11 +260,18 @@ export class EventLog<E extends { type: string }> {
 
   /** After a failed write/fsync the file's tail is unknown; refuse everything from now on.
    * (A torn tail left behind is cut by the next open.) */
-  #fail(error: unknown): void {
+  #fail(cause: unknown): void {
+    const error = StoreFailedError.from(cause, `writing ${this.#file}`);
     this.#failed = { error };
     clearTimeout(this.#timer);
     this.#queue = [];
     for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
+    this.#guard(() => this.#options.onFailed?.(error as StoreFailedError));
+  }
+
+  /** The failure that stopped the log, if any. */
+  get failure(): unknown {
+    return this.#failed?.error;
   }
 
   async #catchUp(sub: Subscriber<E>, target: number): Promise<void> {
