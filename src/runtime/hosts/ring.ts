@@ -1,13 +1,27 @@
 import { redact } from "../../domain/redact.js";
 
 /**
+ * What a host sent that no one could use. Each is counted and sampled into the ring (never
+ * dropped unseen): a line that is not JSON, JSON that is not a JSON-RPC message, a
+ * notification the channel does not expect, a reply to an id no call waits for, a request
+ * nobody handles, a listener that threw on a message, a line or frame over the size cap.
+ */
+export type FrameAnomaly = "not_json" | "not_rpc" | "unknown_notification" | "unknown_reply" | "unhandled_request" | "listener_error" | "frame_too_large";
+
+/** How much of an anomalous frame its ring entry keeps. */
+const SAMPLE_CHARS = 200;
+/** How much of it is redacted to get there (a redacted secret is shorter than the secret). */
+const SAMPLE_SOURCE_CHARS = 64 * 1024;
+
+/**
  * Recent raw frames and stderr lines of one host, for failure reports: bounded in count and
  * bytes, each entry truncated, secrets redacted before they are kept (so a report can be
- * logged as is).
+ * logged as is). Anomalies are counted by kind (`counts`) and sampled in as `note` entries.
  */
 export class FrameRing {
   #entries: string[] = [];
   #bytes = 0;
+  #counts = new Map<FrameAnomaly, number>();
 
   constructor(
     private readonly maxEntries = 200,
@@ -17,13 +31,26 @@ export class FrameRing {
     private readonly secrets: readonly string[] = [],
   ) {}
 
-  push(kind: "in" | "out" | "stderr", text: string): void {
+  push(kind: "in" | "out" | "stderr" | "note", text: string, maxChars = this.maxEntryBytes): void {
     let clean = redact(text);
     for (const secret of this.secrets) if (secret) clean = clean.split(secret).join("[redacted]");
-    const entry = `${kind} ${clean.length > this.maxEntryBytes ? `${clean.slice(0, this.maxEntryBytes)}…` : clean}`;
+    const entry = `${kind} ${clean.length > maxChars ? `${clean.slice(0, maxChars)}…` : clean}`;
     this.#entries.push(entry);
     this.#bytes += entry.length;
     while (this.#entries.length > this.maxEntries || this.#bytes > this.maxBytes) this.#bytes -= this.#entries.shift()!.length;
+  }
+
+  /** Counts one anomaly and keeps a sample of it (`note <kind> #<n>: <sample>`). */
+  note(kind: FrameAnomaly, sample: string): void {
+    const n = (this.#counts.get(kind) ?? 0) + 1;
+    this.#counts.set(kind, n);
+    // Cut after redaction (a secret cut in half would no longer look like one), from a bounded slice.
+    this.push("note", `${kind} #${n}: ${sample.slice(0, SAMPLE_SOURCE_CHARS)}`, SAMPLE_CHARS);
+  }
+
+  /** Anomalies seen so far, by kind (only kinds seen at least once). */
+  get counts(): Readonly<Partial<Record<FrameAnomaly, number>>> {
+    return Object.fromEntries(this.#counts);
   }
 
   /** The last `count` entries, oldest first. */
