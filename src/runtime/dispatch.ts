@@ -23,6 +23,8 @@ export interface DispatchOptions {
   ids: IdSource;
   allowSessionStopInterrupt: boolean;
   inspect: ((event: InspectionEvent) => void) | undefined;
+  /** Where an error goes that no caller's promise can carry (a bug, or a failure inside an asynchronous completion). */
+  onEscaped?: (error: unknown) => void;
 }
 
 /**
@@ -165,9 +167,24 @@ export class Dispatcher implements TargetHost {
     }
   }
 
-  /** Entry point for asynchronous completions (provider replies, effect results). */
+  /**
+   * Entry point for asynchronous completions (provider replies, effect results). Nothing
+   * thrown here may escape into a detached promise: a broken log stops the runtime (typed,
+   * reported), anything else is reported as escaped.
+   */
   act(fn: () => void): void {
-    if (!this.#closed) this.run(fn);
+    if (this.#closed) return;
+    try {
+      this.run(fn);
+    } catch (error) {
+      this.escaped(error);
+    }
+  }
+
+  /** An error with no caller left to take it: a failed log stops the runtime, anything else is reported. */
+  escaped(error: unknown): void {
+    if (this.log.failure !== undefined) return this.failed(this.log.failure);
+    this.options.onEscaped?.(error);
   }
 
   #onEmitted(emitted: MachineEmitted): void {

@@ -65,7 +65,12 @@ export class Effects {
 
   #track(promise: Promise<unknown>): void {
     this.#inflight.add(promise);
-    void promise.finally(() => this.#inflight.delete(promise));
+    const done = () => void this.#inflight.delete(promise);
+    // Never `finally` here: its derived promise would reject unhandled when the call fails.
+    promise.then(done, (error: unknown) => {
+      done();
+      this.rt.escaped(error);
+    });
   }
 
   #targetOfRun(runId: string): Target {

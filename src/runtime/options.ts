@@ -42,15 +42,17 @@ export interface RuntimeOptions {
   /**
    * Told what no caller's promise can carry: the event log could no longer be written
    * (`store_failed`: every waiter was rejected with the same typed error and the runtime
-   * accepts nothing more; close it, free the space, reopen), or a `subscribe` listener threw
-   * (delivery goes on). Default: `process.emitWarning`.
+   * accepts nothing more; close it, free the space, reopen), a `subscribe` listener threw
+   * (`subscriber_threw`; delivery goes on), or an asynchronous completion failed with no caller
+   * left to tell (`internal_error`, a bug). Default: `process.emitWarning`.
    */
   onFailure?: (failure: RuntimeFailure) => void;
 }
 
 export type RuntimeFailure =
   | { kind: "store_failed"; error: TillerError }
-  | { kind: "subscriber_threw"; error: unknown };
+  | { kind: "subscriber_threw"; error: unknown }
+  | { kind: "internal_error"; error: unknown };
 
 export interface InspectOptions {
   /** 0 or absent: a free port. */

@@ -128,6 +128,7 @@ export class Runtime {
       ids: this.ids,
       allowSessionStopInterrupt: options.allowSessionStopInterrupt ?? false,
       inspect: typeof options.inspect === "function" ? options.inspect : undefined,
+      onEscaped: (error) => failureReporter(options.onFailure)({ kind: "internal_error", error }),
     });
   }
 
