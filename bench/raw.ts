@@ -20,7 +20,7 @@ export async function captureFrames(w: Workload): Promise<string[]> {
   };
   const sessionId = "ses_bench";
   await adapter.startSession({ sessionId, cwd: process.cwd(), model: null });
-  const thread = await adapter.ensureProviderThread({ sessionId, cwd: process.cwd() });
+  const thread = { ...(await adapter.ensureProviderThread({ sessionId, cwd: process.cwd() })), cwd: process.cwd() };
   await next(); // session.state ready
   for (let i = 0; i < w.turns; i++) {
     await adapter.sendRun({ sessionId, thread, text: turnText(i), context: null, model: null });

@@ -171,6 +171,16 @@ export interface ProviderThreadHandle {
   resumeCursor: string;
 }
 
+/**
+ * A provider thread as every call names it: the handle the adapter returned, with its app
+ * thread's working directory (added by the runtime), where its tools run and where a provider
+ * that keeps its sessions per directory finds it. An adapter never falls back to its own
+ * process's working directory: after a restart nothing else tells it where a thread lives.
+ */
+export interface ProviderThreadAddress extends ProviderThreadHandle {
+  cwd: string;
+}
+
 export interface ProviderSessionInfo {
   sessionId: string;
   capabilities: ProviderCapabilities;
@@ -215,6 +225,7 @@ export interface RollbackResult {
 
 export interface StartSessionInput {
   sessionId: string;
+  /** The working directory of the thread that needs the session; every thread call carries its own thread's. */
   cwd: string;
   model: string | null;
   /** The runtime always passes it; an adapter called directly falls back to its own default. */
@@ -223,6 +234,7 @@ export interface StartSessionInput {
 
 export interface EnsureThreadInput {
   sessionId: string;
+  /** The app thread's working directory; every later call on the thread carries it in its address. */
   cwd: string;
   /** Resume is a required primitive: resume from this cursor or throw ResumeFailedError. */
   resume?: { cursor: string };
@@ -230,7 +242,7 @@ export interface EnsureThreadInput {
 
 export interface SendRunInput {
   sessionId: string;
-  thread: ProviderThreadHandle;
+  thread: ProviderThreadAddress;
   text: string;
   context: RunContext | null;
   model: string | null;
@@ -238,7 +250,7 @@ export interface SendRunInput {
 
 export interface TurnAddress {
   sessionId: string;
-  thread: ProviderThreadHandle;
+  thread: ProviderThreadAddress;
   /** Native turn id if the provider exposes one. */
   turnRef: string | null;
 }
@@ -258,22 +270,25 @@ export interface ProviderAdapter {
   interrupt(input: TurnAddress): Promise<void>;
   respondToRequest(input: {
     sessionId: string;
-    thread: ProviderThreadHandle;
+    thread: ProviderThreadAddress;
     request: ProviderRequestAddress;
     response: RequestResponse;
   }): Promise<void>;
   /** Present only when `threads.canReadThreadSnapshot`. */
-  readThreadSnapshot?(input: { sessionId: string; thread: ProviderThreadHandle }): Promise<ProviderThreadSnapshot>;
+  readThreadSnapshot?(input: { sessionId: string; thread: ProviderThreadAddress }): Promise<ProviderThreadSnapshot>;
   /** Present only when `threads.canRollbackThread`: drops the last `turns` turns. */
   rollbackThread?(input: {
     sessionId: string;
-    thread: ProviderThreadHandle;
+    thread: ProviderThreadAddress;
     turns: number;
   }): Promise<RollbackResult | void>;
   /** Present only when `threads.canForkThread`. */
   forkThread?(input: {
     sessionId: string;
-    thread: ProviderThreadHandle;
+    /** The parent thread. */
+    thread: ProviderThreadAddress;
+    /** The fork's working directory (its app thread's), where its tools run. */
+    cwd: string;
     /** Fork after this native turn; null forks the whole thread. */
     afterTurnRef: string | null;
   }): Promise<ProviderThreadHandle>;

@@ -164,7 +164,7 @@ async function rollbackProvider(rt: Dispatcher, plan: RollbackPlan): Promise<voi
     target.forgetThread(thread.threadId);
   }
   if (read && before !== null) {
-    const kept = (result.snapshot ?? (await read(result.handle ? { ...address, thread: result.handle } : address))).turns.length;
+    const kept = (result.snapshot ?? (await read(result.handle ? { ...address, thread: { ...result.handle, cwd: thread.cwd } } : address))).turns.length;
     if (kept !== before - plan.laterTurns) throw new ProviderError(`the provider kept ${kept} of ${before} turns after dropping ${plan.laterTurns}`);
   }
 }

@@ -2,7 +2,7 @@ import { canSwitchModelInSession, parseCapabilities, sharesSessionAcrossThreads,
 import type { SandboxPolicy } from "../adapters/contract.js";
 import { decide, forkPolicy, providerThreadPolicy, type ProviderThreadSituation } from "../machines/contextPolicy.js";
 import { policyEvent } from "../machines/emitted.js";
-import type { ProviderAdapter, ProviderThreadHandle, RunContext } from "../adapters/contract.js";
+import type { ProviderAdapter, ProviderThreadAddress, ProviderThreadHandle, RunContext } from "../adapters/contract.js";
 import { HostUnavailableError, isTillerError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
@@ -26,7 +26,8 @@ export interface LiveSession {
 export interface LoadedThread {
   providerThreadId: string;
   sessionId: string;
-  handle: ProviderThreadHandle;
+  /** What every call on this provider thread passes: its handle, with its app thread's cwd. */
+  handle: ProviderThreadAddress;
 }
 
 /** What a target needs from the runtime: commit events, read the projection, track sessions. */
@@ -153,6 +154,11 @@ export class Target {
     this.#idleTimers.delete(sessionId);
   }
 
+  /** The runtime is closing: no idle timer may keep it (and its actors) alive after `close()`. */
+  cancelAllIdle(): void {
+    for (const sessionId of [...this.#idleTimers.keys()]) this.cancelIdle(sessionId);
+  }
+
   /** The session died: forget it, and every provider thread loaded in it, right now. */
   dropSession(sessionId: string): void {
     this.cancelIdle(sessionId);
@@ -236,6 +242,8 @@ export class Target {
 
   #bind(threadId: string, session: LiveSession, handle: ProviderThreadHandle, via: DomainEventOf<"provider_thread.bound">["via"], existingId?: string): LoadedThread {
     const providerThreadId = existingId ?? this.host.ids.next("pth");
+    // The app thread's cwd, whatever the adapter echoed: the runtime knows where a thread lives.
+    const cwd = this.host.views.threads.get(threadId)!.cwd;
     this.host.commit({
       type: "provider_thread.bound",
       threadId,
@@ -246,7 +254,7 @@ export class Target {
       resumeCursor: handle.resumeCursor,
       via,
     });
-    return { providerThreadId, sessionId: session.sessionId, handle };
+    return { providerThreadId, sessionId: session.sessionId, handle: { threadRef: handle.threadRef, resumeCursor: handle.resumeCursor, cwd } };
   }
 
   /**
@@ -266,8 +274,10 @@ export class Target {
     let why = situation.why;
     if (decide(forkPolicy, situation).decision === "native") {
       try {
-        const parent = { threadRef: parentThread!.nativeThreadRef, resumeCursor: parentThread!.resumeCursor };
-        const handle = await this.adapter.forkThread!({ sessionId: session.sessionId, thread: parent, afterTurnRef: situation.afterTurnRef });
+        // Both from the log: after a restart the adapter has never seen the parent, and must not guess where it lives.
+        const parent = { threadRef: parentThread!.nativeThreadRef, resumeCursor: parentThread!.resumeCursor, cwd: views.threads.get(parentThread!.threadId)!.cwd };
+        const cwd = views.threads.get(threadId)!.cwd;
+        const handle = await this.adapter.forkThread!({ sessionId: session.sessionId, thread: parent, cwd, afterTurnRef: situation.afterTurnRef });
         resolved("native", `forked provider thread ${parentThread!.providerThreadId}`);
         return this.#bind(threadId, session, handle, "forked");
       } catch (error) {

@@ -4,6 +4,7 @@ import type {
   ProviderAdapter,
   ProviderAdapterEvent,
   ProviderEvent,
+  ProviderThreadAddress,
   ProviderThreadHandle,
   RequestResponse,
 } from "../../src/adapters/contract.js";
@@ -112,15 +113,18 @@ interface Rig {
   caps: ProviderCapabilities;
   pump: EventPump;
   sessionId: string;
-  thread: ProviderThreadHandle;
-  send(text?: string, thread?: ProviderThreadHandle): Promise<{ turnRef: string | null }>;
+  thread: ProviderThreadAddress;
+  send(text?: string, thread?: ProviderThreadAddress): Promise<{ turnRef: string | null }>;
   /** Events until the root turn of `thread` ends (terminal, or idle without terminals). */
   untilEnd(thread?: ProviderThreadHandle): Promise<Ev[]>;
   /** Sends a turn and collects it to its end. */
-  turn(text?: string, thread?: ProviderThreadHandle): Promise<Ev[]>;
+  turn(text?: string, thread?: ProviderThreadAddress): Promise<Ev[]>;
   until(predicate: (event: Ev) => boolean, what?: string): Promise<Ev[]>;
-  respond(opened: EvOf<"request.opened">, response: RequestResponse, ordinal?: number, thread?: ProviderThreadHandle): Promise<void>;
+  respond(opened: EvOf<"request.opened">, response: RequestResponse, ordinal?: number, thread?: ProviderThreadAddress): Promise<void>;
 }
+
+/** A thread as the runtime names it in every call: the adapter's handle with the thread's cwd. */
+const at = (handle: ProviderThreadHandle, cwd = "/tmp"): ProviderThreadAddress => ({ ...handle, cwd });
 
 const accept: RequestResponse = { kind: "decision", decision: "accept" };
 const decline: RequestResponse = { kind: "decision", decision: "decline" };
@@ -146,7 +150,7 @@ async function rig(options: RigOptions = {}): Promise<Rig> {
   const info = await adapter.startSession({ sessionId, cwd: "/tmp/tiller-test", model: null });
   expect(info.capabilities).toEqual(caps);
   await pump.until((e, sid) => sid === sessionId && e.type === "session.state" && e.state === "ready", "ready");
-  const thread = await adapter.ensureProviderThread({ sessionId, cwd: "/tmp/tiller-test" });
+  const thread = at(await adapter.ensureProviderThread({ sessionId, cwd: "/tmp/tiller-test" }), "/tmp/tiller-test");
   const r: Rig = {
     adapter,
     caps,
@@ -267,7 +271,7 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
         ["two", "re: two", "completed"],
       ]);
 
-      const forked = await r.adapter.forkThread!({ sessionId: r.sessionId, thread: r.thread, afterTurnRef: first.turnRef });
+      const forked = at(await r.adapter.forkThread!({ sessionId: r.sessionId, thread: r.thread, cwd: r.thread.cwd, afterTurnRef: first.turnRef }));
       expect(forked.resumeCursor).not.toBe(r.thread.resumeCursor);
       const forkSnapshot = await r.adapter.readThreadSnapshot!({ sessionId: r.sessionId, thread: forked });
       expect(forkSnapshot.turns.map((t) => t.userText)).toEqual(["one"]);
@@ -797,7 +801,7 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       const r = await rig({
         script: ({ text }) => (text === "hang" ? [{ type: "text", text: "working" }, { type: "hang" }] : [{ type: "text", text: "quick" }]),
       });
-      const other = await r.adapter.ensureProviderThread({ sessionId: r.sessionId, cwd: "/tmp" });
+      const other = at(await r.adapter.ensureProviderThread({ sessionId: r.sessionId, cwd: "/tmp" }));
       const { turnRef } = await r.send("hang");
       await r.until((e) => e.type === "item.completed" && e.threadRef === r.thread.threadRef, "hanging turn's text");
 
@@ -863,8 +867,9 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       await a.adapter.close();
 
       const b = await rig({ backend, script, sessionId: "second" });
-      const resumed = await b.adapter.ensureProviderThread({ sessionId: "second", cwd: "/tmp", resume: { cursor } });
-      expect(resumed).toEqual({ threadRef: a.thread.threadRef, resumeCursor: cursor });
+      const handle = await b.adapter.ensureProviderThread({ sessionId: "second", cwd: "/tmp", resume: { cursor } });
+      expect(handle).toEqual({ threadRef: a.thread.threadRef, resumeCursor: cursor });
+      const resumed = at(handle);
       const events = await b.turn("two", resumed);
       expect(events.at(-1)).toMatchObject({ type: "turn.terminal", threadRef: resumed.threadRef, status: "completed" });
       expect(textOf(events)).toBe("echo two");
@@ -907,7 +912,7 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       // stopped turn has long settled, and it must not have produced a terminal.
       const s2 = "s2";
       await r.adapter.startSession({ sessionId: s2, cwd: "/tmp", model: null });
-      const thread2 = await r.adapter.ensureProviderThread({ sessionId: s2, cwd: "/tmp" });
+      const thread2 = at(await r.adapter.ensureProviderThread({ sessionId: s2, cwd: "/tmp" }));
       await r.adapter.sendRun({ sessionId: s2, thread: thread2, text: "after", context: null, model: null });
       await r.pump.until((e, sid) => sid === s2 && isRootEnd(r.caps, thread2)(e), "second session's turn end");
       await yieldMacrotasks(5);
@@ -929,7 +934,7 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       await r.adapter.stopSession({ sessionId: r.sessionId });
       const s2 = "s2";
       await r.adapter.startSession({ sessionId: s2, cwd: "/tmp", model: null });
-      const resumed = await r.adapter.ensureProviderThread({ sessionId: s2, cwd: "/tmp", resume: { cursor: r.thread.resumeCursor } });
+      const resumed = at(await r.adapter.ensureProviderThread({ sessionId: s2, cwd: "/tmp", resume: { cursor: r.thread.resumeCursor } }));
       const { turnRef } = await r.adapter.sendRun({ sessionId: s2, thread: resumed, text: "second", context: null, model: null });
       await r.pump.until((e, sid) => sid === s2 && e.type === "item.completed", "new turn's text");
       await r.adapter.interrupt({ sessionId: s2, thread: resumed, turnRef });

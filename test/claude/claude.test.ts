@@ -390,6 +390,11 @@ describe("claude: sessions", () => {
     await conformance.forksNatively(asProvider(world));
   });
 
+  it("forks after a restart: the fork's tools run in the thread's cwd, not the embedding process's", async () => {
+    world = await claudeWorld();
+    await conformance.forkAfterReopenRunsInThreadCwd(asProvider(world), bash);
+  });
+
   it("rolls back by resuming at an earlier message (the rollback_by_resume degradation): the later turn is gone from the conversation", async () => {
     world = await claudeWorld({ checkpoints: true });
     await conformance.rollsBackWithFiles(asProvider(world), ["rollback_by_resume"]);

@@ -165,6 +165,11 @@ describe("codex: threads", () => {
     await conformance.forksNatively(asProvider(world));
   });
 
+  it("forks after a restart: the fork's tools run in the thread's cwd, not the embedding process's", async () => {
+    world = await codexWorld();
+    await conformance.forkAfterReopenRunsInThreadCwd(asProvider(world), shell);
+  });
+
   it("rolls back natively: the provider forgets the later turns, files return to the checkpoint", async () => {
     world = await codexWorld({ runtime: { checkpoints: true } });
     await conformance.rollsBackWithFiles(asProvider(world), []);

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { expect } from "vitest";
 import type { Reply } from "../../src/simulator/index.js";
@@ -80,6 +80,43 @@ export async function forksNatively(w: ProviderWorld): Promise<void> {
   w.sim.push(saw("which colour?"));
   const parent = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "parent again" })).runId);
   expect(parent.items.at(-1)?.text).toBe("missing which colour?");
+}
+
+/**
+ * A native fork made by a new runtime (new adapter, new host) runs its tools in the thread's
+ * cwd, never in the embedding process's working directory. `runs(command)` asks the model to
+ * run a shell command (asking or not: every request is accepted).
+ */
+export async function forkAfterReopenRunsInThreadCwd(w: ProviderWorld, runs: (command: string) => Reply): Promise<void> {
+  const threadId = await thread(w);
+  w.sim.push({ text: "noted" });
+  await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "remember this" })).runId);
+  const rt = await w.reopen();
+  const fork = await rt.forkThread({ threadId });
+  const file = `where-${w.target}-${process.pid}.txt`;
+  const outside = join(process.cwd(), file);
+  w.sim.push(runs(`pwd > ${file}`), { text: "done" });
+  const { runId } = await rt.sendMessage({ threadId: fork.threadId, text: "where are you?" });
+  const stop = acceptEveryRequest(rt, fork.threadId);
+  let inProcessCwd = false;
+  try {
+    const run = await rt.waitForRun(runId);
+    expect(run.status).toBe("completed");
+  } finally {
+    stop();
+    inProcessCwd = existsSync(outside);
+    if (inProcessCwd) await rm(outside); // never leave the stray file in the checkout
+  }
+  expect(rt.views.transfers.get(fork.threadId)?.resolution).toBe("native");
+  expect({ inThreadCwd: existsSync(join(w.workspace, file)), inProcessCwd }).toEqual({ inThreadCwd: true, inProcessCwd: false });
+  expect(await realpath((await readFile(join(w.workspace, file), "utf8")).trim())).toBe(await realpath(w.workspace));
+}
+
+/** Accepts every request of the thread as it opens (a user who says yes to everything). */
+function acceptEveryRequest(rt: Runtime, threadId: string): () => void {
+  return rt.subscribe({ threadId, afterSeq: 0 }, ({ event }) => {
+    if (event.type === "request.opened") void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } }).catch(() => undefined);
+  });
 }
 
 /**

@@ -23,7 +23,11 @@ export interface ClaudeAdapterOptions {
   /** HOME and CLAUDE_CONFIG_DIR for Claude (tests give temporary ones). Omitted: the user's own. */
   home?: string;
   configDir?: string;
-  /** Extra environment (ANTHROPIC_BASE_URL, an API key...): hashed into the host key, never logged. */
+  /**
+   * Environment for Claude beyond the host allowlist (src/runtime/hosts/environment.ts):
+   * ANTHROPIC_BASE_URL, an API key... The embedder's own environment is not passed on, so a key
+   * Claude needs goes here. Hashed into the host key; never logged, never sent over RPC.
+   */
   env?: Record<string, string>;
   policy?: Partial<SupervisorPolicy>;
 }
@@ -46,8 +50,9 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
   const sessions = new HostSessions("claude", (sessionId, report) =>
     queue.push({ sessionId, event: { type: "session.state", state: "error", message: `claude host lost: ${report}` } }),
   );
+  // Set at spawn and read by the host from its own environment, never sent in a call: a frame
+  // ring's dump of the init call would otherwise put the key in the log.
   const claudeEnv: Record<string, string> = {
-    ...(process.env as Record<string, string>),
     ...QUIET,
     ...(options.home ? { HOME: options.home } : {}),
     ...(options.configDir ? { CLAUDE_CONFIG_DIR: options.configDir } : {}),
@@ -65,15 +70,16 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       if (sessions.find(sessionId)) queue.push({ sessionId, event });
     });
     await ready;
-    await channel.call("init", { env: claudeEnv, ...(options.executable ? { executable: options.executable } : {}) });
+    await channel.call("init", options.executable ? { executable: options.executable } : {});
     return channel;
   };
 
   const spec: HostSpec = {
     target: "claude",
     identity: { executable: options.executable ?? script, config: { home: options.home ?? null, configDir: options.configDir ?? null }, credentials: createHash("sha256").update(JSON.stringify(options.env ?? {})).digest("hex") },
-    // The host reads Claude's session store too (resume checks): it runs in Claude's environment.
-    spawn: { command: process.execPath, args: [...execArgs, script], env: claudeEnv },
+    // The host reads Claude's session store too (resume checks): it runs in Claude's environment,
+    // and Claude inherits the host's. A user's relocated Claude config directory is inherited.
+    spawn: { command: process.execPath, args: [...execArgs, script], env: claudeEnv, inherit: ["CLAUDE_CONFIG_DIR"] },
     connect,
     ...(options.policy ? { policy: options.policy } : {}),
     secrets: Object.values(options.env ?? {}).filter((v) => v.length >= 8),
@@ -119,8 +125,8 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       const { cursor } = await call<{ cursor: string }>(sessionId, "rollback", { cursor: thread.resumeCursor, turns });
       return { handle: { threadRef: cursor, resumeCursor: cursor } };
     },
-    async forkThread({ sessionId, thread }) {
-      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd: process.cwd(), model: null, fork: thread.resumeCursor });
+    async forkThread({ sessionId, thread, cwd }) {
+      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd, model: null, fork: thread.resumeCursor });
       return { threadRef: cursor, resumeCursor: cursor };
     },
     streamEvents: () => queue,

@@ -27,7 +27,11 @@ export interface CodexAdapterOptions {
   codexHome?: string;
   /** HOME for the app-server (tests give a temporary one). */
   home?: string;
-  /** Extra environment (an API key variable...): hashed into the host key, never logged. */
+  /**
+   * Environment for the app-server beyond the host allowlist (src/runtime/hosts/environment.ts):
+   * an API key variable... The embedder's own environment is not passed on, so a key Codex
+   * needs goes here. Hashed into the host key; never logged, never sent over RPC.
+   */
   env?: Record<string, string>;
   approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never";
   /** Host lifecycle (startup timeout, idle TTL, restart budget). */
@@ -117,9 +121,8 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     return channel;
   };
 
-  // The user's environment (locale, TMPDIR, proxies), with the provider home and extra variables on top.
+  // On top of the allowlist (locale, TMPDIR, proxies): the provider home and the embedder's variables.
   const env: Record<string, string> = {
-    ...(process.env as Record<string, string>),
     ...(options.home ? { HOME: options.home } : {}),
     ...(options.codexHome ? { CODEX_HOME: options.codexHome } : {}),
     ...options.env,
@@ -128,7 +131,8 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     target: "codex",
     // Credentials only as a digest: the spec is reachable from the adapter.
     identity: { executable: binary, config: { codexHome: options.codexHome ?? null, home: options.home ?? null }, credentials: digest(JSON.stringify(options.env ?? {})) },
-    spawn: { command: binary, args: ["app-server"], env },
+    // A user's relocated Codex home (where `codex login` put the credentials) is inherited.
+    spawn: { command: binary, args: ["app-server"], env, inherit: ["CODEX_HOME"] },
     connect,
     ...(options.policy ? { policy: options.policy } : {}),
     secrets: Object.values(options.env ?? {}),
@@ -166,7 +170,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     },
     async ensureProviderThread({ sessionId, cwd, resume }) {
       sessions.lease(sessionId);
-      const settings = { cwd, sandbox: SANDBOX[sandboxes.get(sessionId) ?? "workspace-write"], ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}) };
+      const settings = threadSettings(sessionId, cwd);
       let thread: { id: string };
       if (resume) {
         try {
@@ -185,7 +189,8 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     async sendRun({ sessionId, thread, text, context, model }) {
       // Codex takes developer instructions only when a thread starts: a handoff goes in as user context.
       const input = [...(context ? [textInput(`Context from earlier in this conversation (${context.kind}):\n${context.text}`)] : []), textInput(text)];
-      const { turn } = await call<{ turn: { id: string } }>(sessionId, "turn/start", { threadId: thread.resumeCursor, input, ...(model ? { model } : {}) });
+      // Every turn names its thread's cwd: the app-server's own directory is the embedder's.
+      const { turn } = await call<{ turn: { id: string } }>(sessionId, "turn/start", { threadId: thread.resumeCursor, cwd: thread.cwd, input, ...(model ? { model } : {}) });
       return { turnRef: turn.id };
     },
     async steerRun({ sessionId, thread, turnRef, text }) {
@@ -221,8 +226,10 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       if (!first) throw new ProviderError(`codex thread ${thread.resumeCursor} has ${all.length} turns; cannot drop ${turns}`);
       await call(sessionId, "thread/revert", { threadId: thread.resumeCursor, beforeTurnId: first.id });
     },
-    async forkThread({ sessionId, thread, afterTurnRef }) {
-      const { thread: forked } = await call<{ thread: { id: string } }>(sessionId, "thread/fork", { threadId: thread.resumeCursor, excludeTurns: true, ...(afterTurnRef ? { lastTurnId: afterTurnRef } : {}) });
+    async forkThread({ sessionId, thread, cwd, afterTurnRef }) {
+      // The fork's own settings, as for a new thread: its cwd, the session's sandbox and approval policy.
+      const params = { threadId: thread.resumeCursor, excludeTurns: true, ...threadSettings(sessionId, cwd), ...(afterTurnRef ? { lastTurnId: afterTurnRef } : {}) };
+      const { thread: forked } = await call<{ thread: { id: string } }>(sessionId, "thread/fork", params);
       threadSessions.set(forked.id, sessionId);
       return { threadRef: forked.id, resumeCursor: forked.id };
     },
@@ -234,6 +241,11 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     hostSpec: spec,
     hostPid: (sessionId) => sessions.pid(sessionId),
   };
+
+  /** What a thread runs under, wherever it is opened (start, resume, fork). */
+  function threadSettings(sessionId: string, cwd: string) {
+    return { cwd, sandbox: SANDBOX[sandboxes.get(sessionId) ?? "workspace-write"], ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}) };
+  }
 
   type NativeTurn = { id: string; status: string; items: Array<Record<string, unknown>> };
   async function readTurns(sessionId: string, thread: ProviderThreadHandle): Promise<NativeTurn[]> {

@@ -106,12 +106,12 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       }
       push(sessionId, { type: "session.state", state: "stopped", message: "session stopped" });
     },
-    async ensureProviderThread({ sessionId, resume, cwd }) {
+    // Where a thread's files go is not its own: every call's address names its cwd.
+    async ensureProviderThread({ sessionId, resume }) {
       liveSession(sessionId);
-      if (!resume) return handleOf(Object.assign(backend.createThread(), { cwd }));
+      if (!resume) return handleOf(backend.createThread());
       const thread = backend.threads.get(resume.cursor);
       if (!thread) throw new ResumeFailedError(`scripted provider has no thread for cursor ${resume.cursor}`, { cursor: resume.cursor });
-      thread.cwd = cwd;
       return handleOf(thread);
     },
     async sendRun({ sessionId, thread: handle, text, context }) {
@@ -119,7 +119,8 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       const thread = threadOf(handle);
       if (active.has(thread.id)) throw new ProviderError("a turn is already running on this thread", { cursor: thread.id });
       const turnRef = exposesTurnRef ? backend.nextId("sturn") : undefined;
-      const workspace = { cwd: thread.cwd ?? null, sandbox: session.sandbox };
+      // Files are written where the runtime says the thread lives, as with a real provider's tools.
+      const workspace = { cwd: handle.cwd, sandbox: session.sandbox };
       const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs, workspace);
       active.set(thread.id, { sessionId, turn });
       const turnIndex = thread.turns.length;
@@ -171,7 +172,8 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       const source = threadOf(handle);
       const cut = afterTurnRef === null ? source.turns.length : source.turns.findIndex((t) => t.turnRef === afterTurnRef) + 1;
       if (cut === 0) throw new ProviderError(`no turn ${afterTurnRef} to fork after`);
-      return handleOf(Object.assign(backend.createThread(source.turns.slice(0, cut).map((t) => ({ ...t }))), { cwd: source.cwd }));
+      // The fork's files go where its sendRun's address says, like every turn's.
+      return handleOf(backend.createThread(source.turns.slice(0, cut).map((t) => ({ ...t }))));
     };
   }
   return adapter;

@@ -18,8 +18,6 @@ export interface BackendTurn {
 export interface BackendThread {
   /** Globally unique native id; the resume cursor. */
   id: string;
-  /** The working directory the thread was created or resumed in. */
-  cwd?: string;
   turns: BackendTurn[];
 }
 

@@ -12,8 +12,8 @@ import { ResumeFailedError, ProviderError } from "../../../domain/errors.js";
 import { ClaudeThreadMapper, cutAfter, lastPrompt, permissionPayload } from "../mapper.js";
 import { userInbox } from "./inbox.js";
 
+/** Claude's environment is this process's own (set when the runtime spawned it), never a call's. */
 interface Init {
-  env: Record<string, string>;
   executable?: string;
 }
 
@@ -68,7 +68,6 @@ function open(params: OpenParams): Thread {
     prompt: inbox.input,
     options: {
       cwd: params.cwd,
-      env: init.env,
       includePartialMessages: true,
       forwardSubagentText: true,
       permissionMode: "default",
@@ -173,9 +172,9 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       const p = params as { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: string };
       if (p.resume && !p.fork && threads.has(p.resume)) return { cursor: p.resume };
       if (p.resume && !(await getSessionInfo(p.resume, { dir: p.cwd }))) throw new ResumeFailedError(`claude has no session ${p.resume}`, { cursor: p.resume });
-      // A fork lives where its parent does (the SDK stores sessions per working directory).
-      const cwd = p.fork ? (threads.get(p.fork)?.cwd ?? p.cwd) : p.cwd;
-      return { cursor: open({ ...p, cwd }).cursor };
+      // Always the cwd the runtime names, a fork's too: after a restart this host may never have
+      // seen the parent. (The runtime forks within one directory, where the SDK keeps the parent's session.)
+      return { cursor: open(p).cursor };
     }
     case "send": {
       const t = await live(String(params.cursor));
