@@ -14,6 +14,13 @@ export const canSteerByInterruptRestart = (c: Caps): boolean =>
 
 export const canInterrupt = (c: Caps): boolean => c.turns.supportsInterrupt;
 
+/**
+ * A provider that announces its turns cannot take an interrupt before it has announced the
+ * turn (Codex answers "no active turn" between its turn/start reply and turn/started): the
+ * runtime holds the interrupt until then. Without that event, the accepted turn is enough.
+ */
+export const interruptWaitsForTurnStart = (c: Caps): boolean => c.turns.emitsTurnStarted;
+
 /** The provider queues follow-ups itself; otherwise the runtime holds the queue. */
 export const canQueueNatively = (c: Caps): boolean => c.turns.supportsQueuedMessages;
 

@@ -151,6 +151,8 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     via: z.enum(["native", "session_stop", "not_started"]),
   }),
   z.strictObject({ type: z.literal("interrupt.acknowledged"), ...inRun, attemptId: id }),
+  /** An acknowledged interrupt the provider never took, after bounded retries while its turn was live: the run goes on and can be interrupted again. */
+  z.strictObject({ type: z.literal("interrupt.failed"), ...inRun, attemptId: id, reason: z.string(), attempts: z.number().int().positive() }),
   z.strictObject({
     type: z.literal("steer.applied"),
     ...inRun,

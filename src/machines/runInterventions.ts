@@ -32,12 +32,12 @@ export const runInterventions = runBase.extend({
       const type = context.interruptVia === "native" ? "interruptTurn" : "stopSession";
       enqueue.emit(effect({ type, threadId, runId, attemptId: context.activeAttemptId! }));
     }),
-    /** The provider refused or failed the interrupt: say so, and let the caller try again. */
+    /** The provider never took the interrupt (retried while its turn was live): say so, typed, and let the caller try again. */
     recordInterruptFailure: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "INTERRUPT_FAILED") return;
       enqueue.assign({ interrupt: "none" });
-      const message = `interrupt was not delivered: ${event.message}`;
-      enqueue.emit(record({ type: "warning", threadId: context.threadId, runId: context.runId, message }));
+      const { threadId, runId } = context;
+      enqueue.emit(record({ type: "interrupt.failed", threadId, runId, attemptId: event.attemptId, reason: event.message, attempts: event.attempts }));
     }),
     refuseInterrupt: enqueueActions(({ context, enqueue }) => {
       const detail = "provider cannot interrupt a turn and stopping its session is not allowed";
@@ -104,8 +104,10 @@ export const runInterventions = runBase.extend({
     revertRestart: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "INTERRUPT_FAILED") return;
       enqueue.assign({ activeAttemptId: context.supersededAttemptId, supersededAttemptId: null, pendingSteer: null, interrupt: "none" });
+      const { threadId, runId } = context;
+      enqueue.emit(record({ type: "interrupt.failed", threadId, runId, attemptId: event.attemptId, reason: event.message, attempts: event.attempts }));
       const message = `steer was not delivered: the active attempt could not be interrupted (${event.message})`;
-      enqueue.emit(record({ type: "warning", threadId: context.threadId, runId: context.runId, message }));
+      enqueue.emit(record({ type: "warning", threadId, runId, message }));
     }),
     /** Interrupt during an interrupt-restart: drop the steer; the old attempt's terminal ends the run. */
     interruptPendingRestart: enqueueActions(({ context, enqueue }) => {

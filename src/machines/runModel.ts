@@ -60,7 +60,7 @@ export type RunEvent =
   | { type: "TURN_TERMINAL"; attemptId: string; nodeId: string; status: TerminalStatus; failure: Failure | null }
   | { type: "INTERRUPT" }
   | { type: "INTERRUPT_ACKED"; attemptId: string }
-  | { type: "INTERRUPT_FAILED"; attemptId: string; message: string }
+  | { type: "INTERRUPT_FAILED"; attemptId: string; message: string; attempts: number }
   | { type: "STEER"; text: string; messageId: string }
   | { type: "STEER_DELIVERED"; attemptId: string; text: string; messageId: string; sentAfterSeq: number }
   | { type: "STEER_FAILED"; attemptId: string; message: string }

@@ -79,6 +79,7 @@ export class Dispatcher implements TargetHost {
   /** From now on asynchronous completions are ignored (the runtime is closing). */
   close(): void {
     this.#closed = true;
+    this.effects.turns.close();
     for (const waiters of this.#runWaiters.values()) waiters.forEach((w) => w.resolve());
   }
 

@@ -1,7 +1,7 @@
-import { ProviderEventSchema, type ProviderThreadHandle } from "../adapters/contract.js";
+import { ProviderEventSchema, type ProviderThreadAddress } from "../adapters/contract.js";
 import { isTillerError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
-import { closesMessagesAtRootTerminal } from "../capabilities/predicates.js";
+import { closesMessagesAtRootTerminal, interruptWaitsForTurnStart } from "../capabilities/predicates.js";
 import { policyEvent, type Effect, type MachineEmitted } from "../machines/emitted.js";
 import { ownsRun, type RunContext, type RunEvent } from "../machines/run.js";
 import { Actors } from "./actors.js";
@@ -9,8 +9,14 @@ import type { Routed } from "./normalizer.js";
 import type { Dispatcher } from "./dispatch.js";
 import { performRollback } from "./rollback.js";
 import type { Target } from "./targets.js";
+import { TurnStarts } from "./turnStarts.js";
 
 type Settle = Extract<MachineEmitted, { type: "settle" }>;
+
+/** How long an interrupt is held for the provider to announce its turn before it is sent anyway. */
+const TURN_START_HOLD_MS = 30_000;
+/** Pauses between retries of an interrupt the provider refused while its turn was live (6 tries in all). */
+const INTERRUPT_RETRY_PAUSES_MS = [25, 50, 100, 200, 400];
 
 /**
  * Performs what machines ask for. Effects between actors run synchronously, in order,
@@ -20,6 +26,8 @@ type Settle = Extract<MachineEmitted, { type: "settle" }>;
 export class Effects {
   #queue: Effect[] = [];
   #inflight = new Set<Promise<unknown>>();
+  /** Which attempts' turns the provider has announced (interrupts wait on it). */
+  readonly turns = new TurnStarts();
 
   constructor(private readonly rt: Dispatcher) {}
 
@@ -84,7 +92,7 @@ export class Effects {
     const { threadId, runId, attemptId, text } = effect;
     const target = this.#targetOfRun(runId);
     const thread = rt.views.threads.get(threadId)!;
-    let sent: { sessionId: string; thread: ProviderThreadHandle } | null = null;
+    let sent: { sessionId: string; thread: ProviderThreadAddress } | null = null;
     try {
       // The pre-run baseline is taken before the provider can touch a file.
       if (rt.views.runs.get(runId)?.attempts.length === 1) await rt.checkpoints.baseline(runId, target.capabilities());
@@ -161,14 +169,36 @@ export class Effects {
     });
   }
 
-  /** Native interrupt, or the destructive session stop. Either is an acknowledgement, never the terminal. */
+  /**
+   * Native interrupt, or the destructive session stop. Either is an acknowledgement, never the
+   * terminal. An interrupt the runtime acknowledged is delivered: held until the provider can
+   * take it (its turn-started event, where the record says it sends one), retried (bounded)
+   * while the turn is live, and only then reported as failed, typed, with the tries it took.
+   */
   async #interruptTurn(effect: Extract<Effect, { type: "interruptTurn" | "stopSession" }>): Promise<void> {
     const { runId, attemptId } = effect;
-    this.#targetOfRun(runId).normalizer.noteInterruptSent(attemptId);
-    const result = await this.#provider(runId, attemptId, (t, a) =>
-      effect.type === "interruptTurn" ? t.adapter.interrupt(a) : t.adapter.stopSession({ sessionId: a.sessionId }),
-    );
-    const event = result === true ? { type: "INTERRUPT_ACKED" as const, attemptId } : { type: "INTERRUPT_FAILED" as const, attemptId, message: result };
+    const target = this.#targetOfRun(runId);
+    target.normalizer.noteInterruptSent(attemptId);
+    const binding = target.normalizer.binding(attemptId);
+    const caps = (binding && target.session(binding.sessionId)?.capabilities) ?? target.capabilities();
+    if (effect.type === "interruptTurn" && interruptWaitsForTurnStart(caps)) {
+      if ((await this.turns.untilStarted(attemptId, TURN_START_HOLD_MS)) === "ended") return; // its terminal came first
+    }
+    const live = () => !this.rt.closed && target.normalizer.binding(attemptId)?.closed === false;
+    let tries = 0;
+    let result: true | string;
+    for (;;) {
+      tries += 1;
+      result = await this.#provider(runId, attemptId, (t, a) =>
+        effect.type === "interruptTurn" ? t.adapter.interrupt(a) : t.adapter.stopSession({ sessionId: a.sessionId }),
+      );
+      const pause = INTERRUPT_RETRY_PAUSES_MS[tries - 1];
+      if (result === true || pause === undefined || !live()) break;
+      if ((await this.turns.pause(attemptId, pause)) === "ended") break;
+    }
+    // Not delivered, but the turn ended anyway: its terminal is the answer, there is nothing to report.
+    if (result !== true && !live()) return;
+    const event = result === true ? { type: "INTERRUPT_ACKED" as const, attemptId } : { type: "INTERRUPT_FAILED" as const, attemptId, message: result, attempts: tries };
     this.rt.act(() => this.rt.actors.runs.get(runId)?.send(event));
   }
 
@@ -199,7 +229,7 @@ export class Effects {
   async #provider(
     runId: string,
     attemptId: string,
-    call: (target: Target, address: { sessionId: string; thread: { threadRef: string | null; resumeCursor: string }; turnRef: string | null }) => Promise<unknown>,
+    call: (target: Target, address: { sessionId: string; thread: ProviderThreadAddress; turnRef: string | null }) => Promise<unknown>,
   ): Promise<true | string> {
     const target = this.#targetOfRun(runId);
     const binding = target.normalizer.binding(attemptId);
@@ -267,6 +297,7 @@ export class Effects {
           this.#sessionLost(target, sessionId, r.state, r.message);
           break;
         case "run": {
+          if ("attemptId" in r.event && typeof r.event.attemptId === "string") this.turns.sawEvent(r.event.attemptId);
           const actor = rt.actors.runs.get(r.runId);
           // Streamed deltas are the bulk of all traffic: the run's own fencing predicate decides
           // them here, without a machine step (they change no run state). Everything else,
@@ -310,6 +341,7 @@ export class Effects {
   /** Completion barrier: close the attempt's open nodes, then cancel its pending requests. */
   settleAttempt(settle: Settle): void {
     const { rt } = this;
+    this.turns.ended(settle.attemptId);
     const target = this.#targetOfRun(settle.runId);
     const open = target.normalizer.takeOpenNodes(settle.attemptId);
     const binding = target.normalizer.binding(settle.attemptId);
@@ -347,7 +379,10 @@ export class Effects {
   /** A run ended: drop its attempts' correlation state. */
   releaseRun(context: RunContext): void {
     const target = this.#targetOfRun(context.runId);
-    for (const attempt of context.attempts) target.normalizer.release(attempt.attemptId);
+    for (const attempt of context.attempts) {
+      target.normalizer.release(attempt.attemptId);
+      this.turns.forget(attempt.attemptId);
+    }
   }
 }
 

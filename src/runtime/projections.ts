@@ -159,6 +159,12 @@ export class Projections {
         const kind = ITEM_KIND[event.kind];
         if (!run || !kind) return;
         const detail = event.detail ? (event.detail as Record<string, unknown>) : undefined;
+        const known = this.#items.get(event.nodeId);
+        if (known) {
+          // The same node announced again (its start came after its first delta): one item, updated in place.
+          if (run.items.includes(known)) Object.assign(known, { parentId: event.parentNodeId }, detail ? { detail: { ...known.detail, ...detail } } : {});
+          return;
+        }
         this.#addItem(run, { id: event.nodeId, kind, status: "streaming", attemptId: event.attemptId, parentId: event.parentNodeId, seq, ...(detail ? { detail } : {}) });
         return;
       }
@@ -214,6 +220,9 @@ export class Projections {
       }
       case "interrupt.requested":
         if (run) this.#addItem(run, { id: `int_${seq}`, kind: "interrupt_request", status: "complete", attemptId: event.attemptId, parentId: null, seq, detail: { via: event.via } });
+        return;
+      case "interrupt.failed":
+        if (run) this.#addItem(run, { id: `int_${seq}`, kind: "interrupt_result", status: "complete", attemptId: event.attemptId, parentId: null, seq, detail: { delivered: false, reason: event.reason, attempts: event.attempts } });
         return;
       case "steer.applied": {
         if (!run) return;

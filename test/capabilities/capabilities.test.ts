@@ -392,6 +392,7 @@ describe("capability predicates", () => {
     "canSteerNatively",
     "canSteerByInterruptRestart",
     "canInterrupt",
+    "interruptWaitsForTurnStart",
     "canQueueNatively",
     "canForkNatively",
     "canRollbackProvider",
@@ -488,6 +489,10 @@ describe("capability predicates", () => {
       label: `multi=${multi} exposes=${exposes} ids=${ids} terminals=${terminals}`,
     }));
     check(predicates.sharesSessionAcrossThreads, rows);
+  });
+
+  it("interruptWaitsForTurnStart is turns.emitsTurnStarted", () => {
+    check(predicates.interruptWaitsForTurnStart, single("turns", "emitsTurnStarted"));
   });
 
   it("reportsTurnTerminals is turns.emitsTurnCompleted", () => {

@@ -120,18 +120,21 @@ export const said = (items: Array<{ kind: string; text?: string | null }>): stri
     .map((i) => i.text ?? "")
     .join("");
 
-/** An adapter whose first `interrupt` fails (a transient host error), later ones go through. */
-export function interruptFailsOnce(adapter: ProviderAdapter, message = "transient"): { adapter: ProviderAdapter; calls: () => number } {
+/** An adapter whose first `times` interrupts fail (a host error at the process boundary), later ones go through. */
+export function interruptFails(adapter: ProviderAdapter, times: number, message = "transient"): { adapter: ProviderAdapter; calls: () => number } {
   let calls = 0;
   const wrapped = override(adapter, {
     interrupt: async (input) => {
       calls += 1;
-      if (calls === 1) throw new Error(message);
+      if (calls <= times) throw new Error(message);
       return adapter.interrupt(input);
     },
   });
   return { adapter: wrapped, calls: () => calls };
 }
+
+/** An adapter whose first `interrupt` fails (a transient host error), later ones go through. */
+export const interruptFailsOnce = (adapter: ProviderAdapter, message = "transient") => interruptFails(adapter, 1, message);
 
 /** Polls until `condition` holds (tests wait on state, never assert on time); fails with `what` after `limitMs`. */
 export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRuntime, createScriptedAdapter, fullCapabilities, keyedScript, TillerError } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderCapabilities, ScriptStep } from "../../src/index.js";
-import { deferred, gateEvents, holdSessionStart, interruptFailsOnce, said, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
+import { deferred, gateEvents, holdSessionStart, interruptFails, interruptFailsOnce, said, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
 
 /**
  * Regression tests for defects found in review (repros a1..a19). Each test drives the
@@ -221,7 +221,7 @@ describe("a3: a request opened while the run is still starting", () => {
 });
 
 describe("a4/a5/a6/a7: interrupts", () => {
-  it("a4: an interrupt the provider failed to take is reported, and can be sent again", async () => {
+  it("a4: an interrupt the provider failed to take once is retried while the turn is live, and delivered", async () => {
     const base = createScriptedAdapter({ script: () => hang });
     const { adapter, calls } = interruptFailsOnce(base, "ECONNRESET (transient)");
     const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
@@ -230,15 +230,36 @@ describe("a4/a5/a6/a7: interrupts", () => {
       const { runId } = await rt.sendMessage({ threadId, text: "go" });
       await nextEvent(rt, "node.delta", (e) => e.runId === runId);
       expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
-      const warning = await nextEvent(rt, "warning", (e) => e.runId === runId);
-      expect(warning.event.message).toMatch(/^interrupt was not delivered: ECONNRESET/);
+      const run = await rt.waitForRun(runId);
+      expect(run.status).toBe("interrupted");
+      expect(calls()).toBe(2);
+      expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["native"]);
+      expect(ofType(events, "interrupt.failed")).toEqual([]);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("a4b: an interrupt the provider never takes is reported as interrupt.failed (reason, tries), and stays available", async () => {
+    const base = createScriptedAdapter({ script: () => hang });
+    const { adapter, calls } = interruptFails(base, 6, "ECONNRESET (down)");
+    const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s" });
+      const { runId } = await rt.sendMessage({ threadId, text: "go" });
+      await nextEvent(rt, "node.delta", (e) => e.runId === runId);
+      expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
+      const failed = await nextEvent(rt, "interrupt.failed", (e) => e.runId === runId);
+      expect(failed.event).toMatchObject({ reason: "ECONNRESET (down)", attempts: 6 });
+      expect(calls()).toBe(6);
       expect((await rt.readThread(threadId)).runs[0]!.status).toBe("running");
+      expect(rt.affordances(threadId).interrupt).toMatchObject({ state: "available", runId });
       expect(ofType(events, "interrupt.acknowledged")).toEqual([]);
 
       expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
       const run = await rt.waitForRun(runId);
       expect(run.status).toBe("interrupted");
-      expect(calls()).toBe(2);
+      expect(calls()).toBe(7);
       expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["native", "native"]);
     } finally {
       await cleanup();
@@ -307,7 +328,7 @@ describe("a4/a5/a6/a7: interrupts", () => {
 
   it("a7: an interrupt-restart steer whose interrupt fails leaves attempt 1 running; a later interrupt works", async () => {
     const base = createScriptedAdapter({ capabilities: { turns: { supportsActiveSteering: false } }, script: () => hang });
-    const { adapter, calls } = interruptFailsOnce(base, "transient");
+    const { adapter, calls } = interruptFails(base, 6, "transient");
     const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
@@ -327,7 +348,8 @@ describe("a4/a5/a6/a7: interrupts", () => {
       expect(ofType(events, "attempt.started").map((e) => e.ordinal)).toEqual([1]);
       // The steer never applied: no steer message in the transcript.
       expect(ofType(events, "steer.applied")).toEqual([]);
-      expect(calls()).toBe(2);
+      expect(ofType(events, "interrupt.failed").map((e) => e.attempts)).toEqual([6]);
+      expect(calls()).toBe(7);
     } finally {
       await cleanup();
     }

@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { codexWorld, type CodexWorld } from "../codex/harness.js";
+import { ofType } from "../helpers/runtime.js";
+import { tallyChaos } from "./tally.js";
+
+/**
+ * The real Codex binary answers `turn/interrupt` with "no active turn to interrupt" between its
+ * `turn/start` reply and its `turn/started` notification. An interrupt (or a restart) sent at
+ * once after a send, on a warm host, must still be delivered: 20 of each in a row, none lost.
+ * A lost one leaves its run streaming forever, so each wait is bounded and a timeout counts as lost.
+ */
+const ROUNDS = 20;
+const LOST_AFTER_MS = 20_000;
+
+/** The text of the last user message the model was sent (Responses API input). */
+function lastUserText(body: unknown): string {
+  const input = (body as { input?: Array<{ role?: string; content?: unknown }> } | null)?.input ?? [];
+  const users = input.filter((item) => item.role === "user");
+  return JSON.stringify(users.at(-1)?.content ?? "");
+}
+
+let world: CodexWorld | undefined;
+afterEach(async () => {
+  await world?.cleanup();
+  world = undefined;
+});
+
+describe("chaos: early interrupts on the real Codex binary", () => {
+  it(`delivers ${ROUNDS} interrupts and ${ROUNDS} restarts sent right after a send on one warm host`, async () => {
+    world = await codexWorld();
+    const { rt, sim } = world;
+    // Every turn hangs mid-stream (until interrupted) unless its prompt says [fast].
+    for (let i = 0; i < 4 * ROUNDS + 10; i++) sim.push((req) => (lastUserText(req.body).includes("[fast]") ? { text: "done" } : { hang: true, text: "working on it" }));
+    const { threadId } = await rt.createThread({ providerTarget: "codex", cwd: world.workspace });
+    // Warm the host: one turn that completes.
+    expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "[fast] warm up" })).runId)).status).toBe("completed");
+
+    const lost: string[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      const { runId } = await rt.sendMessage({ threadId, text: `task ${i}` });
+      expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
+      const run = await rt.waitForRun(runId, { timeoutMs: LOST_AFTER_MS }).catch(() => null);
+      if (run?.status !== "interrupted") lost.push(`interrupt ${i}: ${run?.status ?? "still running"}`);
+    }
+    for (let i = 0; i < ROUNDS; i++) {
+      const old = await rt.sendMessage({ threadId, text: `long ${i}` });
+      const next = await rt.sendMessage({ threadId, text: `[fast] instead ${i}`, mode: "restart" });
+      expect(next.disposition).toBe("restarting");
+      const [a, b] = await Promise.all([old, next].map((r) => rt.waitForRun(r.runId, { timeoutMs: LOST_AFTER_MS }).catch(() => null)));
+      if (a?.status !== "interrupted") lost.push(`restart ${i} (old run): ${a?.status ?? "still running"}`);
+      if (b?.status !== "completed") lost.push(`restart ${i} (new run): ${b?.status ?? "never ran"}`);
+    }
+    const log: Parameters<typeof ofType>[0] = [];
+    const stop = rt.subscribe({ afterSeq: 0 }, (r) => log.push(r));
+    await rt.readThread(threadId);
+    await new Promise<void>((done) => {
+      const check = () => (log.length >= rt.views.head ? done() : setImmediate(check));
+      check();
+    });
+    stop();
+    expect(lost).toEqual([]);
+    expect(ofType(log, "interrupt.failed")).toEqual([]);
+    tallyChaos("codex early interrupts", { properties: 2, runs: 2 * ROUNDS });
+  }, 180_000);
+});
