@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { createInterface } from "node:readline";
 import type { CapabilityOverrides, ProviderCapabilities } from "../../capabilities/index.js";
 import { HostUnavailableError } from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
-import { StdioChannel, WebSocketChannel, type ReconnectPolicy, type RpcChannel } from "../../runtime/hosts/channel.js";
+import { frameTooLarge, readDiagnostics, resolveLimits, StdioChannel, WebSocketChannel, type ChannelLimits, type ReconnectPolicy, type RpcChannel } from "../../runtime/hosts/channel.js";
+import { readLines } from "../../runtime/hosts/lines.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import { nodeHostScript } from "../../runtime/hosts/script.js";
 import type { HostLease, HostSpec } from "../../runtime/hosts/registry.js";
@@ -31,6 +31,8 @@ export interface ScriptedHostOptions {
   /** Host lifecycle: startup timeout, idle TTL, restart budget and backoff. */
   policy?: Partial<SupervisorPolicy>;
   reconnect?: ReconnectPolicy;
+  /** Caps on what the host may send (default 16 MiB a frame, 1 MiB a stderr line): a host over one is lost. */
+  limits?: ChannelLimits;
   stopGraceMs?: number;
   /** Liveness probe of the host (see HostSpec.heartbeat). */
   heartbeat?: { intervalMs?: number; timeoutMs?: number };
@@ -42,8 +44,8 @@ export interface ScriptedHostOptions {
 export type ScriptedHostAdapter = ProviderAdapter & {
   /** Opens a `gate` step in every live host. */
   openGate(name: string): Promise<void>;
-  /** Calls a host test hook (`debug.dropConnections`, `debug.stopListening`) through a live session's host. */
-  debug(method: string): Promise<void>;
+  /** Calls a host test hook (`debug.dropConnections`, `debug.stopListening`, `debug.flood`, `debug.emitRaw`) through a live session's host. */
+  debug(method: string, params?: Record<string, unknown>): Promise<void>;
   /** Pid of the host a session runs in. */
   hostPid(sessionId: string): number | null;
   /** How its host is started and reached (what it leases from the registry). */
@@ -59,6 +61,7 @@ interface Conn {
 export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): ScriptedHostAdapter {
   const caps = resolveCapabilities(options.capabilities);
   const transport = options.transport ?? "stdio";
+  const limits = resolveLimits(options.limits);
   const queue = new EventQueue<ProviderAdapterEvent>();
   const sessions = new HostSessions("scripted host", (sessionId, report) =>
     queue.push({ sessionId, event: { type: "session.state", state: "error", message: `provider host lost: ${report}` } }),
@@ -78,10 +81,12 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
   const listen = (channel: RpcChannel): Conn => {
     const conn: Conn = { lastSeq: 0, leases: new Set() };
     conns.set(channel, conn);
+    channel.expectNotifications(["host.ready", "event"]);
     channel.onNotification((method, params) => {
       if (method !== "event") return;
       const parsed = EventParamsSchema.safeParse(params);
-      if (!parsed.success || parsed.data.seq <= conn.lastSeq) return; // a replayed event already seen
+      if (!parsed.success) return channel.ring.note("invalid_params", `event: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+      if (parsed.data.seq <= conn.lastSeq) return; // a replayed event already seen
       conn.lastSeq = parsed.data.seq;
       queue.push({ sessionId: parsed.data.sessionId, event: parsed.data.event as ProviderEvent });
     });
@@ -90,28 +95,40 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
 
   const connect = async (host: SpawnedHost, ring: FrameRing): Promise<RpcChannel> => {
     if (transport === "stdio") {
-      const channel = new StdioChannel(host.child, ring);
-      const ready = new Promise<void>((resolve) => channel.onNotification((method) => method === "host.ready" && resolve()));
+      const channel = new StdioChannel(host.child, ring, options.limits);
+      const ready = channel.nextNotification("host.ready"); // rejects if the host is cut off first
       listen(channel);
       await ready;
       await channel.call("init", init);
       return channel;
     }
+    // A WebSocket host's stdout carries one short line (its port), then diagnostics: both
+    // streams are capped as diagnostics. Until the channel exists, a host over a cap fails
+    // the connect; then it fails the channel.
+    let broken: (error: Error) => void = () => undefined;
     const port = await new Promise<number>((resolve, reject) => {
-      const lines = createInterface({ input: host.child.stdout! });
-      lines.on("line", (line) => {
-        ring.push("out", line);
-        try {
-          const port = (JSON.parse(line) as { listening?: { port?: number } } | null)?.listening?.port;
-          if (port) resolve(port);
-        } catch {
-          // not the listening line: kept in the ring, nothing else
-        }
+      broken = reject;
+      readLines(host.child.stdout!, {
+        maxLineBytes: limits.stderrLineBytes,
+        onLine: (line) => {
+          ring.push("in", line);
+          try {
+            const port = (JSON.parse(line) as { listening?: { port?: number } } | null)?.listening?.port;
+            if (port) resolve(port);
+          } catch {
+            // not the listening line: kept in the ring, nothing else
+          }
+        },
+        onOverflow: (overflow) => {
+          ring.note("frame_too_large", `stdout: no newline within ${overflow.limitBytes} bytes; it began: ${overflow.head}`);
+          broken(frameTooLarge("stdout", overflow.limitBytes));
+        },
       });
+      readDiagnostics(host.child.stderr!, ring, "stderr", limits.stderrLineBytes, (error) => broken(error));
       host.child.once("exit", () => reject(new HostUnavailableError("host exited before listening")));
     });
-    createInterface({ input: host.child.stderr! }).on("line", (line) => ring.push("stderr", line));
-    const channel = new WebSocketChannel(`ws://127.0.0.1:${port}/?token=${token}`, ring, options.reconnect ?? { attempts: 3, backoffMs: [50, 200, 500] });
+    const channel = new WebSocketChannel(`ws://127.0.0.1:${port}/?token=${token}`, ring, options.reconnect ?? { attempts: 3, backoffMs: [50, 200, 500] }, options.limits);
+    broken = (error) => channel.fail(error);
     const conn = listen(channel);
     // After a reconnect: replay what was missed, fail sessions the host no longer has, then reopen calls.
     channel.onReconnected = async () => {
@@ -188,10 +205,10 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
       const channels = new Set(sessions.entries().map(([, l]) => l.channel));
       await Promise.all([...channels].map((c) => c.call("openGate", { name })));
     },
-    async debug(method) {
+    async debug(method, params = {}) {
       const [lease] = sessions.entries().map(([, l]) => l);
       if (!lease) throw new HostUnavailableError("no live host");
-      await lease.channel.call(method, {});
+      await lease.channel.call(method, params);
     },
     hostPid: (sessionId) => sessions.pid(sessionId),
     hostSpec: spec,

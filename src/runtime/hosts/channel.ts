@@ -1,14 +1,60 @@
 import type { ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
 import WebSocket from "ws";
 import { HostUnavailableError } from "../../domain/errors.js";
-import { parseMessage, request, toError, type RpcMessage } from "./jsonRpc.js";
+import { parseFrame, request, toError, type RpcMessage } from "./jsonRpc.js";
+import { checkLineLimit, HOST_LINE_LIMITS, readLines, type LineOverflow, type LineReader } from "./lines.js";
 import type { FrameRing } from "./ring.js";
+
+/**
+ * How much a host may send at once. A host over a cap is broken: its channel fails (its
+ * sessions are lost, their runs fail) and the rest of that stream is read into the void, so
+ * no host can make the embedding process build an unbounded string.
+ */
+export interface ChannelLimits {
+  /** Longest frame (a stdout line, a WebSocket message); default 16 MiB. */
+  maxFrameBytes?: number;
+  /** Longest diagnostic line (stderr); default 1 MiB. */
+  maxStderrLineBytes?: number;
+}
+
+export function resolveLimits(limits: ChannelLimits = {}): { frameBytes: number; stderrLineBytes: number } {
+  return {
+    frameBytes: checkLineLimit("maxFrameBytes", limits.maxFrameBytes ?? HOST_LINE_LIMITS.frameBytes),
+    stderrLineBytes: checkLineLimit("maxStderrLineBytes", limits.maxStderrLineBytes ?? HOST_LINE_LIMITS.stderrLineBytes),
+  };
+}
+
+const mib = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`);
+
+/** Why a host is cut off when it sends more than a cap allows (typed `host_unavailable`, reason `frame_too_large`). */
+export function frameTooLarge(stream: "stdout" | "stderr" | "websocket", limitBytes: number): HostUnavailableError {
+  const what = stream === "websocket" ? "a WebSocket message" : `a ${stream} line`;
+  return new HostUnavailableError(`the host sent ${what} over ${mib(limitBytes)} (its size limit) and is cut off as broken`, { reason: "frame_too_large", stream, limitBytes });
+}
+
+/**
+ * A host's diagnostic output (stderr; a WebSocket host's stdout) into the ring, line by line,
+ * bounded: an over-long line is sampled and `onTooLong` hears why the host is broken.
+ */
+export function readDiagnostics(stream: Readable, ring: FrameRing, kind: "stdout" | "stderr", maxLineBytes: number, onTooLong: (error: HostUnavailableError) => void): LineReader {
+  return readLines(stream, {
+    maxLineBytes,
+    onLine: (line) => ring.push(kind === "stderr" ? "stderr" : "in", line),
+    onOverflow: (overflow) => {
+      ring.note("frame_too_large", `${kind}: no newline within ${overflow.limitBytes} bytes; it began: ${overflow.head}`);
+      onTooLong(frameTooLarge(kind, overflow.limitBytes));
+    },
+  });
+}
 
 /**
  * A JSON-RPC connection to a host: calls with replies, notifications, and a gate that holds
  * calls while the connection is being re-established (nothing mutable is offered until the
- * adapter has re-read the host's state and opened the gate again).
+ * adapter has re-read the host's state and opened the gate again). What the host sends that
+ * nobody can use (not JSON, not JSON-RPC, an unexpected notification, a reply nobody waits
+ * for, a request with no handler, a message a listener threw on) is counted and sampled in
+ * the ring (`ring.counts`); nothing a host sends can throw out of the channel.
  */
 export abstract class RpcChannel {
   #nextId = 1;
@@ -19,6 +65,8 @@ export abstract class RpcChannel {
   #openGate: (() => void) | null = null;
   #failed: Error | null = null;
   #onFailed: Array<(error: Error) => void> = [];
+  /** Notification methods the adapter takes; null: any (nothing counts as unknown). */
+  #expected: Set<string> | null = null;
 
   /** Sees every raw frame, unredacted (the recorder of replay fixtures); never set in production paths. */
   tap: ((direction: "in" | "out", line: string) => void) | null = null;
@@ -35,8 +83,34 @@ export abstract class RpcChannel {
     return this.#failed !== null;
   }
 
+  /** Called once when the channel fails for good (at once, if it already has). */
   onFailed(listener: (error: Error) => void): void {
-    this.#onFailed.push(listener);
+    const failed = this.#failed;
+    if (failed) queueMicrotask(() => listener(failed));
+    else this.#onFailed.push(listener);
+  }
+
+  /** Declares the notifications this host may send: any other is counted as `unknown_notification` (and still delivered). */
+  expectNotifications(methods: readonly string[]): void {
+    this.#expected ??= new Set();
+    for (const method of methods) this.#expected.add(method);
+  }
+
+  /** The params of the next `method` notification; rejects if the channel fails first. */
+  nextNotification(method: string): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      this.onNotification((m, params) => {
+        if (settled || m !== method) return;
+        settled = true;
+        resolve(params);
+      });
+      this.onFailed((error) => {
+        if (settled) return;
+        settled = true;
+        reject(error);
+      });
+    });
   }
 
   protected abstract write(line: string): void;
@@ -97,25 +171,60 @@ export abstract class RpcChannel {
     }
   }
 
+  /** One frame from the host. Never throws: it runs inside stream and socket callbacks. */
   protected receive(line: string): void {
     this.ring.push("in", line);
     this.tap?.("in", line);
-    const message = parseMessage(line);
-    if (!message) return;
-    this.#dispatch(message);
+    if (line.trim() === "") return; // a blank line separates frames; it is none
+    const frame = parseFrame(line);
+    if (frame.kind !== "message") return this.ring.note(frame.kind, line);
+    this.#dispatch(frame.message);
   }
 
   #dispatch(message: RpcMessage): void {
     if ("method" in message) {
-      if ("id" in message && message.id !== undefined) return this.#requestHandler?.(message.method, message.params, message.id);
-      for (const listener of this.#listeners) listener(message.method, message.params);
+      if ("id" in message && message.id !== undefined) return this.#request(message.method, message.params, message.id);
+      if (this.#expected && !this.#expected.has(message.method)) this.ring.note("unknown_notification", `${message.method} ${sampleOf(message.params)}`);
+      for (const listener of this.#listeners) {
+        try {
+          listener(message.method, message.params);
+        } catch (error) {
+          this.ring.note("listener_error", `${message.method}: ${describe(error)}`);
+        }
+      }
       return;
     }
     const pending = message.id === null ? undefined : this.#pending.get(message.id);
-    if (!pending) return;
+    if (!pending) {
+      const what = "error" in message ? `error ${message.error.code} ${message.error.message}` : "result";
+      return this.ring.note("unknown_reply", `id ${String(message.id)}: ${what}`);
+    }
     this.#pending.delete(message.id!);
     if ("error" in message) pending.reject(toError(message.error));
     else pending.resolve(message.result);
+  }
+
+  /** A host request nobody takes (or whose handler threw) is refused, never left waiting. */
+  #request(method: string, params: unknown, id: number): void {
+    const refuse = (reason: string) => {
+      if (!this.#failed) this.respondError(id, reason);
+    };
+    if (!this.#requestHandler) {
+      this.ring.note("unhandled_request", `${method} (id ${id})`);
+      return refuse(`${method} is not handled by this client`);
+    }
+    try {
+      this.#requestHandler(method, params, id);
+    } catch (error) {
+      this.ring.note("listener_error", `request ${method} (id ${id}): ${describe(error)}`);
+      refuse(`${method} could not be handled`);
+    }
+  }
+
+  /** A frame over a cap: the host is broken (sampled, then the channel fails for good). */
+  protected overflowed(stream: "stdout" | "stderr" | "websocket", overflow: LineOverflow): void {
+    this.ring.note("frame_too_large", `${stream}: no newline within ${overflow.limitBytes} bytes; it began: ${overflow.head}`);
+    this.fail(frameTooLarge(stream, overflow.limitBytes));
   }
 
   /** Calls now wait until `openGate` (a reconnect is in progress). */
@@ -145,15 +254,20 @@ export abstract class RpcChannel {
   }
 }
 
-/** Newline-delimited JSON-RPC over a child's stdin/stdout; stderr lines go to the ring. */
+/**
+ * Newline-delimited JSON-RPC over a child's stdin/stdout; stderr lines go to the ring. Both
+ * are split under a cap (`limits`): a host over it is cut off as broken.
+ */
 export class StdioChannel extends RpcChannel {
   constructor(
     private readonly child: ChildProcess,
     ring: FrameRing,
+    limits: ChannelLimits = {},
   ) {
     super(ring);
-    createInterface({ input: child.stdout! }).on("line", (line) => this.receive(line));
-    createInterface({ input: child.stderr! }).on("line", (line) => ring.push("stderr", line));
+    const { frameBytes, stderrLineBytes } = resolveLimits(limits);
+    readLines(child.stdout!, { maxLineBytes: frameBytes, onLine: (line) => this.receive(line), onOverflow: (overflow) => this.overflowed("stdout", overflow) });
+    readDiagnostics(child.stderr!, ring, "stderr", stderrLineBytes, (error) => this.fail(error));
     child.stdin!.on("error", () => undefined); // a dead host: calls fail through the exit path
   }
 
@@ -177,14 +291,25 @@ export interface ReconnectPolicy {
 export class WebSocketChannel extends RpcChannel {
   #socket: WebSocket | null = null;
   #closed = false;
+  readonly #maxFrameBytes: number;
   onReconnected: () => Promise<void> = async () => this.openGate();
 
+  /** `limits.maxFrameBytes` caps a message (the socket's maxPayload); a message over it cuts the host off, with no reconnect. */
   constructor(
     private readonly url: string,
     ring: FrameRing,
     private readonly policy: ReconnectPolicy,
+    limits: ChannelLimits = {},
   ) {
     super(ring);
+    this.#maxFrameBytes = resolveLimits(limits).frameBytes;
+  }
+
+  /** ws closes a socket that receives more than maxPayload with this error (then code 1009). */
+  #tooLarge(error: unknown): HostUnavailableError | null {
+    if ((error as { code?: unknown } | null)?.code !== "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") return null;
+    this.ring.note("frame_too_large", `websocket: a message over ${this.#maxFrameBytes} bytes`);
+    return frameTooLarge("websocket", this.#maxFrameBytes);
   }
 
   /** Connects; resolves on the host's first message (its `host.ready`). */
@@ -195,11 +320,12 @@ export class WebSocketChannel extends RpcChannel {
 
   #open(): Promise<WebSocket> {
     return new Promise((resolve, reject) => {
-      const socket = new WebSocket(this.url, { handshakeTimeout: 5_000 });
+      const socket = new WebSocket(this.url, { handshakeTimeout: 5_000, maxPayload: this.#maxFrameBytes });
       const fail = (error: Error) => {
         socket.removeAllListeners();
+        socket.on("error", () => undefined);
         socket.terminate();
-        reject(error);
+        reject(this.#tooLarge(error) ?? error);
       };
       socket.once("error", fail);
       socket.once("unexpected-response", (_req, res) => fail(new Error(`host refused the connection (${res.statusCode})`)));
@@ -215,7 +341,11 @@ export class WebSocketChannel extends RpcChannel {
   #adopt(socket: WebSocket): void {
     this.#socket = socket;
     socket.on("message", (data) => this.receive(String(data)));
-    socket.on("error", () => undefined);
+    // Any other error is followed by "close" (which reconnects); an oversized message means a broken host.
+    socket.on("error", (error) => {
+      const tooLarge = this.#tooLarge(error);
+      if (tooLarge) this.fail(tooLarge);
+    });
     socket.once("close", () => {
       if (this.#socket === socket && !this.#closed) void this.#reconnect();
     });
@@ -237,6 +367,8 @@ export class WebSocketChannel extends RpcChannel {
       } catch (error) {
         // A socket adopted before its resume failed must not start a second reconnect loop.
         if (opened.socket) this.#discard(opened.socket);
+        if (this.failed) return;
+        if (error instanceof HostUnavailableError && error.details.reason === "frame_too_large") return this.fail(error);
         this.ring.push("stderr", `reconnect attempt ${attempt + 1} failed: ${error instanceof Error ? error.message : String(error)}`);
       }
     }
@@ -267,3 +399,20 @@ export class WebSocketChannel extends RpcChannel {
   }
 }
 
+
+/** The start of a parsed value, for a ring sample (JSON.stringify can throw on very deep nesting). */
+function sampleOf(value: unknown): string {
+  try {
+    return (JSON.stringify(value ?? null) ?? "").slice(0, 200);
+  } catch {
+    return "(params too deep to show)";
+  }
+}
+
+function describe(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "an unprintable error";
+  }
+}

@@ -44,10 +44,18 @@ export function toError(error: { code: number; message: string; data?: unknown }
 export const INVALID_REQUEST = -32600;
 
 export function parseMessage(line: string): RpcMessage | null {
+  const frame = parseFrame(line);
+  return frame.kind === "message" ? frame.message : null;
+}
+
+/** A received frame: a message, or why it is none (not JSON at all, or JSON that is not JSON-RPC). */
+export function parseFrame(line: string): { kind: "message"; message: RpcMessage } | { kind: "not_json" } | { kind: "not_rpc" } {
+  let raw: unknown;
   try {
-    const parsed = RpcMessageSchema.safeParse(JSON.parse(line));
-    return parsed.success ? parsed.data : null;
+    raw = JSON.parse(line);
   } catch {
-    return null;
+    return { kind: "not_json" };
   }
+  const parsed = RpcMessageSchema.safeParse(raw);
+  return parsed.success ? { kind: "message", message: parsed.data } : { kind: "not_rpc" };
 }

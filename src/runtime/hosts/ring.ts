@@ -3,10 +3,11 @@ import { redact } from "../../domain/redact.js";
 /**
  * What a host sent that no one could use. Each is counted and sampled into the ring (never
  * dropped unseen): a line that is not JSON, JSON that is not a JSON-RPC message, a
- * notification the channel does not expect, a reply to an id no call waits for, a request
- * nobody handles, a listener that threw on a message, a line or frame over the size cap.
+ * notification the channel does not expect or whose params the adapter cannot read, a reply
+ * to an id no call waits for, a request nobody handles, a listener that threw on a message, a
+ * line or frame over the size cap.
  */
-export type FrameAnomaly = "not_json" | "not_rpc" | "unknown_notification" | "unknown_reply" | "unhandled_request" | "listener_error" | "frame_too_large";
+export type FrameAnomaly = "not_json" | "not_rpc" | "unknown_notification" | "invalid_params" | "unknown_reply" | "unhandled_request" | "listener_error" | "frame_too_large";
 
 /** How much of an anomalous frame its ring entry keeps. */
 const SAMPLE_CHARS = 200;

@@ -3,7 +3,7 @@ import type { IncomingMessage } from "node:http";
 import { createInterface } from "node:readline";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
 import { HOST_FLAGS } from "./protocol.js";
-import { ScriptedHost, type HostConnection } from "./server.js";
+import { ScriptedHost, type FloodStream, type HostConnection } from "./server.js";
 
 /**
  * The scripted provider host process:
@@ -36,6 +36,26 @@ function writeLine(value: unknown): Promise<void> {
   });
 }
 
+/**
+ * `debug.flood`: `bytes` of "x" and no newline, 1 MiB at a time, until done or the reader is
+ * gone (a broken host, as the runtime must survive it). One chunk per turn of the event loop
+ * (pipe writes are synchronous on Linux), so the host still hears SIGTERM meanwhile.
+ */
+function flood(stream: NodeJS.WritableStream, bytes: number): void {
+  const chunk = Buffer.alloc(Math.min(bytes, 1 << 20), 0x78);
+  let left = bytes;
+  let gone = false;
+  stream.on("error", () => (gone = true));
+  const pour = (): void => {
+    if (left <= 0 || gone) return;
+    const piece = left >= chunk.length ? chunk : chunk.subarray(0, left);
+    left -= piece.length;
+    if (stream.write(piece)) setImmediate(pour);
+    else stream.once("drain", pour);
+  };
+  pour();
+}
+
 let keepAliveTimer: NodeJS.Timeout | null = null;
 /** Keeps the process alive when nothing else does (never ready, or no longer listening). */
 function keepAlive(): void {
@@ -59,7 +79,7 @@ function shutdown(close: () => Promise<void>): void {
 }
 
 function runStdio(neverReady: boolean): void {
-  const host = new ScriptedHost({ onFatal: fail });
+  const host = new ScriptedHost({ onFatal: fail, flood: (stream, bytes) => flood(stream === "stderr" ? process.stderr : process.stdout, bytes) });
   const connection: HostConnection = { send: (message) => writeLine(message) };
   if (!neverReady) host.connect(connection);
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -102,7 +122,13 @@ function runWebSocket(neverReady: boolean): void {
   const terminateAll = () => {
     for (const socket of wss.clients) socket.terminate();
   };
+  const floodSocket = (stream: FloodStream, bytes: number) => {
+    if (stream !== "websocket") return flood(stream === "stderr" ? process.stderr : process.stdout, bytes);
+    // One text message of `bytes` (over the client's cap, it is what the client must refuse).
+    for (const socket of wss.clients) socket.send(Buffer.alloc(bytes, 0x78), { binary: false });
+  };
   const host = new ScriptedHost({
+    flood: floodSocket,
     dropConnections: terminateAll,
     stopListening: () => {
       keepAlive();

@@ -33,7 +33,11 @@ export interface HostHooks {
   stopListening?: () => void;
   /** The event pump failed: the host cannot go on. */
   onFatal?: (error: unknown) => void;
+  /** `debug.flood`: writes `bytes` without a newline on a stream (a broken host, for the runtime's caps). */
+  flood?: (stream: FloodStream, bytes: number) => void;
 }
+
+export type FloodStream = "stdout" | "stderr" | "websocket";
 
 const JSONRPC_PARSE_ERROR = -32700;
 const JSONRPC_INVALID_REQUEST = -32600;
@@ -54,6 +58,9 @@ const isAdapterMethod = (method: string): method is AdapterMethod =>
 
 const ResumeParamsSchema = z.strictObject({ afterSeq: z.number().int().nonnegative() });
 const OpenGateParamsSchema = z.strictObject({ name: z.string().min(1) });
+const FloodParamsSchema = z.strictObject({ stream: z.enum(["stdout", "stderr", "websocket"]), bytes: z.number().int().positive() });
+/** Raw values sent as `event` notifications as they are: hostile events, for the runtime's pump. */
+const EmitRawParamsSchema = z.strictObject({ sessionId: z.string(), events: z.array(z.unknown()) });
 
 class MethodNotFound extends Error {}
 
@@ -145,6 +152,10 @@ export class ScriptedHost {
       response = result(id, await this.#call(connection, method, params));
       if (method === "debug.dropConnections") after = this.#hooks.dropConnections;
       if (method === "debug.stopListening") after = this.#hooks.stopListening;
+      if (method === "debug.flood") {
+        const { stream, bytes } = parseParams(FloodParamsSchema, params, method);
+        after = () => this.#hooks.flood?.(stream, bytes);
+      }
     } catch (error) {
       response = error instanceof MethodNotFound ? rpcError(id, JSONRPC_METHOD_NOT_FOUND, error.message) : errorResponse(id, error);
     }
@@ -173,6 +184,18 @@ export class ScriptedHost {
         const hook = method === "debug.dropConnections" ? this.#hooks.dropConnections : this.#hooks.stopListening;
         if (!hook) throw new ProtocolError(`${method} needs the websocket transport`, { method });
         return null; // the hook runs once the response is out
+      }
+      case "debug.flood": {
+        const { stream } = parseParams(FloodParamsSchema, params, method);
+        if (!this.#hooks.flood) throw new ProtocolError(`${method} is not available in this host`, { method });
+        if (stream === "websocket" && !this.#hooks.dropConnections) throw new ProtocolError(`${method} on websocket needs the websocket transport`, { method });
+        return null; // the flood starts once the response is out
+      }
+      case "debug.emitRaw": {
+        const { sessionId, events } = parseParams(EmitRawParamsSchema, params, method);
+        this.#initialized();
+        for (const event of events) this.#relay(sessionId, event);
+        return { sent: events.length };
       }
     }
     if (isAdapterMethod(method)) return this.#adapterCall(method, params);
@@ -241,13 +264,18 @@ export class ScriptedHost {
 
   async #runPump(adapter: ProviderAdapter): Promise<void> {
     for await (const { sessionId, event } of adapter.streamEvents()) {
-      this.#seq += 1;
-      const message = notification("event", { seq: this.#seq, sessionId, event });
-      this.#buffer.push({ seq: this.#seq, message });
-      if (this.#buffer.length > this.#bufferLimit) this.#buffer.shift();
       this.#track(sessionId, event);
-      if (this.#current?.live) void this.#current.connection.send(message);
+      this.#relay(sessionId, event);
     }
+  }
+
+  /** Numbers an event, keeps it for `resume` and sends it to a live connection. */
+  #relay(sessionId: string, event: unknown): void {
+    this.#seq += 1;
+    const message = notification("event", { seq: this.#seq, sessionId, event });
+    this.#buffer.push({ seq: this.#seq, message });
+    if (this.#buffer.length > this.#bufferLimit) this.#buffer.shift();
+    if (this.#current?.live) void this.#current.connection.send(message);
   }
 
   /** Clears a thread's in-flight mark on its turn's end. */
