@@ -4,22 +4,26 @@ import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
 import { gitIn, snapshotFiles } from "../helpers/files.js";
+import { isolatedHome } from "./isolated.js";
 
 
 let root: string;
 let cwd: string;
 let store: GitCheckpointStore;
+let home: Awaited<ReturnType<typeof isolatedHome>>;
 
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), "tiller-checkpoints-"));
   cwd = join(root, "work");
   await mkdir(cwd);
-  store = await GitCheckpointStore.open(join(root, "data", "checkpoints.git"));
+  home = await isolatedHome();
+  store = await GitCheckpointStore.open(join(root, "data", "checkpoints.git"), { env: home.env });
 });
 
 afterEach(async () => {
   await store.close();
   await rm(root, { recursive: true, force: true });
+  await home.cleanup();
 });
 
 const userGit = (...args: string[]) => gitIn(cwd, ...args);
@@ -240,7 +244,7 @@ describe("GitCheckpointStore", () => {
     // A reopened store still has the pinned commit.
     await store.close();
     await expect(store.has(one.commit)).rejects.toMatchObject({ code: "closed" });
-    store = await GitCheckpointStore.open(join(root, "data", "checkpoints.git"));
+    store = await GitCheckpointStore.open(join(root, "data", "checkpoints.git"), { env: home.env });
     expect(await store.has(one.commit)).toBe(true);
   });
 

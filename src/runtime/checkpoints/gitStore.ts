@@ -1,21 +1,26 @@
 /**
  * Filesystem checkpoints as commits in a runtime-owned bare git repository.
  *
- * The user's own `.git` is never read or written: every git call runs with GIT_DIR set to
- * the private store and GIT_INDEX_FILE set to a private index (one per cwd, so its stat
- * cache keeps `add -A` cheap), so the user's HEAD, branches, index and stash cannot move.
- * A checkpoint commit is pinned by `refs/tiller/<ref>` so gc never drops it.
+ * The user's own `.git` is never written: every git call runs with GIT_DIR set to the private
+ * store and GIT_INDEX_FILE set to a private index (one per cwd, so its stat cache keeps
+ * `add -A` cheap), so the user's HEAD, branches, index and stash cannot move. The only things
+ * read from the user's side are its ignore rules (see ignoreSources.ts). A checkpoint commit
+ * is pinned by `refs/tiller/<ref>` so gc never drops it. The store is private to its owner:
+ * directories 0700, files 0600 (objects 0400), whatever the umask.
  *
- * What a snapshot holds: cwd's files that its `.gitignore` files do not ignore, minus the
- * caller's `exclude` paths and nested repositories (a directory with its own `.git`). The
- * same rule decides what restore may touch, so ignored, excluded and nested content is
- * never overwritten or deleted.
+ * What a snapshot holds: cwd's files that the user's git would not ignore (every ignore source
+ * it reads), minus the caller's `exclude` paths and nested repositories (a directory with its
+ * own `.git`), with each file's exact permission bits (fileModes.ts). The same rule decides
+ * what restore may touch, so ignored, excluded and nested content is never overwritten or deleted.
  */
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdir, readdir, rmdir, stat, unlink, writeFile } from "node:fs/promises";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { chmod, readdir, stat, unlink } from "node:fs/promises";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { CheckpointError, ClosedError, InvalidInputError } from "../../domain/errors.js";
+import { applyModes, buildManifest, currentModes, gitDefaultMode, manifestOf, modeOf, regularFiles, withManifest, type TreeFile } from "./fileModes.js";
+import { GitProcesses, type GitResult } from "./gitProcess.js";
+import { findUserRepository, ignoresItself, literalIgnoreFile, writeSources, type IgnoreScope } from "./ignoreSources.js";
+import { assertDirectory, makePrivate, missingDirectories, privateDirectory, removeEmptyParents, writePrivate } from "./storeFiles.js";
 
 export interface ChangedFile {
   path: string;
@@ -25,7 +30,7 @@ export interface ChangedFile {
 export interface CheckpointCapture {
   /** Commit id in the runtime-owned repository. */
   commit: string;
-  /** Files that differ from the parent checkpoint (or from an empty tree when there is none), sorted by path. */
+  /** Files that differ from the parent checkpoint (content or mode; without a parent, every file), sorted by path. */
   files: ChangedFile[];
   insertions: number;
   deletions: number;
@@ -46,6 +51,19 @@ export interface RestoreInput {
   commit: string;
   /** Paths relative to cwd that restore must leave alone (should match the capture's). */
   exclude?: string[];
+  /**
+   * Told every file about to change (content or mode) before the first one does; not called
+   * when nothing changes. A rejection cancels the restore with nothing changed.
+   */
+  beforeChange?: (files: ChangedFile[]) => Promise<void>;
+}
+
+export interface StoreOptions {
+  /**
+   * The environment git runs with; its HOME, XDG_CONFIG_HOME and GIT_CONFIG_GLOBAL/SYSTEM/NOSYSTEM
+   * locate the user's git config, read (never written) for core.excludesFile. Default: process.env.
+   */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The well-known id of git's empty tree (sha1 object format, which `open` creates). */
@@ -53,22 +71,22 @@ const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 const REF_PATTERN = /^[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*$/;
 /** Full ids only: an abbreviation or a ref name could resolve to something else. */
 const COMMIT_PATTERN = /^[0-9a-f]{40}$/;
-const STDERR_LIMIT = 2048;
 const IDENTITY = { name: "Tiller", email: "tiller@localhost" };
+/** What locates the user's config when we read core.excludesFile the way their git would. */
+const USER_CONFIG_VARIABLES = ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM"];
 
 interface GitCall {
-  /** Work tree; omitted for calls that only touch the object store. */
+  /** The thread's directory: the work tree, and what picks the private index and ignore file. */
   cwd?: string;
+  /** A work tree other than cwd (matching ignore rules from the user's work-tree top). */
+  workTree?: string;
   /** Index file; defaults to cwd's private index. */
   index?: string;
+  /** core.excludesFile; defaults to cwd's ignore file (or an empty file without cwd). */
+  excludesFile?: string;
   input?: string;
-  /** Exit codes that are answers rather than failures (e.g. 1 from `rev-parse --quiet`). */
   okCodes?: number[];
-}
-
-interface GitResult {
-  stdout: string;
-  code: number;
+  privateUmask?: boolean;
 }
 
 export class GitCheckpointStore {
@@ -78,11 +96,16 @@ export class GitCheckpointStore {
   private readonly emptyFile: string;
   private readonly baseEnv: NodeJS.ProcessEnv;
   private readonly config: string[];
+  private readonly processes = new GitProcesses();
 
-  private constructor(private readonly dir: string) {
+  private constructor(
+    private readonly dir: string,
+    private readonly userEnv: NodeJS.ProcessEnv,
+  ) {
     this.own = join(dir, "tiller");
     this.emptyFile = join(this.own, "empty");
-    this.baseEnv = cleanEnv({
+    this.baseEnv = {
+      ...withoutGit(userEnv),
       GIT_DIR: dir,
       GIT_CONFIG_NOSYSTEM: "1",
       GIT_CONFIG_GLOBAL: this.emptyFile,
@@ -91,33 +114,37 @@ export class GitCheckpointStore {
       GIT_COMMITTER_NAME: IDENTITY.name,
       GIT_COMMITTER_EMAIL: IDENTITY.email,
       GIT_TERMINAL_PROMPT: "0",
-    });
+    };
     this.config = [
       "core.autocrlf=false",
       "core.safecrlf=false",
       "core.quotePath=false",
       "core.fsmonitor=false",
       "commit.gpgSign=false",
+      "gc.auto=0",
+      // Objects 0400, everything else 0600, directories 0700, whatever the umask.
+      "core.sharedRepository=0600",
       `core.hooksPath=${join(this.own, "no-hooks")}`,
-      // Only the work tree's .gitignore files count, never the user's global ignore file.
-      `core.excludesFile=${this.emptyFile}`,
     ].flatMap((setting) => ["-c", setting]);
   }
 
   /** Opens (creating if needed) the private bare repository at `dir` (e.g. `<dataDir>/checkpoints.git`). */
-  static async open(dir: string): Promise<GitCheckpointStore> {
-    const store = new GitCheckpointStore(resolve(dir));
-    await mkdir(store.dir, { recursive: true });
+  static async open(dir: string, options: StoreOptions = {}): Promise<GitCheckpointStore> {
+    const store = new GitCheckpointStore(resolve(dir), options.env ?? process.env);
+    // A store written before it was private has group/other bits: it gets tightened once.
+    const shared = await stat(store.dir).then((info) => (info.mode & 0o077) !== 0, () => false);
+    await privateDirectory(store.dir);
     // Re-running init on an existing repository is a no-op that keeps its objects and refs.
-    await store.git(["init", "--bare", "--quiet", "--template=", store.dir]);
-    await mkdir(store.own, { recursive: true });
-    await mkdir(join(store.dir, "info"), { recursive: true });
-    await writeFile(store.emptyFile, "");
+    await store.git(["init", "--bare", "--quiet", "--template=", "--shared=0600", store.dir]);
+    if (shared) await makePrivate(store.dir);
+    await privateDirectory(store.own);
+    await privateDirectory(join(store.dir, "info"));
+    await writePrivate(store.emptyFile, "");
     // info/attributes outranks every .gitattributes, so the user's eol/filter rules cannot
     // rewrite bytes on the way in or out: a restore must reproduce files exactly.
-    const attributes = "* -text -eol -filter -ident -working-tree-encoding\n";
-    await writeFile(join(store.dir, "info", "attributes"), attributes);
-    // Index locks left by a crashed git: the data-dir lock makes this process the only writer.
+    await writePrivate(join(store.dir, "info", "attributes"), "* -text -eol -filter -ident -working-tree-encoding\n");
+    // Index locks left by a crashed git: the data-dir lock makes this process the only writer,
+    // and a git of the previous runtime died with it (gitProcess.ts).
     for (const name of await readdir(store.own)) {
       if (name.endsWith(".lock")) await unlink(join(store.own, name)).catch(() => undefined);
     }
@@ -145,23 +172,34 @@ export class GitCheckpointStore {
         });
       }
       const { tree } = await this.stage(cwd, exclude);
+      const treeFiles = await this.treeFiles(tree);
+      const manifest = buildManifest(treeFiles, await currentModes(cwd, treeFiles));
       const parentArgs = input.parent === null ? [] : ["-p", input.parent];
-      const commit = (
-        await this.git(["commit-tree", tree, ...parentArgs], { cwd, input: input.message })
-      ).stdout.trim();
+      const message = withManifest(input.message, manifest);
+      const commit = (await this.git(["commit-tree", tree, ...parentArgs], { cwd, input: message })).stdout.trim();
       await this.git(["update-ref", `refs/tiller/${input.ref}`, commit], { cwd });
-      const files = await this.diffFiles(cwd, input.parent ?? EMPTY_TREE, commit);
-      const { insertions, deletions } = await this.diffStat(cwd, input.parent ?? EMPTY_TREE, commit);
-      return { commit, files, insertions, deletions };
+      const from = input.parent ?? EMPTY_TREE;
+      const files = await this.diffFiles(from, commit);
+      // Git sees only the executable bit: a mode change it cannot see is a change all the same.
+      const parentManifest = input.parent === null ? null : await this.manifest(input.parent);
+      if (parentManifest) {
+        const listed = new Set(files.map((f) => f.path));
+        for (const file of treeFiles) {
+          if (!listed.has(file.path) && modeOf(parentManifest, file) !== modeOf(manifest, file)) files.push({ path: file.path, change: "modified" });
+        }
+      }
+      const { insertions, deletions } = await this.diffStat(from, commit);
+      return { commit, files: byPath(files), insertions, deletions };
     });
   }
 
   /**
-   * Makes cwd's non-ignored files match `commit`: changed files rewritten, files absent from
-   * the commit deleted (and directories this empties removed), ignored, excluded and nested
-   * repository content untouched. Throws CheckpointError when the commit is not in the store,
-   * or when git refuses because an untracked path (e.g. an ignored directory) is in the way;
-   * nothing is changed in that case.
+   * Makes cwd's non-ignored files match `commit`, contents and permission bits: changed files
+   * rewritten, files absent from the commit deleted (and directories this empties removed),
+   * ignored, excluded and nested repository content untouched. `beforeChange` hears the list
+   * first. Throws CheckpointError when the commit is not in the store, or when git refuses
+   * because an untracked path (e.g. an ignored directory) is in the way; nothing is changed
+   * in that case.
    */
   async restore(input: RestoreInput): Promise<{ files: ChangedFile[] }> {
     const cwd = resolve(input.cwd);
@@ -173,14 +211,24 @@ export class GitCheckpointStore {
         });
       }
       await assertDirectory(cwd);
-      const { tree: current, skipped } = await this.stage(cwd, exclude);
-      const target = await this.filteredTree(cwd, input.commit, skipped);
-      const files = await this.diffFiles(cwd, current, target);
+      const { tree: current, skipped, scope } = await this.stage(cwd, exclude);
+      const target = await this.filteredTree(input.commit, skipped, scope);
+      const content = await this.diffFiles(current, target);
+      const { modes, modeOnly } = await this.targetModes(cwd, input.commit, target, content);
+      const files = byPath([...content, ...modeOnly.map((path) => ({ path, change: "modified" as const }))]);
       if (files.length === 0) return { files };
-      // Two-tree merge from the tree the index holds: updates and deletes only what differs,
-      // and refuses (rather than clobbers) untracked paths in the way.
-      await this.git(["read-tree", "-m", "-u", current, target], { cwd });
-      for (const file of files) {
+      await input.beforeChange?.(files);
+      if (content.length > 0) {
+        const created = await missingDirectories(cwd, content.filter((f) => f.change === "added").map((f) => f.path));
+        // Two-tree merge from the tree the index holds: updates and deletes only what differs,
+        // and refuses (rather than clobbers) untracked paths in the way. Files are created
+        // owner-only and get their exact modes below, so none is ever readable by more than it should.
+        await this.git(["read-tree", "-m", "-u", current, target], { cwd, privateUmask: true });
+        const directoryMode = 0o777 & ~process.umask();
+        for (const dir of created) await chmod(dir, directoryMode).catch(() => undefined);
+      }
+      await applyModes(cwd, modes);
+      for (const file of content) {
         if (file.change === "deleted") await removeEmptyParents(cwd, join(cwd, file.path));
       }
       return { files };
@@ -192,9 +240,13 @@ export class GitCheckpointStore {
     return this.enqueue(() => this.hasCommit(commit));
   }
 
-  /** Waits for queued operations; later calls reject with ClosedError. */
+  /**
+   * Kills any git still running (its process group) and waits for the queue to drain: the
+   * operation it served and any queued after it reject with ClosedError, as do later calls.
+   */
   async close(): Promise<void> {
     this.closed = true;
+    this.processes.killAll();
     await this.tail.catch(() => undefined);
   }
 
@@ -215,16 +267,58 @@ export class GitCheckpointStore {
   }
 
   /**
-   * Brings cwd's private index up to date with the snapshot rule. Returns its tree and the
-   * paths left out on purpose (excludes plus nested repositories).
+   * Brings cwd's private index up to date with the snapshot rule. Returns its tree, the
+   * paths left out on purpose (excludes plus nested repositories) and the ignore scope.
    */
-  private async stage(cwd: string, exclude: string[]): Promise<{ tree: string; skipped: string[] }> {
+  private async stage(cwd: string, exclude: string[]): Promise<{ tree: string; skipped: string[]; scope: IgnoreScope }> {
+    const scope = await this.refreshIgnoreFile(cwd);
     const skipped = [...exclude, ...(await this.nestedRepositories(cwd, exclude))];
     await this.git(["add", "--all", "--", ":(top)", ...skipped.map(excludeSpec)], { cwd });
     // `add` never drops entries that are tracked already; ones that became ignored, excluded
     // or nested since an earlier snapshot of this cwd must go.
-    await this.dropEntries(cwd, this.indexFor(cwd), skipped);
-    return { tree: (await this.git(["write-tree"], { cwd })).stdout.trim(), skipped };
+    await this.dropEntries(this.indexFor(cwd), skipped, { cwd });
+    return { tree: (await this.git(["write-tree"], { cwd })).stdout.trim(), skipped, scope };
+  }
+
+  /**
+   * Lists what the user's git ignores under cwd, matching from its work-tree top with every
+   * ignore source, and writes it as cwd's ignore file (literal paths) for the calls rooted at cwd.
+   */
+  private async refreshIgnoreFile(cwd: string): Promise<IgnoreScope> {
+    const sourcesFile = this.ownFile("sources", cwd);
+    const setting = (gitDir: string | null) => this.excludesFileSetting(gitDir);
+    let scope = await writeSources(cwd, await findUserRepository(cwd), sourcesFile, setting, this.userEnv);
+    let listed = await this.listIgnored(scope);
+    if (ignoresItself(scope, listed)) {
+      scope = await writeSources(cwd, null, sourcesFile, setting, this.userEnv);
+      listed = await this.listIgnored(scope);
+    }
+    await writePrivate(this.ownFile("ignored", cwd), literalIgnoreFile(scope, listed));
+    return scope;
+  }
+
+  /** Ignored paths under the scope's prefix, top-relative; a wholly ignored directory as `dir/`. */
+  private async listIgnored(scope: IgnoreScope): Promise<string[]> {
+    const where = scope.prefix === "" ? [] : [`:(top,literal)${scope.prefix}`];
+    const { stdout } = await this.git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--", ...where], {
+      workTree: scope.top,
+      index: this.ownFile("none", scope.top), // never written: every path counts as untracked
+      excludesFile: scope.sourcesFile,
+    });
+    return splitZ(stdout);
+  }
+
+  /** `core.excludesFile` as the user's git reads it (repository, global, system config); null when unset. */
+  private async excludesFileSetting(gitDir: string | null): Promise<string | null> {
+    const env: NodeJS.ProcessEnv = { ...withoutGit(this.userEnv), GIT_DIR: gitDir ?? this.dir };
+    for (const name of USER_CONFIG_VARIABLES) if (this.userEnv[name] !== undefined) env[name] = this.userEnv[name];
+    try {
+      const { stdout, code } = await this.processes.run({ config: [], args: ["config", "--get", "--path", "core.excludesFile"], env, cwd: this.dir, okCodes: [1] });
+      return code === 0 && stdout.trim() !== "" ? stdout.trim() : null;
+    } catch (error) {
+      if (error instanceof ClosedError) throw error;
+      return null; // a config the user's git cannot read either: git's default file applies
+    }
   }
 
   /** Untracked listings show a directory holding its own `.git` as `dir/`; all else as files. */
@@ -238,46 +332,78 @@ export class GitCheckpointStore {
       .map((path) => path.slice(0, -1));
   }
 
-  /** Removes ignored entries, and entries under `skipped` paths, from `index`. */
-  private async dropEntries(cwd: string, index: string, skipped: string[]): Promise<void> {
-    const ignored = await this.git(["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"], {
-      cwd,
-      index,
-    });
+  /** Removes ignored entries, and entries under `skipped` paths, from `index` (paths relative to the work tree). */
+  private async dropEntries(index: string, skipped: string[], call: GitCall): Promise<void> {
+    const ignored = await this.git(["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"], { ...call, index });
     const paths = splitZ(ignored.stdout);
     if (skipped.length > 0) {
-      const under = await this.git(["ls-files", "-z", "--cached", "--", ...skipped.map(literalSpec)], {
-        cwd,
-        index,
-      });
+      const under = await this.git(["ls-files", "-z", "--cached", "--", ...skipped.map(literalSpec)], { ...call, index });
       paths.push(...splitZ(under.stdout));
     }
     if (paths.length === 0) return;
     await this.git(["update-index", "-z", "--force-remove", "--stdin"], {
-      cwd,
+      ...call,
       index,
       input: paths.map((path) => `${path}\0`).join(""),
     });
   }
 
-  /** The commit's tree without what restore must not touch (see the module comment). */
-  private async filteredTree(cwd: string, commit: string, skipped: string[]): Promise<string> {
+  /**
+   * The commit's tree without what restore must not touch (see the module comment). Its
+   * ignored entries are matched as patterns from the user's work-tree top, so a file the
+   * commit holds but the work tree no longer has is left out too when it is ignored now.
+   */
+  private async filteredTree(commit: string, skipped: string[], scope: IgnoreScope): Promise<string> {
     const index = join(this.own, "restore.index");
+    const prefix = scope.prefix === "" ? [] : [`--prefix=${scope.prefix}/`];
+    const call: GitCall = { workTree: scope.top, excludesFile: scope.sourcesFile };
+    const atTop = (path: string) => (scope.prefix === "" ? path : `${scope.prefix}/${path}`);
     await unlink(index).catch(() => undefined);
     try {
-      await this.git(["read-tree", commit], { cwd, index });
-      await this.dropEntries(cwd, index, skipped);
-      return (await this.git(["write-tree"], { cwd, index })).stdout.trim();
+      await this.git(["read-tree", ...prefix, commit], { ...call, index });
+      await this.dropEntries(index, skipped.map(atTop), call);
+      const { stdout } = await this.git(["ls-files", "-z", "--cached"], { ...call, index });
+      if (stdout === "") return EMPTY_TREE;
+      return (await this.git(["write-tree", ...prefix], { ...call, index })).stdout.trim();
     } finally {
       await unlink(index).catch(() => undefined);
     }
   }
 
-  private async diffFiles(cwd: string, from: string, to: string): Promise<ChangedFile[]> {
-    const { stdout } = await this.git(
-      ["diff-tree", "-r", "-z", "--no-renames", "--name-status", from, to],
-      { cwd },
-    );
+  /**
+   * The exact modes restore must leave: for every file git writes, the commit's mode (git's
+   * own default for a commit without a manifest); for every other file of the target whose
+   * mode drifted, the commit's mode again, and that file counts as changed.
+   */
+  private async targetModes(cwd: string, commit: string, target: string, content: ChangedFile[]) {
+    const manifest = await this.manifest(commit);
+    const written = new Set(content.filter((f) => f.change !== "deleted").map((f) => f.path));
+    const files = await this.treeFiles(target);
+    const umask = process.umask();
+    const kept = manifest ? await currentModes(cwd, files.filter((f) => !written.has(f.path))) : new Map<string, number>();
+    const modes = new Map<string, number>();
+    const modeOnly: string[] = [];
+    for (const file of files) {
+      if (written.has(file.path)) {
+        modes.set(file.path, manifest ? modeOf(manifest, file) : gitDefaultMode(file, umask));
+      } else if (manifest && kept.has(file.path) && kept.get(file.path) !== modeOf(manifest, file)) {
+        modes.set(file.path, modeOf(manifest, file));
+        modeOnly.push(file.path);
+      }
+    }
+    return { modes, modeOnly };
+  }
+
+  private async treeFiles(tree: string): Promise<TreeFile[]> {
+    return regularFiles((await this.git(["ls-tree", "-r", "-z", tree])).stdout);
+  }
+
+  private async manifest(commit: string) {
+    return manifestOf((await this.git(["cat-file", "commit", commit])).stdout);
+  }
+
+  private async diffFiles(from: string, to: string): Promise<ChangedFile[]> {
+    const { stdout } = await this.git(["diff-tree", "-r", "-z", "--no-renames", "--name-status", from, to]);
     const parts = splitZ(stdout);
     const files: ChangedFile[] = [];
     for (let i = 0; i + 1 < parts.length; i += 2) {
@@ -285,15 +411,12 @@ export class GitCheckpointStore {
       const change = status === "A" ? "added" : status === "D" ? "deleted" : "modified";
       files.push({ path: parts[i + 1] ?? "", change });
     }
-    return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    return byPath(files);
   }
 
   /** Line counts; binary files (`-` in numstat) count as zero. */
-  private async diffStat(cwd: string, from: string, to: string) {
-    const { stdout } = await this.git(
-      ["diff-tree", "-r", "-z", "--no-renames", "--numstat", from, to],
-      { cwd },
-    );
+  private async diffStat(from: string, to: string) {
+    const { stdout } = await this.git(["diff-tree", "-r", "-z", "--no-renames", "--numstat", from, to]);
     let insertions = 0;
     let deletions = 0;
     for (const record of splitZ(stdout)) {
@@ -305,60 +428,36 @@ export class GitCheckpointStore {
   }
 
   private indexFor(cwd: string): string {
-    const key = createHash("sha256").update(cwd).digest("hex").slice(0, 24);
-    return join(this.own, `index-${key}`);
+    return this.ownFile("index", cwd);
+  }
+
+  /** A private file per directory (`<kind>-<hash of the path>`). */
+  private ownFile(kind: string, dir: string): string {
+    const key = createHash("sha256").update(dir).digest("hex").slice(0, 24);
+    return join(this.own, `${kind}-${key}`);
   }
 
   private git(args: string[], call: GitCall = {}): Promise<GitResult> {
     const env: NodeJS.ProcessEnv = { ...this.baseEnv };
-    if (call.cwd !== undefined) {
-      env.GIT_WORK_TREE = call.cwd;
-      env.GIT_INDEX_FILE = call.index ?? this.indexFor(call.cwd);
+    const workTree = call.workTree ?? call.cwd;
+    if (workTree !== undefined) {
+      env.GIT_WORK_TREE = workTree;
+      env.GIT_INDEX_FILE = call.index ?? this.indexFor(workTree);
     }
-    return runGit(this.config, args, env, call.cwd ?? this.dir, call);
+    const excludesFile = call.excludesFile ?? (call.cwd !== undefined ? this.ownFile("ignored", call.cwd) : this.emptyFile);
+    const config = [...this.config, "-c", `core.excludesFile=${excludesFile}`];
+    const { input, okCodes, privateUmask } = call;
+    return this.processes.run({ config, args, env, cwd: workTree ?? this.dir, input, okCodes, privateUmask });
   }
 }
 
-/** Arguments as an array, never a shell; stdin carries `input`. */
-function runGit(config: string[], args: string[], env: NodeJS.ProcessEnv, cwd: string, call: GitCall) {
-  return new Promise<GitResult>((resolvePromise, reject) => {
-    const child = spawn("git", [...config, ...args], { cwd, env, windowsHide: true });
-    const out: Buffer[] = [];
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
-    child.stderr.on("data", (chunk: Buffer) => {
-      if (stderr.length < STDERR_LIMIT * 2) stderr += chunk.toString("utf8");
-    });
-    child.stdin.on("error", () => undefined); // git may exit before reading stdin; the exit code tells
-    child.on("error", (error) => {
-      reject(new CheckpointError(`could not run git: ${error.message}`, { args }));
-    });
-    child.on("close", (code) => {
-      const exit = code ?? -1;
-      if (exit === 0 || call.okCodes?.includes(exit)) {
-        resolvePromise({ stdout: Buffer.concat(out).toString("utf8"), code: exit });
-        return;
-      }
-      const detail = stderr.trim().slice(0, STDERR_LIMIT);
-      reject(
-        new CheckpointError(`git ${args[0] ?? ""} failed: ${detail.split("\n")[0] ?? ""}`.trim(), {
-          args,
-          exitCode: exit,
-          stderr: detail,
-        }),
-      );
-    });
-    child.stdin.end(call.input ?? "");
-  });
-}
-
-/** The parent's environment minus anything GIT_* (a hook's GIT_DIR would redirect every call). */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.toUpperCase().startsWith("GIT_")) env[key] = value;
+/** The environment minus anything GIT_* (a hook's GIT_DIR would redirect every call). */
+function withoutGit(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (!key.toUpperCase().startsWith("GIT_")) out[key] = value;
   }
-  return { ...env, ...extra };
+  return out;
 }
 
 /** Exclude paths as `/`-separated, cwd-relative and inside cwd; anything else is a caller bug. */
@@ -379,19 +478,4 @@ function normalizeExcludes(cwd: string, exclude: string[] | undefined): string[]
 const excludeSpec = (path: string) => `:(top,literal,exclude)${path}`;
 const literalSpec = (path: string) => `:(top,literal)${path}`;
 const splitZ = (text: string) => text.split("\0").filter((part) => part !== "");
-
-async function assertDirectory(cwd: string): Promise<void> {
-  const info = await stat(cwd).catch(() => undefined);
-  if (!info?.isDirectory()) throw new CheckpointError(`${cwd} is not a directory`, { cwd });
-}
-
-/** rmdir only succeeds on empty directories, so anything ignored keeps its parent alive. */
-async function removeEmptyParents(root: string, file: string): Promise<void> {
-  for (let dir = dirname(file); dir !== root && dir.startsWith(root + sep); dir = dirname(dir)) {
-    try {
-      await rmdir(dir);
-    } catch {
-      return;
-    }
-  }
-}
+const byPath = (files: ChangedFile[]) => files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
