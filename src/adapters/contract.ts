@@ -268,6 +268,12 @@ export interface ProviderAdapter {
   steerRun?(input: TurnAddress & { text: string }): Promise<void>;
   /** Resolves on acknowledgement; the terminal arrives later as a `turn.terminal` event. */
   interrupt(input: TurnAddress): Promise<void>;
+  /**
+   * Whether the provider still runs this turn (it still owes a terminal). The runtime asks when
+   * a turn has been silent for `turnSilenceMs`; without this method, or when it cannot say,
+   * a silent turn is failed as `turn_silent`.
+   */
+  isTurnAlive?(input: TurnAddress): Promise<boolean>;
   respondToRequest(input: {
     sessionId: string;
     thread: ProviderThreadAddress;

@@ -83,7 +83,9 @@ const runSetup = runInterventions.extend({
             ? event.failure
             : event.type === "SESSION_LOST"
               ? { failureClass: "provider_session_lost", message: event.message, retryable: true }
-              : null;
+              : event.type === "TURN_SILENT"
+                ? { failureClass: "turn_silent", message: event.message, retryable: true }
+                : null;
         if (context.deferredSteer) enqueue.emit(steerDropped(context, `the run ended ${params.status} before its turn ran`));
         const attemptId = context.activeAttemptId ?? context.supersededAttemptId;
         if (attemptId) {
@@ -141,6 +143,13 @@ const sessionLost = [
   },
 ];
 
+/** The watchdog found the turn silent and not provably alive: the run fails (never stays running). */
+const turnSilent = {
+  guard: "isFromActiveAttempt" as const,
+  target: "#run.failed",
+  actions: { type: "finishRun" as const, params: { status: "failed" as const, reason: "turn_silent" } },
+};
+
 export const runMachine = runSetup.createMachine({
   id: "run",
   context: ({ input }) => ({
@@ -188,6 +197,7 @@ export const runMachine = runSetup.createMachine({
         ],
         TURN_TERMINAL: rootTerminal,
         SESSION_LOST: sessionLost,
+        TURN_SILENT: turnSilent,
         CANCEL: cancelStarted,
       },
     },
@@ -228,6 +238,7 @@ export const runMachine = runSetup.createMachine({
         INTERRUPT_FAILED: { guard: "isFromActiveAttempt", actions: "recordInterruptFailure" },
         TURN_TERMINAL: rootTerminal,
         SESSION_LOST: sessionLost,
+        TURN_SILENT: turnSilent,
         CANCEL: cancelStarted,
         STEER: [
           { guard: "interruptAlreadyRequested", actions: "refuseSteerWhileInterrupting" },
@@ -246,6 +257,7 @@ export const runMachine = runSetup.createMachine({
         INTERRUPT_ACKED: { actions: "recordInterruptAck" },
         INTERRUPT_FAILED: { guard: "isFromSupersededAttempt", target: "active", actions: "revertRestart" },
         SESSION_LOST: sessionLost,
+        TURN_SILENT: turnSilent,
         CANCEL: cancelStarted,
         STEER: { actions: "refuseSteerWhileRestarting" },
         INTERRUPT: {
@@ -266,6 +278,7 @@ export const runMachine = runSetup.createMachine({
         INTERRUPT_ACKED: { actions: "recordInterruptAck" },
         INTERRUPT_FAILED: { guard: "isFromSupersededAttempt", target: "active", actions: "revertRestart" },
         SESSION_LOST: sessionLost,
+        TURN_SILENT: turnSilent,
         CANCEL: cancelStarted,
       },
     },

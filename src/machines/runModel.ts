@@ -66,7 +66,9 @@ export type RunEvent =
   | { type: "STEER_FAILED"; attemptId: string; message: string }
   /** The session the turn runs in announced its capability record: guards read it from now on. */
   | { type: "SESSION_BOUND"; capabilities: ProviderCapabilities }
-  | { type: "SESSION_LOST"; message: string };
+  | { type: "SESSION_LOST"; message: string }
+  /** The turn said nothing for the silence limit and the provider could not show it is alive. */
+  | { type: "TURN_SILENT"; attemptId: string; message: string };
 
 export const activeAttempt = (c: RunContext): Attempt | undefined => c.attempts.find((a) => a.attemptId === c.activeAttemptId);
 

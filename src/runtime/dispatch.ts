@@ -19,6 +19,8 @@ export interface DispatchOptions {
   sandbox: SandboxPolicy;
   /** Stop a provider session after this long without a turn (null: never). */
   sessionIdleMs: number | null;
+  /** Check a turn silent for this long (null: never). */
+  turnSilenceMs: number | null;
   providers: Record<string, ProviderAdapter>;
   ids: IdSource;
   allowSessionStopInterrupt: boolean;
@@ -72,6 +74,10 @@ export class Dispatcher implements TargetHost {
     return this.options.sessionIdleMs;
   }
 
+  get turnSilenceMs(): number | null {
+    return this.options.turnSilenceMs;
+  }
+
   get closed(): boolean {
     return this.#closed;
   }
@@ -80,6 +86,7 @@ export class Dispatcher implements TargetHost {
   close(): void {
     this.#closed = true;
     this.effects.turns.close();
+    this.effects.watchdog.close();
     for (const waiters of this.#runWaiters.values()) waiters.forEach((w) => w.resolve());
   }
 

@@ -10,6 +10,7 @@ import type { Dispatcher } from "./dispatch.js";
 import { performRollback } from "./rollback.js";
 import type { Target } from "./targets.js";
 import { TurnStarts } from "./turnStarts.js";
+import { TurnWatchdog } from "./watchdog.js";
 
 type Settle = Extract<MachineEmitted, { type: "settle" }>;
 
@@ -28,8 +29,17 @@ export class Effects {
   #inflight = new Set<Promise<unknown>>();
   /** Which attempts' turns the provider has announced (interrupts wait on it). */
   readonly turns = new TurnStarts();
+  /** Turns that go silent are checked, never left running forever. */
+  readonly watchdog: TurnWatchdog;
+  /** The run each watched attempt belongs to. */
+  readonly #watchedRuns = new Map<string, string>();
 
-  constructor(private readonly rt: Dispatcher) {}
+  constructor(private readonly rt: Dispatcher) {
+    this.watchdog = new TurnWatchdog(rt.turnSilenceMs, (attemptId) => {
+      const runId = this.#watchedRuns.get(attemptId);
+      if (runId) this.#track(this.#turnSilent(runId, attemptId));
+    });
+  }
 
   enqueue(effect: Effect): void {
     this.#queue.push(effect);
@@ -92,6 +102,7 @@ export class Effects {
     const { threadId, runId, attemptId, text } = effect;
     const target = this.#targetOfRun(runId);
     const thread = rt.views.threads.get(threadId)!;
+    this.#watch(runId, attemptId);
     let sent: { sessionId: string; thread: ProviderThreadAddress } | null = null;
     try {
       // The pre-run baseline is taken before the provider can touch a file.
@@ -202,6 +213,50 @@ export class Effects {
     this.rt.act(() => this.rt.actors.runs.get(runId)?.send(event));
   }
 
+  #watch(runId: string, attemptId: string): void {
+    this.#watchedRuns.set(attemptId, runId);
+    this.watchdog.watch(attemptId);
+  }
+
+  #unwatch(attemptId: string): void {
+    this.#watchedRuns.delete(attemptId);
+    this.watchdog.stop(attemptId);
+  }
+
+  /**
+   * A turn said nothing for the silence limit. Waiting on an approval is silence by design;
+   * otherwise the provider is asked whether the turn is alive, and a turn it cannot vouch for
+   * fails the run (`turn_silent`) and is stopped (best effort), so the thread can go on.
+   */
+  async #turnSilent(runId: string, attemptId: string): Promise<void> {
+    const { rt } = this;
+    const actor = rt.actors.runs.get(runId);
+    if (!actor || !ownsRun(actor.getSnapshot().context, attemptId)) return this.#unwatch(attemptId);
+    if (actor.getSnapshot().matches({ active: "waiting" })) return this.watchdog.watch(attemptId);
+    const target = this.#targetOfRun(runId);
+    const binding = target.normalizer.binding(attemptId);
+    const session = binding && target.session(binding.sessionId);
+    let why = "the provider cannot say whether the turn is alive";
+    if (binding && session && target.adapter.isTurnAlive) {
+      try {
+        const loaded = await target.ensureThread(binding.threadId, session);
+        const address = { sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef };
+        if (await target.adapter.isTurnAlive(address)) return this.watchdog.watch(attemptId);
+        why = "the provider says the turn is no longer running";
+      } catch (error) {
+        why = `the provider could not be asked: ${redact(error instanceof Error ? error.message : String(error))}`;
+      }
+    } else if (!binding) {
+      why = "the provider never accepted the turn";
+    }
+    const message = `the turn sent nothing for ${rt.turnSilenceMs} ms and ${why}`;
+    rt.act(() => rt.actors.runs.get(runId)?.send({ type: "TURN_SILENT", attemptId, message }));
+    if (binding && session) {
+      const loaded = await target.ensureThread(binding.threadId, session).catch(() => null);
+      if (loaded) await target.adapter.interrupt({ sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef }).catch(() => undefined);
+    }
+  }
+
   async #respond(effect: Extract<Effect, { type: "respond" }>): Promise<void> {
     const { rt } = this;
     const view = rt.views.requests.get(effect.requestId)!;
@@ -297,7 +352,10 @@ export class Effects {
           this.#sessionLost(target, sessionId, r.state, r.message);
           break;
         case "run": {
-          if ("attemptId" in r.event && typeof r.event.attemptId === "string") this.turns.sawEvent(r.event.attemptId);
+          if ("attemptId" in r.event && typeof r.event.attemptId === "string") {
+            this.turns.sawEvent(r.event.attemptId);
+            this.watchdog.touch(r.event.attemptId);
+          }
           const actor = rt.actors.runs.get(r.runId);
           // Streamed deltas are the bulk of all traffic: the run's own fencing predicate decides
           // them here, without a machine step (they change no run state). Everything else,
@@ -342,6 +400,7 @@ export class Effects {
   settleAttempt(settle: Settle): void {
     const { rt } = this;
     this.turns.ended(settle.attemptId);
+    this.#unwatch(settle.attemptId);
     const target = this.#targetOfRun(settle.runId);
     const open = target.normalizer.takeOpenNodes(settle.attemptId);
     const binding = target.normalizer.binding(settle.attemptId);
@@ -382,6 +441,7 @@ export class Effects {
     for (const attempt of context.attempts) {
       target.normalizer.release(attempt.attemptId);
       this.turns.forget(attempt.attemptId);
+      this.#unwatch(attempt.attemptId);
     }
   }
 }

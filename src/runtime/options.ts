@@ -47,6 +47,13 @@ export interface RuntimeOptions {
    * left to tell (`internal_error`, a bug). Default: `process.emitWarning`.
    */
   onFailure?: (failure: RuntimeFailure) => void;
+  /**
+   * The turn watchdog: a running turn that sends nothing for this long is checked: the adapter
+   * is asked whether the turn is still alive (`isTurnAlive`), and when it cannot show it, the
+   * run fails as `turn_silent` instead of staying "running" forever. A run waiting on an
+   * approval is never checked. Default 15 minutes; `null`: never.
+   */
+  turnSilenceMs?: number | null;
 }
 
 export type RuntimeFailure =
@@ -91,8 +98,9 @@ const RuntimeOptionsSchema = z.strictObject({
   inspect: z.union([fn("a function"), z.boolean(), z.number().int().min(0).max(65_535), InspectOptionsSchema]).optional(),
   checkpoints: z.boolean().optional(),
   sandbox: z.enum(["read-only", "workspace-write", "full-access"]).optional(),
-  sessionIdleMs: z.number().int().positive().nullable().optional(),
+  sessionIdleMs: z.number().int().positive().max(2_147_483_647).nullable().optional(),
   onFailure: fn("a function").optional(),
+  turnSilenceMs: z.number().int().positive().max(2_147_483_647).nullable().optional(),
 });
 
 /** Where failures go when the embedder gave no `onFailure`: a process warning, never silence. */

@@ -124,6 +124,7 @@ export class Runtime {
       checkpoints: options.checkpoints ?? false,
       sandbox: options.sandbox ?? "workspace-write",
       sessionIdleMs: options.sessionIdleMs === undefined ? 600_000 : options.sessionIdleMs,
+      turnSilenceMs: options.turnSilenceMs === undefined ? 900_000 : options.turnSilenceMs,
       providers: options.providers,
       ids: this.ids,
       allowSessionStopInterrupt: options.allowSessionStopInterrupt ?? false,

@@ -11,7 +11,7 @@ import type {
 } from "../contract.js";
 import { EventQueue } from "../eventQueue.js";
 import { ScriptedBackend, type BackendThread } from "./backend.js";
-import { echoScript, type ScriptSource } from "./script.js";
+import { echoScript, type ScriptSource, type ScriptStep } from "./script.js";
 import { ScriptedTurn } from "./turn.js";
 
 /**
@@ -78,7 +78,13 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     thread.turns.push(record);
     await Promise.resolve(); // the turn starts after sendRun returns, as with a real provider
     if (caps.turns.emitsTurnStarted) push(sessionId, { type: "turn.started", ...where });
-    const terminal = await turn.run(script({ text, turnIndex }), threadRef);
+    let steps: ScriptStep[];
+    try {
+      steps = script({ text, turnIndex });
+    } catch (error) {
+      steps = [{ type: "fail", message: `the script threw: ${String(error)}` }];
+    }
+    const terminal = await turn.run(steps, threadRef);
     if (active.get(thread.id)?.turn === turn) active.delete(thread.id);
     if (sessions.get(sessionId)?.stopped) return; // the session died with the turn: no terminal
     Object.assign(record, { assistantText: turn.assistantText, status: terminal.status });
@@ -135,6 +141,12 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       }
       liveSession(input.sessionId);
       activeTurn(input).abort.abort(); // acknowledgement only: the terminal follows as an event
+    },
+    async isTurnAlive(input) {
+      const session = sessions.get(input.sessionId);
+      if (!session || session.stopped) return false;
+      const entry = active.get(threadOf(input.thread).id);
+      return entry !== undefined && (input.turnRef === null || entry.turn.turnRef === input.turnRef);
     },
     async respondToRequest({ sessionId, thread, request, response }) {
       liveSession(sessionId);

@@ -72,7 +72,9 @@ export class ScriptedTurn {
           retryable: s.retryable ?? false,
         };
       }
-      throw error;
+      // A step that throws (a file it cannot write, a bug in a script) ends its turn failed:
+      // a provider never leaves a turn without a terminal because one of its tools broke.
+      return { status: "failed", threadDisposition: "reusable", failureClass: "provider_error", message: `a script step threw: ${String(error)}`, retryable: false };
     }
   }
 
