@@ -16,7 +16,7 @@ import { tallyChaos } from "./tally.js";
  * and opens cleanly (two writers once left it store_corrupt).
  */
 
-const ROUNDS = 100;
+const ROUNDS = 50;
 const child = join(import.meta.dirname, "lockRuntimeChild.ts");
 let root: string;
 let dataDir: string;
