@@ -51,7 +51,7 @@ import { Projections, isTerminalRunStatus, type RunView, type ThreadView } from 
 import { HostRegistry } from "./hosts/registry.js";
 import { failureReporter, validateOptions, type RuntimeOptions } from "./options.js";
 import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "./inspector.js";
-import { reportReaped, restoreRuntime } from "./recovery.js";
+import { reportCutTail, reportReaped, restoreRuntime } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
 import { openRuntimeMeta } from "./store/meta.js";
@@ -152,6 +152,11 @@ export class Runtime {
     return this.#d.closed;
   }
 
+  /** What opening the log found: the records it kept, and the tail it cut (a torn write, or a last line that did not parse), if any. */
+  get recovery(): EventLog<DomainEvent>["recovery"] {
+    return this.log.recovery;
+  }
+
   static async open(options: RuntimeOptions): Promise<Runtime> {
     validateOptions(options);
     const dataDir = resolve(options.dataDir ?? ".tiller");
@@ -192,6 +197,7 @@ export class Runtime {
         throw error;
       });
       reportReaped(runtime.#d, reaped);
+      reportCutTail(runtime.#d, log.recovery.cut);
       await log.whenDurable();
       if (inspector) {
         runtime.#inspector = inspector;
@@ -279,7 +285,8 @@ export class Runtime {
     const p = parseInput(ForkThreadInputSchema, input);
     return this.#command(p.commandId, "forkThread", () => {
       const parent = this.#thread(p.threadId);
-      const from = p.afterRunId ? parent.runs.find((r) => r.runId === p.afterRunId) : parent.runs.at(-1);
+      // By default the fork starts after the last run that still counts (rolled-back runs do not).
+      const from = p.afterRunId ? parent.runs.find((r) => r.runId === p.afterRunId) : parent.runs.filter((r) => r.status !== "rolled_back").at(-1);
       if (p.afterRunId && !from) throw new NotFoundError("run", p.afterRunId);
       if (from && (!isTerminalRunStatus(from.status) || from.status === "rolled_back")) {
         throw new ConflictError(`run ${from.runId} is ${from.status}; forks start only from a finished run`, { runId: from.runId });

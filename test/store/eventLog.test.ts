@@ -53,7 +53,7 @@ describe("EventLog", () => {
     await log.close();
 
     const again = await openLog();
-    expect(again.recovery).toEqual({ records: 5, truncatedBytes: 0 });
+    expect(again.recovery).toEqual({ records: 5, truncatedBytes: 0, cut: null });
     expect(again.head).toBe(5);
     expect(again.durableHead).toBe(5);
     expect(again.append({ type: "b" }).seq).toBe(6);
@@ -188,12 +188,12 @@ describe("EventLog", () => {
     await appendFile(file, torn);
 
     const again = await openLog();
-    expect(again.recovery).toEqual({ records: 3, truncatedBytes: Buffer.byteLength(torn) });
+    expect(again.recovery).toMatchObject({ records: 3, truncatedBytes: Buffer.byteLength(torn), cut: { line: 4, complete: false } });
     expect(again.append({ type: "b" }).seq).toBe(4);
     await again.close();
 
     const third = await openLog();
-    expect(third.recovery).toEqual({ records: 4, truncatedBytes: 0 });
+    expect(third.recovery).toEqual({ records: 4, truncatedBytes: 0, cut: null });
     expect((await collect(third)).map((r) => r.event.type)).toEqual(["a", "a", "a", "b"]);
   });
 
@@ -201,13 +201,18 @@ describe("EventLog", () => {
     file = join(dir, "events.jsonl");
     await writeFile(file, line(1) + line(2) + '{"seq":3}\n');
     const log = await openLog();
-    expect(log.recovery).toEqual({ records: 2, truncatedBytes: '{"seq":3}\n'.length });
+    expect(log.recovery).toEqual({
+      records: 2,
+      truncatedBytes: '{"seq":3}\n'.length,
+      cut: { line: 3, bytes: '{"seq":3}\n'.length, complete: true, reason: expect.stringMatching(/^invalid record at/) },
+    });
     await log.close();
 
     await appendFile(file, line(3).trimEnd());
     const again = await openLog();
     expect(again.recovery.records).toBe(2);
     expect(again.recovery.truncatedBytes).toBe(line(3).length - 1);
+    expect(again.recovery.cut).toEqual({ line: 3, bytes: line(3).length - 1, complete: false, reason: "no trailing newline" });
   });
 
   it("refuses a corrupt line that is not at the tail", async () => {
@@ -274,7 +279,7 @@ describe("EventLog", () => {
       log.append({ type: "b" });
       await expect(log.whenDurable()).rejects.toThrow("EIO: simulated");
       expect(log.durableHead).toBe(1);
-      expect(() => log.append({ type: "c" })).toThrow(ClosedError);
+      expect(() => log.append({ type: "c" })).toThrow(expect.objectContaining({ code: "store_failed" }));
       await expect(log.whenDurable(1)).resolves.toBeUndefined(); // already durable stays durable
       await expect(log.close()).rejects.toThrow("EIO: simulated");
     } finally {

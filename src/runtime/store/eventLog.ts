@@ -13,7 +13,7 @@ import { mkdir, open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { ClosedError, InvalidInputError, StoreCorruptError, StoreFailedError } from "../../domain/errors.js";
-import { INDEX_STRIDE, recover, scanLines, type Recovered } from "./jsonl.js";
+import { INDEX_STRIDE, recover, scanLines, type CutTail, type Recovered } from "./jsonl.js";
 
 export interface LogRecord<E> {
   seq: number;
@@ -74,7 +74,8 @@ export class EventLog<E extends { type: string }> {
     }
   }
 
-  readonly recovery: { records: number; truncatedBytes: number };
+  /** What open found: the records kept, and the tail it cut (a torn write or an unparseable last line), if any. */
+  readonly recovery: { records: number; truncatedBytes: number; cut: CutTail | null };
   readonly #file: string;
   readonly #fh: FileHandle;
   readonly #options: EventLogOptions<E>;
@@ -103,7 +104,7 @@ export class EventLog<E extends { type: string }> {
     this.#index = found.index;
     this.#head = this.#durableHead = found.records;
     this.#endOffset = found.goodEnd;
-    this.recovery = { records: found.records, truncatedBytes: found.truncatedBytes };
+    this.recovery = { records: found.records, truncatedBytes: found.truncatedBytes, cut: found.cut };
   }
 
   /** Last assigned seq (0 when empty). */

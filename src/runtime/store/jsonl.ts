@@ -61,7 +61,10 @@ export function parseLine(text: string): { seq: number } | string {
   return `invalid record at ${field}: ${message}`;
 }
 
-export type Recovered = { records: number; goodEnd: number; truncatedBytes: number; index: number[] };
+/** What open cut from the end of the log, and why: a torn write, or a complete last line that does not parse. */
+export type CutTail = { line: number; bytes: number; complete: boolean; reason: string };
+
+export type Recovered = { records: number; goodEnd: number; truncatedBytes: number; index: number[]; cut: CutTail | null };
 
 /** Validates the whole file; only the final line may be bad (a torn write) and is cut. */
 export async function recover(file: string): Promise<Recovered> {
@@ -71,7 +74,7 @@ export async function recover(file: string): Promise<Recovered> {
   let expected = 1;
   let goodEnd = 0;
   let fileEnd = 0;
-  let bad: { line: number; reason: string } | undefined;
+  let bad: { line: number; reason: string; complete: boolean } | undefined;
   const index: number[] = [];
   for await (const line of scanLines(file)) {
     lineNo++;
@@ -79,7 +82,7 @@ export async function recover(file: string): Promise<Recovered> {
     fileEnd = line.end;
     const parsed = line.terminated ? parseLine(line.text) : "no trailing newline";
     if (typeof parsed === "string") {
-      bad = { line: lineNo, reason: parsed };
+      bad = { line: lineNo, reason: parsed, complete: line.terminated };
       continue;
     }
     if (parsed.seq !== expected) throw corrupt(lineNo, `expected seq ${expected}, found ${parsed.seq}`);
@@ -87,5 +90,7 @@ export async function recover(file: string): Promise<Recovered> {
     expected++;
     goodEnd = line.end;
   }
-  return { records: expected - 1, goodEnd, truncatedBytes: fileEnd - goodEnd, index };
+  const truncatedBytes = fileEnd - goodEnd;
+  const cut = bad ? { line: bad.line, bytes: truncatedBytes, complete: bad.complete, reason: bad.reason } : null;
+  return { records: expected - 1, goodEnd, truncatedBytes, index, cut };
 }
