@@ -15,6 +15,12 @@ export interface NodeEntry {
   kind: NodeKind;
   ref: string | null;
   open: boolean;
+  /**
+   * The provider said it started (item.started, subagent.started, a request, the turn): false
+   * for a node its delta, completion or child thread brought first, which its start, when it
+   * comes late, claims instead of making a second node.
+   */
+  announced: boolean;
   /** Distinguishes artifacts of one kind without ids: the live plan vs a proposed plan. */
   variant?: string;
 }
@@ -54,7 +60,7 @@ export function startNode(binding: TurnBinding, strength: Strength, kind: NodeKi
     binding.refCounts.set(ref, seen + 1);
     key = `ref:${ref}#${seen}:${kind}:${fingerprint ?? ""}`;
   } else key = `ord:${ordinal}:${kind}:${fingerprint ?? ""}`;
-  const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, key), kind, ref: ref ?? null, open: true };
+  const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, key), kind, ref: ref ?? null, open: true, announced: true };
   binding.nodes.push(node);
   if (ref) binding.byRef.set(ref, node);
   return node;

@@ -68,7 +68,7 @@ export class Normalizer {
       nativeTurnRef: null,
       closed: false,
       interruptSent: false,
-      nodes: [{ nodeId: input.rootNodeId, kind: "root_turn", ref: null, open: true }],
+      nodes: [{ nodeId: input.rootNodeId, kind: "root_turn", ref: null, open: true, announced: true }],
       byRef: new Map(),
       refCounts: new Map(),
       subagents: [],
@@ -170,7 +170,12 @@ export class Normalizer {
         return [...marked, { to: "log", event: closed }, terminal];
       }
       case "item.started": {
-        const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[event.kind], event.itemRef, event.detail?.toolName);
+        const kind = ITEM_NODE_KIND[event.kind];
+        const earlier = this.#startedBefore(binding, caps, kind, event.itemRef, undefined);
+        if (earlier === "duplicate") return [];
+        // A node its delta or completion brought first is this item: announced again with what the start knows (detail, parent), never a second node.
+        const node = earlier ?? startNode(binding, caps.identity.nativeItemIds, kind, event.itemRef, event.detail?.toolName);
+        node.announced = true;
         return [applied(binding, { ...nodeStartedEvent(binding, node, this.providerTarget, event.parentItemRef, event.threadRef), detail: event.detail ?? null })];
       }
       case "item.delta": {
@@ -179,6 +184,7 @@ export class Normalizer {
       }
       case "item.completed": {
         const { node, started } = this.#openNode(binding, caps, event.kind, event.itemRef, event.threadRef);
+        if (!node.open) return []; // completed already: a duplicated or late completion changes nothing
         node.open = false;
         const completed: DomainEvent = {
           type: "node.completed",
@@ -211,23 +217,30 @@ export class Normalizer {
         return this.#requestOpened(sessionId, binding, caps, event);
       case "request.resolved": {
         const request = event.requestRef
-          ? binding.requests.find((r) => r.ref === event.requestRef)
+          ? binding.requests.findLast((r) => r.ref === event.requestRef)
           : binding.requests.find((r) => r.open);
-        if (!request) return [];
+        if (!request?.open) return []; // unknown, or resolved already (a duplicate)
         request.open = false;
         const node = nodeById(binding, request.nodeId);
         if (node) node.open = false; // the request's own events close its node in the projection
         return [{ to: "request", requestId: request.requestId, outcome: event.outcome ?? null }];
       }
       case "subagent.started": {
-        const node = startNode(binding, caps.identity.nativeItemIds, "subagent", event.itemRef, event.agent);
-        binding.subagents.push(node.nodeId);
+        const earlier = this.#startedBefore(binding, caps, "subagent", event.itemRef, event.childThreadRef);
+        if (earlier === "duplicate") return [];
+        // Its child thread's events may have come first (an adopted child): that node is this subagent.
+        const node = earlier ?? startNode(binding, caps.identity.nativeItemIds, "subagent", event.itemRef, event.agent);
+        node.announced = true;
+        if (event.itemRef) binding.byRef.set(event.itemRef, node);
+        if (node.open && !binding.subagents.includes(node.nodeId)) binding.subagents.push(node.nodeId);
         if (event.childThreadRef) binding.childThreads.set(event.childThreadRef, node.nodeId);
         const started = nodeStartedEvent(binding, node, this.providerTarget, undefined, event.threadRef);
         return [applied(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } })];
       }
       case "subagent.completed": {
-        const node = findNode(binding, "subagent", event.itemRef) ?? nodeById(binding, binding.subagents.at(-1));
+        // By its own refs when it names any (an unknown one closes nothing), else the innermost open subagent.
+        const named = event.itemRef !== undefined || event.childThreadRef !== undefined;
+        const node = named ? this.#subagentNamed(binding, event.itemRef, event.childThreadRef) : nodeById(binding, binding.subagents.at(-1));
         if (!node || !node.open) return [];
         return [this.#closeSubagent(binding, node, event.status, event.result ?? null)];
       }
@@ -265,19 +278,20 @@ export class Normalizer {
     }
     if (event.threadRef) {
       const current = this.#current.get(Normalizer.threadKey(sessionId, event.threadRef));
-      if (current) {
-        // Another turn's event on this thread is not this turn's, whatever arrives first.
-        if (event.turnRef && current.nativeTurnRef && event.turnRef !== current.nativeTurnRef) return undefined;
-        if (event.turnRef && !current.nativeTurnRef) this.#bindTurnRef(current, event.turnRef);
-        return current;
-      }
+      if (current) return this.#sameTurn(current, event.turnRef);
       for (const binding of this.#current.values()) {
         if (binding.sessionId === sessionId && binding.childThreads.has(event.threadRef)) return binding;
       }
       return undefined;
     }
     const current = this.#current.get(sessionId);
-    if (current && event.turnRef && !current.nativeTurnRef) this.#bindTurnRef(current, event.turnRef);
+    return current && this.#sameTurn(current, event.turnRef);
+  }
+
+  /** The thread's current turn, unless the event names another turn (whatever arrives first); an unbound turn takes the first ref seen. */
+  #sameTurn(current: TurnBinding, turnRef: string | undefined): TurnBinding | undefined {
+    if (turnRef && current.nativeTurnRef && turnRef !== current.nativeTurnRef) return undefined;
+    if (turnRef && !current.nativeTurnRef) this.#bindTurnRef(current, turnRef);
     return current;
   }
 
@@ -286,12 +300,36 @@ export class Normalizer {
     this.#byTurnRef.set(`${binding.sessionId}\u0000${ref}`, binding);
   }
 
-  /** The node a delta/completion refers to; started implicitly when the provider never said. */
+  /** The node a delta/completion refers to; started implicitly (once) when the provider has not said, or not yet. */
   #openNode(binding: TurnBinding, caps: ProviderCapabilities, kind: ItemKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
     const found = findNode(binding, ITEM_NODE_KIND[kind], ref);
     if (found && (found.open || ref)) return { node: found, started: [] };
     const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[kind], ref);
+    node.announced = false;
     return { node, started: [applied(binding, nodeStartedEvent(binding, node, this.providerTarget, undefined, threadRef))] };
+  }
+
+  /**
+   * What a start refers to that the turn already holds: a node its deltas, completion or child
+   * thread brought first (claimed by the start), the same item started again ("duplicate"), or
+   * nothing (a new node). A native ref names one item while it is open, and for ever when the
+   * identity is strong; a weak or absent identity may reuse a ref once its item completed.
+   * Without refs only an open, unannounced node of the same kind can be the one starting.
+   */
+  #startedBefore(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind, ref: string | undefined, childThreadRef: string | undefined): NodeEntry | "duplicate" | undefined {
+    const known = (ref ? binding.byRef.get(ref) : undefined) ?? (childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined);
+    if (known) {
+      if (!known.announced) return known;
+      return caps.identity.nativeItemIds === "strong" || known.open ? "duplicate" : undefined;
+    }
+    if (ref || childThreadRef) return undefined;
+    return binding.nodes.findLast((n) => n.open && !n.announced && n.kind === kind && n.ref === null);
+  }
+
+  #subagentNamed(binding: TurnBinding, itemRef: string | undefined, childThreadRef: string | undefined): NodeEntry | undefined {
+    const byRef = itemRef ? binding.byRef.get(itemRef) : undefined;
+    if (byRef?.kind === "subagent") return byRef;
+    return childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined;
   }
 
   /** Plans and todo lists are one node per turn (per native item when plan deltas have ids). */
@@ -316,7 +354,8 @@ export class Normalizer {
     const open = [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
     if (open.length !== 1) return undefined;
     const binding = open[0]!;
-    const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, `child:${threadRef}`), kind: "subagent", ref: threadRef, open: true };
+    // Not announced: the subagent.started that may still come for this child thread claims it.
+    const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, `child:${threadRef}`), kind: "subagent", ref: threadRef, open: true, announced: false };
     binding.nodes.push(node);
     binding.childThreads.set(threadRef, node.nodeId);
     out.push(applied(binding, { ...nodeStartedEvent(binding, node, this.providerTarget, undefined, undefined), detail: null }));
@@ -348,6 +387,9 @@ export class Normalizer {
   #requestOpened(sessionId: string, binding: TurnBinding, caps: ProviderCapabilities, event: Extract<ProviderEvent, { type: "request.opened" }>): Routed[] {
     const ordinal = binding.requests.length + 1;
     const ref = event.requestRef ?? null;
+    // The same native request again (still open, or ever with strong ids) is a duplicate, never a second request.
+    const earlier = ref === null ? undefined : binding.requests.findLast((r) => r.ref === ref);
+    if (earlier && (earlier.open || caps.identity.nativeRequestIds === "strong")) return [];
     const requestId =
       ref && caps.identity.nativeRequestIds === "strong"
         ? derivedId("req", sessionId, ref)

@@ -87,3 +87,81 @@ export function settledViolations(rt: Runtime): string[] {
   }
   return violations;
 }
+
+/** Turn item kinds that only a provider event can complete before the run ends (the rest are runtime notes, complete at birth). */
+const PROVIDER_ITEM_KINDS = new Set(["assistant_message", "reasoning", "plan", "proposed_plan", "todo_list", "command", "file_change", "tool", "approval", "question", "subagent"]);
+
+/**
+ * The read model at any instant (not only once settled): every item id appears once in the
+ * whole projection; a run that is terminal has no item still streaming, no attempt still
+ * running and no request still pending (its completion barrier ran before its terminal).
+ */
+export function readModelViolations(views: Pick<Runtime["views"], "runs" | "requests">): string[] {
+  const violations: string[] = [];
+  const owner = new Map<string, string>();
+  for (const run of views.runs.values()) {
+    for (const item of run.items) {
+      const first = owner.get(item.id);
+      if (first !== undefined) violations.push(`item id ${item.id} appears twice (runs ${first} and ${run.runId})`);
+      owner.set(item.id, run.runId);
+    }
+    if (!TERMINAL.has(run.status) || run.status === "rolled_back") continue;
+    for (const item of run.items) if (item.status !== "complete") violations.push(`${run.runId} is ${run.status} but its ${item.kind} item ${item.id} is still ${item.status}`);
+    for (const attempt of run.attempts) {
+      if (attempt.status === "running" || attempt.status === "pending") violations.push(`${run.runId} is ${run.status} but attempt ${attempt.ordinal} is ${attempt.status}`);
+    }
+  }
+  for (const request of views.requests.values()) {
+    const run = views.runs.get(request.runId);
+    if (request.status === "pending" && run && TERMINAL.has(run.status)) violations.push(`request ${request.requestId} pending on ${run.status} run ${run.runId}`);
+  }
+  return violations;
+}
+
+/** Is this item kind one a provider event completes (as opposed to a runtime note)? */
+export const isProviderItemKind = (kind: string): boolean => PROVIDER_ITEM_KINDS.has(kind);
+
+/**
+ * The transcript in the log: a node id names one node (a node may be announced again, never
+ * re-used for another); every node a run started is completed (by `node.completed`, or, for a request's node, by the request
+ * settling) before that run's terminal is recorded.
+ */
+export function transcriptViolations(records: readonly LogRecord<DomainEvent>[]): string[] {
+  const violations: string[] = [];
+  const open = new Map<string, Map<string, string>>(); // runId -> nodeId -> kind
+  const started = new Map<string, { runId: string; attemptId: string; kind: string }>();
+  const nodeOfRequest = new Map<string, { runId: string; nodeId: string }>();
+  for (const { seq, event } of records) {
+    switch (event.type) {
+      case "node.started": {
+        // Announced again (its start came after its first delta) is the same node; the same id for another node is not.
+        const first = started.get(event.nodeId);
+        if (first && (first.runId !== event.runId || first.attemptId !== event.attemptId || first.kind !== event.kind)) violations.push(`${seq}: node id ${event.nodeId} names two nodes (${first.kind} and ${event.kind})`);
+        if (first) break;
+        started.set(event.nodeId, event);
+        if (!open.has(event.runId)) open.set(event.runId, new Map());
+        open.get(event.runId)!.set(event.nodeId, event.kind);
+        break;
+      }
+      case "node.completed":
+        open.get(event.runId)?.delete(event.nodeId);
+        break;
+      case "request.opened":
+        nodeOfRequest.set(event.requestId, { runId: event.runId, nodeId: event.nodeId });
+        break;
+      case "request.resolved":
+      case "request.closed": {
+        const node = nodeOfRequest.get(event.requestId);
+        if (node) open.get(node.runId)?.delete(node.nodeId);
+        break;
+      }
+      case "run.terminal":
+        for (const [nodeId, kind] of open.get(event.runId) ?? []) violations.push(`${seq}: ${event.runId} ended ${event.status} with its ${kind} node ${nodeId} still open`);
+        open.delete(event.runId);
+        break;
+      default:
+        break;
+    }
+  }
+  return violations;
+}
