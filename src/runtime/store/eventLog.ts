@@ -13,6 +13,7 @@ import { mkdir, open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { ClosedError, InvalidInputError, StoreCorruptError, StoreFailedError } from "../../domain/errors.js";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./files.js";
 import { INDEX_STRIDE, recover, scanLines, type CutTail, type Recovered } from "./jsonl.js";
 
 export interface LogRecord<E> {
@@ -53,9 +54,10 @@ export class EventLog<E extends { type: string }> {
     if (!Number.isFinite(windowMs) || windowMs < 0) {
       throw new InvalidInputError("groupWindowMs", "must be a non-negative number");
     }
-    await mkdir(dirname(file), { recursive: true });
-    const fh = await open(file, "a");
+    await mkdir(dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
+    const fh = await open(file, "a", PRIVATE_FILE_MODE);
     try {
+      await fh.chmod(PRIVATE_FILE_MODE); // whatever the umask, and for a log an older version left readable
       const found = await recover(file);
       if (found.truncatedBytes > 0) {
         await fh.truncate(found.goodEnd);
