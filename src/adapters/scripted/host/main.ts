@@ -31,8 +31,12 @@ process.on("unhandledRejection", fail);
 process.stdout.on("error", (error) => log(`stdout: ${error.message}`));
 
 function writeLine(value: unknown): Promise<void> {
+  return writeText(JSON.stringify(value));
+}
+
+function writeText(text: string): Promise<void> {
   return new Promise((resolve) => {
-    process.stdout.write(`${JSON.stringify(value)}\n`, () => resolve());
+    process.stdout.write(`${text}\n`, () => resolve());
   });
 }
 
@@ -80,7 +84,7 @@ function shutdown(close: () => Promise<void>): void {
 
 function runStdio(neverReady: boolean): void {
   const host = new ScriptedHost({ onFatal: fail, flood: (stream, bytes) => flood(stream === "stderr" ? process.stderr : process.stdout, bytes) });
-  const connection: HostConnection = { send: (message) => writeLine(message) };
+  const connection: HostConnection = { send: (message) => writeLine(message), sendText: writeText };
   if (!neverReady) host.connect(connection);
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
   lines.on("line", (line) => {
@@ -150,13 +154,12 @@ function runWebSocket(neverReady: boolean): void {
   });
   wss.on("connection", (socket) => {
     for (const other of wss.clients) if (other !== socket) other.terminate(); // one client at a time
-    const connection: HostConnection = {
-      send: (message) =>
-        new Promise((resolve) => {
-          if (socket.readyState !== WebSocket.OPEN) return resolve();
-          socket.send(JSON.stringify(message), () => resolve());
-        }),
-    };
+    const sendText = (text: string) =>
+      new Promise<void>((resolve) => {
+        if (socket.readyState !== WebSocket.OPEN) return resolve();
+        socket.send(text, () => resolve());
+      });
+    const connection: HostConnection = { send: (message) => sendText(JSON.stringify(message)), sendText };
     socket.on("message", (data) => void host.receive(connection, text(data)));
     socket.on("close", () => host.disconnect(connection));
     socket.on("error", (error) => log(`socket: ${error.message}`));

@@ -24,6 +24,8 @@ export const EVENT_BUFFER_LIMIT = 10_000;
 export interface HostConnection {
   /** Resolves once the transport has taken the message (never rejects). */
   send(message: RpcMessage): Promise<void>;
+  /** Sends one frame as it is (`debug.emitRaw`). */
+  sendText(text: string): Promise<void>;
 }
 
 export interface HostHooks {
@@ -59,8 +61,12 @@ const isAdapterMethod = (method: string): method is AdapterMethod =>
 const ResumeParamsSchema = z.strictObject({ afterSeq: z.number().int().nonnegative() });
 const OpenGateParamsSchema = z.strictObject({ name: z.string().min(1) });
 const FloodParamsSchema = z.strictObject({ stream: z.enum(["stdout", "stderr", "websocket"]), bytes: z.number().int().positive() });
-/** Raw values sent as `event` notifications as they are: hostile events, for the runtime's pump. */
-const EmitRawParamsSchema = z.strictObject({ sessionId: z.string(), events: z.array(z.unknown()) });
+/**
+ * Events given as JSON texts, spliced verbatim into `event` notifications: hostile events for
+ * the runtime's pump, including what this host could not serialize itself (nesting deeper
+ * than JSON.stringify can walk). Not kept for `resume`.
+ */
+const EmitRawParamsSchema = z.strictObject({ sessionId: z.string(), events: z.array(z.string()) });
 
 class MethodNotFound extends Error {}
 
@@ -194,7 +200,10 @@ export class ScriptedHost {
       case "debug.emitRaw": {
         const { sessionId, events } = parseParams(EmitRawParamsSchema, params, method);
         this.#initialized();
-        for (const event of events) this.#relay(sessionId, event);
+        for (const json of events) {
+          this.#seq += 1;
+          void connection.sendText(`{"jsonrpc":"2.0","method":"event","params":{"seq":${this.#seq},"sessionId":${JSON.stringify(sessionId)},"event":${json}}}`);
+        }
         return { sent: events.length };
       }
     }
@@ -270,7 +279,7 @@ export class ScriptedHost {
   }
 
   /** Numbers an event, keeps it for `resume` and sends it to a live connection. */
-  #relay(sessionId: string, event: unknown): void {
+  #relay(sessionId: string, event: ProviderEvent): void {
     this.#seq += 1;
     const message = notification("event", { seq: this.#seq, sessionId, event });
     this.#buffer.push({ seq: this.#seq, message });
