@@ -155,7 +155,7 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     spawn: {
       command: process.execPath,
       args: [...execArgs, script, ...flags],
-      env: { ...(process.env as Record<string, string>), ...(transport === "websocket" ? { TILLER_HOST_TOKEN: token } : {}) },
+      env: transport === "websocket" ? { TILLER_HOST_TOKEN: token } : {},
     },
     connect,
     ...(options.policy ? { policy: options.policy } : {}),

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { hostEnvironment } from "./environment.js";
 
 /**
  * Host processes: each in its own process group (so a stop ends whatever it spawned), and
@@ -11,7 +12,14 @@ import { readFile } from "node:fs/promises";
 export interface SpawnSpec {
   command: string;
   args: string[];
+  /**
+   * What the host gets beyond the allowlisted part of the embedder's environment
+   * (environment.ts): the adapter's settings and the embedder's `env` option. Never the whole
+   * environment: `spawnHost` starts every host with `hostEnvironment(env, inherit)`.
+   */
   env: Record<string, string>;
+  /** Names beyond the allowlist the host inherits when set (a provider's home variable, never a credential). */
+  inherit?: string[];
   cwd?: string;
 }
 
@@ -40,7 +48,7 @@ export async function processStartTime(pid: number): Promise<string | null> {
 export async function spawnHost(spec: SpawnSpec): Promise<SpawnedHost> {
   const child = spawn(spec.command, spec.args, {
     cwd: spec.cwd,
-    env: spec.env,
+    env: hostEnvironment(spec.env, spec.inherit),
     detached: true,
     stdio: ["pipe", "pipe", "pipe"],
   });

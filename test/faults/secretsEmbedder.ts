@@ -1,0 +1,31 @@
+/**
+ * An embedding app whose environment holds credentials (the parent test puts them first in
+ * it): runs a Claude turn against the model simulator, prints "host <pid>" once Claude asked
+ * the model, waits for the run to end (the parent kills the host), closes the runtime and
+ * prints "done <status>".
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { createClaudeAdapter } from "../../src/adapters/claude/adapter.js";
+import { createRuntime } from "../../src/index.js";
+import { startModelSimulator } from "../../src/simulator/index.js";
+import { PASSED_KEY } from "../chaos/secretCorpus.js";
+
+const [root] = process.argv.slice(2);
+if (!root) throw new Error("usage: secretsEmbedder.ts <root>");
+const home = join(root, "home");
+const workspace = join(root, "workspace");
+await Promise.all([mkdir(home, { recursive: true }), mkdir(workspace, { recursive: true })]);
+const sim = await startModelSimulator();
+const adapter = createClaudeAdapter({ home, configDir: join(home, ".claude"), env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: PASSED_KEY } });
+const rt = await createRuntime({ dataDir: join(root, "data"), providers: { claude: adapter } });
+const { threadId } = await rt.createThread({ providerTarget: "claude", cwd: workspace });
+sim.push({ hang: true, text: "working" });
+const { runId } = await rt.sendMessage({ threadId, text: "start and wait" });
+await sim.waitForRequests(1);
+const [sessionId] = rt.actors.sessions.keys();
+process.stdout.write(`host ${adapter.hostPid(sessionId!)}\n`);
+const run = await rt.waitForRun(runId);
+await rt.close();
+await sim.close();
+process.stdout.write(`done ${run.status}\n`);
