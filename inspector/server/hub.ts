@@ -1,6 +1,7 @@
 import { InspectorModel } from "./model.js";
 import type { Catalog, FeedCommand, FeedMessage, LogEntry, PageCommand, PageMessage } from "./protocol.js";
 import { answersByQuestionId, redactEvent, redactValue } from "./redact.js";
+import { AssembledStreams } from "./streams.js";
 
 export interface PageClient {
   send(message: PageMessage): void;
@@ -27,6 +28,8 @@ export class InspectorHub {
   #respondWaiters = new Map<string, PageClient>();
   #replayLog: LogEntry[] | null = null;
   #position = 0;
+  /** The live log's item texts as assembled so far: deltas are masked on them, not alone. */
+  #streams = new AssembledStreams();
 
   constructor(private readonly options: { showText: boolean; replay?: { catalog: Catalog; log: LogEntry[] } }) {
     this.#catalog = options.replay?.catalog ?? null;
@@ -54,7 +57,7 @@ export class InspectorHub {
   addPage(page: PageClient): () => void {
     this.#pages.add(page);
     page.send(this.#hello());
-    page.send({ kind: "log", reset: true, records: this.#pageLog(this.#replayLog ?? this.#model.log) });
+    page.send({ kind: "log", reset: true, records: this.#pageLog(this.#replayLog ?? this.#model.log, new AssembledStreams()) });
     page.send(this.#view());
     return () => void this.#pages.delete(page);
   }
@@ -95,6 +98,7 @@ export class InspectorHub {
         this.#producer = { id: message.producerId, socket };
         this.#catalog = message.catalog;
         this.#model = new InspectorModel(this.#catalog);
+        this.#streams = new AssembledStreams();
         this.#broadcast(this.#hello());
         this.#broadcast({ kind: "log", reset: true, records: [] });
         break;
@@ -157,8 +161,11 @@ export class InspectorHub {
     };
   }
 
-  #pageLog(records: LogEntry[]): LogEntry[] {
-    return records.map((r) => ({ seq: r.seq, at: r.at, event: redactEvent(r.event, this.options.showText) }));
+  /** Records as the page may see them; `streams` follows the log from seq 1 (the live one, or a fresh one for a whole log). */
+  #pageLog(records: LogEntry[], streams = this.#streams): LogEntry[] {
+    // Hidden text shows a delta's length only: nothing to assemble.
+    const assembled = (event: LogEntry["event"]) => (this.options.showText ? streams.apply(event) : event);
+    return records.map((r) => ({ seq: r.seq, at: r.at, event: redactEvent(assembled(r.event), this.options.showText) }));
   }
 
   #scheduleView(): void {

@@ -151,7 +151,7 @@ export class InspectorModel {
         return { id: r.runId, kind: "run", label: `run ${r.ordinal}`, ...this.#live(r.runId, "run", RUN_STATE[r.status] ?? r.status), status: r.status, children: [...attempts, ...requests] };
       });
       const busy = t.runs.some((id) => !TERMINAL_RUN.has(this.#runs.get(id)!.status));
-      return { id: t.threadId, kind: "thread", label: t.title, ...this.#live(t.threadId, "thread", busy ? "busy" : "idle"), status: busy ? "busy" : "idle", children: runs };
+      return { id: t.threadId, kind: "thread", label: maskCredentials(t.title), ...this.#live(t.threadId, "thread", busy ? "busy" : "idle"), status: busy ? "busy" : "idle", children: runs };
     });
     return [...targets.values(), ...threads];
   }

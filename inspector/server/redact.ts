@@ -3,19 +3,13 @@
  * text, command output, questions and answers) are replaced by their length, and whatever
  * looks like a credential is masked everywhere, even with `showText`.
  *
- * The credential patterns are the ones of src/domain/redact.ts (the inspector compiles on its
- * own and imports nothing from src/); test/inspector/redact.test.ts checks they agree.
+ * The credential table is the runtime's own (src/domain/credentials.ts): the inspector's
+ * tsconfig compiles that one dependency-free file beside the server, so the page, the log and
+ * the host frame rings mask the same shapes.
  */
-const CREDENTIALS: ReadonlyArray<[RegExp, string]> = [
-  [/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, "$1 [redacted]"],
-  [/\b(sk|pk|rk|ak)-[A-Za-z0-9_-]{12,}/g, "$1-[redacted]"],
-  [/\b((?:api[_-]?key|token|secret|password|passwd|authorization)["']?\s*[:=]\s*["']?)[^\s"'&,;]{4,}/gi, "$1[redacted]"],
-  [/(\/\/[^/\s:@]+:)[^@\s/]+@/g, "$1[redacted]@"],
-];
+import { maskCredentials } from "../../src/domain/credentials.js";
 
-export function maskCredentials(text: string): string {
-  return CREDENTIALS.reduce((out, [pattern, replacement]) => out.replace(pattern, replacement), text);
-}
+export { maskCredentials };
 
 /**
  * Fields whose values are text written by a person or a model: `reason` is a command request's

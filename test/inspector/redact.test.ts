@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { maskCredentials as tableMask } from "../../src/domain/credentials.js";
 import { redact } from "../../src/domain/redact.js";
 import { AttemptReasonSchema } from "../../src/domain/entities.js";
 import { DomainEventSchema } from "../../src/domain/events.js";
+import { InspectorHub } from "../../inspector/server/hub.js";
+import type { LogEntry, PageMessage } from "../../inspector/server/protocol.js";
 import { answersByQuestionId, maskCredentials, questionKey, redactEvent, redactValue, RUNTIME_REASONS } from "../../inspector/server/redact.js";
 
 const SAMPLES = [
@@ -13,8 +16,45 @@ const SAMPLES = [
 ];
 
 describe("inspector redaction", () => {
-  it("masks credentials exactly as the runtime does (the inspector keeps its own copy of the patterns)", () => {
+  it("masks credentials with the runtime's own table (one table for the log, the frame rings and the page)", () => {
+    expect(maskCredentials).toBe(tableMask);
     for (const sample of SAMPLES) expect(maskCredentials(sample)).toBe(redact(sample));
+    expect(maskCredentials(SAMPLES.join("\n"))).not.toMatch(/abcdefghijklmnop|hunter2|pa55word|0123456789abcdefgh|abcd1234efgh|zzzzzzzz|s3cr3t/);
+  });
+
+  /** Pages fed a live log one record at a time: what each was sent. */
+  function feed(records: LogEntry["event"][], showText: boolean): PageMessage[] {
+    const sent: PageMessage[] = [];
+    const hub = new InspectorHub({ showText });
+    const producer = { send: () => undefined };
+    hub.addPage({ send: (m) => void sent.push(m) });
+    hub.fromFeed(producer, { kind: "hello", producerId: "p", dataDir: "/d", catalog: { machines: {}, degradations: {} } });
+    records.forEach((event, i) => hub.fromFeed(producer, { kind: "log", records: [{ seq: i + 1, at: "2026-01-01T00:00:00.000Z", event }] }));
+    hub.addPage({ send: (m) => void sent.push(m) });
+    hub.close();
+    return sent;
+  }
+  const delta = (text: string) => ({ type: "node.delta", threadId: "thr_1", runId: "run_1", nodeId: "nod_1", stream: "text", delta: text });
+
+  it("masks a credential split across deltas: the page gets the assembled text's mask, never a piece", () => {
+    const key = "sk-proj-SplitAcrossDeltas0123456789";
+    const sent = feed([delta("my key is sk-pr"), delta("oj-SplitAcr"), delta("ossDeltas0123456789 and more\n")], true);
+    const text = JSON.stringify(sent);
+    for (const piece of ["sk-pr", "oj-SplitAcr", "ossDeltas0123456789", "SplitAcrossDeltas"]) expect(text).not.toContain(piece);
+    const deltas = (messages: PageMessage[]) => messages.flatMap((m) => (m.kind === "log" ? m.records : [])).map((r) => r.event.delta).join("");
+    // Live, and on a page opened afterwards: the deltas put together are the masked whole.
+    expect(deltas(sent.slice(0, -3))).toBe(`my key is sk-[redacted] and more\n`);
+    expect(deltas(sent.slice(-3))).toBe(`my key is sk-[redacted] and more\n`);
+    expect(redact(`my key is ${key} and more\n`)).toBe(`my key is sk-[redacted] and more\n`);
+  });
+
+  it("masks thread titles in the actor tree, text shown or hidden", () => {
+    for (const showText of [true, false]) {
+      const sent = feed([{ type: "thread.created", threadId: "thr_1", title: "deploy with GITHUB_TOKEN=ghp_TitleTokenFake0123456789abcdefghij", cwd: "/", providerTarget: "s", model: null, lineage: null }], showText);
+      const tree = sent.flatMap((m) => (m.kind === "view" ? m.tree : []));
+      expect(tree.find((n) => n.kind === "thread")?.label).toBe("deploy with GITHUB_TOKEN=[redacted]");
+      expect(JSON.stringify(sent)).not.toContain("TitleTokenFake");
+    }
   });
 
   it("hides text fields at any depth unless shown, and masks credentials either way", () => {

@@ -1,3 +1,4 @@
+import { keyBlockEnd, opensKeyBlock, REDACTED } from "../../domain/credentials.js";
 import { redact } from "../../domain/redact.js";
 
 /**
@@ -23,6 +24,8 @@ export class FrameRing {
   #entries: string[] = [];
   #bytes = 0;
   #counts = new Map<FrameAnomaly, number>();
+  /** Entry kinds whose last entry opened a private key block: their next lines are the key. */
+  #inKeyBlock = new Set<string>();
 
   constructor(
     private readonly maxEntries = 200,
@@ -33,12 +36,25 @@ export class FrameRing {
   ) {}
 
   push(kind: "in" | "out" | "stderr" | "note", text: string, maxChars = this.maxEntryBytes): void {
-    let clean = redact(text);
+    let clean = redact(this.#outsideKeyBlock(kind, text));
     for (const secret of this.secrets) if (secret) clean = clean.split(secret).join("[redacted]");
     const entry = `${kind} ${clean.length > maxChars ? `${clean.slice(0, maxChars)}…` : clean}`;
     this.#entries.push(entry);
     this.#bytes += entry.length;
     while (this.#entries.length > this.maxEntries || this.#bytes > this.maxBytes) this.#bytes -= this.#entries.shift()!.length;
+  }
+
+  /** `text` without the lines of a private key block an earlier entry of this kind opened (stderr comes line by line). */
+  #outsideKeyBlock(kind: string, text: string): string {
+    let rest = text;
+    if (this.#inKeyBlock.has(kind)) {
+      const end = keyBlockEnd(text);
+      if (end < 0) return REDACTED;
+      this.#inKeyBlock.delete(kind);
+      rest = `${REDACTED}${text.slice(end)}`;
+    }
+    if (opensKeyBlock(rest)) this.#inKeyBlock.add(kind);
+    return rest;
   }
 
   /** Counts one anomaly and keeps a sample of it (`note <kind> #<n>: <sample>`). */

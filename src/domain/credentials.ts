@@ -1,0 +1,83 @@
+/**
+ * The one table of credential shapes. It serves the log (`redact`, src/domain/redact.ts), the
+ * host frame rings (src/runtime/hosts/ring.ts) and the inspector (inspector/server/redact.ts,
+ * whose tsconfig compiles this file beside it). It imports nothing, so the inspector's build
+ * pulls in nothing else of src/.
+ *
+ * Rules the patterns keep, so that masking pieces of a stream stays safe (see the inspector's
+ * streams.ts):
+ * - a mask keeps what names the credential (`ghp_`, `Authorization: `, `DB_PASSWORD=`) and
+ *   replaces the value with `[redacted]`, and never matches its own output;
+ * - no pattern crosses a line end except a private key block, which masks to the end of the
+ *   text when its END line has not come (yet);
+ * - a value is one whitespace-free run, except after a header name (to the end of the line), a
+ *   quote (to the closing quote) or a private key's BEGIN line;
+ * - name runs are bounded, so no pattern backtracks without end on a long run of key-like text.
+ */
+
+export const REDACTED = "[redacted]";
+
+/** A variable, field, header or flag name that says its value is a credential. */
+const NAME = String.raw`(?<![A-Za-z0-9_.-])(?:[A-Za-z0-9_.-]{0,64}?(?:secret|passw(?:or)?d)[A-Za-z0-9_.-]{0,64}|[A-Za-z0-9_.-]{0,64}?(?:token|credentials?|api_?key|apikey|accesskey|secretkey|privatekey|accountkey|signingkey|masterkey)|(?:[A-Za-z0-9_.-]{0,64}[_.-])?(?:key|pass|pwd|auth|sig))`;
+/** Between a name and its value: an optional (escaped) closing quote, `:` or `=`. */
+const ASSIGN = String.raw`\\?["']?[ \t]*[:=][ \t]*`;
+
+/** [pattern, replacement], applied in order. */
+export const CREDENTIAL_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
+  // Private keys (PEM, OpenSSH, PGP): the whole body, to the END line or the end of the text
+  // (a block already masked is left alone: its END line is gone).
+  [/(-----BEGIN[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----)(?!\[redacted\])[\s\S]*?(?:-----END[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----|$)/g, `$1${REDACTED}`],
+  // Headers whose whole value is a credential: the rest of the line.
+  [/((?<![A-Za-z0-9-])(?:proxy-)?(?:authorization|set-cookie|cookie)\\?["']?[ \t]*[:=][ \t]*)(?=\S)[^\r\n]+/gi, `$1${REDACTED}`],
+  // A bearer or basic credential outside a header: not a word of prose (it has a digit or a sign in it).
+  [/\b(Bearer|Basic)[ \t]+(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],
+  // A password in a URL (scheme://user:password@host).
+  [/(\/\/[^/\s:@]+:)[^@\s/]+@/g, `$1${REDACTED}@`],
+  // Vendor tokens recognisable on their own.
+  [/\b(gh[pousr]_)[A-Za-z0-9]{30,}/g, `$1${REDACTED}`],
+  [/\b(github_pat_)[A-Za-z0-9_]{22,}/g, `$1${REDACTED}`],
+  [/\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z0-9]{16}\b/g, `$1${REDACTED}`],
+  [/\b([rsp]k_(?:live|test)_)[A-Za-z0-9]{12,}/g, `$1${REDACTED}`],
+  [/\b(whsec_)[A-Za-z0-9]{16,}/g, `$1${REDACTED}`],
+  [/\b(xox[abposre]-)[A-Za-z0-9-]{10,}/g, `$1${REDACTED}`],
+  [/(hooks\.slack\.com\/services\/)[A-Za-z0-9/_-]+/g, `$1${REDACTED}`],
+  [/\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*/g, REDACTED],
+  [/\b(AIza)[0-9A-Za-z_-]{35}/g, `$1${REDACTED}`],
+  [/\b(npm_)[A-Za-z0-9]{36}/g, `$1${REDACTED}`],
+  [/\b(glpat-)[A-Za-z0-9_-]{20,}/g, `$1${REDACTED}`],
+  [/\b(hf_)[A-Za-z0-9]{30,}/g, `$1${REDACTED}`],
+  [/\b(sk|pk|rk|ak)-[A-Za-z0-9_-]{12,}/g, `$1-${REDACTED}`],
+  // Command-line flags: `--token X`, `--api-key "X"` (`--password=X` is a name = value below).
+  [/((?<![A-Za-z0-9-])--?[A-Za-z0-9-]{0,32}?(?:token|passw(?:or)?d|secret|api-?key|auth|credentials?)[ \t]+\\?["']?)(?![-\\])[^\s"'\\]+/gi, `$1${REDACTED}`],
+  // `curl -u user:password`.
+  [/((?<![A-Za-z0-9-])(?:-u|--user|--proxy-user)[ \t]+\\?["']?[^\s:"'\\]+:)[^\s"'\\]+/g, `$1${REDACTED}`],
+  // name = value, name: value, "name": "value": quoted values to their closing quote.
+  [new RegExp(String.raw`(${NAME}${ASSIGN}\\?")(?:[^"\\\r\n]|\\.)+`, "gi"), `$1${REDACTED}`],
+  [new RegExp(String.raw`(${NAME}${ASSIGN}')[^'\r\n]+`, "gi"), `$1${REDACTED}`],
+  [new RegExp(String.raw`(${NAME}${ASSIGN})(?![\s"'\[])[^\s"'&,;]{4,}`, "gi"), `$1${REDACTED}`],
+];
+
+/** The text with every credential the table recognises masked. */
+export function maskCredentials(text: string): string {
+  return CREDENTIAL_PATTERNS.reduce((out, [pattern, replacement]) => out.replace(pattern, replacement), text);
+}
+
+const KEY_BEGIN = /-----BEGIN[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----/g;
+const KEY_END = /-----END[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----/g;
+
+/**
+ * Whether raw `text` opens a private key block it does not close: what follows it (the next
+ * line of a stream read line by line) is still the key.
+ */
+export function opensKeyBlock(text: string): boolean {
+  const begins = [...text.matchAll(KEY_BEGIN)];
+  const last = begins.at(-1);
+  return last !== undefined && keyBlockEnd(text.slice(last.index + last[0].length)) < 0;
+}
+
+/** Where the first END line of a private key block in `text` ends, or -1: the key goes on until there. */
+export function keyBlockEnd(text: string): number {
+  KEY_END.lastIndex = 0;
+  const end = KEY_END.exec(text);
+  return end ? end.index + end[0].length : -1;
+}
