@@ -284,6 +284,36 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("checkpoint.skipped"), ...inRun, nodeId: id, reason: z.string() }),
   /** A rollback is about to touch the provider and the files: recovery finds it if `rollback.applied` never follows. */
   z.strictObject({ type: z.literal("rollback.started"), ...inThread, toRunId: id, via: z.enum(["provider_rollback", "divergent", "files_only"]) }),
+  /**
+   * The rollback to `toRunId` (its provider step done) is about to restore `files` from the
+   * checkpoint: durable before the first file changes. It carries the `rollback.applied` the
+   * rollback will record, so recovery can finish it if that never follows.
+   */
+  z.strictObject({
+    type: z.literal("checkpoint.restore_started"),
+    ...inThread,
+    toRunId: id,
+    checkpointId: id,
+    files: z.array(ChangedFileSchema),
+    rolledBackRunIds: z.array(id),
+    provider: z.enum(["rolled_back", "divergent", "not_needed"]),
+    providerThreadId: id.nullable(),
+    divergentProviderThreadIds: z.array(id),
+  }),
+  /**
+   * A restore that did not end normally: `finished` by recovery after a restart (`files`: what
+   * it still had to change), or `unknown` when it could not be (`files`: each may hold its
+   * old or its restored state).
+   */
+  z.strictObject({
+    type: z.literal("checkpoint.restore_settled"),
+    ...inThread,
+    toRunId: id,
+    checkpointId: id,
+    outcome: z.enum(["finished", "unknown"]),
+    files: z.array(ChangedFileSchema),
+    message: z.string(),
+  }),
   z.strictObject({
     type: z.literal("rollback.applied"),
     ...inThread,

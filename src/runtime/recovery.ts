@@ -5,8 +5,9 @@ import { DomainEventSchema, type DomainEvent } from "../domain/events.js";
 import { policyEvent } from "../machines/emitted.js";
 import type { Dispatcher } from "./dispatch.js";
 import type { Projections } from "./projections.js";
-import { settleInterruptedRollback } from "./rollback.js";
+import { finishAnnouncedRestores, settleInterruptedRollback, trackAnnouncedRestores } from "./rollback.js";
 import type { EventLog } from "./store/eventLog.js";
+import type { CutTail } from "./store/jsonl.js";
 import type { HostRecord } from "./hosts/records.js";
 
 /** Says in the log which hosts of the previous life were found running and killed. */
@@ -16,16 +17,28 @@ export function reportReaped(d: Dispatcher, reaped: readonly HostRecord[]): void
   d.run(() => d.commit({ type: "warning", threadId: null, runId: null, message }));
 }
 
+/** Says in the log what open cut from the log's tail (a torn write, or a complete last line that does not parse). */
+export function reportCutTail(d: Dispatcher, cut: CutTail | null): void {
+  if (!cut) return;
+  const what = cut.complete ? "a complete last line that does not parse" : "a torn last line";
+  const message = `events.jsonl line ${cut.line} (${cut.bytes} bytes) was cut at open: ${what} (${cut.reason})`;
+  d.run(() => d.commit({ type: "warning", threadId: null, runId: null, message }));
+}
+
 /**
  * Fold the log, settle what the previous life left open, rebuild the actors, resume queued
  * work. Returns the targets' event pumps. Runs before the runtime accepts any command.
  */
 export async function restoreRuntime(d: Dispatcher, log: EventLog<DomainEvent>): Promise<Promise<void>[]> {
+  const restores = trackAnnouncedRestores();
   for await (const record of log.readAll()) {
     const parsed = DomainEventSchema.safeParse(record.event);
     if (!parsed.success) throw new StoreCorruptError(`event ${record.seq} does not match the schema`, { seq: record.seq });
     d.views.apply({ ...record, event: parsed.data });
+    restores.fold(parsed.data);
   }
+  // A file restore the previous life announced and did not finish is finished (or reported) first.
+  await finishAnnouncedRestores(d, restores.pending());
   const capabilities = new Map([...d.targets].map(([id, target]) => [id, target.capabilities()]));
   const plan = planRecovery(d.views, capabilities);
   d.run(() => plan.events.forEach((e) => d.commit(e)));

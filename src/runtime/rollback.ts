@@ -1,12 +1,12 @@
 import type { ProviderThreadSnapshot, RollbackResult } from "../adapters/contract.js";
 import type { ChangedFile } from "../domain/entities.js";
 import { canVerifyProviderRollback } from "../capabilities/predicates.js";
-import { ConflictError, NotFoundError, ProviderError } from "../domain/errors.js";
+import { ClosedError, ConflictError, NotFoundError, ProviderError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { policyEvent, type Effect } from "../machines/emitted.js";
 import type { RollbackRequest } from "../machines/thread.js";
 import type { Dispatcher } from "./dispatch.js";
-import type { DomainEvent } from "../domain/events.js";
+import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type RunView } from "./projections.js";
 
 /**
@@ -100,27 +100,104 @@ export async function performRollback(rt: Dispatcher, effect: Extract<Effect, { 
         rt.commitLate(policyEvent({ threadId, runId: toRunId }, "rollback_divergent", detail));
       }
     }
-    const checkpoint = rt.views.finalCheckpoint(toRunId);
-    let files: ChangedFile[] = [];
-    let filesRestored = false;
-    if (checkpoint) {
-      try {
-        files = await rt.checkpoints.restore(checkpoint.checkpointId);
-        filesRestored = true;
-      } catch (error) {
-        const message = `files were not restored to checkpoint ${checkpoint.checkpointId}: ${redact(error instanceof Error ? error.message : String(error))}`;
-        rt.commitLate({ type: "warning", threadId, runId: toRunId, message });
-      }
-    }
     const rolledBackRunIds = plan.laterRuns.map((r) => r.runId);
     const native = provider === "rolled_back" ? plan.providerThread : null;
     const divergentProviderThreadIds = plan.affected.filter((p) => p !== native).map((p) => p.providerThreadId);
+    const outcome = { rolledBackRunIds, provider, providerThreadId: native?.providerThreadId ?? null, divergentProviderThreadIds };
+    const checkpoint = rt.views.finalCheckpoint(toRunId);
+    const restored = checkpoint ? await restoreFiles(rt, { threadId, toRunId, checkpointId: checkpoint.checkpointId, ...outcome }) : null;
+    const files = restored ?? [];
+    const filesRestored = restored !== null;
     const checkpointId = filesRestored ? checkpoint!.checkpointId : null;
     // The provider and the files have changed: recorded even while the runtime is closing.
-    rt.commitLate({ type: "rollback.applied", threadId, toRunId, rolledBackRunIds, provider, providerThreadId: native?.providerThreadId ?? null, divergentProviderThreadIds, checkpointId, files });
+    rt.commitLate({ type: "rollback.applied", threadId, toRunId, ...outcome, checkpointId, files });
     return { threadId, toRunId, rolledBackRunIds, provider, checkpointId, filesRestored, files };
   } finally {
     rt.act(() => rt.actors.threads.get(threadId)?.send({ type: "ROLLBACK_DONE" }));
+  }
+}
+
+type RestoreStarted = DomainEventOf<"checkpoint.restore_started">;
+
+/**
+ * The file step of a rollback; null when the files were not restored. It is announced
+ * (`checkpoint.restore_started`, with the rollback's outcome) and durable before the first
+ * file changes, so a runtime that dies in the middle leaves the next one what it needs to
+ * finish (finishAnnouncedRestores).
+ */
+async function restoreFiles(rt: Dispatcher, announce: Omit<RestoreStarted, "type" | "files">): Promise<ChangedFile[] | null> {
+  const { threadId, toRunId, checkpointId } = announce;
+  let announced: ChangedFile[] | null = null;
+  try {
+    return await rt.checkpoints.restore(checkpointId, async (files) => {
+      rt.commit({ type: "checkpoint.restore_started", ...announce, files });
+      announced = files;
+      await whenDurable(rt);
+    });
+  } catch (error) {
+    // The store closed under the restore (the runtime is closing): left announced, the next runtime finishes it.
+    if (announced && error instanceof ClosedError) throw error;
+    const reason = redact(error instanceof Error ? error.message : String(error));
+    const message = `files were not restored to checkpoint ${checkpointId}: ${reason}`;
+    rt.commitLate({ type: "warning", threadId, runId: toRunId, message });
+    if (announced) rt.commitLate({ type: "checkpoint.restore_settled", threadId, toRunId, checkpointId, outcome: "unknown", files: announced, message: unknownState(announced, reason) });
+    return null;
+  }
+}
+
+/**
+ * Until the Dispatcher exposes its log's durability, reach for it: the announce must be on
+ * disk before a file changes, or a crash could leave changed files the log never mentions.
+ */
+function whenDurable(rt: Dispatcher): Promise<void> {
+  return rt["log"].whenDurable();
+}
+
+/** The message names the first files; the event's `files` has them all. */
+function unknownState(files: ChangedFile[], reason: string): string {
+  const named = files.slice(0, 20).map((f) => f.path).join(", ") + (files.length > 20 ? ` and ${files.length - 20} more` : "");
+  return `the restore stopped part way (${reason}); each of these files holds either its state before the rollback or the checkpoint's: ${named}`;
+}
+
+/** Restores announced and not followed by `rollback.applied`, by thread, as the log is read. */
+export function trackAnnouncedRestores(): { fold(event: DomainEvent): void; pending(): RestoreStarted[] } {
+  const open = new Map<string, RestoreStarted>();
+  return {
+    fold(event) {
+      if (event.type === "checkpoint.restore_started") open.set(event.threadId, event);
+      else if (event.type === "rollback.applied") open.delete(event.threadId);
+    },
+    pending: () => [...open.values()],
+  };
+}
+
+/**
+ * Recovery of a restore the previous runtime announced but did not finish (it died or was
+ * closed in the middle): the rollback had been decided, its provider step done, so the files
+ * are restored again (a restore is idempotent: it makes the files match the checkpoint) and
+ * the rollback is recorded as it would have been. When that fails, the files it names are in
+ * an unknown state: reported as such, and the rollback counts as not done (provider threads
+ * that may have moved are rebuilt). Runs before the runtime accepts commands.
+ */
+export async function finishAnnouncedRestores(d: Dispatcher, announced: RestoreStarted[]): Promise<void> {
+  for (const restore of announced) {
+    const { threadId, toRunId, checkpointId } = restore;
+    if (d.views.rollbacksInFlight.get(threadId) !== toRunId) continue;
+    let changed: ChangedFile[];
+    try {
+      changed = await d.checkpoints.restore(checkpointId);
+    } catch (error) {
+      const reason = redact(error instanceof Error ? error.message : String(error));
+      const settled: DomainEvent = { type: "checkpoint.restore_settled", threadId, toRunId, checkpointId, outcome: "unknown", files: restore.files, message: unknownState(restore.files, `the runtime stopped, and finishing it failed: ${reason}`) };
+      d.run(() => [settled, ...settleInterruptedRollback(d.views, threadId, toRunId)].forEach((e) => d.commit(e)));
+      continue;
+    }
+    const { rolledBackRunIds, provider, providerThreadId, divergentProviderThreadIds, files } = restore;
+    const message = `the runtime stopped during the restore to checkpoint ${checkpointId}; recovery finished it`;
+    d.run(() => {
+      d.commit({ type: "checkpoint.restore_settled", threadId, toRunId, checkpointId, outcome: "finished", files: changed, message });
+      d.commit({ type: "rollback.applied", threadId, toRunId, rolledBackRunIds, provider, providerThreadId, divergentProviderThreadIds, checkpointId, files });
+    });
   }
 }
 

@@ -15,11 +15,18 @@ export async function isolatedHome(): Promise<{ home: string; env: NodeJS.Proces
   return { home, env, cleanup: () => rm(home, { recursive: true, force: true }) };
 }
 
-/** Points this process's HOME and XDG_CONFIG_HOME at `home` until the returned function restores them. */
+/** Points this process's HOME and XDG_CONFIG_HOME at the isolated ones until the returned function restores them. */
 export function useHome(env: NodeJS.ProcessEnv): () => void {
-  const names = ["HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_NOSYSTEM"] as const;
-  const saved = names.map((name) => [name, process.env[name]] as const);
-  for (const name of names) process.env[name] = env[name];
+  return useEnv({ HOME: env.HOME, XDG_CONFIG_HOME: env.XDG_CONFIG_HOME, GIT_CONFIG_NOSYSTEM: env.GIT_CONFIG_NOSYSTEM });
+}
+
+/** Sets these variables in this process's environment until the returned function restores them. */
+export function useEnv(vars: Record<string, string | undefined>): () => void {
+  const saved = Object.keys(vars).map((name) => [name, process.env[name]] as const);
+  for (const [name, value] of Object.entries(vars)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
   return () => {
     for (const [name, value] of saved) {
       if (value === undefined) delete process.env[name];

@@ -30,7 +30,7 @@ afterEach(async () => {
   await home.cleanup();
 });
 
-async function put(files: Record<string, [content: string, mode: number]>): Promise<void> {
+async function put(files: Record<string, readonly [content: string, mode: number]>): Promise<void> {
   for (const [path, [content, mode]] of Object.entries(files)) {
     await mkdir(dirname(join(cwd, path)), { recursive: true });
     await writeFile(join(cwd, path), content);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
 import { isRunning } from "../../src/runtime/hosts/process.js";
-import { holdingGit } from "./holdingGit.js";
+import { gitDouble } from "./gitDouble.js";
 import { isolatedHome } from "./isolated.js";
 
 /**
@@ -84,7 +84,7 @@ describe("the private checkpoint repository", () => {
   });
 
   it("close() kills a git that is still running: the operation rejects as closed and the process is gone", async () => {
-    const git = await holdingGit();
+    const git = await gitDouble("hold");
     try {
       const store = await GitCheckpointStore.open(storeDir, { env: { ...home.env, ...git.env } });
       await writeFile(join(cwd, "a.txt"), "a\n");

@@ -1,16 +1,30 @@
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyedScript, ScriptedBackend } from "../../src/index.js";
 import type { CapabilityOverrides, ScriptStep, TillerRuntime } from "../../src/index.js";
 import { nextEvent, ofType, openTestRuntime } from "../helpers/runtime.js";
 import { git, policies, rejectsWith, row, scripted, snapshotFiles, streaming, tempDir } from "./helpers.js";
+import { gitDouble } from "../checkpoints/gitDouble.js";
+import { isolatedHome, useEnv, useHome } from "../checkpoints/isolated.js";
 
 /**
  * Rollback against a real user git repository, with runtime-owned git checkpoints: files go
  * back to the end of run N, later runs become rolled_back, and the user's own git state
  * (HEAD, branch, index, stash) and ignored content are never touched.
  */
+
+// The checkpoint store reads the user's git config (core.excludesFile): a temporary HOME, never this machine's.
+let home: Awaited<ReturnType<typeof isolatedHome>>;
+let restoreHome: () => void;
+beforeAll(async () => {
+  home = await isolatedHome();
+  restoreHome = useHome(home.env);
+});
+afterAll(async () => {
+  restoreHome();
+  await home.cleanup();
+});
 
 async function put(dir: string, files: Record<string, string>): Promise<void> {
   for (const [path, content] of Object.entries(files)) {
@@ -226,6 +240,126 @@ describe("nested checkpoint scopes", () => {
       }
     } finally {
       await cleanup();
+      await work.cleanup();
+    }
+  });
+});
+
+describe("what a rollback restores, and what it never touches", () => {
+  it("files ignored through info/exclude or the user's global excludes file are never captured, and a rollback leaves them as they are", async () => {
+    const repo = await userRepo();
+    await put(home.home, { ".gitconfig": "[core]\n\texcludesFile = ~/global-ignore\n", "global-ignore": "*.bak\n" });
+    await put(repo.dir, { ".git/info/exclude": "*.local\n", "settings.local": "mine\n", "notes.bak": "old notes\n" });
+    const { rt, events, cleanup } = await openTestRuntime({ s: scripted({}, script) }, { checkpoints: true });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s", cwd: repo.dir });
+      const r1 = await run(rt, threadId, "[r1] first");
+      await put(repo.dir, { "settings.local": "edited after run 1\n", "late.local": "late\n", "draft.bak": "draft\n" });
+      await run(rt, threadId, "[r2] second");
+      await put(repo.dir, { "later.local": "later\n" });
+      const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
+      expect(receipt).toMatchObject({ filesRestored: true });
+      expect(receipt.files.map((f) => f.path).sort()).toEqual(["one.txt", "two.txt"]);
+
+      const ignored = ["settings.local", "notes.bak", "late.local", "draft.bak", "later.local"];
+      const captured = ofType(events, "checkpoint.captured").flatMap((c) => c.files.map((f) => f.path));
+      expect(captured.filter((path) => ignored.includes(path))).toEqual([]);
+      expect(await snapshotFiles(repo.dir, [".git", "node_modules"])).toMatchObject({
+        "settings.local": "edited after run 1\n",
+        "notes.bak": "old notes\n",
+        "late.local": "late\n",
+        "draft.bak": "draft\n",
+        "later.local": "later\n",
+        "one.txt": "one\n",
+      });
+      expect(await readFile(join(home.home, ".gitconfig"), "utf8")).toBe("[core]\n\texcludesFile = ~/global-ignore\n");
+    } finally {
+      await cleanup();
+      await repo.cleanup();
+      await rm(join(home.home, ".gitconfig"));
+    }
+  });
+
+  it("a 0600 file comes back 0600 and a script keeps its exact executable bits", async () => {
+    const work = await tempDir("tiller-rollback-modes-");
+    await put(work.dir, { "one.txt": "mine\n", "run.sh": "#!/bin/sh\n" });
+    await chmod(join(work.dir, "one.txt"), 0o600);
+    await chmod(join(work.dir, "run.sh"), 0o750);
+    const { rt, cleanup } = await openTestRuntime({ s: scripted({}, script) }, { checkpoints: true });
+    const modeOf = async (path: string) => ((await stat(join(work.dir, path))).mode & 0o7777).toString(8);
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s", cwd: work.dir });
+      const r1 = await run(rt, threadId, "[r1] first"); // one.txt (0600) rewritten in place: still 0600
+      expect(await modeOf("one.txt")).toBe("600");
+      await run(rt, threadId, "[r2] second");
+      await chmod(join(work.dir, "run.sh"), 0o755);
+      const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
+      expect(receipt.files.map((f) => f.path).sort()).toEqual(["one.txt", "run.sh", "two.txt"]);
+      expect(await readFile(join(work.dir, "one.txt"), "utf8")).toBe("one\n");
+      expect([await modeOf("one.txt"), await modeOf("run.sh")]).toEqual(["600", "750"]);
+    } finally {
+      await cleanup();
+      await work.cleanup();
+    }
+  });
+
+  it("the restore is announced with its files and the rollback's outcome before rollback.applied", async () => {
+    const work = await tempDir("tiller-rollback-announce-");
+    const { rt, events, cleanup } = await openTestRuntime({ s: scripted({}, script) }, { checkpoints: true });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s", cwd: work.dir });
+      const r1 = await run(rt, threadId, "[r1] first");
+      const r2 = await run(rt, threadId, "[r2] second");
+      const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
+      const started = events.filter((r) => r.event.type === "checkpoint.restore_started");
+      const applied = events.filter((r) => r.event.type === "rollback.applied");
+      expect(started).toHaveLength(1);
+      expect(started[0]!.seq).toBeLessThan(applied[0]!.seq);
+      expect(started[0]!.event).toEqual({
+        type: "checkpoint.restore_started",
+        threadId,
+        toRunId: r1.runId,
+        checkpointId: receipt.checkpointId,
+        files: receipt.files,
+        rolledBackRunIds: [r2.runId],
+        provider: "rolled_back",
+        providerThreadId: r1.attempts[0]!.providerThreadId,
+        divergentProviderThreadIds: [],
+      });
+      const { type: _started, files: _files, ...outcome } = started[0]!.event as Extract<typeof started[0]["event"], { type: "checkpoint.restore_started" }>;
+      expect(applied[0]!.event).toEqual({ ...outcome, type: "rollback.applied", files: receipt.files });
+      expect(ofType(events, "checkpoint.restore_settled")).toEqual([]);
+    } finally {
+      await cleanup();
+      await work.cleanup();
+    }
+  });
+
+  it("a restore that fails after its announce names the files left in an unknown state", async () => {
+    const work = await tempDir("tiller-rollback-unknown-");
+    const double = await gitDouble("fail-after"); // git writes the files, then fails as a git dying part way would
+    const restoreEnv = useEnv(double.env); // read when the runtime opens its checkpoint store
+    const { rt, events, cleanup } = await openTestRuntime({ s: scripted({}, script) }, { checkpoints: true });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s", cwd: work.dir });
+      const r1 = await run(rt, threadId, "[r1] first");
+      const r2 = await run(rt, threadId, "[r2] second");
+      const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
+      expect(receipt).toMatchObject({ filesRestored: false, checkpointId: null, files: [], rolledBackRunIds: [r2.runId] });
+      const [announced] = ofType(events, "checkpoint.restore_started");
+      expect(announced!.files).toEqual([
+        { path: "one.txt", change: "modified" },
+        { path: "two.txt", change: "deleted" },
+      ]);
+      const settled = ofType(events, "checkpoint.restore_settled");
+      expect(settled).toMatchObject([{ threadId, toRunId: r1.runId, checkpointId: announced!.checkpointId, outcome: "unknown", files: announced!.files }]);
+      expect(settled[0]!.message).toMatch(/simulated failure after the write.*one\.txt, two\.txt/);
+      expect(ofType(events, "warning").map((w) => w.message)).toEqual([expect.stringContaining(`files were not restored to checkpoint ${announced!.checkpointId}`)]);
+      expect(ofType(events, "rollback.applied")).toMatchObject([{ checkpointId: null, files: [], rolledBackRunIds: [r2.runId] }]);
+    } finally {
+      await cleanup();
+      restoreEnv();
+      await double.cleanup();
       await work.cleanup();
     }
   });

@@ -78,13 +78,16 @@ export class Checkpoints {
     void this.#track(runId, this.#inOrder(runId, "subagent", "final", nodeId));
   }
 
-  /** Restores a thread's working directory to a checkpoint; returns what changed. */
-  async restore(checkpointId: string): Promise<ChangedFile[]> {
+  /**
+   * Restores a thread's working directory to a checkpoint; returns what changed.
+   * `beforeChange` hears every file about to change before the first one does (see rollback.ts).
+   */
+  async restore(checkpointId: string, beforeChange?: (files: ChangedFile[]) => Promise<void>): Promise<ChangedFile[]> {
     const checkpoint = this.host.views.checkpoints.get(checkpointId);
     if (!checkpoint?.commit) throw new CheckpointError(`checkpoint ${checkpointId} has no commit to restore`, { checkpointId });
     const thread = this.host.views.threads.get(checkpoint.threadId)!;
     const store = await this.#open();
-    const { files } = await store.restore({ cwd: thread.cwd, commit: checkpoint.commit, exclude: this.#exclude(thread.cwd) });
+    const { files } = await store.restore({ cwd: thread.cwd, commit: checkpoint.commit, exclude: this.#exclude(thread.cwd), ...(beforeChange ? { beforeChange } : {}) });
     return files;
   }
 
@@ -94,6 +97,11 @@ export class Checkpoints {
     await Promise.allSettled(pending.filter((p) => p !== undefined));
   }
 
+  /**
+   * Waits for the captures under way (a run's final checkpoint is worth its wait), then closes
+   * the store, which kills any git still running: a restore the runtime gave up waiting for is
+   * cut short, and the next runtime finishes it (its announce is in the log).
+   */
   async close(): Promise<void> {
     await this.settled();
     if (this.#store) await (await this.#store.catch(() => null))?.close();

@@ -1,6 +1,5 @@
 import { execFile } from "node:child_process";
-import { createReadStream } from "node:fs";
-import { constants } from "node:fs";
+import { constants, createReadStream } from "node:fs";
 import { chmod, mkdtemp, open, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,17 +9,21 @@ import { promisify } from "node:util";
 const exec = promisify(execFile);
 
 /**
- * A `git` first on PATH (the process boundary, not a seam in the runtime) that is the real
- * git, except that a restore's work-tree write (`read-tree -m -u`) holds: it writes its pid to
- * a FIFO and blocks with the FIFO still open for writing. The reader therefore learns the
- * exact moment the restore is held (after the runtime announced it durably) and, by end of
- * file, the exact moment that git process is gone: no sleeps, no polling.
- * `after: true` runs the real write first and holds when it is done (files already restored).
+ * A `git` first on PATH (the process boundary, not a seam in the runtime): the real git,
+ * except for a restore's work-tree write (`read-tree -m -u`), which
+ * - `hold`: writes its pid to a FIFO and blocks with the FIFO still open for writing, so the
+ *   reader learns the exact moment the restore is held (after the runtime announced it
+ *   durably) and, by end of file, the exact moment that git process is gone: no sleeps, no polling;
+ * - `hold-after`: the same once the real write is done (files already restored);
+ * - `fail-after`: does the real write, then fails as a git that died part way would.
  */
 const SCRIPT = `#!/bin/sh
 case " $* " in
   *" read-tree -m -u "*)
-    if [ "$TILLER_TEST_GIT_HOLD_AFTER" = 1 ]; then "$TILLER_TEST_REAL_GIT" "$@" || exit $?; fi
+    case "$TILLER_TEST_GIT_RESTORE" in
+      hold-after|fail-after) "$TILLER_TEST_REAL_GIT" "$@" || exit $?;;
+    esac
+    if [ "$TILLER_TEST_GIT_RESTORE" = fail-after ]; then echo "fatal: simulated failure after the write" >&2; exit 128; fi
     exec 9>"$TILLER_TEST_GIT_HOLD"
     echo $$ >&9
     exec 8<"$TILLER_TEST_GIT_HOLD.never"
@@ -29,8 +32,10 @@ esac
 exec "$TILLER_TEST_REAL_GIT" "$@"
 `;
 
-export interface HoldingGit {
-  /** Environment variables to give the process whose git must hold (PATH first). */
+export type RestoreBehaviour = "hold" | "hold-after" | "fail-after";
+
+export interface GitDouble {
+  /** Environment variables to give the process whose git this is (PATH first). */
   env: Record<string, string>;
   /** Resolves with the held git's pid once a restore's work-tree write is held. */
   held: Promise<number>;
@@ -39,8 +44,8 @@ export interface HoldingGit {
   cleanup: () => Promise<void>;
 }
 
-export async function holdingGit(options: { after?: boolean } = {}): Promise<HoldingGit> {
-  const dir = await mkdtemp(join(tmpdir(), "tiller-holding-git-"));
+export async function gitDouble(restore: RestoreBehaviour = "hold"): Promise<GitDouble> {
+  const dir = await mkdtemp(join(tmpdir(), "tiller-git-double-"));
   const realGit = (await exec("sh", ["-c", "command -v git"])).stdout.trim();
   await writeFile(join(dir, "git"), SCRIPT);
   await chmod(join(dir, "git"), 0o755);
@@ -50,7 +55,7 @@ export async function holdingGit(options: { after?: boolean } = {}): Promise<Hol
     PATH: `${dir}:${process.env.PATH ?? ""}`,
     TILLER_TEST_REAL_GIT: realGit,
     TILLER_TEST_GIT_HOLD: fifo,
-    TILLER_TEST_GIT_HOLD_AFTER: options.after ? "1" : "0",
+    TILLER_TEST_GIT_RESTORE: restore,
   };
   // Opening a FIFO for reading waits for its writer: the held git.
   const stream = createReadStream(fifo, { encoding: "utf8" });
@@ -70,7 +75,7 @@ export async function holdingGit(options: { after?: boolean } = {}): Promise<Hol
         // gone already
       }
     }
-    // A reader still waiting for a writer (the git never came) would hold a libuv thread: release it.
+    // A reader still waiting for a writer (no git was held) would hold a libuv thread: release it.
     const writer = await open(fifo, constants.O_WRONLY | constants.O_NONBLOCK).catch(() => null);
     await writer?.close();
     await gone;
