@@ -92,6 +92,25 @@ export function gitDefaultMode(file: TreeFile, umask: number): number {
   return (isExec(file.gitMode) ? 0o777 : 0o666) & ~umask;
 }
 
+/**
+ * The exact modes a restore must leave: for every file git writes, the commit's mode (git's
+ * own default for a commit without a manifest); for every other file of the target whose
+ * current mode (`kept`) drifted, the commit's mode again, and that file counts as changed.
+ */
+export function modesToRestore(files: TreeFile[], manifest: ModeManifest | null, written: Set<string>, kept: Map<string, number>, umask: number) {
+  const modes = new Map<string, number>();
+  const modeOnly: string[] = [];
+  for (const file of files) {
+    if (written.has(file.path)) {
+      modes.set(file.path, manifest ? modeOf(manifest, file) : gitDefaultMode(file, umask));
+    } else if (manifest && kept.has(file.path) && kept.get(file.path) !== modeOf(manifest, file)) {
+      modes.set(file.path, modeOf(manifest, file));
+      modeOnly.push(file.path);
+    }
+  }
+  return { modes, modeOnly };
+}
+
 /** Sets each path's exact mode; never through a symlink (chmod follows them). */
 export async function applyModes(cwd: string, modes: Map<string, number>): Promise<void> {
   const entries = [...modes];

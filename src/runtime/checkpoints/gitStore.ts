@@ -15,56 +15,15 @@
  */
 import { createHash } from "node:crypto";
 import { chmod, readdir, stat, unlink } from "node:fs/promises";
-import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { join, resolve } from "node:path";
 import { CheckpointError, ClosedError, InvalidInputError } from "../../domain/errors.js";
-import { applyModes, buildManifest, currentModes, gitDefaultMode, manifestOf, modeOf, regularFiles, withManifest, type TreeFile } from "./fileModes.js";
+import { applyModes, buildManifest, currentModes, manifestOf, modeOf, modesToRestore, regularFiles, withManifest, type TreeFile } from "./fileModes.js";
 import { GitProcesses, type GitResult } from "./gitProcess.js";
-import { findUserRepository, ignoresItself, literalIgnoreFile, writeSources, type IgnoreScope } from "./ignoreSources.js";
-import { assertDirectory, makePrivate, missingDirectories, privateDirectory, removeEmptyParents, writePrivate } from "./storeFiles.js";
+import { refreshIgnoreFile, type IgnoreScope } from "./ignoreSources.js";
+import type { CaptureInput, ChangedFile, CheckpointCapture, RestoreInput, StoreOptions } from "./storeTypes.js";
+import { assertDirectory, excludeSpec, literalSpec, makePrivate, missingDirectories, normalizeExcludes, privateDirectory, removeEmptyParents, writePrivate } from "./storeFiles.js";
 
-export interface ChangedFile {
-  path: string;
-  change: "added" | "modified" | "deleted";
-}
-
-export interface CheckpointCapture {
-  /** Commit id in the runtime-owned repository. */
-  commit: string;
-  /** Files that differ from the parent checkpoint (content or mode; without a parent, every file), sorted by path. */
-  files: ChangedFile[];
-  insertions: number;
-  deletions: number;
-}
-
-export interface CaptureInput {
-  cwd: string;
-  /** Pinned as `refs/tiller/<ref>`: letters, digits, `_`, `-`, and `/` between non-empty parts. */
-  ref: string;
-  parent: string | null;
-  message: string;
-  /** Paths relative to cwd (e.g. ".tiller") kept out of the snapshot. */
-  exclude?: string[];
-}
-
-export interface RestoreInput {
-  cwd: string;
-  commit: string;
-  /** Paths relative to cwd that restore must leave alone (should match the capture's). */
-  exclude?: string[];
-  /**
-   * Told every file about to change (content or mode) before the first one does; not called
-   * when nothing changes. A rejection cancels the restore with nothing changed.
-   */
-  beforeChange?: (files: ChangedFile[]) => Promise<void>;
-}
-
-export interface StoreOptions {
-  /**
-   * The environment git runs with; its HOME, XDG_CONFIG_HOME and GIT_CONFIG_GLOBAL/SYSTEM/NOSYSTEM
-   * locate the user's git config, read (never written) for core.excludesFile. Default: process.env.
-   */
-  env?: NodeJS.ProcessEnv;
-}
+export type { CaptureInput, ChangedFile, CheckpointCapture, RestoreInput, StoreOptions };
 
 /** The well-known id of git's empty tree (sha1 object format, which `open` creates). */
 const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -280,21 +239,15 @@ export class GitCheckpointStore {
     return { tree: (await this.git(["write-tree"], { cwd })).stdout.trim(), skipped, scope };
   }
 
-  /**
-   * Lists what the user's git ignores under cwd, matching from its work-tree top with every
-   * ignore source, and writes it as cwd's ignore file (literal paths) for the calls rooted at cwd.
-   */
-  private async refreshIgnoreFile(cwd: string): Promise<IgnoreScope> {
-    const sourcesFile = this.ownFile("sources", cwd);
-    const setting = (gitDir: string | null) => this.excludesFileSetting(gitDir);
-    let scope = await writeSources(cwd, await findUserRepository(cwd), sourcesFile, setting, this.userEnv);
-    let listed = await this.listIgnored(scope);
-    if (ignoresItself(scope, listed)) {
-      scope = await writeSources(cwd, null, sourcesFile, setting, this.userEnv);
-      listed = await this.listIgnored(scope);
-    }
-    await writePrivate(this.ownFile("ignored", cwd), literalIgnoreFile(scope, listed));
-    return scope;
+  /** cwd's ignore file, from every source the user's git reads (ignoreSources.ts). */
+  private refreshIgnoreFile(cwd: string): Promise<IgnoreScope> {
+    return refreshIgnoreFile(cwd, {
+      env: this.userEnv,
+      sourcesFile: this.ownFile("sources", cwd),
+      ignoredFile: this.ownFile("ignored", cwd),
+      listIgnored: (scope) => this.listIgnored(scope),
+      excludesFileSetting: (gitDir) => this.excludesFileSetting(gitDir),
+    });
   }
 
   /** Ignored paths under the scope's prefix, top-relative; a wholly ignored directory as `dir/`. */
@@ -370,28 +323,13 @@ export class GitCheckpointStore {
     }
   }
 
-  /**
-   * The exact modes restore must leave: for every file git writes, the commit's mode (git's
-   * own default for a commit without a manifest); for every other file of the target whose
-   * mode drifted, the commit's mode again, and that file counts as changed.
-   */
+  /** The exact modes restore must leave, and the files whose mode alone differs (fileModes.ts). */
   private async targetModes(cwd: string, commit: string, target: string, content: ChangedFile[]) {
     const manifest = await this.manifest(commit);
     const written = new Set(content.filter((f) => f.change !== "deleted").map((f) => f.path));
     const files = await this.treeFiles(target);
-    const umask = process.umask();
     const kept = manifest ? await currentModes(cwd, files.filter((f) => !written.has(f.path))) : new Map<string, number>();
-    const modes = new Map<string, number>();
-    const modeOnly: string[] = [];
-    for (const file of files) {
-      if (written.has(file.path)) {
-        modes.set(file.path, manifest ? modeOf(manifest, file) : gitDefaultMode(file, umask));
-      } else if (manifest && kept.has(file.path) && kept.get(file.path) !== modeOf(manifest, file)) {
-        modes.set(file.path, modeOf(manifest, file));
-        modeOnly.push(file.path);
-      }
-    }
-    return { modes, modeOnly };
+    return modesToRestore(files, manifest, written, kept, process.umask());
   }
 
   private async treeFiles(tree: string): Promise<TreeFile[]> {
@@ -460,22 +398,5 @@ function withoutGit(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return out;
 }
 
-/** Exclude paths as `/`-separated, cwd-relative and inside cwd; anything else is a caller bug. */
-function normalizeExcludes(cwd: string, exclude: string[] | undefined): string[] {
-  const result: string[] = [];
-  for (const [i, raw] of (exclude ?? []).entries()) {
-    const rel = relative(cwd, resolve(cwd, raw));
-    if (raw === "" || isAbsolute(raw) || rel === "" || rel === ".." || rel.startsWith(`..${sep}`)) {
-      throw new InvalidInputError(`exclude.${i}`, "must be a path inside cwd, relative to it", {
-        path: raw,
-      });
-    }
-    result.push(rel.split(sep).join("/"));
-  }
-  return result;
-}
-
-const excludeSpec = (path: string) => `:(top,literal,exclude)${path}`;
-const literalSpec = (path: string) => `:(top,literal)${path}`;
 const splitZ = (text: string) => text.split("\0").filter((part) => part !== "");
 const byPath = (files: ChangedFile[]) => files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));

@@ -85,6 +85,33 @@ export async function writeSources(
   return { top, prefix: relative(top, cwd).split(sep).join("/"), sourcesFile };
 }
 
+/** What refreshIgnoreFile needs from the store. */
+export interface IgnoreFileIO {
+  /** The user's environment (HOME, XDG_CONFIG_HOME locate git's default ignore file). */
+  env: NodeJS.ProcessEnv;
+  /** Where this cwd's combined sources and its literal ignore file are written. */
+  sourcesFile: string;
+  ignoredFile: string;
+  /** `git ls-files --others --ignored --exclude-standard --directory` in the scope: top-relative paths. */
+  listIgnored(scope: IgnoreScope): Promise<string[]>;
+  excludesFileSetting: ExcludesFileSetting;
+}
+
+/**
+ * Lists what the user's git ignores under cwd, matching from its work-tree top with every
+ * source, and writes it as cwd's ignore file (literal paths) for the git calls rooted at cwd.
+ */
+export async function refreshIgnoreFile(cwd: string, io: IgnoreFileIO): Promise<IgnoreScope> {
+  let scope = await writeSources(cwd, await findUserRepository(cwd), io.sourcesFile, io.excludesFileSetting, io.env);
+  let listed = await io.listIgnored(scope);
+  if (ignoresItself(scope, listed)) {
+    scope = await writeSources(cwd, null, io.sourcesFile, io.excludesFileSetting, io.env);
+    listed = await io.listIgnored(scope);
+  }
+  await writeFile(io.ignoredFile, literalIgnoreFile(scope, listed), { mode: 0o600 });
+  return scope;
+}
+
 /** Is cwd (the scope's prefix) itself, or a directory above it, among the listed ignored paths? */
 export function ignoresItself(scope: IgnoreScope, listed: string[]): boolean {
   if (scope.prefix === "") return false;

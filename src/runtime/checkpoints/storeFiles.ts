@@ -1,7 +1,7 @@
-/** File-system helpers of the checkpoint store: its own private files, and the work tree's directories. */
+/** File-system and path helpers of the checkpoint store: its own private files, the work tree's directories, exclude paths. */
 import { chmod, lstat, mkdir, readdir, rmdir, stat, writeFile } from "node:fs/promises";
-import { dirname, join, sep } from "node:path";
-import { CheckpointError } from "../../domain/errors.js";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { CheckpointError, InvalidInputError } from "../../domain/errors.js";
 
 /** A directory only its owner can enter (created if missing, tightened if it exists). */
 export async function privateDirectory(path: string): Promise<void> {
@@ -54,3 +54,21 @@ export async function removeEmptyParents(root: string, file: string): Promise<vo
     }
   }
 }
+
+/** Exclude paths as `/`-separated, cwd-relative and inside cwd; anything else is a caller bug. */
+export function normalizeExcludes(cwd: string, exclude: string[] | undefined): string[] {
+  const result: string[] = [];
+  for (const [i, raw] of (exclude ?? []).entries()) {
+    const rel = relative(cwd, resolve(cwd, raw));
+    if (raw === "" || isAbsolute(raw) || rel === "" || rel === ".." || rel.startsWith(`..${sep}`)) {
+      throw new InvalidInputError(`exclude.${i}`, "must be a path inside cwd, relative to it", {
+        path: raw,
+      });
+    }
+    result.push(rel.split(sep).join("/"));
+  }
+  return result;
+}
+
+export const excludeSpec = (path: string) => `:(top,literal,exclude)${path}`;
+export const literalSpec = (path: string) => `:(top,literal)${path}`;
