@@ -35,11 +35,6 @@ function ofType<T extends Ev["type"]>(events: readonly Ev[], type: T): EvOf<T>[]
   return events.filter((e): e is EvOf<T> => e.type === type);
 }
 
-/** Yields to the event loop (setImmediate), enough for a 0-delay scripted step to advance. */
-async function yieldMacrotasks(n: number): Promise<void> {
-  for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
-}
-
 class EventPump {
   readonly received: ProviderAdapterEvent[] = [];
   readonly log: LogEntry[] = [];
@@ -808,7 +803,6 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       // A whole other turn runs to its end meanwhile; the hanging one must still be open.
       await r.send("quick", other);
       await r.pump.until(isRootEnd(r.caps, other), "other thread's end");
-      await yieldMacrotasks(5);
       const hangingTerminal = () => r.pump.all().filter((e) => e.type === "turn.terminal" && e.threadRef === r.thread.threadRef);
       expect(hangingTerminal()).toEqual([]);
 
@@ -827,6 +821,8 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       );
       expect(iAck).toBeGreaterThanOrEqual(0);
       expect(iTerminal).toBeGreaterThan(iAck);
+      // Its only terminal is the interrupt's (a hang that ended by itself, at any moment, would show a second or an earlier one).
+      expect(hangingTerminal().map((e) => e.type === "turn.terminal" && e.status)).toEqual(["interrupted"]);
 
       // the thread is reusable afterwards
       const next = await r.turn("again");
@@ -907,15 +903,16 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       await r.adapter.stopSession({ sessionId: r.sessionId });
       const events = await r.until((e) => e.type === "session.state" && e.state === "stopped", "stopped");
       expect(events.at(-1)).toEqual({ type: "session.state", state: "stopped", message: "session stopped" });
+      // The session says it stopped once its turns are over: the stopped turn's terminal, had it
+      // made one, would be in the stream before this point.
+      expect(r.pump.all(r.sessionId).filter((e) => e.type === "turn.terminal")).toEqual([]);
 
-      // A full turn in another session of the same adapter runs to its end; by then the
-      // stopped turn has long settled, and it must not have produced a terminal.
+      // A full turn in another session of the same adapter runs to its end, and the stopped session stays silent.
       const s2 = "s2";
       await r.adapter.startSession({ sessionId: s2, cwd: "/tmp", model: null });
       const thread2 = at(await r.adapter.ensureProviderThread({ sessionId: s2, cwd: "/tmp" }));
       await r.adapter.sendRun({ sessionId: s2, thread: thread2, text: "after", context: null, model: null });
       await r.pump.until((e, sid) => sid === s2 && isRootEnd(r.caps, thread2)(e), "second session's turn end");
-      await yieldMacrotasks(5);
       expect(r.pump.all(r.sessionId).filter((e) => e.type === "turn.terminal")).toEqual([]);
     });
 

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
 import { sawInNextRequest } from "../codex/harness.js";
 import * as conformance from "../providers/conformance.js";
-import { claudeWorld, until, type ClaudeWorld } from "./harness.js";
+import { claudeWorld, until, untilWrittenDown, type ClaudeWorld } from "./harness.js";
 
 const asProvider = (w: ClaudeWorld): conformance.ProviderWorld => ({
   get rt() {
@@ -16,6 +16,7 @@ const asProvider = (w: ClaudeWorld): conformance.ProviderWorld => ({
   target: "claude",
   hostPid: (id) => w.adapter.hostPid(id),
   reopen: () => w.reopen(),
+  untilWrittenDown: (threadId, prompt) => untilWrittenDown(w, threadId, prompt),
 });
 
 /**
@@ -277,12 +278,35 @@ function claudeProcesses(w: ClaudeWorld): number[] {
     .map(Number);
 }
 
+/**
+ * Freezes Claude as the next prompt is handed to it and kills it once the host has taken the
+ * prompt: Claude dies without having read (so without having written down) that prompt, on any
+ * machine. (Claude writes its transcript on a timer of its own, so a kill at any later point
+ * may or may not find the prompt on disk.)
+ */
+function killBeforeClaudeReadsNextPrompt(w: ClaudeWorld): void {
+  const adapter = w.adapter;
+  const send = adapter.sendRun.bind(adapter);
+  adapter.sendRun = async (input) => {
+    adapter.sendRun = send;
+    const frozen = claudeProcesses(w);
+    expect(frozen).toHaveLength(1);
+    for (const pid of frozen) process.kill(pid, "SIGSTOP");
+    try {
+      return await send(input);
+    } finally {
+      for (const pid of frozen) process.kill(pid, "SIGKILL");
+    }
+  };
+}
+
 describe("claude: its process dies under a live host", () => {
-  /** Sends `text`, waits for Claude to ask permission for a command, kills Claude: the turn fails. */
+  /** Sends `text`, waits for Claude to ask permission for a command and to write the prompt down, kills Claude: the turn fails. */
   async function dieAsking(w: ClaudeWorld, threadId: string, text: string) {
     w.sim.push(bash("echo never > never.txt"));
     const { runId } = await w.rt.sendMessage({ threadId, text });
     await pendingRequest(w, threadId);
+    await untilWrittenDown(w, threadId, text);
     for (const pid of claudeProcesses(w)) process.kill(pid, "SIGKILL");
     const run = await w.rt.waitForRun(runId);
     expect(run.status).toBe("failed");
@@ -298,7 +322,8 @@ describe("claude: its process dies under a live host", () => {
     world.sim.push(saw("DELTA"), saw("ECHO"));
     const next = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what do you remember? ECHO" })).runId);
     expect(next.items.at(-1)?.text).toBe("saw DELTA");
-    // Killed while idle: nothing fails, and the next turn still resumes.
+    // Killed while idle (once the turn is on disk): nothing fails, and the next turn still resumes.
+    await untilWrittenDown(world, threadId, "what do you remember? ECHO", { answered: true });
     const [idle] = claudeProcesses(world);
     process.kill(idle!, "SIGKILL");
     await until("Claude gone", () => !claudeProcesses(world!).includes(idle!));
@@ -308,28 +333,28 @@ describe("claude: its process dies under a live host", () => {
     expect(providerThreads.size).toBe(1);
   });
 
-  it("gives a prompt Claude had not written down yet to a new Claude process: the turn completes", async () => {
+  it("gives a prompt Claude had not written down yet to a new Claude process, which resumes the session: the turn completes", async () => {
     world = await claudeWorld();
     const threadId = await thread(world);
-    // Claude writes a prompt to its transcript once it answers: killed mid-stream, it has not.
-    world.sim.push({ hang: true, text: "working" }, saw("long task"));
+    world.sim.push({ text: "noted" }, saw("GOLF"));
+    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the word is GOLF" })).runId);
+    await untilWrittenDown(world, threadId, "the word is GOLF", { answered: true });
+    killBeforeClaudeReadsNextPrompt(world);
     const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
-    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
-    for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
     const run = await world.rt.waitForRun(runId);
     expect(run.status).toBe("completed");
-    expect(run.items.at(-1)?.text).toBe("saw long task");
+    expect(run.items.at(-1)?.text).toBe("saw GOLF");
     expect(run.attempts).toHaveLength(1);
+    await untilWrittenDown(world, threadId, "long task", { answered: true }); // written once, by the new Claude
   });
 
   it("starts again a Claude that died in a thread's first turn, and one resumed after a restart (no 'session in use')", async () => {
     world = await claudeWorld();
     const threadId = await thread(world);
-    // In a thread's first turn Claude has written nothing down yet: a new Claude takes the prompt.
-    world.sim.push(bash("echo never > never.txt"), { text: "taken again" });
+    // Killed in a thread's first turn before writing anything down: a new Claude, in a new session of the same id, takes the prompt.
+    world.sim.push({ text: "taken again" });
+    killBeforeClaudeReadsNextPrompt(world);
     const { runId } = await world.rt.sendMessage({ threadId, text: "first FOXTROT" });
-    await pendingRequest(world, threadId);
-    for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
     const first = await world.rt.waitForRun(runId);
     expect([first.status, first.items.at(-1)?.text]).toEqual(["completed", "taken again"]);
     world.sim.push(saw("FOXTROT"));
@@ -347,6 +372,7 @@ describe("claude: its process dies under a live host", () => {
     world.sim.push({ text: "one" }, { text: "two" });
     const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
     await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
+    await untilWrittenDown(world, threadId, "drop BRAVO", { answered: true });
     const [idle] = claudeProcesses(world);
     process.kill(idle!, "SIGKILL");
     await until("Claude gone", () => !claudeProcesses(world!).includes(idle!));
@@ -362,6 +388,7 @@ describe("claude: its process dies under a live host", () => {
     world.sim.push({ text: "one" }, { text: "two" }, { text: "three" }, { text: "four" });
     await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
     const second = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep BRAVO" })).runId);
+    await untilWrittenDown(world, threadId, "keep BRAVO", { answered: true });
     for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
     const third = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop CHARLIE" })).runId);
     expect(third.status).toBe("completed");

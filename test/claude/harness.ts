@@ -1,5 +1,9 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createClaudeAdapter, type ClaudeAdapter, type ClaudeAdapterOptions } from "../../src/adapters/claude/adapter.js";
+import { lastPrompt } from "../../src/adapters/claude/mapper.js";
+import { Projections } from "../../src/runtime/projections.js";
+import { until } from "../helpers/runtime.js";
 import type { RuntimeOptions } from "../../src/index.js";
 import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
 
@@ -20,4 +24,43 @@ export function claudeWorld(runtime: Partial<RuntimeOptions> = {}, adapter: Part
   });
 }
 
-export { until } from "../helpers/runtime.js";
+export { until };
+
+type Entry = { type: string; uuid: string; parent_tool_use_id: null; message: unknown };
+
+/** The thread's Claude transcript as it stands on disk, main chain only (the shape the host reads with getSessionMessages). */
+function transcriptOnDisk(w: ClaudeWorld, threadId: string): Entry[] {
+  const cursor = w.rt.views.providerThreads.get(Projections.providerThreadKey(threadId, "claude"))?.resumeCursor;
+  const projects = join(w.home, ".claude", "projects");
+  if (!cursor || !existsSync(projects)) return [];
+  for (const project of readdirSync(projects)) {
+    const file = join(projects, project, `${cursor}.jsonl`);
+    if (!existsSync(file)) continue;
+    return readFileSync(file, "utf8")
+      .split("\n")
+      .flatMap((line) => {
+        try {
+          const entry = JSON.parse(line) as { type: string; uuid: string; isSidechain?: boolean; message?: unknown };
+          return entry.isSidechain || (entry.type !== "user" && entry.type !== "assistant") ? [] : [{ type: entry.type, uuid: entry.uuid, parent_tool_use_id: null, message: entry.message }];
+        } catch {
+          return []; // the line Claude is writing right now
+        }
+      });
+  }
+  return [];
+}
+
+/**
+ * Resolves once Claude has written `prompt` down as the thread's last prompt (and, with
+ * `answered`, an answer after it). Claude writes its transcript a little after it acts on it:
+ * a test that kills Claude waits for this first, so what the host finds on disk afterwards
+ * does not depend on how fast the machine is.
+ */
+export async function untilWrittenDown(w: ClaudeWorld, threadId: string, prompt: string, { answered = false } = {}): Promise<void> {
+  await until(`Claude to write down "${prompt}"${answered ? " and its answer" : ""}`, () => {
+    const entries = transcriptOnDisk(w, threadId);
+    if (lastPrompt(entries) !== prompt) return false;
+    const at = entries.findLastIndex((e) => e.type === "user" && lastPrompt([e]) === prompt);
+    return !answered || entries.slice(at + 1).some((e) => e.type === "assistant");
+  });
+}

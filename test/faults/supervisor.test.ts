@@ -59,8 +59,9 @@ describe("idle release", () => {
 
 describe("generations", () => {
   it("a replaced host's late exit does not touch its successor", async () => {
-    // The old host lingers 1 s after SIGTERM: its exit arrives while the new one serves.
-    const { hostSpec } = hosted({ policy: { idleTtlMs: 50 }, lingerMs: 1_000, stopGraceMs: 5_000 });
+    // The old host lingers after SIGTERM (and the grace period outlasts the test) until the test
+    // kills it, once the new one serves: its exit comes late on any machine.
+    const { hostSpec } = hosted({ policy: { idleTtlMs: 50 }, lingerMs: 600_000, stopGraceMs: 600_000 });
     const old = await acquire(hostSpec);
     old.release();
     await until("the old host to be stopped (it lingers)", () => state().matches("idle"));
@@ -69,6 +70,7 @@ describe("generations", () => {
     let lost = "";
     fresh.onLost((why) => (lost = why));
     expect(fresh.generation).toBe(old.generation + 1);
+    process.kill(old.pid, "SIGKILL"); // the late exit
     const [key] = registry.supervisors.keys();
     // Once the registry has seen the exit, generation 1's EXITED reached the supervisor, which ignored it.
     await until("the registry to see the old host's late exit", () => !alive(old.pid) && !registry.pids(key!).includes(old.pid));
@@ -80,5 +82,8 @@ describe("generations", () => {
     // A release naming the old generation changes nothing either.
     old.release();
     expect(state().context.leases).toBe(1);
+    // This host would linger too: it goes the way its predecessor went, before the registry closes.
+    process.kill(fresh.pid, "SIGKILL");
+    await until("the registry to see the new host's exit", () => !registry.pids(key!).includes(fresh.pid));
   });
 });

@@ -183,12 +183,16 @@ describe("invariant 7: a missing capability is a named policy with a typed resul
   });
 
   it("refuses an interrupt when stopping the session is not allowed", async () => {
-    const adapter = createScriptedAdapter({ capabilities: { turns: { supportsInterrupt: false } }, script: () => [{ type: "pause", ms: 5 }] });
+    // The turn waits at a gate, not for a while: the refusal must meet a running run on any disk.
+    const backend = new ScriptedBackend();
+    const adapter = createScriptedAdapter({ backend, capabilities: { turns: { supportsInterrupt: false } }, script: () => [{ type: "gate", name: "refused" }] });
     const { rt, cleanup } = await openTestRuntime({ scripted: adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "scripted" });
       const { runId } = await rt.sendMessage({ threadId, text: "go" });
       await expect(rt.interrupt({ runId })).rejects.toMatchObject({ code: "capability_unsupported", capability: "turns.supportsInterrupt" });
+      expect(rt.views.runs.get(runId)!.status).not.toMatch(/completed|interrupted|failed|cancelled/);
+      backend.openGate("refused");
       expect((await rt.waitForRun(runId)).status).toBe("completed");
     } finally {
       await cleanup();

@@ -24,6 +24,8 @@ export interface ProviderWorld {
   target: string;
   hostPid(sessionId: string): number | null;
   reopen(): Promise<Runtime>;
+  /** For a provider that writes its conversation down lazily: resolves once this prompt of the thread is on disk (a kill after it finds it there). */
+  untilWrittenDown?(threadId: string, prompt: string): Promise<void>;
 }
 
 const report = (target: string, name: string, ms: number) => console.info(`${target} timing: ${name}: ${ms.toFixed(0)} ms`);
@@ -147,6 +149,7 @@ export async function survivesHostSigkill(w: ProviderWorld, needsApproval: Reply
   w.sim.push(needsApproval);
   const { runId } = await w.rt.sendMessage({ threadId, text: "run something" });
   const request = await pendingRequest(w, threadId);
+  await w.untilWrittenDown?.(threadId, "run something");
   const [pid] = hostPids(w);
   const t0 = performance.now();
   process.kill(pid!, "SIGKILL");

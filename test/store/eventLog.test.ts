@@ -28,6 +28,9 @@ async function openLog(options: Parameters<typeof EventLog.open<Ev>>[1] = {}): P
   return log;
 }
 
+/** A group window no test lives to see end: only an urgent append or close() commits. */
+const WINDOW_BEYOND_TEST_TIMEOUT = 120_000;
+
 /** Waits for a condition by yielding to the event loop; no wall-clock assumptions. */
 async function until(condition: () => boolean): Promise<void> {
   while (!condition()) await new Promise((resolve) => setImmediate(resolve));
@@ -76,10 +79,10 @@ describe("EventLog", () => {
   });
 
   it("commits an urgent event without waiting for the group window", async () => {
-    const log = await openLog({ groupWindowMs: 10_000, isUrgent: (e) => e.type === "terminal" });
+    const log = await openLog({ groupWindowMs: WINDOW_BEYOND_TEST_TIMEOUT, isUrgent: (e) => e.type === "terminal" });
     log.append({ type: "a" });
     const terminal = log.append({ type: "terminal" });
-    await log.whenDurable(terminal.seq); // would time out if it waited 10s
+    await log.whenDurable(terminal.seq); // the test would time out if it waited for the window
     expect(log.durableHead).toBe(2);
 
     // close() commits whatever is still waiting for the window.
@@ -91,7 +94,7 @@ describe("EventLog", () => {
   });
 
   it("delivers only durable records to subscribers and onCommit listeners", async () => {
-    const log = await openLog({ groupWindowMs: 10_000, isUrgent: (e) => e.type === "terminal" });
+    const log = await openLog({ groupWindowMs: WINDOW_BEYOND_TEST_TIMEOUT, isUrgent: (e) => e.type === "terminal" });
     const seen: number[] = [];
     const violations: number[] = [];
     log.subscribe(0, (record) => {
@@ -103,6 +106,7 @@ describe("EventLog", () => {
     });
     log.append({ type: "a" });
     log.append({ type: "a" });
+    // The window outlasts the test: nothing can be durable yet, however long this takes.
     for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     expect(seen).toEqual([]); // queued, not durable: nothing visible yet
     log.append({ type: "terminal" });

@@ -44,7 +44,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   const queue = new EventQueue<ProviderAdapterEvent>();
   const sessions = new Map<string, Session>();
   /** Active turn per native thread id. */
-  const active = new Map<string, { sessionId: string; turn: ScriptedTurn }>();
+  const active = new Map<string, { sessionId: string; turn: ScriptedTurn; ended: Promise<void> }>();
   let generation = 0;
 
   const exposesThreadRef = caps.threads.exposesNativeThreadId && caps.identity.nativeThreadIds !== "none";
@@ -105,11 +105,15 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       const session = sessions.get(sessionId);
       if (!session || session.stopped) return;
       session.stopped = true;
+      const ending: Promise<void>[] = [];
       for (const [threadId, entry] of active) {
         if (entry.sessionId !== sessionId) continue;
         entry.turn.abort.abort();
         active.delete(threadId);
+        ending.push(entry.ended);
       }
+      // Its turns are over before the session says it stopped: nothing of theirs can follow.
+      await Promise.all(ending);
       push(sessionId, { type: "session.state", state: "stopped", message: "session stopped" });
     },
     // Where a thread's files go is not its own: every call's address names its cwd.
@@ -128,11 +132,11 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       // Files are written where the runtime says the thread lives, as with a real provider's tools.
       const workspace = { cwd: handle.cwd, sandbox: session.sandbox };
       const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs, workspace);
-      active.set(thread.id, { sessionId, turn });
       const turnIndex = thread.turns.length;
-      void runTurn(sessionId, thread, turn, text, turnIndex, context).catch((error: unknown) => {
+      const ended = runTurn(sessionId, thread, turn, text, turnIndex, context).catch((error: unknown) => {
         push(sessionId, { type: "warning", message: `scripted turn crashed: ${String(error)}` });
       });
+      active.set(thread.id, { sessionId, turn, ended });
       return { turnRef: turnRef ?? null };
     },
     async interrupt(input) {

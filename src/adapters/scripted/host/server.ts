@@ -60,6 +60,8 @@ const isAdapterMethod = (method: string): method is AdapterMethod =>
 
 const ResumeParamsSchema = z.strictObject({ afterSeq: z.number().int().nonnegative() });
 const OpenGateParamsSchema = z.strictObject({ name: z.string().min(1) });
+/** `thenOpenGate`: a gate opened once the connections are cut, so the turn goes on while nobody listens. */
+const DropParamsSchema = z.strictObject({ thenOpenGate: z.string().min(1).optional() });
 const FloodParamsSchema = z.strictObject({ stream: z.enum(["stdout", "stderr", "websocket"]), bytes: z.number().int().positive() });
 /**
  * Events given as JSON texts, spliced verbatim into `event` notifications: hostile events for
@@ -156,7 +158,14 @@ export class ScriptedHost {
     let after: (() => void) | undefined;
     try {
       response = result(id, await this.#call(connection, method, params));
-      if (method === "debug.dropConnections") after = this.#hooks.dropConnections;
+      if (method === "debug.dropConnections") {
+        const { thenOpenGate } = parseParams(DropParamsSchema, params, method);
+        const drop = this.#hooks.dropConnections;
+        after = () => {
+          drop?.();
+          if (thenOpenGate) this.#state?.backend.openGate(thenOpenGate);
+        };
+      }
       if (method === "debug.stopListening") after = this.#hooks.stopListening;
       if (method === "debug.flood") {
         const { stream, bytes } = parseParams(FloodParamsSchema, params, method);
