@@ -1,4 +1,4 @@
-import { ProviderEventSchema, type ProviderThreadAddress } from "../adapters/contract.js";
+import { ProviderEventSchema, type ProviderEvent, type ProviderThreadAddress } from "../adapters/contract.js";
 import { isTillerError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { closesMessagesAtRootTerminal, interruptWaitsForTurnStart } from "../capabilities/predicates.js";
@@ -311,16 +311,16 @@ export class Effects {
     try {
       for await (const frame of target.adapter.streamEvents()) {
         if (rt.closed) return;
-        const parsed = ProviderEventSchema.safeParse(frame?.event);
-        if (!parsed.success || typeof frame.sessionId !== "string") {
-          const type = typeof frame?.event?.type === "string" ? frame.event.type : "unknown";
-          warn(`protocol_error: ${target.id} sent an invalid ${type} event: ${parsed.error?.issues[0]?.message ?? "no session id"}`);
+        const read = readFrame(frame);
+        if (!read.ok) {
+          warn(`protocol_error: ${target.id} sent an invalid ${read.type} event: ${read.why}`);
           continue;
         }
+        const { sessionId, event } = read;
         try {
-          rt.act(() => this.route(target, frame.sessionId, target.normalizer.ingest(frame.sessionId, parsed.data)));
+          rt.act(() => this.route(target, sessionId, target.normalizer.ingest(sessionId, event)));
         } catch (error) {
-          warn(`${target.id} ${parsed.data.type} could not be applied: ${String(error)}`);
+          warn(`${target.id} ${event.type} could not be applied: ${safeString(error)}`);
         }
       }
     } catch (error) {
@@ -443,6 +443,35 @@ export class Effects {
       this.turns.forget(attempt.attemptId);
       this.#unwatch(attempt.attemptId);
     }
+  }
+}
+
+/**
+ * Validates one frame of an adapter's stream. Everything about it is untrusted: reading a field
+ * may throw (a getter, a proxy trap) and so may validating it; any of that makes this frame
+ * invalid, never the stream.
+ */
+function readFrame(frame: unknown): { ok: true; sessionId: string; event: ProviderEvent } | { ok: false; type: string; why: string } {
+  let type = "unknown";
+  try {
+    const { sessionId, event } = frame as { sessionId?: unknown; event?: unknown };
+    const named = (event as { type?: unknown } | null | undefined)?.type;
+    if (typeof named === "string") type = named.slice(0, 80);
+    const parsed = ProviderEventSchema.safeParse(event);
+    if (!parsed.success) return { ok: false, type, why: parsed.error.issues[0]?.message ?? "invalid" };
+    if (typeof sessionId !== "string") return { ok: false, type, why: "no session id" };
+    return { ok: true, sessionId, event: parsed.data };
+  } catch (error) {
+    return { ok: false, type, why: `reading it threw: ${safeString(error)}` };
+  }
+}
+
+/** `String(value)` for a value whose own conversion may throw. */
+function safeString(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return "(an unprintable error)";
   }
 }
 

@@ -157,15 +157,8 @@ describe("hostile events from an in-process adapter", () => {
     await inProcess(objectFrames);
   }, 60_000);
 
-  /*
-   * KNOWN GAP (issue 12, item 4), in src/runtime/effects.ts `pump()`, which this part does not
-   * own: zod's safeParse rethrows what a getter or proxy trap throws, and the pump reads
-   * `frame.event` and `frame.sessionId` outside any try, so the first such frame ends the
-   * target's event stream ("provider event stream failed") and every session on it is lost.
-   * The fix (read the frame's fields once, inside a try, and count a throw as an invalid
-   * event) is described in the closing report. Flip `it.fails` to `it` when it lands.
-   */
-  it.fails("frames and events whose reading throws (getters, proxies): the target keeps serving", async () => {
+  /* zod's safeParse rethrows what a getter or proxy trap throws: the pump reads each frame inside a try, so such a frame is one invalid event. */
+  it("frames and events whose reading throws (getters, proxies): the target keeps serving", async () => {
     await inProcess(throwingFrames);
   }, 60_000);
 });
