@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createInspector, type StatelyInspectionEvent } from "@statelyai/inspect";
 import type { InspectionEvent } from "xstate";
 import WebSocket from "ws";
+import { FEED_LIMITS, fitRecord, LogBatcher } from "./feedLimits.js";
 import type { Catalog, FeedCommand, FeedMessage, InspectedRuntime, LogEntry } from "./protocol.js";
 
 export interface InspectorFeedOptions {
@@ -17,6 +18,8 @@ export interface InspectorFeed {
   /** Starts sending the runtime's log, capabilities and affordances, and answering the page. */
   attach(runtime: InspectedRuntime, catalog: Catalog, targets: string[]): void;
   readonly connected: boolean;
+  /** Messages not sent because they were over the server's limit (log records are cut instead, so they never are). */
+  readonly oversized: number;
   close(): void;
 }
 
@@ -57,10 +60,18 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
   let unsubscribe: (() => void) | null = null;
   let affordanceTimer: NodeJS.Timeout | null = null;
   const dirtyThreads = new Set<string>();
+  let oversized = 0;
 
-  const send = (message: FeedMessage) => {
-    if (open && ws?.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+  /**
+   * Never a message over the server's limit: the server would drop the socket, and the
+   * reconnect would resend the same picture and be dropped again, without end.
+   */
+  const sendText = (text: string) => {
+    if (!open || ws?.readyState !== WebSocket.OPEN) return;
+    if (text.length * 3 > FEED_LIMITS.messageBytes && Buffer.byteLength(text) > FEED_LIMITS.messageBytes) return void oversized++;
+    ws.send(text);
   };
+  const send = (message: FeedMessage) => sendText(JSON.stringify(message));
 
   const actorMessage = (a: { id: string; machine: string; state: string; status: string; context: Record<string, string> }): FeedMessage => ({ kind: "actor", ...a });
 
@@ -97,8 +108,9 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
 
   const inspector = createInspector({ send: onInspection }, { serialize: (e) => e });
 
-  const afterLog = (records: LogEntry[]) => {
-    send({ kind: "log", records });
+  /** `messages`: the records as `log` messages, each within the limits (see feedLimits.ts). */
+  const afterLog = (records: LogEntry[], messages: string[]) => {
+    for (const message of messages) sendText(message);
     for (const r of records) {
       const threadId = r.event.threadId;
       if (typeof threadId === "string" && r.event.type.startsWith("request.")) dirtyThreads.add(threadId);
@@ -136,17 +148,25 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
     sendCapabilities();
     unsubscribe?.();
     let batch: LogEntry[] = [];
+    let messages: string[] = [];
+    const batcher = new LogBatcher();
     let flushQueued = false;
     const flush = () => {
       flushQueued = false;
       const records = batch;
+      const last = batcher.take();
+      const ready = last ? [...messages, last] : messages;
       batch = [];
-      if (records.length > 0) afterLog(records);
+      messages = [];
+      if (records.length > 0) afterLog(records, ready);
     };
     try {
       unsubscribe = runtime.subscribe({ afterSeq: 0 }, (record) => {
         batch.push(record);
-        if (batch.length >= 500) flush();
+        // A record over the record limit goes cut; a message is full at 500 records or its byte budget.
+        const full = batcher.add(fitRecord(record));
+        if (full) messages.push(full);
+        if (messages.length > 0) flush();
         else if (!flushQueued) {
           flushQueued = true;
           queueMicrotask(flush);
@@ -214,6 +234,9 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
     },
     get connected() {
       return open;
+    },
+    get oversized() {
+      return oversized;
     },
     close() {
       closed = true;

@@ -7,6 +7,7 @@ import { existsSync } from "node:fs";
 import { dirname, extname, join, normalize } from "node:path";
 import { fileURLToPath } from "node:url";
 import { WebSocketServer, type WebSocket } from "ws";
+import { FEED_LIMITS } from "./feedLimits.js";
 import { InspectorHub } from "./hub.js";
 import type { Catalog, FeedMessage, LogEntry, PageCommand, PageMessage } from "./protocol.js";
 
@@ -117,7 +118,8 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
 
   const server = createServer((req, res) => void serve(req, res).catch(() => res.headersSent || res.writeHead(500).end()));
   const pages = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
-  const feeds = new WebSocketServer({ noServer: true, maxPayload: 64 << 20 });
+  // The feed keeps every message within this (feedLimits.ts): over it, a feed would be dropped and resend in a loop.
+  const feeds = new WebSocketServer({ noServer: true, maxPayload: FEED_LIMITS.messageBytes });
 
   server.on("upgrade", (req, socket, head) => {
     // Node's HTTP server stops watching an upgraded socket: without this, a reset peer is an uncaught error.
