@@ -15,8 +15,9 @@ import { ScriptStepSchema } from "../script.js";
  * `resume` { afterSeq } (after a reconnect: replays buffered events, returns the host's state),
  * and test hooks `debug.dropConnections`, `debug.stopListening`, `debug.flood` { stream:
  * stdout | stderr | websocket, bytes } (after its reply: that many bytes and no newline, a broken
- * host for the runtime's caps) and `debug.emitRaw` { sessionId, events } (raw values sent as
- * `event` notifications: hostile events for the runtime's pump).
+ * host for the runtime's caps) and `debug.emitRaw` { sessionId, events: JSON texts } (each
+ * spliced verbatim into an `event` notification, not kept for `resume`: hostile events for
+ * the runtime's pump).
  * The WebSocket host prints `{"listening":{"port":N}}` on stdout and accepts only
  * connections that present its token (`?token=`), given to it in `TILLER_HOST_TOKEN`.
  */
