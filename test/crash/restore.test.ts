@@ -3,10 +3,10 @@ import { chmod, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRuntime, createScriptedAdapter } from "../../src/index.js";
+import { createRuntime, createScriptedAdapter, keyedScript, type RuntimeFailure } from "../../src/index.js";
 import { isRunning } from "../../src/runtime/hosts/process.js";
 import { gitDouble, type RestoreBehaviour } from "../checkpoints/gitDouble.js";
-import { isolatedHome, useHome } from "../checkpoints/isolated.js";
+import { isolatedHome, useEnv, useHome } from "../checkpoints/isolated.js";
 import { snapshotFiles } from "../helpers/files.js";
 
 /**
@@ -120,6 +120,48 @@ describe("a runtime killed during a rollback's file restore", () => {
         await rt.close();
       }
     } finally {
+      await git.cleanup();
+      await rm(dataDir, { recursive: true, force: true });
+      await rm(work, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("a runtime closed while a restore's git hangs kills that git; the rollback rejects as closed and the next runtime finishes it", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "tiller-restore-close-"));
+    const work = await mkdtemp(join(tmpdir(), "tiller-restore-work-"));
+    const git = await gitDouble("hold");
+    const restoreEnv = useEnv(git.env); // read when the runtime opens its checkpoint store
+    const change = (path: string, content: string) => ({ type: "file_change" as const, path, diff: `+${content}`, content });
+    const script = keyedScript({ "[r1]": [change("one.txt", "one\n")], "[r2]": [change("one.txt", "two\n")] });
+    // Today the rollback's ClosedError also reaches onFailure as internal_error (effects.ts reports any rejected effect; see the report).
+    const failures: RuntimeFailure[] = [];
+    try {
+      const rt = await createRuntime({ dataDir, checkpoints: true, providers: { s: createScriptedAdapter({ script }) }, onFailure: (f) => failures.push(f) });
+      const { threadId } = await rt.createThread({ providerTarget: "s", cwd: work });
+      const r1 = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[r1]" })).runId);
+      await rt.waitForRun((await rt.sendMessage({ threadId, text: "[r2]" })).runId);
+      const rollback = rt.rollback({ threadId, toRunId: r1.runId }).then(() => null, (error: unknown) => error);
+      const gitPid = await git.held;
+      await rt.close(); // gives the rollback its grace, then closes the store, which kills the held git
+      await git.gone;
+      expect(isRunning(gitPid)).toBe(false);
+      expect(await rollback).toMatchObject({ code: "closed" });
+      const left = await readLog(dataDir);
+      expect(left.some((r) => r.event.type === "checkpoint.restore_started")).toBe(true);
+      expect(left.some((r) => r.event.type === "rollback.applied")).toBe(false);
+      restoreEnv();
+
+      const again = await createRuntime({ dataDir, checkpoints: true, providers: { s: createScriptedAdapter({ script }) } });
+      try {
+        const log = await readLog(dataDir);
+        expect(log.filter((r) => r.event.type === "checkpoint.restore_settled").map((r) => r.event.outcome)).toEqual(["finished"]);
+        expect((await again.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "rolled_back"]);
+        expect(await readFile(join(work, "one.txt"), "utf8")).toBe("one\n");
+      } finally {
+        await again.close();
+      }
+    } finally {
+      restoreEnv();
       await git.cleanup();
       await rm(dataDir, { recursive: true, force: true });
       await rm(work, { recursive: true, force: true });
