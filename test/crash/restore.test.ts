@@ -133,7 +133,7 @@ describe("a runtime killed during a rollback's file restore", () => {
     const restoreEnv = useEnv(git.env); // read when the runtime opens its checkpoint store
     const change = (path: string, content: string) => ({ type: "file_change" as const, path, diff: `+${content}`, content });
     const script = keyedScript({ "[r1]": [change("one.txt", "one\n")], "[r2]": [change("one.txt", "two\n")] });
-    // Today the rollback's ClosedError also reaches onFailure as internal_error (effects.ts reports any rejected effect; see the report).
+    // Today the rollback's ClosedError also reaches onFailure as internal_error: effects.ts reports every effect that rejects.
     const failures: RuntimeFailure[] = [];
     try {
       const rt = await createRuntime({ dataDir, checkpoints: true, providers: { s: createScriptedAdapter({ script }) }, onFailure: (f) => failures.push(f) });
