@@ -35,6 +35,8 @@ export class Normalizer {
   #byAttempt = new Map<string, TurnBinding>();
   /** Turns of finished runs, by native turn ref (bounded): their late events are fenced. */
   #released = new Map<string, { threadId: string; runId: string; attemptId: string }>();
+  /** Child threads (subagents) of finished runs, by thread key (bounded): fenced too, never adopted by a later turn. */
+  #releasedChildThreads = new Map<string, { threadId: string; runId: string; attemptId: string }>();
   /** Top-level provider threads seen in each session: never mistaken for a subagent's thread. */
   #knownThreads = new Set<string>();
 
@@ -125,19 +127,22 @@ export class Normalizer {
     const binding = this.#byAttempt.get(attemptId);
     if (!binding) return;
     this.#byAttempt.delete(attemptId);
+    const owner = { threadId: binding.threadId, runId: binding.runId, attemptId };
     if (binding.nativeTurnRef) {
       const refKey = `${binding.sessionId}\u0000${binding.nativeTurnRef}`;
       this.#byTurnRef.delete(refKey);
-      this.#released.set(refKey, { threadId: binding.threadId, runId: binding.runId, attemptId });
-      if (this.#released.size > RELEASED_TURNS_KEPT) this.#released.delete(this.#released.keys().next().value!);
+      remember(this.#released, refKey, owner);
     }
+    for (const childThreadRef of binding.childThreads.keys()) remember(this.#releasedChildThreads, Normalizer.threadKey(binding.sessionId, childThreadRef), owner);
     const key = Normalizer.threadKey(binding.sessionId, binding.threadRef);
     if (this.#current.get(key) === binding) this.#current.delete(key);
   }
 
   ingest(sessionId: string, event: ProviderEvent): Routed[] {
     if (event.type === "session.state") return this.#sessionState(sessionId, event);
-    const late = event.turnRef ? this.#released.get(`${sessionId}\u0000${event.turnRef}`) : undefined;
+    const late =
+      (event.turnRef ? this.#released.get(`${sessionId}\u0000${event.turnRef}`) : undefined) ??
+      (event.threadRef ? this.#releasedChildThreads.get(Normalizer.threadKey(sessionId, event.threadRef)) : undefined);
     if (late) return [{ to: "fenced", ...late, providerEventType: event.type }];
     const adopted: Routed[] = [];
     const binding = this.#locate(sessionId, event) ?? this.#adoptChildThread(sessionId, event.threadRef, adopted);
@@ -233,7 +238,10 @@ export class Normalizer {
         node.announced = true;
         if (event.itemRef) binding.byRef.set(event.itemRef, node);
         if (node.open && !binding.subagents.includes(node.nodeId)) binding.subagents.push(node.nodeId);
-        if (event.childThreadRef) binding.childThreads.set(event.childThreadRef, node.nodeId);
+        if (event.childThreadRef) {
+          binding.childThreads.set(event.childThreadRef, node.nodeId);
+          this.#releasedChildThreads.delete(Normalizer.threadKey(sessionId, event.childThreadRef)); // the provider reuses it for this turn
+        }
         const started = nodeStartedEvent(binding, node, this.providerTarget, undefined, event.threadRef);
         return [applied(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } })];
       }
@@ -279,7 +287,8 @@ export class Normalizer {
     if (event.threadRef) {
       const current = this.#current.get(Normalizer.threadKey(sessionId, event.threadRef));
       if (current) return this.#sameTurn(current, event.turnRef);
-      for (const binding of this.#current.values()) {
+      // A child thread stays its turn's while that turn's run lives, even once a later attempt is current (its late events are fenced there).
+      for (const binding of this.#byAttempt.values()) {
         if (binding.sessionId === sessionId && binding.childThreads.has(event.threadRef)) return binding;
       }
       return undefined;
@@ -421,6 +430,12 @@ export class Normalizer {
     if (!binding || index < 0) return null;
     return { requestRef: binding.requests[index]!.ref, turnRef: binding.nativeTurnRef, ordinal: index + 1 };
   }
+}
+
+/** Remembers a finished turn's ref (or child thread), forgetting the oldest beyond the bound. */
+function remember(map: Map<string, { threadId: string; runId: string; attemptId: string }>, key: string, owner: { threadId: string; runId: string; attemptId: string }): void {
+  map.set(key, owner);
+  if (map.size > RELEASED_TURNS_KEPT) map.delete(map.keys().next().value!);
 }
 
 /** The provider's own terminal, accepted with the correlation strength its record declares. */

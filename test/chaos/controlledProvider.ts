@@ -84,6 +84,7 @@ export class ControlledProvider implements ProviderAdapter {
   #stream = new ControlledStream();
   #turns: TurnCall[] = [];
   #turnWaiters: Array<{ n: number; resolve: (call: TurnCall) => void }> = [];
+  #unanswered = new Set<() => void>();
 
   constructor(
     private readonly caps: ProviderCapabilities,
@@ -114,8 +115,10 @@ export class ControlledProvider implements ProviderAdapter {
   sendRun(input: SendRunInput): Promise<{ turnRef: string | null }> {
     this.calls.push({ method: "sendRun", input });
     const n = this.#turns.length + 1;
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       const call: TurnCall = { n, input, accept: () => resolve({ turnRef: this.refs.turnRef(n) }) };
+      // A reply still held when the provider closes never comes: the call fails, as with a host that went away.
+      this.#unanswered.add(() => reject(new Error("controlled provider closed")));
       this.#turns.push(call);
       if (this.autoAccept) call.accept();
       for (const w of this.#turnWaiters.filter((w) => w.n === n)) w.resolve(call);
@@ -141,6 +144,8 @@ export class ControlledProvider implements ProviderAdapter {
 
   async close(): Promise<void> {
     this.#stream.close();
+    for (const fail of this.#unanswered) fail();
+    this.#unanswered.clear();
   }
 
   // ---- the test's side -----------------------------------------------------------------

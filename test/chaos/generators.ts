@@ -350,3 +350,60 @@ export function describeStep(step: Step): string {
   const { type, ...rest } = step.event;
   return `${step.tag}${step.session === "other" ? "@other-session" : ""} ${type} ${JSON.stringify(rest)}`;
 }
+
+// ---- steering by interrupt-restart: two attempts of one run ------------------------------
+
+/**
+ * A run steered by interrupt-restart: attempt 1's turn streams (through chaos), the user
+ * steers, attempt 1's turn ends (its terminal, or the idle session when the record declares
+ * no terminals), attempt 2's turn runs through chaos while late copies of attempt 1's events
+ * keep arriving; the user may interrupt attempt 2 once its turn was accepted.
+ */
+export interface RestartScenario {
+  caps: CapsChoice;
+  first: TurnPlan;
+  firstOps: ChaosOp[];
+  steerAt: number;
+  second: TurnPlan;
+  secondAcceptAt: number;
+  secondOps: ChaosOp[];
+  late: Array<{ from: number; at: number }>;
+  interrupt: boolean;
+}
+
+/** Turn refs are exposed here: without them a superseded turn's late events cannot be told from the next turn's (the spec's ordinal fallback). */
+export const restartScenario: fc.Arbitrary<RestartScenario> = capsChoice
+  .map((c) => ({ ...c, exposesNativeTurnId: true, turnIds: c.turnIds === "none" ? ("strong" as const) : c.turnIds }))
+  .chain((caps) =>
+    fc.record({
+      caps: fc.constant(caps),
+      first: turnPlan(caps),
+      firstOps: fc.array(chaosOp, { maxLength: 6 }),
+      steerAt: index,
+      second: turnPlan(caps),
+      secondAcceptAt: index,
+      secondOps: fc.array(chaosOp, { maxLength: 6 }),
+      late: fc.array(fc.record({ from: index, at: index }), { maxLength: 6 }),
+      interrupt: fc.boolean(),
+    }),
+  );
+
+/** Attempt 1's steps: its body (chaos included) split where the user steers, then what ends its turn. */
+export function firstAttemptSteps(s: RestartScenario): { beforeSteer: Step[]; afterSteer: Step[]; ending: Step } {
+  const x = exposureOf(s.caps);
+  const body = applyChaos(transcriptOf({ ...s.first, ending: "none" }, x, "turn-1"), s.firstOps, x, "turn-1");
+  const at = s.steerAt % (body.length + 1);
+  const where = { ...(x.threadRef ? { threadRef: x.threadRef } : {}), turnRef: "turn-1" };
+  const ending: Step = s.caps.emitsTurnCompleted
+    ? { kind: "event", tag: "root", session: "live", event: { type: "turn.terminal", ...where, status: s.first.terminal.status, threadDisposition: s.first.terminal.broken ? "broken" : "reusable", failureClass: null, message: null, retryable: false } }
+    : { kind: "event", tag: "root", session: "live", event: { type: "session.state", state: "idle" } };
+  return { beforeSteer: body.slice(0, at), afterSteer: body.slice(at), ending };
+}
+
+/** Attempt 2's steps (its accept placed at random) with late copies of attempt 1's events mixed in, each marked with its turn. */
+export function secondAttemptSteps(s: RestartScenario, first: Step[]): Array<{ turn: 1 | 2; step: Step }> {
+  const steps: Array<{ turn: 1 | 2; step: Step }> = stepsOf({ caps: s.caps, plan: s.second, acceptAt: s.secondAcceptAt, ops: s.secondOps }, "turn-2").map((step) => ({ turn: 2, step }));
+  if (first.length === 0) return steps;
+  for (const { from, at } of s.late) steps.splice(at % (steps.length + 1), 0, { turn: 1, step: first[from % first.length]! });
+  return steps;
+}

@@ -1,11 +1,13 @@
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import type { DomainEvent, LogRecord, RunView } from "../../src/index.js";
-import type { Strength } from "../../src/capabilities/schema.js";
+import type { ProviderCapabilities, Strength } from "../../src/capabilities/schema.js";
 import type { ProviderEvent } from "../../src/adapters/contract.js";
-import { logViolations, readModelViolations, transcriptViolations } from "../model/invariants.js";
-import { capabilitiesOf, describeStep, exposureOf, stepsOf, turnScenario, type CapsChoice, type Step } from "./generators.js";
-import { awaitRecord, disposeWorld, frameOf, openWorld, readLog, readModel, reopenedReadModel, turnViolations, TurnExpectations } from "./propertiesHarness.js";
+import { isProviderItemKind, logViolations, readModelViolations, transcriptViolations } from "../model/invariants.js";
+import { capabilitiesOf, describeStep, exposureOf, firstAttemptSteps, restartScenario, secondAttemptSteps, stepsOf, turnScenario, type CapsChoice, type RestartScenario, type Step, type TurnScenario } from "./generators.js";
+import { barrierViolations, fold, logOf, normalize, withRepeatedStarts } from "./propertiesNormalizer.js";
+import type { TurnCall } from "./controlledProvider.js";
+import { awaitRecord, disposeWorld, frameOf, isTerminal, openWorld, readLog, readModel, reopenedReadModel, turnViolations, TurnExpectations, type ChaosWorld } from "./propertiesHarness.js";
 import { tallyChaos } from "./tally.js";
 
 /**
@@ -56,16 +58,39 @@ function nativeItemViolations(records: LogRecord<DomainEvent>[], itemIds: "stron
   return violations;
 }
 
-/** One run, one turn, its events delivered as `stepsFor` orders them; returns what broke (empty when nothing did) and the run as it ended. */
-async function playTurn(choice: CapsChoice, stepsFor: (turnRef: string | null) => Step[]): Promise<{ violations: string[]; run: RunView }> {
-  const caps = capabilitiesOf(choice);
+/**
+ * A fresh world for one case: `drive` plays it (returning what broke, checked after every
+ * frame); then the runtime closes (cancelling what still runs) and the read model, the log
+ * and the read model folded again on reopen are checked.
+ */
+async function inWorld(choice: CapsChoice, caps: ProviderCapabilities, drive: (world: ChaosWorld) => Promise<string[]>): Promise<{ violations: string[]; world: ChaosWorld }> {
   const x = exposureOf(choice);
   const world = await openWorld(caps, x);
-  const { rt, provider } = world;
-  const violations: string[] = [];
-  let runId = "";
+  let violations: string[];
   try {
-    ({ runId } = await rt.sendMessage({ threadId: world.threadId, text: "go" }));
+    violations = await drive(world);
+  } finally {
+    await world.rt.close();
+  }
+  try {
+    violations.push(...readModelViolations(world.rt.views).map((v) => `after close: ${v}`));
+    violations.push(...logChecks(await readLog(world.dataDir), choice.itemIds).map((v) => `log: ${v}`));
+    // Replay determinism: the read model folded again from the log on reopen is the live one.
+    const live = readModel(world.rt);
+    const reopened = await reopenedReadModel(world, caps, x);
+    if (JSON.stringify(live) !== JSON.stringify(reopened)) violations.push(`reopen: the read model folded from the log differs from the live one:\n${JSON.stringify(live)}\n${JSON.stringify(reopened)}`);
+  } finally {
+    await disposeWorld(world);
+  }
+  return { violations, world };
+}
+
+/** One run, one turn, its events delivered as `stepsFor` orders them; returns what broke (empty when nothing did) and the run as it ended. */
+async function playTurn(choice: CapsChoice, stepsFor: (turnRef: string | null) => Step[]): Promise<{ violations: string[]; run: RunView }> {
+  const x = exposureOf(choice);
+  let runId = "";
+  const { violations, world } = await inWorld(choice, capabilitiesOf(choice), async ({ rt, provider, threadId }) => {
+    ({ runId } = await rt.sendMessage({ threadId, text: "go" }));
     const turn = await provider.turn(1);
     const turnRef = x.turnRefs ? "turn-1" : null;
     const expected = new TurnExpectations(choice, x);
@@ -84,29 +109,138 @@ async function playTurn(choice: CapsChoice, stepsFor: (turnRef: string | null) =
         expected.delivered(step);
       }
       const found = [...readModelViolations(rt.views), ...turnViolations(rt, runId, expected)];
-      if (found.length > 0) {
-        violations.push(...found.map((v) => `after step ${i} ${describeStep(step)}: ${v}`));
-        break;
-      }
+      if (found.length > 0) return found.map((v) => `after step ${i} ${describeStep(step)}: ${v}`);
     }
     if (!accepted) await accept();
-  } finally {
-    await world.rt.close();
+    return [];
+  });
+  return { violations, run: structuredClone(world.rt.views.runs.get(runId)!) };
+}
+
+/** What the read model shows of an attempt's provider items; before its completion barrier ran, minus what that barrier settles. */
+function frozenItems(run: RunView, attemptId: string, settled: boolean): string {
+  const items = run.items.filter((i) => i.attemptId === attemptId && isProviderItemKind(i.kind));
+  return JSON.stringify(settled ? items : items.map(({ status: _status, result: _result, detail, ...rest }) => ({ ...rest, detail: { ...detail, status: undefined } })));
+}
+
+/**
+ * One run steered by interrupt-restart (see RestartScenario). Invariant 4 in motion: nothing
+ * attempt 1's turn sends ends the run (its terminal starts attempt 2), its items never change
+ * once superseded, and only attempt 2's own turn (or the session's loss) ends the run.
+ */
+async function playRestart(s: RestartScenario): Promise<string[]> {
+  const caps = capabilitiesOf(s.caps, { native: false, interruptRestart: true });
+  const { violations } = await inWorld(s.caps, caps, (world) => driveRestart(s, world));
+  return violations;
+}
+
+async function driveRestart(s: RestartScenario, world: ChaosWorld): Promise<string[]> {
+  const x = exposureOf(s.caps);
+  const { rt, provider } = world;
+  const violations: string[] = [];
+  const failed = (where: string, found: string[]) => {
+    violations.push(...found.map((v) => `${where}: ${v}`));
+    return found.length > 0;
+  };
+  {
+    const { runId } = await rt.sendMessage({ threadId: world.threadId, text: "first" });
+    const run = () => rt.views.runs.get(runId)!;
+    const turn1 = await provider.turn(1);
+    const sessionId = turn1.input.sessionId;
+    const model1 = new TurnExpectations(s.caps, x);
+    const accept = async (call: TurnCall, model: TurnExpectations, turnRef: string) => {
+      const bound = awaitRecord(rt, (e) => e.type === "attempt.turn_bound" && e.nativeTurnRef === turnRef);
+      call.accept();
+      await bound;
+      model.accepted(turnRef);
+    };
+    // Accepted first, so the run is active and the steer restarts it at once (not deferred).
+    await accept(turn1, model1, "turn-1");
+    const attempt1 = run().attempts[0]!.attemptId;
+    const { beforeSteer, afterSteer, ending } = firstAttemptSteps(s);
+    for (const [i, step] of beforeSteer.entries()) {
+      await provider.deliver(frameOf(step, sessionId));
+      model1.delivered(step);
+      if (failed(`attempt 1, step ${i} ${describeStep(step)}`, [...readModelViolations(rt.views), ...turnViolations(rt, runId, model1, attempt1)])) return violations;
+    }
+    const steer = await rt.sendMessage({ threadId: world.threadId, text: "steered", mode: "steer" });
+    if (steer.disposition !== "steered" || steer.via !== "interrupt_restart") return [`the steer was ${steer.disposition} via ${steer.via}, not an interrupt-restart of the active run`];
+    // Superseded: nothing its turn sends changes its items any more; only its completion barrier (at its terminal) settles them.
+    let frozen = { settled: false, items: frozenItems(run(), attempt1, false) };
+    const supersededIntact = () => {
+      const now = frozenItems(run(), attempt1, frozen.settled);
+      return now === frozen.items ? [] : [`attempt 1's items changed after it was superseded: ${frozen.items} -> ${now}`];
+    };
+    for (const [i, step] of [...afterSteer, ending].entries()) {
+      await provider.deliver(frameOf(step, sessionId));
+      model1.delivered(step);
+      const ended = isTerminal(run().status) ? [`run ended ${run().status} by its superseded attempt's events`] : [];
+      if (failed(`superseded attempt 1, step ${i} ${describeStep(step)}`, [...readModelViolations(rt.views), ...ended, ...supersededIntact()])) return violations;
+    }
+    frozen = { settled: true, items: frozenItems(run(), attempt1, true) };
+    // Attempt 1's turn ended: attempt 2 starts its own turn with the steer text (never the run's end).
+    const next = await Promise.race([provider.turn(2).then((call) => ({ call })), rt.waitForRun(runId).then((view) => ({ view }))]);
+    if ("view" in next) return [`attempt 1's turn ended and the run ended ${next.view.status} instead of starting attempt 2`];
+    if (next.call.input.text !== "steered") violations.push(`attempt 2's turn carries "${next.call.input.text}", not the steer text`);
+    const attempt2 = run().attempts[1]!.attemptId;
+    const model2 = new TurnExpectations(s.caps, x, model1.turnRefs);
+    let accepted = false;
+    for (const [i, { turn, step }] of secondAttemptSteps(s, [...beforeSteer, ...afterSteer, ending]).entries()) {
+      if (step.kind === "accept") {
+        accepted = true;
+        await accept(next.call, model2, "turn-2");
+        if (s.interrupt && !isTerminal(run().status)) {
+          await rt.interrupt({ runId });
+          model2.interrupted();
+        }
+      } else {
+        await provider.deliver(frameOf(step, sessionId));
+        // Attempt 1's own events are its turn's (fenced); anything else (the session, other threads) concerns the open turn.
+        const own = turn === 1 && step.kind === "event" && (step.tag === "root" || step.tag === "child") && step.event.type !== "session.state";
+        (own ? model1 : model2).delivered(step);
+      }
+      const where = `attempt 2, step ${i} ${turn === 1 ? "(late, of attempt 1) " : ""}${describeStep(step)}`;
+      if (failed(where, [...readModelViolations(rt.views), ...turnViolations(rt, runId, model2, attempt2), ...supersededIntact()])) return violations;
+    }
+    if (!accepted) await accept(next.call, model2, "turn-2");
   }
-  try {
-    violations.push(...readModelViolations(rt.views).map((v) => `after close: ${v}`));
-    violations.push(...logChecks(await readLog(world.dataDir), choice.itemIds).map((v) => `log: ${v}`));
-    // Replay determinism: the read model folded again from the log on reopen is the live one.
-    const live = readModel(rt);
-    const reopened = await reopenedReadModel(world, caps, x);
-    if (JSON.stringify(live) !== JSON.stringify(reopened)) violations.push(`reopen: the read model folded from the log differs from the live one:\n${JSON.stringify(live)}\n${JSON.stringify(reopened)}`);
-  } finally {
-    await disposeWorld(world);
-  }
-  return { violations, run: structuredClone(rt.views.runs.get(runId)!) };
+  return violations;
+}
+
+/** The normalizer alone, then the projections over what it routed. */
+function normalizerViolations(s: TurnScenario, repeats: Array<{ which: number; after: number }>): string[] {
+  const first = normalize(s);
+  const second = normalize(s);
+  const violations: string[] = [];
+  // Replay determinism: the same transcript from the same initial state routes the same events, ids included.
+  if (JSON.stringify(first) !== JSON.stringify(second)) violations.push("two normalizers routed the same transcript differently");
+  violations.push(...barrierViolations(first.routed, first.open));
+  const log = logOf(first.routed);
+  violations.push(...transcriptViolations(log), ...(s.caps.itemIds === "none" ? [] : nativeItemViolations(log, s.caps.itemIds)));
+  const views = fold(log);
+  violations.push(...readModelViolations(views));
+  // A node announced again folds into its item in place: repeating announcements changes nothing.
+  const repeated = fold(withRepeatedStarts(log, repeats));
+  // (Items carry their log position, which the inserted records shift: compared without it.)
+  const items = (p: typeof views) => JSON.stringify([...p.runs.values()].map((r) => r.items.map(({ seq: _seq, ...item }) => item)));
+  if (items(repeated) !== items(views)) violations.push(`repeated node.started records changed the read model:\n${items(views)}\n${items(repeated)}`);
+  return violations;
 }
 
 describe("chaos properties", () => {
+  it("the normalizer alone: replay-deterministic, one node per native item, its barrier closes exactly what is open; the projections fold a repeated start in place", () => {
+    let runs = 0;
+    fc.assert(
+      fc.property(turnScenario, fc.array(fc.record({ which: fc.nat({ max: 999 }), after: fc.nat({ max: 999 }) }), { maxLength: 4 }), (s, repeats) => {
+        runs += 1;
+        const violations = normalizerViolations(s, repeats);
+        if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
+      }),
+      params(300),
+    );
+    tallyChaos("properties", { properties: 1, runs });
+  });
+
   it("a turn's provider events, duplicated, reordered, late, malformed or misaddressed, never corrupt the transcript or end the run wrongly", async () => {
     let runs = 0;
     await fc.assert(
@@ -119,6 +253,19 @@ describe("chaos properties", () => {
     );
     tallyChaos("properties", { properties: 1, runs });
     expect(runs).toBeGreaterThan(0);
+  }, 120_000);
+
+  it("steering by interrupt-restart: only the active attempt's root ends the run; a superseded attempt's late events are fenced", async () => {
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(restartScenario, async (s) => {
+        runs += 1;
+        const violations = await playRestart(s);
+        if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
+      }),
+      params(100),
+    );
+    tallyChaos("properties", { properties: 1, runs });
   }, 120_000);
 });
 
@@ -248,6 +395,55 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
       { ...where, ...completed },
     ]);
     expect(run.failure).toBeNull();
+  });
+
+  it("a superseded attempt's child thread, heard from after attempt 2 started, is fenced, not adopted by attempt 2", async () => {
+    // The restart property's counterexample on the code before the fix (attempt 1's subagent thread ends late).
+    const s: RestartScenario = {
+      caps: { ...declared("strong"), threadIds: "weak", exposesNativeThreadId: false, emitsTurnStarted: false, terminalStatusQuality: "none", emitsSubagentLifecycle: false },
+      first: { turnStarted: false, items: [], subagent: { items: [], status: "completed" }, plan: false, todo: true, request: null, warning: false, terminal: { status: "completed", broken: false }, ending: "terminal" },
+      firstOps: [],
+      steerAt: 0,
+      second: { turnStarted: false, items: [], subagent: null, plan: false, todo: false, request: null, warning: false, terminal: { status: "completed", broken: false }, ending: "terminal" },
+      secondAcceptAt: 0,
+      secondOps: [],
+      late: [{ from: 812, at: 0 }],
+      interrupt: false,
+    };
+    expect(await playRestart(s)).toEqual([]);
+    examples += 1;
+  });
+
+  it("a finished run's child thread, heard from again during the next run, is fenced, not adopted by that run", async () => {
+    const choice = declared("strong");
+    const { violations } = await inWorld(choice, capabilitiesOf(choice), async ({ rt, provider, threadId }) => {
+      const terminal = (n: number) => ({ type: "turn.terminal", threadRef: "thr-1", turnRef: `turn-${n}`, status: "completed", threadDisposition: "reusable", failureClass: null, message: null, retryable: false });
+      const accepted = async (n: number) => {
+        const call = await provider.turn(n);
+        const bound = awaitRecord(rt, (e) => e.type === "attempt.turn_bound" && e.nativeTurnRef === `turn-${n}`);
+        call.accept();
+        await bound;
+        return call.input.sessionId;
+      };
+      const first = await rt.sendMessage({ threadId, text: "one" });
+      const sessionId = await accepted(1);
+      await provider.deliver({ sessionId, event: { type: "subagent.started", threadRef: "thr-1", turnRef: "turn-1", itemRef: "sub-1", childThreadRef: "child-1", agent: "helper" } });
+      await provider.deliver({ sessionId, event: terminal(1) });
+      await rt.waitForRun(first.runId);
+      const second = await rt.sendMessage({ threadId, text: "two" });
+      await accepted(2);
+      const head = rt.views.head;
+      await provider.deliver({ sessionId, event: { type: "item.delta", threadRef: "child-1", kind: "reasoning", stream: "text", delta: "late" } });
+      expect(rt.views.runs.get(second.runId)!.items.map((i) => i.kind)).toEqual(["user_message"]);
+      await provider.deliver({ sessionId, event: terminal(2) });
+      const run = await rt.waitForRun(second.runId);
+      expect(run.items.map((i) => i.kind)).toEqual(["user_message"]);
+      const fenced = await awaitRecord(rt, (e) => e.type === "event.fenced", head);
+      expect(fenced.event).toMatchObject({ runId: first.runId, providerEventType: "item.delta" });
+      return [];
+    });
+    expect(violations).toEqual([]);
+    examples += 1;
   });
 
   afterAll(() => tallyChaos("properties-examples", { runs: examples }));

@@ -31,7 +31,7 @@ export async function openWorld(caps: ProviderCapabilities, x: Exposure, autoAcc
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-chaos-prop-"));
   const provider = new ControlledProvider(caps, { threadRef: x.threadRef, turnRef: (n) => (x.turnRefs ? `turn-${n}` : null) }, autoAccept);
   // sessionIdleMs null: no idle timer may stop a session while the test holds the stream.
-  const rt = await createRuntime({ dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null });
+  const rt = await createRuntime({ dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null, turnSilenceMs: null });
   const { threadId } = await rt.createThread({ providerTarget: TARGET });
   return { rt, provider, dataDir, threadId };
 }
@@ -64,7 +64,7 @@ export function readModel(rt: Runtime): unknown {
 /** Reopens the data directory with a fresh provider and returns the read model it folds. */
 export async function reopenedReadModel(world: ChaosWorld, caps: ProviderCapabilities, x: Exposure): Promise<unknown> {
   const provider = new ControlledProvider(caps, { threadRef: x.threadRef, turnRef: () => null });
-  const rt = await createRuntime({ dataDir: world.dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null });
+  const rt = await createRuntime({ dataDir: world.dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null, turnSilenceMs: null });
   try {
     return readModel(rt);
   } finally {
@@ -78,7 +78,8 @@ export async function disposeWorld(world: ChaosWorld): Promise<void> {
 }
 
 /** Frames the way the transport delivers them. */
-export function frameOf(step: Exclude<Step, { kind: "accept" }>, sessionId: string): unknown {
+export function frameOf(step: Step, sessionId: string): unknown {
+  if (step.kind === "accept") throw new Error("the sendRun reply is not a frame");
   if (step.kind === "garbage") return step.frame(sessionId);
   return { sessionId: step.session === "live" ? sessionId : "ses_not_ours", event: step.event };
 }
@@ -97,11 +98,19 @@ export class TurnExpectations {
   ended: { status: string; by: string } | null = null;
   /** Item kinds (turn item vocabulary) some delivered event could complete. */
   readonly completable = new Set<string>();
+  #interrupted = false;
 
   constructor(
     private readonly caps: CapsChoice,
     private readonly x: Exposure,
+    /** Refs of earlier turns on the thread: their events are theirs, never this turn's. */
+    private readonly earlierTurnRefs: ReadonlySet<string> = new Set(),
   ) {}
+
+  /** The caller interrupted the run: an inferred terminal, or the session's loss, now means interrupted. */
+  interrupted(): void {
+    this.#interrupted = true;
+  }
 
   accepted(turnRef: string | null): void {
     if (!turnRef) return;
@@ -117,8 +126,8 @@ export class TurnExpectations {
     this.#noteCompletion(event);
     if (this.ended) return;
     if (event.type === "session.state") {
-      if (event.state === "stopped" || event.state === "error") this.ended = { status: "failed", by: `session ${event.state}` };
-      else if (event.state === "idle" && !this.caps.emitsTurnCompleted) this.ended = { status: "completed", by: "session idle (no turn terminals declared)" };
+      if (event.state === "stopped" || event.state === "error") this.ended = { status: this.#interrupted ? "interrupted" : "failed", by: `session ${event.state}` };
+      else if (event.state === "idle" && !this.caps.emitsTurnCompleted) this.ended = { status: this.#interrupted ? "interrupted" : "completed", by: "session idle (no turn terminals declared)" };
       return;
     }
     if (event.type === "turn.terminal" && this.#addressesRun(event)) this.ended = { status: event.status, by: `turn.terminal ${event.status}` };
@@ -128,7 +137,7 @@ export class TurnExpectations {
   #addressesRun(event: Exclude<ProviderEvent, { type: "session.state" }>): boolean {
     if (event.threadRef !== (this.x.threadRef ?? undefined)) return false;
     if (event.turnRef === undefined || this.turnRefs.has(event.turnRef)) return true;
-    if (this.#bound) return false;
+    if (this.#bound || this.earlierTurnRefs.has(event.turnRef)) return false;
     this.turnRefs.add(event.turnRef);
     this.#bound = true;
     return true;
@@ -171,7 +180,7 @@ const ITEM_OF: Record<string, string> = {
  * completed something of its kind (a child completing never closes its parent); once the
  * turn ended, the run has ended too (nothing is left running).
  */
-export function turnViolations(rt: Runtime, runId: string, expected: TurnExpectations): string[] {
+export function turnViolations(rt: Runtime, runId: string, expected: TurnExpectations, attemptId?: string): string[] {
   const run = rt.views.runs.get(runId);
   if (!run) return [`run ${runId} missing from the read model`];
   const violations: string[] = [];
@@ -182,6 +191,7 @@ export function turnViolations(rt: Runtime, runId: string, expected: TurnExpecta
   }
   if (expected.ended) violations.push(`its turn ended by ${expected.ended.by} but the run is still ${run.status}`);
   for (const item of run.items) {
+    if (attemptId !== undefined && item.attemptId !== attemptId) continue;
     if (item.status === "complete" && isProviderItemKind(item.kind) && !expected.completable.has(item.kind)) {
       violations.push(`${item.kind} item ${item.id} completed though nothing of its kind was completed by the provider`);
     }
