@@ -1,6 +1,7 @@
 import type { InspectionEvent } from "xstate";
 import type { ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
+import { isTillerError } from "../domain/errors.js";
 import type { DomainEvent } from "../domain/events.js";
 import type { IdSource } from "../domain/ids.js";
 import type { MachineEmitted, Outcome } from "../machines/emitted.js";
@@ -192,7 +193,14 @@ export class Dispatcher implements TargetHost {
   /** An error with no caller left to take it: a failed log stops the runtime, anything else is reported. */
   escaped(error: unknown): void {
     if (this.log.failure !== undefined) return this.failed(this.log.failure);
+    // Work cut short by close() (a provider call, a rollback) ends `closed`: that is no failure.
+    if (this.#closed && isTillerError(error) && error.code === "closed") return;
     this.options.onEscaped?.(error);
+  }
+
+  /** Resolves once everything committed up to `seq` (default: now) is on disk. */
+  whenDurable(seq?: number): Promise<void> {
+    return this.log.whenDurable(seq);
   }
 
   #onEmitted(emitted: MachineEmitted): void {

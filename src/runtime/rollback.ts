@@ -132,7 +132,7 @@ async function restoreFiles(rt: Dispatcher, announce: Omit<RestoreStarted, "type
     return await rt.checkpoints.restore(checkpointId, async (files) => {
       rt.commit({ type: "checkpoint.restore_started", ...announce, files });
       announced = files;
-      await whenDurable(rt);
+      await rt.whenDurable();
     });
   } catch (error) {
     // The store closed under the restore (the runtime is closing): left announced, the next runtime finishes it.
@@ -145,13 +145,6 @@ async function restoreFiles(rt: Dispatcher, announce: Omit<RestoreStarted, "type
   }
 }
 
-/**
- * Until the Dispatcher exposes its log's durability, reach for it: the announce must be on
- * disk before a file changes, or a crash could leave changed files the log never mentions.
- */
-function whenDurable(rt: Dispatcher): Promise<void> {
-  return rt["log"].whenDurable();
-}
 
 /** The message names the first files; the event's `files` has them all. */
 function unknownState(files: ChangedFile[], reason: string): string {

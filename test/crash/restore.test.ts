@@ -133,7 +133,7 @@ describe("a runtime killed during a rollback's file restore", () => {
     const restoreEnv = useEnv(git.env); // read when the runtime opens its checkpoint store
     const change = (path: string, content: string) => ({ type: "file_change" as const, path, diff: `+${content}`, content });
     const script = keyedScript({ "[r1]": [change("one.txt", "one\n")], "[r2]": [change("one.txt", "two\n")] });
-    // Today the rollback's ClosedError also reaches onFailure as internal_error: effects.ts reports every effect that rejects.
+    // Work that close() cut short ends `closed`: that is no failure to report.
     const failures: RuntimeFailure[] = [];
     try {
       const rt = await createRuntime({ dataDir, checkpoints: true, providers: { s: createScriptedAdapter({ script }) }, onFailure: (f) => failures.push(f) });
@@ -146,6 +146,7 @@ describe("a runtime killed during a rollback's file restore", () => {
       await git.gone;
       expect(isRunning(gitPid)).toBe(false);
       expect(await rollback).toMatchObject({ code: "closed" });
+      expect(failures).toEqual([]);
       const left = await readLog(dataDir);
       expect(left.some((r) => r.event.type === "checkpoint.restore_started")).toBe(true);
       expect(left.some((r) => r.event.type === "rollback.applied")).toBe(false);
