@@ -14,6 +14,7 @@ import {
   type RuntimeOptions,
   type ScriptStep,
 } from "../../src/index.js";
+import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 
 /**
@@ -38,6 +39,26 @@ export function overridesFrom(flags: Flags, target: string): CapabilityOverrides
 
 export function capsOf(flags: Flags, target = "main"): ProviderCapabilities {
   return defineCapabilities(overridesFrom(flags, target));
+}
+
+const NOT_CALLS = new Set<PropertyKey>(["getCapabilities", "streamEvents", "bindHosts", "close"]);
+
+/** The adapter, counting the runtime's calls that have not been answered yet (the provider boundary, observed). */
+function counted(adapter: ProviderAdapter, calls: { inFlight: number }): ProviderAdapter {
+  return new Proxy(adapter, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver) as unknown;
+      if (typeof value !== "function" || NOT_CALLS.has(property)) return typeof value === "function" ? value.bind(target) : value;
+      return async (...args: unknown[]) => {
+        calls.inFlight += 1;
+        try {
+          return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        } finally {
+          calls.inFlight -= 1;
+        }
+      };
+    },
+  });
 }
 
 /** What each prompt kind makes the scripted provider do. */
@@ -79,24 +100,30 @@ export class World {
   lastReceipt: unknown = null;
   /** Prompt numbers sent into each run (its own and its steers): the gates FINISH opens. */
   #gates = new Map<string, number[]>();
+  /** Provider calls the runtime has made and not yet seen answered (see `settle`). */
+  readonly calls: { inFlight: number };
 
   private constructor(
     readonly rt: Runtime,
     readonly flags: Flags,
     readonly dataDir: string,
     readonly cwd: string,
-  ) {}
+    calls: { inFlight: number },
+  ) {
+    this.calls = calls;
+  }
 
   static async open(flags: Flags, targets: string[], options: Partial<RuntimeOptions> = {}, dataDir?: string): Promise<World> {
     const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-model-")));
     const cwd = join(dir, "work");
     await mkdir(cwd, { recursive: true });
     const backends = new Map(targets.map((t) => [t, new ScriptedBackend()]));
+    const calls = { inFlight: 0 };
     const providers = Object.fromEntries(
-      targets.map((t) => [t, createScriptedAdapter({ capabilities: overridesFrom(flags, t), backend: backends.get(t)!, script: ({ text }) => stepsFor(text) })]),
+      targets.map((t) => [t, counted(createScriptedAdapter({ capabilities: overridesFrom(flags, t), backend: backends.get(t)!, script: ({ text }) => stepsFor(text) }), calls)]),
     );
     const rt = await createRuntime({ dataDir: join(dir, "data"), providers, ids: sequentialIds(), checkpoints: flags["runtime.checkpoints"] === true, ...options });
-    const world = new World(rt, flags, dir, cwd);
+    const world = new World(rt, flags, dir, cwd, calls);
     for (const [t, b] of backends) world.backends.set(t, b);
     rt.subscribe({ afterSeq: 0 }, (r) => world.records.push(r));
     return world;
@@ -163,15 +190,20 @@ export class World {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       await new Promise((r) => setTimeout(r, 2));
     }
-    // Let asynchronous completions that follow the same provider event land too.
-    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
   }
 
-  /** Waits until everything committed so far is durable and delivered to `records`. */
+  /**
+   * Waits until the runtime is at rest: no provider call unanswered, and everything committed
+   * delivered to `records`, with nothing new committed meanwhile (an answered call's outcome is
+   * committed before the next look). What a step recorded is then all in, on any machine.
+   */
   async settle(): Promise<void> {
-    const head = this.rt.views.head;
-    if (this.threadId) await this.rt.readThread(this.threadId);
-    await this.until("the log to reach its head", () => this.head >= head);
+    for (;;) {
+      const head = this.rt.views.head;
+      if (this.threadId) await this.rt.readThread(this.threadId);
+      await this.until("the runtime to be at rest", () => this.head >= head && this.calls.inFlight === 0);
+      if (this.rt.views.head === head) return;
+    }
   }
 
   policiesSince(seq: number): string[] {
