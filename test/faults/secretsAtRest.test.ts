@@ -7,6 +7,7 @@ import { createInterface } from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { EMBEDDER_SECRETS, PASSED_KEY } from "../chaos/secretCorpus.js";
 import { codexWorld } from "../codex/harness.js";
+import { hostEnvironment } from "../../src/runtime/hosts/environment.js";
 import { nextEvent } from "../helpers/runtime.js";
 import { hosted, killIfAlive, openFaultRuntime } from "./helpers.js";
 
@@ -88,6 +89,19 @@ const secretValues = Object.values(EMBEDDER_SECRETS);
 const embedder = join(import.meta.dirname, "secretsEmbedder.ts");
 
 describe("secrets at rest", () => {
+  it("a host's environment: the allowlist and the names its adapter inherits, then what the adapter sets; nothing else", () => {
+    const embedder = { ...EMBEDDER_SECRETS, PATH: "/usr/bin", HOME: "/home/ann", LANG: "C.UTF-8", LC_ALL: "C", https_proxy: "http://proxy:3128", NODE_OPTIONS: "--inspect=9229", CODEX_HOME: "/home/ann/.codex", CLAUDE_CONFIG_DIR: "/x", TERM: "xterm" };
+    expect(hostEnvironment({ HOME: "/tmp/home", OPENAI_API_KEY: "passed", TERM: undefined }, ["CODEX_HOME"], embedder)).toEqual({
+      PATH: "/usr/bin",
+      HOME: "/tmp/home",
+      LANG: "C.UTF-8",
+      LC_ALL: "C",
+      https_proxy: "http://proxy:3128",
+      CODEX_HOME: "/home/ann/.codex",
+      OPENAI_API_KEY: "passed",
+    });
+  });
+
   it("Claude: the host and Claude get no embedder secret; the lost host's frame dump in the log carries none; the data directory holds none", async () => {
     const root = await mkdtemp(join(tmpdir(), "tiller-secrets-"));
     // The embedding app, its credentials first in its environment (where a dump starts).
