@@ -1,11 +1,11 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { realpath, stat } from "node:fs/promises";
 import { createActor, fromPromise, type Actor, type InspectionEvent } from "xstate";
 import { HostUnavailableError } from "../../domain/errors.js";
 import { hostSupervisorMachine, type SupervisorEmitted, type SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { RpcChannel } from "./channel.js";
 import { killGroup, spawnHost, stopProcessGroup, type SpawnedHost, type SpawnSpec } from "./process.js";
-import { HostRecordStore, type HostRecord } from "./records.js";
+import { HOST_INSTANCE_VARIABLE, HostRecordStore, type HostRecord } from "./records.js";
 import { FrameRing } from "./ring.js";
 
 /**
@@ -146,7 +146,17 @@ export class HostRegistry {
 
   async #start(entry: Entry, generation: number, timeoutMs: number): Promise<void> {
     const { spec } = entry;
-    const spawned = await spawnHost(spec.spawn);
+    const hostKey = entry.actor.getSnapshot().context.hostKey;
+    // Announced durably before the fork, under a marker the host carries: a runtime killed
+    // before the record below is written still leaves what its next life needs to reap it.
+    const instance = randomBytes(16).toString("hex");
+    const announced = this.records.announce({ instance, hostKey, target: spec.target, generation, announcedAt: new Date().toISOString() });
+    this.#write(announced);
+    await announced;
+    const spawned = await spawnHost({ ...spec.spawn, env: { ...spec.spawn.env, [HOST_INSTANCE_VARIABLE]: instance } }).catch((error: unknown) => {
+      this.#write(this.records.withdraw(instance));
+      throw error;
+    });
     const ring = new FrameRing(200, 64 * 1024, 2 * 1024, spec.secrets ?? []);
     const exited = spawned.exited.then(() => undefined);
     const live: LiveProcess = { alive: true, spawned, ring, channel: null, exited, lost: new Set() };
@@ -162,11 +172,12 @@ export class HostRegistry {
       this.#write(this.records.remove(spawned.pid, generation));
       if (snapshot.status === "active") entry.actor.send({ type: "EXITED", generation, reason: `host process exited (${signal ?? `code ${code}`})` });
     });
+    // Recorded before anything else can happen to it (its exit, queued after, removes the record).
+    this.#write(this.records.add({ hostKey, target: spec.target, generation, pid: spawned.pid, startTime: spawned.startTime, commandLine: spawned.commandLine, startedAt: new Date().toISOString() }, instance));
     if (this.#closed) {
       this.#stopProcess(entry, generation);
       throw new HostUnavailableError(`${spec.target}: the runtime is closing`);
     }
-    this.#write(this.records.add({ hostKey: entry.actor.getSnapshot().context.hostKey, target: spec.target, generation, pid: spawned.pid, startTime: spawned.startTime, commandLine: spawned.commandLine, startedAt: new Date().toISOString() }));
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new HostUnavailableError(`${spec.target} host did not become ready within ${timeoutMs} ms`)), timeoutMs);
