@@ -77,9 +77,15 @@ export function parentOf(binding: TurnBinding, node: NodeEntry, parentRef: strin
   return enclosing ?? binding.rootNodeId;
 }
 
-export function findNode(binding: TurnBinding, kind: NodeKind, ref: string | undefined): NodeEntry | undefined {
-  if (ref) return binding.byRef.get(ref);
-  return binding.nodes.findLast((n) => n.open && n.kind === kind);
+/**
+ * The node a native ref names (the latest with that ref): a strong ref alone is the item's key;
+ * a weak one is only with the item's fingerprint, its kind. Without a ref: the latest open node
+ * of the kind.
+ */
+export function findNode(binding: TurnBinding, kind: NodeKind, ref: string | undefined, strength: Strength = "strong"): NodeEntry | undefined {
+  if (!ref) return binding.nodes.findLast((n) => n.open && n.kind === kind);
+  const node = binding.byRef.get(ref);
+  return node && (strength === "strong" || node.kind === kind) ? node : undefined;
 }
 
 export function nodeById(binding: TurnBinding, nodeId: string | undefined): NodeEntry | undefined {

@@ -96,10 +96,16 @@ export class Normalizer {
     return { binding, rootStarted };
   }
 
-  /** The provider accepted the turn and (maybe) told us its native id. */
+  /**
+   * The provider accepted the turn and (maybe) told us its native id. Its reply is the word on
+   * which turn is ours: a different ref the turn took from an event before the reply named
+   * another turn, whose later events are then not this turn's.
+   */
   acceptTurn(attemptId: string, nativeTurnRef: string | null): TurnBinding | undefined {
     const binding = this.#byAttempt.get(attemptId);
-    if (binding && nativeTurnRef) this.#bindTurnRef(binding, nativeTurnRef);
+    if (!binding || !nativeTurnRef) return binding;
+    if (binding.nativeTurnRef && binding.nativeTurnRef !== nativeTurnRef) this.#byTurnRef.delete(`${binding.sessionId}\u0000${binding.nativeTurnRef}`);
+    this.#bindTurnRef(binding, nativeTurnRef);
     return binding;
   }
 
@@ -311,7 +317,7 @@ export class Normalizer {
 
   /** The node a delta/completion refers to; started implicitly (once) when the provider has not said, or not yet. */
   #openNode(binding: TurnBinding, caps: ProviderCapabilities, kind: ItemKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
-    const found = findNode(binding, ITEM_NODE_KIND[kind], ref);
+    const found = findNode(binding, ITEM_NODE_KIND[kind], ref, caps.identity.nativeItemIds);
     if (found && (found.open || ref)) return { node: found, started: [] };
     const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[kind], ref);
     node.announced = false;
@@ -326,7 +332,7 @@ export class Normalizer {
    * Without refs only an open, unannounced node of the same kind can be the one starting.
    */
   #startedBefore(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind, ref: string | undefined, childThreadRef: string | undefined): NodeEntry | "duplicate" | undefined {
-    const known = (ref ? binding.byRef.get(ref) : undefined) ?? (childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined);
+    const known = (ref ? findNode(binding, kind, ref, caps.identity.nativeItemIds) : undefined) ?? (childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined);
     if (known) {
       if (!known.announced) return known;
       return caps.identity.nativeItemIds === "strong" || known.open ? "duplicate" : undefined;

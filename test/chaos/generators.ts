@@ -182,9 +182,10 @@ export function transcriptOf(plan: TurnPlan, x: Exposure, turnRef: string | null
   if (plan.todo) steps.push(root({ type: "todo.updated", ...where, ...(x.itemRefs ? { itemRef: "todo-1" } : {}), items: [{ text: "fix", status: "pending" }] }));
   if (plan.subagent) {
     const subRef = x.itemRefs ? { itemRef: "sub-1" } : {};
-    const childThreadRef = x.childThreads ? "child-1" : undefined;
+    // A native thread id names one thread of the session: each turn's subagent gets its own.
+    const childThreadRef = x.childThreads ? `child-of-${turnRef ?? "turn"}` : undefined;
     steps.push(root({ type: "subagent.started", ...where, ...subRef, ...(childThreadRef ? { childThreadRef } : {}), agent: "helper", prompt: "help" }));
-    const childWhere = childThreadRef ? { threadRef: childThreadRef, ...(x.turnRefs ? { turnRef: "cturn-1" } : {}) } : where;
+    const childWhere = childThreadRef ? { threadRef: childThreadRef, ...(x.turnRefs ? { turnRef: `${childThreadRef}-turn` } : {}) } : where;
     items(plan.subagent.items, "sitem-", childWhere, childThreadRef ? undefined : subRef.itemRef, "child");
     if (childThreadRef) {
       steps.push({ kind: "event", tag: "child", session: "live", event: { type: "turn.terminal", ...childWhere, status: plan.subagent.status, threadDisposition: "reusable", failureClass: null, message: null, retryable: false } });
@@ -260,7 +261,7 @@ function foreignEvents(x: Exposure, turnRef: string | null): Array<Extract<Step,
     const other = { ...(x.threadRef ? { threadRef: x.threadRef } : {}), turnRef: "turn-999" };
     out.push(
       { kind: "event", tag: "foreign_turn", session: "live", event: { type: "turn.terminal", ...other, status: "failed", threadDisposition: "reusable", failureClass: "boom", message: null, retryable: false } },
-      { kind: "event", tag: "foreign_turn", session: "live", event: { type: "item.started", ...other, ...(x.itemRefs ? { itemRef: "item-1" } : {}), kind: "tool_call" } },
+      { kind: "event", tag: "foreign_turn", session: "live", event: { type: "item.started", ...other, ...(x.itemRefs ? { itemRef: "other-1" } : {}), kind: "tool_call" } },
     );
   }
   return out;
@@ -351,15 +352,16 @@ export function describeStep(step: Step): string {
   return `${step.tag}${step.session === "other" ? "@other-session" : ""} ${type} ${JSON.stringify(rest)}`;
 }
 
-// ---- steering by interrupt-restart: two attempts of one run ------------------------------
+// ---- two turns on one thread: a steer by interrupt-restart, or a queued run ----------------
 
 /**
- * A run steered by interrupt-restart: attempt 1's turn streams (through chaos), the user
- * steers, attempt 1's turn ends (its terminal, or the idle session when the record declares
- * no terminals), attempt 2's turn runs through chaos while late copies of attempt 1's events
- * keep arriving; the user may interrupt attempt 2 once its turn was accepted.
+ * Two turns on one thread: turn 1 streams (through chaos); the user steers (by interrupt-
+ * restart: turn 2 is attempt 2 of the same run) or queues a message (turn 2 is the next run);
+ * turn 1 ends (its terminal, or the idle session when the record declares no terminals); turn
+ * 2 runs through chaos while late copies of turn 1's events keep arriving; the user may
+ * interrupt turn 2 once it was accepted.
  */
-export interface RestartScenario {
+export interface TwoTurnScenario {
   caps: CapsChoice;
   first: TurnPlan;
   firstOps: ChaosOp[];
@@ -369,10 +371,11 @@ export interface RestartScenario {
   secondOps: ChaosOp[];
   late: Array<{ from: number; at: number }>;
   interrupt: boolean;
+  via: "interrupt_restart" | "queue";
 }
 
 /** Turn refs are exposed here: without them a superseded turn's late events cannot be told from the next turn's (the spec's ordinal fallback). */
-export const restartScenario: fc.Arbitrary<RestartScenario> = capsChoice
+export const twoTurnScenario: fc.Arbitrary<TwoTurnScenario> = capsChoice
   .map((c) => ({ ...c, exposesNativeTurnId: true, turnIds: c.turnIds === "none" ? ("strong" as const) : c.turnIds }))
   .chain((caps) =>
     fc.record({
@@ -385,11 +388,12 @@ export const restartScenario: fc.Arbitrary<RestartScenario> = capsChoice
       secondOps: fc.array(chaosOp, { maxLength: 6 }),
       late: fc.array(fc.record({ from: index, at: index }), { maxLength: 6 }),
       interrupt: fc.boolean(),
+      via: fc.constantFrom("interrupt_restart" as const, "queue" as const),
     }),
   );
 
 /** Attempt 1's steps: its body (chaos included) split where the user steers, then what ends its turn. */
-export function firstAttemptSteps(s: RestartScenario): { beforeSteer: Step[]; afterSteer: Step[]; ending: Step } {
+export function firstAttemptSteps(s: TwoTurnScenario): { beforeSteer: Step[]; afterSteer: Step[]; ending: Step } {
   const x = exposureOf(s.caps);
   const body = applyChaos(transcriptOf({ ...s.first, ending: "none" }, x, "turn-1"), s.firstOps, x, "turn-1");
   const at = s.steerAt % (body.length + 1);
@@ -401,7 +405,7 @@ export function firstAttemptSteps(s: RestartScenario): { beforeSteer: Step[]; af
 }
 
 /** Attempt 2's steps (its accept placed at random) with late copies of attempt 1's events mixed in, each marked with its turn. */
-export function secondAttemptSteps(s: RestartScenario, first: Step[]): Array<{ turn: 1 | 2; step: Step }> {
+export function secondAttemptSteps(s: TwoTurnScenario, first: Step[]): Array<{ turn: 1 | 2; step: Step }> {
   const steps: Array<{ turn: 1 | 2; step: Step }> = stepsOf({ caps: s.caps, plan: s.second, acceptAt: s.secondAcceptAt, ops: s.secondOps }, "turn-2").map((step) => ({ turn: 2, step }));
   if (first.length === 0) return steps;
   for (const { from, at } of s.late) steps.splice(at % (steps.length + 1), 0, { turn: 1, step: first[from % first.length]! });

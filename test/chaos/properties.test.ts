@@ -4,7 +4,7 @@ import type { DomainEvent, LogRecord, RunView } from "../../src/index.js";
 import type { ProviderCapabilities, Strength } from "../../src/capabilities/schema.js";
 import type { ProviderEvent } from "../../src/adapters/contract.js";
 import { isProviderItemKind, logViolations, readModelViolations, transcriptViolations } from "../model/invariants.js";
-import { capabilitiesOf, describeStep, exposureOf, firstAttemptSteps, restartScenario, secondAttemptSteps, stepsOf, turnScenario, type CapsChoice, type RestartScenario, type Step, type TurnScenario } from "./generators.js";
+import { capabilitiesOf, describeStep, exposureOf, firstAttemptSteps, twoTurnScenario, secondAttemptSteps, stepsOf, turnScenario, type CapsChoice, type TwoTurnScenario, type Step, type TurnScenario } from "./generators.js";
 import { barrierViolations, fold, logOf, normalize, withRepeatedStarts } from "./propertiesNormalizer.js";
 import type { TurnCall } from "./controlledProvider.js";
 import { awaitRecord, disposeWorld, frameOf, isTerminal, openWorld, readLog, readModel, reopenedReadModel, turnViolations, TurnExpectations, type ChaosWorld } from "./propertiesHarness.js";
@@ -33,8 +33,9 @@ function logChecks(records: LogRecord<DomainEvent>[], itemIds: Strength): string
 
 /**
  * Identity of items (domain model, "Identity and correlation"): a native item id names one
- * item of its turn while that item is open, and for the whole turn when the identity is
- * strong; a weak id may be reused once its item completed.
+ * item of its turn for the whole turn when the identity is strong; a weak id, with its
+ * fingerprint (the kind), names one item while that item is open, and may be reused once it
+ * completed.
  */
 function nativeItemViolations(records: LogRecord<DomainEvent>[], itemIds: "strong" | "weak"): string[] {
   const violations: string[] = [];
@@ -47,7 +48,8 @@ function nativeItemViolations(records: LogRecord<DomainEvent>[], itemIds: "stron
       if (entry?.nodeId === event.nodeId) entry.open = false;
     }
     if (event.type !== "node.started" || event.nativeRef === null) continue;
-    const key = `${event.attemptId} ${event.nativeRef}`;
+    // A weak id names an item together with its fingerprint (its kind).
+    const key = `${event.attemptId} ${event.nativeRef}${itemIds === "weak" ? ` ${event.kind}` : ""}`;
     const entry = holder.get(key);
     if (entry && entry.nodeId !== event.nodeId && (itemIds === "strong" || entry.open)) {
       violations.push(`${seq}: native item ${event.nativeRef} became a second node ${event.nodeId} (${entry.open ? "the first still open" : "identity strong"})`);
@@ -124,86 +126,91 @@ function frozenItems(run: RunView, attemptId: string, settled: boolean): string 
 }
 
 /**
- * One run steered by interrupt-restart (see RestartScenario). Invariant 4 in motion: nothing
- * attempt 1's turn sends ends the run (its terminal starts attempt 2), its items never change
- * once superseded, and only attempt 2's own turn (or the session's loss) ends the run.
+ * Two turns on one thread (see TwoTurnScenario), the second either attempt 2 of the same run
+ * (steered by interrupt-restart) or the next run (queued). Invariant 4 in motion: while
+ * superseded, nothing attempt 1's turn sends ends the run or changes its items, and its
+ * terminal starts attempt 2; a queued run starts only once the first ended, and the first
+ * run's items never change after its terminal; the second turn alone (or the session's
+ * loss) ends its run, whatever late events of the first keep arriving.
  */
-async function playRestart(s: RestartScenario): Promise<string[]> {
+async function playTwoTurns(s: TwoTurnScenario): Promise<string[]> {
   const caps = capabilitiesOf(s.caps, { native: false, interruptRestart: true });
-  const { violations } = await inWorld(s.caps, caps, (world) => driveRestart(s, world));
+  const { violations } = await inWorld(s.caps, caps, (world) => driveTwoTurns(s, world));
   return violations;
 }
 
-async function driveRestart(s: RestartScenario, world: ChaosWorld): Promise<string[]> {
+async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<string[]> {
   const x = exposureOf(s.caps);
-  const { rt, provider } = world;
+  const { rt, provider, threadId } = world;
   const violations: string[] = [];
   const failed = (where: string, found: string[]) => {
     violations.push(...found.map((v) => `${where}: ${v}`));
     return found.length > 0;
   };
-  {
-    const { runId } = await rt.sendMessage({ threadId: world.threadId, text: "first" });
-    const run = () => rt.views.runs.get(runId)!;
-    const turn1 = await provider.turn(1);
-    const sessionId = turn1.input.sessionId;
-    const model1 = new TurnExpectations(s.caps, x);
-    const accept = async (call: TurnCall, model: TurnExpectations, turnRef: string) => {
-      const bound = awaitRecord(rt, (e) => e.type === "attempt.turn_bound" && e.nativeTurnRef === turnRef);
-      call.accept();
-      await bound;
-      model.accepted(turnRef);
-    };
-    // Accepted first, so the run is active and the steer restarts it at once (not deferred).
-    await accept(turn1, model1, "turn-1");
-    const attempt1 = run().attempts[0]!.attemptId;
-    const { beforeSteer, afterSteer, ending } = firstAttemptSteps(s);
-    for (const [i, step] of beforeSteer.entries()) {
-      await provider.deliver(frameOf(step, sessionId));
-      model1.delivered(step);
-      if (failed(`attempt 1, step ${i} ${describeStep(step)}`, [...readModelViolations(rt.views), ...turnViolations(rt, runId, model1, attempt1)])) return violations;
-    }
-    const steer = await rt.sendMessage({ threadId: world.threadId, text: "steered", mode: "steer" });
-    if (steer.disposition !== "steered" || steer.via !== "interrupt_restart") return [`the steer was ${steer.disposition} via ${steer.via}, not an interrupt-restart of the active run`];
-    // Superseded: nothing its turn sends changes its items any more; only its completion barrier (at its terminal) settles them.
-    let frozen = { settled: false, items: frozenItems(run(), attempt1, false) };
-    const supersededIntact = () => {
-      const now = frozenItems(run(), attempt1, frozen.settled);
-      return now === frozen.items ? [] : [`attempt 1's items changed after it was superseded: ${frozen.items} -> ${now}`];
-    };
-    for (const [i, step] of [...afterSteer, ending].entries()) {
-      await provider.deliver(frameOf(step, sessionId));
-      model1.delivered(step);
-      const ended = isTerminal(run().status) ? [`run ended ${run().status} by its superseded attempt's events`] : [];
-      if (failed(`superseded attempt 1, step ${i} ${describeStep(step)}`, [...readModelViolations(rt.views), ...ended, ...supersededIntact()])) return violations;
-    }
-    frozen = { settled: true, items: frozenItems(run(), attempt1, true) };
-    // Attempt 1's turn ended: attempt 2 starts its own turn with the steer text (never the run's end).
-    const next = await Promise.race([provider.turn(2).then((call) => ({ call })), rt.waitForRun(runId).then((view) => ({ view }))]);
-    if ("view" in next) return [`attempt 1's turn ended and the run ended ${next.view.status} instead of starting attempt 2`];
-    if (next.call.input.text !== "steered") violations.push(`attempt 2's turn carries "${next.call.input.text}", not the steer text`);
-    const attempt2 = run().attempts[1]!.attemptId;
-    const model2 = new TurnExpectations(s.caps, x, model1.turnRefs);
-    let accepted = false;
-    for (const [i, { turn, step }] of secondAttemptSteps(s, [...beforeSteer, ...afterSteer, ending]).entries()) {
-      if (step.kind === "accept") {
-        accepted = true;
-        await accept(next.call, model2, "turn-2");
-        if (s.interrupt && !isTerminal(run().status)) {
-          await rt.interrupt({ runId });
-          model2.interrupted();
-        }
-      } else {
-        await provider.deliver(frameOf(step, sessionId));
-        // Attempt 1's own events are its turn's (fenced); anything else (the session, other threads) concerns the open turn.
-        const own = turn === 1 && step.kind === "event" && (step.tag === "root" || step.tag === "child") && step.event.type !== "session.state";
-        (own ? model1 : model2).delivered(step);
-      }
-      const where = `attempt 2, step ${i} ${turn === 1 ? "(late, of attempt 1) " : ""}${describeStep(step)}`;
-      if (failed(where, [...readModelViolations(rt.views), ...turnViolations(rt, runId, model2, attempt2), ...supersededIntact()])) return violations;
-    }
-    if (!accepted) await accept(next.call, model2, "turn-2");
+  const view = (runId: string) => rt.views.runs.get(runId)!;
+  const accept = async (call: TurnCall, model: TurnExpectations, turnRef: string) => {
+    const bound = awaitRecord(rt, (e) => e.type === "attempt.turn_bound" && e.nativeTurnRef === turnRef);
+    call.accept();
+    await bound;
+    model.accepted(turnRef);
+  };
+  const firstRun = (await rt.sendMessage({ threadId, text: "first" })).runId;
+  const turn1 = await provider.turn(1);
+  const sessionId = turn1.input.sessionId;
+  const model1 = new TurnExpectations(s.caps, x);
+  // Accepted first, so the run is active: a steer restarts it at once (not deferred), a queued message waits.
+  await accept(turn1, model1, "turn-1");
+  const attempt1 = view(firstRun).attempts[0]!.attemptId;
+  const { beforeSteer, afterSteer, ending } = firstAttemptSteps(s);
+  for (const [i, step] of beforeSteer.entries()) {
+    await provider.deliver(frameOf(step, sessionId));
+    model1.delivered(step);
+    if (failed(`turn 1, step ${i} ${describeStep(step)}`, [...readModelViolations(rt.views), ...turnViolations(rt, firstRun, model1, attempt1)])) return violations;
   }
+  const second = await rt.sendMessage({ threadId, text: "second", mode: s.via === "queue" ? "queue" : "steer" });
+  const restart = s.via === "interrupt_restart";
+  if (restart && (second.disposition !== "steered" || second.via !== "interrupt_restart")) return [`the steer was ${second.disposition} via ${second.via}, not an interrupt-restart of the active run`];
+  if (!restart && second.disposition !== "queued") return [`the queued message was ${second.disposition}`];
+  // Superseded (restart): nothing its turn sends changes attempt 1's items any more; only its completion barrier, at its terminal, settles them.
+  let frozen = { settled: false, items: frozenItems(view(firstRun), attempt1, false) };
+  const firstIntact = () => {
+    const now = frozenItems(view(firstRun), attempt1, frozen.settled);
+    return now === frozen.items ? [] : [`turn 1's items changed after ${restart ? "it was superseded" : "its run ended"}: ${frozen.items} -> ${now}`];
+  };
+  for (const [i, step] of [...afterSteer, ending].entries()) {
+    await provider.deliver(frameOf(step, sessionId));
+    model1.delivered(step);
+    const checks = restart
+      ? [...(isTerminal(view(firstRun).status) ? [`run ended ${view(firstRun).status} by its superseded attempt's events`] : []), ...firstIntact()]
+      : [...turnViolations(rt, firstRun, model1, attempt1), ...(view(second.runId).status === "queued" || isTerminal(view(firstRun).status) ? [] : [`the queued run is ${view(second.runId).status} while the first still runs`])];
+    if (failed(`turn 1, step ${i} ${describeStep(step)}`, [...readModelViolations(rt.views), ...checks])) return violations;
+  }
+  // Turn 1 ended: the second turn starts (attempt 2 with the steer text, or the queued run), never the run's end by it.
+  const next = await Promise.race([provider.turn(2).then((call) => ({ call })), rt.waitForRun(second.runId).then((ended) => ({ ended }))]);
+  if ("ended" in next) return [`turn 1 ended and run ${second.runId} ended ${next.ended.status} without a turn of its own`];
+  if (next.call.input.text !== "second") violations.push(`turn 2 carries "${next.call.input.text}", not the second message`);
+  frozen = { settled: true, items: frozenItems(view(firstRun), attempt1, true) };
+  const attempt2 = view(second.runId).attempts.at(-1)!.attemptId;
+  const model2 = new TurnExpectations(s.caps, x, model1.turnRefs);
+  let accepted = false;
+  for (const [i, { turn, step }] of secondAttemptSteps(s, [...beforeSteer, ...afterSteer, ending]).entries()) {
+    if (step.kind === "accept") {
+      accepted = true;
+      await accept(next.call, model2, "turn-2");
+      if (s.interrupt && !isTerminal(view(second.runId).status)) {
+        await rt.interrupt({ runId: second.runId });
+        model2.interrupted();
+      }
+    } else {
+      await provider.deliver(frameOf(step, sessionId));
+      // Turn 1's own events are its turn's (fenced); anything else (the session, other threads) concerns the open turn.
+      const own = turn === 1 && step.kind === "event" && (step.tag === "root" || step.tag === "child") && step.event.type !== "session.state";
+      (own ? model1 : model2).delivered(step);
+    }
+    const where = `turn 2, step ${i} ${turn === 1 ? "(late, of turn 1) " : ""}${describeStep(step)}`;
+    if (failed(where, [...readModelViolations(rt.views), ...turnViolations(rt, second.runId, model2, attempt2), ...firstIntact()])) return violations;
+  }
+  if (!accepted) await accept(next.call, model2, "turn-2");
   return violations;
 }
 
@@ -255,12 +262,12 @@ describe("chaos properties", () => {
     expect(runs).toBeGreaterThan(0);
   }, 120_000);
 
-  it("steering by interrupt-restart: only the active attempt's root ends the run; a superseded attempt's late events are fenced", async () => {
+  it("two turns on a thread (a steer by interrupt-restart, or a queued run): only the active attempt's root ends a run; the first turn's late events are fenced", async () => {
     let runs = 0;
     await fc.assert(
-      fc.asyncProperty(restartScenario, async (s) => {
+      fc.asyncProperty(twoTurnScenario, async (s) => {
         runs += 1;
-        const violations = await playRestart(s);
+        const violations = await playTwoTurns(s);
         if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
       }),
       params(100),
@@ -397,9 +404,33 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
     expect(run.failure).toBeNull();
   });
 
+  it("a weak item ref names one item with its fingerprint: another kind under the same ref is another item", async () => {
+    const run = await played(declared("weak"), ({ where, ref }) => [
+      "accept",
+      { type: "item.started", ...where, ...ref("item-1"), kind: "tool_call", detail: { toolName: "grep" } },
+      { type: "item.completed", ...where, ...ref("item-1"), kind: "assistant_message", status: "completed", text: "hi" },
+      { ...where, ...completed },
+    ]);
+    expect(itemsOf(run, "assistant_message")).toMatchObject([{ text: "hi", status: "complete" }]);
+    // The tool never completed: the completion barrier cancels it when the turn completes.
+    expect(itemsOf(run, "tool")).toMatchObject([{ status: "complete", detail: { toolName: "grep", status: "cancelled" } }]);
+  });
+
+  it("the sendRun reply names the run's turn: another turn's ref taken before it stops being the run's", async () => {
+    const run = await played(declared("strong"), ({ where }) => [
+      { type: "item.started", threadRef: "thr-1", turnRef: "turn-999", itemRef: "other-1", kind: "tool_call" },
+      "accept",
+      { type: "turn.terminal", threadRef: "thr-1", turnRef: "turn-999", status: "failed", threadDisposition: "reusable", failureClass: "boom", message: null, retryable: false },
+      { type: "item.delta", ...where, itemRef: "item-1", kind: "assistant_message", stream: "text", delta: "mine" },
+      { ...where, ...completed },
+    ]);
+    expect(run.failure).toBeNull();
+    expect(itemsOf(run, "assistant_message")).toMatchObject([{ text: "mine" }]);
+  });
+
   it("a superseded attempt's child thread, heard from after attempt 2 started, is fenced, not adopted by attempt 2", async () => {
     // The restart property's counterexample on the code before the fix (attempt 1's subagent thread ends late).
-    const s: RestartScenario = {
+    const s: TwoTurnScenario = {
       caps: { ...declared("strong"), threadIds: "weak", exposesNativeThreadId: false, emitsTurnStarted: false, terminalStatusQuality: "none", emitsSubagentLifecycle: false },
       first: { turnStarted: false, items: [], subagent: { items: [], status: "completed" }, plan: false, todo: true, request: null, warning: false, terminal: { status: "completed", broken: false }, ending: "terminal" },
       firstOps: [],
@@ -409,8 +440,9 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
       secondOps: [],
       late: [{ from: 812, at: 0 }],
       interrupt: false,
+      via: "interrupt_restart",
     };
-    expect(await playRestart(s)).toEqual([]);
+    expect(await playTwoTurns(s)).toEqual([]);
     examples += 1;
   });
 

@@ -112,8 +112,10 @@ export class TurnExpectations {
     this.#interrupted = true;
   }
 
+  /** The sendRun reply names the turn: a ref taken before it from another turn's event stops being this turn's. */
   accepted(turnRef: string | null): void {
     if (!turnRef) return;
+    this.turnRefs.clear();
     this.turnRefs.add(turnRef);
     this.#bound = true;
   }
