@@ -65,7 +65,13 @@ function nativeItemViolations(records: LogRecord<DomainEvent>[], itemIds: "stron
  * frame); then the runtime closes (cancelling what still runs) and the read model, the log
  * and the read model folded again on reopen are checked.
  */
-async function inWorld(choice: CapsChoice, caps: ProviderCapabilities, drive: (world: ChaosWorld) => Promise<string[]>): Promise<{ violations: string[]; world: ChaosWorld }> {
+async function inWorld(
+  choice: CapsChoice,
+  caps: ProviderCapabilities,
+  drive: (world: ChaosWorld) => Promise<string[]>,
+  /** What the case itself expects of the log (read once the runtime closed). */
+  expectOfLog: (records: LogRecord<DomainEvent>[]) => string[] = () => [],
+): Promise<{ violations: string[]; world: ChaosWorld }> {
   const x = exposureOf(choice);
   const world = await openWorld(caps, x);
   let violations: string[];
@@ -76,7 +82,8 @@ async function inWorld(choice: CapsChoice, caps: ProviderCapabilities, drive: (w
   }
   try {
     violations.push(...readModelViolations(world.rt.views).map((v) => `after close: ${v}`));
-    violations.push(...logChecks(await readLog(world.dataDir), choice.itemIds).map((v) => `log: ${v}`));
+    const records = await readLog(world.dataDir);
+    violations.push(...[...logChecks(records, choice.itemIds), ...expectOfLog(records)].map((v) => `log: ${v}`));
     // Replay determinism: the read model folded again from the log on reopen is the live one.
     const live = readModel(world.rt);
     const reopened = await reopenedReadModel(world, caps, x);
@@ -87,15 +94,33 @@ async function inWorld(choice: CapsChoice, caps: ProviderCapabilities, drive: (w
   return { violations, world };
 }
 
+/**
+ * Invariant 7: a terminal the record cannot vouch for is taken by a named policy, recorded on
+ * the run (weak or no terminal status quality: terminal_weak_correlation; no terminals at all:
+ * terminal_inferred_from_idle); a strong one by none.
+ */
+function degradationViolations(records: LogRecord<DomainEvent>[], runId: string, choice: CapsChoice, expected: TurnExpectations): string[] {
+  const policies = records.flatMap(({ event }) => (event.type === "policy.applied" && event.runId === runId ? [event.policy] : []));
+  const how = expected.ended?.via;
+  const weak = policies.includes("terminal_weak_correlation");
+  const inferred = policies.includes("terminal_inferred_from_idle");
+  const violations: string[] = [];
+  if (how === "terminal" && choice.terminalStatusQuality !== "strong" && !weak) violations.push(`the run took a terminal of quality ${choice.terminalStatusQuality} without terminal_weak_correlation`);
+  if (how === "terminal" && choice.terminalStatusQuality === "strong" && weak) violations.push("a strong terminal was recorded as weakly correlated");
+  if (how === "idle" && !inferred) violations.push("the run ended by the session going idle without terminal_inferred_from_idle");
+  if (how !== "idle" && inferred) violations.push(`terminal_inferred_from_idle recorded though the turn ended by ${expected.ended?.by ?? "nothing (closed)"}`);
+  return violations;
+}
+
 /** One run, one turn, its events delivered as `stepsFor` orders them; returns what broke (empty when nothing did) and the run as it ended. */
 async function playTurn(choice: CapsChoice, stepsFor: (turnRef: string | null) => Step[]): Promise<{ violations: string[]; run: RunView }> {
   const x = exposureOf(choice);
   let runId = "";
-  const { violations, world } = await inWorld(choice, capabilitiesOf(choice), async ({ rt, provider, threadId }) => {
+  const expected = new TurnExpectations(choice, x);
+  const drive = async ({ rt, provider, threadId }: ChaosWorld) => {
     ({ runId } = await rt.sendMessage({ threadId, text: "go" }));
     const turn = await provider.turn(1);
     const turnRef = x.turnRefs ? "turn-1" : null;
-    const expected = new TurnExpectations(choice, x);
     let accepted = false;
     const accept = async () => {
       accepted = true;
@@ -115,7 +140,8 @@ async function playTurn(choice: CapsChoice, stepsFor: (turnRef: string | null) =
     }
     if (!accepted) await accept();
     return [];
-  });
+  };
+  const { violations, world } = await inWorld(choice, capabilitiesOf(choice), drive, (records) => degradationViolations(records, runId, choice, expected));
   return { violations, run: structuredClone(world.rt.views.runs.get(runId)!) };
 }
 
@@ -243,7 +269,7 @@ describe("chaos properties", () => {
         const violations = normalizerViolations(s, repeats);
         if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
       }),
-      params(300),
+      params(1000),
     );
     tallyChaos("properties", { properties: 1, runs });
   });

@@ -95,7 +95,7 @@ export class TurnExpectations {
   readonly turnRefs = new Set<string>();
   #bound = false;
   /** The first event that ended the turn, and the run status it means. */
-  ended: { status: string; by: string } | null = null;
+  ended: { status: string; by: string; via: "terminal" | "idle" | "session" } | null = null;
   /** Item kinds (turn item vocabulary) some delivered event could complete. */
   readonly completable = new Set<string>();
   #interrupted = false;
@@ -128,11 +128,11 @@ export class TurnExpectations {
     this.#noteCompletion(event);
     if (this.ended) return;
     if (event.type === "session.state") {
-      if (event.state === "stopped" || event.state === "error") this.ended = { status: this.#interrupted ? "interrupted" : "failed", by: `session ${event.state}` };
-      else if (event.state === "idle" && !this.caps.emitsTurnCompleted) this.ended = { status: this.#interrupted ? "interrupted" : "completed", by: "session idle (no turn terminals declared)" };
+      if (event.state === "stopped" || event.state === "error") this.ended = { status: this.#interrupted ? "interrupted" : "failed", by: `session ${event.state}`, via: "session" };
+      else if (event.state === "idle" && !this.caps.emitsTurnCompleted) this.ended = { status: this.#interrupted ? "interrupted" : "completed", by: "session idle (no turn terminals declared)", via: "idle" };
       return;
     }
-    if (event.type === "turn.terminal" && this.#addressesRun(event)) this.ended = { status: event.status, by: `turn.terminal ${event.status}` };
+    if (event.type === "turn.terminal" && this.#addressesRun(event)) this.ended = { status: event.status, by: `turn.terminal ${event.status}`, via: "terminal" };
   }
 
   /** Its own provider thread, and its own turn: the turn's ref, none, or the first ref seen before the sendRun reply. */
