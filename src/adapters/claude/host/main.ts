@@ -31,6 +31,10 @@ interface Thread {
   retried: boolean;
   /** The session this one forks, for a fork Claude may not have written yet. */
   forkOf: string | null;
+  /** Claude has taken up the prompt in flight (a message of its turn came). */
+  running: boolean;
+  /** An interrupt that came before Claude took up the prompt: sent as soon as it does. */
+  interruptHeld: boolean;
 }
 
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -58,7 +62,7 @@ function open(params: OpenParams): Thread {
   const cursor = params.resume ?? params.id ?? randomUUID();
   const inbox = userInbox();
   const mapper = new ClaudeThreadMapper(cursor);
-  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, prompt: null, retried: false, forkOf: params.fork ?? null } as Thread;
+  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, prompt: null, retried: false, forkOf: params.fork ?? null, running: false, interruptHeld: false } as Thread;
   const resumeOptions = params.fork
     ? { resume: params.fork, forkSession: true, sessionId: cursor }
     : params.resume
@@ -98,8 +102,11 @@ function open(params: OpenParams): Thread {
     let ended = "Claude Code exited";
     try {
       for await (const message of thread.query) {
+        // The first message of a turn says Claude took up its prompt (the SDK keeps Claude's own
+        // session-state messages to itself).
+        if (thread.prompt !== null && !thread.running && message.type !== "result") await tookUpPrompt(thread);
         for (const event of mapper.map(message)) {
-          if (event.type === "turn.terminal") (thread.prompt = null), (thread.retried = false);
+          if (event.type === "turn.terminal") (thread.prompt = null), (thread.retried = false), (thread.running = false), (thread.interruptHeld = false);
           emit(thread, event);
         }
       }
@@ -112,6 +119,14 @@ function open(params: OpenParams): Thread {
   threads.set(cursor, thread);
   gone.delete(cursor);
   return thread;
+}
+
+/** Claude took up the prompt in flight: an interrupt held for it goes out now. */
+async function tookUpPrompt(thread: Thread): Promise<void> {
+  thread.running = true;
+  if (!thread.interruptHeld) return;
+  thread.interruptHeld = false;
+  await thread.query.interrupt().catch((error: unknown) => emit(thread, { type: "warning", threadRef: thread.cursor, message: `interrupt failed: ${String(error)}` }));
 }
 
 /**
@@ -191,7 +206,10 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       // Only a turn in flight is interrupted: a stale flag would call the next failure an interrupt.
       if (t.prompt === null) return null;
       t.mapper.interrupting = true;
-      await t.query.interrupt();
+      // Claude ignores an interrupt that comes before it took up the prompt (the prompt stays
+      // queued and its turn then runs on): hold it until the turn's first message.
+      if (!t.running) t.interruptHeld = true;
+      else await t.query.interrupt();
       return null;
     }
     case "respond": {
