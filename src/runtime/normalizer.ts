@@ -259,13 +259,14 @@ export class Normalizer {
         return [this.#closeSubagent(binding, node, event.status, event.result ?? null)];
       }
       case "warning":
-        return [applied(binding, { type: "warning", threadId: binding.threadId, runId: binding.runId, message: event.message })];
+        return [applied(binding, { type: "warning", threadId: binding.threadId, runId: binding.runId, message: redact(event.message) })];
     }
   }
 
   #sessionState(sessionId: string, event: Extract<ProviderEvent, { type: "session.state" }>): Routed[] {
     if (event.state === "stopped" || event.state === "error") {
-      return [{ to: "session", sessionId, state: event.state, message: event.message ?? null }];
+      // A host's loss report (its recent frames, stderr) is provider text: masked before it can reach the log.
+      return [{ to: "session", sessionId, state: event.state, message: event.message == null ? null : redact(event.message) }];
     }
     const caps = this.capabilities(sessionId);
     if (event.state !== "idle" || reportsTurnTerminals(caps)) return [];
