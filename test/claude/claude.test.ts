@@ -360,6 +360,7 @@ describe("claude: its process dies under a live host", () => {
     world.sim.push(saw("FOXTROT"));
     expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "again" })).runId)).items.at(-1)?.text).toBe("saw FOXTROT");
     // Resumed in a new host, then killed: the session is on disk, so it is resumed, never recreated.
+    await untilWrittenDown(world, threadId, "again", { answered: true });
     await world.reopen();
     await dieAsking(world, threadId, "after a restart");
     world.sim.push(saw("FOXTROT"));
@@ -433,6 +434,7 @@ describe("claude: sessions", () => {
     world.sim.push({ text: "one" }, { text: "two" });
     const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
     await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop BRAVO" })).runId);
+    await untilWrittenDown(world, threadId, "drop BRAVO", { answered: true });
     await world.reopen();
     const receipt = await world.rt.rollback({ threadId, toRunId: first.runId });
     expect(receipt.provider).toBe("rolled_back");

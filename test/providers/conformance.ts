@@ -60,6 +60,7 @@ export async function resumesInNewHost(w: ProviderWorld): Promise<void> {
   const threadId = await thread(w);
   w.sim.push({ text: "noted" });
   await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "the word is FLAMINGO" })).runId);
+  await w.untilWrittenDown?.(threadId, "the word is FLAMINGO");
   const [before] = hostPids(w);
   const rt = await w.reopen();
   w.sim.push(saw("FLAMINGO"));
@@ -93,6 +94,7 @@ export async function forkAfterReopenRunsInThreadCwd(w: ProviderWorld, runs: (co
   const threadId = await thread(w);
   w.sim.push({ text: "noted" });
   await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "remember this" })).runId);
+  await w.untilWrittenDown?.(threadId, "remember this");
   const rt = await w.reopen();
   const fork = await rt.forkThread({ threadId });
   const file = `where-${w.target}-${process.pid}.txt`;
