@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { claudeWorld, type ClaudeWorld } from "../claude/harness.js";
+import { earlyInterrupts, hangUnlessFast } from "./earlyInterrupts.js";
 import { tallyChaos } from "./tally.js";
 
 /**
@@ -27,23 +28,10 @@ describe("chaos: early interrupts on the real Claude Code binary", () => {
   it(`delivers ${ROUNDS} interrupts and ${ROUNDS} restarts sent right after a send`, async () => {
     world = await claudeWorld();
     const { rt, sim } = world;
-    for (let i = 0; i < 6 * ROUNDS + 10; i++) sim.push((req) => (lastUserText(req.body).includes("[fast]") ? { text: "done" } : { hang: true, text: "working on it" }));
+    for (let i = 0; i < 6 * ROUNDS + 10; i++) sim.push(hangUnlessFast(lastUserText));
     const { threadId } = await rt.createThread({ providerTarget: "claude", cwd: world.workspace });
     expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "[fast] warm up" })).runId)).status).toBe("completed");
-    const lost: string[] = [];
-    for (let i = 0; i < ROUNDS; i++) {
-      const { runId } = await rt.sendMessage({ threadId, text: `task ${i}` });
-      await rt.interrupt({ runId });
-      const run = await rt.waitForRun(runId, { timeoutMs: LOST_AFTER_MS }).catch(() => null);
-      if (run?.status !== "interrupted") lost.push(`interrupt ${i}: ${run?.status ?? "still running"}`);
-    }
-    for (let i = 0; i < ROUNDS; i++) {
-      const old = await rt.sendMessage({ threadId, text: `long ${i}` });
-      const next = await rt.sendMessage({ threadId, text: `[fast] instead ${i}`, mode: "restart" });
-      const [a, b] = await Promise.all([old, next].map((r) => rt.waitForRun(r.runId, { timeoutMs: LOST_AFTER_MS }).catch(() => null)));
-      if (a?.status !== "interrupted") lost.push(`restart ${i} (old run): ${a?.status ?? "still running"}`);
-      if (b?.status !== "completed") lost.push(`restart ${i} (new run): ${b?.status ?? "never ran"}`);
-    }
+    const lost = await earlyInterrupts(rt, threadId, ROUNDS, LOST_AFTER_MS);
     expect(lost).toEqual([]);
     tallyChaos("claude early interrupts", { properties: 2, runs: 2 * ROUNDS });
   }, 240_000);

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { codexWorld, type CodexWorld } from "../codex/harness.js";
 import { ofType } from "../helpers/runtime.js";
+import { earlyInterrupts, hangUnlessFast } from "./earlyInterrupts.js";
 import { tallyChaos } from "./tally.js";
 
 /**
@@ -30,26 +31,12 @@ describe("chaos: early interrupts on the real Codex binary", () => {
     world = await codexWorld();
     const { rt, sim } = world;
     // Every turn hangs mid-stream (until interrupted) unless its prompt says [fast].
-    for (let i = 0; i < 4 * ROUNDS + 10; i++) sim.push((req) => (lastUserText(req.body).includes("[fast]") ? { text: "done" } : { hang: true, text: "working on it" }));
+    for (let i = 0; i < 4 * ROUNDS + 10; i++) sim.push(hangUnlessFast(lastUserText));
     const { threadId } = await rt.createThread({ providerTarget: "codex", cwd: world.workspace });
     // Warm the host: one turn that completes.
     expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "[fast] warm up" })).runId)).status).toBe("completed");
 
-    const lost: string[] = [];
-    for (let i = 0; i < ROUNDS; i++) {
-      const { runId } = await rt.sendMessage({ threadId, text: `task ${i}` });
-      expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
-      const run = await rt.waitForRun(runId, { timeoutMs: LOST_AFTER_MS }).catch(() => null);
-      if (run?.status !== "interrupted") lost.push(`interrupt ${i}: ${run?.status ?? "still running"}`);
-    }
-    for (let i = 0; i < ROUNDS; i++) {
-      const old = await rt.sendMessage({ threadId, text: `long ${i}` });
-      const next = await rt.sendMessage({ threadId, text: `[fast] instead ${i}`, mode: "restart" });
-      expect(next.disposition).toBe("restarting");
-      const [a, b] = await Promise.all([old, next].map((r) => rt.waitForRun(r.runId, { timeoutMs: LOST_AFTER_MS }).catch(() => null)));
-      if (a?.status !== "interrupted") lost.push(`restart ${i} (old run): ${a?.status ?? "still running"}`);
-      if (b?.status !== "completed") lost.push(`restart ${i} (new run): ${b?.status ?? "never ran"}`);
-    }
+    const lost = await earlyInterrupts(rt, threadId, ROUNDS, LOST_AFTER_MS);
     const log: Parameters<typeof ofType>[0] = [];
     const stop = rt.subscribe({ afterSeq: 0 }, (r) => log.push(r));
     await rt.readThread(threadId);
