@@ -1,30 +1,16 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
 import { gitIn, snapshotFiles } from "../helpers/files.js";
-import { isolatedHome } from "./isolated.js";
+import { withCheckpointStore, type StoreFixture } from "./isolated.js";
 
 
 let root: string;
 let cwd: string;
 let store: GitCheckpointStore;
-let home: Awaited<ReturnType<typeof isolatedHome>>;
-
-beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), "tiller-checkpoints-"));
-  cwd = join(root, "work");
-  await mkdir(cwd);
-  home = await isolatedHome();
-  store = await GitCheckpointStore.open(join(root, "data", "checkpoints.git"), { env: home.env });
-});
-
-afterEach(async () => {
-  await store.close();
-  await rm(root, { recursive: true, force: true });
-  await home.cleanup();
-});
+let home: StoreFixture["home"];
+withCheckpointStore("tiller-checkpoints-", (f) => ({ root, cwd, store, home } = f));
 
 const userGit = (...args: string[]) => gitIn(cwd, ...args);
 

@@ -1,10 +1,9 @@
-import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
 import { gitIn, snapshotFiles } from "../helpers/files.js";
-import { isolatedHome } from "./isolated.js";
+import { withCheckpointStore, type StoreFixture } from "./isolated.js";
 
 /**
  * Every source the user's git takes ignore rules from applies to checkpoints: `.gitignore`
@@ -16,19 +15,8 @@ import { isolatedHome } from "./isolated.js";
 
 let root: string;
 let store: GitCheckpointStore;
-let home: Awaited<ReturnType<typeof isolatedHome>>;
-
-beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), "tiller-ignore-"));
-  home = await isolatedHome();
-  store = await GitCheckpointStore.open(join(root, "data", "checkpoints.git"), { env: home.env });
-});
-
-afterEach(async () => {
-  await store.close();
-  await rm(root, { recursive: true, force: true });
-  await home.cleanup();
-});
+let home: StoreFixture["home"];
+withCheckpointStore("tiller-ignore-", (f) => ({ root, store, home } = f));
 
 async function put(dir: string, files: Record<string, string>): Promise<void> {
   for (const [path, content] of Object.entries(files)) {

@@ -1,6 +1,8 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { afterEach, beforeEach } from "vitest";
+import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
 
 /**
  * A temporary HOME (with XDG_CONFIG_HOME under it) and no system config, so the checkpoint
@@ -33,4 +35,37 @@ export function useEnv(vars: Record<string, string | undefined>): () => void {
       else process.env[name] = value;
     }
   };
+}
+
+export interface StoreFixture {
+  /** The test's temporary directory. */
+  root: string;
+  /** `root/work`, created empty: the workspace checkpoints capture. */
+  cwd: string;
+  store: GitCheckpointStore;
+  home: Awaited<ReturnType<typeof isolatedHome>>;
+}
+
+/**
+ * A fresh checkpoint store for each test (under `root/data`), with an isolated HOME and an empty
+ * workspace; `use` receives it before each test, and everything is removed after.
+ */
+export function withCheckpointStore(prefix: string, use: (fixture: StoreFixture) => void): void {
+  let fixture: StoreFixture | undefined;
+  beforeEach(async () => {
+    const root = await mkdtemp(join(tmpdir(), prefix));
+    const cwd = join(root, "work");
+    await mkdir(cwd);
+    const home = await isolatedHome();
+    const store = await GitCheckpointStore.open(join(root, "data", "checkpoints.git"), { env: home.env });
+    fixture = { root, cwd, store, home };
+    use(fixture);
+  });
+  afterEach(async () => {
+    if (!fixture) return;
+    await fixture.store.close();
+    await rm(fixture.root, { recursive: true, force: true });
+    await fixture.home.cleanup();
+    fixture = undefined;
+  });
 }

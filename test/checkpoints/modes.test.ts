@@ -1,9 +1,8 @@
-import { chmod, mkdir, mkdtemp, readFile, rm, stat, unlink, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmod, mkdir, readFile, rm, stat, unlink, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
-import { isolatedHome } from "./isolated.js";
+import { withCheckpointStore } from "./isolated.js";
 
 /**
  * A checkpoint keeps each file's exact permission bits, not only git's "executable or not":
@@ -11,24 +10,9 @@ import { isolatedHome } from "./isolated.js";
  * back a mode that drifted while the content stayed.
  */
 
-let root: string;
 let cwd: string;
 let store: GitCheckpointStore;
-let home: Awaited<ReturnType<typeof isolatedHome>>;
-
-beforeEach(async () => {
-  root = await mkdtemp(join(tmpdir(), "tiller-modes-"));
-  cwd = join(root, "work");
-  await mkdir(cwd);
-  home = await isolatedHome();
-  store = await GitCheckpointStore.open(join(root, "data", "checkpoints.git"), { env: home.env });
-});
-
-afterEach(async () => {
-  await store.close();
-  await rm(root, { recursive: true, force: true });
-  await home.cleanup();
-});
+withCheckpointStore("tiller-modes-", (f) => ({ cwd, store } = f));
 
 async function put(files: Record<string, readonly [content: string, mode: number]>): Promise<void> {
   for (const [path, [content, mode]] of Object.entries(files)) {
