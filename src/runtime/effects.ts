@@ -16,6 +16,8 @@ type Settle = Extract<MachineEmitted, { type: "settle" }>;
 
 /** How long an interrupt is held for the provider to announce its turn before it is sent anyway. */
 const TURN_START_HOLD_MS = 30_000;
+/** How long a turn its provider calls ended may take to deliver its terminal before the watchdog fails it. */
+const TERMINAL_GRACE_MS = 1_000;
 /** Pauses between retries of an interrupt the provider refused while its turn was live (6 tries in all). */
 const INTERRUPT_RETRY_PAUSES_MS = [25, 50, 100, 200, 400];
 
@@ -102,7 +104,6 @@ export class Effects {
     const { threadId, runId, attemptId, text } = effect;
     const target = this.#targetOfRun(runId);
     const thread = rt.views.threads.get(threadId)!;
-    this.#watch(runId, attemptId);
     let sent: { sessionId: string; thread: ProviderThreadAddress } | null = null;
     try {
       // The pre-run baseline is taken before the provider can touch a file.
@@ -135,6 +136,8 @@ export class Effects {
       });
       const context = target.contextForNextTurn(threadId, runId, loaded, session);
       sent = { sessionId: session.sessionId, thread: loaded.handle };
+      // Silence counts from here: starting a host or a session has its own timeouts.
+      this.#watch(runId, attemptId);
       const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model });
       target.normalizer.acceptTurn(attemptId, turnRef);
       const accepted = { attemptId, providerThreadId: loaded.providerThreadId, providerTurnId: binding.providerTurnId, nativeTurnRef: turnRef };
@@ -242,6 +245,8 @@ export class Effects {
         const loaded = await target.ensureThread(binding.threadId, session);
         const address = { sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef };
         if (await target.adapter.isTurnAlive(address)) return this.watchdog.watch(attemptId);
+        // A turn that just ended has its terminal on the way: give the stream a moment to deliver it.
+        if ((await this.turns.pause(attemptId, Math.min(rt.turnSilenceMs ?? 0, TERMINAL_GRACE_MS))) === "ended") return;
         why = "the provider says the turn is no longer running";
       } catch (error) {
         why = `the provider could not be asked: ${redact(error instanceof Error ? error.message : String(error))}`;

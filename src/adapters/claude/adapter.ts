@@ -116,6 +116,10 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
     async interrupt({ sessionId, thread }) {
       await call(sessionId, "interrupt", { cursor: thread.resumeCursor });
     },
+    // Claude may work for long without a word (a long Bash streams no output): its host knows whether the prompt still owes a result.
+    async isTurnAlive({ sessionId, thread }) {
+      return (await call<{ alive: boolean }>(sessionId, "turnAlive", { cursor: thread.resumeCursor })).alive;
+    },
     async respondToRequest({ sessionId, request, response }) {
       if (response.kind === "answers") return void (await call(sessionId, "respond", { requestRef: request.requestRef, allow: true, answers: response.answers }));
       const allow = response.decision === "accept" || response.decision === "accept_for_session";

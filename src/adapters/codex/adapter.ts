@@ -201,6 +201,12 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       if (!turnRef) throw new ProviderError("codex interrupts a turn by its id, and this turn has none yet");
       await call(sessionId, "turn/interrupt", { threadId: thread.resumeCursor, turnId: turnRef });
     },
+    // Codex says itself whether a turn still runs: its thread's turn is `inProgress` until it ends.
+    async isTurnAlive({ sessionId, thread, turnRef }) {
+      const turns = await readTurns(sessionId, thread);
+      const turn = turnRef ? turns.find((t) => t.id === turnRef) : turns.at(-1);
+      return turn?.status === "inProgress";
+    },
     async respondToRequest({ request, response }) {
       const waiting = request.requestRef ? pending.get(request.requestRef) : undefined;
       if (!waiting) throw new HostUnavailableError(`codex request ${request.requestRef ?? "?"} is no longer pending`);

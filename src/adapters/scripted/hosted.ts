@@ -195,6 +195,7 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     ensureProviderThread: (input) => call(input.sessionId, "ensureProviderThread", input),
     sendRun: (input) => call(input.sessionId, "sendRun", input),
     interrupt: (input) => call(input.sessionId, "interrupt", input),
+    isTurnAlive: (input) => call(input.sessionId, "isTurnAlive", input),
     respondToRequest: (input) => call(input.sessionId, "respondToRequest", input),
     streamEvents: () => queue,
     async close() {

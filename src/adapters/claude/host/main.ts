@@ -201,6 +201,11 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       t.push(String(params.text));
       return null;
     }
+    case "turnAlive": {
+      // Alive while Claude's process runs and the prompt in flight has no result yet.
+      const t = threads.get(String(params.cursor));
+      return { alive: t !== undefined && t.prompt !== null };
+    }
     case "interrupt": {
       const t = thread(String(params.cursor));
       // Only a turn in flight is interrupted: a stale flag would call the next failure an interrupt.

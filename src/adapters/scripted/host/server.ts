@@ -45,7 +45,7 @@ const JSONRPC_PARSE_ERROR = -32700;
 const JSONRPC_INVALID_REQUEST = -32600;
 const JSONRPC_METHOD_NOT_FOUND = -32601;
 
-const REQUIRED_METHODS = ["startSession", "stopSession", "ensureProviderThread", "sendRun", "interrupt", "respondToRequest"] as const;
+const REQUIRED_METHODS = ["startSession", "stopSession", "ensureProviderThread", "sendRun", "interrupt", "isTurnAlive", "respondToRequest"] as const;
 /** Optional adapter methods and the capability that makes them exist. */
 const OPTIONAL_METHODS = {
   steerRun: "turns.supportsActiveSteering",
