@@ -30,6 +30,21 @@ const freePort = () =>
     });
   });
 
+/**
+ * The server on a port chosen beforehand (a port that was free a moment ago): another process
+ * may take it in between, so a taken port means choosing another one, never a failed test.
+ */
+async function onChosenPort(): Promise<{ port: number; server: Awaited<ReturnType<typeof startInspectorServer>> }> {
+  for (let tries = 1; ; tries++) {
+    const port = await freePort();
+    try {
+      return { port, server: await startInspectorServer({ port }) };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || tries >= 20) throw error;
+    }
+  }
+}
+
 const SECRET_TEXT = "the launch codes are in the blue folder";
 const CREDENTIAL = "sk-abcdefghijklmnopqrstuvwx";
 const script = keyedScript({
@@ -65,8 +80,7 @@ describe("inspector server", () => {
     } finally {
       await free.close();
     }
-    const port = await freePort();
-    const chosen = await startInspectorServer({ port });
+    const { port, server: chosen } = await onChosenPort();
     try {
       expect(chosen.port).toBe(port);
       expect(chosen.url).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/[0-9a-f]{32}/$`));
@@ -307,10 +321,11 @@ describe("inspector server", () => {
   }
 
   it("keeps a runtime's feed across a restart of the server and of the runtime", async () => {
-    const port = await freePort();
     const token = "0123456789abcdef0123456789abcdef";
     const catalog = await testCatalog();
-    let server = await startInspectorServer({ port, token });
+    // Port 0 first: the restart below binds the port this server was given.
+    let server = await startInspectorServer({ port: 0, token });
+    const { port } = server;
     const feed = createInspectorFeed({ url: server.feedUrl, reconnect: { minMs: 20, maxMs: 200 } });
     const first = await openTestRuntime({ s: createScriptedAdapter({}) }, { inspect: feed.inspect });
     let second: Awaited<ReturnType<typeof openTestRuntime>> | null = null;
