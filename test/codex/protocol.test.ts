@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { codexCapabilities } from "../../src/adapters/codex/capabilities.js";
+import { CODEX_SERVER_NOTIFICATIONS } from "../../src/adapters/codex/protocol/notifications.js";
 import { createCodexAdapter } from "../../src/adapters/codex/adapter.js";
 import { generate } from "../../scripts/codex-protocol.js";
 import { openFaultRuntime } from "../faults/helpers.js";
@@ -31,6 +32,10 @@ describe("codex protocol", () => {
     const { createHash } = await import("node:crypto");
     for (const file of manifest.committed) expect(createHash("sha256").update(await readFile(join(protocol, file))).digest("hex")).toBe(hashes[file]);
   }, 60_000);
+
+  it("the notifications the adapter expects are exactly the binary's (others are counted as unknown)", async () => {
+    expect(new Set(CODEX_SERVER_NOTIFICATIONS)).toEqual(await methodsOf("ServerNotification.json"));
+  });
 
   it("every method, notification and server request the adapter uses is in the binary's protocol", async () => {
     const [client, notifications, requests] = await Promise.all([methodsOf("ClientRequest.json"), methodsOf("ServerNotification.json"), methodsOf("ServerRequest.json")]);

@@ -12,6 +12,7 @@ import { EventQueue } from "../eventQueue.js";
 import { codexCapabilities, codexVersion } from "./capabilities.js";
 import { resolveCodexBinary } from "./config.js";
 import { mapNotification, mapServerRequest, nativeResponse } from "./mapper.js";
+import { CODEX_SERVER_NOTIFICATIONS } from "./protocol/notifications.js";
 import { CodexChannel } from "./transport.js";
 
 /**
@@ -86,6 +87,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   const connect = async (host: SpawnedHost, ring: FrameRing): Promise<CodexChannel> => {
     const channel = new CodexChannel(host.child, ring);
     channel.tap = options.tap ?? null;
+    channel.expectNotifications(CODEX_SERVER_NOTIFICATIONS);
     const serial = ++serials;
     channel.onFailed(() => {
       for (const [ref, entry] of pending) if (entry.channel === channel) pending.delete(ref);
