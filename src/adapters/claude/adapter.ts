@@ -63,11 +63,13 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
 
   const connect = async (host: SpawnedHost, ring: FrameRing): Promise<StdioChannel> => {
     const channel = new StdioChannel(host.child, ring);
-    const ready = new Promise<void>((resolve) => channel.onNotification((method) => method === "host.ready" && resolve()));
+    channel.expectNotifications(["host.ready", "event"]);
+    // A host that breaks before it is ready (an over-long line...) fails the start at once, not at the startup timeout.
+    const ready = channel.nextNotification("host.ready");
     channel.onNotification((method, params) => {
       if (method !== "event") return;
-      const { sessionId, event } = params as { sessionId: string; event: ProviderEvent };
-      if (sessions.find(sessionId)) queue.push({ sessionId, event });
+      const { sessionId, event } = (params ?? {}) as { sessionId?: unknown; event?: ProviderEvent };
+      if (typeof sessionId === "string" && sessions.find(sessionId)) queue.push({ sessionId, event: event as ProviderEvent });
     });
     await ready;
     await channel.call("init", options.executable ? { executable: options.executable } : {});

@@ -186,9 +186,9 @@ export class HostRegistry {
     try {
       const channel = await Promise.race([spec.connect(spawned, ring), timeout, died]);
       live.channel = channel;
-      // A connection that fails for good (reconnects exhausted) makes the host unreachable, leases or not.
+      // A connection that fails for good (reconnects exhausted, a frame over its cap) loses the host, leases or not.
       channel.onFailed((error) => {
-        if (live.alive && entry.actor.getSnapshot().status === "active") entry.actor.send({ type: "LOST", generation, reason: `host unreachable: ${error.message}` });
+        if (live.alive && entry.actor.getSnapshot().status === "active") entry.actor.send({ type: "LOST", generation, reason: `host connection failed: ${error.message}` });
       });
       this.#watch(entry, generation, live);
     } finally {
