@@ -16,6 +16,8 @@ type Settle = Extract<MachineEmitted, { type: "settle" }>;
 
 /** How long an interrupt is held for the provider to announce its turn before it is sent anyway. */
 const TURN_START_HOLD_MS = 30_000;
+/** How long the watchdog waits for a provider to say whether a silent turn is alive (no answer counts as "cannot say"). */
+const PROBE_LIMIT_MS = 30_000;
 /** How long a turn its provider calls ended may take to deliver its terminal before the watchdog fails it. */
 const TERMINAL_GRACE_MS = 1_000;
 /** Pauses between retries of an interrupt the provider refused while its turn was live (6 tries in all). */
@@ -236,15 +238,22 @@ export class Effects {
     const actor = rt.actors.runs.get(runId);
     if (!actor || !ownsRun(actor.getSnapshot().context, attemptId)) return this.#unwatch(attemptId);
     if (actor.getSnapshot().matches({ active: "waiting" })) return this.watchdog.watch(attemptId);
+    // Every answer is checked against now: the turn may have ended, or the runtime closed, meanwhile.
+    const stillWatched = () => !rt.closed && this.#watchedRuns.get(attemptId) === runId;
+    const rearm = () => void (stillWatched() && this.watchdog.watch(attemptId));
     const target = this.#targetOfRun(runId);
     const binding = target.normalizer.binding(attemptId);
     const session = binding && target.session(binding.sessionId);
     let why = "the provider cannot say whether the turn is alive";
     if (binding && session && target.adapter.isTurnAlive) {
+      const limitMs = Math.min(rt.turnSilenceMs ?? PROBE_LIMIT_MS, PROBE_LIMIT_MS);
       try {
-        const loaded = await target.ensureThread(binding.threadId, session);
-        const address = { sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef };
-        if (await target.adapter.isTurnAlive(address)) return this.watchdog.watch(attemptId);
+        const alive = await withinLimit(limitMs, async () => {
+          const loaded = await target.ensureThread(binding.threadId, session);
+          return target.adapter.isTurnAlive!({ sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef });
+        });
+        if (alive) return rearm();
+        if (!stillWatched()) return;
         // A turn that just ended has its terminal on the way: give the stream a moment to deliver it.
         if ((await this.turns.pause(attemptId, Math.min(rt.turnSilenceMs ?? 0, TERMINAL_GRACE_MS))) === "ended") return;
         why = "the provider says the turn is no longer running";
@@ -254,6 +263,7 @@ export class Effects {
     } else if (!binding) {
       why = "the provider never accepted the turn";
     }
+    if (!stillWatched()) return;
     const message = `the turn sent nothing for ${rt.turnSilenceMs} ms and ${why}`;
     rt.act(() => rt.actors.runs.get(runId)?.send({ type: "TURN_SILENT", attemptId, message }));
     if (binding && session) {
@@ -468,6 +478,17 @@ function readFrame(frame: unknown): { ok: true; sessionId: string; event: Provid
     return { ok: true, sessionId, event: parsed.data };
   } catch (error) {
     return { ok: false, type, why: `reading it threw: ${safeString(error)}` };
+  }
+}
+
+/** `work()`, or a rejection once `ms` passed without its answer; the timer never outlives the race. */
+async function withinLimit<T>(ms: number, work: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([work(), limit]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -100,6 +100,7 @@ export class Runtime {
   readonly ids: IdSource;
   readonly #d: Dispatcher;
   #pumps: Promise<void>[] = [];
+  #closing: Promise<void> | undefined;
   /** Commands in flight by id (their receipt is not committed yet). */
   readonly #inflight = new Map<string, { command: string; done: Promise<object> }>();
 
@@ -168,6 +169,8 @@ export class Runtime {
     });
     let inspector: RuntimeInspector | null = null;
     let runtime: Runtime | undefined;
+    let log: EventLog<DomainEvent> | undefined;
+    let registry: HostRegistry | undefined;
     let failedEarly: StoreFailedError | undefined;
     try {
       const inspectOptions = inspectOptionsOf(options.inspect);
@@ -176,7 +179,7 @@ export class Runtime {
         options = { ...options, inspect: inspector.inspect };
       }
       const { doc } = await openRuntimeMeta(dataDir, now());
-      const log = await EventLog.open<DomainEvent>(join(dataDir, "events.jsonl"), {
+      log = await EventLog.open<DomainEvent>(join(dataDir, "events.jsonl"), {
         isUrgent: isUrgentEvent,
         groupWindowMs: options.groupCommitMs ?? 2,
         now,
@@ -188,14 +191,13 @@ export class Runtime {
         },
       });
       // Hosts a crashed previous life left running are reaped before anything starts new ones.
-      const { registry, reaped } = await HostRegistry.open(dataDir, typeof options.inspect === "function" ? options.inspect : undefined);
+      const opened = await HostRegistry.open(dataDir, typeof options.inspect === "function" ? options.inspect : undefined);
+      registry = opened.registry;
+      const { reaped } = opened;
       for (const [target, adapter] of Object.entries(options.providers)) adapter.bindHosts?.(registry, target);
       runtime = new Runtime(options, dataDir, log, lock, doc, registry);
       if (failedEarly) runtime.#d.failed(failedEarly);
-      await runtime.#restore().catch(async (error: unknown) => {
-        await registry.close();
-        throw error;
-      });
+      await runtime.#restore();
       reportReaped(runtime.#d, reaped);
       reportCutTail(runtime.#d, log.recovery.cut);
       await log.whenDurable();
@@ -205,7 +207,12 @@ export class Runtime {
       }
       return runtime;
     } catch (error) {
-      await runtime?.close().catch(() => undefined);
+      // Whatever was opened is given back: the runtime closes its own; before it existed, the log and hosts.
+      if (runtime) await runtime.close().catch(() => undefined);
+      else {
+        await registry?.close().catch(() => undefined);
+        await log?.close().catch(() => undefined);
+      }
       await inspector?.close();
       await lock.release().catch(() => undefined);
       // A full or failing disk while opening is typed like one while running.
@@ -399,8 +406,13 @@ export class Runtime {
   }
 
   /** Stops providers, cancels what is still running (nothing is left "running"), flushes, unlocks. */
-  async close(): Promise<void> {
-    if (this.#d.closed) return;
+  /** A second call (while the first still closes, or after) resolves when the directory is given back. */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  async #close(): Promise<void> {
     // Queued runs first, so cancelling an active run does not start the next one.
     const byQueued = [...this.#d.actors.runs.values()].sort((a, b) => Number(b.getSnapshot().matches("queued")) - Number(a.getSnapshot().matches("queued")));
     this.#d.run(() => {

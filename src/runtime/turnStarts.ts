@@ -7,7 +7,10 @@ export type TurnWait = "started" | "ended" | "timeout";
 
 export class TurnStarts {
   readonly #started = new Set<string>();
+  /** Turns that ended (until their run is forgotten): a wait that comes late ends at once. */
+  readonly #ended = new Set<string>();
   readonly #waiters = new Map<string, Set<(outcome: TurnWait) => void>>();
+  #closed = false;
 
   /** The provider said something about this attempt's turn: it runs. */
   sawEvent(attemptId: string): void {
@@ -18,27 +21,32 @@ export class TurnStarts {
 
   /** The attempt's turn ended (its completion barrier ran): nothing is left to wait for. */
   ended(attemptId: string): void {
+    this.#ended.add(attemptId);
     this.#notify(attemptId, "ended");
   }
 
   forget(attemptId: string): void {
     this.#started.delete(attemptId);
+    this.#ended.delete(attemptId);
     this.#notify(attemptId, "ended");
   }
 
-  /** The runtime is closing: every wait ends now. */
+  /** The runtime is closing: every wait ends now, and any later one at once. */
   close(): void {
+    this.#closed = true;
     for (const attemptId of [...this.#waiters.keys()]) this.#notify(attemptId, "ended");
   }
 
   /** Resolves once the turn runs, ends, or `limitMs` passed. */
   untilStarted(attemptId: string, limitMs: number): Promise<TurnWait> {
+    if (this.#closed || this.#ended.has(attemptId)) return Promise.resolve("ended");
     if (this.#started.has(attemptId)) return Promise.resolve("started");
     return this.#wait(attemptId, limitMs, (outcome) => outcome);
   }
 
   /** Resolves after `ms`, or earlier when the turn ends: "ended" then. */
   pause(attemptId: string, ms: number): Promise<TurnWait> {
+    if (this.#closed || this.#ended.has(attemptId)) return Promise.resolve("ended");
     return this.#wait(attemptId, ms, (outcome) => (outcome === "started" ? null : outcome));
   }
 

@@ -6,6 +6,7 @@
  */
 export class TurnWatchdog {
   readonly #watched = new Map<string, { last: number; timer: NodeJS.Timeout | undefined }>();
+  #closed = false;
 
   constructor(
     private readonly silenceMs: number | null,
@@ -15,7 +16,7 @@ export class TurnWatchdog {
 
   /** Starts (or restarts) watching an attempt's turn. */
   watch(attemptId: string): void {
-    if (this.silenceMs === null) return;
+    if (this.silenceMs === null || this.#closed) return;
     this.stop(attemptId);
     const entry = { last: this.now(), timer: undefined as NodeJS.Timeout | undefined };
     this.#watched.set(attemptId, entry);
@@ -34,6 +35,7 @@ export class TurnWatchdog {
   }
 
   close(): void {
+    this.#closed = true;
     for (const attemptId of [...this.#watched.keys()]) this.stop(attemptId);
   }
 

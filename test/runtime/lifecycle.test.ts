@@ -1,10 +1,10 @@
 import { execFile } from "node:child_process";
-import { appendFile } from "node:fs/promises";
+import { appendFile, mkdir, readdir, readlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { createRuntime, createScriptedAdapter, type RuntimeFailure } from "../../src/index.js";
-import { nextEvent, ofType, openTestRuntime, until } from "../helpers/runtime.js";
+import { nextEvent, ofType, openTestRuntime, override, until } from "../helpers/runtime.js";
 
 /** Smaller promises: what open cut is told, closed runtimes are released, forks after a rollback, listener errors are reported. */
 describe("runtime lifecycle", () => {
@@ -46,6 +46,36 @@ describe("runtime lifecycle", () => {
       expect(rt.affordances(threadId).fork.find((f) => f.afterRunId === first.runId)).toMatchObject({ source: expect.not.stringMatching("unavailable") });
       const fork = await rt.forkThread({ threadId });
       expect(ofType(events, "fork.recorded").find((e) => e.threadId === fork.threadId)?.forkedFromRunId).toBe(first.runId);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("a second close() resolves only once the directory is given back", async () => {
+    const base = createScriptedAdapter();
+    const adapter = override(base, { close: () => new Promise<void>((done) => setImmediate(() => void base.close().then(done))) });
+    const { rt, dataDir, cleanup } = await openTestRuntime({ s: adapter });
+    try {
+      void rt.close();
+      await rt.close();
+      const again = await createRuntime({ dataDir, providers: { s: createScriptedAdapter() } });
+      await again.close();
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("an open that fails after the log was opened gives the log back (no file handle left)", async () => {
+    const { rt, dataDir, cleanup } = await openTestRuntime({ s: createScriptedAdapter() });
+    await rt.close();
+    try {
+      await mkdir(join(dataDir, "runtimes"), { recursive: true });
+      await writeFile(join(dataDir, "runtimes", "hosts.json"), "{ not json");
+      const log = join(dataDir, "events.jsonl");
+      const handlesOnLog = async () => (await Promise.all((await readdir("/proc/self/fd")).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => "")))).filter((target) => target === log).length;
+      const before = await handlesOnLog();
+      for (let i = 0; i < 3; i++) await expect(createRuntime({ dataDir, providers: { s: createScriptedAdapter() } })).rejects.toMatchObject({ code: "store_corrupt" });
+      expect(await handlesOnLog()).toBe(before);
     } finally {
       await cleanup();
     }

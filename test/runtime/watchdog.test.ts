@@ -69,6 +69,20 @@ describe("turn watchdog", () => {
     }
   });
 
+  it("a provider that never answers whether the turn is alive cannot hold the run: it fails as turn_silent", async () => {
+    const base = createScriptedAdapter({ script: keyedScript({ "[hang]": [{ type: "hang" }] }) });
+    const adapter = override(base, { isTurnAlive: () => new Promise<boolean>(() => undefined) });
+    const { rt, cleanup } = await openTestRuntime({ s: adapter }, { turnSilenceMs: 50 });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s" });
+      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[hang] wait" })).runId);
+      expect([run.status, run.failure?.failureClass]).toEqual(["failed", "turn_silent"]);
+      expect(run.failure?.message).toMatch(/could not be asked: no answer within 50 ms/);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it("a scripted step that throws ends its turn failed, as does a script that throws", async () => {
     const cwd = await mkdtemp(join(tmpdir(), "tiller-throw-"));
     await writeFile(join(cwd, "a-file"), "x");

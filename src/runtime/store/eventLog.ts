@@ -87,8 +87,6 @@ export class EventLog<E extends { type: string }> {
   #durableHead: number;
   #endOffset: number;
   #queue: { record: LogRecord<E>; line: string }[] = [];
-  /** An urgent record waits in the queue: the next batch goes without yielding for more. */
-  #urgentQueued = false;
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #waiters: Waiter[] = [];
@@ -142,10 +140,10 @@ export class EventLog<E extends { type: string }> {
     const urgent = this.#options.isUrgent?.(event) ?? false; // may throw: do it before any state change
     this.#head = record.seq;
     this.#queue.push({ record, line });
-    if (urgent) {
-      this.#urgentQueued = true;
-      this.#startFlush();
-    }
+    // An urgent record skips the group window, not the current macrotask: what the same
+    // synchronous step and its microtasks append (a command's work and then its receipt) lands
+    // in the same batch, so a crash never keeps one without the other.
+    if (urgent) this.#startFlush();
     else if (!this.#flushing) this.#timer ??= setTimeout(() => this.#startFlush(), this.#windowMs);
     // While a flush is in flight its loop picks the record up right after: appends that
     // arrive during an fsync form the next group.
@@ -225,8 +223,7 @@ export class EventLog<E extends { type: string }> {
   async #flushLoop(): Promise<void> {
     while (this.#queue.length > 0 && !this.#failed) {
       // Let producers add to the batch: without this, fast storage shrinks groups to a record or two.
-      if (!this.#urgentQueued) await new Promise(setImmediate);
-      this.#urgentQueued = false;
+      await new Promise(setImmediate);
       const batch = this.#queue;
       this.#queue = [];
       const data = Buffer.from(batch.map((item) => item.line).join(""), "utf8");

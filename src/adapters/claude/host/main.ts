@@ -17,6 +17,9 @@ interface Init {
   executable?: string;
 }
 
+/** How long an interrupt waits for Claude to take up its prompt, and how long after it a turn that has not stopped still counts as alive. */
+const INTERRUPT_GRACE_MS = 30_000;
+
 interface Thread {
   cursor: string;
   sessionId: string;
@@ -35,6 +38,8 @@ interface Thread {
   running: boolean;
   /** An interrupt that came before Claude took up the prompt: sent as soon as it does. */
   interruptHeld: boolean;
+  /** When the turn in flight was asked to stop (null: it was not). */
+  interruptedAt: number | null;
 }
 
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -62,7 +67,7 @@ function open(params: OpenParams): Thread {
   const cursor = params.resume ?? params.id ?? randomUUID();
   const inbox = userInbox();
   const mapper = new ClaudeThreadMapper(cursor);
-  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, prompt: null, retried: false, forkOf: params.fork ?? null, running: false, interruptHeld: false } as Thread;
+  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, prompt: null, retried: false, forkOf: params.fork ?? null, running: false, interruptHeld: false, interruptedAt: null } as Thread;
   const resumeOptions = params.fork
     ? { resume: params.fork, forkSession: true, sessionId: cursor }
     : params.resume
@@ -106,7 +111,7 @@ function open(params: OpenParams): Thread {
         // session-state messages to itself).
         if (thread.prompt !== null && !thread.running && message.type !== "result") await tookUpPrompt(thread);
         for (const event of mapper.map(message)) {
-          if (event.type === "turn.terminal") (thread.prompt = null), (thread.retried = false), (thread.running = false), (thread.interruptHeld = false);
+          if (event.type === "turn.terminal") Object.assign(thread, { prompt: null, retried: false, running: false, interruptHeld: false, interruptedAt: null });
           emit(thread, event);
         }
       }
@@ -124,7 +129,16 @@ function open(params: OpenParams): Thread {
 /** Claude took up the prompt in flight: an interrupt held for it goes out now. */
 async function tookUpPrompt(thread: Thread): Promise<void> {
   thread.running = true;
-  if (!thread.interruptHeld) return;
+  if (thread.interruptHeld) await sendHeldInterrupt(thread);
+}
+
+/** Holds an interrupt until Claude takes up the prompt, or INTERRUPT_GRACE_MS at the most. */
+function holdInterrupt(thread: Thread): void {
+  thread.interruptHeld = true;
+  setTimeout(() => void (thread.interruptHeld && sendHeldInterrupt(thread)), INTERRUPT_GRACE_MS).unref();
+}
+
+async function sendHeldInterrupt(thread: Thread): Promise<void> {
   thread.interruptHeld = false;
   await thread.query.interrupt().catch((error: unknown) => emit(thread, { type: "warning", threadRef: thread.cursor, message: `interrupt failed: ${String(error)}` }));
 }
@@ -144,6 +158,12 @@ async function wentAway(thread: Thread, reason: string): Promise<void> {
     if (again) {
       emit(thread, { type: "warning", threadRef: cursor, message: `${reason}; Claude was started again and given the prompt` });
       again.retried = true;
+      // An interrupt the dead process was asked for (held, or sent too late) applies to the new one.
+      if (thread.interruptedAt !== null) {
+        again.interruptedAt = thread.interruptedAt;
+        again.mapper.interrupting = true;
+        holdInterrupt(again);
+      }
       again.push(prompt);
       return;
     }
@@ -202,18 +222,22 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       return null;
     }
     case "turnAlive": {
-      // Alive while Claude's process runs and the prompt in flight has no result yet.
+      // Alive while Claude's process runs and the prompt in flight has no result yet, unless it
+      // was asked to stop long ago and still has not: then Claude cannot vouch for it.
       const t = threads.get(String(params.cursor));
-      return { alive: t !== undefined && t.prompt !== null };
+      const stuck = t?.interruptedAt != null && Date.now() - t.interruptedAt > INTERRUPT_GRACE_MS;
+      return { alive: t !== undefined && t.prompt !== null && !stuck };
     }
     case "interrupt": {
       const t = thread(String(params.cursor));
       // Only a turn in flight is interrupted: a stale flag would call the next failure an interrupt.
       if (t.prompt === null) return null;
       t.mapper.interrupting = true;
+      t.interruptedAt ??= Date.now();
       // Claude ignores an interrupt that comes before it took up the prompt (the prompt stays
-      // queued and its turn then runs on): hold it until the turn's first message.
-      if (!t.running) t.interruptHeld = true;
+      // queued and its turn then runs on): hold it until the turn's first message, or send it
+      // anyway once the hold has lasted INTERRUPT_GRACE_MS.
+      if (!t.running) holdInterrupt(t);
       else await t.query.interrupt();
       return null;
     }
