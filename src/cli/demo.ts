@@ -105,11 +105,15 @@ async function decide(rt: Runtime, requestId: string, what: string, options: Dem
   await rt.respond({ requestId, response: { kind: "decision", decision: approve ? "accept" : "decline" } });
 }
 
-/** Waits until the run has streamed some text, so the interrupt lands mid-stream. */
+/**
+ * Waits until the run has streamed some text, so the interrupt lands mid-stream. Counted from the
+ * thread's first event: deltas that came before this call count too (a real provider may have
+ * streamed its only chunk already).
+ */
 function untilStreaming(rt: Runtime, runId: string, deltasWanted: number): Promise<void> {
   return new Promise((resolve) => {
     let deltas = 0;
-    const stop = rt.subscribe({ threadId: rt.views.runs.get(runId)!.threadId, afterSeq: rt.views.head }, (r) => {
+    const stop = rt.subscribe({ threadId: rt.views.runs.get(runId)!.threadId, afterSeq: 0 }, (r) => {
       if (r.event.type === "node.delta" && r.event.runId === runId && ++deltas === deltasWanted) {
         stop();
         resolve();

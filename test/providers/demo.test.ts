@@ -28,6 +28,6 @@ describe("tiller demo on the real binaries", () => {
       } finally {
         await rm(dataDir, { recursive: true, force: true, maxRetries: 10 });
       }
-    });
+    }, 90_000); // the child's own limit (60 s) fails first, with its output
   }
 });
