@@ -15,6 +15,9 @@ const asProvider = (w: ClaudeWorld): conformance.ProviderWorld => ({
   workspace: w.workspace,
   target: "claude",
   hostPid: (id) => w.adapter.hostPid(id),
+  get adapter() {
+    return w.adapter;
+  },
   reopen: () => w.reopen(),
   untilWrittenDown: (threadId, prompt) => untilWrittenDown(w, threadId, prompt),
 });
@@ -231,20 +234,7 @@ describe("claude: interrupt and steer", () => {
 
   it("a silent turn Claude is still working on is vouched for by its host, not failed by the watchdog", async () => {
     world = await claudeWorld({ turnSilenceMs: 100 });
-    const threadId = await thread(world);
-    world.sim.push({ hang: true, text: "working on it" });
-    let asked = 0;
-    const probe = world.adapter.isTurnAlive!.bind(world.adapter);
-    world.adapter.isTurnAlive = async (input) => {
-      const alive = await probe(input);
-      if (alive) asked += 1;
-      return alive;
-    };
-    const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
-    await until("the host to vouch for the silent turn three times", () => asked >= 3);
-    expect(world.rt.views.runs.get(runId)!.status).toBe("running");
-    await world.rt.interrupt({ runId });
-    expect((await world.rt.waitForRun(runId)).status).toBe("interrupted");
+    await conformance.silentTurnVouchedFor(asProvider(world));
   });
 
   it("interrupts while a permission is pending: the request closes, the command never runs", async () => {

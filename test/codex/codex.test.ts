@@ -14,6 +14,9 @@ const asProvider = (w: CodexWorld): conformance.ProviderWorld => ({
   workspace: w.workspace,
   target: "codex",
   hostPid: (id) => w.adapter.hostPid(id),
+  get adapter() {
+    return w.adapter;
+  },
   reopen: () => w.reopen(),
 });
 
@@ -135,20 +138,7 @@ describe("codex: interrupt and steer", () => {
 
   it("a silent turn Codex is still running is vouched for by thread/read, not failed by the watchdog", async () => {
     world = await codexWorld({ runtime: { turnSilenceMs: 100 } });
-    const threadId = await thread(world);
-    world.sim.push({ hang: true, text: "working on it" });
-    let asked = 0;
-    const probe = world.adapter.isTurnAlive!.bind(world.adapter);
-    world.adapter.isTurnAlive = async (input) => {
-      const alive = await probe(input);
-      if (alive) asked += 1;
-      return alive;
-    };
-    const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
-    await until("Codex to vouch for the silent turn three times", () => asked >= 3);
-    expect(world.rt.views.runs.get(runId)!.status).toBe("running");
-    await world.rt.interrupt({ runId });
-    expect((await world.rt.waitForRun(runId)).status).toBe("interrupted");
+    await conformance.silentTurnVouchedFor(asProvider(world));
   });
 
   it("interrupts while an approval is pending: the request closes, the command never runs", async () => {

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { expect } from "vitest";
+import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import type { Reply } from "../../src/simulator/index.js";
 import type { ModelSimulator } from "../../src/simulator/index.js";
 import type { PolicyName } from "../../src/machines/policies.js";
@@ -23,6 +24,8 @@ export interface ProviderWorld {
   workspace: string;
   target: string;
   hostPid(sessionId: string): number | null;
+  /** The current runtime's adapter (its methods may be wrapped to watch the boundary). */
+  readonly adapter: ProviderAdapter;
   reopen(): Promise<Runtime>;
   /** For a provider that writes its conversation down lazily: resolves once this prompt of the thread is on disk (a kill after it finds it there). */
   untilWrittenDown?(threadId: string, prompt: string): Promise<void>;
@@ -187,4 +190,26 @@ export async function takesHandoff(w: ProviderWorld): Promise<void> {
   expect(full.items.at(-1)?.text).toBe("saw other says PAPAYA");
   expect(full.items.find((i) => i.kind === "handoff")?.detail).toMatchObject({ strategy: "full_thread_summary" });
   expect(full.fallbacks.map((f) => f.policy)).toContain("handoff_as_user_context");
+}
+
+/**
+ * A turn that says nothing for longer than `turnSilenceMs` while its provider still runs it is
+ * vouched for by the adapter (`isTurnAlive`) and left running; an interrupt still ends it.
+ * The world's runtime must have a short `turnSilenceMs`.
+ */
+export async function silentTurnVouchedFor(w: ProviderWorld): Promise<void> {
+  const threadId = await thread(w);
+  w.sim.push({ hang: true, text: "working on it" });
+  let vouched = 0;
+  const probe = w.adapter.isTurnAlive!.bind(w.adapter);
+  w.adapter.isTurnAlive = async (input) => {
+    const alive = await probe(input);
+    if (alive) vouched += 1;
+    return alive;
+  };
+  const { runId } = await w.rt.sendMessage({ threadId, text: "long task" });
+  await until("the provider to vouch for the silent turn three times", () => vouched >= 3);
+  expect(w.rt.views.runs.get(runId)!.status).toBe("running");
+  await w.rt.interrupt({ runId });
+  expect((await w.rt.waitForRun(runId)).status).toBe("interrupted");
 }
