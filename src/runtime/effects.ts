@@ -255,7 +255,7 @@ export class Effects {
         if (alive) return rearm();
         if (!stillWatched()) return;
         // A turn that just ended has its terminal on the way: give the stream a moment to deliver it.
-        if ((await this.turns.pause(attemptId, Math.min(rt.turnSilenceMs ?? 0, TERMINAL_GRACE_MS))) === "ended") return;
+        if ((await this.turns.pause(attemptId, TERMINAL_GRACE_MS)) === "ended") return;
         why = "the provider says the turn is no longer running";
       } catch (error) {
         why = `the provider could not be asked: ${redact(error instanceof Error ? error.message : String(error))}`;

@@ -85,11 +85,14 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       steps = [{ type: "fail", message: `the script threw: ${String(error)}` }];
     }
     const terminal = await turn.run(steps, threadRef);
+    // The session died with the turn: no terminal.
+    if (!sessions.get(sessionId)?.stopped) {
+      Object.assign(record, { assistantText: turn.assistantText, status: terminal.status });
+      if (caps.turns.emitsTurnCompleted) push(sessionId, { type: "turn.terminal", ...where, ...terminal });
+      else push(sessionId, { type: "session.state", state: "idle" });
+    }
+    // Only once its terminal is on its way does the turn stop counting as running (isTurnAlive).
     if (active.get(thread.id)?.turn === turn) active.delete(thread.id);
-    if (sessions.get(sessionId)?.stopped) return; // the session died with the turn: no terminal
-    Object.assign(record, { assistantText: turn.assistantText, status: terminal.status });
-    if (caps.turns.emitsTurnCompleted) push(sessionId, { type: "turn.terminal", ...where, ...terminal });
-    else push(sessionId, { type: "session.state", state: "idle" });
   }
 
   const adapter: ProviderAdapter = {
