@@ -1,4 +1,4 @@
-import { ProviderEventSchema, type ProviderEvent, type ProviderThreadAddress } from "../adapters/contract.js";
+import type { ProviderThreadAddress } from "../adapters/contract.js";
 import { isTillerError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { closesMessagesAtRootTerminal, interruptWaitsForTurnStart } from "../capabilities/predicates.js";
@@ -6,13 +6,23 @@ import { policyEvent, type Effect, type MachineEmitted } from "../machines/emitt
 import { ownsRun, type RunContext, type RunEvent } from "../machines/run.js";
 import { Actors } from "./actors.js";
 import type { Routed } from "./normalizer.js";
-import type { Dispatcher } from "./dispatch.js";
-import { performRollback } from "./rollback.js";
+import { performRollback, type RollbackHost, type RollbackReceipt } from "./rollback.js";
 import type { Target } from "./targets.js";
 import { TurnStarts } from "./turnStarts.js";
-import { TurnWatchdog } from "./watchdog.js";
+import { readFrame, safeString } from "./frames.js";
+import { TurnWatchdog, withinLimit } from "./watchdog.js";
 
 type Settle = Extract<MachineEmitted, { type: "settle" }>;
+
+/** What effects need of the runtime beyond rollback's port: lifecycle, settings, and where errors with no caller go. */
+export interface EffectsHost extends RollbackHost {
+  readonly closed: boolean;
+  readonly sessionIdleMs: number | null;
+  readonly turnSilenceMs: number | null;
+  /** The latest rollback started per thread (the API awaits its receipt). */
+  readonly rollbacks: Map<string, Promise<RollbackReceipt>>;
+  escaped(error: unknown): void;
+}
 
 /** How long an interrupt is held for the provider to announce its turn before it is sent anyway. */
 const TURN_START_HOLD_MS = 30_000;
@@ -38,7 +48,7 @@ export class Effects {
   /** The run each watched attempt belongs to. */
   readonly #watchedRuns = new Map<string, string>();
 
-  constructor(private readonly rt: Dispatcher) {
+  constructor(private readonly rt: EffectsHost) {
     this.watchdog = new TurnWatchdog(rt.turnSilenceMs, (attemptId) => {
       const runId = this.#watchedRuns.get(attemptId);
       if (runId) this.#track(this.#turnSilent(runId, attemptId));
@@ -458,46 +468,6 @@ export class Effects {
       this.turns.forget(attempt.attemptId);
       this.#unwatch(attempt.attemptId);
     }
-  }
-}
-
-/**
- * Validates one frame of an adapter's stream. Everything about it is untrusted: reading a field
- * may throw (a getter, a proxy trap) and so may validating it; any of that makes this frame
- * invalid, never the stream.
- */
-function readFrame(frame: unknown): { ok: true; sessionId: string; event: ProviderEvent } | { ok: false; type: string; why: string } {
-  let type = "unknown";
-  try {
-    const { sessionId, event } = frame as { sessionId?: unknown; event?: unknown };
-    const named = (event as { type?: unknown } | null | undefined)?.type;
-    if (typeof named === "string") type = named.slice(0, 80);
-    const parsed = ProviderEventSchema.safeParse(event);
-    if (!parsed.success) return { ok: false, type, why: parsed.error.issues[0]?.message ?? "invalid" };
-    if (typeof sessionId !== "string") return { ok: false, type, why: "no session id" };
-    return { ok: true, sessionId, event: parsed.data };
-  } catch (error) {
-    return { ok: false, type, why: `reading it threw: ${safeString(error)}` };
-  }
-}
-
-/** `work()`, or a rejection once `ms` passed without its answer; the timer never outlives the race. */
-async function withinLimit<T>(ms: number, work: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
-  try {
-    return await Promise.race([work(), limit]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** `String(value)` for a value whose own conversion may throw. */
-function safeString(value: unknown): string {
-  try {
-    return String(value);
-  } catch {
-    return "(an unprintable error)";
   }
 }
 

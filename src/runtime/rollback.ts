@@ -5,9 +5,24 @@ import { ClosedError, ConflictError, NotFoundError, ProviderError } from "../dom
 import { redact } from "../domain/redact.js";
 import { policyEvent, type Effect } from "../machines/emitted.js";
 import type { RollbackRequest } from "../machines/thread.js";
-import type { Dispatcher } from "./dispatch.js";
+import type { Actors } from "./actors.js";
+import type { Checkpoints } from "./checkpoints/checkpoints.js";
+import type { Target } from "./targets.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type RunView } from "./projections.js";
+
+/** What rollback needs of the runtime: its read models, targets and actors, the checkpoint store, and the write path. */
+export interface RollbackHost {
+  readonly views: Projections;
+  readonly targets: ReadonlyMap<string, Target>;
+  readonly actors: Actors;
+  readonly checkpoints: Checkpoints;
+  commit(event: DomainEvent): void;
+  commitLate(event: DomainEvent): void;
+  act(fn: () => void): void;
+  run(fn: () => void): unknown;
+  whenDurable(seq?: number): Promise<void>;
+}
 
 /**
  * Rollback to run N: the provider's conversation first (when it can, and every later turn
@@ -38,7 +53,7 @@ export interface RollbackReceipt {
 }
 
 /** Another thread working in the same directory: restoring files now would rewrite its work. */
-export function sharedDirectoryBusy(rt: Dispatcher, threadId: string): string | null {
+export function sharedDirectoryBusy(rt: RollbackHost, threadId: string): string | null {
   const cwd = rt.views.threads.get(threadId)!.cwd;
   for (const other of rt.views.threads.values()) {
     if (other.threadId !== threadId && other.cwd === cwd && other.runs.some((r) => !isTerminalRunStatus(r.status))) return other.threadId;
@@ -46,7 +61,7 @@ export function sharedDirectoryBusy(rt: Dispatcher, threadId: string): string | 
   return null;
 }
 
-export function planRollback(rt: Dispatcher, threadId: string, toRunId: string): RollbackPlan {
+export function planRollback(rt: RollbackHost, threadId: string, toRunId: string): RollbackPlan {
   const thread = rt.views.threads.get(threadId)!;
   const toRun = thread.runs.find((r) => r.runId === toRunId);
   if (!toRun) throw new NotFoundError("run", toRunId);
@@ -70,7 +85,7 @@ export function planRollback(rt: Dispatcher, threadId: string, toRunId: string):
 }
 
 /** What the thread machine's rollback guards read. */
-export function rollbackRequest(rt: Dispatcher, plan: RollbackPlan): RollbackRequest {
+export function rollbackRequest(rt: RollbackHost, plan: RollbackPlan): RollbackRequest {
   const targetId = plan.providerThread?.providerTarget ?? plan.toRun.providerTarget;
   const target = rt.targets.get(targetId);
   if (!target) throw new NotFoundError("provider target", targetId);
@@ -84,7 +99,7 @@ export function rollbackRequest(rt: Dispatcher, plan: RollbackPlan): RollbackReq
 }
 
 /** Performs the rollback the thread machine chose; the thread gets ROLLBACK_DONE whatever happens. */
-export async function performRollback(rt: Dispatcher, effect: Extract<Effect, { type: "rollbackThread" }>): Promise<RollbackReceipt> {
+export async function performRollback(rt: RollbackHost, effect: Extract<Effect, { type: "rollbackThread" }>): Promise<RollbackReceipt> {
   const { threadId, toRunId } = effect;
   try {
     const plan = planRollback(rt, threadId, toRunId);
@@ -125,7 +140,7 @@ type RestoreStarted = DomainEventOf<"checkpoint.restore_started">;
  * file changes, so a runtime that dies in the middle leaves the next one what it needs to
  * finish (finishAnnouncedRestores).
  */
-async function restoreFiles(rt: Dispatcher, announce: Omit<RestoreStarted, "type" | "files">): Promise<ChangedFile[] | null> {
+async function restoreFiles(rt: RollbackHost, announce: Omit<RestoreStarted, "type" | "files">): Promise<ChangedFile[] | null> {
   const { threadId, toRunId, checkpointId } = announce;
   let announced: ChangedFile[] | null = null;
   try {
@@ -172,7 +187,7 @@ export function trackAnnouncedRestores(): { fold(event: DomainEvent): void; pend
  * an unknown state: reported as such, and the rollback counts as not done (provider threads
  * that may have moved are rebuilt). Runs before the runtime accepts commands.
  */
-export async function finishAnnouncedRestores(d: Dispatcher, announced: RestoreStarted[]): Promise<void> {
+export async function finishAnnouncedRestores(d: RollbackHost, announced: RestoreStarted[]): Promise<void> {
   for (const restore of announced) {
     const { threadId, toRunId, checkpointId } = restore;
     if (d.views.rollbacksInFlight.get(threadId) !== toRunId) continue;
@@ -212,7 +227,7 @@ export function settleInterruptedRollback(views: Projections, threadId: string, 
   ];
 }
 
-async function rollbackProvider(rt: Dispatcher, plan: RollbackPlan): Promise<void> {
+async function rollbackProvider(rt: RollbackHost, plan: RollbackPlan): Promise<void> {
   const record = plan.providerThread!;
   const target = rt.targets.get(record.providerTarget)!;
   if (!target.adapter.rollbackThread) throw new Error(`${target.id} has no rollbackThread`);

@@ -50,3 +50,14 @@ export class TurnWatchdog {
     entry.timer.unref();
   }
 }
+
+/** `work()`, or a rejection once `ms` passed without its answer; the timer never outlives the race. */
+export async function withinLimit<T>(ms: number, work: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
+  try {
+    return await Promise.race([work(), limit]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
