@@ -406,9 +406,11 @@ export class Normalizer {
     // The same native request again (still open, or ever with strong ids) is a duplicate, never a second request.
     const earlier = ref === null ? undefined : binding.requests.findLast((r) => r.ref === ref);
     if (earlier && (earlier.open || caps.identity.nativeRequestIds === "strong")) return [];
+    // Scoped to the provider turn even when the id is strong: a provider that names a request of a
+    // later turn as it named one of an earlier turn must not make one id of two requests.
     const requestId =
       ref && caps.identity.nativeRequestIds === "strong"
-        ? derivedId("req", sessionId, ref)
+        ? derivedId("req", binding.providerTurnId, ref)
         : derivedId("req", binding.providerTurnId, ordinal, ref ?? "");
     const kind: NodeKind = event.request.kind === "user_input" ? "user_input_request" : "approval_request";
     const node = startNode(binding, caps.identity.nativeItemIds, kind, undefined, event.request.kind);

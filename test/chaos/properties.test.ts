@@ -472,6 +472,24 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
     examples += 1;
   });
 
+  it("a strong request id the provider uses again on the next attempt makes two requests: the first one's late answer leaves the second pending", async () => {
+    // The restart property's counterexample (CI, seed 18479141): one request id for both attempts' requests, so turn 1's late resolution answered turn 2's.
+    const s: TwoTurnScenario = {
+      caps: { ...declared("weak"), threadIds: "weak", exposesNativeThreadId: false, emitsTurnCompleted: false, terminalStatusQuality: "weak", emitsSubagentLifecycle: false },
+      first: { turnStarted: false, items: [], subagent: null, plan: false, todo: false, request: { resolved: true }, warning: true, terminal: { status: "completed", broken: false }, ending: "idle" },
+      firstOps: [{ op: "move", from: 778, to: 0 }],
+      steerAt: 0,
+      second: { turnStarted: false, items: [], subagent: null, plan: false, todo: false, request: { resolved: false }, warning: false, terminal: { status: "completed", broken: false }, ending: "idle" },
+      secondAcceptAt: 0,
+      secondOps: [],
+      late: [{ from: 0, at: 614 }],
+      interrupt: false,
+      via: "interrupt_restart",
+    };
+    expect(await playTwoTurns(s)).toEqual([]);
+    examples += 1;
+  });
+
   it("a finished run's child thread, heard from again during the next run, is fenced, not adopted by that run", async () => {
     const choice = declared("strong");
     const { violations } = await inWorld(choice, capabilitiesOf(choice), async ({ rt, provider, threadId }) => {
