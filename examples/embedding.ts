@@ -1,4 +1,4 @@
-import { createRuntime, createScriptedAdapter, keyedScript } from "tiller";
+import { createRuntime, createScriptedAdapter, keyedScript } from "tiller-runtime";
 
 // A provider target: here the scripted provider, whose turns follow a script.
 const scripted = createScriptedAdapter({
