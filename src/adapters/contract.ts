@@ -1,86 +1,44 @@
 import { z } from "zod";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { HostRegistry } from "../runtime/hosts/registry.js";
+import { TurnTerminalStatusSchema, type TurnTerminalStatus } from "../domain/entities.js";
+import {
+  ItemDetailSchema,
+  ItemStatusSchema,
+  ItemStreamSchema,
+  PlanStepSchema,
+  ProviderItemKindSchema,
+  RequestPayloadSchema,
+  TodoItemSchema,
+  type RequestResponse,
+} from "../domain/items.js";
 
 /**
  * The contract every provider adapter implements, and the normalized provider events it
  * streams. Events carry native refs (evidence); the normalizer turns them into app ids.
- * A ref is absent when the provider does not expose it (identity `none`).
+ * A ref is absent when the provider does not expose it (identity `none`). What the events
+ * say (item kinds, request payloads, how a turn ends) is the domain's vocabulary.
  */
 
 const ref = z.string().min(1);
-
-/** Opaque provider payloads (tool inputs) must survive the trip to the JSON log. */
-const jsonValue = z.unknown().refine((value) => {
-  try {
-    return value === undefined || JSON.stringify(value) !== undefined;
-  } catch {
-    return false;
-  }
-}, "must be JSON-serializable");
 const where = {
   /** Native thread the event belongs to; for a subagent's child turn, the child thread. */
   threadRef: ref.optional(),
   turnRef: ref.optional(),
 };
 
-export const ItemKindSchema = z.enum([
-  "assistant_message",
-  "reasoning",
-  "tool_call",
-  "command_execution",
-  "file_change",
-]);
-export type ItemKind = z.infer<typeof ItemKindSchema>;
-
-export const TurnStatusSchema = z.enum(["completed", "interrupted", "failed", "cancelled"]);
-export type TurnStatus = z.infer<typeof TurnStatusSchema>;
-
-export const ItemStatusSchema = z.enum(["completed", "failed", "cancelled", "declined"]);
-
-const stepStatus = z.enum(["pending", "in_progress", "completed"]);
-export const PlanStepSchema = z.strictObject({ step: z.string(), status: stepStatus });
-export const TodoItemSchema = z.strictObject({ text: z.string(), status: stepStatus });
-
-export const QuestionSchema = z.strictObject({
-  id: z.string().min(1),
-  question: z.string(),
-  header: z.string().optional(),
-  options: z.array(z.strictObject({ label: z.string(), description: z.string().optional() })).optional(),
-  multiSelect: z.boolean().optional(),
-});
-export type Question = z.infer<typeof QuestionSchema>;
-
-export const RequestPayloadSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("command"), command: z.string(), cwd: z.string().optional(), reason: z.string().optional() }),
-  z.strictObject({ kind: z.literal("file_read"), path: z.string() }),
-  z.strictObject({ kind: z.literal("file_change"), path: z.string(), diff: z.string().optional() }),
-  z.strictObject({ kind: z.literal("apply_patch"), patch: z.string() }),
-  z.strictObject({ kind: z.literal("user_input"), questions: z.array(QuestionSchema).min(1) }),
-  z.strictObject({ kind: z.literal("dynamic_tool"), toolName: z.string(), input: jsonValue }),
-]);
-export type RequestPayload = z.infer<typeof RequestPayloadSchema>;
-export type RequestKind = RequestPayload["kind"];
-
-export const ItemDetailSchema = z.strictObject({
-  toolName: z.string().optional(),
-  input: jsonValue.optional(),
-  command: z.string().optional(),
-  path: z.string().optional(),
-  diff: z.string().optional(),
-});
-
 export const ProviderEventSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("session.state"),
-    state: z.enum(["starting", "ready", "busy", "idle", "stopped", "error"]),
+    /** `idle` ends the open turn of a provider without reliable terminals; `stopped` and `error` lose the session. */
+    state: z.enum(["ready", "idle", "stopped", "error"]),
     message: z.string().optional(),
   }),
   z.strictObject({ type: z.literal("turn.started"), ...where }),
   z.strictObject({
     type: z.literal("turn.terminal"),
     ...where,
-    status: TurnStatusSchema,
+    status: TurnTerminalStatusSchema,
     threadDisposition: z.enum(["reusable", "broken"]),
     failureClass: z.string().nullable().default(null),
     message: z.string().nullable().default(null),
@@ -92,22 +50,22 @@ export const ProviderEventSchema = z.discriminatedUnion("type", [
     itemRef: ref.optional(),
     /** Native parent item (a subagent's item for its child turn's items). */
     parentItemRef: ref.optional(),
-    kind: ItemKindSchema,
+    kind: ProviderItemKindSchema,
     detail: ItemDetailSchema.optional(),
   }),
   z.strictObject({
     type: z.literal("item.delta"),
     ...where,
     itemRef: ref.optional(),
-    kind: ItemKindSchema,
-    stream: z.enum(["text", "output"]),
+    kind: ProviderItemKindSchema,
+    stream: ItemStreamSchema,
     delta: z.string(),
   }),
   z.strictObject({
     type: z.literal("item.completed"),
     ...where,
     itemRef: ref.optional(),
-    kind: ItemKindSchema,
+    kind: ProviderItemKindSchema,
     status: ItemStatusSchema,
     /** Full text for providers that do not stream (or as the authoritative final text). */
     text: z.string().optional(),
@@ -149,7 +107,7 @@ export const ProviderEventSchema = z.discriminatedUnion("type", [
     ...where,
     itemRef: ref.optional(),
     childThreadRef: ref.optional(),
-    status: TurnStatusSchema,
+    status: TurnTerminalStatusSchema,
     result: z.string().optional(),
   }),
   z.strictObject({ type: z.literal("warning"), ...where, message: z.string() }),
@@ -196,10 +154,6 @@ export interface RunContext {
   delivery: "system" | "developer" | "synthetic_user";
 }
 
-export type RequestResponse =
-  | { kind: "decision"; decision: "accept" | "accept_for_session" | "decline" | "cancel" }
-  | { kind: "answers"; answers: Record<string, string | string[]> };
-
 /** Native address of a request: its native id when it has one, else its ordinal in the turn. */
 export interface ProviderRequestAddress {
   requestRef: string | null;
@@ -209,7 +163,7 @@ export interface ProviderRequestAddress {
 
 export interface ProviderThreadSnapshot {
   threadRef: string | null;
-  turns: ReadonlyArray<{ turnRef: string | null; status: TurnStatus | "running"; userText: string; assistantText: string }>;
+  turns: ReadonlyArray<{ turnRef: string | null; status: TurnTerminalStatus | "running"; userText: string; assistantText: string }>;
 }
 
 /** What the provider may do without asking: honoured by providers that sandbox their tools. */

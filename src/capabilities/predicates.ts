@@ -1,3 +1,4 @@
+import type { ApprovalKind } from "../domain/items.js";
 import type { ProviderCapabilities } from "./schema.js";
 
 /**
@@ -61,8 +62,6 @@ export const mustInferTurnTerminal = (c: Caps): boolean =>
 
 /** Without message-completed events, assistant messages close at the root terminal. */
 export const closesMessagesAtRootTerminal = (c: Caps): boolean => !c.streaming.emitsMessageCompleted;
-
-export type ApprovalKind = "command" | "file_read" | "file_change" | "apply_patch";
 
 export const supportsApprovalFor = (c: Caps, kind: ApprovalKind): boolean => {
   switch (kind) {

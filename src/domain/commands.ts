@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DispatchModeSchema } from "./entities.js";
-import { RequestResponseSchema } from "./events.js";
+import { RequestResponseSchema } from "./items.js";
 import { InvalidInputError } from "./errors.js";
 
 /** Public API inputs. Every call is validated here; a bad field becomes `invalid_input`. */

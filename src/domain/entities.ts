@@ -2,56 +2,26 @@ import { z } from "zod";
 
 /** Lifecycle vocabularies of the domain model, shared by events, machines and projections. */
 
-export const RunStatusSchema = z.enum([
-  "queued",
-  "starting",
-  "running",
-  "waiting",
-  "completed",
-  "interrupted",
-  "failed",
-  "cancelled",
-  "rolled_back",
-]);
-export type RunStatus = z.infer<typeof RunStatusSchema>;
-export const TerminalRunStatusSchema = RunStatusSchema.extract([
-  "completed",
-  "interrupted",
-  "failed",
-  "cancelled",
-  "rolled_back",
-]);
+/**
+ * How a provider turn ends, as its provider reports it; the attempt and the root node that
+ * carried it, and the run when it was the active attempt, end the same way.
+ */
+export const TurnTerminalStatusSchema = z.enum(["completed", "interrupted", "failed", "cancelled"]);
+export type TurnTerminalStatus = z.infer<typeof TurnTerminalStatusSchema>;
+const turnEnds = TurnTerminalStatusSchema.options;
+
+/** A run ends as its turn did, or later by a rollback to an earlier run. */
+export const TerminalRunStatusSchema = z.enum([...turnEnds, "rolled_back"]);
 export type TerminalRunStatus = z.infer<typeof TerminalRunStatusSchema>;
+export const RunStatusSchema = z.enum(["queued", "starting", "running", "waiting", ...TerminalRunStatusSchema.options]);
+export type RunStatus = z.infer<typeof RunStatusSchema>;
 
 export const AttemptReasonSchema = z.enum(["initial", "steering_restart", "retry", "provider_recovery"]);
 export type AttemptReason = z.infer<typeof AttemptReasonSchema>;
-export const AttemptStatusSchema = z.enum([
-  "pending",
-  "running",
-  "completed",
-  "interrupted",
-  "failed",
-  "cancelled",
-  "superseded",
-]);
+export const AttemptStatusSchema = z.enum(["pending", "running", ...turnEnds, "superseded"]);
 export type AttemptStatus = z.infer<typeof AttemptStatusSchema>;
 
-export const NodeKindSchema = z.enum([
-  "root_turn",
-  "assistant_message",
-  "reasoning",
-  "plan",
-  "todo_list",
-  "tool_call",
-  "command_execution",
-  "file_change",
-  "approval_request",
-  "user_input_request",
-  "subagent",
-  "system",
-]);
-export type NodeKind = z.infer<typeof NodeKindSchema>;
-export const NodeStatusSchema = z.enum(["pending", "running", "waiting", "completed", "interrupted", "failed", "cancelled"]);
+export const NodeStatusSchema = z.enum(["pending", "running", "waiting", ...turnEnds]);
 export type NodeStatus = z.infer<typeof NodeStatusSchema>;
 
 export const RequestStatusSchema = z.enum(["pending", "resolved", "expired", "cancelled"]);
@@ -66,7 +36,6 @@ export type ResponseCapability = z.infer<typeof ResponseCapabilitySchema>;
 
 export const SessionStatusSchema = z.enum(["starting", "ready", "running", "stopped", "error"]);
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
-
 
 export const DispatchModeSchema = z.enum(["auto", "queue", "steer", "restart"]);
 export type DispatchMode = z.infer<typeof DispatchModeSchema>;

@@ -1,13 +1,6 @@
 import { z } from "zod";
 import { ProviderCapabilitiesSchema } from "../capabilities/schema.js";
 import {
-  ItemDetailSchema,
-  ItemStatusSchema,
-  PlanStepSchema,
-  RequestPayloadSchema,
-  TodoItemSchema,
-} from "../adapters/contract.js";
-import {
   AttemptReasonSchema,
   ChangedFileSchema,
   CheckpointPhaseSchema,
@@ -16,13 +9,22 @@ import {
   DispatchModeSchema,
   FailureSchema,
   LineageSchema,
-  NodeKindSchema,
   NodeStatusSchema,
   ResponseCapabilitySchema,
   RunStatusSchema,
   SessionStatusSchema,
   TerminalRunStatusSchema,
 } from "./entities.js";
+import {
+  ItemDetailSchema,
+  ItemStatusSchema,
+  ItemStreamSchema,
+  NodeKindSchema,
+  PlanStepSchema,
+  RequestPayloadSchema,
+  RequestResponseSchema,
+  TodoItemSchema,
+} from "./items.js";
 
 /**
  * Domain events: what the runtime commits to the log. Projections are folds of these;
@@ -32,17 +34,6 @@ import {
 const id = z.string().min(1);
 const inThread = { threadId: id };
 const inRun = { threadId: id, runId: id };
-
-const RequestResponseSchema = z.discriminatedUnion("kind", [
-  z.strictObject({
-    kind: z.literal("decision"),
-    decision: z.enum(["accept", "accept_for_session", "decline", "cancel"]),
-  }),
-  z.strictObject({
-    kind: z.literal("answers"),
-    answers: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
-  }),
-]);
 
 export const DomainEventSchema = z.discriminatedUnion("type", [
   z.strictObject({
@@ -100,7 +91,7 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     providerTarget: id,
     detail: ItemDetailSchema.nullable(),
   }),
-  z.strictObject({ type: z.literal("node.delta"), ...inRun, nodeId: id, stream: z.enum(["text", "output"]), delta: z.string() }),
+  z.strictObject({ type: z.literal("node.delta"), ...inRun, nodeId: id, stream: ItemStreamSchema, delta: z.string() }),
   z.strictObject({
     type: z.literal("node.completed"),
     ...inRun,
@@ -341,8 +332,6 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
 export type DomainEvent = z.infer<typeof DomainEventSchema>;
 export type DomainEventType = DomainEvent["type"];
 export type DomainEventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>;
-export type RequestResponseInput = z.infer<typeof RequestResponseSchema>;
-export { RequestResponseSchema };
 
 /** Events whose loss would leave something stuck: committed without waiting for the group window. */
 export function isUrgentEvent(event: DomainEvent): boolean {

@@ -1,4 +1,6 @@
-import type { DomainEvent, RequestResponseInput } from "../domain/events.js";
+import type { TurnTerminalStatus } from "../domain/entities.js";
+import type { DomainEvent } from "../domain/events.js";
+import type { RequestResponse } from "../domain/items.js";
 import { DEGRADATIONS, type PolicyName } from "./policies.js";
 
 /**
@@ -17,7 +19,7 @@ export type Effect =
   | { type: "stopSession"; threadId: string; runId: string; attemptId: string }
   | { type: "runFinished"; threadId: string; runId: string }
   | { type: "rollbackThread"; threadId: string; toRunId: string; via: "provider_rollback" | "divergent" | "files_only" }
-  | { type: "respond"; requestId: string; response: RequestResponseInput };
+  | { type: "respond"; requestId: string; response: RequestResponse };
 
 export type Outcome =
   | { command: "submit"; disposition: "started" | "queued"; runId: string; queuePosition: number }
@@ -37,7 +39,7 @@ export type MachineEmitted =
       threadId: string;
       runId: string;
       attemptId: string;
-      status: "completed" | "interrupted" | "failed" | "cancelled";
+      status: TurnTerminalStatus;
       reason: string;
     }
   | { type: "effect"; effect: Effect }

@@ -1,7 +1,6 @@
 import { enqueueActions, not, setup } from "xstate";
 import type { ResponseCapability } from "../domain/entities.js";
-import type { RequestResponseInput } from "../domain/events.js";
-import type { RequestKind } from "../adapters/contract.js";
+import type { RequestKind, RequestResponse } from "../domain/items.js";
 import { effect, outcome, record, type MachineEmitted } from "./emitted.js";
 
 /**
@@ -16,12 +15,12 @@ export interface RequestContext {
   kind: RequestKind;
   responseCapability: ResponseCapability;
   /** The answer being delivered, recorded once the provider took it. */
-  response: RequestResponseInput | null;
+  response: RequestResponse | null;
 }
 
 export type RequestEvent =
   /** `hostGeneration` is the session's current generation, as the runtime sees it now. */
-  | { type: "RESPOND"; response: RequestResponseInput; hostGeneration: number | null }
+  | { type: "RESPOND"; response: RequestResponse; hostGeneration: number | null }
   | { type: "RESPONDED" }
   | { type: "RESPOND_FAILED"; message: string }
   | { type: "PROVIDER_RESOLVED"; outcome: string | null }

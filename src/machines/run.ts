@@ -1,6 +1,6 @@
 import { and, assign, enqueueActions } from "xstate";
-import type { AttemptReason } from "../domain/entities.js";
-import { eventAttempt, newAttempt, steerDropped, type TerminalStatus } from "./runModel.js";
+import { TurnTerminalStatusSchema, type AttemptReason, type TurnTerminalStatus } from "../domain/entities.js";
+import { eventAttempt, newAttempt, steerDropped } from "./runModel.js";
 import { effect, outcome, record } from "./emitted.js";
 import { runInterventions } from "./runInterventions.js";
 
@@ -75,7 +75,7 @@ const runSetup = runInterventions.extend({
       capabilities: ({ context, event }) => (event.type === "SESSION_BOUND" ? event.capabilities : context.capabilities),
     }),
     finishRun: enqueueActions(
-      ({ context, event, enqueue }, params: { status: TerminalStatus; reason: string | null }) => {
+      ({ context, event, enqueue }, params: { status: TurnTerminalStatus; reason: string | null }) => {
         const { threadId, runId } = context;
         const reason = params.reason ?? (event.type === "CANCEL" ? event.reason : null);
         const failure =
@@ -111,7 +111,7 @@ const runSetup = runInterventions.extend({
 
 /** The active attempt's root terminal ends the run with the provider's status; anything else is fenced. */
 const rootTerminal = [
-  ...(["completed", "interrupted", "failed", "cancelled"] as const).map((status) => ({
+  ...TurnTerminalStatusSchema.options.map((status) => ({
     guard: and(["isActiveAttemptRoot", { type: "terminalIs" as const, params: { status } }]),
     target: `#run.${status}`,
     actions: { type: "finishRun" as const, params: { status, reason: null } },

@@ -1,7 +1,7 @@
 import { setup } from "xstate";
 import { canInterrupt, canSteerByInterruptRestart, canSteerNatively } from "../capabilities/predicates.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
-import type { AttemptReason, Failure } from "../domain/entities.js";
+import type { AttemptReason, Failure, TurnTerminalStatus } from "../domain/entities.js";
 import type { DomainEvent } from "../domain/events.js";
 import { derivedId } from "../domain/ids.js";
 import { record, type MachineEmitted } from "./emitted.js";
@@ -45,8 +45,6 @@ export interface RunInput {
   allowSessionStopInterrupt?: boolean;
 }
 
-export type TerminalStatus = "completed" | "interrupted" | "failed" | "cancelled";
-
 export type RunEvent =
   | { type: "START" }
   | { type: "CANCEL"; reason: string }
@@ -57,7 +55,7 @@ export type RunEvent =
   | { type: "PROVIDER"; attemptId: string; event: DomainEvent }
   | { type: "REQUEST_OPENED"; attemptId: string; requestId: string; event: DomainEvent }
   | { type: "REQUEST_SETTLED"; requestId: string }
-  | { type: "TURN_TERMINAL"; attemptId: string; nodeId: string; status: TerminalStatus; failure: Failure | null }
+  | { type: "TURN_TERMINAL"; attemptId: string; nodeId: string; status: TurnTerminalStatus; failure: Failure | null }
   | { type: "INTERRUPT" }
   | { type: "INTERRUPT_ACKED"; attemptId: string }
   | { type: "INTERRUPT_FAILED"; attemptId: string; message: string; attempts: number }
@@ -111,7 +109,7 @@ export const runBase = setup({
       event.attemptId === context.supersededAttemptId &&
       event.nodeId === context.attempts.find((a) => a.attemptId === event.attemptId)?.rootNodeId,
     isFromSupersededAttempt: ({ context, event }) => eventAttempt(event) !== null && eventAttempt(event) === context.supersededAttemptId,
-    terminalIs: ({ event }, params: { status: TerminalStatus }) =>
+    terminalIs: ({ event }, params: { status: TurnTerminalStatus }) =>
       event.type === "TURN_TERMINAL" && event.status === params.status,
     canSteerNatively: ({ context }) => canSteerNatively(context.capabilities),
     canSteerByInterruptRestart: ({ context }) => canSteerByInterruptRestart(context.capabilities),

@@ -1,5 +1,5 @@
 import type { Strength } from "../capabilities/schema.js";
-import type { NodeKind } from "../domain/entities.js";
+import type { NodeKind } from "../domain/items.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { derivedId } from "../domain/ids.js";
 import type { RunEvent } from "../machines/runModel.js";

@@ -1,7 +1,8 @@
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import { reportsTurnTerminals } from "../capabilities/predicates.js";
-import type { ItemKind, ProviderEvent } from "../adapters/contract.js";
-import type { NodeKind } from "../domain/entities.js";
+import type { ProviderEvent } from "../adapters/contract.js";
+import type { TurnTerminalStatus } from "../domain/entities.js";
+import { NODE_KIND_OF_REQUEST, type NodeKind, type ProviderItemKind } from "../domain/items.js";
 import type { DomainEvent } from "../domain/events.js";
 import { derivedId } from "../domain/ids.js";
 import { redact } from "../domain/redact.js";
@@ -19,14 +20,6 @@ import { applied, findNode, nodeById, nodeStartedEvent, scopeOf, startNode, toRu
 export type { Routed } from "./correlation.js";
 
 const RELEASED_TURNS_KEPT = 1024;
-
-const ITEM_NODE_KIND: Record<ItemKind, NodeKind> = {
-  assistant_message: "assistant_message",
-  reasoning: "reasoning",
-  tool_call: "tool_call",
-  command_execution: "command_execution",
-  file_change: "file_change",
-};
 
 export class Normalizer {
   /** Provider thread (by session + native ref, or session alone without ids) -> current binding. */
@@ -181,7 +174,7 @@ export class Normalizer {
         return [...marked, { to: "log", event: closed }, terminal];
       }
       case "item.started": {
-        const kind = ITEM_NODE_KIND[event.kind];
+        const { kind } = event; // a provider item kind is its node's kind
         const earlier = this.#startedBefore(binding, caps, kind, event.itemRef, undefined);
         if (earlier === "duplicate") return [];
         // A node its delta or completion brought first is this item: announced again with what the start knows (detail, parent), never a second node.
@@ -280,7 +273,7 @@ export class Normalizer {
     });
   }
 
-  #terminal(binding: TurnBinding, status: "completed" | "interrupted" | "failed" | "cancelled", failure: { failureClass: string; message: string; retryable: boolean } | null): Routed {
+  #terminal(binding: TurnBinding, status: TurnTerminalStatus, failure: { failureClass: string; message: string; retryable: boolean } | null): Routed {
     const event: RunEvent = { type: "TURN_TERMINAL", attemptId: binding.attemptId, nodeId: binding.rootNodeId, status, failure };
     return toRun(binding, event);
   }
@@ -317,10 +310,10 @@ export class Normalizer {
   }
 
   /** The node a delta/completion refers to; started implicitly (once) when the provider has not said, or not yet. */
-  #openNode(binding: TurnBinding, caps: ProviderCapabilities, kind: ItemKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
-    const found = findNode(binding, ITEM_NODE_KIND[kind], ref, caps.identity.nativeItemIds);
+  #openNode(binding: TurnBinding, caps: ProviderCapabilities, kind: ProviderItemKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
+    const found = findNode(binding, kind, ref, caps.identity.nativeItemIds);
     if (found && (found.open || ref)) return { node: found, started: [] };
-    const node = startNode(binding, caps.identity.nativeItemIds, ITEM_NODE_KIND[kind], ref);
+    const node = startNode(binding, caps.identity.nativeItemIds, kind, ref);
     node.announced = false;
     return { node, started: [applied(binding, nodeStartedEvent(binding, node, this.providerTarget, undefined, threadRef))] };
   }
@@ -378,14 +371,14 @@ export class Normalizer {
     return binding;
   }
 
-  #childTurnEnded(binding: TurnBinding, childThreadRef: string, status: "completed" | "interrupted" | "failed" | "cancelled"): Routed[] {
+  #childTurnEnded(binding: TurnBinding, childThreadRef: string, status: TurnTerminalStatus): Routed[] {
     // Invariant 3: a child turn ending closes (at most) its subagent node, never the run.
     if (this.capabilities(binding.sessionId).subagents.emitsSubagentLifecycle) return [];
     const node = nodeById(binding, binding.childThreads.get(childThreadRef));
     return node?.open ? [this.#closeSubagent(binding, node, status, null)] : [];
   }
 
-  #closeSubagent(binding: TurnBinding, node: NodeEntry, status: "completed" | "interrupted" | "failed" | "cancelled", result: string | null): Routed {
+  #closeSubagent(binding: TurnBinding, node: NodeEntry, status: TurnTerminalStatus, result: string | null): Routed {
     node.open = false;
     binding.subagents = binding.subagents.filter((id) => id !== node.nodeId);
     return applied(binding, {
@@ -412,8 +405,7 @@ export class Normalizer {
       ref && caps.identity.nativeRequestIds === "strong"
         ? derivedId("req", binding.providerTurnId, ref)
         : derivedId("req", binding.providerTurnId, ordinal, ref ?? "");
-    const kind: NodeKind = event.request.kind === "user_input" ? "user_input_request" : "approval_request";
-    const node = startNode(binding, caps.identity.nativeItemIds, kind, undefined, event.request.kind);
+    const node = startNode(binding, caps.identity.nativeItemIds, NODE_KIND_OF_REQUEST[event.request.kind], undefined, event.request.kind);
     binding.requests.push({ requestId, nodeId: node.nodeId, ref, open: true });
     const parentRef = event.itemRef;
     const nodeStarted = nodeStartedEvent(binding, node, this.providerTarget, parentRef, event.threadRef);
@@ -448,7 +440,7 @@ function remember(map: Map<string, { threadId: string; runId: string; attemptId:
 }
 
 /** The provider's own terminal, accepted with the correlation strength its record declares. */
-function weakTerminal(binding: TurnBinding, status: string, quality: "weak" | "none"): DomainEvent {
+function weakTerminal(binding: TurnBinding, status: TurnTerminalStatus, quality: "weak" | "none"): DomainEvent {
   const detail = `terminal ${status} taken from a provider whose terminal status quality is ${quality} (correlation: ${quality})`;
   return policyEvent(binding, "terminal_weak_correlation", detail);
 }

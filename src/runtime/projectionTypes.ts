@@ -1,4 +1,3 @@
-import type { RequestPayload } from "../adapters/contract.js";
 import type {
   AttemptReason,
   AttemptStatus,
@@ -11,28 +10,10 @@ import type {
   RequestStatus,
   RunStatus,
 } from "../domain/entities.js";
-import type { DomainEventOf, RequestResponseInput } from "../domain/events.js";
+import type { DomainEventOf } from "../domain/events.js";
+import type { RequestKind, RequestPayload, RequestResponse, TurnItemKind } from "../domain/items.js";
 
 /** The shapes of the read models (folded in projections.ts). */
-
-export type TurnItemKind =
-  | "user_message"
-  | "assistant_message"
-  | "reasoning"
-  | "plan"
-  | "proposed_plan"
-  | "todo_list"
-  | "command"
-  | "file_change"
-  | "tool"
-  | "approval"
-  | "question"
-  | "subagent"
-  | "interrupt_request"
-  | "interrupt_result"
-  | "handoff"
-  | "fork"
-  | "error";
 
 export interface TurnItem {
   /** Node id for provider items; message or event-derived id for runtime items. */
@@ -81,11 +62,11 @@ export interface RequestView {
   threadId: string;
   runId: string;
   nodeId: string;
-  kind: RequestPayload["kind"];
+  kind: RequestKind;
   payload: RequestPayload;
   status: RequestStatus;
   responseCapability: ResponseCapability;
-  response: RequestResponseInput | null;
+  response: RequestResponse | null;
   closedReason: string | null;
 }
 

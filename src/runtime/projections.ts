@@ -1,5 +1,6 @@
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
-import type { RunStatus } from "../domain/entities.js";
+import { TerminalRunStatusSchema, type RunStatus } from "../domain/entities.js";
+import { TURN_ITEM_KIND_OF_NODE } from "../domain/items.js";
 import type {
   CheckpointView,
   HandoffRecord,
@@ -9,7 +10,6 @@ import type {
   ThreadView,
   Transfer,
   TurnItem,
-  TurnItemKind,
 } from "./projectionTypes.js";
 import type { LogRecord } from "./store/eventLog.js";
 
@@ -36,21 +36,8 @@ const INTRODUCES_IDS: ReadonlySet<DomainEvent["type"]> = new Set([
   "command.receipt",
 ]);
 
-const TERMINAL: ReadonlySet<RunStatus> = new Set(["completed", "interrupted", "failed", "cancelled", "rolled_back"]);
+const TERMINAL: ReadonlySet<RunStatus> = new Set(TerminalRunStatusSchema.options);
 export const isTerminalRunStatus = (status: RunStatus): boolean => TERMINAL.has(status);
-
-const ITEM_KIND: Partial<Record<DomainEventOf<"node.started">["kind"], TurnItemKind>> = {
-  assistant_message: "assistant_message",
-  reasoning: "reasoning",
-  tool_call: "tool",
-  command_execution: "command",
-  file_change: "file_change",
-  subagent: "subagent",
-  approval_request: "approval",
-  user_input_request: "question",
-  plan: "plan",
-  todo_list: "todo_list",
-};
 
 export class Projections {
   readonly threads = new Map<string, ThreadView>();
@@ -156,7 +143,7 @@ export class Projections {
         return;
       }
       case "node.started": {
-        const kind = ITEM_KIND[event.kind];
+        const kind = TURN_ITEM_KIND_OF_NODE[event.kind];
         if (!run || !kind) return;
         const detail = event.detail ? (event.detail as Record<string, unknown>) : undefined;
         const known = this.#items.get(event.nodeId);

@@ -6,8 +6,8 @@ import type {
   ProviderEvent,
   ProviderThreadAddress,
   ProviderThreadHandle,
-  RequestResponse,
 } from "../../src/adapters/contract.js";
+import type { RequestResponse } from "../../src/domain/items.js";
 import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
 import type { ScriptedAdapterOptions } from "../../src/adapters/scripted/adapter.js";
 import { ScriptedBackend } from "../../src/adapters/scripted/backend.js";

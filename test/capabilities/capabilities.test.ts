@@ -10,7 +10,7 @@ import {
 } from "../../src/capabilities/index.js";
 import * as predicates from "../../src/capabilities/predicates.js";
 import type { CapabilityGroup, CapabilityOverrides, ProviderCapabilities } from "../../src/capabilities/index.js";
-import type { ApprovalKind } from "../../src/capabilities/predicates.js";
+import type { ApprovalKind } from "../../src/domain/items.js";
 import { InvalidInputError } from "../../src/domain/errors.js";
 
 /* ------------------------------------------------------------------------------------------

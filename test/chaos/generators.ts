@@ -1,5 +1,7 @@
 import fc from "fast-check";
-import type { ItemKind, ProviderEvent, TurnStatus } from "../../src/adapters/contract.js";
+import type { ProviderEvent } from "../../src/adapters/contract.js";
+import type { TurnTerminalStatus } from "../../src/domain/entities.js";
+import { ProviderItemKindSchema, type ProviderItemKind } from "../../src/domain/items.js";
 import type { Strength } from "../../src/capabilities/schema.js";
 import { defineCapabilities, type ProviderCapabilities } from "../../src/index.js";
 
@@ -90,7 +92,7 @@ export function exposureOf(c: CapsChoice): Exposure {
 // ---- the honest transcript of one turn ---------------------------------------------------
 
 export interface ItemPlan {
-  kind: ItemKind;
+  kind: ProviderItemKind;
   start: boolean;
   deltas: string[];
   complete: boolean;
@@ -104,17 +106,17 @@ export type Ending = "terminal" | "idle" | "terminal_and_idle" | "none" | "sessi
 export interface TurnPlan {
   turnStarted: boolean;
   items: ItemPlan[];
-  subagent: { items: ItemPlan[]; status: TurnStatus } | null;
+  subagent: { items: ItemPlan[]; status: TurnTerminalStatus } | null;
   plan: boolean;
   todo: boolean;
   request: { resolved: boolean } | null;
   warning: boolean;
-  terminal: { status: TurnStatus; broken: boolean };
+  terminal: { status: TurnTerminalStatus; broken: boolean };
   ending: Ending;
 }
 
-const itemKind = fc.constantFrom<ItemKind>("assistant_message", "reasoning", "tool_call", "command_execution", "file_change");
-const turnStatus = fc.constantFrom<TurnStatus>("completed", "completed", "interrupted", "failed", "cancelled");
+const itemKind = fc.constantFrom(...ProviderItemKindSchema.options);
+const turnStatus = fc.constantFrom<TurnTerminalStatus>("completed", "completed", "interrupted", "failed", "cancelled");
 
 export const itemPlan: fc.Arbitrary<ItemPlan> = fc.record({
   kind: itemKind,

@@ -1,4 +1,6 @@
-import type { ItemKind, ProviderEvent, RequestPayload } from "../contract.js";
+import type { TurnTerminalStatus } from "../../domain/entities.js";
+import type { ProviderItemKind, RequestPayload, StepStatus } from "../../domain/items.js";
+import type { ProviderEvent } from "../contract.js";
 
 /**
  * Claude Agent SDK messages -> normalized provider events, per provider thread (one SDK
@@ -27,12 +29,12 @@ type Msg = {
   /** On a tool result: the tool's own account (a background agent's says `async_launched`). */
   tool_use_result?: { status?: string };
 };
-type Tracked = ItemKind | "todo" | "plan" | "subagent";
+type Tracked = ProviderItemKind | "todo" | "plan" | "subagent";
 
 /** The subagent tool: `Agent` in Claude Code 2.x, `Task` before. */
 const SUBAGENT_TOOLS = new Set(["Agent", "Task"]);
 
-const TOOL_KIND: Record<string, ItemKind> = { Bash: "command_execution", Edit: "file_change", Write: "file_change", NotebookEdit: "file_change" };
+const TOOL_KIND: Record<string, ProviderItemKind> = { Bash: "command_execution", Edit: "file_change", Write: "file_change", NotebookEdit: "file_change" };
 
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 
@@ -97,7 +99,7 @@ export function lastPrompt(messages: ReadonlyArray<TranscriptEntry>): string | n
 
 export class ClaudeThreadMapper {
   /** Stream blocks by index in the current model message: their item ref. */
-  #streaming = new Map<number, { ref: string; kind: ItemKind }>();
+  #streaming = new Map<number, { ref: string; kind: ProviderItemKind }>();
   #messageId = "";
   /** Tool uses by id, for their results (TodoWrite's and ExitPlanMode's are artifacts, not items). */
   #tools = new Map<string, Tracked>();
@@ -128,7 +130,7 @@ export class ClaudeThreadMapper {
         blocks.forEach((block, i) => {
           const itemRef = `${messageId}:${first + i}`;
           const text = block.type === "text" ? block.text : block.type === "thinking" ? block.thinking : undefined;
-          const kind: ItemKind = block.type === "text" ? "assistant_message" : "reasoning";
+          const kind: ProviderItemKind = block.type === "text" ? "assistant_message" : "reasoning";
           if (text !== undefined) {
             if (parent) out.push({ type: "item.started", ...at, itemRef, parentItemRef: parent, kind });
             out.push({ type: "item.completed", ...at, itemRef, kind, status: "completed", text });
@@ -180,7 +182,7 @@ export class ClaudeThreadMapper {
       case "content_block_start": {
         const index = Number(event.index);
         const block = (event.content_block ?? {}) as Block;
-        const kind: ItemKind | null = block.type === "text" ? "assistant_message" : block.type === "thinking" ? "reasoning" : null;
+        const kind: ProviderItemKind | null = block.type === "text" ? "assistant_message" : block.type === "thinking" ? "reasoning" : null;
         if (!kind) return [];
         const ref = `${this.#messageId}:${index}`;
         this.#streaming.set(index, { ref, kind });
@@ -204,7 +206,7 @@ export class ClaudeThreadMapper {
     if (block.name === "TodoWrite") {
       this.#tools.set(id, "todo");
       const todos = Array.isArray(input.todos) ? (input.todos as Array<{ content?: string; status?: string }>) : [];
-      const status = (s?: string) => (s === "completed" ? "completed" : s === "in_progress" ? "in_progress" : "pending") as "completed" | "in_progress" | "pending";
+      const status = (s?: string) => (s === "completed" ? "completed" : s === "in_progress" ? "in_progress" : "pending") as StepStatus;
       return [{ type: "todo.updated", ...at, items: todos.map((t) => ({ text: t.content ?? "", status: status(t.status) })) }];
     }
     if (block.name === "ExitPlanMode") {
@@ -227,7 +229,7 @@ export class ClaudeThreadMapper {
     return [{ type: "item.started", ...at, itemRef: id, ...(parent ? { parentItemRef: parent } : {}), kind, detail }];
   }
 
-  #subagentEnded(itemRef: string, status: "completed" | "failed" | "interrupted", result: string): ProviderEvent[] {
+  #subagentEnded(itemRef: string, status: TurnTerminalStatus, result: string): ProviderEvent[] {
     if (this.#ended.has(itemRef)) return [];
     this.#ended.add(itemRef);
     return [{ type: "subagent.completed", threadRef: this.threadRef, itemRef, status, result }];

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import type { ItemKind, ProviderEvent, RequestPayload } from "../contract.js";
+import type { ItemStatus, ItemStream, ProviderItemKind, RequestDecision, RequestPayload, RequestResponse } from "../../domain/items.js";
+import type { ProviderEvent } from "../contract.js";
 
 /**
  * Codex app-server frames -> normalized provider events, in one place. Item kinds map from
@@ -10,7 +11,7 @@ import type { ItemKind, ProviderEvent, RequestPayload } from "../contract.js";
 const ItemSchema = z.looseObject({ type: z.string(), id: z.string() });
 type NativeItem = z.infer<typeof ItemSchema> & Record<string, unknown>;
 
-const KNOWN: Record<string, ItemKind> = {
+const KNOWN: Record<string, ProviderItemKind> = {
   agentMessage: "assistant_message",
   reasoning: "reasoning",
   commandExecution: "command_execution",
@@ -23,7 +24,7 @@ const IGNORED = new Set(["userMessage", "hookPrompt", "contextCompaction", "ente
 
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 
-function kindOf(item: NativeItem): ItemKind | null {
+function kindOf(item: NativeItem): ProviderItemKind | null {
   if (IGNORED.has(item.type)) return null;
   return KNOWN[item.type] ?? "tool_call";
 }
@@ -44,7 +45,7 @@ function detailOf(item: NativeItem): NonNullable<Extract<ProviderEvent, { type: 
   }
 }
 
-function itemStatus(item: NativeItem): "completed" | "failed" | "declined" {
+function itemStatus(item: NativeItem): ItemStatus {
   const status = str(item.status);
   if (status === "failed") return "failed";
   if (status === "declined" || status === "rejected") return "declined";
@@ -104,7 +105,7 @@ export function mapNotification(method: string, raw: unknown): ProviderEvent[] {
   }
 }
 
-function delta(at: ReturnType<typeof where>, params: Record<string, unknown>, kind: ItemKind, stream: "text" | "output"): ProviderEvent[] {
+function delta(at: ReturnType<typeof where>, params: Record<string, unknown>, kind: ProviderItemKind, stream: ItemStream): ProviderEvent[] {
   const text = str(params.delta);
   const itemRef = str(params.itemId);
   return text ? [{ type: "item.delta", ...at, ...(itemRef ? { itemRef } : {}), kind, stream, delta: text }] : [];
@@ -152,7 +153,7 @@ export function mapServerRequest(method: string, raw: unknown, id: number, fileC
 }
 
 /** A Tiller answer in Codex's words: decisions for approvals, `{ answers: { id: { answers } } }` for questions. */
-export function nativeResponse(method: string, response: { kind: "decision"; decision: "accept" | "accept_for_session" | "decline" | "cancel" } | { kind: "answers"; answers: Record<string, string | string[]> }): unknown {
+export function nativeResponse(method: string, response: RequestResponse): unknown {
   if (method === "item/tool/requestUserInput") {
     const answers = response.kind === "answers" ? response.answers : {};
     return { answers: Object.fromEntries(Object.entries(answers).map(([id, a]) => [id, { answers: Array.isArray(a) ? a : [a] }])) };
@@ -161,6 +162,6 @@ export function nativeResponse(method: string, response: { kind: "decision"; dec
 }
 
 /** A Tiller decision in Codex's words. */
-export function nativeDecision(decision: "accept" | "accept_for_session" | "decline" | "cancel"): string {
+export function nativeDecision(decision: RequestDecision): string {
   return decision === "accept_for_session" ? "acceptForSession" : decision;
 }

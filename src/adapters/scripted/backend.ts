@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import type { ProviderThreadSnapshot, RunContext, TurnStatus } from "../contract.js";
+import type { TurnTerminalStatus } from "../../domain/entities.js";
+import type { ProviderThreadSnapshot, RunContext } from "../contract.js";
 
 /**
  * The scripted provider's own persistent state: its threads and their turns. Share one
@@ -10,7 +11,7 @@ export interface BackendTurn {
   turnRef: string;
   userText: string;
   assistantText: string;
-  status: TurnStatus | "running";
+  status: TurnTerminalStatus | "running";
   /** The explicit context (handoff, fork, rebuild) the turn was sent with. */
   context?: RunContext | null;
 }

@@ -1,6 +1,6 @@
 import { isAbsolute } from "node:path";
 import { z } from "zod";
-import { PlanStepSchema, QuestionSchema, TodoItemSchema } from "../contract.js";
+import { PlanStepSchema, QuestionSchema, TodoItemSchema } from "../../domain/items.js";
 
 /**
  * What a scripted turn does, step by step. Scripts are data (validated with zod), so a

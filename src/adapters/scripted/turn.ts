@@ -1,7 +1,8 @@
 import type { ProviderCapabilities } from "../../capabilities/schema.js";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { ProviderEvent, RequestPayload, RequestResponse, SandboxPolicy } from "../contract.js";
+import type { ItemStatus, ItemStream, ProviderItemKind, RequestPayload, RequestResponse } from "../../domain/items.js";
+import type { ProviderEvent, SandboxPolicy } from "../contract.js";
 import type { ScriptedBackend } from "./backend.js";
 import type { ScriptStep } from "./script.js";
 
@@ -19,7 +20,6 @@ class TurnFailed extends Error {
 }
 
 type Emit = (event: ProviderEvent) => void;
-type ItemKind = "assistant_message" | "reasoning" | "tool_call" | "command_execution" | "file_change";
 /** Where nested events go: the child thread's ref, or the parent item they hang under. */
 interface Scope {
   threadRef: string | undefined;
@@ -209,7 +209,7 @@ export class ScriptedTurn {
     }
   }
 
-  async #stream(kind: ItemKind, itemRef: string | undefined, scope: Scope, text: string, stream: "text" | "output", chunkSize = 12): Promise<void> {
+  async #stream(kind: ProviderItemKind, itemRef: string | undefined, scope: Scope, text: string, stream: ItemStream, chunkSize = 12): Promise<void> {
     for (let i = 0; i < text.length; i += chunkSize) {
       this.#checkAborted();
       this.emit({ type: "item.delta", ...this.#where(scope), itemRef, kind, stream, delta: text.slice(i, i + chunkSize) });
@@ -217,14 +217,14 @@ export class ScriptedTurn {
     }
   }
 
-  #started(kind: ItemKind, itemRef: string | undefined, scope: Scope, detail: Record<string, unknown> | undefined): void {
+  #started(kind: ProviderItemKind, itemRef: string | undefined, scope: Scope, detail: Record<string, unknown> | undefined): void {
     const isTool = kind !== "assistant_message" && kind !== "reasoning";
     if (isTool && !this.caps.tools.emitsToolStarted) return;
     const parentItemRef = scope.parentItemRef;
     this.emit({ type: "item.started", ...this.#where(scope), itemRef, parentItemRef, kind, ...(detail ? { detail } : {}) });
   }
 
-  #completed(kind: ItemKind, itemRef: string | undefined, scope: Scope, fields: { status: "completed" | "failed" | "declined"; text?: string; output?: string; exitCode?: number }): void {
+  #completed(kind: ProviderItemKind, itemRef: string | undefined, scope: Scope, fields: { status: ItemStatus; text?: string; output?: string; exitCode?: number }): void {
     const isTool = kind !== "assistant_message" && kind !== "reasoning";
     if (isTool && !this.caps.tools.emitsToolCompleted) return;
     this.emit({ type: "item.completed", ...this.#where(scope), itemRef, kind, ...fields });
