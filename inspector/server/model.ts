@@ -140,7 +140,7 @@ export class InspectorModel {
     for (const s of this.#sessions.values()) {
       const children = [...this.#providerThreads.values()].filter((p) => p.sessionId === s.sessionId).map((p): TreeNode => {
         const busy = [...this.#runs.values()].some((r) => r.threadId === p.threadId && (r.status === "running" || r.status === "waiting"));
-        return { id: p.providerThreadId, kind: "providerThread", label: `provider thread of ${p.threadId}`, ...this.#live(p.providerThreadId, "providerThread", p.status === "closed" ? "closed" : busy ? "active" : "idle"), status: p.status, children: [] };
+        return { id: p.providerThreadId, kind: "providerThread", label: `provider thread of ${p.threadId}`, ...this.#live(`${p.providerTarget}/${p.threadId}`, "providerThread", p.status === "closed" ? "closed" : busy ? "active" : "idle"), status: p.status, children: [] };
       });
       target(s.providerTarget).children.push({ id: s.sessionId, kind: "session", label: `session ${s.sessionId}`, ...this.#live(s.sessionId, "session", s.status), status: s.status, children });
     }

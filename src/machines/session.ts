@@ -1,54 +1,123 @@
-import { enqueueActions, setup } from "xstate";
-import { hasStructuredApprovals, type ProviderCapabilities } from "../capabilities/index.js";
+import { assign, emit, enqueueActions, fromPromise, setup } from "xstate";
+import { canSwitchModelInSession, hasStructuredApprovals, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
 import type { SandboxPolicy } from "../adapters/contract.js";
+import { redact } from "../domain/redact.js";
 import { policyApplied, record, type MachineEmitted } from "./emitted.js";
 
-/** A provider session: the capability record it announced, its host generation, its turns. */
+/**
+ * A provider session: started by an invoked actor (keyed in `setup({ actors })`, provided by
+ * the target), ready with the capability record it announced, running while a turn (or a
+ * rollback) uses it, stopped after an idle deadline kept in context, retired when a thread
+ * asks for a model this provider cannot switch to in session, lost when the provider says it
+ * stopped or failed. The machine holds no live resource: the target's registry listens to
+ * what it emits (`ready`, `startFailed`, `stopping`) to keep its handles.
+ */
 
-export interface SessionContext {
+export interface SessionInput {
   sessionId: string;
   providerTarget: string;
   provider: string;
   /** What governs the provider's actions when it asks for no approvals. */
   sandbox: SandboxPolicy;
+  cwd: string;
+  model: string | null;
+  /** The record the adapter declares, read until the session announces its own. */
+  declared: ProviderCapabilities;
+  /** Stop the session after this long without a turn (null: never). */
+  idleMs: number | null;
+}
+
+export interface SessionContext extends SessionInput {
   capabilities: ProviderCapabilities | null;
   hostGeneration: number | null;
-  activeTurns: number;
+  /** Turns (and rollbacks) using the session now. */
+  claims: number;
+  /** When an idle session is stopped (ms since the epoch); null while in use or never. */
+  deadline: number | null;
+  /** A retirement asked for while the session was still starting. */
+  retireWhenStarted: boolean;
   lastError: string | null;
 }
 
 export type SessionEvent =
-  | { type: "STARTED"; capabilities: ProviderCapabilities; hostGeneration: number }
-  | { type: "START_FAILED"; message: string }
-  | { type: "TURN_BEGAN" }
-  | { type: "TURN_ENDED" }
+  /** A turn or a rollback is about to use the session. */
+  | { type: "CLAIM" }
+  | { type: "RELEASE" }
+  /** The session's thread asks for a model (per-thread sessions): kept, or retired for another. */
+  | { type: "USE_MODEL"; model: string | null }
+  /** Restored from a persisted snapshot: delays are not persisted, so the idle deadline is armed again. */
+  | { type: "RESTORED" }
+  /** The provider said the session stopped or failed. */
   | { type: "STOPPED"; message: string | null }
   | { type: "FAILED"; message: string };
+
+/** What the target's registry acts on. */
+export type SessionSignal =
+  | { type: "ready"; sessionId: string; capabilities: ProviderCapabilities; hostGeneration: number }
+  /** The start failed: `error` is the provider's own (typed) error, for the callers waiting on the session. */
+  | { type: "startFailed"; sessionId: string; error: unknown }
+  | { type: "stopping"; sessionId: string; reason: "idle" | "retired" };
+
+export interface StartedSession {
+  capabilities: ProviderCapabilities;
+  hostGeneration: number;
+}
+
+const now = () => Date.now();
+const recordOf = (context: SessionContext): ProviderCapabilities => context.capabilities ?? context.declared;
+
+/** Which registry slot a thread's session lives in: one per target or per thread, and per model where the provider cannot switch in session. */
+export function sessionSlot(declared: ProviderCapabilities, threadId: string, model: string | null): { owner: string; key: string } {
+  const owner = sharesSessionAcrossThreads(declared) ? "" : threadId;
+  return { owner, key: `${owner}\u0000${canSwitchModelInSession(declared) ? "" : (model ?? "")}` };
+}
 
 export const sessionMachine = setup({
   types: {
     context: {} as SessionContext,
     events: {} as SessionEvent,
-    input: {} as { sessionId: string; providerTarget: string; provider: string; sandbox: SandboxPolicy },
-    emitted: {} as MachineEmitted,
+    input: {} as SessionInput,
+    emitted: {} as MachineEmitted | SessionSignal,
+  },
+  actors: {
+    /** Starts the provider session (rejects with the provider's typed error). */
+    startSession: fromPromise<StartedSession, { sessionId: string; cwd: string; model: string | null; sandbox: SandboxPolicy }>(async () => {
+      throw new Error("startSession is provided by the provider target");
+    }),
+    /** Asks the provider to stop the session; the provider's own `stopped` ends it. */
+    stopSession: fromPromise<void, { sessionId: string }>(async () => {
+      throw new Error("stopSession is provided by the provider target");
+    }),
+  },
+  delays: {
+    untilDeadline: ({ context }) => Math.max(0, (context.deadline ?? now()) - now()),
   },
   guards: {
-    isLastTurn: ({ context }) => context.activeTurns <= 1,
-
+    isLastClaim: ({ context }) => context.claims <= 1,
+    releasesWhenIdle: ({ context }) => context.idleMs !== null,
+    retireWhenStarted: ({ context }) => context.retireWhenStarted,
+    /**
+     * A per-thread session asked for another model that the provider cannot switch to in
+     * session: a new session is started for it, this one retires.
+     */
+    modelNeedsNewSession: ({ context, event }) =>
+      event.type === "USE_MODEL" &&
+      event.model !== context.model &&
+      !canSwitchModelInSession(recordOf(context)) &&
+      !sharesSessionAcrossThreads(context.declared),
   },
   actions: {
     recordStarted: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "STARTED") return;
-      enqueue.assign({ capabilities: event.capabilities, hostGeneration: event.hostGeneration });
+      const started = (event as unknown as { output: StartedSession }).output;
+      enqueue.assign({ capabilities: started.capabilities, hostGeneration: started.hostGeneration });
       const { sessionId, providerTarget, provider } = context;
       enqueue.emit(
-        record({ type: "session.started", sessionId, providerTarget, provider, hostGeneration: event.hostGeneration, capabilities: event.capabilities }),
+        record({ type: "session.started", sessionId, providerTarget, provider, hostGeneration: started.hostGeneration, capabilities: started.capabilities }),
       );
     }),
     /** Session-wide degradations, announced once with the capability record they follow from. */
     recordSessionPolicies: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "STARTED") return;
-      const caps = event.capabilities;
+      const caps = (event as unknown as { output: StartedSession }).output.capabilities;
       const where = { threadId: null, runId: null };
       const session = `session ${context.sessionId} (${context.providerTarget})`;
       if (!hasStructuredApprovals(caps)) {
@@ -57,43 +126,88 @@ export const sessionMachine = setup({
       if (!caps.planning.emitsPlanUpdated) enqueue.emit(policyApplied(where, "no_plan_artifacts", `${session} emits no plan updates`));
       if (!caps.planning.emitsTodoList) enqueue.emit(policyApplied(where, "no_todo_artifacts", `${session} emits no todo lists`));
     }),
-    recordStatus: enqueueActions(
-      ({ context, event, enqueue }, params: { status: "ready" | "running" | "stopped" | "error" }) => {
-        const message = "message" in event ? event.message : null;
-        if (params.status === "error") enqueue.assign({ lastError: message });
-        const { sessionId, providerTarget } = context;
-        enqueue.emit(record({ type: "session.state", sessionId, providerTarget, status: params.status, message }));
-      },
-    ),
-    countTurnUp: enqueueActions(({ context, enqueue }) => enqueue.assign({ activeTurns: context.activeTurns + 1 })),
-    countTurnDown: enqueueActions(({ context, enqueue }) =>
-      enqueue.assign({ activeTurns: Math.max(0, context.activeTurns - 1) }),
-    ),
+    announceReady: emit(({ context }) => ({
+      type: "ready" as const,
+      sessionId: context.sessionId,
+      capabilities: context.capabilities!,
+      hostGeneration: context.hostGeneration!,
+    })),
+    announceStartFailed: enqueueActions(({ context, event, enqueue }) => {
+      const error = (event as unknown as { error: unknown }).error;
+      const message = redact(error instanceof Error ? error.message : String(error));
+      enqueue.assign({ lastError: message });
+      enqueue.emit({ type: "startFailed", sessionId: context.sessionId, error });
+      const { sessionId, providerTarget } = context;
+      enqueue.emit(record({ type: "session.state", sessionId, providerTarget, status: "error", message }));
+    }),
+    announceStopping: emit(({ context }, params: { reason: "idle" | "retired" }) => ({ type: "stopping" as const, sessionId: context.sessionId, reason: params.reason })),
+    recordStatus: enqueueActions(({ context, event, enqueue }, params: { status: "ready" | "running" | "stopped" | "error" }) => {
+      const message = "message" in event ? event.message : null;
+      if (params.status === "error") enqueue.assign({ lastError: message });
+      const { sessionId, providerTarget } = context;
+      enqueue.emit(record({ type: "session.state", sessionId, providerTarget, status: params.status, message }));
+    }),
+    claim: assign({ claims: ({ context }) => context.claims + 1, deadline: null }),
+    release: assign({ claims: ({ context }) => Math.max(0, context.claims - 1) }),
+    armIdleDeadline: assign({ deadline: ({ context }) => now() + (context.idleMs ?? 0) }),
+    askToRetire: assign({ retireWhenStarted: true }),
   },
 }).createMachine({
   id: "session",
-  context: ({ input }) => ({ ...input, capabilities: null, hostGeneration: null, activeTurns: 0, lastError: null }),
+  context: ({ input }) => ({ ...input, capabilities: null, hostGeneration: null, claims: 0, deadline: null, retireWhenStarted: false, lastError: null }),
   initial: "starting",
   states: {
     starting: {
+      invoke: {
+        src: "startSession",
+        input: ({ context }) => ({ sessionId: context.sessionId, cwd: context.cwd, model: context.model, sandbox: context.sandbox }),
+        onDone: [
+          { guard: "retireWhenStarted", target: "retiring", actions: ["recordStarted", "recordSessionPolicies", "announceReady"] },
+          { target: "ready", actions: ["recordStarted", "recordSessionPolicies", "announceReady"] },
+        ],
+        onError: { target: "error", actions: "announceStartFailed" },
+      },
       on: {
-        STARTED: { target: "ready", actions: ["recordStarted", "recordSessionPolicies"] },
-        START_FAILED: { target: "error", actions: { type: "recordStatus", params: { status: "error" } } },
+        USE_MODEL: { guard: "modelNeedsNewSession", actions: "askToRetire" },
       },
     },
+    /** Started, no turn: stopped once the idle deadline passes, unless claimed first. */
     ready: {
+      initial: "deciding",
+      states: {
+        deciding: {
+          always: [{ guard: "releasesWhenIdle", target: "countingDown", actions: "armIdleDeadline" }, { target: "held" }],
+        },
+        held: {},
+        countingDown: {
+          after: { untilDeadline: { target: "#session.idleStopping" } },
+        },
+      },
       on: {
-        TURN_BEGAN: { target: "running", actions: ["countTurnUp", { type: "recordStatus", params: { status: "running" } }] },
+        CLAIM: { target: "running", actions: ["claim", { type: "recordStatus", params: { status: "running" } }] },
+        USE_MODEL: { guard: "modelNeedsNewSession", target: "retiring" },
+        RESTORED: { guard: "releasesWhenIdle", target: ".countingDown", reenter: true },
       },
     },
     running: {
       on: {
-        TURN_BEGAN: { actions: "countTurnUp" },
-        TURN_ENDED: [
-          { guard: "isLastTurn", target: "ready", actions: ["countTurnDown", { type: "recordStatus", params: { status: "ready" } }] },
-          { actions: "countTurnDown" },
+        CLAIM: { actions: "claim" },
+        RELEASE: [
+          { guard: "isLastClaim", target: "ready", actions: ["release", { type: "recordStatus", params: { status: "ready" } }] },
+          { actions: "release" },
         ],
+        USE_MODEL: { guard: "modelNeedsNewSession", target: "retiring" },
       },
+    },
+    /** Idle past its deadline: its host lease is given back; the next turn starts a new session and resumes its threads. */
+    idleStopping: {
+      entry: { type: "announceStopping", params: { reason: "idle" } },
+      invoke: { src: "stopSession", input: ({ context }) => ({ sessionId: context.sessionId }), onError: {} },
+    },
+    /** Replaced by a session for another model. */
+    retiring: {
+      entry: { type: "announceStopping", params: { reason: "retired" } },
+      invoke: { src: "stopSession", input: ({ context }) => ({ sessionId: context.sessionId }), onError: {} },
     },
     stopped: { type: "final" },
     error: { type: "final" },

@@ -1,10 +1,9 @@
-import { createActor, type Actor, type InputFrom, type InspectionEvent } from "xstate";
-import type { DomainEventOf } from "../domain/events.js";
+import { createActor, type Actor, type InspectionEvent } from "xstate";
 import type { MachineEmitted } from "../machines/emitted.js";
 import { providerThreadMachine } from "../machines/providerThread.js";
 import { requestMachine, type RequestContext } from "../machines/request.js";
 import { runMachine, type RunInput } from "../machines/run.js";
-import { sessionMachine } from "../machines/session.js";
+import { sessionMachine, type SessionInput } from "../machines/session.js";
 import { threadMachine, type ThreadInput } from "../machines/thread.js";
 
 export type RunActor = Actor<typeof runMachine>;
@@ -57,22 +56,27 @@ export class Actors {
     return actor;
   }
 
-  session(input: InputFrom<typeof sessionMachine>): SessionActor {
-    const actor = this.#start(createActor(sessionMachine, this.#options(input.sessionId, input)));
+  /** A session, started with its target's provider calls (`logic` is the session machine with them provided). */
+  session(input: SessionInput, logic: typeof sessionMachine = sessionMachine): SessionActor {
+    const actor = this.#start(createActor(logic, this.#options(input.sessionId, input)));
     this.sessions.set(input.sessionId, actor);
     return actor;
   }
 
-  /** A provider thread was created, resumed or forked into a session: its actor (re)loads it. */
-  bindProviderThread(event: DomainEventOf<"provider_thread.bound">): void {
-    let actor = this.providerThreads.get(event.providerThreadId);
-    if (!actor || actor.getSnapshot().status !== "active") {
-      const input = { providerThreadId: event.providerThreadId, appThreadId: event.threadId, providerTarget: event.providerTarget };
-      actor = this.#start(createActor(providerThreadMachine, this.#options(event.providerThreadId, input)));
-      this.providerThreads.set(event.providerThreadId, actor);
+  /** The actor of an app thread's provider thread on a target, spawned on first use. */
+  providerThread(appThreadId: string, providerTarget: string): ProviderThreadActor {
+    const key = Actors.providerThreadKey(appThreadId, providerTarget);
+    let actor = this.providerThreads.get(key);
+    if (!actor) {
+      actor = this.#start(createActor(providerThreadMachine, this.#options(key, { appThreadId, providerTarget })));
+      this.providerThreads.set(key, actor);
     }
-    const handle = { threadRef: event.nativeThreadRef, resumeCursor: event.resumeCursor };
-    actor.send({ type: "LOADED", sessionId: event.sessionId, handle });
+    return actor;
+  }
+
+  /** The provider-thread actor's id: one per app thread and target. */
+  static providerThreadKey(appThreadId: string, providerTarget: string): string {
+    return `${providerTarget}/${appThreadId}`;
   }
 
   /** Sends only to an actor that is still running (a finished machine ignores events noisily). */

@@ -1,5 +1,5 @@
 import { canInterrupt, canRollbackProvider, canSteerByInterruptRestart, canSteerNatively, canSwitchModelInSession, hasStructuredApprovals } from "../capabilities/predicates.js";
-import { decide, forkPolicy } from "../machines/contextPolicy.js";
+import { forksNatively } from "../machines/providerThread.js";
 import { NotFoundError } from "../domain/errors.js";
 import type { Dispatcher } from "./dispatch.js";
 import { isTerminalRunStatus } from "./projections.js";
@@ -56,7 +56,7 @@ export function affordancesOf(rt: Dispatcher, threadId: string, allowSessionStop
     if (run.status === "rolled_back") return { afterRunId: run.runId, source: "unavailable", reason: "the run was rolled back" };
     if (!isTerminalRunStatus(run.status)) return { afterRunId: run.runId, source: "unavailable", reason: `not a stable point (run is ${run.status})` };
     const situation = forkSituation(rt.views, providerTarget, { parentThreadId: threadId, forkedFromRunId: run.runId }, caps, !!target.adapter.forkThread);
-    const native = decide(forkPolicy, situation).decision === "native";
+    const native = forksNatively(situation);
     return { afterRunId: run.runId, source: native ? "native" : "synthetic", reason: native ? null : `${situation.why}; portable context, lower fidelity` };
   });
 

@@ -11,7 +11,7 @@ import { Effects } from "./effects.js";
 import type { RollbackReceipt } from "./rollback.js";
 import { Projections, type RequestView } from "./projections.js";
 import type { EventLog } from "./store/eventLog.js";
-import { Target, type LiveSession, type TargetHost } from "./targets.js";
+import { Target, type TargetHost } from "./targets.js";
 
 export interface DispatchOptions {
   dataDir: string;
@@ -114,11 +114,8 @@ export class Dispatcher implements TargetHost {
         this.actors.request({ threadId, runId, requestId, kind: payload.kind, responseCapability });
         return;
       }
-      case "provider_thread.bound":
-        return this.actors.bindProviderThread(event);
       case "provider_thread.closed":
-        this.targets.get(event.providerTarget)?.forgetThread(event.threadId);
-        return Actors.sendIfActive(this.actors.providerThreads.get(event.providerThreadId), { type: "CLOSE" });
+        return this.targets.get(event.providerTarget)?.forgetThread(event.threadId);
       case "run.terminal": {
         const caps = this.#capabilitiesOfRun(event.runId);
         if (caps) this.checkpoints.final(event.runId, caps);
@@ -231,21 +228,6 @@ export class Dispatcher implements TargetHost {
     const { threadId, text, providerTarget } = this.views.runs.get(runId)!;
     const capabilities = this.targets.get(providerTarget)!.capabilities();
     this.actors.run({ threadId, runId, text, capabilities, allowSessionStopInterrupt: this.options.allowSessionStopInterrupt });
-  }
-
-  /** A session is being started: its actor exists from the first moment. */
-  sessionStarting(target: string, sessionId: string): void {
-    this.actors.session({ sessionId, providerTarget: target, provider: this.targets.get(target)!.adapter.provider, sandbox: this.sandbox });
-  }
-
-  /** The session announced its capability record and host generation. */
-  sessionStarted(_target: string, session: LiveSession): void {
-    const { capabilities, hostGeneration } = session;
-    this.act(() => Actors.sendIfActive(this.actors.sessions.get(session.sessionId), { type: "STARTED", capabilities, hostGeneration }));
-  }
-
-  sessionFailed(sessionId: string, message: string): void {
-    this.act(() => Actors.sendIfActive(this.actors.sessions.get(sessionId), { type: "START_FAILED", message }));
   }
 
   /** Undefined when the run's target is no longer configured (recovery settles such runs). */

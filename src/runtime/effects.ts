@@ -17,7 +17,6 @@ type Settle = Extract<MachineEmitted, { type: "settle" }>;
 /** What effects need of the runtime beyond rollback's port: lifecycle, settings, and where errors with no caller go. */
 export interface EffectsHost extends RollbackHost {
   readonly closed: boolean;
-  readonly sessionIdleMs: number | null;
   readonly turnSilenceMs: number | null;
   /** The latest rollback started per thread (the API awaits its receipt). */
   readonly rollbacks: Map<string, Promise<RollbackReceipt>>;
@@ -117,18 +116,25 @@ export class Effects {
     const target = this.#targetOfRun(runId);
     const thread = rt.views.threads.get(threadId)!;
     let sent: { sessionId: string; thread: ProviderThreadAddress } | null = null;
+    // The session is claimed from the moment the turn has it (no idle stop under a turn being set
+    // up); settle releases it once the turn began, this method if it never did.
+    let claimed: string | null = null;
     try {
       // The pre-run baseline is taken before the provider can touch a file.
       if (rt.views.runs.get(runId)?.attempts.length === 1) await rt.checkpoints.baseline(runId, target.capabilities());
       const model = rt.views.runs.get(runId)!.model;
       const session = await target.ensureSession(threadId, thread.cwd, model);
+      target.claim((claimed = session.sessionId));
       rt.act(() => {
         rt.actors.runs.get(runId)?.send({ type: "SESSION_BOUND", capabilities: session.capabilities });
         rt.actors.threads.get(threadId)?.send({ type: "RUN_CAPABILITIES", runId, capabilities: session.capabilities });
       });
       const loaded = await target.ensureThread(threadId, session);
       const run = rt.actors.runs.get(runId);
-      if (!run || run.getSnapshot().context.activeAttemptId !== attemptId) return; // cancelled meanwhile
+      if (!run || run.getSnapshot().context.activeAttemptId !== attemptId) {
+        target.release(session.sessionId);
+        return; // cancelled meanwhile
+      }
       const rootNodeId = run.getSnapshot().context.attempts.find((a) => a.attemptId === attemptId)!.rootNodeId;
       const { binding, rootStarted } = target.normalizer.beginTurn({
         threadId,
@@ -139,12 +145,11 @@ export class Effects {
         sessionId: session.sessionId,
         threadRef: loaded.handle.threadRef,
       });
+      // From here settle balances the claim, however the turn ends (even before sendRun replies).
+      claimed = null;
       rt.act(() => {
         run.send({ type: "PROVIDER", attemptId, event: rootStarted });
-        // Balanced by settle's TURN_ENDED, however the turn ends (even before sendRun replies).
-        target.cancelIdle(session.sessionId);
-        Actors.sendIfActive(rt.actors.sessions.get(session.sessionId), { type: "TURN_BEGAN" });
-        Actors.sendIfActive(rt.actors.providerThreads.get(loaded.providerThreadId), { type: "TURN_BEGAN" });
+        Actors.sendIfActive(rt.actors.providerThread(threadId, target.id), { type: "TURN_BEGAN" });
       });
       const context = target.contextForNextTurn(threadId, runId, loaded, session);
       sent = { sessionId: session.sessionId, thread: loaded.handle };
@@ -162,6 +167,7 @@ export class Effects {
         }
       });
     } catch (error) {
+      if (claimed) target.release(claimed);
       const failure = {
         failureClass: isTillerError(error) ? error.code : "provider_error",
         message: redact(error instanceof Error ? error.message : String(error)),
@@ -409,9 +415,6 @@ export class Effects {
       const cap = request.getSnapshot().context.responseCapability;
       if (cap.kind === "live" && cap.sessionId === sessionId) request.send({ type: "EXPIRE", reason: `not_resumable: provider session ${state} (${(message ?? "no detail").split("\n")[0]})` });
     }
-    for (const thread of rt.actors.providerThreads.values()) {
-      if (thread.getSnapshot().context.sessionId === sessionId) thread.send({ type: "SESSION_GONE" });
-    }
     for (const actor of [...rt.actors.runs.values()]) {
       const ctx = actor.getSnapshot().context;
       const attemptId = ctx.activeAttemptId ?? ctx.supersededAttemptId;
@@ -452,11 +455,9 @@ export class Effects {
     for (const request of [...rt.actors.requests.values()]) {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
     }
-    if (binding) Actors.sendIfActive(rt.actors.providerThreads.get(binding.providerThreadId), { type: "TURN_ENDED" });
     if (binding) {
-      const session = rt.actors.sessions.get(binding.sessionId);
-      Actors.sendIfActive(session, { type: "TURN_ENDED" });
-      target.idleLater(binding.sessionId, rt.sessionIdleMs, () => session?.getSnapshot().matches("ready") === true);
+      Actors.sendIfActive(rt.actors.providerThread(binding.threadId, target.id), { type: "TURN_ENDED" });
+      target.release(binding.sessionId);
     }
   }
 

@@ -3,7 +3,8 @@ import type { RunContext } from "../adapters/contract.js";
 import { CapabilityUnsupportedError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { canForkNatively } from "../capabilities/predicates.js";
-import { contextDeliveryPolicy, decide, forkPolicy, type ForkSituation } from "../machines/contextPolicy.js";
+import { contextDeliveryPolicy, decide } from "../machines/contextPolicy.js";
+import { forksNatively, type ForkSituation } from "../machines/providerThread.js";
 import { policyEvent } from "../machines/emitted.js";
 import { DEGRADATIONS } from "../machines/policies.js";
 import { isTerminalRunStatus, Projections, type ProviderThreadRecord, type RunView, type Transfer } from "./projections.js";
@@ -78,7 +79,7 @@ export function needsHandoff(views: Projections, threadId: string, providerTarge
   const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, providerTarget));
   const transfer = views.pendingTransfer(threadId);
   // A fork that will be realised natively carries its history in the provider's own copy.
-  if (!stored && transfer && decide(forkPolicy, forkSituation(views, providerTarget, transfer, capabilities, adapterForks)).decision === "native") return false;
+  if (!stored && transfer && forksNatively(forkSituation(views, providerTarget, transfer, capabilities, adapterForks))) return false;
   if (!stored || stored.divergent) return history.length > 0;
   const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
   return history.some((r) => !stored.seenRunIds.has(r.runId) && !(stored.origin === "forked" && !own.has(r.runId)));
@@ -180,6 +181,16 @@ export function forkSituation(views: Projections, target: string, transfer: Pick
       : !(adapterForks && canForkNatively(capabilities, fromInside))
         ? `provider cannot fork natively (${capability})`
         : "the fork point has no native turn id";
-  const situation: ForkSituation = { capabilities, fromInside, parentRanHere, adapterForks, hasForkPointRef: afterTurnRef !== null };
-  return { ...situation, parentThread, runs, afterTurnRef, why };
+  const situation: ForkSituation = {
+    capabilities,
+    fromInside,
+    parentRanHere,
+    adapterForks,
+    hasForkPointRef: afterTurnRef !== null,
+    why,
+    capability,
+    parentProviderThreadId: parentThread?.providerThreadId ?? null,
+    runCount: runs.length,
+  };
+  return { ...situation, parentThread, runs, afterTurnRef };
 }

@@ -7,9 +7,9 @@ import { policyEvent, type Effect } from "../machines/emitted.js";
 import type { RollbackRequest } from "../machines/thread.js";
 import type { Actors } from "./actors.js";
 import type { Checkpoints } from "./checkpoints/checkpoints.js";
-import type { Target } from "./targets.js";
+import type { LiveSession, Target } from "./targets.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
-import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type RunView } from "./projections.js";
+import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type RunView, type ThreadView } from "./projections.js";
 
 /** What rollback needs of the runtime: its read models, targets and actors, the checkpoint store, and the write path. */
 export interface RollbackHost {
@@ -230,9 +230,20 @@ export function settleInterruptedRollback(views: Projections, threadId: string, 
 async function rollbackProvider(rt: RollbackHost, plan: RollbackPlan): Promise<void> {
   const record = plan.providerThread!;
   const target = rt.targets.get(record.providerTarget)!;
-  if (!target.adapter.rollbackThread) throw new Error(`${target.id} has no rollbackThread`);
   const thread = rt.views.threads.get(record.threadId)!;
   const session = await target.ensureSession(thread.threadId, thread.cwd, plan.laterRuns.at(-1)?.model ?? thread.model);
+  // Claimed while the provider rolls back: an idle deadline must not stop the session under it.
+  target.claim(session.sessionId);
+  try {
+    await rollbackIn(rt, plan, target, thread, session);
+  } finally {
+    target.release(session.sessionId);
+  }
+}
+
+async function rollbackIn(rt: RollbackHost, plan: RollbackPlan, target: Target, thread: ThreadView, session: LiveSession): Promise<void> {
+  const record = plan.providerThread!;
+  if (!target.adapter.rollbackThread) throw new Error(`${target.id} has no rollbackThread`);
   const loaded = await target.ensureThread(thread.threadId, session);
   const address = { sessionId: session.sessionId, thread: loaded.handle };
   // A provider that can show its conversation is checked: the cut must drop exactly the later turns.

@@ -419,7 +419,7 @@ export class Runtime {
       for (const actor of byQueued) actor.send({ type: "CANCEL", reason: "runtime_closed" });
     });
     this.#d.close();
-    for (const target of this.#d.targets.values()) target.cancelAllIdle();
+    for (const target of this.#d.targets.values()) target.stopSessions();
     // A failed store already told its failure (onFailure); closing still gives everything back.
     const failed = () => this.#d.fault !== undefined;
     try {

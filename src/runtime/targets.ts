@@ -1,20 +1,23 @@
-import { canSwitchModelInSession, parseCapabilities, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
-import type { SandboxPolicy } from "../adapters/contract.js";
-import { decide, forkPolicy, providerThreadPolicy, type ProviderThreadSituation } from "../machines/contextPolicy.js";
-import { policyEvent } from "../machines/emitted.js";
-import type { ProviderAdapter, ProviderThreadAddress, ProviderThreadHandle, RunContext } from "../adapters/contract.js";
-import { HostUnavailableError, isTillerError } from "../domain/errors.js";
-import type { DomainEvent, DomainEventOf } from "../domain/events.js";
+import { fromPromise } from "xstate";
+import { parseCapabilities, type ProviderCapabilities } from "../capabilities/index.js";
+import type { HandoffContext, ProviderAdapter, ProviderThreadAddress, ProviderThreadHandle, SandboxPolicy } from "../adapters/contract.js";
+import { ClosedError, HostUnavailableError, isTillerError } from "../domain/errors.js";
+import type { DomainEvent } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
 import type { IdSource } from "../domain/ids.js";
+import { pendingCall, type LoadSituation } from "../machines/providerThread.js";
+import { sessionMachine, sessionSlot, type SessionInput, type StartedSession } from "../machines/session.js";
+import { Actors, type ProviderThreadActor, type SessionActor } from "./actors.js";
 import { contextForNextTurn, forkSituation, historyRuns } from "./handoff.js";
 import { Normalizer } from "./normalizer.js";
-import { Projections, type Transfer } from "./projections.js";
+import { Projections } from "./projections.js";
 
 /**
- * One configured provider target: its adapter, its normalizer, its live sessions and the
- * provider threads loaded in them. Sessions are shared by the target's threads when the
- * provider hosts many threads per session; otherwise each app thread gets its own.
+ * One configured provider target: its adapter, its normalizer, and a registry of the live
+ * handles of its sessions and provider threads. The decisions are the actors': a session
+ * machine starts, idles out, retires and loses its session; a provider-thread machine decides
+ * how an app thread's provider thread is loaded. The target looks handles up, performs the
+ * provider calls those machines name, and reports the results back to them.
  */
 
 export interface LiveSession {
@@ -30,30 +33,38 @@ export interface LoadedThread {
   handle: ProviderThreadAddress;
 }
 
-/** What a target needs from the runtime: commit events, read the projection, track sessions. */
+/** What a target needs from the runtime. */
 export interface TargetHost {
   readonly views: Projections;
   readonly sandbox: SandboxPolicy;
   readonly ids: IdSource;
+  readonly sessionIdleMs: number | null;
+  readonly actors: Actors;
+  /** Sends to actors inside the dispatcher (their records committed, their effects performed); nothing once closed. */
+  act(fn: () => void): void;
+  /** Records a fact no machine emits (a handoff computed for the next turn). */
   commit(event: DomainEvent): void;
-  sessionStarting(target: string, sessionId: string): void;
-  sessionStarted(target: string, session: LiveSession): void;
-  sessionFailed(sessionId: string, message: string): void;
 }
 
-/** A cached start or load, keyed by the session it belongs to so a dead session drops it at once. */
-interface Slot<T> {
+interface SessionSlot {
   sessionId: string;
-  promise: Promise<T>;
+  actor: SessionActor;
+  ready: Promise<LiveSession>;
+}
+
+/** A provider thread being loaded (or loaded) for one session. */
+interface ThreadLoad {
+  sessionId: string;
+  promise: Promise<LoadedThread>;
 }
 
 export class Target {
   readonly normalizer: Normalizer;
   readonly declared: ProviderCapabilities;
-  #sessions = new Map<string, Slot<LiveSession>>();
+  readonly #sessionLogic;
+  #slots = new Map<string, SessionSlot>();
   #live = new Map<string, LiveSession>();
-  #threads = new Map<string, Slot<LoadedThread>>();
-  #idleTimers = new Map<string, NodeJS.Timeout>();
+  #loads = new Map<string, ThreadLoad>();
   /** Set when the target's event stream ended: nothing it starts could ever report back. */
   #unavailable: string | null = null;
 
@@ -66,6 +77,15 @@ export class Target {
     this.normalizer = new Normalizer(id, (sessionId) => {
       const live = this.#live.get(sessionId);
       return live ?? { capabilities: this.declared, hostGeneration: 0 };
+    });
+    this.#sessionLogic = sessionMachine.provide({
+      actors: {
+        startSession: fromPromise<StartedSession, { sessionId: string; cwd: string; model: string | null; sandbox: SandboxPolicy }>(async ({ input }) => {
+          const info = await adapter.startSession(input);
+          return { capabilities: parseCapabilities(info.capabilities), hostGeneration: info.hostGeneration };
+        }),
+        stopSession: fromPromise<void, { sessionId: string }>(({ input }) => adapter.stopSession(input)),
+      },
     });
   }
 
@@ -88,147 +108,183 @@ export class Target {
   }
 
   /**
-   * A session for this app thread: shared per target, or per thread, as the capabilities
-   * say; and per model when the provider cannot switch models in a session (the thread's
-   * session for its previous model is then stopped).
+   * The session this app thread's turn runs in (see `sessionSlot`). The thread's sessions are
+   * told the model first: one that cannot switch to it retires (its own transition), and the
+   * thread gets a session started for that model.
    */
   ensureSession(threadId: string, cwd: string, model: string | null): Promise<LiveSession> {
     if (this.#unavailable) return Promise.reject(new HostUnavailableError(`${this.id} is unavailable: ${this.#unavailable}`, { target: this.id }));
-    const shared = sharesSessionAcrossThreads(this.declared);
-    const owner = shared ? "" : threadId;
-    const key = `${owner}\u0000${canSwitchModelInSession(this.declared) ? "" : (model ?? "")}`;
-    const cached = this.#sessions.get(key);
-    if (cached) return cached.promise;
-    if (!shared) {
-      for (const [other, slot] of this.#sessions) {
-        if (other.startsWith(`${owner}\u0000`)) void this.#retire(other, slot);
+    const { owner, key } = sessionSlot(this.declared, threadId, model);
+    if (owner !== "") {
+      for (const [other, slot] of this.#slots) {
+        if (other.startsWith(`${owner}\u0000`)) this.host.act(() => Actors.sendIfActive(slot.actor, { type: "USE_MODEL", model }));
       }
     }
-    const sessionId = this.host.ids.next("ses");
-    this.host.sessionStarting(this.id, sessionId);
-    const promise = this.adapter.startSession({ sessionId, cwd, model, sandbox: this.host.sandbox }).then((info) => {
-      const session: LiveSession = { sessionId, hostGeneration: info.hostGeneration, capabilities: parseCapabilities(info.capabilities) };
-      this.#live.set(sessionId, session);
-      this.host.sessionStarted(this.id, session);
-      return session;
+    const cached = this.#slots.get(key);
+    if (cached) return cached.ready;
+    const slot = this.#startSession({
+      sessionId: this.host.ids.next("ses"),
+      providerTarget: this.id,
+      provider: this.adapter.provider,
+      sandbox: this.host.sandbox,
+      cwd,
+      model,
+      declared: this.declared,
+      idleMs: this.host.sessionIdleMs,
     });
-    promise.catch((error: unknown) => {
-      if (this.#sessions.get(key)?.promise === promise) this.#sessions.delete(key);
-      this.host.sessionFailed(sessionId, redact(error instanceof Error ? error.message : String(error)));
+    this.#slots.set(key, slot);
+    return slot.ready;
+  }
+
+  #startSession(input: SessionInput): SessionSlot {
+    const { sessionId } = input;
+    const actor = this.host.actors.session(input, this.#sessionLogic);
+    const forget = () => {
+      for (const [key, slot] of this.#slots) if (slot.sessionId === sessionId) this.#slots.delete(key);
+    };
+    const ready = new Promise<LiveSession>((resolve, reject) => {
+      actor.on("ready", ({ capabilities, hostGeneration }) => {
+        const session: LiveSession = { sessionId, hostGeneration, capabilities };
+        this.#live.set(sessionId, session);
+        resolve(session);
+      });
+      actor.on("startFailed", ({ error }) => {
+        forget();
+        reject(error);
+      });
+      actor.on("stopping", ({ reason }) => (reason === "idle" ? this.dropSession(sessionId) : forget()));
+      // Stopped before it ever started (the runtime closed): nobody may wait forever.
+      actor.subscribe({ complete: () => reject(new ClosedError(`session ${sessionId}`)) });
     });
-    this.#sessions.set(key, { sessionId, promise });
-    return promise;
+    ready.catch(() => undefined);
+    return { sessionId, actor, ready };
   }
 
-  /** A thread's session replaced by one for another model: stopped once started (best effort). */
-  async #retire(key: string, slot: Slot<LiveSession>): Promise<void> {
-    this.#sessions.delete(key);
-    const session = await slot.promise.catch(() => null);
-    if (session) await this.adapter.stopSession({ sessionId: session.sessionId }).catch(() => undefined);
+  /** A turn (or a rollback) uses the session: it is not stopped for idleness meanwhile. */
+  claim(sessionId: string): void {
+    this.host.act(() => Actors.sendIfActive(this.host.actors.sessions.get(sessionId), { type: "CLAIM" }));
   }
 
-  /** A provider thread was closed: the next turn of its app thread loads a replacement. */
-  forgetThread(threadId: string): void {
-    this.#threads.delete(threadId);
+  release(sessionId: string): void {
+    this.host.act(() => Actors.sendIfActive(this.host.actors.sessions.get(sessionId), { type: "RELEASE" }));
   }
 
-  /**
-   * A session with no turn for `ms` is stopped, so its host lease is given back (and an idle
-   * host can be released). The next turn of its threads starts a new session and resumes them.
-   */
-  idleLater(sessionId: string, ms: number | null, stillIdle: () => boolean): void {
-    this.cancelIdle(sessionId);
-    if (ms === null) return;
-    const timer = setTimeout(() => {
-      this.#idleTimers.delete(sessionId);
-      if (!stillIdle() || !this.#live.has(sessionId)) return;
-      this.dropSession(sessionId);
-      void this.adapter.stopSession({ sessionId }).catch(() => undefined);
-    }, ms);
-    timer.unref();
-    this.#idleTimers.set(sessionId, timer);
-  }
-
-  cancelIdle(sessionId: string): void {
-    clearTimeout(this.#idleTimers.get(sessionId));
-    this.#idleTimers.delete(sessionId);
-  }
-
-  /** The runtime is closing: no idle timer may keep it (and its actors) alive after `close()`. */
-  cancelAllIdle(): void {
-    for (const sessionId of [...this.#idleTimers.keys()]) this.cancelIdle(sessionId);
+  /** The runtime is closing: its session actors stop (no idle deadline, no start, outlives `close()`). */
+  stopSessions(): void {
+    for (const slot of this.#slots.values()) slot.actor.stop();
+    for (const sessionId of this.#live.keys()) this.host.actors.sessions.get(sessionId)?.stop();
   }
 
   /** The session died: forget it, and every provider thread loaded in it, right now. */
   dropSession(sessionId: string): void {
-    this.cancelIdle(sessionId);
     this.#live.delete(sessionId);
-    for (const [key, slot] of this.#sessions) if (slot.sessionId === sessionId) this.#sessions.delete(key);
-    for (const [key, slot] of this.#threads) if (slot.sessionId === sessionId) this.#threads.delete(key);
+    for (const [key, slot] of this.#slots) if (slot.sessionId === sessionId) this.#slots.delete(key);
+    for (const [threadId, load] of this.#loads) {
+      if (load.sessionId !== sessionId) continue;
+      this.#loads.delete(threadId);
+      Actors.sendIfActive(this.#threadActor(threadId), { type: "UNLOAD" });
+    }
   }
 
-  /**
-   * The provider thread for an app thread, loaded once per session: resumed from the stored
-   * cursor (a required primitive), forked for a fork's first run, or created. A failed resume
-   * is never silent: it is recorded, and the new thread is rebuilt from app context.
-   */
+  /** The app thread's provider thread here is stale (broken, behind, divergent): the next turn decides again how to load it. */
+  forgetThread(threadId: string): void {
+    this.#loads.delete(threadId);
+    Actors.sendIfActive(this.host.actors.providerThreads.get(Actors.providerThreadKey(threadId, this.id)), { type: "UNLOAD" });
+  }
+
+  /** The provider-thread actor of an app thread on this target (spawned on first use). */
+  #threadActor(threadId: string): ProviderThreadActor {
+    return this.host.actors.providerThread(threadId, this.id);
+  }
+
+  /** The provider thread for an app thread in this session, loaded once per session (its machine decides how). */
   ensureThread(threadId: string, session: LiveSession): Promise<LoadedThread> {
-    const cached = this.#threads.get(threadId);
-    if (cached?.sessionId === session.sessionId) return cached.promise;
-    const promise = this.#loadThread(threadId, session);
+    const current = this.#loads.get(threadId);
+    if (current?.sessionId === session.sessionId) return current.promise;
+    // One load at a time per thread: a load for another session finishes first (then this one decides again).
+    const before = current?.promise.catch(() => undefined);
+    const promise = (before ?? Promise.resolve()).then(() => this.#load(threadId, session));
     promise.catch(() => {
-      if (this.#threads.get(threadId)?.promise === promise) this.#threads.delete(threadId);
+      if (this.#loads.get(threadId)?.promise === promise) this.#loads.delete(threadId);
     });
-    this.#threads.set(threadId, { sessionId: session.sessionId, promise });
+    this.#loads.set(threadId, { sessionId: session.sessionId, promise });
     return promise;
   }
 
-  async #loadThread(threadId: string, session: LiveSession): Promise<LoadedThread> {
+  async #load(threadId: string, session: LiveSession): Promise<LoadedThread> {
     const { views } = this.host;
-    const thread = views.threads.get(threadId)!;
+    const actor = this.#threadActor(threadId);
+    const cwd = views.threads.get(threadId)!.cwd;
+    const { situation, fork } = this.#situation(threadId, session);
+    this.host.act(() => actor.send({ type: "LOAD", situation }));
+    for (let step = actor.getSnapshot(), call = pendingCall(step); call; step = actor.getSnapshot(), call = pendingCall(step)) {
+      let handle: ProviderThreadHandle;
+      try {
+        handle =
+          call.call === "resume"
+            ? await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd, resume: { cursor: situation.stored!.resumeCursor } })
+            : call.call === "fork"
+              ? await this.adapter.forkThread!({ sessionId: session.sessionId, thread: fork!.parent, cwd, afterTurnRef: fork!.afterTurnRef })
+              : await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd });
+      } catch (error) {
+        const message = redact(error instanceof Error ? error.message : String(error));
+        // By code, not class: a host process reports it across JSON-RPC.
+        if (call.call === "resume" && isTillerError(error) && error.code === "resume_failed") this.host.act(() => actor.send({ type: "RESUME_FAILED", message }));
+        else if (call.call === "fork") this.host.act(() => actor.send({ type: "FORK_FAILED", message }));
+        else {
+          this.host.act(() => actor.send({ type: "LOAD_FAILED" }));
+          throw error;
+        }
+        if (actor.getSnapshot() === step) throw new ClosedError();
+        continue;
+      }
+      const providerThreadId = call.via === "resumed" ? situation.stored!.providerThreadId : this.host.ids.next("pth");
+      this.host.act(() => actor.send({ type: "BOUND", providerThreadId, handle, cwd }));
+      if (actor.getSnapshot() === step) throw new ClosedError();
+    }
+    const { context } = actor.getSnapshot();
+    if (!actor.getSnapshot().matches("loaded") || context.sessionId !== session.sessionId) throw new ClosedError();
+    // The app thread's cwd, whatever the adapter echoed: the runtime knows where a thread lives.
+    return { providerThreadId: context.providerThreadId!, sessionId: session.sessionId, handle: { threadRef: context.handle!.threadRef, resumeCursor: context.handle!.resumeCursor, cwd } };
+  }
+
+  /** What the provider-thread machine decides on, read from the log's projection. */
+  #situation(threadId: string, session: LiveSession) {
+    const { views } = this.host;
     const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, this.id));
-    const { sessionId } = session;
     const transfer = views.pendingTransfer(threadId);
-    const { decision, policy } = decide(providerThreadPolicy, {
+    const forking = !stored && transfer ? forkSituation(views, this.id, transfer, session.capabilities, !!this.adapter.forkThread) : null;
+    const parent = forking?.parentThread;
+    const situation: LoadSituation = {
+      sessionId: session.sessionId,
       capabilities: session.capabilities,
-      hasThread: !!stored,
+      stored: stored ? { providerThreadId: stored.providerThreadId, resumeCursor: stored.resumeCursor } : null,
       divergent: stored?.divergent ?? false,
       missedRuns: !!stored && historyRuns(views, threadId).some((r) => !stored.seenRunIds.has(r.runId)),
-      pendingFork: !!transfer,
-    } satisfies ProviderThreadSituation);
-    const fresh = async () => this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd });
-    if (policy && stored) {
-      const detail =
-        decision === "realign"
-          ? `provider thread ${stored.providerThreadId} diverged from the app after a rollback; a fresh provider thread gets the app's history`
-          : `provider thread ${stored.providerThreadId} missed runs and the provider takes no delta handoff; a fresh provider thread gets a full summary`;
-      this.host.commit(policyEvent({ threadId, runId: null }, policy, detail));
-    }
-    switch (decision) {
-      case "resume":
-        try {
-          const handle = await this.adapter.ensureProviderThread({ sessionId, cwd: thread.cwd, resume: { cursor: stored!.resumeCursor } });
-          return this.#bind(threadId, session, handle, "resumed", stored!.providerThreadId);
-        } catch (error) {
-          // By code, not class: a host process reports it across JSON-RPC.
-          if (!isTillerError(error) || error.code !== "resume_failed") throw error;
-          const message = `provider thread could not be resumed (${redact(error.message)}); rebuilding it from app context`;
-          this.host.commit({ type: "warning", threadId, runId: null, message });
-          return this.#bind(threadId, session, await fresh(), "rebuilt");
-        }
-      case "realign":
-        return this.#bind(threadId, session, await fresh(), "realigned");
-      case "refresh":
-        return this.#bind(threadId, session, await fresh(), "refreshed");
-      case "fork":
-        return this.#resolveFork(threadId, session, transfer!);
-      default:
-        return this.#bind(threadId, session, await fresh(), views.hadBrokenProviderThread(threadId, this.id) ? "replaced" : "created");
-    }
+      hadBroken: views.hadBrokenProviderThread(threadId, this.id),
+      fork:
+        forking && transfer
+          ? {
+              transferId: transfer.transferId,
+              capabilities: forking.capabilities,
+              fromInside: forking.fromInside,
+              parentRanHere: forking.parentRanHere,
+              adapterForks: forking.adapterForks,
+              hasForkPointRef: forking.hasForkPointRef,
+              why: forking.why,
+              capability: forking.capability,
+              parentProviderThreadId: forking.parentProviderThreadId,
+              runCount: forking.runCount,
+            }
+          : null,
+    };
+    // Both from the log: after a restart the adapter has never seen the parent, and must not guess where it lives.
+    const fork = parent ? { parent: { threadRef: parent.nativeThreadRef, resumeCursor: parent.resumeCursor, cwd: views.threads.get(parent.threadId)!.cwd }, afterTurnRef: forking.afterTurnRef } : null;
+    return { situation, fork };
   }
 
   /** What the next turn on this provider thread must carry (a recorded handoff, a portable fork), if anything. */
-  contextForNextTurn(threadId: string, runId: string, loaded: LoadedThread, session: LiveSession): RunContext | null {
+  contextForNextTurn(threadId: string, runId: string, loaded: LoadedThread, session: LiveSession): HandoffContext | null {
     return contextForNextTurn({
       views: this.host.views,
       threadId,
@@ -238,56 +294,5 @@ export class Target {
       commit: (event) => this.host.commit(event),
       nextHandoffId: () => this.host.ids.next("hnd"),
     });
-  }
-
-  #bind(threadId: string, session: LiveSession, handle: ProviderThreadHandle, via: DomainEventOf<"provider_thread.bound">["via"], existingId?: string): LoadedThread {
-    const providerThreadId = existingId ?? this.host.ids.next("pth");
-    // The app thread's cwd, whatever the adapter echoed: the runtime knows where a thread lives.
-    const cwd = this.host.views.threads.get(threadId)!.cwd;
-    this.host.commit({
-      type: "provider_thread.bound",
-      threadId,
-      providerThreadId,
-      providerTarget: this.id,
-      sessionId: session.sessionId,
-      nativeThreadRef: handle.threadRef,
-      resumeCursor: handle.resumeCursor,
-      via,
-    });
-    return { providerThreadId, sessionId: session.sessionId, handle: { threadRef: handle.threadRef, resumeCursor: handle.resumeCursor, cwd } };
-  }
-
-  /**
-   * Invariant 9: the fork's lineage was recorded at fork time; how it is realised is decided
-   * now, at its first run. Natively only when this provider's parent thread executed every run
-   * up to the fork point and can fork there; otherwise (or if the native fork fails) a portable,
-   * lower-fidelity fork from app context, whose context the first turn carries.
-   */
-  async #resolveFork(threadId: string, session: LiveSession, transfer: Transfer): Promise<LoadedThread> {
-    const { views } = this.host;
-    const situation = forkSituation(views, this.id, transfer, session.capabilities, !!this.adapter.forkThread);
-    const { parentThread, runs, fromInside } = situation;
-    const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
-    const resolved = (resolution: "native" | "portable", detail: string) =>
-      this.host.commit({ type: "fork.resolved", threadId, transferId: transfer.transferId, resolution, detail });
-
-    let why = situation.why;
-    if (decide(forkPolicy, situation).decision === "native") {
-      try {
-        // Both from the log: after a restart the adapter has never seen the parent, and must not guess where it lives.
-        const parent = { threadRef: parentThread!.nativeThreadRef, resumeCursor: parentThread!.resumeCursor, cwd: views.threads.get(parentThread!.threadId)!.cwd };
-        const cwd = views.threads.get(threadId)!.cwd;
-        const handle = await this.adapter.forkThread!({ sessionId: session.sessionId, thread: parent, cwd, afterTurnRef: situation.afterTurnRef });
-        resolved("native", `forked provider thread ${parentThread!.providerThreadId}`);
-        return this.#bind(threadId, session, handle, "forked");
-      } catch (error) {
-        why = `native fork failed (${redact(error instanceof Error ? error.message : String(error))})`;
-      }
-    }
-    const detail = `${why}; portable context from ${runs.length} runs, lower fidelity`;
-    this.host.commit(policyEvent({ threadId, runId: null }, "synthetic_fork", detail, capability));
-    resolved("portable", why);
-    const handle = await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd: views.threads.get(threadId)!.cwd });
-    return this.#bind(threadId, session, handle, "created");
   }
 }

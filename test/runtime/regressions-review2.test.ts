@@ -225,9 +225,9 @@ describe("s5: a sendRun reply that arrives after the turn's terminal", () => {
       const sessions = [...rt.actors.sessions.values()];
       expect(sessions).toHaveLength(1);
       const session = sessions[0]!.getSnapshot();
-      expect([session.value, session.context.activeTurns]).toEqual(["ready", 0]);
+      expect([session.value, session.context.claims]).toEqual([{ ready: "countingDown" }, 0]);
       expect(ofType(events, "session.state").map((e) => e.status)).toEqual(["running", "ready"]);
-      expect([...rt.actors.providerThreads.values()].map((a) => a.getSnapshot().value)).toEqual(["idle"]);
+      expect([...rt.actors.providerThreads.values()].map((a) => a.getSnapshot().value)).toEqual([{ loaded: "idle" }]);
 
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "two", providerTarget: "beta" })).runId);
       const r3 = await rt.sendMessage({ threadId, text: "three", providerTarget: "alpha" });
