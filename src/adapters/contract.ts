@@ -147,7 +147,7 @@ export interface ProviderSessionInfo {
 }
 
 /** Context the runtime hands a provider thread: a handoff summary or a portable fork. */
-export interface RunContext {
+export interface HandoffContext {
   kind: "handoff" | "fork" | "rebuild";
   text: string;
   /** How the provider should receive it; chosen by the runtime from the context capabilities. */
@@ -198,7 +198,7 @@ export interface SendRunInput {
   sessionId: string;
   thread: ProviderThreadAddress;
   text: string;
-  context: RunContext | null;
+  context: HandoffContext | null;
   model: string | null;
 }
 

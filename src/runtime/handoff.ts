@@ -1,5 +1,5 @@
 import type { ProviderCapabilities } from "../capabilities/schema.js";
-import type { RunContext } from "../adapters/contract.js";
+import type { HandoffContext } from "../adapters/contract.js";
 import { CapabilityUnsupportedError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { canForkNatively } from "../capabilities/predicates.js";
@@ -46,9 +46,9 @@ export function summarizeRuns(runs: readonly RunView[], maxChars: number | null,
 }
 
 /** How a provider can receive explicit context (the delivery policy's decision); null when it cannot at all. */
-export function contextDelivery(caps: ProviderCapabilities): RunContext["delivery"] | null {
+export function contextDelivery(caps: ProviderCapabilities): HandoffContext["delivery"] | null {
   const { decision } = decide(contextDeliveryPolicy, { capabilities: caps });
-  return decision === "refused" ? null : (decision as RunContext["delivery"]);
+  return decision === "refused" ? null : (decision as HandoffContext["delivery"]);
 }
 
 /** A provider that takes no context at all cannot continue a conversation it has not seen: a typed refusal. */
@@ -101,7 +101,7 @@ export interface ContextInput {
  * everything: a delta of what it missed when it has seen some of the thread (and the provider
  * takes deltas), else the whole history. A natively forked thread already holds its parent's.
  */
-export function contextForNextTurn(input: ContextInput): RunContext | null {
+export function contextForNextTurn(input: ContextInput): HandoffContext | null {
   const { views, threadId, runId, providerThread, capabilities, commit, nextHandoffId } = input;
   const history = historyRuns(views, threadId);
   const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
@@ -120,7 +120,7 @@ export function contextForNextTurn(input: ContextInput): RunContext | null {
     ? "provider_switch"
     : (byOrigin[providerThread.origin] ??
       (onlyInherited && views.transfers.get(threadId)?.resolution === "portable" ? "fork" : "provider_switch"));
-  const kind: RunContext["kind"] = reason === "fork" ? "fork" : reason === "provider_switch" ? "handoff" : "rebuild";
+  const kind: HandoffContext["kind"] = reason === "fork" ? "fork" : reason === "provider_switch" ? "handoff" : "rebuild";
   const delivery = contextDelivery(capabilities);
   if (!delivery) throw handoffRefusal(providerThread.providerTarget);
   const unconsumed = views.handoffs.get(threadId)?.filter((h) => !h.consumed && !h.superseded && h.providerThreadId === providerThread.providerThreadId) ?? [];

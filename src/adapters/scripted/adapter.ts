@@ -1,11 +1,11 @@
 import { defineCapabilities, parseCapabilities, type CapabilityOverrides, type ProviderCapabilities } from "../../capabilities/index.js";
 import { CapabilityUnsupportedError, NotFoundError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
 import type {
+  HandoffContext,
   ProviderAdapter,
   ProviderAdapterEvent,
   ProviderEvent,
   ProviderThreadHandle,
-  RunContext,
   SandboxPolicy,
   TurnAddress,
 } from "../contract.js";
@@ -71,7 +71,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     return entry.turn;
   };
 
-  async function runTurn(sessionId: string, thread: BackendThread, turn: ScriptedTurn, text: string, turnIndex: number, context: RunContext | null) {
+  async function runTurn(sessionId: string, thread: BackendThread, turn: ScriptedTurn, text: string, turnIndex: number, context: HandoffContext | null) {
     const threadRef = exposesThreadRef ? thread.id : undefined;
     const where = { ...(threadRef ? { threadRef } : {}), ...(turn.turnRef ? { turnRef: turn.turnRef } : {}) };
     const record = { turnRef: turn.turnRef ?? `turn-${turnIndex}`, userText: text, assistantText: "", status: "running" as const, context };

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { TurnTerminalStatus } from "../../domain/entities.js";
-import type { ProviderThreadSnapshot, RunContext } from "../contract.js";
+import type { HandoffContext, ProviderThreadSnapshot } from "../contract.js";
 
 /**
  * The scripted provider's own persistent state: its threads and their turns. Share one
@@ -13,7 +13,7 @@ export interface BackendTurn {
   assistantText: string;
   status: TurnTerminalStatus | "running";
   /** The explicit context (handoff, fork, rebuild) the turn was sent with. */
-  context?: RunContext | null;
+  context?: HandoffContext | null;
 }
 
 export interface BackendThread {
