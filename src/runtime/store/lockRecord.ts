@@ -23,19 +23,13 @@ const LockRecordSchema = z.object({
 });
 export type LockRecord = z.infer<typeof LockRecordSchema>;
 
-/** The `{pid, acquiredAt}` record written by earlier versions: still honoured while its process lives. */
-const LegacyRecordSchema = z.object({ pid: z.number().int().positive(), acquiredAt: z.string() });
-
 /**
  * One reading of a lock file. `id` names exactly this content: the nonce of a record, else a
  * hash of the bytes and the inode (an empty, half-written or foreign file has no nonce).
  */
-export type SeenLock =
-  | { kind: "record"; id: string; record: LockRecord }
-  | { kind: "legacy"; id: string; pid: number; acquiredAt: number }
-  | { kind: "garbage"; id: string };
+export type SeenLock = { kind: "record"; id: string; record: LockRecord } | { kind: "garbage"; id: string };
 
-export const holderPidOf = (seen: SeenLock): number => (seen.kind === "record" ? seen.record.pid : seen.kind === "legacy" ? seen.pid : 0);
+export const holderPidOf = (seen: SeenLock): number => (seen.kind === "record" ? seen.record.pid : 0);
 
 interface Self {
   pid: number;
@@ -43,21 +37,17 @@ interface Self {
   bootId: string | null;
   /** /proc is there: a pid missing from it is gone (not merely unknown). */
   proc: boolean;
-  /** Boot time in ms since the epoch (for legacy records), when known. */
-  bootedAtMs: number | null;
 }
 
 let self: Promise<Self> | undefined;
 
 function whoAmI(): Promise<Self> {
   self ??= (async () => {
-    const [startTime, bootId, procStat] = await Promise.all([
+    const [startTime, bootId] = await Promise.all([
       processStartTime(process.pid),
       readFile("/proc/sys/kernel/random/boot_id", "utf8").then((s) => s.trim() || null, () => null),
-      readFile("/proc/stat", "utf8").catch(() => ""),
     ]);
-    const btime = /^btime (\d+)$/m.exec(procStat)?.[1];
-    return { pid: process.pid, startTime, bootId, proc: startTime !== null, bootedAtMs: btime ? Number(btime) * 1000 : null };
+    return { pid: process.pid, startTime, bootId, proc: startTime !== null };
   })();
   return self;
 }
@@ -94,10 +84,7 @@ function identify(bytes: Buffer, inode: string): SeenLock {
   }
   const record = LockRecordSchema.safeParse(value);
   if (record.success) return { kind: "record", id: `n${record.data.nonce}`, record: record.data };
-  const id = `h${createHash("sha256").update(inode).update("\0").update(bytes).digest("hex").slice(0, 32)}`;
-  const legacy = LegacyRecordSchema.safeParse(value);
-  if (legacy.success) return { kind: "legacy", id, pid: legacy.data.pid, acquiredAt: Date.parse(legacy.data.acquiredAt) };
-  return { kind: "garbage", id };
+  return { kind: "garbage", id: `h${createHash("sha256").update(inode).update("\0").update(bytes).digest("hex").slice(0, 32)}` };
 }
 
 type ProcState = { state: string; startTime: string } | "gone" | "unknown";
@@ -126,9 +113,7 @@ function probe(pid: number): boolean {
 /** Does the process that wrote this still run? A zombie does not count: it holds nothing any more. */
 export async function holderAlive(seen: SeenLock): Promise<boolean> {
   if (seen.kind === "garbage") return false;
-  const me = await whoAmI();
-  if (seen.kind === "legacy") return legacyAlive(seen.pid, seen.acquiredAt, me);
-  return aliveAs(seen.record.pid, seen.record.startTime, seen.record.bootId, me);
+  return aliveAs(seen.record.pid, seen.record.startTime, seen.record.bootId, await whoAmI());
 }
 
 /** For the pid and start time a temp file carries in its name. */
@@ -142,18 +127,4 @@ async function aliveAs(pid: number, startTime: string | null, bootId: string | n
   if (proc === "unknown") return probe(pid);
   if (proc === "gone" || proc.state === "Z") return false;
   return startTime === null || proc.startTime === startTime;
-}
-
-/** A legacy record has no start time: a process that started after the lock was taken is not its holder. */
-async function legacyAlive(pid: number, acquiredAt: number, me: Self): Promise<boolean> {
-  const proc = await procState(pid, me);
-  if (proc === "unknown") {
-    if (pid === me.pid) return !(acquiredAt < Date.now() - process.uptime() * 1000);
-    return probe(pid);
-  }
-  if (proc === "gone" || proc.state === "Z") return false;
-  if (me.bootedAtMs === null || Number.isNaN(acquiredAt)) return true;
-  // USER_HZ is 100 on Linux; a second of slack covers the rounding.
-  const startedAtMs = me.bootedAtMs + Number(proc.startTime) * 10;
-  return startedAtMs <= acquiredAt + 1000;
 }
