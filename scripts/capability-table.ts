@@ -4,9 +4,9 @@ import { codexCapabilities } from "../src/adapters/codex/capabilities.js";
 import type { ProviderCapabilities } from "../src/capabilities/index.js";
 
 /**
- * The README's capability table: for each group, what each real provider's record lacks
- * (false flags) and its non-boolean values, from the records themselves. The README test
- * checks that the table there is this one; `npx tsx scripts/capability-table.ts` prints it.
+ * The capability table of docs/providers.md: for each group, what each real provider's record
+ * lacks (false flags) and its non-boolean values, from the records themselves. `npm run docs`
+ * writes it there and the docs tests check it; `npx tsx scripts/capability-table.ts` prints it.
  */
 
 const providers: Array<[string, ProviderCapabilities]> = [
