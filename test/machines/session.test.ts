@@ -1,0 +1,196 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createActor, fromPromise } from "xstate";
+import { defineCapabilities, fullCapabilities, type ProviderCapabilities } from "../../src/capabilities/index.js";
+import type { DomainEvent } from "../../src/domain/events.js";
+import { sessionMachine, type SessionInput, type SessionSignal, type StartedSession } from "../../src/machines/session.js";
+
+/**
+ * The session machine alone (createActor, its records and signals), with the provider calls
+ * it invokes as controllable promises and the clock faked (the idle deadline is a clock
+ * boundary). Expectations come from the session lifecycle of the domain model: a session
+ * starts, is ready, runs while a turn uses it, stops after the idle time, retires for a model
+ * it cannot switch to, and ends when the provider says it stopped or failed.
+ */
+
+const IDLE_MS = 60_000;
+const noSwitch = defineCapabilities({ sessions: { supportsModelSwitchInSession: false, supportsMultipleProviderThreadsPerSession: false } });
+
+interface Harness {
+  actor: ReturnType<typeof createActor<typeof sessionMachine>>;
+  records: DomainEvent[];
+  signals: SessionSignal[];
+  stops: string[];
+  start: { resolve(value: StartedSession): void; reject(error: unknown): void };
+}
+
+function open(overrides: Partial<SessionInput> = {}, snapshot?: unknown): Harness {
+  const records: DomainEvent[] = [];
+  const signals: SessionSignal[] = [];
+  const stops: string[] = [];
+  let start!: Harness["start"];
+  const logic = sessionMachine.provide({
+    actors: {
+      startSession: fromPromise<StartedSession, { sessionId: string }>(() => new Promise((resolve, reject) => (start = { resolve, reject }))),
+      stopSession: fromPromise<void, { sessionId: string }>(async ({ input }) => void stops.push(input.sessionId)),
+    },
+  });
+  const input: SessionInput = {
+    sessionId: "ses_1",
+    providerTarget: "alpha",
+    provider: "scripted",
+    sandbox: "workspace-write",
+    cwd: "/work",
+    model: "model-a",
+    declared: fullCapabilities(),
+    idleMs: IDLE_MS,
+    ...overrides,
+  };
+  const actor = createActor(logic, snapshot ? { input, snapshot: snapshot as never } : { input });
+  actor.on("*", (emitted) => {
+    if (emitted.type === "record") records.push(emitted.event);
+    else if (emitted.type === "ready" || emitted.type === "startFailed" || emitted.type === "stopping") signals.push(emitted);
+  });
+  actor.start();
+  return { actor, records, signals, stops, start: { resolve: (v) => start.resolve(v), reject: (e) => start.reject(e) } };
+}
+
+/** Lets the invoked promise settle and the machine take its result. */
+const settled = () => vi.advanceTimersByTimeAsync(0);
+
+async function started(h: Harness, capabilities: ProviderCapabilities = fullCapabilities()): Promise<void> {
+  h.start.resolve({ capabilities, hostGeneration: 3 });
+  await settled();
+}
+
+const statuses = (records: DomainEvent[]) => records.flatMap((r) => (r.type === "session.state" ? [r.status] : []));
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+  vi.setSystemTime(1_000_000);
+});
+afterEach(() => vi.useRealTimers());
+
+describe("session machine", () => {
+  it("starts by its invoked provider call: records the record it announced, signals ready, and arms the idle deadline", async () => {
+    const h = open();
+    expect(h.actor.getSnapshot().value).toBe("starting");
+    await started(h);
+    expect(h.records[0]).toMatchObject({ type: "session.started", sessionId: "ses_1", providerTarget: "alpha", hostGeneration: 3 });
+    expect(h.signals).toEqual([{ type: "ready", sessionId: "ses_1", capabilities: fullCapabilities(), hostGeneration: 3 }]);
+    expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
+    expect(h.actor.getSnapshot().context.deadline).toBe(1_000_000 + IDLE_MS);
+  });
+
+  it("a provider without plan updates or approvals gets its session-wide degradations recorded once, at start", async () => {
+    const h = open();
+    const approvals = { supportsCommandApproval: false, supportsFileReadApproval: false, supportsFileChangeApproval: false, supportsApplyPatchApproval: false };
+    await started(h, defineCapabilities({ planning: { emitsPlanUpdated: false }, approvals }));
+    const policies = h.records.flatMap((r) => (r.type === "policy.applied" ? [r.policy] : []));
+    expect(policies).toEqual(["approvals_by_sandbox", "no_plan_artifacts"]);
+    expect(h.records.find((r) => r.type === "policy.applied")).toMatchObject({ threadId: null, detail: expect.stringContaining("workspace-write") });
+  });
+
+  it("a failed start ends in error: the caller gets the provider's own error, the log a redacted message", async () => {
+    const h = open();
+    const error = Object.assign(new Error("spawn failed: token=sk-ant-abcdefghijklmnopqrstuvwx"), { code: "host_unavailable" });
+    h.start.reject(error);
+    await settled();
+    expect(h.actor.getSnapshot().status).toBe("done");
+    expect(h.signals).toEqual([{ type: "startFailed", sessionId: "ses_1", error }]);
+    const state = h.records.find((r) => r.type === "session.state");
+    expect(state).toMatchObject({ status: "error" });
+    expect(JSON.stringify(state)).not.toContain("sk-ant-abcdefghijklmnopqrstuvwx");
+  });
+
+  it("stops itself once idle past its deadline, and gives its host lease back through the provider", async () => {
+    const h = open();
+    await started(h);
+    await vi.advanceTimersByTimeAsync(IDLE_MS - 1);
+    expect(h.stops).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.actor.getSnapshot().value).toBe("idleStopping");
+    expect(h.signals.at(-1)).toEqual({ type: "stopping", sessionId: "ses_1", reason: "idle" });
+    expect(h.stops).toEqual(["ses_1"]);
+    // The provider's own word ends it.
+    h.actor.send({ type: "STOPPED", message: null });
+    expect(h.actor.getSnapshot().value).toBe("stopped");
+    expect(statuses(h.records)).toEqual(["stopped"]);
+  });
+
+  it("is never stopped while claimed: the deadline starts again when the last claim is released", async () => {
+    const h = open();
+    await started(h);
+    await vi.advanceTimersByTimeAsync(IDLE_MS / 2);
+    h.actor.send({ type: "CLAIM" });
+    h.actor.send({ type: "CLAIM" });
+    expect(h.actor.getSnapshot().value).toBe("running");
+    await vi.advanceTimersByTimeAsync(IDLE_MS * 3);
+    h.actor.send({ type: "RELEASE" });
+    expect(h.actor.getSnapshot().value).toBe("running");
+    h.actor.send({ type: "RELEASE" });
+    expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
+    expect(statuses(h.records)).toEqual(["running", "ready"]);
+    await vi.advanceTimersByTimeAsync(IDLE_MS - 1);
+    expect(h.stops).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.stops).toEqual(["ses_1"]);
+  });
+
+  it("with idle release turned off, it waits for turns for ever", async () => {
+    const h = open({ idleMs: null });
+    await started(h);
+    expect(h.actor.getSnapshot().value).toEqual({ ready: "held" });
+    await vi.advanceTimersByTimeAsync(10 * IDLE_MS);
+    expect(h.stops).toEqual([]);
+  });
+
+  it("restored from a persisted snapshot, it stops at the deadline it had, not a fresh one", async () => {
+    const first = open();
+    await started(first);
+    await vi.advanceTimersByTimeAsync(IDLE_MS / 2);
+    const persisted = first.actor.getPersistedSnapshot();
+    first.actor.stop();
+    const h = open({}, persisted);
+    h.actor.send({ type: "RESTORED" });
+    await vi.advanceTimersByTimeAsync(IDLE_MS / 2 - 1);
+    expect(h.stops).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(h.stops).toEqual(["ses_1"]);
+  });
+
+  it("retires when its thread asks for a model the provider cannot switch to in session; keeps running otherwise", async () => {
+    const switching = open();
+    await started(switching);
+    switching.actor.send({ type: "USE_MODEL", model: "model-b" });
+    expect(switching.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
+
+    const h = open({ declared: noSwitch });
+    await started(h, noSwitch);
+    h.actor.send({ type: "USE_MODEL", model: "model-a" });
+    expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
+    h.actor.send({ type: "USE_MODEL", model: "model-b" });
+    expect(h.actor.getSnapshot().value).toBe("retiring");
+    expect(h.signals.at(-1)).toEqual({ type: "stopping", sessionId: "ses_1", reason: "retired" });
+    await settled();
+    expect(h.stops).toEqual(["ses_1"]);
+  });
+
+  it("asked to retire while still starting, it retires as soon as it started (its start still recorded)", async () => {
+    const h = open({ declared: noSwitch });
+    h.actor.send({ type: "USE_MODEL", model: "model-b" });
+    await started(h, noSwitch);
+    expect(h.records[0]).toMatchObject({ type: "session.started" });
+    expect(h.actor.getSnapshot().value).toBe("retiring");
+    expect(h.stops).toEqual(["ses_1"]);
+  });
+
+  it("ends in error when the provider says the session failed, whatever it was doing", async () => {
+    const h = open();
+    await started(h);
+    h.actor.send({ type: "CLAIM" });
+    h.actor.send({ type: "FAILED", message: "host exited" });
+    expect(h.actor.getSnapshot().value).toBe("error");
+    expect(h.actor.getSnapshot().context.lastError).toBe("host exited");
+    expect(statuses(h.records)).toEqual(["running", "error"]);
+  });
+});
