@@ -30,8 +30,8 @@ export type HostSpawning = z.infer<typeof SpawningSchema>;
 
 export const HostRecordsSchema = z.strictObject({
   schemaVersion: z.literal(1),
-  /** Starts announced and not yet recorded (absent in documents written before announcements). */
-  spawning: z.array(SpawningSchema).optional(),
+  /** Starts announced and not yet recorded. */
+  spawning: z.array(SpawningSchema),
   hosts: z.array(
     z.strictObject({
       hostKey: z.string(),
@@ -51,7 +51,7 @@ export class HostRecordStore {
   private constructor(private readonly doc: StateDocument<HostRecords>) {}
 
   static async open(dataDir: string): Promise<HostRecordStore> {
-    const doc = await openStateDocument(join(dataDir, "runtimes", "hosts.json"), HostRecordsSchema, () => ({ schemaVersion: 1 as const, hosts: [] }));
+    const doc = await openStateDocument(join(dataDir, "runtimes", "hosts.json"), HostRecordsSchema, () => ({ schemaVersion: 1 as const, spawning: [], hosts: [] }));
     return new HostRecordStore(doc);
   }
 
@@ -61,20 +61,20 @@ export class HostRecordStore {
 
   /** Durable before the host is spawned: a crash from here on leaves a trace of it. */
   announce(spawning: HostSpawning): Promise<void> {
-    return this.doc.update((d) => void (d.spawning = [...(d.spawning ?? []), spawning]));
+    return this.doc.update((d) => void (d.spawning = [...d.spawning, spawning]));
   }
 
   /** The host's record, replacing its announcement (by instance) in the same write. */
   add(record: HostRecord, instance?: string): Promise<void> {
     return this.doc.update((d) => {
       d.hosts.push(record);
-      if (instance !== undefined) d.spawning = (d.spawning ?? []).filter((s) => s.instance !== instance);
+      if (instance !== undefined) d.spawning = d.spawning.filter((s) => s.instance !== instance);
     });
   }
 
   /** An announced start that made no process (the spawn failed). */
   withdraw(instance: string): Promise<void> {
-    return this.doc.update((d) => void (d.spawning = (d.spawning ?? []).filter((s) => s.instance !== instance)));
+    return this.doc.update((d) => void (d.spawning = d.spawning.filter((s) => s.instance !== instance)));
   }
 
   remove(pid: number, generation: number): Promise<void> {
@@ -98,7 +98,7 @@ export class HostRecordStore {
         gone.push(record);
       }
     }
-    const announced = this.doc.data.spawning ?? [];
+    const announced = this.doc.data.spawning;
     if (announced.length > 0) {
       for (const found of await processesMarked(announced)) {
         if (!(await isSameProcess(found.pid, found.startTime))) continue;
@@ -108,7 +108,7 @@ export class HostRecordStore {
     }
     await this.doc.update((d) => {
       d.hosts = [];
-      if (d.spawning) d.spawning = [];
+      d.spawning = [];
     });
     return { reaped, gone };
   }
