@@ -58,6 +58,14 @@ export type SessionSignal =
   | { type: "startFailed"; sessionId: string; error: unknown }
   | { type: "stopping"; sessionId: string; reason: "idle" | "retired" };
 
+/** What starting a session takes. */
+export interface StartSessionInput {
+  sessionId: string;
+  cwd: string;
+  model: string | null;
+  sandbox: SandboxPolicy;
+}
+
 export interface StartedSession {
   capabilities: ProviderCapabilities;
   hostGeneration: number;
@@ -81,7 +89,7 @@ export const sessionMachine = setup({
   },
   actors: {
     /** Starts the provider session (rejects with the provider's typed error). */
-    startSession: fromPromise<StartedSession, { sessionId: string; cwd: string; model: string | null; sandbox: SandboxPolicy }>(async () => {
+    startSession: fromPromise<StartedSession, StartSessionInput>(async () => {
       throw new Error("startSession is provided by the provider target");
     }),
     /** Asks the provider to stop the session; the provider's own `stopped` ends it. */

@@ -6,7 +6,7 @@ import type { DomainEvent } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
 import type { IdSource } from "../domain/ids.js";
 import { pendingCall, type LoadSituation } from "../machines/providerThread.js";
-import { sessionMachine, sessionSlot, type SessionInput, type StartedSession } from "../machines/session.js";
+import { sessionMachine, sessionSlot, type SessionInput, type StartedSession, type StartSessionInput } from "../machines/session.js";
 import { Actors, type ProviderThreadActor, type SessionActor } from "./actors.js";
 import { contextForNextTurn, forkSituation, historyRuns } from "./handoff.js";
 import { Normalizer } from "./normalizer.js";
@@ -80,7 +80,7 @@ export class Target {
     });
     this.#sessionLogic = sessionMachine.provide({
       actors: {
-        startSession: fromPromise<StartedSession, { sessionId: string; cwd: string; model: string | null; sandbox: SandboxPolicy }>(async ({ input }) => {
+        startSession: fromPromise<StartedSession, StartSessionInput>(async ({ input }) => {
           const info = await adapter.startSession(input);
           return { capabilities: parseCapabilities(info.capabilities), hostGeneration: info.hostGeneration };
         }),

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createActor, fromPromise } from "xstate";
 import { defineCapabilities, fullCapabilities, type ProviderCapabilities } from "../../src/capabilities/index.js";
 import type { DomainEvent } from "../../src/domain/events.js";
-import { sessionMachine, type SessionInput, type SessionSignal, type StartedSession } from "../../src/machines/session.js";
+import { sessionMachine, type SessionInput, type SessionSignal, type StartedSession, type StartSessionInput } from "../../src/machines/session.js";
 
 /**
  * The session machine alone (createActor, its records and signals), with the provider calls
@@ -30,7 +30,7 @@ function open(overrides: Partial<SessionInput> = {}, snapshot?: unknown): Harnes
   let start!: Harness["start"];
   const logic = sessionMachine.provide({
     actors: {
-      startSession: fromPromise<StartedSession, { sessionId: string }>(() => new Promise((resolve, reject) => (start = { resolve, reject }))),
+      startSession: fromPromise<StartedSession, StartSessionInput>(() => new Promise((resolve, reject) => (start = { resolve, reject }))),
       stopSession: fromPromise<void, { sessionId: string }>(async ({ input }) => void stops.push(input.sessionId)),
     },
   });
