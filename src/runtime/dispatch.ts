@@ -8,6 +8,7 @@ import type { MachineEmitted, Outcome } from "../machines/emitted.js";
 import { Actors } from "./actors.js";
 import { Checkpoints } from "./checkpoints/checkpoints.js";
 import { Effects } from "./effects.js";
+import { Inbound } from "./ingest/inbound.js";
 import type { RollbackReceipt } from "./rollback.js";
 import { Projections, type RequestView } from "./projections.js";
 import type { EventLog } from "./store/eventLog.js";
@@ -40,10 +41,13 @@ export class Dispatcher implements TargetHost {
   readonly targets = new Map<string, Target>();
   readonly actors: Actors;
   readonly effects: Effects;
+  readonly inbound: Inbound;
   readonly checkpoints: Checkpoints;
   /** The latest rollback started per thread (the API awaits its receipt). */
   readonly rollbacks = new Map<string, Promise<RollbackReceipt>>();
   #outcomes: Outcome[] = [];
+  /** How deep inside `run` the dispatcher is (0: outside, where no fact may be committed). */
+  #depth = 0;
   #runWaiters = new Map<string, Array<{ resolve: () => void; reject: (error: unknown) => void }>>();
   #closed = false;
   /** Set when a commit failed (the log broke): nothing can be recorded safely any more. */
@@ -55,6 +59,7 @@ export class Dispatcher implements TargetHost {
   ) {
     this.actors = new Actors((emitted) => this.#onEmitted(emitted), options.inspect);
     this.effects = new Effects(this);
+    this.inbound = new Inbound(this, this.effects);
     this.checkpoints = new Checkpoints(options.dataDir, options.checkpoints, {
       views: this.views,
       ids: options.ids,
@@ -102,8 +107,17 @@ export class Dispatcher implements TargetHost {
     for (const waiter of waiters) waiter.reject(this.fault);
   }
 
-  /** Append an event, fold it, and react to it (spawn actors, settle requests, wake waiters). */
+  /**
+   * The one write path for facts no machine emits: only inside the dispatcher (`run`/`act`),
+   * so what they cause (actors told, effects performed) happens in order, in one step.
+   */
   commit(event: DomainEvent): void {
+    if (this.#depth === 0) throw new Error(`internal: ${event.type} committed outside the dispatcher`);
+    this.#append(event);
+  }
+
+  /** Append an event, fold it, and react to it (spawn actors, settle requests, wake waiters). */
+  #append(event: DomainEvent): void {
     const record = this.log.append(event);
     this.views.apply(record);
     switch (event.type) {
@@ -150,11 +164,13 @@ export class Dispatcher implements TargetHost {
     const outer = this.#outcomes;
     const mine: Outcome[] = [];
     this.#outcomes = mine;
+    this.#depth += 1;
     try {
       fn();
       this.effects.drain();
       return mine;
     } finally {
+      this.#depth -= 1;
       this.#outcomes = outer;
     }
   }
@@ -167,7 +183,7 @@ export class Dispatcher implements TargetHost {
   commitLate(event: DomainEvent): void {
     if (this.fault !== undefined) return;
     try {
-      this.commit(event);
+      this.#append(event);
     } catch {
       // The log is closed: recovery treats the work as unrecorded.
     }
@@ -204,9 +220,10 @@ export class Dispatcher implements TargetHost {
     try {
       switch (emitted.type) {
         case "record":
-          return this.commit(emitted.event);
+          // A machine's own record: inside the dispatcher, or the result of an actor it invoked.
+          return this.#append(emitted.event);
         case "settle":
-          return this.effects.settleAttempt(emitted);
+          return this.inbound.settleAttempt(emitted);
         case "effect":
           return this.effects.enqueue(emitted.effect);
         case "outcome":
@@ -239,7 +256,7 @@ export class Dispatcher implements TargetHost {
   #runEnded(runId: string): void {
     const actor = this.actors.runs.get(runId);
     this.actors.runs.delete(runId);
-    if (actor) this.effects.releaseRun(actor.getSnapshot().context);
+    if (actor) this.inbound.releaseRun(actor.getSnapshot().context);
     const waiters = this.#runWaiters.get(runId);
     this.#runWaiters.delete(runId);
     waiters?.forEach((w) => w.resolve());

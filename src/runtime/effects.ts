@@ -1,18 +1,15 @@
-import type { ProviderThreadAddress } from "../adapters/contract.js";
+import type { HandoffContext, ProviderThreadAddress } from "../adapters/contract.js";
 import { isTillerError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
-import { closesMessagesAtRootTerminal, interruptWaitsForTurnStart } from "../capabilities/predicates.js";
-import { policyEvent, type Effect, type MachineEmitted } from "../machines/emitted.js";
-import { ownsRun, type RunContext, type RunEvent } from "../machines/run.js";
+import { interruptWaitsForTurnStart } from "../capabilities/predicates.js";
+import type { Effect } from "../machines/emitted.js";
+import { ownsRun } from "../machines/run.js";
 import { Actors } from "./actors.js";
-import type { Routed } from "./normalizer.js";
 import { performRollback, type RollbackHost, type RollbackReceipt } from "./rollback.js";
 import type { Target } from "./targets.js";
+import type { AttemptTracking } from "./ingest/inbound.js";
 import { TurnStarts } from "./turnStarts.js";
-import { readFrame, safeString } from "./frames.js";
 import { TurnWatchdog, withinLimit } from "./watchdog.js";
-
-type Settle = Extract<MachineEmitted, { type: "settle" }>;
 
 /** What effects need of the runtime beyond rollback's port: lifecycle, settings, and where errors with no caller go. */
 export interface EffectsHost extends RollbackHost {
@@ -33,11 +30,12 @@ const TERMINAL_GRACE_MS = 1_000;
 const INTERRUPT_RETRY_PAUSES_MS = [25, 50, 100, 200, 400];
 
 /**
- * Performs what machines ask for. Effects between actors run synchronously, in order,
- * after the event that caused them; provider calls run asynchronously and report back to
- * the actors as events. Every provider call is tracked so `close()` can wait for it.
+ * The one way out: performs what machines ask for. Effects between actors run synchronously,
+ * in order, after the event that caused them; provider calls run asynchronously and report
+ * back to the actors as events. Every provider call is tracked so `close()` can wait for it.
+ * (Provider events come in through `ingest/`.)
  */
-export class Effects {
+export class Effects implements AttemptTracking {
   #queue: Effect[] = [];
   #inflight = new Set<Promise<unknown>>();
   /** Which attempts' turns the provider has announced (interrupts wait on it). */
@@ -124,7 +122,8 @@ export class Effects {
       if (rt.views.runs.get(runId)?.attempts.length === 1) await rt.checkpoints.baseline(runId, target.capabilities());
       const model = rt.views.runs.get(runId)!.model;
       const session = await target.ensureSession(threadId, thread.cwd, model);
-      target.claim((claimed = session.sessionId));
+      claimed = session.sessionId;
+      rt.act(() => target.claim(session.sessionId));
       rt.act(() => {
         rt.actors.runs.get(runId)?.send({ type: "SESSION_BOUND", capabilities: session.capabilities });
         rt.actors.threads.get(threadId)?.send({ type: "RUN_CAPABILITIES", runId, capabilities: session.capabilities });
@@ -132,7 +131,7 @@ export class Effects {
       const loaded = await target.ensureThread(threadId, session);
       const run = rt.actors.runs.get(runId);
       if (!run || run.getSnapshot().context.activeAttemptId !== attemptId) {
-        target.release(session.sessionId);
+        rt.act(() => target.release(session.sessionId));
         return; // cancelled meanwhile
       }
       const rootNodeId = run.getSnapshot().context.attempts.find((a) => a.attemptId === attemptId)!.rootNodeId;
@@ -151,7 +150,9 @@ export class Effects {
         run.send({ type: "PROVIDER", attemptId, event: rootStarted });
         Actors.sendIfActive(rt.actors.providerThread(threadId, target.id), { type: "TURN_BEGAN" });
       });
-      const context = target.contextForNextTurn(threadId, runId, loaded, session);
+      // The handoff it carries is recorded first (once, inside the dispatcher).
+      let context: HandoffContext | null = null;
+      rt.run(() => void (context = target.contextForNextTurn(threadId, runId, loaded, session)));
       sent = { sessionId: session.sessionId, thread: loaded.handle };
       // Silence counts from here: starting a host or a session has its own timeouts.
       this.#watch(runId, attemptId);
@@ -167,7 +168,8 @@ export class Effects {
         }
       });
     } catch (error) {
-      if (claimed) target.release(claimed);
+      const unclaimed = claimed;
+      if (unclaimed) rt.act(() => target.release(unclaimed));
       const failure = {
         failureClass: isTillerError(error) ? error.code : "provider_error",
         message: redact(error instanceof Error ? error.message : String(error)),
@@ -330,152 +332,23 @@ export class Effects {
     }
   }
 
-  /**
-   * Consumes a target's event stream: validate, normalize, route. One bad frame never stops
-   * it; if the stream itself ends or fails, the target's sessions are lost (their runs fail,
-   * never stay running) and the target refuses new sessions.
-   */
-  async pump(target: Target): Promise<void> {
-    const { rt } = this;
-    const warn = (message: string) => rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message: redact(message) }));
-    let ended = "provider event stream ended";
-    try {
-      for await (const frame of target.adapter.streamEvents()) {
-        if (rt.closed) return;
-        const read = readFrame(frame);
-        if (!read.ok) {
-          warn(`protocol_error: ${target.id} sent an invalid ${read.type} event: ${read.why}`);
-          continue;
-        }
-        const { sessionId, event } = read;
-        try {
-          rt.act(() => this.route(target, sessionId, target.normalizer.ingest(sessionId, event)));
-        } catch (error) {
-          warn(`${target.id} ${event.type} could not be applied: ${safeString(error)}`);
-        }
-      }
-    } catch (error) {
-      ended = `provider event stream failed: ${String(error)}`;
-    }
-    if (rt.closed) return;
-    target.markUnavailable(ended);
-    warn(`${target.id}: ${ended}`);
-    for (const session of target.liveSessions()) rt.act(() => this.#sessionLost(target, session.sessionId, "error", ended));
+  // ---- what the inbound pipeline tells about attempts (its AttemptTracking port) ----
+
+  /** The provider said something for this attempt: its turn has started, and it is not silent. */
+  sawEvent(attemptId: string): void {
+    this.turns.sawEvent(attemptId);
+    this.watchdog.touch(attemptId);
   }
 
-  /** Normalizer output -> actors. Events for runs that already ended are recorded as fenced. */
-  route(target: Target, sessionId: string, routed: Routed[]): void {
-    const { rt } = this;
-    for (const r of routed) {
-      switch (r.to) {
-        case "log":
-          rt.commit(r.event);
-          break;
-        case "request":
-          rt.actors.requests.get(r.requestId)?.send({ type: "PROVIDER_RESOLVED", outcome: r.outcome });
-          break;
-        case "fenced": {
-          const { threadId, runId, attemptId, providerEventType } = r;
-          rt.commit({ type: "event.fenced", threadId, runId, attemptId, providerEventType });
-          break;
-        }
-        case "session":
-          this.#sessionLost(target, sessionId, r.state, r.message);
-          break;
-        case "run": {
-          if ("attemptId" in r.event && typeof r.event.attemptId === "string") {
-            this.turns.sawEvent(r.event.attemptId);
-            this.watchdog.touch(r.event.attemptId);
-          }
-          const actor = rt.actors.runs.get(r.runId);
-          // Streamed deltas are the bulk of all traffic: the run's own fencing predicate decides
-          // them here, without a machine step (they change no run state). Everything else,
-          // including fenced deltas, goes through the run actor.
-          if (actor && isStreamDelta(r.event) && ownsRun(actor.getSnapshot().context, r.event.attemptId)) {
-            rt.commit(r.event.event);
-          } else if (actor) {
-            actor.send(r.event);
-          } else if ("attemptId" in r.event) {
-            const run = rt.views.runs.get(r.runId);
-            if (run) rt.commit({ type: "event.fenced", threadId: run.threadId, runId: r.runId, attemptId: r.event.attemptId, providerEventType: eventName(r.event) });
-          }
-          break;
-        }
-      }
-    }
+  /** The attempt's completion barrier ran: nothing waits on its turn any more. */
+  attemptEnded(attemptId: string): void {
+    this.turns.ended(attemptId);
+    this.#unwatch(attemptId);
   }
 
-  #sessionLost(target: Target, sessionId: string, state: "stopped" | "error", message: string | null): void {
-    const { rt } = this;
-    const lost = state === "stopped" ? { type: "STOPPED" as const, message } : { type: "FAILED" as const, message: message ?? "session error" };
-    Actors.sendIfActive(rt.actors.sessions.get(sessionId), lost);
-    target.dropSession(sessionId);
-    // Whatever this session asked can never be answered now: not resumable, not merely cancelled.
-    for (const request of [...rt.actors.requests.values()]) {
-      const cap = request.getSnapshot().context.responseCapability;
-      if (cap.kind === "live" && cap.sessionId === sessionId) request.send({ type: "EXPIRE", reason: `not_resumable: provider session ${state} (${(message ?? "no detail").split("\n")[0]})` });
-    }
-    for (const actor of [...rt.actors.runs.values()]) {
-      const ctx = actor.getSnapshot().context;
-      const attemptId = ctx.activeAttemptId ?? ctx.supersededAttemptId;
-      const binding = attemptId ? target.normalizer.binding(attemptId) : undefined;
-      // The run's failure says what happened; the session's own record keeps the full report (recent host frames).
-      if (binding?.sessionId === sessionId) actor.send({ type: "SESSION_LOST", message: message?.split("\n")[0] ?? `provider session ${state}` });
-    }
+  /** Its run ended: its bookkeeping goes. */
+  forgetAttempt(attemptId: string): void {
+    this.turns.forget(attemptId);
+    this.#unwatch(attemptId);
   }
-
-  /** Completion barrier: close the attempt's open nodes, then cancel its pending requests. */
-  settleAttempt(settle: Settle): void {
-    const { rt } = this;
-    this.turns.ended(settle.attemptId);
-    this.#unwatch(settle.attemptId);
-    const target = this.#targetOfRun(settle.runId);
-    const open = target.normalizer.takeOpenNodes(settle.attemptId);
-    const binding = target.normalizer.binding(settle.attemptId);
-    const caps = (binding && target.session(binding.sessionId)?.capabilities) ?? target.capabilities();
-    if (closesMessagesAtRootTerminal(caps) && open.some((n) => n.kind === "assistant_message")) {
-      const detail = "the provider sends no message-completed events: its assistant messages are closed at the root terminal";
-      rt.commit(policyEvent(settle, "messages_closed_at_terminal", detail));
-    }
-    // Messages, plans and todo lists end with their turn; a tool or request still open at a
-    // completed turn never finished, so it is cancelled.
-    const endsWithTurn = new Set(["root_turn", "assistant_message", "reasoning", "plan", "todo_list", "proposed_plan"]);
-    const closing = open.map((n) => ({ nodeId: n.nodeId, kind: n.kind as string }));
-    // A node whose provider completion was fenced (it came after the attempt was superseded) is
-    // closed for the normalizer but still streams in the read model: close it too.
-    const known = new Set(closing.map((n) => n.nodeId));
-    for (const item of rt.views.runs.get(settle.runId)?.items ?? []) {
-      if (item.attemptId === settle.attemptId && item.status === "streaming" && !known.has(item.id)) closing.push({ nodeId: item.id, kind: item.kind });
-    }
-    for (const node of closing) {
-      const status = endsWithTurn.has(node.kind) || settle.status !== "completed" ? settle.status : "cancelled";
-      const { threadId, runId } = settle;
-      rt.commit({ type: "node.completed", threadId, runId, nodeId: node.nodeId, status, text: null, output: null, exitCode: null, settledBy: "runtime" });
-    }
-    for (const request of [...rt.actors.requests.values()]) {
-      if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
-    }
-    if (binding) {
-      Actors.sendIfActive(rt.actors.providerThread(binding.threadId, target.id), { type: "TURN_ENDED" });
-      target.release(binding.sessionId);
-    }
-  }
-
-  /** A run ended: drop its attempts' correlation state. */
-  releaseRun(context: RunContext): void {
-    const target = this.#targetOfRun(context.runId);
-    for (const attempt of context.attempts) {
-      target.normalizer.release(attempt.attemptId);
-      this.turns.forget(attempt.attemptId);
-      this.#unwatch(attempt.attemptId);
-    }
-  }
-}
-
-function isStreamDelta(event: RunEvent): event is Extract<RunEvent, { type: "PROVIDER" }> {
-  return event.type === "PROVIDER" && event.event.type === "node.delta";
-}
-
-function eventName(event: { type: string; event?: { type: string } }): string {
-  return event.event ? event.event.type : event.type;
 }

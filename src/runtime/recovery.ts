@@ -47,7 +47,7 @@ export async function restoreRuntime(d: Dispatcher, log: EventLog<DomainEvent>):
     d.spawnThread(thread.threadId, thread.runs.length + 1, queued.map((r) => ({ runId: r.runId, capabilities: capabilities.get(r.providerTarget)! })));
     for (const run of queued) d.spawnRun(run.runId);
   }
-  const pumps = [...d.targets.values()].map((target) => d.effects.pump(target));
+  const pumps = [...d.targets.values()].map((target) => d.inbound.pump(target));
   d.run(() => {
     for (const actor of d.actors.threads.values()) actor.send({ type: "RESUME" });
   });

@@ -145,7 +145,7 @@ async function restoreFiles(rt: RollbackHost, announce: Omit<RestoreStarted, "ty
   let announced: ChangedFile[] | null = null;
   try {
     return await rt.checkpoints.restore(checkpointId, async (files) => {
-      rt.commit({ type: "checkpoint.restore_started", ...announce, files });
+      rt.run(() => rt.commit({ type: "checkpoint.restore_started", ...announce, files }));
       announced = files;
       await rt.whenDurable();
     });
@@ -233,11 +233,11 @@ async function rollbackProvider(rt: RollbackHost, plan: RollbackPlan): Promise<v
   const thread = rt.views.threads.get(record.threadId)!;
   const session = await target.ensureSession(thread.threadId, thread.cwd, plan.laterRuns.at(-1)?.model ?? thread.model);
   // Claimed while the provider rolls back: an idle deadline must not stop the session under it.
-  target.claim(session.sessionId);
+  rt.act(() => target.claim(session.sessionId));
   try {
     await rollbackIn(rt, plan, target, thread, session);
   } finally {
-    target.release(session.sessionId);
+    rt.act(() => target.release(session.sessionId));
   }
 }
 

@@ -160,13 +160,13 @@ export class Target {
     return { sessionId, actor, ready };
   }
 
-  /** A turn (or a rollback) uses the session: it is not stopped for idleness meanwhile. */
+  /** A turn (or a rollback) uses the session: it is not stopped for idleness meanwhile (inside the dispatcher). */
   claim(sessionId: string): void {
-    this.host.act(() => Actors.sendIfActive(this.host.actors.sessions.get(sessionId), { type: "CLAIM" }));
+    Actors.sendIfActive(this.host.actors.sessions.get(sessionId), { type: "CLAIM" });
   }
 
   release(sessionId: string): void {
-    this.host.act(() => Actors.sendIfActive(this.host.actors.sessions.get(sessionId), { type: "RELEASE" }));
+    Actors.sendIfActive(this.host.actors.sessions.get(sessionId), { type: "RELEASE" });
   }
 
   /** The runtime is closing: its session actors stop (no idle deadline, no start, outlives `close()`). */

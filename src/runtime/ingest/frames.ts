@@ -1,4 +1,4 @@
-import { ProviderEventSchema, type ProviderEvent } from "../adapters/contract.js";
+import { ProviderEventSchema, type ProviderEvent } from "../../adapters/contract.js";
 
 /**
  * Validates one frame of an adapter's stream. Everything about it is untrusted: reading a field

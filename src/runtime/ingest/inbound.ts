@@ -1,0 +1,194 @@
+import { closesMessagesAtRootTerminal } from "../../capabilities/predicates.js";
+import type { DomainEvent } from "../../domain/events.js";
+import { redact } from "../../domain/redact.js";
+import { policyEvent, type MachineEmitted } from "../../machines/emitted.js";
+import { ownsRun, type RunContext, type RunEvent } from "../../machines/run.js";
+import { Actors } from "../actors.js";
+import type { Projections } from "../projections.js";
+import type { Target } from "../targets.js";
+import { readFrame, safeString } from "./frames.js";
+import type { Routed } from "../normalizer.js";
+
+/**
+ * The one way in: a target's provider frames are read (validated at the boundary), normalized
+ * once, and routed to the actors they concern; a session's loss reaches its requests, provider
+ * threads and runs; an attempt's completion barrier closes what its turn left open. Effects
+ * (the way out) are elsewhere: this module never calls a provider.
+ */
+
+type Settle = Extract<MachineEmitted, { type: "settle" }>;
+
+/** What the pipeline needs of the runtime. */
+export interface InboundHost {
+  readonly views: Projections;
+  readonly targets: ReadonlyMap<string, Target>;
+  readonly actors: Actors;
+  readonly closed: boolean;
+  /** Runs `fn` inside the dispatcher (records committed, effects performed); nothing once closed. */
+  act(fn: () => void): void;
+  /** A fact no machine emits (only inside the dispatcher). */
+  commit(event: DomainEvent): void;
+}
+
+/** What the pipeline tells the effects that wait on turns (interrupt holds, the silence watchdog). */
+export interface AttemptTracking {
+  sawEvent(attemptId: string): void;
+  attemptEnded(attemptId: string): void;
+  forgetAttempt(attemptId: string): void;
+}
+
+export class Inbound {
+  constructor(
+    private readonly rt: InboundHost,
+    private readonly attempts: AttemptTracking,
+  ) {}
+
+  /**
+   * Consumes a target's event stream: validate, normalize, route. One bad frame never stops
+   * it; if the stream itself ends or fails, the target's sessions are lost (their runs fail,
+   * never stay running) and the target refuses new sessions.
+   */
+  async pump(target: Target): Promise<void> {
+    const { rt } = this;
+    const warn = (message: string) => rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message: redact(message) }));
+    let ended = "provider event stream ended";
+    try {
+      for await (const frame of target.adapter.streamEvents()) {
+        if (rt.closed) return;
+        const read = readFrame(frame);
+        if (!read.ok) {
+          warn(`protocol_error: ${target.id} sent an invalid ${read.type} event: ${read.why}`);
+          continue;
+        }
+        const { sessionId, event } = read;
+        try {
+          rt.act(() => this.route(target, sessionId, target.normalizer.ingest(sessionId, event)));
+        } catch (error) {
+          warn(`${target.id} ${event.type} could not be applied: ${safeString(error)}`);
+        }
+      }
+    } catch (error) {
+      ended = `provider event stream failed: ${String(error)}`;
+    }
+    if (rt.closed) return;
+    target.markUnavailable(ended);
+    warn(`${target.id}: ${ended}`);
+    for (const session of target.liveSessions()) rt.act(() => this.#sessionLost(target, session.sessionId, "error", ended));
+  }
+
+  /** Normalizer output -> actors. Events for runs that already ended are recorded as fenced. */
+  route(target: Target, sessionId: string, routed: Routed[]): void {
+    const { rt } = this;
+    for (const r of routed) {
+      switch (r.to) {
+        case "log":
+          rt.commit(r.event);
+          break;
+        case "request":
+          rt.actors.requests.get(r.requestId)?.send({ type: "PROVIDER_RESOLVED", outcome: r.outcome });
+          break;
+        case "fenced": {
+          const { threadId, runId, attemptId, providerEventType } = r;
+          rt.commit({ type: "event.fenced", threadId, runId, attemptId, providerEventType });
+          break;
+        }
+        case "session":
+          this.#sessionLost(target, sessionId, r.state, r.message);
+          break;
+        case "run": {
+          if ("attemptId" in r.event && typeof r.event.attemptId === "string") this.attempts.sawEvent(r.event.attemptId);
+          const actor = rt.actors.runs.get(r.runId);
+          // Streamed deltas are the bulk of all traffic: the run's own fencing predicate decides
+          // them here, without a machine step (they change no run state). Everything else,
+          // including fenced deltas, goes through the run actor.
+          if (actor && isStreamDelta(r.event) && ownsRun(actor.getSnapshot().context, r.event.attemptId)) {
+            rt.commit(r.event.event);
+          } else if (actor) {
+            actor.send(r.event);
+          } else if ("attemptId" in r.event) {
+            const run = rt.views.runs.get(r.runId);
+            if (run) rt.commit({ type: "event.fenced", threadId: run.threadId, runId: r.runId, attemptId: r.event.attemptId, providerEventType: eventName(r.event) });
+          }
+          break;
+        }
+      }
+    }
+  }
+
+  #sessionLost(target: Target, sessionId: string, state: "stopped" | "error", message: string | null): void {
+    const { rt } = this;
+    const lost = state === "stopped" ? { type: "STOPPED" as const, message } : { type: "FAILED" as const, message: message ?? "session error" };
+    Actors.sendIfActive(rt.actors.sessions.get(sessionId), lost);
+    target.dropSession(sessionId);
+    // Whatever this session asked can never be answered now: not resumable, not merely cancelled.
+    for (const request of [...rt.actors.requests.values()]) {
+      const cap = request.getSnapshot().context.responseCapability;
+      if (cap.kind === "live" && cap.sessionId === sessionId) request.send({ type: "EXPIRE", reason: `not_resumable: provider session ${state} (${(message ?? "no detail").split("\n")[0]})` });
+    }
+    for (const actor of [...rt.actors.runs.values()]) {
+      const ctx = actor.getSnapshot().context;
+      const attemptId = ctx.activeAttemptId ?? ctx.supersededAttemptId;
+      const binding = attemptId ? target.normalizer.binding(attemptId) : undefined;
+      // The run's failure says what happened; the session's own record keeps the full report (recent host frames).
+      if (binding?.sessionId === sessionId) actor.send({ type: "SESSION_LOST", message: message?.split("\n")[0] ?? `provider session ${state}` });
+    }
+  }
+
+  /** Completion barrier: close the attempt's open nodes, then cancel its pending requests. */
+  settleAttempt(settle: Settle): void {
+    const { rt } = this;
+    this.attempts.attemptEnded(settle.attemptId);
+    const target = this.#targetOfRun(settle.runId);
+    const open = target.normalizer.takeOpenNodes(settle.attemptId);
+    const binding = target.normalizer.binding(settle.attemptId);
+    const caps = (binding && target.session(binding.sessionId)?.capabilities) ?? target.capabilities();
+    if (closesMessagesAtRootTerminal(caps) && open.some((n) => n.kind === "assistant_message")) {
+      const detail = "the provider sends no message-completed events: its assistant messages are closed at the root terminal";
+      rt.commit(policyEvent(settle, "messages_closed_at_terminal", detail));
+    }
+    // Messages, plans and todo lists end with their turn; a tool or request still open at a
+    // completed turn never finished, so it is cancelled.
+    const endsWithTurn = new Set(["root_turn", "assistant_message", "reasoning", "plan", "todo_list", "proposed_plan"]);
+    const closing = open.map((n) => ({ nodeId: n.nodeId, kind: n.kind as string }));
+    // A node whose provider completion was fenced (it came after the attempt was superseded) is
+    // closed for the normalizer but still streams in the read model: close it too.
+    const known = new Set(closing.map((n) => n.nodeId));
+    for (const item of rt.views.runs.get(settle.runId)?.items ?? []) {
+      if (item.attemptId === settle.attemptId && item.status === "streaming" && !known.has(item.id)) closing.push({ nodeId: item.id, kind: item.kind });
+    }
+    for (const node of closing) {
+      const status = endsWithTurn.has(node.kind) || settle.status !== "completed" ? settle.status : "cancelled";
+      const { threadId, runId } = settle;
+      rt.commit({ type: "node.completed", threadId, runId, nodeId: node.nodeId, status, text: null, output: null, exitCode: null, settledBy: "runtime" });
+    }
+    for (const request of [...rt.actors.requests.values()]) {
+      if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
+    }
+    if (binding) {
+      Actors.sendIfActive(rt.actors.providerThread(binding.threadId, target.id), { type: "TURN_ENDED" });
+      target.release(binding.sessionId);
+    }
+  }
+
+  /** A run ended: drop its attempts' correlation state. */
+  releaseRun(context: RunContext): void {
+    const target = this.#targetOfRun(context.runId);
+    for (const attempt of context.attempts) {
+      target.normalizer.release(attempt.attemptId);
+      this.attempts.forgetAttempt(attempt.attemptId);
+    }
+  }
+
+  #targetOfRun(runId: string): Target {
+    const run = this.rt.views.runs.get(runId)!;
+    return this.rt.targets.get(run.providerTarget)!;
+  }
+}
+
+function isStreamDelta(event: RunEvent): event is Extract<RunEvent, { type: "PROVIDER" }> {
+  return event.type === "PROVIDER" && event.event.type === "node.delta";
+}
+
+function eventName(event: { type: string; event?: { type: string } }): string {
+  return event.event ? event.event.type : event.type;
+}
