@@ -2,14 +2,15 @@
  * Tiller: an embeddable runtime that drives coding-agent providers through one
  * capability-aware contract. This module is the whole public API.
  */
+import type { TillerRuntime } from "./runtime/api.js";
 import { Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 
-export type { RuntimeOptions, ThreadSnapshot, Subscriber, WaitForRunOptions } from "./runtime/runtime.js";
+export type { TillerRuntime, Subscriber, WaitForRunOptions } from "./runtime/api.js";
+export type { RuntimeOptions, ThreadSnapshot } from "./runtime/runtime.js";
 export type { RuntimeFailure } from "./runtime/options.js";
-export type { Runtime as TillerRuntime } from "./runtime/runtime.js";
 
 /** Opens (or creates) a data directory and starts the runtime on it. One runtime per directory. */
-export function createRuntime(options: RuntimeOptions): Promise<Runtime> {
+export function createRuntime(options: RuntimeOptions): Promise<TillerRuntime> {
   return Runtime.open(options);
 }
 

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { createScriptedAdapter } from "../adapters/scripted/adapter.js";
 import { keyedScript, type ScriptStep } from "../adapters/scripted/script.js";
-import { Runtime } from "../runtime/runtime.js";
+import { createRuntime, type TillerRuntime } from "../index.js";
 import { demoProvider, type DemoProviderName } from "./demoProviders.js";
 import { TranscriptPrinter, describe } from "./transcript.js";
 
@@ -65,11 +65,11 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
       script: keyedScript({ "failing date test": fix, changelog, summarize: summary }),
     });
   const target = options.provider ?? "scripted";
-  const rt = await Runtime.open({ dataDir: options.dataDir, providers: { [target]: adapter } });
+  const rt = await createRuntime({ dataDir: options.dataDir, providers: { [target]: adapter } });
   const printer = new TranscriptPrinter(options.write, options.color);
   let events = 0;
   const approvals: Promise<unknown>[] = [];
-  rt.subscribe({ afterSeq: rt.views.head }, (record) => {
+  rt.subscribe({ afterSeq: rt.head }, (record) => {
     events += 1;
     printer.print(record);
     const event = record.event;
@@ -82,7 +82,7 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
 
     const second = await rt.sendMessage({ threadId, text: "Write a long changelog for this fix" });
     // The simulator streams a hang's first chunk only; the scripted provider keeps streaming.
-    await untilStreaming(rt, second.runId, real ? 1 : 8);
+    await untilStreaming(rt, threadId, second.runId, real ? 1 : 8);
     const third = await rt.sendMessage({ threadId, text: "Then summarize it in one line", mode: "queue" });
     await rt.interrupt({ runId: second.runId });
     await rt.waitForRun(third.runId);
@@ -97,7 +97,7 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
   }
 }
 
-async function decide(rt: Runtime, requestId: string, what: string, options: DemoOptions): Promise<void> {
+async function decide(rt: TillerRuntime, requestId: string, what: string, options: DemoOptions): Promise<void> {
   let approve = true;
   if (options.yes) options.write(`    (--yes: approving ${what})\n`);
   else if (options.ask) approve = await options.ask(`  Approve ${what}? [Y/n] `);
@@ -110,10 +110,10 @@ async function decide(rt: Runtime, requestId: string, what: string, options: Dem
  * thread's first event: deltas that came before this call count too (a real provider may have
  * streamed its only chunk already).
  */
-function untilStreaming(rt: Runtime, runId: string, deltasWanted: number): Promise<void> {
+function untilStreaming(rt: TillerRuntime, threadId: string, runId: string, deltasWanted: number): Promise<void> {
   return new Promise((resolve) => {
     let deltas = 0;
-    const stop = rt.subscribe({ threadId: rt.views.runs.get(runId)!.threadId, afterSeq: 0 }, (r) => {
+    const stop = rt.subscribe({ threadId, afterSeq: 0 }, (r) => {
       if (r.event.type === "node.delta" && r.event.runId === runId && ++deltas === deltasWanted) {
         stop();
         resolve();

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { createScriptedAdapter } from "../adapters/scripted/adapter.js";
 import { keyedScript, type ScriptStep } from "../adapters/scripted/script.js";
 import { InvalidInputError } from "../domain/errors.js";
-import { Runtime } from "../runtime/runtime.js";
+import { createRuntime, type TillerRuntime } from "../index.js";
 import { inspectorCatalog, loadInspector } from "../runtime/inspector.js";
 
 /**
@@ -60,7 +60,7 @@ export async function runInspect(options: InspectCommandOptions): Promise<void> 
     script: keyedScript(options.story ?? story),
   });
   let url = "";
-  const rt = await Runtime.open({
+  const rt = await createRuntime({
     dataDir: options.dataDir,
     providers: { scripted: adapter },
     inspect: { port: options.port, showText: options.showText, onListening: (u) => (url = u) },
@@ -68,7 +68,7 @@ export async function runInspect(options: InspectCommandOptions): Promise<void> 
   try {
     options.write(`Inspector: ${url}\nData directory: ${rt.dataDir}\n`);
     const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Inspector tour: fix a date bug" });
-    const stop = rt.subscribe({ afterSeq: rt.views.head }, ({ event }) => {
+    const stop = rt.subscribe({ afterSeq: rt.head }, ({ event }) => {
       if (event.type !== "request.opened") return;
       if (options.yes) void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } }).catch(() => undefined);
       else options.write(`Waiting for approval of request ${event.requestId}: answer it from the page.\n`);
@@ -77,7 +77,7 @@ export async function runInspect(options: InspectCommandOptions): Promise<void> 
     const firstRun = await Promise.race([rt.waitForRun(first.runId), aborted(stopped)]);
     stop();
     if (firstRun) {
-      const from = rt.views.head;
+      const from = rt.head;
       const second = await rt.sendMessage({ threadId, text: "[changelog] write a long changelog" });
       options.write(`Second run ${second.runId} started: it is steered once it streams.\n`);
       // Ctrl-C while it has not streamed yet still ends here, so the runtime closes (and gives back its lock).
@@ -107,7 +107,7 @@ function aborted(signal: AbortSignal): Promise<undefined> {
 }
 
 /** True once the run streams its first delta; false if `signal` aborts first. */
-function untilStreaming(rt: Runtime, runId: string, afterSeq: number, signal: AbortSignal): Promise<boolean> {
+function untilStreaming(rt: TillerRuntime, runId: string, afterSeq: number, signal: AbortSignal): Promise<boolean> {
   return new Promise((resolve) => {
     let settled = false;
     let stop: (() => void) | null = null;

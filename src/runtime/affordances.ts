@@ -1,9 +1,9 @@
 import { canInterrupt, canRollbackProvider, canSteerByInterruptRestart, canSteerNatively, canSwitchModelInSession, hasStructuredApprovals } from "../capabilities/predicates.js";
 import { forksNatively } from "../machines/providerThread.js";
 import { NotFoundError } from "../domain/errors.js";
-import type { Dispatcher } from "./dispatch.js";
-import { isTerminalRunStatus } from "./projections.js";
-import { planRollback, rollbackRequest, sharedDirectoryBusy } from "./rollback.js";
+import type { Actors } from "./actors.js";
+import { isTerminalRunStatus, type RequestView } from "./projections.js";
+import { planRollback, rollbackRequest, sharedDirectoryBusy, type RollbackPlanning } from "./rollback.js";
 import { forkSituation } from "./handoff.js";
 
 /**
@@ -29,7 +29,13 @@ export interface Affordances {
   modelSwitch: "in_session" | "new_session";
 }
 
-export function affordancesOf(rt: Dispatcher, threadId: string, allowSessionStopInterrupt: boolean): Affordances {
+/** What the affordances read: the read model, the targets, the thread actors, whether a request can still be answered. */
+export interface AffordancesSource extends RollbackPlanning {
+  readonly actors: Pick<Actors, "threads">;
+  generationOf(request: RequestView): number | null;
+}
+
+export function affordancesOf(rt: AffordancesSource, threadId: string, allowSessionStopInterrupt: boolean): Affordances {
   const thread = rt.views.threads.get(threadId)!;
   const providerTarget = thread.runs.at(-1)?.providerTarget ?? thread.providerTarget;
   const target = rt.targets.get(providerTarget);

@@ -3,22 +3,36 @@ import { requestsSurviveRestart } from "../capabilities/predicates.js";
 import { StoreCorruptError } from "../domain/errors.js";
 import { DomainEventSchema, type DomainEvent } from "../domain/events.js";
 import { policyEvent } from "../machines/emitted.js";
-import type { Dispatcher } from "./dispatch.js";
+import type { Actors } from "./actors.js";
+import type { Inbound } from "./ingest/inbound.js";
+import type { Target } from "./targets.js";
+
+/** What recovery needs: the read model to fold the log into, the dispatcher's step, the actors it respawns. */
+export interface RecoveryHost extends RestoreFinishing {
+  readonly views: Projections;
+  readonly targets: ReadonlyMap<string, Target>;
+  readonly actors: Pick<Actors, "threads">;
+  readonly inbound: Pick<Inbound, "pump">;
+  run(fn: () => void): unknown;
+  commit(event: DomainEvent): void;
+  spawnThread(threadId: string, nextOrdinal: number, queue: Array<{ runId: string; capabilities: ProviderCapabilities }>): void;
+  spawnRun(runId: string): void;
+}
 import type { Projections } from "./projections.js";
-import { finishAnnouncedRestores, settleInterruptedRollback, trackAnnouncedRestores } from "./rollback.js";
+import { finishAnnouncedRestores, settleInterruptedRollback, trackAnnouncedRestores, type RestoreFinishing } from "./rollback.js";
 import type { EventLog } from "./store/eventLog.js";
 import type { CutTail } from "./store/jsonl.js";
 import type { HostRecord } from "./hosts/records.js";
 
 /** Says in the log which hosts of the previous life were found running and killed. */
-export function reportReaped(d: Dispatcher, reaped: readonly HostRecord[]): void {
+export function reportReaped(d: RecoveryHost, reaped: readonly HostRecord[]): void {
   if (reaped.length === 0) return;
   const message = `reaped ${reaped.length} orphaned host process(es) of the previous run: ${reaped.map((h) => `${h.target} pid ${h.pid}`).join(", ")}`;
   d.run(() => d.commit({ type: "warning", threadId: null, runId: null, message }));
 }
 
 /** Says in the log what open cut from the log's tail (a torn write, or a complete last line that does not parse). */
-export function reportCutTail(d: Dispatcher, cut: CutTail | null): void {
+export function reportCutTail(d: RecoveryHost, cut: CutTail | null): void {
   if (!cut) return;
   const what = cut.complete ? "a complete last line that does not parse" : "a torn last line";
   const message = `events.jsonl line ${cut.line} (${cut.bytes} bytes) was cut at open: ${what} (${cut.reason})`;
@@ -29,7 +43,7 @@ export function reportCutTail(d: Dispatcher, cut: CutTail | null): void {
  * Fold the log, settle what the previous life left open, rebuild the actors, resume queued
  * work. Returns the targets' event pumps. Runs before the runtime accepts any command.
  */
-export async function restoreRuntime(d: Dispatcher, log: EventLog<DomainEvent>): Promise<Promise<void>[]> {
+export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>): Promise<Promise<void>[]> {
   const restores = trackAnnouncedRestores();
   for await (const record of log.readAll()) {
     const parsed = DomainEventSchema.safeParse(record.event);

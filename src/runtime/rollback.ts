@@ -12,6 +12,12 @@ import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type RunView, type ThreadView } from "./projections.js";
 
 /** What rollback needs of the runtime: its read models, targets and actors, the checkpoint store, and the write path. */
+/** What finishing an announced restore at start-up needs. */
+export type RestoreFinishing = Pick<RollbackHost, "views" | "checkpoints" | "run" | "commit">;
+
+/** What planning a rollback reads (the affordances read it too). */
+export type RollbackPlanning = Pick<RollbackHost, "views" | "targets">;
+
 export interface RollbackHost {
   readonly views: Projections;
   readonly targets: ReadonlyMap<string, Target>;
@@ -53,7 +59,7 @@ export interface RollbackReceipt {
 }
 
 /** Another thread working in the same directory: restoring files now would rewrite its work. */
-export function sharedDirectoryBusy(rt: RollbackHost, threadId: string): string | null {
+export function sharedDirectoryBusy(rt: RollbackPlanning, threadId: string): string | null {
   const cwd = rt.views.threads.get(threadId)!.cwd;
   for (const other of rt.views.threads.values()) {
     if (other.threadId !== threadId && other.cwd === cwd && other.runs.some((r) => !isTerminalRunStatus(r.status))) return other.threadId;
@@ -61,7 +67,7 @@ export function sharedDirectoryBusy(rt: RollbackHost, threadId: string): string 
   return null;
 }
 
-export function planRollback(rt: RollbackHost, threadId: string, toRunId: string): RollbackPlan {
+export function planRollback(rt: RollbackPlanning, threadId: string, toRunId: string): RollbackPlan {
   const thread = rt.views.threads.get(threadId)!;
   const toRun = thread.runs.find((r) => r.runId === toRunId);
   if (!toRun) throw new NotFoundError("run", toRunId);
@@ -85,7 +91,7 @@ export function planRollback(rt: RollbackHost, threadId: string, toRunId: string
 }
 
 /** What the thread machine's rollback guards read. */
-export function rollbackRequest(rt: RollbackHost, plan: RollbackPlan): RollbackRequest {
+export function rollbackRequest(rt: RollbackPlanning, plan: RollbackPlan): RollbackRequest {
   const targetId = plan.providerThread?.providerTarget ?? plan.toRun.providerTarget;
   const target = rt.targets.get(targetId);
   if (!target) throw new NotFoundError("provider target", targetId);
@@ -187,7 +193,7 @@ export function trackAnnouncedRestores(): { fold(event: DomainEvent): void; pend
  * an unknown state: reported as such, and the rollback counts as not done (provider threads
  * that may have moved are rebuilt). Runs before the runtime accepts commands.
  */
-export async function finishAnnouncedRestores(d: RollbackHost, announced: RestoreStarted[]): Promise<void> {
+export async function finishAnnouncedRestores(d: RestoreFinishing, announced: RestoreStarted[]): Promise<void> {
   for (const restore of announced) {
     const { threadId, toRunId, checkpointId } = restore;
     if (d.views.rollbacksInFlight.get(threadId) !== toRunId) continue;

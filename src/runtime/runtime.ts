@@ -39,6 +39,7 @@ import {
 import { isUrgentEvent, threadOf, type DomainEvent } from "../domain/events.js";
 import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
 import type { Actors } from "./actors.js";
+import type { Subscriber, TillerRuntime, WaitForRunOptions } from "./api.js";
 import { affordancesOf, type Affordances } from "./affordances.js";
 import { Dispatcher } from "./dispatch.js";
 import { planRollback, rollbackRequest, sharedDirectoryBusy, type RollbackReceipt } from "./rollback.js";
@@ -63,14 +64,7 @@ import type { Target } from "./targets.js";
 export type { RuntimeOptions } from "./options.js";
 
 
-export type Subscriber = (record: LogRecord<DomainEvent>) => void;
-
-export interface WaitForRunOptions {
-  /** Give up after this long (`timeout`); the run goes on. */
-  timeoutMs?: number;
-  /** Give up when this aborts (rejects with its reason); the run goes on. */
-  signal?: AbortSignal;
-}
+export type { Subscriber, TillerRuntime, WaitForRunOptions } from "./api.js";
 
 const WaitForRunOptionsSchema = z.strictObject({
   timeoutMs: z.number().int().positive().max(2_147_483_647).optional(),
@@ -95,7 +89,7 @@ async function withGrace<T>(work: Promise<T>, fallback: () => T): Promise<T> {
  * actors -> effects -> adapters; provider events come back adapter -> normalizer -> actors;
  * every decision an actor makes is committed to the log and folded into the projections.
  */
-export class Runtime {
+export class Runtime implements TillerRuntime {
   readonly dataDir: string;
   readonly ids: IdSource;
   readonly #d: Dispatcher;
@@ -114,7 +108,7 @@ export class Runtime {
     private readonly log: EventLog<DomainEvent>,
     private readonly lock: DataDirLock,
     private readonly meta: StateDocument<RuntimeMeta>,
-    /** The host processes (internal: for the inspector and tests). */
+    /** The host processes (internal, like `views`). */
     readonly hosts: HostRegistry,
   ) {
     this.dataDir = dataDir;
@@ -139,12 +133,16 @@ export class Runtime {
     return this.#inspector?.server.url ?? null;
   }
 
-  /** Read models (internal; the API's readThread returns copies). */
+  get head(): number {
+    return this.#d.views.head;
+  }
+
+  /** Read models (internal, reached by tests through test/support/internals.ts; the API's readThread returns copies). */
   get views(): Projections {
     return this.#d.views;
   }
 
-  /** Live actors by app id (internal: for the inspector and tests). */
+  /** Live actors by app id (internal, like `views`). */
   get actors(): Actors {
     return this.#d.actors;
   }

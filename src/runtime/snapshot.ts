@@ -1,4 +1,10 @@
-import type { Dispatcher } from "./dispatch.js";
+import type { Projections } from "./projections.js";
+
+/** What a thread snapshot reads. */
+export interface SnapshotSource {
+  readonly views: Projections;
+  generationOf(request: RequestView): number | null;
+}
 import { isTerminalRunStatus, type RequestView, type RunView, type ThreadView } from "./projections.js";
 
 export interface ThreadSnapshot {
@@ -10,7 +16,7 @@ export interface ThreadSnapshot {
 }
 
 /** A copy of one thread's read model at the current log head (the caller waits for it to be durable). */
-export function threadSnapshot(d: Dispatcher, thread: ThreadView): ThreadSnapshot {
+export function threadSnapshot(d: SnapshotSource, thread: ThreadView): ThreadSnapshot {
   const { runs, ...fields } = thread;
   const pending = d.views.pendingRequests(thread.threadId).map((r) => ({ ...r, respondable: d.generationOf(r) !== null }));
   return structuredClone({

@@ -1,6 +1,19 @@
 import type { SendMessageInput, SendMessageReceipt } from "../domain/commands.js";
 import { policyEvent } from "../machines/emitted.js";
-import type { Dispatcher } from "./dispatch.js";
+import type { DomainEvent } from "../domain/events.js";
+import type { IdSource } from "../domain/ids.js";
+import type { Outcome } from "../machines/emitted.js";
+import type { Actors } from "./actors.js";
+import type { Projections } from "./projections.js";
+
+/** What submitting a message needs: the thread actors, the read model, ids, and the dispatcher's step. */
+export interface SubmitHost {
+  readonly views: Projections;
+  readonly actors: Pick<Actors, "threads">;
+  readonly ids: IdSource;
+  run(fn: () => void): Outcome[];
+  commit(event: DomainEvent): void;
+}
 import { contextDelivery, handoffRefusal, needsHandoff } from "./handoff.js";
 import { expectOutcome, refusal } from "./outcomes.js";
 import type { ThreadView } from "./projections.js";
@@ -14,7 +27,7 @@ type Parsed = Omit<SendMessageInput, "mode" | "commandId"> & { mode: NonNullable
  * be told the conversation is refused before anything is recorded for the run; a model
  * change goes through the thread's model-switch policy first.
  */
-export function submitMessage(d: Dispatcher, thread: ThreadView, target: Target, p: Parsed): Omit<SendMessageReceipt, "commandId"> {
+export function submitMessage(d: SubmitHost, thread: ThreadView, target: Target, p: Parsed): Omit<SendMessageReceipt, "commandId"> {
   const providerTarget = target.id;
   const threadActor = d.actors.threads.get(thread.threadId)!;
   if (!contextDelivery(target.capabilities()) && needsHandoff(d.views, thread.threadId, target.id, target.capabilities(), !!target.adapter.forkThread)) {

@@ -11,7 +11,8 @@
  */
 import { open, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createRuntime, createScriptedAdapter, keyedScript, type LogRecord, type DomainEvent } from "../../src/index.js";
+import { createScriptedAdapter, keyedScript, type LogRecord, type DomainEvent } from "../../src/index.js";
+import { openRuntime } from "../support/internals.js";
 
 const [mount] = process.argv.slice(2);
 if (!mount) throw new Error("usage: fullDiskChild.ts <tmpfs mount>");
@@ -24,7 +25,7 @@ const report: Record<string, unknown> = {};
 const failures: Array<{ kind: string; code?: string }> = [];
 const seen = new Map<number, string>();
 
-const rt = await createRuntime({
+const rt = await openRuntime({
   dataDir,
   providers: { s: adapter() },
   onFailure: (f) => failures.push({ kind: f.kind, code: (f.error as { code?: string }).code }),
@@ -69,13 +70,13 @@ report.afterFailure = await rt.createThread({ providerTarget: "s" }).then(() => 
 report.close = await rt.close().then(() => "closed", (e: unknown) => String(e));
 report.acknowledged = seen.size;
 
-report.reopenFull = await createRuntime({ dataDir, providers: { s: adapter() } }).then(
+report.reopenFull = await openRuntime({ dataDir, providers: { s: adapter() } }).then(
   async (r) => (await r.close(), "opened"),
   (e: { code?: string }) => e.code ?? String(e),
 );
 
 await rm(filler);
-const again = await createRuntime({ dataDir, providers: { s: adapter() } });
+const again = await openRuntime({ dataDir, providers: { s: adapter() } });
 // Nothing stuck: runs the failure interrupted were settled at reopen, queued ones resume and end.
 const ends = await Promise.all([...again.views.runs.keys()].map((runId) => again.waitForRun(runId, { timeoutMs: 60_000 }).then((r) => r.status, (e: { code?: string }) => e.code)));
 report.running = ends.filter((s) => !["completed", "interrupted", "failed", "cancelled"].includes(s ?? ""));

@@ -4,11 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js";
-import { createRuntime, sequentialIds } from "../../src/index.js";
+import { sequentialIds } from "../../src/index.js";
 import { BoundedLineSplitter } from "../../src/runtime/hosts/lines.js";
 import { isRunning } from "../../src/runtime/hosts/process.js";
 import { nextEvent } from "../helpers/runtime.js";
 import { tallyChaos } from "./tally.js";
+import { openRuntime } from "../support/internals.js";
 
 /**
  * The endless host line (issue 12, item 4), standing: (1) the splitter every host channel
@@ -77,7 +78,7 @@ describe("chaos: host line", () => {
           policy: { restartBudget: 100, backoffMs: [0] },
           heartbeat: { intervalMs: 0 },
         });
-        const rt = await createRuntime({ ids: sequentialIds(), dataDir, providers: { s: adapter } });
+        const rt = await openRuntime({ ids: sequentialIds(), dataDir, providers: { s: adapter } });
         const pids = new Set<number>();
         try {
           const { threadId } = await rt.createThread({ providerTarget: "s" });

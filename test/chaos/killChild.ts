@@ -17,9 +17,10 @@
  * approval, questions, queued follow-ups, steers, restarts, interrupts and answers.
  */
 import { ChildProcess } from "node:child_process";
-import { createRuntime, TillerError, type DispatchMode, type LogRecord, type DomainEvent, type RequestResponse } from "../../src/index.js";
+import { TillerError, type DispatchMode, type LogRecord, type DomainEvent, type RequestResponse } from "../../src/index.js";
 import { processStartTime } from "../../src/runtime/hosts/process.js";
 import { KILL_MARKERS, KILL_TARGET, PARKED_TEXT, killAdapter, seededRandom, type ChildLine, type KillSteering, type KillTransport } from "./killWorkload.js";
+import { openRuntime } from "../support/internals.js";
 
 const [dataDir, workDir, transport, steering, seedText, point] = process.argv.slice(2);
 if (!dataDir || !workDir || !transport || !steering || !seedText) throw new Error("usage: killChild.ts <dataDir> <workDir> <transport> <steering> <seed> [at-host-spawn]");
@@ -44,7 +45,7 @@ if (point === "at-host-spawn") {
 }
 
 const adapter = killAdapter(transport as KillTransport, steering as KillSteering);
-const rt = await createRuntime({ dataDir, providers: { [KILL_TARGET]: adapter }, onFailure: (failure) => say({ t: "fault", message: `onFailure: ${JSON.stringify(failure)}` }) });
+const rt = await openRuntime({ dataDir, providers: { [KILL_TARGET]: adapter }, onFailure: (failure) => say({ t: "fault", message: `onFailure: ${JSON.stringify(failure)}` }) });
 
 /** Requests acknowledged as open, by id (what the workload may answer). */
 const open = new Map<string, { threadId: string; kind: string }>();

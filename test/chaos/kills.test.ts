@@ -4,11 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { createRuntime, TillerError, type RequestResponse } from "../../src/index.js";
+import { TillerError, type RequestResponse } from "../../src/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { killAdapter, KILL_TARGET, seededRandom, type ChildLine, type KillSteering, type KillTransport } from "./killWorkload.js";
 import { freezeAndKill, killGroup, readLog, stateAtKill, stillRunning, type HostProcess, type LogLine } from "./killProcesses.js";
 import { tallyChaos } from "./tally.js";
+import { openRuntime } from "../support/internals.js";
 
 /**
  * Issue 12's standing SIGKILL loop. A real runtime in a child process (killChild.ts) drives a
@@ -151,7 +152,7 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
 
   const failures: string[] = [];
   const adapter = killAdapter(r.transport, r.steering);
-  const rt: Runtime = await createRuntime({ dataDir, providers: { [KILL_TARGET]: adapter }, onFailure: (f) => void failures.push(JSON.stringify(f)) });
+  const rt: Runtime = await openRuntime({ dataDir, providers: { [KILL_TARGET]: adapter }, onFailure: (f) => void failures.push(JSON.stringify(f)) });
   const answering: Array<Promise<unknown>> = [];
   let figures: Figures;
   try {

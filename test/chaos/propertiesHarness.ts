@@ -3,11 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ProviderEventSchema, type ProviderEvent } from "../../src/adapters/contract.js";
 import type { ProviderCapabilities } from "../../src/capabilities/schema.js";
-import { createRuntime, sequentialIds, type DomainEvent, type LogRecord } from "../../src/index.js";
+import { sequentialIds, type DomainEvent, type LogRecord } from "../../src/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { isProviderItemKind } from "../model/invariants.js";
 import { ControlledProvider } from "./controlledProvider.js";
 import type { CapsChoice, Exposure, Step } from "./generators.js";
+import { openRuntime } from "../support/internals.js";
 
 /**
  * The world one generated case runs in: a real runtime on a fresh data directory whose only
@@ -31,7 +32,7 @@ export async function openWorld(caps: ProviderCapabilities, x: Exposure, autoAcc
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-chaos-prop-"));
   const provider = new ControlledProvider(caps, { threadRef: x.threadRef, turnRef: (n) => (x.turnRefs ? `turn-${n}` : null) }, autoAccept);
   // sessionIdleMs null: no idle timer may stop a session while the test holds the stream.
-  const rt = await createRuntime({ dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null, turnSilenceMs: null });
+  const rt = await openRuntime({ dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null, turnSilenceMs: null });
   const { threadId } = await rt.createThread({ providerTarget: TARGET });
   return { rt, provider, dataDir, threadId };
 }
@@ -64,7 +65,7 @@ export function readModel(rt: Runtime): unknown {
 /** Reopens the data directory with a fresh provider and returns the read model it folds. */
 export async function reopenedReadModel(world: ChaosWorld, caps: ProviderCapabilities, x: Exposure): Promise<unknown> {
   const provider = new ControlledProvider(caps, { threadRef: x.threadRef, turnRef: () => null });
-  const rt = await createRuntime({ dataDir: world.dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null, turnSilenceMs: null });
+  const rt = await openRuntime({ dataDir: world.dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null, turnSilenceMs: null });
   try {
     return readModel(rt);
   } finally {

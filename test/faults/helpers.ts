@@ -1,10 +1,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRuntime, sequentialIds, type RuntimeOptions, type ScriptStep } from "../../src/index.js";
+import { sequentialIds, type RuntimeOptions, type ScriptStep } from "../../src/index.js";
 import { createScriptedHostAdapter, type ScriptedHostOptions } from "../../src/adapters/scripted/hosted.js";
 import { isRunning } from "../../src/runtime/hosts/process.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
+import { openRuntime } from "../support/internals.js";
 
 /** Shared by the fault tests: real host processes, a fresh data directory, every pid killed at the end. */
 
@@ -17,7 +18,7 @@ export function hosted(options: ScriptedHostOptions = {}) {
 
 export async function openFaultRuntime(providers: RuntimeOptions["providers"], options: Partial<RuntimeOptions> = {}): Promise<{ rt: Runtime; dataDir: string; cleanup: () => Promise<void> }> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-faults-")));
-  const rt = await createRuntime({ ids: sequentialIds(), ...options, dataDir, providers });
+  const rt = await openRuntime({ ids: sequentialIds(), ...options, dataDir, providers });
   return {
     rt,
     dataDir,

@@ -7,9 +7,10 @@
  *
  *   node --import tsx test/faults/hostLineChild.ts <dataDir> <stdio|websocket> <stdout|stderr|websocket> <mib>
  */
-import { createRuntime } from "../../src/index.js";
+
 import { hosted } from "./helpers.js";
 import { nextEvent } from "../helpers/runtime.js";
+import { openRuntime } from "../support/internals.js";
 
 const [dataDir, transport, stream, mib] = process.argv.slice(2);
 if (!dataDir || (transport !== "stdio" && transport !== "websocket") || !stream || !mib) throw new Error("usage: hostLineChild.ts <dataDir> <transport> <stream> <mib>");
@@ -17,7 +18,7 @@ if (!dataDir || (transport !== "stdio" && transport !== "websocket") || !stream 
 const say = (step: string, fields: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ step, ...fields })}\n`);
 
 const adapter = hosted({ transport });
-const rt = await createRuntime({ dataDir, providers: { s: adapter } });
+const rt = await openRuntime({ dataDir, providers: { s: adapter } });
 const { threadId } = await rt.createThread({ providerTarget: "s", title: "flood" });
 const { runId } = await rt.sendMessage({ threadId, text: "[gate] wait here" });
 // The gate holds the turn: the text before it is durable, so the run is in flight on the host.

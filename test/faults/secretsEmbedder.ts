@@ -7,9 +7,10 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { createClaudeAdapter } from "../../src/adapters/claude/adapter.js";
-import { createRuntime } from "../../src/index.js";
+
 import { startModelSimulator } from "../../src/simulator/index.js";
 import { PASSED_KEY } from "../chaos/secretCorpus.js";
+import { openRuntime } from "../support/internals.js";
 
 const [root] = process.argv.slice(2);
 if (!root) throw new Error("usage: secretsEmbedder.ts <root>");
@@ -18,7 +19,7 @@ const workspace = join(root, "workspace");
 await Promise.all([mkdir(home, { recursive: true }), mkdir(workspace, { recursive: true })]);
 const sim = await startModelSimulator();
 const adapter = createClaudeAdapter({ home, configDir: join(home, ".claude"), env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: PASSED_KEY } });
-const rt = await createRuntime({ dataDir: join(root, "data"), providers: { claude: adapter } });
+const rt = await openRuntime({ dataDir: join(root, "data"), providers: { claude: adapter } });
 const { threadId } = await rt.createThread({ providerTarget: "claude", cwd: workspace });
 sim.push({ hang: true, text: "working" });
 const { runId } = await rt.sendMessage({ threadId, text: "start and wait" });

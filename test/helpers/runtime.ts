@@ -1,11 +1,12 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRuntime, sequentialIds, type RuntimeOptions } from "../../src/index.js";
+import { sequentialIds, type RuntimeOptions, type TillerRuntime } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent } from "../../src/adapters/contract.js";
 import type { DomainEvent, DomainEventOf, DomainEventType } from "../../src/domain/events.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
+import { openRuntime } from "../support/internals.js";
 
 /** A runtime on a fresh temporary data directory, with deterministic ids. */
 export async function openTestRuntime(
@@ -13,7 +14,7 @@ export async function openTestRuntime(
   options: Partial<RuntimeOptions> & { dataDir?: string } = {},
 ): Promise<{ rt: Runtime; dataDir: string; events: LogRecord<DomainEvent>[]; cleanup: () => Promise<void> }> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-test-")));
-  const rt = await createRuntime({ ids: sequentialIds(), ...options, dataDir, providers });
+  const rt = await openRuntime({ ids: sequentialIds(), ...options, dataDir, providers });
   const events: LogRecord<DomainEvent>[] = [];
   rt.subscribe({ afterSeq: rt.views.head }, (r) => events.push(r));
   return {
@@ -29,7 +30,7 @@ export async function openTestRuntime(
 
 /** Resolves with the first durable event (after `afterSeq`) that matches. */
 export function nextEvent<T extends DomainEventType>(
-  rt: Runtime,
+  rt: TillerRuntime,
   type: T,
   match: (event: DomainEventOf<T>) => boolean = () => true,
   afterSeq = 0,

@@ -2,7 +2,6 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
-  createRuntime,
   createScriptedAdapter,
   defineCapabilities,
   sequentialIds,
@@ -16,6 +15,7 @@ import {
 } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
+import { openRuntime } from "../support/internals.js";
 
 /**
  * The system under test for one model path: a real runtime on a fresh data directory and
@@ -122,7 +122,7 @@ export class World {
     const providers = Object.fromEntries(
       targets.map((t) => [t, counted(createScriptedAdapter({ capabilities: overridesFrom(flags, t), backend: backends.get(t)!, script: ({ text }) => stepsFor(text) }), calls)]),
     );
-    const rt = await createRuntime({ dataDir: join(dir, "data"), providers, ids: sequentialIds(), checkpoints: flags["runtime.checkpoints"] === true, ...options });
+    const rt = await openRuntime({ dataDir: join(dir, "data"), providers, ids: sequentialIds(), checkpoints: flags["runtime.checkpoints"] === true, ...options });
     const world = new World(rt, flags, dir, cwd, calls);
     for (const [t, b] of backends) world.backends.set(t, b);
     rt.subscribe({ afterSeq: 0 }, (r) => world.records.push(r));

@@ -6,9 +6,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import { createScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js";
 import type { ScriptStep } from "../../src/adapters/scripted/script.js";
-import { createRuntime, createScriptedAdapter, keyedScript, ScriptedBackend, sequentialIds } from "../../src/index.js";
+import { createScriptedAdapter, keyedScript, ScriptedBackend, sequentialIds } from "../../src/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { nextEvent, until } from "../helpers/runtime.js";
+import { openRuntime } from "../support/internals.js";
 
 /**
  * Every provider call names the thread's cwd, and a fork made by a new runtime (a new adapter
@@ -99,7 +100,7 @@ describe.each(variants)("thread cwd: $name", ({ make, resolution }) => {
       const adapter = make(backend);
       // A provider that can say whether a turn is alive gets a short silence limit: the hanging turn below is asked (and says it is).
       const watchdog = adapter.isTurnAlive ? { turnSilenceMs: 20 } : {};
-      rt = await createRuntime({ dataDir: join(root, "data"), ids: sequentialIds(), ...watchdog, providers: { scripted: recording(adapter, calls) } });
+      rt = await openRuntime({ dataDir: join(root, "data"), ids: sequentialIds(), ...watchdog, providers: { scripted: recording(adapter, calls) } });
       return { rt, adapter };
     };
 

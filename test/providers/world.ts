@@ -2,9 +2,10 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
-import { createRuntime, sequentialIds, type RuntimeOptions } from "../../src/index.js";
+import { sequentialIds, type RuntimeOptions } from "../../src/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { startModelSimulator, type ModelSimulator } from "../../src/simulator/index.js";
+import { openRuntime } from "../support/internals.js";
 
 /**
  * A real provider binary under a runtime, against the model simulator on 127.0.0.1, in a
@@ -44,7 +45,7 @@ export async function simulatedWorld<A extends ProviderAdapter>(spec: WorldSpec<
   await Promise.all([mkdir(dirs.home, { recursive: true }), mkdir(workspace, { recursive: true })]);
   await spec.prepare?.(dirs, sim);
   const open = (adapter: A) =>
-    createRuntime({ dataDir: join(root, "data"), ids: sequentialIds(), ...spec.runtime, providers: { [spec.target]: adapter, ...spec.runtime?.providers } });
+    openRuntime({ dataDir: join(root, "data"), ids: sequentialIds(), ...spec.runtime, providers: { [spec.target]: adapter, ...spec.runtime?.providers } });
   const adapter = spec.makeAdapter(dirs, sim);
   const world: SimulatedWorld<A> = {
     rt: await open(adapter),

@@ -4,9 +4,10 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
-import { createRuntime, sequentialIds } from "../../src/index.js";
+import { sequentialIds } from "../../src/index.js";
 import { fixturesDir } from "./record.js";
 import type { Scenario } from "./scenarios.js";
+import { openRuntime } from "../support/internals.js";
 
 /**
  * Replays recorded transcripts: each scenario runs against the real runtime and the real
@@ -42,7 +43,7 @@ export function replaySuite(provider: string, replayHost: string, scenarios: Rec
     try {
       const dirs = { root, workspace: join(root, "workspace"), home: join(root, "home"), fixture: join(dir, fixtureFile) };
       await Promise.all([dirs.workspace, dirs.home].map((d) => mkdir(d, { recursive: true })));
-      const rt = await createRuntime({ dataDir: join(root, "data"), providers: { [provider]: makeAdapter(dirs) }, ids: sequentialIds(), ...scenario.runtime });
+      const rt = await openRuntime({ dataDir: join(root, "data"), providers: { [provider]: makeAdapter(dirs) }, ids: sequentialIds(), ...scenario.runtime });
       let failure: unknown = null;
       try {
         await scenario.run({ rt, push: () => undefined, workspace: dirs.workspace });

@@ -3,8 +3,9 @@ import { appendFile, mkdir, readdir, readlink, writeFile } from "node:fs/promise
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { createRuntime, createScriptedAdapter, type RuntimeFailure } from "../../src/index.js";
+import { createScriptedAdapter, type RuntimeFailure } from "../../src/index.js";
 import { nextEvent, ofType, openTestRuntime, override, until } from "../helpers/runtime.js";
+import { openRuntime } from "../support/internals.js";
 
 /** Smaller promises: what open cut is told, closed runtimes are released, forks after a rollback, listener errors are reported. */
 describe("runtime lifecycle", () => {
@@ -14,7 +15,7 @@ describe("runtime lifecycle", () => {
       await rt.createThread({ providerTarget: "s" });
       await rt.close();
       await appendFile(join(dataDir, "events.jsonl"), '{"seq":999,"garbage":true}\n');
-      const reopened = await createRuntime({ dataDir, providers: { s: createScriptedAdapter() } });
+      const reopened = await openRuntime({ dataDir, providers: { s: createScriptedAdapter() } });
       try {
         expect(reopened.recovery.cut).toMatchObject({ complete: true, bytes: 27, reason: expect.stringMatching(/invalid record/) });
         const warning = await nextEvent(reopened, "warning", (e) => e.message.includes("was cut at open"));
@@ -58,7 +59,7 @@ describe("runtime lifecycle", () => {
     try {
       void rt.close();
       await rt.close();
-      const again = await createRuntime({ dataDir, providers: { s: createScriptedAdapter() } });
+      const again = await openRuntime({ dataDir, providers: { s: createScriptedAdapter() } });
       await again.close();
     } finally {
       await cleanup();
@@ -74,7 +75,7 @@ describe("runtime lifecycle", () => {
       const log = join(dataDir, "events.jsonl");
       const handlesOnLog = async () => (await Promise.all((await readdir("/proc/self/fd")).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => "")))).filter((target) => target === log).length;
       const before = await handlesOnLog();
-      for (let i = 0; i < 3; i++) await expect(createRuntime({ dataDir, providers: { s: createScriptedAdapter() } })).rejects.toMatchObject({ code: "store_corrupt" });
+      for (let i = 0; i < 3; i++) await expect(openRuntime({ dataDir, providers: { s: createScriptedAdapter() } })).rejects.toMatchObject({ code: "store_corrupt" });
       expect(await handlesOnLog()).toBe(before);
     } finally {
       await cleanup();

@@ -1,0 +1,71 @@
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type {
+  CreateThreadInput,
+  CreateThreadReceipt,
+  ForkReceipt,
+  ForkThreadInput,
+  InterruptInput,
+  InterruptReceipt,
+  RespondInput,
+  RespondReceipt,
+  RollbackInput,
+  SendMessageInput,
+  SendMessageReceipt,
+  SubscribeInput,
+} from "../domain/commands.js";
+import type { DomainEvent } from "../domain/events.js";
+import type { Affordances } from "./affordances.js";
+import type { RunView } from "./projections.js";
+import type { RollbackReceipt } from "./rollback.js";
+import type { ThreadSnapshot } from "./snapshot.js";
+import type { EventLog, LogRecord } from "./store/eventLog.js";
+
+/**
+ * The runtime as an embedding app sees it: commands (each with an id, a durable receipt, and
+ * exactly-once under a repeated id), reads, and the event stream. Everything else (read
+ * models, actors, host processes) is internal.
+ */
+
+export type Subscriber = (record: LogRecord<DomainEvent>) => void;
+
+export interface WaitForRunOptions {
+  /** Give up after this long (`timeout`); the run goes on. */
+  timeoutMs?: number;
+  /** Give up when this aborts (rejects with its reason); the run goes on. */
+  signal?: AbortSignal;
+}
+
+export interface TillerRuntime {
+  /** The data directory this runtime is the one writer of. */
+  readonly dataDir: string;
+  /** The live inspector's page (token included), when the runtime started one. */
+  readonly inspectorUrl: string | null;
+  /** The seq of the latest record: subscribe with `afterSeq: head` to hear only what follows. */
+  readonly head: number;
+  readonly closed: boolean;
+  /** What opening the log found: the records it kept, and the tail it cut, if any. */
+  readonly recovery: EventLog<DomainEvent>["recovery"];
+
+  createThread(input: CreateThreadInput): Promise<CreateThreadReceipt>;
+  /** Starts a run, queues it, or steers or restarts the active one (`mode`). */
+  sendMessage(input: SendMessageInput): Promise<SendMessageReceipt>;
+  interrupt(input: InterruptInput): Promise<InterruptReceipt>;
+  /** Answers an approval or a question. */
+  respond(input: RespondInput): Promise<RespondReceipt>;
+  forkThread(input: ForkThreadInput): Promise<ForkReceipt>;
+  rollback(input: RollbackInput): Promise<RollbackReceipt & { commandId: string }>;
+
+  /** What a client may offer for this thread now (fork, interrupt, rollback, approvals, panels), and why not. */
+  affordances(threadId: string): Affordances;
+  /** A consistent read model of one thread, returned once it is durable. */
+  readThread(threadId: string): Promise<ThreadSnapshot>;
+  listThreads(): Array<{ threadId: string; title: string; providerTarget: string; runs: number }>;
+  /** The capability record in force for a target (the live session's, else the adapter's declared one). */
+  capabilities(providerTarget: string): ProviderCapabilities;
+  /** Durable events after `afterSeq` (all threads, or one), then live ones, in order, once each. */
+  subscribe(input: SubscribeInput, listener: Subscriber): () => void;
+  /** Resolves with the run once it is terminal and durable. */
+  waitForRun(runId: string, options?: WaitForRunOptions): Promise<RunView>;
+  /** Stops providers, cancels what still runs, flushes, unlocks. Idempotent. */
+  close(): Promise<void>;
+}
