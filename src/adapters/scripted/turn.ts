@@ -1,6 +1,7 @@
 import type { ProviderCapabilities } from "../../capabilities/schema.js";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import type { TurnTerminalStatus } from "../../domain/entities.js";
 import type { ItemStatus, ItemStream, ProviderItemKind, RequestPayload, RequestResponse } from "../../domain/items.js";
 import type { ProviderEvent, SandboxPolicy } from "../contract.js";
 import type { ScriptedBackend } from "./backend.js";
@@ -176,7 +177,7 @@ export class ScriptedTurn {
       ? { threadRef: childThreadRef, ...(exposesTurnRef ? { turnRef: this.backend.nextId("sturn") } : {}) }
       : null;
     if (childTurn && turns.emitsTurnStarted) this.emit({ type: "turn.started", ...childTurn });
-    let status: "completed" | "interrupted" | "failed" = "completed";
+    let status: TurnTerminalStatus = "completed";
     try {
       for (const s of step.steps) await this.#step(s, child);
     } catch (error) {
