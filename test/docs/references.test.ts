@@ -78,6 +78,14 @@ describe("README and docs references", () => {
     expect(wrong).toEqual([]);
   });
 
+  it("documents every member of the public TillerRuntime in docs/api.md", () => {
+    const body = /export interface TillerRuntime \{([\s\S]*?)\n\}/.exec(read("src/runtime/api.ts"))?.[1] ?? "";
+    const members = [...body.matchAll(/^\s+(?:readonly\s+)?(\w+)[(:?]/gm)].map((m) => m[1]!);
+    expect(members).toEqual(expect.arrayContaining(["sendMessage", "subscribe", "head"]));
+    const api = read("docs/api.md");
+    expect(members.filter((member) => !api.includes(`\`${member}`))).toEqual([]);
+  });
+
   it("lists every error code in docs/api.md", () => {
     const union = /export type TillerErrorCode =([^;]+);/.exec(read("src/domain/errors.ts"))?.[1] ?? "";
     const codes = [...union.matchAll(/"([a-z_]+)"/g)].map((m) => m[1]!);
