@@ -1,12 +1,17 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import type { Readable } from "node:stream";
+import { execa } from "execa";
+import { HostUnavailableError } from "../../domain/errors.js";
 import { hostEnvironment } from "./environment.js";
 
 /**
  * Host processes: each in its own process group (so a stop ends whatever it spawned), and
  * identified durably by pid plus the kernel's start time, so a later runtime never mistakes
- * a reused pid for its orphan.
+ * a reused pid for its orphan. execa starts them; stopping is ours (`stopProcessGroup`):
+ * execa's own kill and timeout signal the leader alone, and a host's agent CLI and the
+ * agent's tools are in its group.
  */
 
 export interface SpawnSpec {
@@ -45,28 +50,60 @@ export async function processStartTime(pid: number): Promise<string | null> {
   }
 }
 
+/** How long an exited host's output may take to drain before its exit is reported anyway. */
+const DRAIN_GRACE_MS = 500;
+
+type HostExit = { code: number | null; signal: NodeJS.Signals | null };
+
 export async function spawnHost(spec: SpawnSpec): Promise<SpawnedHost> {
-  const child = spawn(spec.command, spec.args, {
+  const subprocess = execa(spec.command, spec.args, {
     cwd: spec.cwd,
     env: hostEnvironment(spec.env, spec.inherit),
-    detached: true,
+    extendEnv: false, // the allowlisted environment is the whole environment
+    detached: true, // its own process group; execa's exit cleanup does not apply to a detached child
     stdio: ["pipe", "pipe", "pipe"],
+    buffer: false, // frames stream to the channel, never collected
+    reject: false, // an exit is reported to the supervisor, not thrown
   });
-  // Listen before anything can be awaited: a host may exit at once. `close` comes after its
-  // output is drained (the last frames matter in a failure report); `exit` bounds the wait.
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    let info: { code: number | null; signal: NodeJS.Signals | null } | null = null;
-    child.once("exit", (code, signal) => {
-      info = { code, signal };
-      setTimeout(() => resolve(info!), 500).unref();
-    });
-    child.once("close", (code, signal) => resolve(info ?? { code, signal }));
+  holdUntilRead(subprocess.stdout);
+  holdUntilRead(subprocess.stderr);
+  // Listen before anything can be awaited: a host may exit at once. execa settles once the
+  // host exited and its output was drained (the last frames matter in a failure report);
+  // `exit` bounds the wait, since a grandchild may hold the pipes open.
+  const exited = new Promise<HostExit>((resolve) => {
+    subprocess.once("exit", (code, signal) => setTimeout(() => resolve({ code, signal }), DRAIN_GRACE_MS).unref());
+    subprocess.then(
+      (result) => resolve({ code: result.exitCode ?? null, signal: (result.signal ?? null) as NodeJS.Signals | null }),
+      () => undefined, // (reject: false) an internal failure of execa leaves the exit to `exit`
+    );
   });
-  const pid = await new Promise<number>((resolve, reject) => {
-    child.once("spawn", () => resolve(child.pid!));
-    child.once("error", reject);
-  });
-  return { child, pid, exited, startTime: await processStartTime(pid), commandLine: [spec.command, ...spec.args].join(" ") };
+  // `spawn` comes first when the process exists; otherwise execa settles with the failure
+  // (an error event, or a spawn that threw at once and never emits anything).
+  const started = new Promise<null>((resolve) => subprocess.once("spawn", () => resolve(null)));
+  const failed = await Promise.race([started, subprocess]);
+  if (failed !== null || subprocess.pid === undefined) {
+    const reason = failed?.originalMessage ?? failed?.message ?? "no process was created";
+    throw new HostUnavailableError(`could not start the host ${spec.command}: ${reason}`, { reason: "spawn_failed", command: spec.command, ...(failed?.code ? { errno: failed.code } : {}) });
+  }
+  const pid = subprocess.pid;
+  return { child: subprocess, pid, exited, startTime: await processStartTime(pid), commandLine: [spec.command, ...spec.args].join(" ") };
+}
+
+/**
+ * With `buffer: false`, execa lets an output stream flow one tick after the spawn if nobody
+ * reads it, and what it reads is gone. The channel attaches later (after the spawn is
+ * confirmed and the start time read), and a host's first frame (its `host.ready`) may already
+ * be there: so the stream is paused until its first `data` listener, which lets it flow again,
+ * as a stream of node:child_process would be.
+ */
+function holdUntilRead(stream: Readable): void {
+  stream.pause();
+  const onListener = (event: string | symbol) => {
+    if (event !== "data") return;
+    stream.removeListener("newListener", onListener);
+    stream.resume();
+  };
+  stream.on("newListener", onListener);
 }
 
 /** Running (a zombie waiting for a reaper that is not us counts as gone). */
