@@ -1,3 +1,3 @@
-/** `tiller/claude`: the Claude Code provider through the Agent SDK. */
+/** `tiller-runtime/claude`: the Claude Code provider through the Agent SDK. */
 export { createClaudeAdapter, type ClaudeAdapter, type ClaudeAdapterOptions } from "./adapter.js";
 export { claudeCapabilities } from "./capabilities.js";
