@@ -83,6 +83,13 @@ export const TURN_ITEM_KIND_OF_NODE: Readonly<Record<NodeKind, TurnItemKind | nu
   subagent: "subagent",
 };
 
+/**
+ * What ends with its turn when the turn ends: messages, reasoning, plans and todo lists. A
+ * tool, command, file change or request still open at a completed turn never finished: it is
+ * cancelled.
+ */
+export const ENDS_WITH_TURN: ReadonlySet<TurnItemKind> = new Set(["assistant_message", "reasoning", "plan", "proposed_plan", "todo_list"]);
+
 /** How a provider says an item ended. */
 export const ItemStatusSchema = z.enum(["completed", "failed", "cancelled", "declined"]);
 export type ItemStatus = z.infer<typeof ItemStatusSchema>;

@@ -9,7 +9,7 @@ import { pendingCall, type LoadSituation } from "../machines/providerThread.js";
 import { sessionMachine, sessionSlot, type SessionInput, type StartedSession, type StartSessionInput } from "../machines/session.js";
 import { Actors, type ProviderThreadActor, type SessionActor } from "./actors.js";
 import { contextForNextTurn, forkSituation, historyRuns } from "./handoff.js";
-import { Normalizer } from "./normalizer.js";
+import { Normalizer } from "./ingest/normalizer.js";
 import { Projections } from "./projections.js";
 
 /**

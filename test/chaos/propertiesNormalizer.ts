@@ -1,6 +1,6 @@
 import type { ProviderEvent } from "../../src/adapters/contract.js";
 import type { DomainEvent, LogRecord } from "../../src/index.js";
-import { Normalizer, type Routed } from "../../src/runtime/normalizer.js";
+import { Normalizer, type Routed } from "../../src/runtime/ingest/normalizer.js";
 import { Projections } from "../../src/runtime/projections.js";
 import { capabilitiesOf, exposureOf, stepsOf, type TurnScenario } from "./generators.js";
 

@@ -1,5 +1,6 @@
 import { closesMessagesAtRootTerminal } from "../../capabilities/predicates.js";
 import type { DomainEvent } from "../../domain/events.js";
+import { ENDS_WITH_TURN, TURN_ITEM_KIND_OF_NODE } from "../../domain/items.js";
 import { redact } from "../../domain/redact.js";
 import { policyEvent, type MachineEmitted } from "../../machines/emitted.js";
 import { ownsRun, type RunContext, type RunEvent } from "../../machines/run.js";
@@ -7,7 +8,7 @@ import { Actors } from "../actors.js";
 import type { Projections } from "../projections.js";
 import type { Target } from "../targets.js";
 import { readFrame, safeString } from "./frames.js";
-import type { Routed } from "../normalizer.js";
+import type { Routed } from "./normalizer.js";
 
 /**
  * The one way in: a target's provider frames are read (validated at the boundary), normalized
@@ -146,10 +147,8 @@ export class Inbound {
       const detail = "the provider sends no message-completed events: its assistant messages are closed at the root terminal";
       rt.commit(policyEvent(settle, "messages_closed_at_terminal", detail));
     }
-    // Messages, plans and todo lists end with their turn; a tool or request still open at a
-    // completed turn never finished, so it is cancelled.
-    const endsWithTurn = new Set(["root_turn", "assistant_message", "reasoning", "plan", "todo_list", "proposed_plan"]);
-    const closing = open.map((n) => ({ nodeId: n.nodeId, kind: n.kind as string }));
+    // Each closing node by what it shows as (the root turn is the run itself: it ends with it).
+    const closing = open.map((n) => ({ nodeId: n.nodeId, kind: TURN_ITEM_KIND_OF_NODE[n.kind] }));
     // A node whose provider completion was fenced (it came after the attempt was superseded) is
     // closed for the normalizer but still streams in the read model: close it too.
     const known = new Set(closing.map((n) => n.nodeId));
@@ -157,7 +156,8 @@ export class Inbound {
       if (item.attemptId === settle.attemptId && item.status === "streaming" && !known.has(item.id)) closing.push({ nodeId: item.id, kind: item.kind });
     }
     for (const node of closing) {
-      const status = endsWithTurn.has(node.kind) || settle.status !== "completed" ? settle.status : "cancelled";
+      const endsWithTurn = node.kind === null || ENDS_WITH_TURN.has(node.kind);
+      const status = endsWithTurn || settle.status !== "completed" ? settle.status : "cancelled";
       const { threadId, runId } = settle;
       rt.commit({ type: "node.completed", threadId, runId, nodeId: node.nodeId, status, text: null, output: null, exitCode: null, settledBy: "runtime" });
     }

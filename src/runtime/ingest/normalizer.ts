@@ -1,13 +1,13 @@
-import type { ProviderCapabilities } from "../capabilities/schema.js";
-import { reportsTurnTerminals } from "../capabilities/predicates.js";
-import type { ProviderEvent } from "../adapters/contract.js";
-import type { TurnTerminalStatus } from "../domain/entities.js";
-import { NODE_KIND_OF_REQUEST, type NodeKind, type ProviderItemKind } from "../domain/items.js";
-import type { DomainEvent } from "../domain/events.js";
-import { derivedId } from "../domain/ids.js";
-import { redact } from "../domain/redact.js";
-import type { RunEvent } from "../machines/run.js";
-import { policyEvent } from "../machines/emitted.js";
+import type { ProviderCapabilities } from "../../capabilities/schema.js";
+import { reportsTurnTerminals } from "../../capabilities/predicates.js";
+import type { ProviderEvent } from "../../adapters/contract.js";
+import type { TurnTerminalStatus } from "../../domain/entities.js";
+import { NODE_KIND_OF_REQUEST, type NodeKind, type ProviderItemKind } from "../../domain/items.js";
+import type { DomainEvent } from "../../domain/events.js";
+import { derivedId } from "../../domain/ids.js";
+import { redact } from "../../domain/redact.js";
+import type { RunEvent } from "../../machines/run.js";
+import { policyEvent } from "../../machines/emitted.js";
 import { applied, findNode, nodeById, nodeStartedEvent, scopeOf, startNode, toRun, type NodeEntry, type Routed, type TurnBinding } from "./correlation.js";
 
 /**

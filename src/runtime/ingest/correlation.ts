@@ -1,8 +1,8 @@
-import type { Strength } from "../capabilities/schema.js";
-import type { NodeKind } from "../domain/items.js";
-import type { DomainEvent, DomainEventOf } from "../domain/events.js";
-import { derivedId } from "../domain/ids.js";
-import type { RunEvent } from "../machines/runModel.js";
+import type { Strength } from "../../capabilities/schema.js";
+import type { NodeKind } from "../../domain/items.js";
+import type { DomainEvent, DomainEventOf } from "../../domain/events.js";
+import { derivedId } from "../../domain/ids.js";
+import type { RunEvent } from "../../machines/runModel.js";
 
 /**
  * Correlation state of one provider turn, and how items in it get their app ids: by native
