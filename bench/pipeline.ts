@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRuntime, createScriptedAdapter } from "../src/index.js";
+import { createRuntime, createScriptedAdapter, type DomainEvent, type LogRecord } from "../src/index.js";
 import { turnText, workloadScript, type Workload } from "./workload.js";
 
 export interface PipelineResult {
@@ -13,9 +13,10 @@ export interface PipelineResult {
 /**
  * Whole pipeline: scripted frames -> normalizer -> actors -> durable log -> one subscriber.
  * Turns are sent one after another on one thread; each next send waits until the
- * subscriber has seen the previous run's `run.terminal`.
+ * subscriber has seen the previous run's `run.terminal`. `onRecord` sees every record the
+ * subscriber receives (bench/readModels.ts keeps them to fold again).
  */
-export async function runPipeline(w: Workload): Promise<PipelineResult> {
+export async function runPipeline(w: Workload, onRecord?: (record: LogRecord<DomainEvent>) => void): Promise<PipelineResult> {
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-bench-"));
   const runtime = await createRuntime({
     dataDir,
@@ -28,6 +29,7 @@ export async function runPipeline(w: Workload): Promise<PipelineResult> {
     let waiting: { runId: string; done: () => void } | undefined;
     const unsubscribe = runtime.subscribe({ afterSeq: 0 }, (record) => {
       if (record.seq > startSeq) events++;
+      onRecord?.(record);
       if (record.event.type !== "run.terminal") return;
       ended.add(record.event.runId);
       if (waiting?.runId === record.event.runId) waiting.done();

@@ -1,0 +1,272 @@
+import { createStore } from "@xstate/store";
+import type { DispatchMode, Failure, Lineage, RunStatus } from "../domain/entities.js";
+import type { DomainEvent, DomainEventType } from "../domain/events.js";
+import { isTerminalRunStatus, type Projections, type RequestView, type RunView, type ThreadView } from "./projections.js";
+import type { LogRecord } from "./store/eventLog.js";
+
+/**
+ * The read models UIs select from (`runtime.select`), held in an @xstate/store.
+ *
+ * Only the low-rate models live here: the thread list, each thread's header, run statuses and
+ * panels, the pending requests. Streamed text does not: a text delta never touches the store
+ * (bench/readModels.ts measured why: an immutable store updated per delta costs a large share
+ * of the pipeline's time per record, this one almost nothing). Text is read with `readThread`
+ * and streamed with `subscribe`.
+ *
+ * Each state is derived from the projections right after the record that changed them is
+ * folded, so it is exactly the state at that record; it reaches the store (and selectors)
+ * once that record is durable, so a UI is never shown what a crash could take back. States
+ * are frozen copies: nothing a caller does to them reaches the runtime. Nothing is derived
+ * until the first `select`, so a runtime nobody selects from pays one check per record.
+ */
+
+/** One line of the thread list. */
+export interface ThreadListEntry {
+  threadId: string;
+  title: string;
+  providerTarget: string;
+  /** How many runs the thread has. */
+  runs: number;
+  /** `active` while one of its runs is not terminal. */
+  status: "idle" | "active";
+}
+
+/** A run without its items: what a run list, a status badge or an affordance needs. */
+export interface RunSummary {
+  runId: string;
+  ordinal: number;
+  status: RunStatus;
+  providerTarget: string;
+  model: string | null;
+  mode: DispatchMode;
+  reason: string | null;
+  failure: Failure | null;
+}
+
+/** A thread without its streamed content. */
+export interface ThreadModel {
+  threadId: string;
+  title: string;
+  cwd: string;
+  providerTarget: string;
+  model: string | null;
+  lineage: Lineage | null;
+  status: "idle" | "active";
+  runs: readonly RunSummary[];
+  /** Structured artifacts exist in the thread (the plan and todo panels of `affordances`). */
+  panels: { plan: boolean; todo: boolean };
+}
+
+/** What a selector of `runtime.select` receives. Every part is replaced, never mutated, when it changes. */
+export interface ReadModelState {
+  /** The thread list, oldest first. */
+  readonly threadList: readonly ThreadListEntry[];
+  /** Each thread by id. */
+  readonly threads: Readonly<Record<string, ThreadModel>>;
+  /** Requests waiting for an answer (all threads), oldest first. */
+  readonly pendingRequests: readonly RequestView[];
+}
+
+export type ReadModelSelector<T> = (state: ReadModelState) => T;
+
+/** Where durability is learnt (the event log). */
+export interface Durability {
+  readonly durableHead: number;
+  whenDurable(seq: number): Promise<void>;
+}
+
+type Part = "thread" | "panels" | "requests";
+/** The records that change a read model here, and which part. Any other (text deltas first) is skipped. */
+const PARTS: Partial<Record<DomainEventType, Part>> = {
+  "thread.created": "thread",
+  "thread.model_changed": "thread",
+  "run.created": "thread",
+  "run.state": "thread",
+  "run.terminal": "thread",
+  "rollback.applied": "thread",
+  "node.started": "panels",
+  "plan.proposed": "panels",
+  "plan.updated": "panels",
+  "todo.updated": "panels",
+  "request.opened": "requests",
+  "request.resolved": "requests",
+  "request.closed": "requests",
+};
+
+const EMPTY: ReadModelState = Object.freeze({ threadList: Object.freeze([]), threads: Object.freeze({}), pendingRequests: Object.freeze([]) });
+
+export class ReadModelStore {
+  /** Holds the published (durable) state; created by the first `select`. */
+  #store: ReturnType<typeof createReadModelStore> | undefined;
+  /** The state at the latest folded record (may be ahead of the published one). */
+  #latest: ReadModelState = EMPTY;
+  #latestSeq = 0;
+  /** States derived and not durable yet, oldest first. */
+  #pending: Array<{ seq: number; state: ReadModelState }> = [];
+
+  constructor(
+    private readonly views: Projections,
+    private readonly durability: Durability,
+    private readonly onListenerError: (error: unknown) => void,
+  ) {}
+
+  /** Called right after the projections folded `record`. */
+  apply({ seq, event }: LogRecord<DomainEvent>): void {
+    if (!this.#store) return;
+    const part = PARTS[event.type];
+    if (!part) return;
+    const next = deriveNext(this.#latest, this.views, event, part);
+    if (next === this.#latest) return;
+    this.#latest = next;
+    this.#latestSeq = seq;
+    this.#pending.push({ seq, state: next });
+    if (this.#pending.length === 1) this.#publishWhenDurable(seq);
+  }
+
+  /**
+   * `listener` receives the selected value once (asynchronously, once what it reflects is
+   * durable), then each time it changes by `equal` (default `Object.is`). Returns unsubscribe.
+   */
+  select<T>(selector: ReadModelSelector<T>, listener: (value: T) => void, equal: (a: T, b: T) => boolean = Object.is): () => void {
+    const store = this.#start();
+    let active = true;
+    let subscription: { unsubscribe(): void } | undefined;
+    let last: T;
+    const guardedSelector = (state: ReadModelState): T => {
+      try {
+        return (last = selector(state));
+      } catch (error) {
+        this.onListenerError(error);
+        return last; // unchanged: the listener is not told
+      }
+    };
+    const tell = (value: T) => {
+      if (!active) return;
+      try {
+        listener(value);
+      } catch (error) {
+        this.onListenerError(error);
+      }
+    };
+    // What is derived now is published by the time this resolves (its waiter was registered first).
+    this.durability.whenDurable(this.#latestSeq).then(
+      () => {
+        if (!active) return;
+        const selection = store.select(guardedSelector, equal);
+        tell(selection.get());
+        subscription = selection.subscribe(tell);
+      },
+      () => undefined, // the log failed or closed: nothing more is published
+    );
+    return () => {
+      active = false;
+      subscription?.unsubscribe();
+    };
+  }
+
+  #start(): ReturnType<typeof createReadModelStore> {
+    if (this.#store) return this.#store;
+    this.#store = createReadModelStore();
+    this.#latest = seed(this.views);
+    this.#latestSeq = this.views.head;
+    this.#pending.push({ seq: this.#latestSeq, state: this.#latest });
+    this.#publishWhenDurable(this.#latestSeq);
+    return this.#store;
+  }
+
+  /** Publishes the newest pending state that is durable, then waits for the next one. */
+  #publishWhenDurable(seq: number): void {
+    this.durability.whenDurable(seq).then(
+      () => {
+        const durable = this.#pending.filter((p) => p.seq <= this.durability.durableHead);
+        this.#pending = this.#pending.slice(durable.length);
+        const newest = durable.at(-1);
+        if (newest) this.#store!.trigger.published({ state: newest.state });
+        const next = this.#pending[0];
+        if (next) this.#publishWhenDurable(next.seq);
+      },
+      () => undefined,
+    );
+  }
+}
+
+function createReadModelStore() {
+  return createStore({
+    context: EMPTY,
+    on: { published: (_, event: { state: ReadModelState }) => event.state },
+  });
+}
+
+// ---- derivation from the projections (structural sharing: what did not change stays the same object) ----
+
+function deriveNext(state: ReadModelState, views: Projections, event: DomainEvent, part: Part): ReadModelState {
+  if (part === "requests") {
+    if (!("requestId" in event)) return state;
+    const view = views.requests.get(event.requestId);
+    const rest = state.pendingRequests.filter((r) => r.requestId !== event.requestId);
+    if (view?.status === "pending") return { ...state, pendingRequests: freeze([...rest, freeze(structuredClone(view))]) };
+    return rest.length === state.pendingRequests.length ? state : { ...state, pendingRequests: freeze(rest) };
+  }
+  const thread = "threadId" in event && event.threadId ? views.threads.get(event.threadId) : undefined;
+  if (!thread) return state;
+  const before = state.threads[thread.threadId];
+  let panels = before?.panels ?? { plan: false, todo: false };
+  if (part === "panels") {
+    const nodeId = "nodeId" in event ? event.nodeId : null;
+    if (!nodeId) return state;
+    panels = withKind(panels, views.item(nodeId)?.kind);
+    if (panels === before?.panels) return state;
+  }
+  const model = threadModel(thread, before, panels);
+  return model === before ? state : withThread(state, model);
+}
+
+function seed(views: Projections): ReadModelState {
+  let state: ReadModelState = { ...EMPTY, pendingRequests: freeze(views.pendingRequests().map((r) => freeze(structuredClone(r)))) };
+  for (const thread of views.threads.values()) {
+    const panels = thread.runs.reduce((p, run) => run.items.reduce((q, item) => withKind(q, item.kind), p), { plan: false, todo: false });
+    state = withThread(state, threadModel(thread, undefined, panels));
+  }
+  return state;
+}
+
+function withKind(panels: ThreadModel["panels"], kind: string | undefined): ThreadModel["panels"] {
+  const plan = panels.plan || kind === "plan" || kind === "proposed_plan";
+  const todo = panels.todo || kind === "todo_list";
+  return plan === panels.plan && todo === panels.todo ? panels : freeze({ plan, todo });
+}
+
+function withThread(state: ReadModelState, model: ThreadModel): ReadModelState {
+  const entry = freeze({ threadId: model.threadId, title: model.title, providerTarget: model.providerTarget, runs: model.runs.length, status: model.status });
+  const at = state.threadList.findIndex((t) => t.threadId === model.threadId);
+  const known = state.threadList[at];
+  const unchanged = known && known.runs === entry.runs && known.status === entry.status && known.title === entry.title && known.providerTarget === entry.providerTarget;
+  const threadList = unchanged ? state.threadList : freeze(at < 0 ? [...state.threadList, entry] : state.threadList.map((t, i) => (i === at ? entry : t)));
+  return { threadList, threads: freeze({ ...state.threads, [model.threadId]: model }), pendingRequests: state.pendingRequests };
+}
+
+function threadModel(thread: ThreadView, before: ThreadModel | undefined, panels: ThreadModel["panels"]): ThreadModel {
+  const runs = sameItems(thread.runs.map((run, i) => runSummary(run, before?.runs[i])), before?.runs);
+  const status = thread.runs.some((r) => !isTerminalRunStatus(r.status)) ? "active" : "idle";
+  if (before && runs === before.runs && panels === before.panels && status === before.status && thread.model === before.model) return before;
+  const { threadId, title, cwd, providerTarget, model, lineage } = thread;
+  return freeze({ threadId, title, cwd, providerTarget, model, lineage: lineage && freeze(structuredClone(lineage)), status, runs, panels });
+}
+
+/** Only status, reason and failure change after a run is created (failure and reason once, at its terminal). */
+function runSummary(run: RunView, before: RunSummary | undefined): RunSummary {
+  if (before?.runId === run.runId && before.status === run.status && before.reason === run.reason && (before.failure === null) === (run.failure === null)) return before;
+  const { runId, ordinal, status, providerTarget, model, mode, reason, failure } = run;
+  return freeze({ runId, ordinal, status, providerTarget, model, mode, reason, failure: failure && freeze(structuredClone(failure)) });
+}
+
+function sameItems<T>(next: T[], before: readonly T[] | undefined): readonly T[] {
+  return before && before.length === next.length && next.every((x, i) => x === before[i]) ? before : freeze(next);
+}
+
+/** Deep-freezes a fresh copy (never an object the projections hold). */
+function freeze<T>(value: T): T {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
+  for (const inner of Object.values(value)) freeze(inner);
+  return Object.freeze(value);
+}
