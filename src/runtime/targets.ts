@@ -169,10 +169,11 @@ export class Target {
     Actors.sendIfActive(this.host.actors.sessions.get(sessionId), { type: "RELEASE" });
   }
 
-  /** The runtime is closing: its session actors stop (no idle deadline, no start, outlives `close()`). */
+  /** The runtime is closing: every session actor of this target stops (no idle deadline, no start or stop outlives `close()`). */
   stopSessions(): void {
-    for (const slot of this.#slots.values()) slot.actor.stop();
-    for (const sessionId of this.#live.keys()) this.host.actors.sessions.get(sessionId)?.stop();
+    for (const actor of this.host.actors.sessions.values()) {
+      if (actor.getSnapshot().context.providerTarget === this.id) actor.stop();
+    }
   }
 
   /** The session died: forget it, and every provider thread loaded in it, right now. */
