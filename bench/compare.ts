@@ -1,6 +1,6 @@
 import type { Runtime } from "../src/runtime/runtime.js";
 import type { ModelSimulator } from "../src/simulator/index.js";
-import { until } from "../test/helpers/runtime.js";
+import { until } from "../test/support/runtime.js";
 
 /** One provider scenario timed bare and through Tiller: the figures the closing notes quote. */
 export interface Timings {

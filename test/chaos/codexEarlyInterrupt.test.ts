@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { codexWorld, type CodexWorld } from "../codex/harness.js";
-import { ofType } from "../helpers/runtime.js";
+import { ofType } from "../support/runtime.js";
 import { earlyInterrupts, hangUnlessFast } from "./earlyInterrupts.js";
 import { tallyChaos } from "./tally.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRuntime, createScriptedAdapter, keyedScript, type TillerRuntime } from "../../src/index.js";
-import { ofType, openTestRuntime, recordCalls, until } from "../helpers/runtime.js";
+import { ofType, openTestRuntime, recordCalls, until } from "../support/runtime.js";
 import { tallyChaos } from "./tally.js";
 
 /**

@@ -7,7 +7,7 @@ import { createScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js
 import { sequentialIds } from "../../src/index.js";
 import { BoundedLineSplitter } from "../../src/runtime/hosts/lines.js";
 import { isRunning } from "../../src/runtime/hosts/process.js";
-import { nextEvent } from "../helpers/runtime.js";
+import { nextEvent } from "../support/runtime.js";
 import { tallyChaos } from "./tally.js";
 import { openRuntime } from "../support/internals.js";
 

@@ -1,7 +1,7 @@
 import { open } from "node:fs/promises";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createScriptedAdapter, keyedScript } from "../../src/index.js";
-import { openTestRuntime } from "../helpers/runtime.js";
+import { openTestRuntime } from "../support/runtime.js";
 import { tallyChaos } from "./tally.js";
 
 /**

@@ -2,7 +2,7 @@ import { mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
-import { gitIn, snapshotFiles } from "../helpers/files.js";
+import { gitIn, snapshotFiles } from "../support/files.js";
 import { withCheckpointStore, type StoreFixture } from "./isolated.js";
 
 

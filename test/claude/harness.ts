@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { createClaudeAdapter, type ClaudeAdapter, type ClaudeAdapterOptions } from "../../src/adapters/claude/adapter.js";
 import { lastPrompt } from "../../src/adapters/claude/mapper.js";
 import { Projections } from "../../src/runtime/projections.js";
-import { until } from "../helpers/runtime.js";
+import { until } from "../support/runtime.js";
 import type { RuntimeOptions } from "../../src/index.js";
 import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
 

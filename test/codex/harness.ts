@@ -29,7 +29,7 @@ export function codexWorld(options: { adapter?: Partial<CodexAdapterOptions>; ru
   });
 }
 
-export { until } from "../helpers/runtime.js";
+export { until } from "../support/runtime.js";
 
 /** Model replies shared by the real-binary and replay scenarios. */
 export const shell = (cmd: string) => ({ tools: [{ name: "exec_command", args: { cmd, sandbox_permissions: "require_escalated", justification: "needed for the test" } }] });

@@ -7,7 +7,7 @@ import { createRuntime, createScriptedAdapter, keyedScript, type RuntimeFailure 
 import { isRunning } from "../../src/runtime/hosts/process.js";
 import { gitDouble, type RestoreBehaviour } from "../checkpoints/gitDouble.js";
 import { isolatedHome, useEnv, useHome } from "../checkpoints/isolated.js";
-import { snapshotFiles } from "../helpers/files.js";
+import { snapshotFiles } from "../support/files.js";
 
 /**
  * A runtime SIGKILLed in the middle of a rollback's file restore, at a point made exact by a

@@ -31,7 +31,7 @@ export async function openFaultRuntime(providers: RuntimeOptions["providers"], o
 
 export { isRunning as alive } from "../../src/runtime/hosts/process.js";
 
-export { until } from "../helpers/runtime.js";
+export { until } from "../support/runtime.js";
 
 /** Measured time to a terminal state, printed for the closing note (never asserted). */
 export function report(name: string, ms: number): void {

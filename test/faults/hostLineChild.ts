@@ -9,7 +9,7 @@
  */
 
 import { hosted } from "./helpers.js";
-import { nextEvent } from "../helpers/runtime.js";
+import { nextEvent } from "../support/runtime.js";
 import { openRuntime } from "../support/internals.js";
 
 const [dataDir, transport, stream, mib] = process.argv.slice(2);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { ProviderAdapter, ProviderAdapterEvent } from "../../src/adapters/contract.js";
 import { EventQueue } from "../../src/adapters/eventQueue.js";
 import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
-import { nextEvent } from "../helpers/runtime.js";
+import { nextEvent } from "../support/runtime.js";
 import { hosted, openFaultRuntime } from "./helpers.js";
 import type { DomainEvent } from "../../src/domain/events.js";
 import type { Runtime } from "../../src/runtime/runtime.js";

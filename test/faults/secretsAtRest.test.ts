@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EMBEDDER_SECRETS, PASSED_KEY } from "../chaos/secretCorpus.js";
 import { codexWorld } from "../codex/harness.js";
 import { hostEnvironment } from "../../src/runtime/hosts/environment.js";
-import { nextEvent } from "../helpers/runtime.js";
+import { nextEvent } from "../support/runtime.js";
 import { hosted, killIfAlive, openFaultRuntime } from "./helpers.js";
 
 /**

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runInspect } from "../../src/cli/inspect.js";
 import type { PageMessage } from "../../inspector/server/protocol.js";
-import { tempDir } from "../policies/helpers.js";
+import { tempDir } from "../support/files.js";
 import { pageClient, pageSocketUrl, WAIT } from "./helpers.js";
 
 type View = Extract<PageMessage, { kind: "view" }>;

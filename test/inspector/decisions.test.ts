@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { InspectionEvent } from "xstate";
 import { createScriptedAdapter } from "../../src/index.js";
-import { openTestRuntime } from "../helpers/runtime.js";
+import { openTestRuntime } from "../support/runtime.js";
 
 /**
  * What an inspector sees of the session and provider-thread actors: their decisions fire as

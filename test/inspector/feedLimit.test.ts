@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, keyedScript } from "../../src/index.js";
 import { FEED_LIMITS, fitRecord, LogBatcher, type FeedCut } from "../../inspector/server/feedLimits.js";
 import type { LogEntry, PageMessage } from "../../inspector/server/protocol.js";
-import { openTestRuntime } from "../helpers/runtime.js";
+import { openTestRuntime } from "../support/runtime.js";
 import { pageClient, pageSocketUrl } from "./helpers.js";
 
 /**

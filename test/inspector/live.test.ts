@@ -5,7 +5,7 @@ import { createScriptedAdapter, keyedScript, ScriptedBackend, type TillerRuntime
 import { createInspectorFeed } from "../../inspector/server/feed.js";
 import { startInspectorServer } from "../../inspector/server/server.js";
 import type { FeedCommand, InspectedRuntime, LogEntry } from "../../inspector/server/protocol.js";
-import { nextEvent, openTestRuntime } from "../helpers/runtime.js";
+import { nextEvent, openTestRuntime } from "../support/runtime.js";
 import { fakeProducer, openBrowser, testCatalog, tokenOf, WAIT, type Browser } from "./helpers.js";
 
 /**

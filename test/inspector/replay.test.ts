@@ -6,8 +6,8 @@ import { runInspect } from "../../src/cli/inspect.js";
 import { createScriptedAdapter, keyedScript } from "../../src/index.js";
 import { readRecordedLog } from "../../inspector/server/replay.js";
 import type { LogEntry, PageMessage } from "../../inspector/server/protocol.js";
-import { nextEvent, openTestRuntime } from "../helpers/runtime.js";
-import { tempDir } from "../policies/helpers.js";
+import { nextEvent, openTestRuntime } from "../support/runtime.js";
+import { tempDir } from "../support/files.js";
 import { openBrowser, pageClient, pageSocketUrl, WAIT, type Browser } from "./helpers.js";
 
 type View = Extract<PageMessage, { kind: "view" }>;

@@ -14,7 +14,7 @@ import { capabilityReads } from "../../inspector/server/graph.js";
 import { startInspectorServer } from "../../inspector/server/server.js";
 import type { FeedMessage, InspectedRuntime, PageMessage } from "../../inspector/server/protocol.js";
 import { InvalidInputError } from "../../src/domain/errors.js";
-import { openTestRuntime } from "../helpers/runtime.js";
+import { openTestRuntime } from "../support/runtime.js";
 import { fakeProducer, handshake, pageClient, pageSocketUrl, testCatalog, tokenOf, WAIT } from "./helpers.js";
 
 type Log = Extract<PageMessage, { kind: "log" }>;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, keyedScript, ScriptedBackend } from "../../src/index.js";
-import { gateEvents, nextEvent, ofType, openTestRuntime, recordCalls } from "../helpers/runtime.js";
+import { gateEvents, nextEvent, ofType, openTestRuntime, recordCalls } from "../support/runtime.js";
 
 /** The ten invariants of the domain model, each shown end to end on the real runtime. */
 

@@ -4,8 +4,9 @@ import { describe, expect, it } from "vitest";
 import { keyedScript, ScriptedBackend } from "../../src/index.js";
 import type { ScriptSource, ScriptStep } from "../../src/index.js";
 import { crashedWorld } from "../model/models/threadPolicies.js";
-import { nextEvent, ofType, openTestRuntime, recordCalls, said } from "../helpers/runtime.js";
-import { hang, noApprovals, policies, rejectsWith, row, scripted, streaming, tempDir } from "./helpers.js";
+import { nextEvent, ofType, openTestRuntime, recordCalls, said } from "../support/runtime.js";
+import { tempDir } from "../support/files.js";
+import { hang, noApprovals, policies, rejectsWith, row, scripted, streaming } from "../support/policies.js";
 
 /** One test per degradation of the registry (src/machines/policies.ts): the caller's typed result and the `policy.applied` record. */
 

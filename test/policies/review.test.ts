@@ -3,9 +3,10 @@ import { describe, expect, it } from "vitest";
 import { keyedScript, ScriptedBackend, TillerError } from "../../src/index.js";
 import type { CapabilityOverrides, ScriptStep, TillerRuntime } from "../../src/index.js";
 import type { BackendThread } from "../../src/adapters/scripted/backend.js";
-import { deferred, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection, said } from "../helpers/runtime.js";
+import { deferred, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection, said } from "../support/runtime.js";
 import { crashWithApprovalPending } from "../model/models/threadPolicies.js";
-import { rejectsWith, scripted, streaming, tempDir } from "./helpers.js";
+import { tempDir } from "../support/files.js";
+import { rejectsWith, scripted, streaming } from "../support/policies.js";
 
 /** Regression tests for defects found in review (each was a repro script before the fix). */
 

@@ -3,8 +3,9 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyedScript, ScriptedBackend } from "../../src/index.js";
 import type { CapabilityOverrides, ScriptStep, TillerRuntime } from "../../src/index.js";
-import { nextEvent, ofType, openTestRuntime } from "../helpers/runtime.js";
-import { git, policies, rejectsWith, row, scripted, snapshotFiles, streaming, tempDir } from "./helpers.js";
+import { nextEvent, ofType, openTestRuntime } from "../support/runtime.js";
+import { gitIn as git, snapshotFiles, tempDir } from "../support/files.js";
+import { policies, rejectsWith, row, scripted, streaming } from "../support/policies.js";
 import { gitDouble } from "../checkpoints/gitDouble.js";
 import { isolatedHome, useEnv, useHome } from "../checkpoints/isolated.js";
 

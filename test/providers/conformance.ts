@@ -9,7 +9,7 @@ import type { PolicyName } from "../../src/machines/policies.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { sawInNextRequest as saw } from "../codex/harness.js";
 import { alive } from "../faults/helpers.js";
-import { until } from "../helpers/runtime.js";
+import { until } from "../support/runtime.js";
 
 /**
  * Scenarios every real provider must pass the same way under Tiller (the provider differs,

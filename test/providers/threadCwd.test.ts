@@ -8,7 +8,7 @@ import { createScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js
 import type { ScriptStep } from "../../src/adapters/scripted/script.js";
 import { createScriptedAdapter, keyedScript, ScriptedBackend, sequentialIds } from "../../src/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
-import { nextEvent, until } from "../helpers/runtime.js";
+import { nextEvent, until } from "../support/runtime.js";
 import { openRuntime } from "../support/internals.js";
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRuntime, createScriptedAdapter, keyedScript, TillerError } from "../../src/index.js";
-import { nextEvent, ofType, openTestRuntime, recordCalls } from "../helpers/runtime.js";
+import { nextEvent, ofType, openTestRuntime, recordCalls } from "../support/runtime.js";
 
 const script = keyedScript({
   "[ask]": [{ type: "question", questions: [{ id: "color", question: "Which color?", options: [{ label: "red" }, { label: "blue" }] }] }],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
-import { ofType, openTestRuntime, recordCalls } from "../helpers/runtime.js";
+import { ofType, openTestRuntime, recordCalls } from "../support/runtime.js";
 
 describe("plans, todo lists and subagents in the projection", () => {
   it("keeps a live plan and a proposed plan apart, and completes both with the turn", async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, keyedScript, type ProviderAdapter, type ProviderAdapterEvent, type ScriptStep } from "../../src/index.js";
 import type { Strength } from "../../src/capabilities/schema.js";
 import { Normalizer, type Routed } from "../../src/runtime/ingest/normalizer.js";
-import { nextEvent, ofType, openTestRuntime } from "../helpers/runtime.js";
+import { nextEvent, ofType, openTestRuntime } from "../support/runtime.js";
 
 /**
  * Replay determinism: the provider transcript of a live run, replayed through a fresh

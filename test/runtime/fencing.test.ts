@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
-import { gateEvents, ofType, openTestRuntime } from "../helpers/runtime.js";
+import { gateEvents, ofType, openTestRuntime } from "../support/runtime.js";
 
 /**
  * Found by the model-based suite: a superseded attempt's item completion is fenced (recorded,

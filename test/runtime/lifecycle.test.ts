@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, type RuntimeFailure } from "../../src/index.js";
-import { nextEvent, ofType, openTestRuntime, override, until } from "../helpers/runtime.js";
+import { nextEvent, ofType, openTestRuntime, override, until } from "../support/runtime.js";
 import { openRuntime } from "../support/internals.js";
 
 /** Smaller promises: what open cut is told, closed runtimes are released, forks after a rollback, listener errors are reported. */

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRuntime, createScriptedAdapter, keyedScript, TillerError, type RuntimeOptions } from "../../src/index.js";
-import { openTestRuntime, rejection } from "../helpers/runtime.js";
+import { openTestRuntime, rejection } from "../support/runtime.js";
 
 /** `createRuntime`'s options are input like any other: a typo fails closed, naming the field. */
 describe("runtime options", () => {

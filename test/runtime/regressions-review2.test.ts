@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createScriptedAdapter, TillerError } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, ScriptStep } from "../../src/index.js";
-import { deferred, holdSessionStart, said, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
+import { deferred, holdSessionStart, said, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../support/runtime.js";
 
 /**
  * Regression tests for the defects found in the second review (repros s1..s13). Each test

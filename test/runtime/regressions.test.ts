@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRuntime, createScriptedAdapter, fullCapabilities, keyedScript, TillerError } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderCapabilities, ScriptStep } from "../../src/index.js";
-import { deferred, gateEvents, holdSessionStart, interruptFails, interruptFailsOnce, said, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../helpers/runtime.js";
+import { deferred, gateEvents, holdSessionStart, interruptFails, interruptFailsOnce, said, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection } from "../support/runtime.js";
 
 /**
  * Regression tests for defects found in review (repros a1..a19). Each test drives the

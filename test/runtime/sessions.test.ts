@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
-import { openTestRuntime, ofType } from "../helpers/runtime.js";
+import { openTestRuntime, ofType } from "../support/runtime.js";
 
 /**
  * Sessions through the real runtime and the scripted provider: the session actor is claimed

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, ScriptedBackend } from "../../src/index.js";
-import { ofType, openTestRuntime, override } from "../helpers/runtime.js";
+import { ofType, openTestRuntime, override } from "../support/runtime.js";
 
 /**
  * A native steer is recorded once the provider acknowledged it, and a fast provider may have

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, keyedScript } from "../../src/index.js";
-import { nextEvent, openTestRuntime, override, rejection, until } from "../helpers/runtime.js";
+import { nextEvent, openTestRuntime, override, rejection, until } from "../support/runtime.js";
 
 /** No run stays `running` forever: a silent turn is checked, a broken script step fails its turn, callers can bound their waits. */
 describe("turn watchdog", () => {

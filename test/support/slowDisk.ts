@@ -2,7 +2,7 @@ import { open } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 
 /**
- * Setup file of the adverse runs (test/helpers/adverse.config.ts): with
+ * Setup file of the adverse runs (test/support/adverse.config.ts): with
  * TILLER_TEST_FDATASYNC_DELAY_MS=N, every fdatasync and fsync of this test process takes N ms
  * longer, as on a slow disk. A double at the disk boundary (the FileHandle the event log, the
  * documents and the lock write through), for proving that no test depends on disk speed.

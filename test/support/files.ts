@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
-import { readdir, readFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 
@@ -30,4 +31,10 @@ export async function snapshotFiles(dir: string, skip: string[] = []): Promise<R
   };
   await walk(dir, "");
   return out;
+}
+
+/** A fresh temporary directory and its removal. */
+export async function tempDir(prefix: string): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }

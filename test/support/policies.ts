@@ -1,15 +1,12 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { expect } from "vitest";
 import { createScriptedAdapter, TillerError, type CapabilityOverrides, type ScriptSource, type ScriptStep, type TillerErrorCode, type TillerRuntime } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import type { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
 import type { DomainEvent, DomainEventOf } from "../../src/domain/events.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
-import { nextEvent, ofType, rejection } from "../helpers/runtime.js";
+import { nextEvent, ofType, rejection } from "./runtime.js";
 
-/** Shared by the degradation-policy tests (fallbacks.test.ts, rollback.test.ts). */
+/** Scripted providers with capability overrides, and the degradation records the policy tests compare. */
 
 export const hang: ScriptStep[] = [{ type: "text", text: "working" }, { type: "hang" }];
 
@@ -41,13 +38,3 @@ export async function rejectsWith(promise: Promise<unknown>, code: TillerErrorCo
   expect((error as TillerError).code).toBe(code);
   return error as TillerError;
 }
-
-/** A fresh temporary directory and its removal. */
-export async function tempDir(prefix: string): Promise<{ dir: string; cleanup: () => Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
-}
-
-
-export { gitIn as git, snapshotFiles } from "../helpers/files.js";
-

@@ -6,7 +6,7 @@ import type { ProviderAdapter, ProviderAdapterEvent } from "../../src/adapters/c
 import type { DomainEvent, DomainEventOf, DomainEventType } from "../../src/domain/events.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
-import { openRuntime } from "../support/internals.js";
+import { openRuntime } from "./internals.js";
 
 /** A runtime on a fresh temporary data directory, with deterministic ids. */
 export async function openTestRuntime(
