@@ -8,6 +8,9 @@ import { Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 export type { TillerRuntime, Subscriber, WaitForRunOptions } from "./runtime/api.js";
 export type { RuntimeOptions, ThreadSnapshot } from "./runtime/runtime.js";
 export type { RuntimeFailure } from "./runtime/options.js";
+export type { ReadModelState, ReadModelSelector, ThreadListEntry, ThreadModel, RunSummary } from "./runtime/readModels.js";
+/** Equality for `select` when the selector builds a new array or object each time. */
+export { shallowEqual } from "@xstate/store";
 
 /** Opens (or creates) a data directory and starts the runtime on it. One runtime per directory. */
 export function createRuntime(options: RuntimeOptions): Promise<TillerRuntime> {

@@ -16,6 +16,7 @@ import type {
 import type { DomainEvent } from "../domain/events.js";
 import type { Affordances } from "./affordances.js";
 import type { RunView } from "./projections.js";
+import type { ReadModelSelector } from "./readModels.js";
 import type { RollbackReceipt } from "./rollback.js";
 import type { ThreadSnapshot } from "./snapshot.js";
 import type { EventLog, LogRecord } from "./store/eventLog.js";
@@ -64,6 +65,16 @@ export interface TillerRuntime {
   capabilities(providerTarget: string): ProviderCapabilities;
   /** Durable events after `afterSeq` (all threads, or one), then live ones, in order, once each. */
   subscribe(input: SubscribeInput, listener: Subscriber): () => void;
+  /**
+   * Subscribes to a part of the read models a UI shows: the thread list, each thread's header,
+   * run statuses and panels, the pending requests (`ReadModelState`). `listener` receives the
+   * selected value once, then each time it changes by `equal` (default `Object.is`; pass
+   * `shallowEqual`, exported by this package, when the selector builds a new array or object). Never
+   * on a text delta: streamed text is not in these models (`readThread`, `subscribe`).
+   * Values are frozen copies, delivered asynchronously once the records they reflect are
+   * durable. Returns unsubscribe.
+   */
+  select<T>(selector: ReadModelSelector<T>, listener: (value: T) => void, equal?: (a: T, b: T) => boolean): () => void;
   /** Resolves with the run once it is terminal and durable. */
   waitForRun(runId: string, options?: WaitForRunOptions): Promise<RunView>;
   /** Stops providers, cancels what still runs, flushes, unlocks. Idempotent. */

@@ -11,7 +11,7 @@ import { Effects } from "./effects.js";
 import { Inbound } from "./ingest/inbound.js";
 import type { RollbackReceipt } from "./rollback.js";
 import { Projections, type RequestView } from "./projections.js";
-import type { EventLog } from "./store/eventLog.js";
+import type { EventLog, LogRecord } from "./store/eventLog.js";
 import { Target, type TargetHost } from "./targets.js";
 
 export interface DispatchOptions {
@@ -29,6 +29,8 @@ export interface DispatchOptions {
   inspect: ((event: InspectionEvent) => void) | undefined;
   /** Where an error goes that no caller's promise can carry (a bug, or a failure inside an asynchronous completion). */
   onEscaped?: (error: unknown) => void;
+  /** Told each record right after the projections folded it (the runtime's `select` read models follow them). */
+  onFolded?: (record: LogRecord<DomainEvent>) => void;
 }
 
 /**
@@ -120,6 +122,7 @@ export class Dispatcher implements TargetHost {
   #append(event: DomainEvent): void {
     const record = this.log.append(event);
     this.views.apply(record);
+    this.options.onFolded?.(record);
     switch (event.type) {
       case "run.created":
         return this.spawnRun(event.runId);

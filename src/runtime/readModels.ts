@@ -8,10 +8,10 @@ import type { LogRecord } from "./store/eventLog.js";
  * The read models UIs select from (`runtime.select`), held in an @xstate/store.
  *
  * Only the low-rate models live here: the thread list, each thread's header, run statuses and
- * panels, the pending requests. Streamed text does not: a text delta never touches the store
- * (bench/readModels.ts measured why: an immutable store updated per delta costs a large share
- * of the pipeline's time per record, this one almost nothing). Text is read with `readThread`
- * and streamed with `subscribe`.
+ * panels, the pending requests. Streamed text does not: a text delta never touches the store.
+ * bench/readModels.ts measured why: one immutable store holding the items too, updated per
+ * delta, adds about a quarter of the pipeline's time per record; this one adds under 1%.
+ * Text is read with `readThread` and streamed with `subscribe`.
  *
  * Each state is derived from the projections right after the record that changed them is
  * folded, so it is exactly the state at that record; it reaches the store (and selectors)
@@ -77,21 +77,21 @@ export interface Durability {
 
 type Part = "thread" | "panels" | "requests";
 /** The records that change a read model here, and which part. Any other (text deltas first) is skipped. */
-const PARTS: Partial<Record<DomainEventType, Part>> = {
-  "thread.created": "thread",
-  "thread.model_changed": "thread",
-  "run.created": "thread",
-  "run.state": "thread",
-  "run.terminal": "thread",
-  "rollback.applied": "thread",
-  "node.started": "panels",
-  "plan.proposed": "panels",
-  "plan.updated": "panels",
-  "todo.updated": "panels",
-  "request.opened": "requests",
-  "request.resolved": "requests",
-  "request.closed": "requests",
-};
+const PARTS: ReadonlyMap<DomainEventType, Part> = new Map([
+  ["thread.created", "thread"],
+  ["thread.model_changed", "thread"],
+  ["run.created", "thread"],
+  ["run.state", "thread"],
+  ["run.terminal", "thread"],
+  ["rollback.applied", "thread"],
+  ["node.started", "panels"],
+  ["plan.proposed", "panels"],
+  ["plan.updated", "panels"],
+  ["todo.updated", "panels"],
+  ["request.opened", "requests"],
+  ["request.resolved", "requests"],
+  ["request.closed", "requests"],
+]);
 
 const EMPTY: ReadModelState = Object.freeze({ threadList: Object.freeze([]), threads: Object.freeze({}), pendingRequests: Object.freeze([]) });
 
@@ -113,7 +113,7 @@ export class ReadModelStore {
   /** Called right after the projections folded `record`. */
   apply({ seq, event }: LogRecord<DomainEvent>): void {
     if (!this.#store) return;
-    const part = PARTS[event.type];
+    const part = PARTS.get(event.type);
     if (!part) return;
     const next = deriveNext(this.#latest, this.views, event, part);
     if (next === this.#latest) return;

@@ -49,6 +49,7 @@ export type { ThreadSnapshot } from "./snapshot.js";
 import { submitMessage } from "./submit.js";
 import { expectOutcome, refusal } from "./outcomes.js";
 import { Projections, isTerminalRunStatus, type RunView, type ThreadView } from "./projections.js";
+import { ReadModelStore, type ReadModelSelector } from "./readModels.js";
 import { HostRegistry } from "./hosts/registry.js";
 import { failureReporter, validateOptions, type RuntimeOptions } from "./options.js";
 import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "./inspector.js";
@@ -93,6 +94,8 @@ export class Runtime implements TillerRuntime {
   readonly dataDir: string;
   readonly ids: IdSource;
   readonly #d: Dispatcher;
+  /** The read models `select` serves (src/runtime/readModels.ts), fed by every fold. */
+  readonly #readModels: ReadModelStore;
   #pumps: Promise<void>[] = [];
   #closing: Promise<void> | undefined;
   /** Commands in flight by id (their receipt is not committed yet). */
@@ -125,7 +128,9 @@ export class Runtime implements TillerRuntime {
       allowSessionStopInterrupt: options.allowSessionStopInterrupt ?? false,
       inspect: typeof options.inspect === "function" ? options.inspect : undefined,
       onEscaped: (error) => failureReporter(options.onFailure)({ kind: "internal_error", error }),
+      onFolded: (record) => this.#readModels.apply(record),
     });
+    this.#readModels = new ReadModelStore(this.#d.views, log, (error) => failureReporter(options.onFailure)({ kind: "subscriber_threw", error }));
   }
 
   /** The live inspector's page (token included), when the runtime started one. */
@@ -363,6 +368,18 @@ export class Runtime implements TillerRuntime {
   capabilities(providerTarget: string): ProviderCapabilities {
     this.#assertOpen();
     return structuredClone(this.#target(providerTarget, "providerTarget").capabilities());
+  }
+
+  /**
+   * The selected part of the UI read models, once and then on each change (never on a text
+   * delta), as frozen copies once durable. See TillerRuntime.select.
+   */
+  select<T>(selector: ReadModelSelector<T>, listener: (value: T) => void, equal?: (a: T, b: T) => boolean): () => void {
+    this.#assertOpen();
+    if (typeof selector !== "function") throw new InvalidInputError("selector", "expected a function");
+    if (typeof listener !== "function") throw new InvalidInputError("listener", "expected a function");
+    if (equal !== undefined && typeof equal !== "function") throw new InvalidInputError("equal", "expected a function");
+    return this.#readModels.select(selector, listener, equal);
   }
 
   /** Durable events after `afterSeq` (all threads, or one), then live ones, in order, once each. */
