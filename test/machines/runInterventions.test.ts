@@ -84,6 +84,17 @@ describe("run machine: interrupt", () => {
     expect(r.outcomes()).toEqual([expect.objectContaining({ command: "interrupt", refused: "capability_unsupported", capability: "turns.supportsInterrupt" })]);
     expect([r.effects(), r.state()]).toEqual([[], { active: "running" }]);
   });
+
+  it("without any way to interrupt, an interrupt while the turn starts is refused at once, and nothing is held for later", () => {
+    const r = open(noInterrupt);
+    r.actor.send({ type: "START" });
+    r.clear();
+    r.actor.send({ type: "INTERRUPT" });
+    expect(r.types()).toEqual(["policy:interrupt_unsupported"]);
+    expect(r.outcomes()).toEqual([expect.objectContaining({ command: "interrupt", refused: "capability_unsupported", capability: "turns.supportsInterrupt" })]);
+    r.accept();
+    expect(r.effects()).toEqual([]);
+  });
 });
 
 describe("run machine: steering", () => {
@@ -147,6 +158,17 @@ describe("run machine: steering", () => {
       expect(r.outcomes()).toEqual([expect.objectContaining({ command: "steer", refused: "capability_unsupported", capability: "turns.supportsActiveSteering" })]);
       expect([r.effects(), r.state()]).toEqual([[], { active: "running" }]);
     }
+  });
+
+  it("without native steering or a way to interrupt, a steer while the turn starts is refused at once, and nothing is held", () => {
+    const r = open({ turns: { supportsActiveSteering: false, supportsSteeringByInterruptRestart: false } });
+    r.actor.send({ type: "START" });
+    r.clear();
+    r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
+    expect(r.types()).toEqual(["policy:steer_unsupported"]);
+    expect(r.outcomes()).toEqual([expect.objectContaining({ command: "steer", refused: "capability_unsupported", capability: "turns.supportsActiveSteering" })]);
+    r.accept();
+    expect([r.effects(), r.state()]).toEqual([[], { active: "running" }]);
   });
 
   it("a steer while an interrupt is pending, or while a restart is under way, is a conflict", () => {
