@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
-import { ofType, openTestRuntime, recordCalls } from "../support/runtime.js";
+import { nextEvent, ofType, openTestRuntime, recordCalls } from "../support/runtime.js";
 
 describe("plans, todo lists and subagents in the projection", () => {
   it("keeps a live plan and a proposed plan apart, and completes both with the turn", async () => {
@@ -73,6 +73,35 @@ describe("a provider thread reported broken", () => {
       expect(ofType(events, "handoff.created")[0]).toMatchObject({ reason: "thread_broken", coveredRunOrdinals: [1] });
       const sends = recorded.calls.filter((c) => c.method === "sendRun");
       expect(sends[1]!.input.context).toMatchObject({ kind: "rebuild", text: expect.stringContaining("remember 7") });
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe("an approval inside a subagent the provider never announced", () => {
+  it("is routed to the run, answerable, and the run completes (review a10)", async () => {
+    const adapter = createScriptedAdapter({
+      capabilities: { subagents: { emitsSubagentLifecycle: false } },
+      script: () => [
+        { type: "subagent", agent: "worker", prompt: "p", steps: [{ type: "command", command: "make", output: "ok", approval: true }] },
+        { type: "text", text: "after" },
+      ],
+    });
+    const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s" });
+      const { runId } = await rt.sendMessage({ threadId, text: "go" });
+      const opened = await nextEvent(rt, "request.opened", (e) => e.runId === runId);
+      expect((await rt.readThread(threadId)).runs[0]!.status).toBe("waiting");
+      await rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } });
+      const run = await rt.waitForRun(runId);
+      expect(run.status).toBe("completed");
+      const subagent = run.items.find((i) => i.kind === "subagent");
+      expect(subagent).toBeDefined();
+      expect(run.items.find((i) => i.kind === "approval")?.parentId).toBe(subagent!.id);
+      expect(run.items.at(-1)).toMatchObject({ kind: "assistant_message", text: "after" });
+      expect(ofType(events, "warning")).toEqual([]);
     } finally {
       await cleanup();
     }

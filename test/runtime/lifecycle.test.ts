@@ -3,11 +3,11 @@ import { appendFile, mkdir, readdir, readlink, writeFile } from "node:fs/promise
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { createScriptedAdapter, type RuntimeFailure } from "../../src/index.js";
+import { createRuntime, createScriptedAdapter, type ProviderAdapter, type RuntimeFailure } from "../../src/index.js";
 import { nextEvent, ofType, openTestRuntime, override, until } from "../support/runtime.js";
 import { openRuntime } from "../support/internals.js";
 
-/** Smaller promises: what open cut is told, closed runtimes are released, forks after a rollback, listener errors are reported. */
+/** Smaller promises: what open cut is told, closed runtimes are released, forks after a rollback, listener errors are reported, an adapter that fails to close. */
 describe("runtime lifecycle", () => {
   it("reports a complete last log line that does not parse: cut at open, said in the log and in recovery", async () => {
     const { rt, dataDir, cleanup } = await openTestRuntime({ s: createScriptedAdapter() });
@@ -94,6 +94,48 @@ describe("runtime lifecycle", () => {
       await rt.createThread({ providerTarget: "s" });
       await until("delivery to the healthy listener", () => seen.length > 0 && failures.length > 0);
       expect(failures[0]).toMatchObject({ kind: "subscriber_threw", error: { message: "listener bug" } });
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe("an adapter whose close() throws, or that has none", () => {
+  /** `endsStream`: whether the failing close() still ended the adapter's event stream first. */
+  for (const endsStream of [true, false]) {
+    it(`still releases the data directory (close throws ${endsStream ? "after" : "before"} ending its event stream) (review a9)`, async () => {
+      const base = createScriptedAdapter();
+      const adapter = override(base, {
+        close: async () => {
+          if (endsStream) await base.close();
+          throw new Error("could not stop the provider host");
+        },
+      });
+      const first = await openTestRuntime({ s: adapter });
+      const { threadId } = await first.rt.createThread({ providerTarget: "s" });
+      await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "hi" })).runId);
+      await first.rt.close();
+      expect(first.rt.closed).toBe(true);
+      const second = await openTestRuntime({ s: createScriptedAdapter() }, { dataDir: first.dataDir });
+      try {
+        expect(second.rt.listThreads().map((t) => t.threadId)).toEqual([threadId]);
+      } finally {
+        await second.cleanup();
+      }
+    });
+  }
+
+  it("an adapter without close() is refused at open, without locking the directory (review a9)", async () => {
+    const { close: _close, ...rest } = createScriptedAdapter();
+    const { rt, dataDir, cleanup } = await openTestRuntime({ s: createScriptedAdapter() });
+    await rt.close();
+    try {
+      await expect(createRuntime({ dataDir, providers: { s: rest as ProviderAdapter } })).rejects.toMatchObject({
+        code: "invalid_input",
+        field: "providers.s.close",
+      });
+      const reopened = await createRuntime({ dataDir, providers: { s: createScriptedAdapter() } });
+      await reopened.close();
     } finally {
       await cleanup();
     }

@@ -1,12 +1,12 @@
 import { expect } from "vitest";
 import { createScriptedAdapter, TillerError, type CapabilityOverrides, type ScriptSource, type ScriptStep, type TillerErrorCode, type TillerRuntime } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
-import type { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
+import type { BackendThread, ScriptedBackend } from "../../src/adapters/scripted/backend.js";
 import type { DomainEvent, DomainEventOf } from "../../src/domain/events.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
 import { nextEvent, ofType, rejection } from "./runtime.js";
 
-/** Scripted providers with capability overrides, and the degradation records the policy tests compare. */
+/** Scripted providers with capability overrides, what their backend holds, and the degradation records the policy tests compare. */
 
 export const hang: ScriptStep[] = [{ type: "text", text: "working" }, { type: "hang" }];
 
@@ -19,6 +19,13 @@ export const noApprovals: CapabilityOverrides = {
 export function scripted(capabilities: CapabilityOverrides = {}, script?: ScriptSource, backend?: ScriptedBackend): ProviderAdapter {
   return createScriptedAdapter({ capabilities, ...(script ? { script } : {}), ...(backend ? { backend } : {}) });
 }
+
+/** A backend thread's turns as [user text, kind of the context sent with it]. */
+export const turns = (thread: BackendThread) => thread.turns.map((t) => [t.userText, t.context?.kind ?? null]);
+/** The turns of every thread a backend holds. */
+export const allTurns = (backend: ScriptedBackend) => [...backend.threads.values()].map(turns);
+/** The backend thread that holds a turn with this user text. */
+export const holding = (backend: ScriptedBackend, text: string) => [...backend.threads.values()].find((t) => t.turns.some((turn) => turn.userText === text))!;
 
 /** Resolves once the run's turn streams (it is active, not starting). */
 export const streaming = (rt: TillerRuntime, runId: string) => nextEvent(rt, "node.delta", (e) => e.runId === runId);

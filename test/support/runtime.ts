@@ -114,6 +114,10 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
+/** Sends a message on the thread and waits for its run to end. */
+export const sendAndWait = async (rt: TillerRuntime, threadId: string, text: string, extra: { providerTarget?: string } = {}) =>
+  rt.waitForRun((await rt.sendMessage({ threadId, text, ...extra })).runId);
+
 /** Assistant text of a run's items, concatenated. */
 export const said = (items: Array<{ kind: string; text?: string | null }>): string =>
   items
