@@ -87,6 +87,8 @@ const runSetup = runInterventions.extend({
                 ? { failureClass: "turn_silent", message: event.message, retryable: true }
                 : null;
         if (context.deferredSteer) enqueue.emit(steerDropped(context, `the run ended ${params.status} before its turn ran`));
+        // A steer waiting for its restart never gets its attempt now.
+        if (context.pendingSteer) enqueue.emit(steerDropped(context, `the run ended ${params.status} before it restarted`, context.pendingSteer));
         const attemptId = context.activeAttemptId ?? context.supersededAttemptId;
         if (attemptId) {
           enqueue.emit({ type: "settle", threadId, runId, attemptId, status: params.status, reason: `run_${params.status}` });

@@ -113,6 +113,7 @@ export const runInterventions = runBase.extend({
     interruptPendingRestart: enqueueActions(({ context, enqueue }) => {
       const { threadId, runId } = context;
       enqueue.assign({ interrupt: "sent", pendingSteer: null });
+      if (context.pendingSteer) enqueue.emit(steerDropped(context, "the run was interrupted first", context.pendingSteer));
       enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId: context.supersededAttemptId, via: "native" }));
       enqueue.emit(outcome({ command: "interrupt", via: "native", runId }));
     }),

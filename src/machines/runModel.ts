@@ -82,9 +82,9 @@ export const eventAttempt = (e: RunEvent): string | null => ("attemptId" in e ? 
 export const ownsRun = (context: RunContext, attemptId: string | null): boolean =>
   attemptId !== null && attemptId === context.activeAttemptId;
 
-/** A deferred steer that will never reach the provider: said so in the log, never silently lost. */
-export function steerDropped(context: RunContext, why: string): MachineEmitted {
-  const message = `steer was not delivered: ${why} ("${context.deferredSteer?.text ?? ""}")`;
+/** A held steer (deferred, or waiting on a restart) that will never reach the provider: said so in the log, never silently lost. */
+export function steerDropped(context: RunContext, why: string, steer = context.deferredSteer): MachineEmitted {
+  const message = `steer was not delivered: ${why} ("${steer?.text ?? ""}")`;
   return record({ type: "warning", threadId: context.threadId, runId: context.runId, message });
 }
 

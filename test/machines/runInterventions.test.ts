@@ -254,12 +254,9 @@ describe("run machine: steering", () => {
     expect(r.attempts()).toEqual([r.first]);
   });
 
-  // BUG (src/machines/run.ts, finishRun): a steer accepted for interrupt-restart (outcome
-  // `interrupt_restart`, held in context.pendingSteer) is dropped without a word when the run
-  // ends before attempt 2 starts (session lost, cancelled, turn silent): finishRun warns only
-  // for context.deferredSteer. A held steer is "never silently lost" everywhere else (steerDropped,
-  // revertRestart).
-  it.fails("a steer held for interrupt-restart is never silently lost: the run ending before attempt 2 leaves a warning", () => {
+  // Found by this test (a steer held in context.pendingSteer was dropped without a word when the
+  // run ended before attempt 2 started): a held steer is never silently lost.
+  it("a steer held for interrupt-restart is never silently lost: the run ending before attempt 2 leaves a warning", () => {
     const r = running(noSteer);
     r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
     r.actor.send({ type: "SESSION_LOST", message: "host exited" });
@@ -267,10 +264,9 @@ describe("run machine: steering", () => {
     expect(steerRecord(r)).toEqual([expect.objectContaining({ message: expect.stringContaining("go left") })]);
   });
 
-  // BUG (src/machines/runInterventions.ts, interruptPendingRestart): an interrupt during an
-  // interrupt-restart drops the held steer without a record, while the same interrupt of a
-  // steer held during start says "steer was not delivered: the run was interrupted first".
-  it.fails("a steer held for interrupt-restart is never silently lost: an interrupt first leaves a warning", () => {
+  // Found by this test (an interrupt during an interrupt-restart dropped the held steer without a
+  // record, while the same interrupt of a steer held during start said so).
+  it("a steer held for interrupt-restart is never silently lost: an interrupt first leaves a warning", () => {
     const r = running(noSteer);
     r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
     r.actor.send({ type: "INTERRUPT" });
