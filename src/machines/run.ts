@@ -152,6 +152,12 @@ const turnSilent = {
   actions: { type: "finishRun" as const, params: { status: "failed" as const, reason: "turn_silent" } },
 };
 
+/**
+ * While a restart waits for the superseded turn's terminal, that turn is the one watched: if
+ * it goes silent and cannot be vouched for, the run fails instead of waiting for ever.
+ */
+const supersededTurnSilent = { ...turnSilent, guard: "isFromSupersededAttempt" as const };
+
 export const runMachine = runSetup.createMachine({
   id: "run",
   context: ({ input }) => ({
@@ -259,7 +265,7 @@ export const runMachine = runSetup.createMachine({
         INTERRUPT_ACKED: { actions: "recordInterruptAck" },
         INTERRUPT_FAILED: { guard: "isFromSupersededAttempt", target: "active", actions: "revertRestart" },
         SESSION_LOST: sessionLost,
-        TURN_SILENT: turnSilent,
+        TURN_SILENT: supersededTurnSilent,
         CANCEL: cancelStarted,
         STEER: { actions: "refuseSteerWhileRestarting" },
         INTERRUPT: {
@@ -280,7 +286,7 @@ export const runMachine = runSetup.createMachine({
         INTERRUPT_ACKED: { actions: "recordInterruptAck" },
         INTERRUPT_FAILED: { guard: "isFromSupersededAttempt", target: "active", actions: "revertRestart" },
         SESSION_LOST: sessionLost,
-        TURN_SILENT: turnSilent,
+        TURN_SILENT: supersededTurnSilent,
         CANCEL: cancelStarted,
       },
     },

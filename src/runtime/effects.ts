@@ -254,7 +254,9 @@ export class Effects implements AttemptTracking {
   async #turnSilent(runId: string, attemptId: string): Promise<void> {
     const { rt } = this;
     const actor = rt.actors.runs.get(runId);
-    if (!actor || !ownsRun(actor.getSnapshot().context, attemptId)) return this.#unwatch(attemptId);
+    const context = actor?.getSnapshot().context;
+    // The active attempt's turn, or the superseded one a restart still waits for.
+    if (!context || !(ownsRun(context, attemptId) || context.supersededAttemptId === attemptId)) return this.#unwatch(attemptId);
     if (actor.getSnapshot().matches({ active: "waiting" })) return this.watchdog.watch(attemptId);
     // Every answer is checked against now: the turn may have ended, or the runtime closed, meanwhile.
     const stillWatched = () => !rt.closed && this.#watchedRuns.get(attemptId) === runId;

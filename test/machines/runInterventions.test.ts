@@ -275,6 +275,18 @@ describe("run machine: steering", () => {
     expect(steerRecord(r)).toEqual([expect.objectContaining({ message: expect.stringContaining("go left") })]);
   });
 
+  it("a restart never waits for ever: its superseded turn going silent fails the run (turn_silent), and no other attempt's silence does", () => {
+    const r = running(noSteer);
+    r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
+    expect(r.state()).toBe("restarting");
+    r.actor.send({ type: "TURN_SILENT", attemptId: "att_other", message: "quiet" });
+    expect(r.state()).toBe("restarting");
+    r.actor.send({ type: "TURN_SILENT", attemptId: r.first.attemptId, message: "quiet for 60 s" });
+    expect(r.state()).toBe("failed");
+    expect(r.records().at(-1)).toMatchObject({ type: "run.terminal", reason: "turn_silent" });
+    expect(steerRecord(r)).toEqual([expect.objectContaining({ message: expect.stringContaining("go left") })]);
+  });
+
   it("the record the session announced is what the guards read from then on", () => {
     const r = running();
     r.actor.send({ type: "SESSION_BOUND", capabilities: defineCapabilities(noSteer) });

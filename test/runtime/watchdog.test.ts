@@ -83,6 +83,26 @@ describe("turn watchdog", () => {
     }
   });
 
+  it("a restart waiting on a superseded turn that goes silent fails the run (turn_silent) and says the steer was not delivered", async () => {
+    // No native steer: a steer interrupts the turn and restarts the run, but this provider acknowledges the interrupt and its turn never ends.
+    const base = createScriptedAdapter({ capabilities: { turns: { supportsActiveSteering: false } }, script: keyedScript({ "[hang]": [{ type: "hang" }] }) });
+    const adapter = override(base, { interrupt: async () => undefined, isTurnAlive: async () => false });
+    const { rt, cleanup } = await openTestRuntime({ s: adapter }, { turnSilenceMs: 50 });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s" });
+      const { runId } = await rt.sendMessage({ threadId, text: "[hang] wait" });
+      await nextEvent(rt, "run.state", (e) => e.runId === runId && e.status === "running");
+      const steer = await rt.sendMessage({ threadId, text: "go left", mode: "steer" });
+      expect([steer.disposition, steer.via]).toEqual(["steered", "interrupt_restart"]);
+      const run = await rt.waitForRun(runId);
+      expect([run.status, run.failure?.failureClass]).toEqual(["failed", "turn_silent"]);
+      const warning = await nextEvent(rt, "warning", (e) => e.runId === runId && e.message.includes("go left"));
+      expect(warning.event.message).toMatch(/steer was not delivered: the run ended failed before it restarted/);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it("a scripted step that throws ends its turn failed, as does a script that throws", async () => {
     const cwd = await mkdtemp(join(tmpdir(), "tiller-throw-"));
     await writeFile(join(cwd, "a-file"), "x");
