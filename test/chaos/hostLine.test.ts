@@ -91,7 +91,7 @@ describe("chaos: host line", () => {
             floods++;
             const { runId } = await rt.sendMessage({ threadId, text: "[gate] hold" });
             await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-            const sessionId = [...rt.actors.sessions.keys()].find((id) => adapter.hostPid(id) !== null)!;
+            const sessionId = [...rt.views.sessions.keys()].find((id) => adapter.hostPid(id) !== null)!;
             pids.add(adapter.hostPid(sessionId)!);
             const cap = step.stream === "stderr" || (transport === "websocket" && step.stream === "stdout") ? STDERR_CAP : FRAME_CAP;
             await adapter.debug("debug.flood", { stream: step.stream, bytes: cap * step.factor + 1 });

@@ -271,7 +271,7 @@ describe("claude: interrupt and steer", () => {
 
 /** The Claude Code processes a host runs (its children), by pid. */
 function claudeProcesses(w: ClaudeWorld): number[] {
-  const hosts = new Set([...w.rt.actors.sessions.keys()].map((id) => w.adapter.hostPid(id)).filter((p): p is number => p !== null));
+  const hosts = new Set([...w.rt.views.sessions.keys()].map((id) => w.adapter.hostPid(id)).filter((p): p is number => p !== null));
   return readdirSync("/proc")
     .filter((entry) => /^\d+$/.test(entry))
     .filter((pid) => {

@@ -23,7 +23,7 @@ const { threadId } = await rt.createThread({ providerTarget: "s", title: "flood"
 const { runId } = await rt.sendMessage({ threadId, text: "[gate] wait here" });
 // The gate holds the turn: the text before it is durable, so the run is in flight on the host.
 await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-const [sessionId] = rt.actors.sessions.keys();
+const [sessionId] = rt.views.sessions.keys();
 const pid = adapter.hostPid(sessionId!);
 const lost = nextEvent(rt, "session.state", (e) => e.sessionId === sessionId && e.status === "error");
 await adapter.debug("debug.flood", { stream, bytes: Number(mib) * 1024 * 1024 });
@@ -34,7 +34,7 @@ say("failed", { status: failed.status, failure: failed.failure, report: (await l
 
 // The target still serves: a new run starts a new host.
 const second = await rt.waitForRun((await rt.sendMessage({ threadId, text: "again" })).runId);
-const [, newSession] = rt.actors.sessions.keys();
+const [, newSession] = rt.views.sessions.keys();
 say("recovered", { status: second.status, pid: adapter.hostPid(newSession ?? sessionId!), alive: true });
 await rt.close();
 process.exit(0);

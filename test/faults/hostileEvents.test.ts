@@ -66,7 +66,7 @@ describe("hostile events from a real host process", () => {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       const { runId } = await rt.sendMessage({ threadId, text: "[gate] hold on" });
       await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-      const [sessionId] = rt.actors.sessions.keys();
+      const [sessionId] = rt.views.sessions.keys();
       const records = await sentinel(rt, () =>
         adapter.debug("debug.emitRaw", { sessionId, events: [...JSON_EVENTS.map(([, json]) => json), JSON.stringify({ type: "warning", message: "sentinel after the hostile events" })] }),
       );
@@ -139,7 +139,7 @@ async function inProcess(frames: (sessionId: string) => Array<[string, unknown]>
   try {
     const { threadId } = await rt.createThread({ providerTarget: "s" });
     expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "first" })).runId)).status).toBe("completed");
-    const [sessionId] = rt.actors.sessions.keys();
+    const [sessionId] = rt.views.sessions.keys();
     const injected = frames(sessionId!);
     const records = await sentinel(rt, () => {
       for (const [, frame] of injected) inject(frame);

@@ -11,7 +11,7 @@ import type { ScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js"
  */
 
 const records = async (dataDir: string) => (JSON.parse(await readFile(join(dataDir, "runtimes", "hosts.json"), "utf8")) as { hosts: Array<{ pid: number }> }).hosts;
-const startedSessions = (rt: Runtime) => [...rt.actors.sessions.keys()];
+const startedSessions = (rt: Runtime) => [...rt.views.sessions.keys()];
 const pidsOf = (adapter: ScriptedHostAdapter, rt: Runtime) => startedSessions(rt).map((id) => adapter.hostPid(id)).filter((p): p is number => p !== null);
 
 async function waitingRequest(rt: Runtime, threadId: string) {

@@ -48,7 +48,7 @@ describe("misbehaving hosts", () => {
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "hi" })).runId)).status).toBe("completed");
-      pid = adapter.hostPid([...rt.actors.sessions.keys()][0]!);
+      pid = adapter.hostPid([...rt.views.sessions.keys()][0]!);
       process.kill(pid!, "SIGSTOP");
     } finally {
       await cleanup();

@@ -16,7 +16,7 @@ const rt = await openRuntime({ dataDir, providers: { s: adapter } });
 rt.subscribe({ afterSeq: 0 }, (record) => {
   process.stdout.write(`${record.seq} ${record.event.type}\n`);
   if (record.event.type === "request.opened") {
-    const [sessionId] = rt.actors.sessions.keys();
+    const [sessionId] = rt.views.sessions.keys();
     process.stdout.write(`host ${adapter.hostPid(sessionId!)}\n`);
   }
 });

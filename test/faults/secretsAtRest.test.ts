@@ -146,7 +146,7 @@ describe("secrets at rest", () => {
     const { threadId } = await runtime.rt.createThread({ providerTarget: "s" });
     const { runId } = await runtime.rt.sendMessage({ threadId, text: "[gate] hold" });
     await nextEvent(runtime.rt, "node.delta", (e) => e.runId === runId);
-    const [sessionId] = runtime.rt.actors.sessions.keys();
+    const [sessionId] = runtime.rt.views.sessions.keys();
     const host = adapter.hostPid(sessionId!)!;
     const env = environOf(host);
     expect(Object.values(env).filter((v) => secretValues.includes(v))).toEqual([]);
@@ -167,7 +167,7 @@ describe("secrets at rest", () => {
     world.sim.push({ hang: true, text: "working" });
     const { runId } = await world.rt.sendMessage({ threadId, text: "start and wait" });
     await world.sim.waitForRequests(1);
-    const [sessionId] = world.rt.actors.sessions.keys();
+    const [sessionId] = world.rt.views.sessions.keys();
     const host = world.adapter.hostPid(sessionId!)!;
     const env = environOf(host);
     expect(Object.values(env).filter((v) => secretValues.includes(v))).toEqual([]);

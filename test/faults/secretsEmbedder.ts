@@ -24,7 +24,7 @@ const { threadId } = await rt.createThread({ providerTarget: "claude", cwd: work
 sim.push({ hang: true, text: "working" });
 const { runId } = await rt.sendMessage({ threadId, text: "start and wait" });
 await sim.waitForRequests(1);
-const [sessionId] = rt.actors.sessions.keys();
+const [sessionId] = rt.views.sessions.keys();
 process.stdout.write(`host ${adapter.hostPid(sessionId!)}\n`);
 const run = await rt.waitForRun(runId);
 await rt.close();

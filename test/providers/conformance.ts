@@ -42,7 +42,7 @@ async function pendingRequest(w: ProviderWorld, threadId: string) {
   return w.rt.views.pendingRequests(threadId)[0]!;
 }
 
-const hostPids = (w: ProviderWorld) => [...w.rt.actors.sessions.keys()].map((id) => w.hostPid(id)).filter((p): p is number => p !== null);
+const hostPids = (w: ProviderWorld) => [...w.rt.views.sessions.keys()].map((id) => w.hostPid(id)).filter((p): p is number => p !== null);
 
 /** `writesNever` asks the model to run a command that writes never.txt (and needs approval). */
 export async function interruptWhileRequestPending(w: ProviderWorld, writesNever: Reply): Promise<void> {

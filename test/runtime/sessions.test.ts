@@ -62,6 +62,22 @@ describe("sessions", () => {
     }
   });
 
+  it("sessions that ended are let go: a runtime whose sessions keep idling out holds only the live one", async () => {
+    const { rt, cleanup } = await openTestRuntime({ alpha: createScriptedAdapter() }, { sessionIdleMs: 1 });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "alpha" });
+      for (let i = 0; i < 5; i++) {
+        const stopped = nextEvent(rt, "session.state", (e) => e.status === "stopped", rt.head);
+        await rt.waitForRun((await rt.sendMessage({ threadId, text: `turn ${i}` })).runId);
+        await stopped;
+      }
+      expect(rt.views.sessions.size).toBe(5);
+      expect(rt.actors.sessions.size).toBe(0);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it("a turn that fails before its provider thread is loaded gives its claim back", async () => {
     const adapter = createScriptedAdapter();
     const failing = Object.create(adapter) as ProviderAdapter;
