@@ -20,7 +20,7 @@ describe("a completion fenced after an interrupt-restart steer", () => {
     try {
       const { threadId } = await rt.createThread({ providerTarget: "scripted" });
       const { runId } = await rt.sendMessage({ threadId, text: "first" });
-      while (!rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message")) await new Promise((r) => setTimeout(r, 1));
+      await nextEvent(rt, "node.started", (e) => e.runId === runId && e.kind === "assistant_message");
       const steer = await rt.sendMessage({ threadId, text: "second", mode: "steer" });
       expect(steer).toMatchObject({ disposition: "steered", via: "interrupt_restart" });
       gated.release();

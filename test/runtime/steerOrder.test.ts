@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, ScriptedBackend } from "../../src/index.js";
-import { ofType, openTestRuntime, override } from "../support/runtime.js";
+import { nextEvent, ofType, openTestRuntime, override } from "../support/runtime.js";
 
 /**
  * A native steer is recorded once the provider acknowledged it, and a fast provider may have
@@ -28,7 +28,7 @@ describe("a native steer acknowledged after the provider answered it", () => {
       });
       const { threadId } = await rt.createThread({ providerTarget: "scripted" });
       const { runId } = await rt.sendMessage({ threadId, text: "go" });
-      while (!rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message")) await new Promise((r) => setTimeout(r, 1));
+      await nextEvent(rt, "node.started", (e) => e.runId === runId && e.kind === "assistant_message");
       await rt.sendMessage({ threadId, text: "and this", mode: "steer" });
       const run = await rt.waitForRun(runId);
       // In the log the acknowledgement comes after the answer; in the transcript the steer comes first.
