@@ -221,14 +221,21 @@ function deriveNext(state: ReadModelState, views: Projections, event: DomainEven
   return model === before ? state : withThread(state, model);
 }
 
+/** The whole state at once (the first `select`; built in one pass, not thread by thread). */
 function seed(views: Projections): ReadModelState {
-  let state: ReadModelState = { ...EMPTY, pendingRequests: freeze(views.pendingRequests().map((r) => freeze(structuredClone(r)))) };
-  for (const thread of views.threads.values()) {
+  const models = [...views.threads.values()].map((thread) => {
     const panels = thread.runs.reduce((p, run) => run.items.reduce((q, item) => withKind(q, item.kind), p), { plan: false, todo: false });
-    state = withThread(state, threadModel(thread, undefined, panels));
-  }
-  return state;
+    return threadModel(thread, undefined, panels);
+  });
+  return {
+    threadList: freeze(models.map(listEntry)),
+    threads: freeze(Object.fromEntries(models.map((m) => [m.threadId, m]))),
+    pendingRequests: freeze(views.pendingRequests().map((r) => freeze(structuredClone(r)))),
+  };
 }
+
+const listEntry = (model: ThreadModel): ThreadListEntry =>
+  freeze({ threadId: model.threadId, title: model.title, providerTarget: model.providerTarget, runs: model.runs.length, status: model.status });
 
 function withKind(panels: ThreadModel["panels"], kind: string | undefined): ThreadModel["panels"] {
   const plan = panels.plan || kind === "plan" || kind === "proposed_plan";
@@ -237,7 +244,7 @@ function withKind(panels: ThreadModel["panels"], kind: string | undefined): Thre
 }
 
 function withThread(state: ReadModelState, model: ThreadModel): ReadModelState {
-  const entry = freeze({ threadId: model.threadId, title: model.title, providerTarget: model.providerTarget, runs: model.runs.length, status: model.status });
+  const entry = listEntry(model);
   const at = state.threadList.findIndex((t) => t.threadId === model.threadId);
   const known = state.threadList[at];
   const unchanged = known && known.runs === entry.runs && known.status === entry.status && known.title === entry.title && known.providerTarget === entry.providerTarget;
