@@ -18,13 +18,30 @@ async function bare(): Promise<Timings> {
   const root = await mkdtemp(join(tmpdir(), "claude-bare-"));
   const home = join(root, "home");
   await mkdir(home);
-  const env = { PATH: process.env.PATH!, HOME: home, CLAUDE_CONFIG_DIR: join(home, ".claude"), ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "x", DISABLE_TELEMETRY: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1" };
+  const env = {
+    PATH: process.env.PATH!,
+    HOME: home,
+    CLAUDE_CONFIG_DIR: join(home, ".claude"),
+    ANTHROPIC_BASE_URL: sim.url,
+    ANTHROPIC_API_KEY: "x",
+    DISABLE_TELEMETRY: "1",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  };
   const inbox = userInbox();
   const say = inbox.push;
   const waiters: Array<(m: SDKMessage) => void> = [];
-  const next = (match: (m: SDKMessage) => boolean) => new Promise<void>((resolve) => waiters.push((m) => match(m) && resolve()));
+  const next = (match: (m: SDKMessage) => boolean) =>
+    new Promise<void>((resolve) => waiters.push((m) => match(m) && resolve()));
   const t0 = performance.now();
-  const q = query({ prompt: inbox.input, options: { cwd: root, env, includePartialMessages: true, canUseTool: async (_tool, updatedInput) => ({ behavior: "allow", updatedInput }) } });
+  const q = query({
+    prompt: inbox.input,
+    options: {
+      cwd: root,
+      env,
+      includePartialMessages: true,
+      canUseTool: async (_tool, updatedInput) => ({ behavior: "allow", updatedInput }),
+    },
+  });
   void (async () => {
     for await (const m of q) for (const w of [...waiters]) w(m);
   })().catch(() => undefined);

@@ -20,7 +20,15 @@ async function bare(): Promise<Timings> {
   await mkdir(join(root, "home"));
   await writeSimulatorCodexHome(join(root, "codex-home"), sim.url);
   const t0 = performance.now();
-  const child = spawn(installedCodexBinary()!, ["app-server"], { env: { PATH: process.env.PATH!, HOME: join(root, "home"), CODEX_HOME: join(root, "codex-home"), SIMULATOR_API_KEY: "x" }, stdio: ["pipe", "pipe", "ignore"] });
+  const child = spawn(installedCodexBinary()!, ["app-server"], {
+    env: {
+      PATH: process.env.PATH!,
+      HOME: join(root, "home"),
+      CODEX_HOME: join(root, "codex-home"),
+      SIMULATOR_API_KEY: "x",
+    },
+    stdio: ["pipe", "pipe", "ignore"],
+  });
   const waiting = new Map<number, (v: any) => void>();
   const notes: Array<(m: any) => void> = [];
   createInterface({ input: child.stdout! }).on("line", (line) => {
@@ -29,7 +37,11 @@ async function bare(): Promise<Timings> {
     else notes.forEach((n) => n(m));
   });
   let id = 0;
-  const call = (method: string, params: unknown) => new Promise<any>((res) => { waiting.set(++id, res); child.stdin!.write(`${JSON.stringify({ id, method, params })}\n`); });
+  const call = (method: string, params: unknown) =>
+    new Promise<any>((res) => {
+      waiting.set(++id, res);
+      child.stdin!.write(`${JSON.stringify({ id, method, params })}\n`);
+    });
   const completed = () => new Promise<void>((res) => notes.push((m) => m.method === "turn/completed" && res()));
   await call("initialize", { clientInfo: { name: "bare", title: null, version: "0" }, capabilities: null });
   child.stdin!.write(`${JSON.stringify({ method: "initialized" })}\n`);
@@ -49,7 +61,10 @@ async function bare(): Promise<Timings> {
   notes.length = 0;
   const streaming = new Promise<void>((res) => notes.push((m) => m.method === "item/agentMessage/delta" && res()));
   const ended = completed();
-  const started = await call("turn/start", { threadId: thread.id, input: [{ type: "text", text: "long", text_elements: [] }] });
+  const started = await call("turn/start", {
+    threadId: thread.id,
+    input: [{ type: "text", text: "long", text_elements: [] }],
+  });
   await streaming;
   const t2 = performance.now();
   await call("turn/interrupt", { threadId: thread.id, turnId: started.turn.id });

@@ -12,17 +12,25 @@ export interface Timings {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Runs each way `times` times (sequentially) and prints the medians. */
-export async function compare(ways: ReadonlyArray<readonly [string, () => Promise<Timings>]>, times = 5): Promise<void> {
+export async function compare(
+  ways: ReadonlyArray<readonly [string, () => Promise<Timings>]>,
+  times = 5,
+): Promise<void> {
   for (const [name, fn] of ways) {
     const runs: Timings[] = [];
     for (let i = 0; i < times; i++) runs.push(await fn());
     const m = (k: keyof Timings) => median(runs.map((r) => r[k])).toFixed(0);
-    console.log(`${name.padEnd(16)} host start + first turn ${m("start")} ms, warm text turn ${m("text")} ms, interrupt -> terminal ${m("interrupt")} ms`);
+    console.log(
+      `${name.padEnd(16)} host start + first turn ${m("start")} ms, warm text turn ${m("text")} ms, interrupt -> terminal ${m("interrupt")} ms`,
+    );
   }
 }
 
 /** The same scenario through Tiller: a runtime with one real provider target against the simulator. */
-export async function throughTiller(world: { rt: Runtime; sim: ModelSimulator; workspace: string; cleanup(): Promise<void> }, target: string): Promise<Timings> {
+export async function throughTiller(
+  world: { rt: Runtime; sim: ModelSimulator; workspace: string; cleanup(): Promise<void> },
+  target: string,
+): Promise<Timings> {
   const { rt, sim } = world;
   try {
     const { threadId } = await rt.createThread({ providerTarget: target, cwd: world.workspace });

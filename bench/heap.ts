@@ -26,7 +26,9 @@ const createThreads = (rt: Awaited<ReturnType<typeof createRuntime>>, n: number)
   Promise.all(Array.from({ length: n }, (_, i) => rt.createThread({ providerTarget: "scripted", title: `idle ${i}` })));
 
 /** Bytes of heap each idle thread (created, never run) keeps alive in an open runtime. */
-export async function measureHeapPerThread(threads: number): Promise<{ bytesPerThread: number; before: number; after: number }> {
+export async function measureHeapPerThread(
+  threads: number,
+): Promise<{ bytesPerThread: number; before: number; after: number }> {
   await withRuntime((rt) => createThreads(rt, 100)); // warm-up: compile and allocate the code paths first
   return withRuntime(async (rt) => {
     const before = settledHeap();

@@ -16,7 +16,10 @@ export interface PipelineResult {
  * subscriber has seen the previous run's `run.terminal`. `onRecord` sees every record the
  * subscriber receives (bench/readModels.ts keeps them to fold again).
  */
-export async function runPipeline(w: Workload, onRecord?: (record: LogRecord<DomainEvent>) => void): Promise<PipelineResult> {
+export async function runPipeline(
+  w: Workload,
+  onRecord?: (record: LogRecord<DomainEvent>) => void,
+): Promise<PipelineResult> {
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-bench-"));
   const runtime = await createRuntime({
     dataDir,

@@ -38,7 +38,11 @@ export interface RawResult {
 }
 
 function parseAndDispatch(lines: readonly string[]): number {
-  let deltas = 0, items = 0, turns = 0, other = 0, bytes = 0;
+  let deltas = 0,
+    items = 0,
+    turns = 0,
+    other = 0,
+    bytes = 0;
   for (const line of lines) {
     const frame = JSON.parse(line) as ProviderAdapterEvent;
     switch (frame.event.type) {

@@ -56,7 +56,9 @@ export async function measureReadModels(records: Records, reps = 15): Promise<Fo
   const seconds: Record<keyof typeof folds, number[]> = { projections: [], store: [], hybrid: [] };
   const notifications: Record<string, Record<string, number>> = {};
   for (let rep = -1; rep < reps; rep++) {
-    for (const [name, fold] of Object.entries(folds) as Array<[keyof typeof folds, () => Promise<Record<string, number>>]>) {
+    for (const [name, fold] of Object.entries(folds) as Array<
+      [keyof typeof folds, () => Promise<Record<string, number>>]
+    >) {
       globalThis.gc?.();
       const start = process.hrtime.bigint();
       notifications[name] = await fold();
@@ -75,7 +77,10 @@ export async function measureReadModels(records: Records, reps = 15): Promise<Fo
   };
 }
 
-/** (c)'s publications wait for durability (a promise): folds yield every `BATCH` records, as the log's group commit does; (a) too, so the two differ by the store alone. */
+/**
+ * (c)'s publications wait for durability (a promise): folds yield every `BATCH` records, as the log's group commit
+ * does; (a) too, so the two differ by the store alone.
+ */
 const BATCH = 256;
 
 async function foldProjections(records: Records): Promise<Record<string, number>> {
@@ -89,14 +94,27 @@ async function foldProjections(records: Records): Promise<Record<string, number>
 
 async function foldHybrid(records: Records, threadId: string): Promise<Record<string, number>> {
   const views = new Projections();
-  const models = new ReadModelStore(views, { durableHead: Number.MAX_SAFE_INTEGER, whenDurable: async () => undefined }, (error) => {
-    throw error;
-  });
+  const models = new ReadModelStore(
+    views,
+    { durableHead: Number.MAX_SAFE_INTEGER, whenDurable: async () => undefined },
+    (error) => {
+      throw error;
+    },
+  );
   const told = { threadList: 0, threadRuns: 0, pendingRequests: 0 };
   const unsubscribe = [
-    models.select((s) => s.threadList, () => told.threadList++),
-    models.select((s) => s.threads[threadId]?.runs, () => told.threadRuns++),
-    models.select((s) => s.pendingRequests, () => told.pendingRequests++),
+    models.select(
+      (s) => s.threadList,
+      () => told.threadList++,
+    ),
+    models.select(
+      (s) => s.threads[threadId]?.runs,
+      () => told.threadRuns++,
+    ),
+    models.select(
+      (s) => s.pendingRequests,
+      () => told.pendingRequests++,
+    ),
   ];
   await null; // the selections start (their first value)
   for (let i = 0; i < records.length; i++) {
@@ -149,10 +167,20 @@ async function foldFullStore(records: Records, threadId: string): Promise<Record
   return told;
 }
 
-function foldFull(state: FullState, { seq, event }: LogRecord<DomainEvent>, runOfNode: Map<string, { threadId: string; runId: string }>): FullState {
+function foldFull(
+  state: FullState,
+  { seq, event }: LogRecord<DomainEvent>,
+  runOfNode: Map<string, { threadId: string; runId: string }>,
+): FullState {
   switch (event.type) {
     case "thread.created": {
-      const thread: FullThread = { threadId: event.threadId, title: event.title, providerTarget: event.providerTarget, model: event.model, runs: [] };
+      const thread: FullThread = {
+        threadId: event.threadId,
+        title: event.title,
+        providerTarget: event.providerTarget,
+        model: event.model,
+        runs: [],
+      };
       return {
         ...state,
         threads: { ...state.threads, [event.threadId]: thread },
@@ -162,24 +190,51 @@ function foldFull(state: FullState, { seq, event }: LogRecord<DomainEvent>, runO
     case "run.created": {
       const thread = state.threads[event.threadId];
       if (!thread) return state;
-      const item: TurnItem = { id: event.userMessageId, kind: "user_message", status: "complete", attemptId: null, parentId: null, seq, text: event.text };
+      const item: TurnItem = {
+        id: event.userMessageId,
+        kind: "user_message",
+        status: "complete",
+        attemptId: null,
+        parentId: null,
+        seq,
+        text: event.text,
+      };
       const runs: FullRun[] = [...thread.runs, { runId: event.runId, status: "queued", reason: null, items: [item] }];
-      return withList({ ...state, threads: { ...state.threads, [event.threadId]: { ...thread, runs } } }, event.threadId);
+      return withList(
+        { ...state, threads: { ...state.threads, [event.threadId]: { ...thread, runs } } },
+        event.threadId,
+      );
     }
     case "run.state":
       return updateRun(state, event.threadId, event.runId, (run) => ({ ...run, status: event.status }));
     case "run.terminal":
-      return withList(updateRun(state, event.threadId, event.runId, (run) => ({ ...run, status: event.status, reason: event.reason })), event.threadId);
+      return withList(
+        updateRun(state, event.threadId, event.runId, (run) => ({
+          ...run,
+          status: event.status,
+          reason: event.reason,
+        })),
+        event.threadId,
+      );
     case "node.started": {
       const kind = TURN_ITEM_KIND_OF_NODE[event.kind];
       if (!kind || runOfNode.has(event.nodeId)) return state;
       runOfNode.set(event.nodeId, { threadId: event.threadId, runId: event.runId });
-      const item: TurnItem = { id: event.nodeId, kind, status: "streaming", attemptId: event.attemptId, parentId: event.parentNodeId, seq };
+      const item: TurnItem = {
+        id: event.nodeId,
+        kind,
+        status: "streaming",
+        attemptId: event.attemptId,
+        parentId: event.parentNodeId,
+        seq,
+      };
       return updateRun(state, event.threadId, event.runId, (run) => ({ ...run, items: [...run.items, item] }));
     }
     case "node.delta":
       return updateItem(state, event.nodeId, runOfNode, (item) =>
-        event.stream === "text" ? { ...item, text: (item.text ?? "") + event.delta } : { ...item, output: (item.output ?? "") + event.delta },
+        event.stream === "text"
+          ? { ...item, text: (item.text ?? "") + event.delta }
+          : { ...item, output: (item.output ?? "") + event.delta },
       );
     case "node.completed":
       return updateItem(state, event.nodeId, runOfNode, (item) => ({
@@ -190,7 +245,18 @@ function foldFull(state: FullState, { seq, event }: LogRecord<DomainEvent>, runO
       }));
     case "request.opened": {
       const { requestId, threadId, runId, nodeId, payload, responseCapability } = event;
-      const view: RequestView = { requestId, threadId, runId, nodeId, kind: payload.kind, payload, status: "pending", responseCapability, response: null, closedReason: null };
+      const view: RequestView = {
+        requestId,
+        threadId,
+        runId,
+        nodeId,
+        kind: payload.kind,
+        payload,
+        status: "pending",
+        responseCapability,
+        response: null,
+        closedReason: null,
+      };
       return { ...state, pendingRequests: [...state.pendingRequests, view] };
     }
     case "request.resolved":
@@ -210,7 +276,12 @@ function updateRun(state: FullState, threadId: string, runId: string, change: (r
   return { ...state, threads: { ...state.threads, [threadId]: { ...thread, runs } } };
 }
 
-function updateItem(state: FullState, nodeId: string, runOfNode: Map<string, { threadId: string; runId: string }>, change: (item: TurnItem) => TurnItem): FullState {
+function updateItem(
+  state: FullState,
+  nodeId: string,
+  runOfNode: Map<string, { threadId: string; runId: string }>,
+  change: (item: TurnItem) => TurnItem,
+): FullState {
   const where = runOfNode.get(nodeId);
   if (!where) return state;
   return updateRun(state, where.threadId, where.runId, (run) => {
@@ -225,5 +296,8 @@ function updateItem(state: FullState, nodeId: string, runOfNode: Map<string, { t
 function withList(state: FullState, threadId: string): FullState {
   const thread = state.threads[threadId]!;
   const status = thread.runs.some((r) => !isTerminalRunStatus(r.status)) ? ("active" as const) : ("idle" as const);
-  return { ...state, threadList: state.threadList.map((t) => (t.threadId === threadId ? { ...t, runs: thread.runs.length, status } : t)) };
+  return {
+    ...state,
+    threadList: state.threadList.map((t) => (t.threadId === threadId ? { ...t, runs: thread.runs.length, status } : t)),
+  };
 }

@@ -11,7 +11,9 @@ import { captureRecords, measureReadModels } from "./readModels.js";
 import type { Workload } from "./workload.js";
 
 if (typeof globalThis.gc !== "function") {
-  throw new Error("the heap measurement needs a forced GC: run with `node --expose-gc --import tsx bench/run.ts` (npm run bench)");
+  throw new Error(
+    "the heap measurement needs a forced GC: run with `node --expose-gc --import tsx bench/run.ts` (npm run bench)",
+  );
 }
 
 const WORKLOAD: Workload = { turns: 10, textChars: 30_000, chunkSize: 6 };
@@ -77,15 +79,28 @@ const rows: Array<[string, string, string]> = [
   ["pipeline wall time", results.pipeline_seconds.toString(), "s (median run)"],
   ["pipeline runs", results.pipeline_runs_events_per_s.join(" / "), "events/s"],
   ["heap per idle thread", results.heap_bytes_per_idle_thread.toLocaleString("en-US"), `bytes (${THREADS} threads)`],
-  ["fold (a) projections", results.readmodels_projections_records_per_s.toLocaleString("en-US"), `records/s (${folds.records} records)`],
-  ["fold (b) full store", results.readmodels_store_records_per_s.toLocaleString("en-US"), `records/s (x${results.readmodels_store_vs_projections} of a)`],
-  ["fold (c) hybrid", results.readmodels_hybrid_records_per_s.toLocaleString("en-US"), `records/s (x${results.readmodels_hybrid_vs_projections} of a)`],
+  [
+    "fold (a) projections",
+    results.readmodels_projections_records_per_s.toLocaleString("en-US"),
+    `records/s (${folds.records} records)`,
+  ],
+  [
+    "fold (b) full store",
+    results.readmodels_store_records_per_s.toLocaleString("en-US"),
+    `records/s (x${results.readmodels_store_vs_projections} of a)`,
+  ],
+  [
+    "fold (c) hybrid",
+    results.readmodels_hybrid_records_per_s.toLocaleString("en-US"),
+    `records/s (x${results.readmodels_hybrid_vs_projections} of a)`,
+  ],
   ["(b) adds to pipeline", percent(results.readmodels_store_added_share_of_pipeline), "of its time per record"],
   ["(c) adds to pipeline", percent(results.readmodels_hybrid_added_share_of_pipeline), "of its time per record"],
 ];
 const width = (i: 0 | 1) => Math.max(...rows.map((r) => r[i].length), i === 0 ? 6 : 5);
 console.log(`${"metric".padEnd(width(0))}  ${"value".padStart(width(1))}  unit`);
-for (const [metric, value, unit] of rows) console.log(`${metric.padEnd(width(0))}  ${value.padStart(width(1))}  ${unit}`);
+for (const [metric, value, unit] of rows)
+  console.log(`${metric.padEnd(width(0))}  ${value.padStart(width(1))}  ${unit}`);
 
 const out = new URL("./results.json", import.meta.url);
 await writeFile(out, JSON.stringify(results, null, 2) + "\n");

@@ -25,7 +25,12 @@ export function workloadScript(w: Workload): ScriptSource {
     const steps: ScriptStep[] = [
       { type: "reasoning", text: filler(600, turnIndex) },
       { type: "text", text: filler(w.textChars, turnIndex), chunkSize: w.chunkSize },
-      { type: "tool", name: "read_file", input: { path: `src/file${turnIndex}.ts` }, output: filler(1200, turnIndex + 1) },
+      {
+        type: "tool",
+        name: "read_file",
+        input: { path: `src/file${turnIndex}.ts` },
+        output: filler(1200, turnIndex + 1),
+      },
       { type: "command", command: "npm test", output: filler(2400, turnIndex + 2), exitCode: 0 },
       { type: "text", text: filler(Math.floor(w.textChars / 4), turnIndex + 3), chunkSize: w.chunkSize },
     ];

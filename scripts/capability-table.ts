@@ -15,16 +15,25 @@ const providers: Array<[string, ProviderCapabilities]> = [
 ];
 
 function cell(fields: Record<string, unknown>): string {
-  const lacks = Object.entries(fields).filter(([, v]) => v === false).map(([k]) => k);
-  const values = Object.entries(fields).filter(([, v]) => typeof v !== "boolean").map(([k, v]) => `${k}: ${String(v)}`);
+  const lacks = Object.entries(fields)
+    .filter(([, v]) => v === false)
+    .map(([k]) => k);
+  const values = Object.entries(fields)
+    .filter(([, v]) => typeof v !== "boolean")
+    .map(([k, v]) => `${k}: ${String(v)}`);
   const parts = [...values, ...(lacks.length > 0 ? [`lacks ${lacks.join(", ")}`] : [])];
   return parts.length > 0 ? parts.join("; ") : "all";
 }
 
 export function capabilityTable(): string {
-  const groups = Object.keys(providers[0]![1]).filter((g) => typeof (providers[0]![1] as unknown as Record<string, unknown>)[g] === "object");
+  const groups = Object.keys(providers[0]![1]).filter(
+    (g) => typeof (providers[0]![1] as unknown as Record<string, unknown>)[g] === "object",
+  );
   const header = `| group | ${providers.map(([name]) => name).join(" | ")} |\n|---|${providers.map(() => "---|").join("")}`;
-  const rows = groups.map((g) => `| ${g} | ${providers.map(([, caps]) => cell((caps as unknown as Record<string, Record<string, unknown>>)[g]!)).join(" | ")} |`);
+  const rows = groups.map(
+    (g) =>
+      `| ${g} | ${providers.map(([, caps]) => cell((caps as unknown as Record<string, Record<string, unknown>>)[g]!)).join(" | ")} |`,
+  );
   return [header, ...rows].join("\n");
 }
 

@@ -21,7 +21,8 @@ export interface Block {
 }
 
 /** A file shown verbatim in a fenced block (the README's example is the file the tests run). */
-const verbatim = (path: string, language: string) => async () => `\`\`\`${language}\n${await readFile(join(root, path), "utf8")}\`\`\``;
+const verbatim = (path: string, language: string) => async () =>
+  `\`\`\`${language}\n${await readFile(join(root, path), "utf8")}\`\`\``;
 
 export const BLOCKS: Block[] = [
   { file: "README.md", name: "example examples/embedding.ts", render: verbatim("examples/embedding.ts", "ts") },

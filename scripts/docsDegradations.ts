@@ -19,7 +19,8 @@ const RECORDS: Array<[string, ProviderCapabilities]> = [
 function valueAt(record: ProviderCapabilities, path: string): string {
   const [group, field] = path.split(".");
   const value = (record as unknown as Record<string, Record<string, unknown> | undefined>)[group!]?.[field!];
-  if (value === undefined) throw new Error(`DEGRADATIONS names capability ${path}, which the capability record has not`);
+  if (value === undefined)
+    throw new Error(`DEGRADATIONS names capability ${path}, which the capability record has not`);
   return String(value);
 }
 
@@ -30,8 +31,12 @@ export function degradationsBlock(): string {
     `|---|---|---|---|${RECORDS.map(() => "---|").join("")}`,
   ];
   for (const [policy, { capability, outcome, summary }] of entries) {
-    rows.push(`| \`${policy}\` | ${outcome} | \`${capability}\` | ${summary} | ${RECORDS.map(([, record]) => `\`${valueAt(record, capability)}\``).join(" | ")} |`);
+    rows.push(
+      `| \`${policy}\` | ${outcome} | \`${capability}\` | ${summary} | ${RECORDS.map(([, record]) => `\`${valueAt(record, capability)}\``).join(" | ")} |`,
+    );
   }
   const refused = entries.filter(([, d]) => d.outcome === "refused").length;
-  return [`${entries.length} policies: ${entries.length - refused} fallbacks, ${refused} refusals.`, "", ...rows].join("\n");
+  return [`${entries.length} policies: ${entries.length - refused} fallbacks, ${refused} refusals.`, "", ...rows].join(
+    "\n",
+  );
 }

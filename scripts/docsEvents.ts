@@ -37,7 +37,8 @@ async function namedShapes(): Promise<z.core.$ZodRegistry<{ id: string }>> {
   const registry = z.registry<{ id: string }>();
   const files = [...SHAPE_FILES];
   for (const folder of SHAPE_FOLDERS) {
-    for (const file of (await readdir(join(root, folder))).sort()) if (file.endsWith(".ts")) files.push(`${folder}/${file}`);
+    for (const file of (await readdir(join(root, folder))).sort())
+      if (file.endsWith(".ts")) files.push(`${folder}/${file}`);
   }
   for (const file of files) {
     const module = (await import(pathToFileURL(join(root, file)).href)) as Record<string, unknown>;
@@ -69,8 +70,13 @@ function typeOf(schema: JsonSchema): string {
       return item.includes("\\|") ? `(${item})[]` : `${item}[]`;
     }
     case "object":
-      if (schema.properties) return `{ ${Object.entries(schema.properties).map(([key, value]) => `${key}${schema.required?.includes(key) ? "" : "?"}: ${typeOf(value)}`).join(", ")} }`;
-      return typeof schema.additionalProperties === "object" ? `record of ${typeOf(schema.additionalProperties)}` : code("object");
+      if (schema.properties)
+        return `{ ${Object.entries(schema.properties)
+          .map(([key, value]) => `${key}${schema.required?.includes(key) ? "" : "?"}: ${typeOf(value)}`)
+          .join(", ")} }`;
+      return typeof schema.additionalProperties === "object"
+        ? `record of ${typeOf(schema.additionalProperties)}`
+        : code("object");
     case undefined:
       return code("unknown");
     default:
@@ -93,7 +99,9 @@ function fieldRows(schema: JsonSchema, notes: Record<string, string> = {}, skip:
 function reach(schema: JsonSchema): string {
   const threadId = schema.properties?.threadId;
   if (!threadId) return "all-thread subscriptions only (it names no thread)";
-  return typeOf(threadId).includes("null") ? "its thread's subscriptions when `threadId` is set; all-thread ones always" : "its thread's subscriptions and all-thread ones";
+  return typeOf(threadId).includes("null")
+    ? "its thread's subscriptions when `threadId` is set; all-thread ones always"
+    : "its thread's subscriptions and all-thread ones";
 }
 
 function shape(name: string, schema: JsonSchema): string[] {
@@ -109,7 +117,11 @@ function shape(name: string, schema: JsonSchema): string[] {
 
 export async function eventsBlock(): Promise<string> {
   const registry = await namedShapes();
-  const json = z.toJSONSchema(DomainEventSchema, { metadata: registry, unrepresentable: "any", io: "output" }) as JsonSchema;
+  const json = z.toJSONSchema(DomainEventSchema, {
+    metadata: registry,
+    unrepresentable: "any",
+    io: "output",
+  }) as JsonSchema;
   const events = (json.oneOf ?? json.anyOf)!;
   const out: string[] = [`${events.length} event types.`, ""];
   out.push("| event | when |", "|---|---|");
@@ -136,7 +148,10 @@ function firstSentence(text: string): string {
 
 function whenOf(type: string, event: JsonSchema): string {
   const when = event.description ?? EVENT_NOTES[type]?.when;
-  if (!when) throw new Error(`event ${type} has no description: add it to scripts/docsEventNotes.ts (or .describe() it in its schema)`);
+  if (!when)
+    throw new Error(
+      `event ${type} has no description: add it to scripts/docsEventNotes.ts (or .describe() it in its schema)`,
+    );
   return when;
 }
 
@@ -144,7 +159,8 @@ function fieldNotes(type: string, option: z.ZodType): Record<string, string> {
   const notes = EVENT_NOTES[type]?.fields ?? {};
   const fields = Object.keys((option as unknown as { shape: Record<string, unknown> }).shape);
   const stale = Object.keys(notes).filter((field) => !fields.includes(field));
-  if (stale.length > 0) throw new Error(`scripts/docsEventNotes.ts describes fields ${type} no longer has: ${stale.join(", ")}`);
+  if (stale.length > 0)
+    throw new Error(`scripts/docsEventNotes.ts describes fields ${type} no longer has: ${stale.join(", ")}`);
   return notes;
 }
 

@@ -1,7 +1,10 @@
 import { fullCapabilities } from "../src/capabilities/index.js";
 import { capabilityTable } from "./capability-table.js";
 
-/** docs/providers.md, generated parts: what each real provider's record lacks, and the scripted provider's default record. */
+/**
+ * docs/providers.md, generated parts: what each real provider's record lacks, and the scripted provider's default
+ * record.
+ */
 
 export function providerGapsBlock(): string {
   return capabilityTable();
@@ -13,7 +16,9 @@ export function defaultRecordBlock(): string {
   const rows = ["| group | fields (default) |", "|---|---|"];
   for (const [group, fields] of Object.entries(record)) {
     if (typeof fields !== "object" || fields === null) continue;
-    const cells = Object.entries(fields).map(([name, value]) => (typeof value === "boolean" ? `${name} ${value ? "✓" : "✗"}` : `${name}: ${String(value)}`));
+    const cells = Object.entries(fields).map(([name, value]) =>
+      typeof value === "boolean" ? `${name} ${value ? "✓" : "✗"}` : `${name}: ${String(value)}`,
+    );
     rows.push(`| ${group} | ${cells.join(", ")} |`);
   }
   return [`Record version ${String(record.version)}.`, "", ...rows].join("\n");

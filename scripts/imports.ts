@@ -7,5 +7,7 @@ import { importViolations } from "../test/support/imports.js";
 
 const violations = await importViolations();
 for (const v of violations) process.stdout.write(`${v}\n`);
-process.stdout.write(violations.length === 0 ? "imports: no cycle, layers respected\n" : `imports: ${violations.length} violation(s)\n`);
+process.stdout.write(
+  violations.length === 0 ? "imports: no cycle, layers respected\n" : `imports: ${violations.length} violation(s)\n`,
+);
 process.exitCode = violations.length === 0 ? 0 : 1;

@@ -8,7 +8,13 @@ import { Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 export type { TillerRuntime, Subscriber, WaitForRunOptions } from "./runtime/api.js";
 export type { RuntimeOptions, ThreadSnapshot } from "./runtime/runtime.js";
 export type { RuntimeFailure } from "./runtime/options.js";
-export type { ReadModelState, ReadModelSelector, ThreadListEntry, ThreadModel, RunSummary } from "./runtime/readModels.js";
+export type {
+  ReadModelState,
+  ReadModelSelector,
+  ThreadListEntry,
+  ThreadModel,
+  RunSummary,
+} from "./runtime/readModels.js";
 /** Equality for `select` when the selector builds a new array or object each time. */
 export { shallowEqual } from "@xstate/store";
 
@@ -33,5 +39,15 @@ export type * from "./adapters/contract.js";
 export { ProviderEventSchema } from "./adapters/contract.js";
 export { createScriptedAdapter, type ScriptedAdapterOptions } from "./adapters/scripted/adapter.js";
 export { ScriptedBackend } from "./adapters/scripted/backend.js";
-export { createScriptedHostAdapter, type ScriptedHostAdapter, type ScriptedHostOptions } from "./adapters/scripted/hosted.js";
-export { keyedScript, echoScript, ScriptStepSchema, type ScriptStep, type ScriptSource } from "./adapters/scripted/script.js";
+export {
+  createScriptedHostAdapter,
+  type ScriptedHostAdapter,
+  type ScriptedHostOptions,
+} from "./adapters/scripted/hosted.js";
+export {
+  keyedScript,
+  echoScript,
+  ScriptStepSchema,
+  type ScriptStep,
+  type ScriptSource,
+} from "./adapters/scripted/script.js";

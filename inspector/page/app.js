@@ -9,7 +9,10 @@ import { renderCapabilities, renderRequests } from "./panels.js";
  */
 
 const $ = (/** @type {string} */ id) => /** @type {HTMLElement} */ (document.getElementById(id));
-/** The page lives under /<token>/: every request and socket is relative to it, so each carries the token (no cookie, no query). */
+/**
+ * The page lives under /<token>/: every request and socket is relative to it, so each carries the token (no cookie, no
+ * query).
+ */
 const base = new URL("./", location.href);
 
 const state = {
@@ -73,10 +76,16 @@ function onMessage(m) {
     case "hello":
       state.hello = m;
       $("mode").textContent = m.mode === "replay" ? "replay (read-only)" : "live";
-      $("redaction").textContent = m.showText ? "text shown (credentials masked)" : "text hidden (--show-text to see it)";
+      $("redaction").textContent = m.showText
+        ? "text shown (credentials masked)"
+        : "text hidden (--show-text to see it)";
       $("replay").hidden = m.mode !== "replay";
       if (m.mode === "replay") setConnection("replay", "recorded log");
-      else setConnection(m.connected ? "connected" : "disconnected", m.connected ? "runtime connected" : "waiting for the runtime…");
+      else
+        setConnection(
+          m.connected ? "connected" : "disconnected",
+          m.connected ? "runtime connected" : "waiting for the runtime…",
+        );
       state.drawnMachine = null;
       break;
     case "log":
@@ -118,7 +127,13 @@ function treeItem(node) {
   const li = document.createElement("li");
   const row = document.createElement("div");
   row.className = `actor${state.selected === node.id ? " selected" : ""}`;
-  Object.assign(row.dataset, { testid: "actor", actorId: node.id, kind: node.kind, state: node.state ?? "", status: node.status });
+  Object.assign(row.dataset, {
+    testid: "actor",
+    actorId: node.id,
+    kind: node.kind,
+    state: node.state ?? "",
+    status: node.status,
+  });
   const kind = document.createElement("span");
   kind.className = "kind";
   kind.textContent = node.kind;
@@ -168,7 +183,9 @@ function renderChart() {
   const node = state.selected ? findNode(state.view?.tree ?? [], state.selected) : null;
   const chart = $("chart");
   const graph = node?.machine ? state.hello?.catalog?.machines?.[node.machine] : null;
-  $("chart-title").textContent = node ? `${node.machine ?? node.kind}: ${node.id}${node.state ? ` — ${node.state}` : ""}` : "";
+  $("chart-title").textContent = node
+    ? `${node.machine ?? node.kind}: ${node.id}${node.state ? ` — ${node.state}` : ""}`
+    : "";
   chart.dataset.actorId = node?.id ?? "";
   chart.dataset.currentState = node?.state ?? "";
   if (!graph) {
@@ -191,17 +208,26 @@ function renderChart() {
 
 /** The transitions out of the current state and its ancestors, with the capability each guard reads. */
 function renderTransitions(/** @type {any} */ graph, /** @type {string | null} */ current) {
-  const active = new Set((current ?? "").split(",").flatMap((p) => p.split(".").map((_, i, a) => a.slice(0, i + 1).join("."))));
+  const active = new Set(
+    (current ?? "").split(",").flatMap((p) => p.split(".").map((_, i, a) => a.slice(0, i + 1).join("."))),
+  );
   active.add("");
   const depth = (/** @type {string} */ p) => (p === "" ? 0 : p.split(".").length);
-  const rows = graph.transitions.filter((/** @type {any} */ t) => active.has(t.source)).sort((/** @type {any} */ a, /** @type {any} */ b) => depth(b.source) - depth(a.source));
+  const rows = graph.transitions
+    .filter((/** @type {any} */ t) => active.has(t.source))
+    .sort((/** @type {any} */ a, /** @type {any} */ b) => depth(b.source) - depth(a.source));
   const table = document.createElement("table");
   table.dataset.testid = "transitions";
   table.innerHTML = "<thead><tr><th>from</th><th>on</th><th>to</th><th>guard reads</th></tr></thead>";
   const body = document.createElement("tbody");
   for (const t of rows) {
     const tr = document.createElement("tr");
-    for (const [text, cls] of [[t.source || "(any)", "mono"], [edgeLabel(t), "mono"], [t.target ?? "(stays)", "mono"], [t.reads.join(", "), "reads"]]) {
+    for (const [text, cls] of [
+      [t.source || "(any)", "mono"],
+      [edgeLabel(t), "mono"],
+      [t.target ?? "(stays)", "mono"],
+      [t.reads.join(", "), "reads"],
+    ]) {
       const td = document.createElement("td");
       td.className = cls;
       td.textContent = text;
@@ -240,12 +266,16 @@ function renderRequestsPanel() {
 const MAX_ROWS = 500;
 
 function renderFilters() {
-  const threads = new Set(), runs = new Set();
+  const threads = new Set(),
+    runs = new Set();
   for (const r of state.log) {
     if (r.event.threadId) threads.add(r.event.threadId);
     if (r.event.runId) runs.add(r.event.runId);
   }
-  for (const [id, values] of /** @type {const} */ ([["filter-thread", threads], ["filter-run", runs]])) {
+  for (const [id, values] of /** @type {const} */ ([
+    ["filter-thread", threads],
+    ["filter-run", runs],
+  ])) {
     const select = /** @type {HTMLSelectElement} */ ($(id));
     const have = new Set([...select.options].map((o) => o.value));
     for (const v of values) if (!have.has(v)) select.append(new Option(v, v));
@@ -262,24 +292,42 @@ function renderTimeline() {
   const thread = /** @type {HTMLSelectElement} */ ($("filter-thread")).value;
   const run = /** @type {HTMLSelectElement} */ ($("filter-run")).value;
   const upTo = state.hello?.mode === "replay" ? (state.view?.position.seq ?? 0) : Infinity;
-  const rows = state.log.filter((r) => r.seq <= upTo && (!thread || r.event.threadId === thread) && (!run || r.event.runId === run));
+  const rows = state.log.filter(
+    (r) => r.seq <= upTo && (!thread || r.event.threadId === thread) && (!run || r.event.runId === run),
+  );
   const shown = rows.slice(-MAX_ROWS).reverse();
-  $("timeline-count").textContent = `${rows.length} event${rows.length === 1 ? "" : "s"}${rows.length > MAX_ROWS ? ` (latest ${MAX_ROWS} shown)` : ""}`;
+  $("timeline-count").textContent =
+    `${rows.length} event${rows.length === 1 ? "" : "s"}${rows.length > MAX_ROWS ? ` (latest ${MAX_ROWS} shown)` : ""}`;
   const body = /** @type {HTMLElement} */ ($("timeline").querySelector("tbody"));
-  body.replaceChildren(...shown.map((r) => {
-    const tr = document.createElement("tr");
-    Object.assign(tr.dataset, { testid: "event", seq: String(r.seq), type: r.event.type, threadId: r.event.threadId ?? "", runId: r.event.runId ?? "" });
-    if (r.event.type === "policy.applied") tr.className = "policy";
-    const cells = [String(r.seq), r.at.slice(11, 23), r.event.type, r.event.threadId ?? "", r.event.runId ?? "", detailOf(r.event)];
-    cells.forEach((text, i) => {
-      const td = document.createElement("td");
-      td.className = i === 5 ? "detail mono" : "mono";
-      td.textContent = text;
-      if (i === 5) td.title = text;
-      tr.append(td);
-    });
-    return tr;
-  }));
+  body.replaceChildren(
+    ...shown.map((r) => {
+      const tr = document.createElement("tr");
+      Object.assign(tr.dataset, {
+        testid: "event",
+        seq: String(r.seq),
+        type: r.event.type,
+        threadId: r.event.threadId ?? "",
+        runId: r.event.runId ?? "",
+      });
+      if (r.event.type === "policy.applied") tr.className = "policy";
+      const cells = [
+        String(r.seq),
+        r.at.slice(11, 23),
+        r.event.type,
+        r.event.threadId ?? "",
+        r.event.runId ?? "",
+        detailOf(r.event),
+      ];
+      cells.forEach((text, i) => {
+        const td = document.createElement("td");
+        td.className = i === 5 ? "detail mono" : "mono";
+        td.textContent = text;
+        if (i === 5) td.title = text;
+        tr.append(td);
+      });
+      return tr;
+    }),
+  );
 }
 
 $("filter-thread").addEventListener("change", renderTimeline);

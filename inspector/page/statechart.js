@@ -20,18 +20,29 @@ function el(tag, attrs = {}, text = "") {
 }
 
 const nodeId = (/** @type {string} */ path) => `s:${path}`;
-export const edgeLabel = (/** @type {{event: string, guard: string | null}} */ t) => (t.guard ? `${t.event} [${t.guard}]` : t.event);
+export const edgeLabel = (/** @type {{event: string, guard: string | null}} */ t) =>
+  t.guard ? `${t.event} [${t.guard}]` : t.event;
 
 /** @param {any} graph */
 function toElk(graph) {
   /** @type {Map<string, any>} */
   const nodes = new Map();
-  const root = { id: "root", layoutOptions: {
-    "elk.algorithm": "layered", "elk.direction": "RIGHT", "elk.hierarchyHandling": "INCLUDE_CHILDREN",
-    "elk.json.edgeCoords": "ROOT", "elk.json.shapeCoords": "ROOT",
-    "elk.layered.spacing.nodeNodeBetweenLayers": "48", "elk.spacing.nodeNode": "26", "elk.spacing.edgeLabel": "4",
-    "elk.edgeLabels.placement": "CENTER",
-  }, children: /** @type {any[]} */ ([]), edges: /** @type {any[]} */ ([]) };
+  const root = {
+    id: "root",
+    layoutOptions: {
+      "elk.algorithm": "layered",
+      "elk.direction": "RIGHT",
+      "elk.hierarchyHandling": "INCLUDE_CHILDREN",
+      "elk.json.edgeCoords": "ROOT",
+      "elk.json.shapeCoords": "ROOT",
+      "elk.layered.spacing.nodeNodeBetweenLayers": "48",
+      "elk.spacing.nodeNode": "26",
+      "elk.spacing.edgeLabel": "4",
+      "elk.edgeLabels.placement": "CENTER",
+    },
+    children: /** @type {any[]} */ ([]),
+    edges: /** @type {any[]} */ ([]),
+  };
   for (const s of graph.states) {
     if (s.parent === null) continue;
     const hasChildren = graph.states.some((/** @type {any} */ c) => c.parent === s.path);
@@ -54,7 +65,12 @@ function toElk(graph) {
     const first = graph.transitions[indexes[0]];
     const lines = indexes.map((i) => edgeLabel(graph.transitions[i]));
     const width = Math.max(...lines.map((l) => l.length)) * CHAR_W + 4;
-    root.edges.push({ id: `e${indexes.join("_")}`, sources: [nodeId(first.source)], targets: [nodeId(first.target)], labels: [{ text: lines.join("\n"), width, height: 13 * lines.length }] });
+    root.edges.push({
+      id: `e${indexes.join("_")}`,
+      sources: [nodeId(first.source)],
+      targets: [nodeId(first.target)],
+      labels: [{ text: lines.join("\n"), width, height: 13 * lines.length }],
+    });
   }
   return root;
 }
@@ -80,27 +96,54 @@ export async function drawStatechart(container, machine, graph, state, fit = tru
   const laid = await layoutOf(machine, graph);
   // Fit the panel's width as far as labels stay legible (then scroll); hover a label for what its guard reads.
   const scale = fit ? Math.max(0.6, Math.min(1, (container.clientWidth - 4) / (laid.width + 8))) : 1;
-  const svg = el("svg", { width: Math.round((laid.width + 8) * scale), height: Math.round((laid.height + 8) * scale), viewBox: `-4 -4 ${laid.width + 8} ${laid.height + 8}`, role: "img", "aria-label": `statechart of ${machine}` });
+  const svg = el("svg", {
+    width: Math.round((laid.width + 8) * scale),
+    height: Math.round((laid.height + 8) * scale),
+    viewBox: `-4 -4 ${laid.width + 8} ${laid.height + 8}`,
+    role: "img",
+    "aria-label": `statechart of ${machine}`,
+  });
   svg.dataset.machine = machine;
   const defs = el("defs");
-  const marker = el("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse" });
+  const marker = el("marker", {
+    id: "arrow",
+    viewBox: "0 0 10 10",
+    refX: 9,
+    refY: 5,
+    markerWidth: 7,
+    markerHeight: 7,
+    orient: "auto-start-reverse",
+  });
   marker.append(el("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#57606a" }));
   defs.append(marker);
   svg.append(defs);
   const byPath = new Map(graph.states.map((/** @type {any} */ s) => [nodeId(s.path), s]));
   const drawNode = (/** @type {any} */ n) => {
     const s = byPath.get(n.id);
-    const g = el("g", { class: `state ${n.children?.length ? "compound" : "atomic"} ${s?.initial ? "initial" : ""} ${s?.type === "final" ? "final" : ""}` });
+    const g = el("g", {
+      class: `state ${n.children?.length ? "compound" : "atomic"} ${s?.initial ? "initial" : ""} ${s?.type === "final" ? "final" : ""}`,
+    });
     g.dataset.statePath = s?.path ?? "";
     g.append(el("rect", { x: n.x, y: n.y, width: n.width, height: n.height }));
-    const label = n.children?.length ? { x: n.x + 8, y: n.y + 16 } : { x: n.x + n.width / 2, y: n.y + n.height / 2 + 4 };
-    g.append(el("text", { x: label.x, y: label.y, class: "state-label", "text-anchor": n.children?.length ? "start" : "middle" }, s?.key ?? n.id));
+    const label = n.children?.length
+      ? { x: n.x + 8, y: n.y + 16 }
+      : { x: n.x + n.width / 2, y: n.y + n.height / 2 + 4 };
+    g.append(
+      el(
+        "text",
+        { x: label.x, y: label.y, class: "state-label", "text-anchor": n.children?.length ? "start" : "middle" },
+        s?.key ?? n.id,
+      ),
+    );
     svg.append(g);
     for (const c of n.children ?? []) drawNode(c);
   };
   for (const n of laid.children ?? []) drawNode(n);
   for (const e of laid.edges ?? []) {
-    const transitions = e.id.slice(1).split("_").map((/** @type {string} */ i) => graph.transitions[Number(i)]);
+    const transitions = e.id
+      .slice(1)
+      .split("_")
+      .map((/** @type {string} */ i) => graph.transitions[Number(i)]);
     const g = el("g", { class: `edge ${transitions.every((/** @type {any} */ t) => t.guard) ? "guarded" : ""}` });
     for (const sec of e.sections ?? []) {
       const pts = [sec.startPoint, ...(sec.bendPoints ?? []), sec.endPoint];
@@ -122,10 +165,15 @@ export async function drawStatechart(container, machine, graph, state, fit = tru
   highlight(container, state);
 }
 
-/** Marks the current state (and its ancestors, more lightly). @param {HTMLElement} container @param {string | null} state */
+/**
+ * Marks the current state (and its ancestors, more lightly). @param {HTMLElement} container @param {string | null}
+ * state
+ */
 export function highlight(container, state) {
   const current = new Set((state ?? "").split(",").filter(Boolean));
-  const active = new Set([...current].flatMap((p) => p.split(".").map((_, i, parts) => parts.slice(0, i + 1).join("."))));
+  const active = new Set(
+    [...current].flatMap((p) => p.split(".").map((_, i, parts) => parts.slice(0, i + 1).join("."))),
+  );
   for (const g of container.querySelectorAll("g.state")) {
     const path = /** @type {HTMLElement} */ (/** @type {unknown} */ (g)).dataset.statePath ?? "";
     g.classList.toggle("current", current.has(path));

@@ -31,7 +31,10 @@ const FINAL_STATUS = new Set(["done", "stopped", "error"]);
 
 const stateValue = (value: unknown): string => {
   if (typeof value === "string") return value;
-  if (value && typeof value === "object") return Object.entries(value).map(([k, v]) => (v && (typeof v === "string" || Object.keys(v).length > 0) ? `${k}.${stateValue(v)}` : k)).join(",");
+  if (value && typeof value === "object")
+    return Object.entries(value)
+      .map(([k, v]) => (v && (typeof v === "string" || Object.keys(v).length > 0) ? `${k}.${stateValue(v)}` : k))
+      .join(",");
   return "";
 };
 
@@ -45,7 +48,10 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
   const producerId = randomUUID();
   const minMs = options.reconnect?.minMs ?? 100;
   const maxMs = options.reconnect?.maxMs ?? 2_000;
-  const actors = new Map<string, { id: string; machine: string; state: string; status: string; context: Record<string, string> }>();
+  const actors = new Map<
+    string,
+    { id: string; machine: string; state: string; status: string; context: Record<string, string> }
+  >();
   const bySession = new Map<string, string>();
   /** An actor's inspection session ids, to forget them with it. */
   const sessionsOf = new Map<string, Set<string>>();
@@ -68,12 +74,19 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
    */
   const sendText = (text: string) => {
     if (!open || ws?.readyState !== WebSocket.OPEN) return;
-    if (text.length * 3 > FEED_LIMITS.messageBytes && Buffer.byteLength(text) > FEED_LIMITS.messageBytes) return void oversized++;
+    if (text.length * 3 > FEED_LIMITS.messageBytes && Buffer.byteLength(text) > FEED_LIMITS.messageBytes)
+      return void oversized++;
     ws.send(text);
   };
   const send = (message: FeedMessage) => sendText(JSON.stringify(message));
 
-  const actorMessage = (a: { id: string; machine: string; state: string; status: string; context: Record<string, string> }): FeedMessage => ({ kind: "actor", ...a });
+  const actorMessage = (a: {
+    id: string;
+    machine: string;
+    state: string;
+    status: string;
+    context: Record<string, string>;
+  }): FeedMessage => ({ kind: "actor", ...a });
 
   const onInspection = (e: StatelyInspectionEvent) => {
     if (e.type === "@xstate.event") return;
@@ -87,7 +100,12 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
     }
     if (!id || !machine) return;
     const snapshot = (e.snapshot ?? {}) as { value?: unknown; status?: string; context?: Record<string, unknown> };
-    const context = Object.fromEntries(CONTEXT_FIELDS.filter((k) => typeof snapshot.context?.[k] === "string").map((k) => [k, snapshot.context![k] as string]));
+    const context = Object.fromEntries(
+      CONTEXT_FIELDS.filter((k) => typeof snapshot.context?.[k] === "string").map((k) => [
+        k,
+        snapshot.context![k] as string,
+      ]),
+    );
     const next = { id, machine, state: stateValue(snapshot.value), status: snapshot.status ?? "active", context };
     const prev = actors.get(id);
     if (prev && prev.state === next.state && prev.status === next.status) return;
@@ -185,7 +203,12 @@ export function createInspectorFeed(options: InspectorFeedOptions): InspectorFee
       send({ kind: "respond.result", id: command.id, ok: true, error: null });
     } catch (error) {
       const e = error as { code?: string; message?: string };
-      send({ kind: "respond.result", id: command.id, ok: false, error: e.code ? `${e.code}: ${e.message}` : String(error) });
+      send({
+        kind: "respond.result",
+        id: command.id,
+        ok: false,
+        error: e.code ? `${e.code}: ${e.message}` : String(error),
+      });
     }
   };
 

@@ -24,7 +24,10 @@ export interface FeedCut {
   /** The record's size as JSON before the cut, in bytes. */
   recordBytes: number;
   limitBytes: number;
-  /** Each value cut, by path in the event ("output", "payload.questions.0.text"): strings by length in chars, other values by JSON bytes. */
+  /**
+   * Each value cut, by path in the event ("output", "payload.questions.0.text"): strings by length in chars, other
+   * values by JSON bytes.
+   */
   fields: Record<string, { chars: number } | { bytes: number }>;
 }
 
@@ -39,7 +42,11 @@ const fits = (json: string, maxBytes: number): boolean => json.length * 3 <= max
  * largest remaining values are replaced by a marker, largest first. The event keeps its type,
  * ids and every small field, so the page still folds it; `event.feedCut` lists the cuts.
  */
-export function fitRecord(record: LogEntry, maxBytes: number = FEED_LIMITS.recordBytes, keptChars: number = FEED_LIMITS.keptChars): string {
+export function fitRecord(
+  record: LogEntry,
+  maxBytes: number = FEED_LIMITS.recordBytes,
+  keptChars: number = FEED_LIMITS.keptChars,
+): string {
   const json = JSON.stringify(record);
   if (fits(json, maxBytes)) return json;
   const cut: FeedCut = { recordBytes: utf8Bytes(json), limitBytes: maxBytes, fields: {} };
@@ -74,7 +81,9 @@ function cutStrings(value: unknown, path: string, keptChars: number, fields: Fee
   }
   if (Array.isArray(value)) return value.map((v, i) => cutStrings(v, join(path, String(i)), keptChars, fields));
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, cutStrings(v, join(path, k), keptChars, fields)]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, cutStrings(v, join(path, k), keptChars, fields)]),
+    );
   }
   return value;
 }
@@ -101,7 +110,10 @@ export class LogBatcher {
   /** Adds a record; returns a full message to send first, if the record does not fit beside what is held. */
   add(recordJson: string): string | null {
     const bytes = utf8Bytes(recordJson) + 1;
-    const full = this.#records.length > 0 && (this.#bytes + bytes > this.batchBytes || this.#records.length >= this.maxRecords) ? this.take() : null;
+    const full =
+      this.#records.length > 0 && (this.#bytes + bytes > this.batchBytes || this.#records.length >= this.maxRecords)
+        ? this.take()
+        : null;
     this.#records.push(recordJson);
     this.#bytes += bytes;
     return full;

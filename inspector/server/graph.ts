@@ -61,24 +61,45 @@ function guardName(guard: unknown): string | null {
   if (typeof guard === "object" && "type" in guard) {
     const { type, params } = guard as { type: string; params?: unknown };
     if (params === undefined) return type;
-    const values = params && typeof params === "object" ? Object.values(params).map((v) => (typeof v === "string" ? v : JSON.stringify(v))) : [JSON.stringify(params)];
+    const values =
+      params && typeof params === "object"
+        ? Object.values(params).map((v) => (typeof v === "string" ? v : JSON.stringify(v)))
+        : [JSON.stringify(params)];
     return `${type}(${values.join(", ")})`;
   }
   return "guard";
 }
 
 /** Base names of the guards in a composite guard label, to look up what they read. */
-const guardBases = (label: string): string[] => label.split(/\s*(?:&&|\|\||!)\s*/).map((s) => s.replace(/\(.*$/, "").trim()).filter(Boolean);
+const guardBases = (label: string): string[] =>
+  label
+    .split(/\s*(?:&&|\|\||!)\s*/)
+    .map((s) => s.replace(/\(.*$/, "").trim())
+    .filter(Boolean);
 
 export function machineGraph(machine: MachineLike, predicates: Record<string, Predicate>): MachineGraph {
   const states: GraphState[] = [];
   const transitions: GraphTransition[] = [];
   const readsOf = (guard: string | null) =>
-    guard ? [...new Set(guardBases(guard).flatMap((g) => (typeof predicates[g] === "function" ? capabilityReads(predicates[g]) : [])))] : [];
+    guard
+      ? [
+          ...new Set(
+            guardBases(guard).flatMap((g) =>
+              typeof predicates[g] === "function" ? capabilityReads(predicates[g]) : [],
+            ),
+          ),
+        ]
+      : [];
   const walk = (node: StateNodeLike, parent: StateNodeLike | null) => {
     const path = node.path.join(".");
     const initialOfParent = parent?.initial?.target?.some((t) => t.path.join(".") === path) ?? false;
-    states.push({ path, key: node.key, parent: parent ? parent.path.join(".") : null, type: node.type, initial: initialOfParent });
+    states.push({
+      path,
+      key: node.key,
+      parent: parent ? parent.path.join(".") : null,
+      type: node.type,
+      initial: initialOfParent,
+    });
     const add = (event: string, t: TransitionLike) => {
       const guard = guardName(t.guard);
       const targets = t.target && t.target.length > 0 ? t.target.map((s) => s.path.join(".")) : [null];
@@ -97,7 +118,11 @@ export function buildCatalog(input: {
   predicates: Record<string, unknown>;
   degradations: Catalog["degradations"];
 }): Catalog {
-  const predicates = Object.fromEntries(Object.entries(input.predicates).filter((e): e is [string, Predicate] => typeof e[1] === "function"));
-  const machines = Object.fromEntries(Object.entries(input.machines).map(([name, m]) => [name, machineGraph(m, predicates)]));
+  const predicates = Object.fromEntries(
+    Object.entries(input.predicates).filter((e): e is [string, Predicate] => typeof e[1] === "function"),
+  );
+  const machines = Object.fromEntries(
+    Object.entries(input.machines).map(([name, m]) => [name, machineGraph(m, predicates)]),
+  );
   return { machines, degradations: structuredClone(input.degradations) };
 }

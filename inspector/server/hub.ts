@@ -57,7 +57,11 @@ export class InspectorHub {
   addPage(page: PageClient): () => void {
     this.#pages.add(page);
     page.send(this.#hello());
-    page.send({ kind: "log", reset: true, records: this.#pageLog(this.#replayLog ?? this.#model.log, new AssembledStreams()) });
+    page.send({
+      kind: "log",
+      reset: true,
+      records: this.#pageLog(this.#replayLog ?? this.#model.log, new AssembledStreams()),
+    });
     page.send(this.#view());
     return () => void this.#pages.delete(page);
   }
@@ -70,14 +74,32 @@ export class InspectorHub {
       return;
     }
     if (command.kind === "respond") {
-      if (!this.#producer) return page.send({ kind: "respond.result", id: command.id, ok: false, error: this.#replayLog ? "replay: nothing can be answered" : "no runtime connected" });
+      if (!this.#producer)
+        return page.send({
+          kind: "respond.result",
+          id: command.id,
+          ok: false,
+          error: this.#replayLog ? "replay: nothing can be answered" : "no runtime connected",
+        });
       let respond = command.command;
       if (!this.options.showText && respond?.response?.kind === "answers") {
-        // The page saw placeholders for question ids (they can be the question's text): key the answers by the real ids.
-        const opened = this.#model.log.find((r) => r.event.type === "request.opened" && r.event.requestId === respond.requestId);
-        if (!opened) return page.send({ kind: "respond.result", id: command.id, ok: false, error: `no request ${respond.requestId} in the log` });
+        // The page saw placeholders for question ids (they can be the question's text): key the answers by the real
+        // ids.
+        const opened = this.#model.log.find(
+          (r) => r.event.type === "request.opened" && r.event.requestId === respond.requestId,
+        );
+        if (!opened)
+          return page.send({
+            kind: "respond.result",
+            id: command.id,
+            ok: false,
+            error: `no request ${respond.requestId} in the log`,
+          });
         try {
-          respond = { ...respond, response: { kind: "answers", answers: answersByQuestionId(opened.event, respond.response.answers ?? {}) } };
+          respond = {
+            ...respond,
+            response: { kind: "answers", answers: answersByQuestionId(opened.event, respond.response.answers ?? {}) },
+          };
         } catch (error) {
           return page.send({ kind: "respond.result", id: command.id, ok: false, error: (error as Error).message });
         }
@@ -103,7 +125,13 @@ export class InspectorHub {
         this.#broadcast({ kind: "log", reset: true, records: [] });
         break;
       case "actor":
-        this.#model.actors.set(message.id, { id: message.id, machine: message.machine, state: message.state, status: message.status, context: message.context });
+        this.#model.actors.set(message.id, {
+          id: message.id,
+          machine: message.machine,
+          state: message.state,
+          status: message.status,
+          context: message.context,
+        });
         break;
       case "log": {
         const fresh = this.#model.append(message.records);
@@ -130,7 +158,8 @@ export class InspectorHub {
   feedClosed(socket: Producer): void {
     if (this.#producer?.socket !== socket) return;
     this.#producer = null;
-    for (const [id, page] of this.#respondWaiters) page.send({ kind: "respond.result", id, ok: false, error: "the runtime disconnected" });
+    for (const [id, page] of this.#respondWaiters)
+      page.send({ kind: "respond.result", id, ok: false, error: "the runtime disconnected" });
     this.#respondWaiters.clear();
     this.#broadcast(this.#hello());
   }
@@ -146,7 +175,13 @@ export class InspectorHub {
   }
 
   #hello(): PageMessage {
-    return { kind: "hello", mode: this.mode, showText: this.options.showText, catalog: this.#catalog, connected: this.#replayLog !== null || this.#producer !== null };
+    return {
+      kind: "hello",
+      mode: this.mode,
+      showText: this.options.showText,
+      catalog: this.#catalog,
+      connected: this.#replayLog !== null || this.#producer !== null,
+    };
   }
 
   #view(): PageMessage {
@@ -161,11 +196,18 @@ export class InspectorHub {
     };
   }
 
-  /** Records as the page may see them; `streams` follows the log from seq 1 (the live one, or a fresh one for a whole log). */
+  /**
+   * Records as the page may see them; `streams` follows the log from seq 1 (the live one, or a fresh one for a whole
+   * log).
+   */
   #pageLog(records: LogEntry[], streams = this.#streams): LogEntry[] {
     // Hidden text shows a delta's length only: nothing to assemble.
     const assembled = (event: LogEntry["event"]) => (this.options.showText ? streams.apply(event) : event);
-    return records.map((r) => ({ seq: r.seq, at: r.at, event: redactEvent(assembled(r.event), this.options.showText) }));
+    return records.map((r) => ({
+      seq: r.seq,
+      at: r.at,
+      event: redactEvent(assembled(r.event), this.options.showText),
+    }));
   }
 
   #scheduleView(): void {

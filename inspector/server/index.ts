@@ -5,7 +5,12 @@ import type { Catalog, InspectedRuntime } from "./protocol.js";
 
 export { buildCatalog, capabilityReads, machineGraph, type MachineLike } from "./graph.js";
 export { createInspectorFeed, type InspectorFeed, type InspectorFeedOptions } from "./feed.js";
-export { checkInspectorToken, startInspectorServer, type InspectorServer, type InspectorServerOptions } from "./server.js";
+export {
+  checkInspectorToken,
+  startInspectorServer,
+  type InspectorServer,
+  type InspectorServerOptions,
+} from "./server.js";
 export { readRecordedLog } from "./replay.js";
 export { redactValue, maskCredentials } from "./redact.js";
 export type * from "./protocol.js";
@@ -24,7 +29,9 @@ export interface LiveInspector {
  * `tiller inspect` start. The feed goes through the server's WebSocket like any other runtime's
  * would, so the page sees the same thing however the runtime was started.
  */
-export async function startLiveInspector(options: Omit<InspectorServerOptions, "replay"> & { catalog: Catalog }): Promise<LiveInspector> {
+export async function startLiveInspector(
+  options: Omit<InspectorServerOptions, "replay"> & { catalog: Catalog },
+): Promise<LiveInspector> {
   const { catalog, ...serverOptions } = options;
   const server = await startInspectorServer(serverOptions);
   const feed = createInspectorFeed({ url: server.feedUrl });
@@ -41,7 +48,9 @@ export async function startLiveInspector(options: Omit<InspectorServerOptions, "
 }
 
 /** A server over a recorded data directory: time travel through its log, no provider runs. */
-export async function startReplayInspector(options: Omit<InspectorServerOptions, "replay"> & { dataDir: string; catalog: Catalog }): Promise<InspectorServer> {
+export async function startReplayInspector(
+  options: Omit<InspectorServerOptions, "replay"> & { dataDir: string; catalog: Catalog },
+): Promise<InspectorServer> {
   const { dataDir, catalog, ...serverOptions } = options;
   const log = await readRecordedLog(dataDir);
   return startInspectorServer({ ...serverOptions, replay: { catalog, log } });

@@ -120,11 +120,15 @@ export type FeedCommand = { kind: "respond"; id: string; command: RespondCommand
 /** Messages from the server to the page. */
 export type PageMessage =
   | { kind: "hello"; mode: "live" | "replay"; showText: boolean; catalog: Catalog | null; connected: boolean }
-  | { kind: "view"; tree: TreeNode[]; capabilities: CapabilityView; requests: RequestView[]; position: { seq: number; head: number } }
+  | {
+      kind: "view";
+      tree: TreeNode[];
+      capabilities: CapabilityView;
+      requests: RequestView[];
+      position: { seq: number; head: number };
+    }
   | { kind: "log"; reset: boolean; records: LogEntry[] }
   | { kind: "respond.result"; id: string; ok: boolean; error: string | null };
 
 /** Messages from the page to the server. */
-export type PageCommand =
-  | { kind: "respond"; id: string; command: RespondCommand }
-  | { kind: "seek"; seq: number };
+export type PageCommand = { kind: "respond"; id: string; command: RespondCommand } | { kind: "seek"; seq: number };

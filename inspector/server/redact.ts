@@ -16,7 +16,26 @@ export { maskCredentials };
  * description (Claude's Bash `description`) as well as a run's or request's closing reason;
  * `label` and `description` are a question's options.
  */
-const TEXT_FIELDS = new Set(["text", "delta", "output", "prompt", "content", "diff", "patch", "summary", "question", "header", "answers", "input", "items", "steps", "env", "reason", "label", "description"]);
+const TEXT_FIELDS = new Set([
+  "text",
+  "delta",
+  "output",
+  "prompt",
+  "content",
+  "diff",
+  "patch",
+  "summary",
+  "question",
+  "header",
+  "answers",
+  "input",
+  "items",
+  "steps",
+  "env",
+  "reason",
+  "label",
+  "description",
+]);
 
 /**
  * `reason`s the runtime itself names from a fixed vocabulary (why an attempt started, why a
@@ -63,14 +82,24 @@ type Question = { id?: unknown; [key: string]: unknown };
 
 const questionsOf = (event: Event): Question[] | null => {
   const payload = event.payload as { kind?: unknown; questions?: unknown } | undefined;
-  return event.type === "request.opened" && payload?.kind === "user_input" && Array.isArray(payload.questions) ? (payload.questions as Question[]) : null;
+  return event.type === "request.opened" && payload?.kind === "user_input" && Array.isArray(payload.questions)
+    ? (payload.questions as Question[])
+    : null;
 };
 
-/** A log event as the page may see it: `redactValue`, and question ids replaced by `questionKey` unless text is shown. */
+/**
+ * A log event as the page may see it: `redactValue`, and question ids replaced by `questionKey` unless text is shown.
+ */
 export function redactEvent<E extends Event>(event: E, showText: boolean): E {
   const questions = showText ? null : questionsOf(event);
   const shown = questions
-    ? { ...event, payload: { ...(event.payload as object), questions: questions.map((q, i) => (q && typeof q === "object" ? { ...q, id: questionKey(i) } : q)) } }
+    ? {
+        ...event,
+        payload: {
+          ...(event.payload as object),
+          questions: questions.map((q, i) => (q && typeof q === "object" ? { ...q, id: questionKey(i) } : q)),
+        },
+      }
     : event;
   return redactValue(shown, showText) as E;
 }

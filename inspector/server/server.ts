@@ -40,9 +40,15 @@ export interface InspectorServer {
 /** Loopback only: the page can answer approvals, so nothing beyond this machine may reach it. */
 const HOST = "127.0.0.1";
 
-const TYPES: Record<string, string> = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8" };
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+};
 
-/** The page's folder: beside this module in the source tree, at the package root once compiled to dist/inspector/server. */
+/**
+ * The page's folder: beside this module in the source tree, at the package root once compiled to dist/inspector/server.
+ */
 function pageDir(): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const candidates = [join(here, "..", "page"), join(here, "..", "..", "..", "inspector", "page")];
@@ -58,14 +64,20 @@ const TOKEN = /^[A-Za-z0-9._~-]{16,}$/;
 
 /** A given token is refused unless it could not be guessed in passing (an empty one would let every request in). */
 export function checkInspectorToken(token: string): void {
-  if (!TOKEN.test(token)) throw new Error("inspector token: at least 16 characters from A-Z a-z 0-9 . _ ~ - (it is the first segment of the page's path)");
+  if (!TOKEN.test(token))
+    throw new Error(
+      "inspector token: at least 16 characters from A-Z a-z 0-9 . _ ~ - (it is the first segment of the page's path)",
+    );
 }
 
 export async function startInspectorServer(options: InspectorServerOptions = {}): Promise<InspectorServer> {
   if (options.token !== undefined) checkInspectorToken(options.token);
   const token = options.token ?? randomBytes(16).toString("hex");
   const wanted = Buffer.from(token);
-  const hub = new InspectorHub({ showText: options.showText ?? false, ...(options.replay ? { replay: options.replay } : {}) });
+  const hub = new InspectorHub({
+    showText: options.showText ?? false,
+    ...(options.replay ? { replay: options.replay } : {}),
+  });
   const page = pageDir();
   let port = 0;
 
@@ -78,7 +90,8 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
     // A page elsewhere that resolves its own name to 127.0.0.1 (DNS rebinding) is not this origin.
     if (req.headers.host !== `${HOST}:${port}` && req.headers.host !== `localhost:${port}`) return null;
     const origin = req.headers.origin;
-    if (origin !== undefined && origin !== `http://${HOST}:${port}` && origin !== `http://localhost:${port}`) return null;
+    if (origin !== undefined && origin !== `http://${HOST}:${port}` && origin !== `http://localhost:${port}`)
+      return null;
     const path = new URL(req.url ?? "/", `http://${HOST}`).pathname;
     const match = /^\/([^/]*)(\/.*)?$/.exec(path);
     const given = Buffer.from(match?.[1] ?? "");
@@ -89,7 +102,9 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
   const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const path = authorizedPath(req);
     if (path === null) {
-      res.writeHead(401, { "content-type": "text/plain; charset=utf-8" }).end("inspector: a valid token is required (use the URL the inspector printed)\n");
+      res
+        .writeHead(401, { "content-type": "text/plain; charset=utf-8" })
+        .end("inspector: a valid token is required (use the URL the inspector printed)\n");
       return;
     }
     if (req.method !== "GET") return void res.writeHead(405).end();
@@ -116,7 +131,9 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
     }
   };
 
-  const server = createServer((req, res) => void serve(req, res).catch(() => res.headersSent || res.writeHead(500).end()));
+  const server = createServer(
+    (req, res) => void serve(req, res).catch(() => res.headersSent || res.writeHead(500).end()),
+  );
   const pages = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
   // The feed keeps every message within this (feedLimits.ts): over it, a feed would be dropped and resend in a loop.
   const feeds = new WebSocketServer({ noServer: true, maxPayload: FEED_LIMITS.messageBytes });
@@ -127,7 +144,9 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
     const path = authorizedPath(req);
     const wss = path === "/ws" ? pages : path === "/feed" ? feeds : null;
     if (path === null || !wss) {
-      socket.end(`HTTP/1.1 ${path === null ? "401 Unauthorized" : "404 Not Found"}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
+      socket.end(
+        `HTTP/1.1 ${path === null ? "401 Unauthorized" : "404 Not Found"}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+      );
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit("connection", ws, req));
@@ -190,7 +209,9 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
 function parse<T>(text: string): T | null {
   try {
     const value = JSON.parse(text) as unknown;
-    return value && typeof value === "object" && typeof (value as { kind?: unknown }).kind === "string" ? (value as T) : null;
+    return value && typeof value === "object" && typeof (value as { kind?: unknown }).kind === "string"
+      ? (value as T)
+      : null;
   } catch {
     return null;
   }

@@ -37,7 +37,14 @@ export class AssembledStreams {
   apply<E extends Event>(event: E): E {
     switch (event.type) {
       case "node.delta":
-        return { ...event, delta: this.#delta(`${String(event.nodeId)}:${String(event.stream)}`, String(event.runId ?? ""), String(event.delta ?? "")) };
+        return {
+          ...event,
+          delta: this.#delta(
+            `${String(event.nodeId)}:${String(event.stream)}`,
+            String(event.runId ?? ""),
+            String(event.delta ?? ""),
+          ),
+        };
       case "node.completed":
         for (const stream of ["text", "output"]) this.#streams.delete(`${String(event.nodeId)}:${stream}`);
         return event;
@@ -64,7 +71,9 @@ export class AssembledStreams {
     return fresh;
   }
 
-  /** Forgets the complete lines before `boundary` (outside a private key block): later text cannot change their mask. */
+  /**
+   * Forgets the complete lines before `boundary` (outside a private key block): later text cannot change their mask.
+   */
   #settle(stream: Stream, boundary: number): void {
     const lineEnd = stream.window.lastIndexOf("\n", boundary - 1);
     if (lineEnd < 0) return;

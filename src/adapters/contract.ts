@@ -80,7 +80,12 @@ export const ProviderEventSchema = z.discriminatedUnion("type", [
     steps: z.array(PlanStepSchema),
   }),
   z.strictObject({ type: z.literal("plan.proposed"), ...where, itemRef: ref.optional(), text: z.string() }),
-  z.strictObject({ type: z.literal("todo.updated"), ...where, itemRef: ref.optional(), items: z.array(TodoItemSchema) }),
+  z.strictObject({
+    type: z.literal("todo.updated"),
+    ...where,
+    itemRef: ref.optional(),
+    items: z.array(TodoItemSchema),
+  }),
   z.strictObject({
     type: z.literal("request.opened"),
     ...where,
@@ -163,7 +168,12 @@ export interface ProviderRequestAddress {
 
 export interface ProviderThreadSnapshot {
   threadRef: string | null;
-  turns: ReadonlyArray<{ turnRef: string | null; status: TurnTerminalStatus | "running"; userText: string; assistantText: string }>;
+  turns: ReadonlyArray<{
+    turnRef: string | null;
+    status: TurnTerminalStatus | "running";
+    userText: string;
+    assistantText: string;
+  }>;
 }
 
 /** What the provider may do without asking: honoured by providers that sandbox their tools. */
@@ -173,7 +183,10 @@ export type SandboxPolicy = "read-only" | "workspace-write" | "full-access";
 export interface RollbackResult {
   /** The conversation after the cut, when the provider returns it. */
   snapshot?: ProviderThreadSnapshot;
-  /** Where the conversation lives now, when the cut moved it to a new native thread: the runtime rebinds its provider thread there. */
+  /**
+   * Where the conversation lives now, when the cut moved it to a new native thread: the runtime rebinds its provider
+   * thread there.
+   */
   handle?: ProviderThreadHandle;
 }
 

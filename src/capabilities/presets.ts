@@ -109,9 +109,7 @@ export function fullCapabilities(): ProviderCapabilities {
 export function minimalCapabilities(): ProviderCapabilities {
   const full = fullCapabilities();
   const off = <T extends object>(group: T): T =>
-    Object.fromEntries(
-      Object.entries(group).map(([k, v]) => [k, typeof v === "boolean" ? false : v]),
-    ) as T;
+    Object.fromEntries(Object.entries(group).map(([k, v]) => [k, typeof v === "boolean" ? false : v])) as T;
   return {
     version: CAPABILITY_RECORD_VERSION,
     sessions: off(full.sessions),

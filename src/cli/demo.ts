@@ -34,8 +34,17 @@ const fix: ScriptStep[] = [
       { text: "Re-run the tests", status: "pending" },
     ],
   },
-  { type: "tool", name: "read_file", input: { path: "src/date.ts" }, output: "export const today = () => new Date().toDateString();" },
-  { type: "file_change", path: "src/date.ts", diff: "-new Date().toDateString()\n+new Date().toISOString().slice(0, 10)" },
+  {
+    type: "tool",
+    name: "read_file",
+    input: { path: "src/date.ts" },
+    output: "export const today = () => new Date().toDateString();",
+  },
+  {
+    type: "file_change",
+    path: "src/date.ts",
+    diff: "-new Date().toDateString()\n+new Date().toISOString().slice(0, 10)",
+  },
   { type: "command", command: "npm test -- date", output: "✓ date.test.ts (3 tests)", approval: true },
   {
     type: "todo",
@@ -49,14 +58,19 @@ const fix: ScriptStep[] = [
 ];
 
 const changelog: ScriptStep[] = [
-  { type: "text", text: "## Changelog\n  - today() formats dates in UTC\n  - the date tests run in every timezone\n  - ", chunkSize: 6 },
+  {
+    type: "text",
+    text: "## Changelog\n  - today() formats dates in UTC\n  - the date tests run in every timezone\n  - ",
+    chunkSize: 6,
+  },
   { type: "hang" },
 ];
 
 const summary: ScriptStep[] = [{ type: "text", text: "One line: today() is now timezone-proof." }];
 
 export async function runDemo(options: DemoOptions): Promise<{ eventLog: string; events: number; runs: string[] }> {
-  const real = options.provider && options.provider !== "scripted" ? await demoProvider(options.provider, options.dataDir) : null;
+  const real =
+    options.provider && options.provider !== "scripted" ? await demoProvider(options.provider, options.dataDir) : null;
   const adapter =
     real?.adapter ??
     createScriptedAdapter({
@@ -76,7 +90,11 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
     if (event.type === "request.opened") approvals.push(decide(rt, event.requestId, describe(event.payload), options));
   });
   try {
-    const { threadId } = await rt.createThread({ providerTarget: target, title: "Demo: fix a date bug", ...(real ? { cwd: real.workspace } : {}) });
+    const { threadId } = await rt.createThread({
+      providerTarget: target,
+      title: "Demo: fix a date bug",
+      ...(real ? { cwd: real.workspace } : {}),
+    });
     const first = await rt.sendMessage({ threadId, text: "Fix the failing date test" });
     await rt.waitForRun(first.runId);
 

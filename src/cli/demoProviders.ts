@@ -21,9 +21,14 @@ export interface DemoProvider {
 
 const TESTS_PASS = "3 date tests pass";
 const afterTests = (req: { body: unknown }) => ({
-  text: JSON.stringify(req.body).includes(TESTS_PASS) ? "Fixed: today() now formats the date in UTC, and the date tests pass." : "The tests did not run.",
+  text: JSON.stringify(req.body).includes(TESTS_PASS)
+    ? "Fixed: today() now formats the date in UTC, and the date tests pass."
+    : "The tests did not run.",
 });
-const changelog: Reply = { hang: true, text: "## Changelog\n  - today() formats dates in UTC\n  - the date tests run in every timezone\n  - " };
+const changelog: Reply = {
+  hang: true,
+  text: "## Changelog\n  - today() formats dates in UTC\n  - the date tests run in every timezone\n  - ",
+};
 const summary: Reply = { text: "One line: today() is now timezone-proof." };
 
 interface Setup {
@@ -36,15 +41,28 @@ interface Setup {
 const SETUPS = {
   async codex({ root, home, sim }: Setup): Promise<ProviderAdapter> {
     await writeSimulatorCodexHome(join(root, "codex-home"), sim.url);
-    const escalated = { cmd: `echo '${TESTS_PASS}'`, sandbox_permissions: "require_escalated", justification: "Re-run the date tests" };
+    const escalated = {
+      cmd: `echo '${TESTS_PASS}'`,
+      sandbox_permissions: "require_escalated",
+      justification: "Re-run the date tests",
+    };
     sim.push({ tools: [{ name: "exec_command", args: escalated }] }, afterTests, changelog, summary);
-    return createCodexAdapter({ codexHome: join(root, "codex-home"), home, env: { SIMULATOR_API_KEY: "demo" }, approvalPolicy: "untrusted" });
+    return createCodexAdapter({
+      codexHome: join(root, "codex-home"),
+      home,
+      env: { SIMULATOR_API_KEY: "demo" },
+      approvalPolicy: "untrusted",
+    });
   },
   async claude({ home, sim }: Setup): Promise<ProviderAdapter> {
     // Claude asks before a command that writes a file; a plain echo would run unasked.
     const bash = { command: `echo '${TESTS_PASS}' | tee test-results.txt`, description: "Re-run the date tests" };
     sim.push({ tools: [{ name: "Bash", args: bash }] }, afterTests, changelog, summary);
-    return createClaudeAdapter({ home, configDir: join(home, ".claude"), env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "demo" } });
+    return createClaudeAdapter({
+      home,
+      configDir: join(home, ".claude"),
+      env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "demo" },
+    });
   },
 };
 

@@ -32,11 +32,18 @@ const story = {
   "[fix]": [
     { type: "reasoning", text: "The date test fails only east of UTC, so today() must use UTC." },
     { type: "text", text: "I will change today() to format the date in UTC, then run the tests.", chunkSize: 4 },
-    { type: "file_change", path: "src/date.ts", diff: "-new Date().toDateString()\n+new Date().toISOString().slice(0, 10)" },
+    {
+      type: "file_change",
+      path: "src/date.ts",
+      diff: "-new Date().toDateString()\n+new Date().toISOString().slice(0, 10)",
+    },
     { type: "command", command: "npm test -- date", output: "✓ date.test.ts (3 tests)", approval: true },
     { type: "text", text: "Fixed: the date tests pass in every timezone.", chunkSize: 4 },
   ],
-  "[changelog]": [{ type: "text", text: "## Changelog\n - today() formats dates in UTC\n - ", chunkSize: 3 }, { type: "hang" }],
+  "[changelog]": [
+    { type: "text", text: "## Changelog\n - today() formats dates in UTC\n - ", chunkSize: 3 },
+    { type: "hang" },
+  ],
 } satisfies Record<string, ScriptStep[]>;
 
 export async function runInspect(options: InspectCommandOptions): Promise<void> {
@@ -46,8 +53,15 @@ export async function runInspect(options: InspectCommandOptions): Promise<void> 
       throw new InvalidInputError("replay", `${options.replay} has no events.jsonl (not a Tiller data directory)`);
     });
     const inspector = await loadInspector();
-    const server = await inspector.startReplayInspector({ port: options.port, showText: options.showText, dataDir: options.replay, catalog: inspectorCatalog(inspector) });
-    options.write(`Replaying ${options.replay} (read-only; no provider runs).\nOpen ${server.url}\nStop with Ctrl-C.\n`);
+    const server = await inspector.startReplayInspector({
+      port: options.port,
+      showText: options.showText,
+      dataDir: options.replay,
+      catalog: inspectorCatalog(inspector),
+    });
+    options.write(
+      `Replaying ${options.replay} (read-only; no provider runs).\nOpen ${server.url}\nStop with Ctrl-C.\n`,
+    );
     await aborted(stopped);
     await server.close();
     return;
@@ -70,7 +84,10 @@ export async function runInspect(options: InspectCommandOptions): Promise<void> 
     const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Inspector tour: fix a date bug" });
     const stop = rt.subscribe({ afterSeq: rt.head }, ({ event }) => {
       if (event.type !== "request.opened") return;
-      if (options.yes) void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } }).catch(() => undefined);
+      if (options.yes)
+        void rt
+          .respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } })
+          .catch(() => undefined);
       else options.write(`Waiting for approval of request ${event.requestId}: answer it from the page.\n`);
     });
     const first = await rt.sendMessage({ threadId, text: "[fix] the failing date test" });
@@ -83,7 +100,9 @@ export async function runInspect(options: InspectCommandOptions): Promise<void> 
       // Ctrl-C while it has not streamed yet still ends here, so the runtime closes (and gives back its lock).
       if (await untilStreaming(rt, second.runId, from, stopped)) {
         await rt.sendMessage({ threadId, text: "Keep it to one line", mode: "steer" });
-        options.write("Steered the second run: the provider cannot steer natively, so it was interrupted and restarted (see the capability panel).\n");
+        options.write(
+          "Steered the second run: the provider cannot steer natively, so it was interrupted and restarted (see the capability panel).\n",
+        );
         await Promise.race([rt.waitForRun(second.runId), aborted(stopped)]);
         if (!stopped.aborted) options.write("The tour is over; the inspector stays up until Ctrl-C.\n");
       }
@@ -103,7 +122,9 @@ function untilSignal(): AbortSignal {
 }
 
 function aborted(signal: AbortSignal): Promise<undefined> {
-  return new Promise((resolve) => (signal.aborted ? resolve(undefined) : signal.addEventListener("abort", () => resolve(undefined), { once: true })));
+  return new Promise((resolve) =>
+    signal.aborted ? resolve(undefined) : signal.addEventListener("abort", () => resolve(undefined), { once: true }),
+  );
 }
 
 /** True once the run streams its first delta; false if `signal` aborts first. */

@@ -45,7 +45,11 @@ export async function main(argv: string[]): Promise<number> {
         },
       });
       const provider = values.provider as "scripted" | DemoProviderName;
-      if (provider !== "scripted" && !DEMO_PROVIDERS.includes(provider)) throw new InvalidInputError("provider", `must be scripted, ${DEMO_PROVIDERS.join(" or ")}, not "${values.provider}"`);
+      if (provider !== "scripted" && !DEMO_PROVIDERS.includes(provider))
+        throw new InvalidInputError(
+          "provider",
+          `must be scripted, ${DEMO_PROVIDERS.join(" or ")}, not "${values.provider}"`,
+        );
       const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
       const rl = interactive && !values.yes ? createInterface({ input: process.stdin, output: process.stdout }) : null;
       try {
@@ -102,7 +106,9 @@ export async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => (process.exitCode = code),
   (error: unknown) => {
-    process.stderr.write(isTillerError(error) ? `tiller: ${error.code}: ${error.message}\n` : `tiller: ${String(error)}\n`);
+    process.stderr.write(
+      isTillerError(error) ? `tiller: ${error.code}: ${error.message}\n` : `tiller: ${String(error)}\n`,
+    );
     process.exitCode = 1;
   },
 );

@@ -10,7 +10,10 @@ export class TranscriptPrinter {
   #open: string | null = null;
   #kinds = new Map<string, string>();
 
-  constructor(private readonly write: (text: string) => void, private readonly color = true) {}
+  constructor(
+    private readonly write: (text: string) => void,
+    private readonly color = true,
+  ) {}
 
   #line(text: string): void {
     if (this.#open) this.write("\n");
@@ -47,12 +50,20 @@ export class TranscriptPrinter {
       }
       case "node.completed": {
         const kind = this.#kinds.get(event.nodeId);
-        if ((kind === "command_execution" || kind === "tool_call") && event.output) this.#line(dim(`    ${event.output.trim()}`));
+        if ((kind === "command_execution" || kind === "tool_call") && event.output)
+          this.#line(dim(`    ${event.output.trim()}`));
         if (event.status === "declined") this.#line(dim("    (declined)"));
         return;
       }
       case "todo.updated":
-        return this.#line(["  todo:", ...event.items.map((i) => `    ${i.status === "completed" ? "☑" : i.status === "in_progress" ? "▸" : "☐"} ${i.text}`)].join("\n"));
+        return this.#line(
+          [
+            "  todo:",
+            ...event.items.map(
+              (i) => `    ${i.status === "completed" ? "☑" : i.status === "in_progress" ? "▸" : "☐"} ${i.text}`,
+            ),
+          ].join("\n"),
+        );
       case "plan.proposed":
         return this.#line(`  plan: ${event.text}`);
       case "request.opened":

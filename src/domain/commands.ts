@@ -88,7 +88,10 @@ export interface SendMessageReceipt {
   commandId: string;
   threadId: string;
   runId: string;
-  /** started: a new run began; queued: waits for the turn boundary; steered: went into the active run; restarting: the active run is being interrupted for this one. */
+  /**
+   * started: a new run began; queued: waits for the turn boundary; steered: went into the active run; restarting: the
+   * active run is being interrupted for this one.
+   */
   disposition: "started" | "queued" | "steered" | "restarting";
   via: "native" | "interrupt_restart" | null;
   queuePosition: number;

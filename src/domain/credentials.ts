@@ -26,9 +26,15 @@ const ASSIGN = String.raw`\\?["']?[ \t]*[:=][ \t]*`;
 export const CREDENTIAL_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
   // Private keys (PEM, OpenSSH, PGP): the whole body, to the END line or the end of the text
   // (a block already masked is left alone: its END line is gone).
-  [/(-----BEGIN[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----)(?!\[redacted\])[\s\S]*?(?:-----END[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----|$)/g, `$1${REDACTED}`],
+  [
+    /(-----BEGIN[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----)(?!\[redacted\])[\s\S]*?(?:-----END[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----|$)/g,
+    `$1${REDACTED}`,
+  ],
   // Headers whose whole value is a credential: the rest of the line.
-  [/((?<![A-Za-z0-9-])(?:proxy-)?(?:authorization|set-cookie|cookie)\\?["']?[ \t]*[:=][ \t]*)(?=\S)[^\r\n]+/gi, `$1${REDACTED}`],
+  [
+    /((?<![A-Za-z0-9-])(?:proxy-)?(?:authorization|set-cookie|cookie)\\?["']?[ \t]*[:=][ \t]*)(?=\S)[^\r\n]+/gi,
+    `$1${REDACTED}`,
+  ],
   // A bearer or basic credential outside a header: not a word of prose (it has a digit or a sign in it).
   [/\b(Bearer|Basic)[ \t]+(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],
   // A password in a URL (scheme://user:password@host).
@@ -48,7 +54,10 @@ export const CREDENTIAL_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b(hf_)[A-Za-z0-9]{30,}/g, `$1${REDACTED}`],
   [/\b(sk|pk|rk|ak)-[A-Za-z0-9_-]{12,}/g, `$1-${REDACTED}`],
   // Command-line flags: `--token X`, `--api-key "X"` (`--password=X` is a name = value below).
-  [/((?<![A-Za-z0-9-])--?[A-Za-z0-9-]{0,32}?(?:token|passw(?:or)?d|secret|api-?key|auth|credentials?)[ \t]+\\?["']?)(?![-\\])[^\s"'\\]+/gi, `$1${REDACTED}`],
+  [
+    /((?<![A-Za-z0-9-])--?[A-Za-z0-9-]{0,32}?(?:token|passw(?:or)?d|secret|api-?key|auth|credentials?)[ \t]+\\?["']?)(?![-\\])[^\s"'\\]+/gi,
+    `$1${REDACTED}`,
+  ],
   // `curl -u user:password`.
   [/((?<![A-Za-z0-9-])(?:-u|--user|--proxy-user)[ \t]+\\?["']?[^\s:"'\\]+:)[^\s"'\\]+/g, `$1${REDACTED}`],
   // name = value, name: value, "name": "value": quoted values to their closing quote.

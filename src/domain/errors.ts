@@ -104,11 +104,10 @@ export class ProviderError extends TillerError {
 
 export class DataDirLockedError extends TillerError {
   constructor(dataDir: string, holderPid: number) {
-    super(
-      "data_dir_locked",
-      `data directory ${dataDir} is in use by another runtime (pid ${holderPid})`,
-      { dataDir, holderPid },
-    );
+    super("data_dir_locked", `data directory ${dataDir} is in use by another runtime (pid ${holderPid})`, {
+      dataDir,
+      holderPid,
+    });
   }
 }
 
@@ -133,7 +132,13 @@ export class StoreFailedError extends TillerError {
     if (error instanceof TillerError) return error;
     if (!isFileSystemError(error)) return new StoreFailedError(`${doing} failed: ${String(error)}`);
     const code = (error as NodeJS.ErrnoException | null)?.code;
-    return Object.assign(new StoreFailedError(`${doing} failed: ${code ?? String(error)}${code ? ` (${(error as Error).message})` : ""}`, code ? { errno: code } : {}), { cause: error });
+    return Object.assign(
+      new StoreFailedError(
+        `${doing} failed: ${code ?? String(error)}${code ? ` (${(error as Error).message})` : ""}`,
+        code ? { errno: code } : {},
+      ),
+      { cause: error },
+    );
   }
 }
 
@@ -152,7 +157,11 @@ export class ClosedError extends TillerError {
 
 /** An error the operating system raised for a file operation (ENOSPC, EACCES, EIO...). */
 export function isFileSystemError(value: unknown): value is NodeJS.ErrnoException {
-  return value instanceof Error && typeof (value as NodeJS.ErrnoException).code === "string" && typeof (value as NodeJS.ErrnoException).syscall === "string";
+  return (
+    value instanceof Error &&
+    typeof (value as NodeJS.ErrnoException).code === "string" &&
+    typeof (value as NodeJS.ErrnoException).syscall === "string"
+  );
 }
 
 /** `waitForRun` gave up after its `timeoutMs` (the run goes on). */

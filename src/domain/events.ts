@@ -142,8 +142,17 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     via: z.enum(["native", "session_stop", "not_started"]),
   }),
   z.strictObject({ type: z.literal("interrupt.acknowledged"), ...inRun, attemptId: id }),
-  /** An acknowledged interrupt the provider never took, after bounded retries while its turn was live: the run goes on and can be interrupted again. */
-  z.strictObject({ type: z.literal("interrupt.failed"), ...inRun, attemptId: id, reason: z.string(), attempts: z.number().int().positive() }),
+  /**
+   * An acknowledged interrupt the provider never took, after bounded retries while its turn was live: the run goes on
+   * and can be interrupted again.
+   */
+  z.strictObject({
+    type: z.literal("interrupt.failed"),
+    ...inRun,
+    attemptId: id,
+    reason: z.string(),
+    attempts: z.number().int().positive(),
+  }),
   z.strictObject({
     type: z.literal("steer.applied"),
     ...inRun,
@@ -247,7 +256,12 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     detail: z.string(),
   }),
   /** The thread's model changed: in the live session, or (no in-session switch) by a new session. */
-  z.strictObject({ type: z.literal("thread.model_changed"), ...inThread, model: z.string(), via: z.enum(["in_session", "new_session"]) }),
+  z.strictObject({
+    type: z.literal("thread.model_changed"),
+    ...inThread,
+    model: z.string(),
+    via: z.enum(["in_session", "new_session"]),
+  }),
   z.strictObject({
     type: z.literal("checkpoint.captured"),
     ...inRun,
@@ -274,7 +288,12 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
   /** Filesystem activity that has no checkpoint of its own (nested scopes unsupported). */
   z.strictObject({ type: z.literal("checkpoint.skipped"), ...inRun, nodeId: id, reason: z.string() }),
   /** A rollback is about to touch the provider and the files: recovery finds it if `rollback.applied` never follows. */
-  z.strictObject({ type: z.literal("rollback.started"), ...inThread, toRunId: id, via: z.enum(["provider_rollback", "divergent", "files_only"]) }),
+  z.strictObject({
+    type: z.literal("rollback.started"),
+    ...inThread,
+    toRunId: id,
+    via: z.enum(["provider_rollback", "divergent", "files_only"]),
+  }),
   /**
    * The rollback to `toRunId` (its provider step done) is about to restore `files` from the
    * checkpoint: durable before the first file changes. It carries the `rollback.applied` the
@@ -310,7 +329,9 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     ...inThread,
     toRunId: id,
     rolledBackRunIds: z.array(id),
-    /** `rolled_back`: the provider dropped the later turns; `divergent`: it could not, its thread is marked divergent. */
+    /**
+     * `rolled_back`: the provider dropped the later turns; `divergent`: it could not, its thread is marked divergent.
+     */
     provider: z.enum(["rolled_back", "divergent", "not_needed"]),
     /** The provider thread rolled back natively, if any. */
     providerThreadId: id.nullable(),

@@ -88,7 +88,13 @@ export const TURN_ITEM_KIND_OF_NODE: Readonly<Record<NodeKind, TurnItemKind | nu
  * tool, command, file change or request still open at a completed turn never finished: it is
  * cancelled.
  */
-export const ENDS_WITH_TURN: ReadonlySet<TurnItemKind> = new Set(["assistant_message", "reasoning", "plan", "proposed_plan", "todo_list"]);
+export const ENDS_WITH_TURN: ReadonlySet<TurnItemKind> = new Set([
+  "assistant_message",
+  "reasoning",
+  "plan",
+  "proposed_plan",
+  "todo_list",
+]);
 
 /** How a provider says an item ended. */
 export const ItemStatusSchema = z.enum(["completed", "failed", "cancelled", "declined"]);
@@ -123,7 +129,12 @@ export type Question = z.infer<typeof QuestionSchema>;
 
 /** What a provider asks permission for; each has its own approval capability. */
 const ApprovalPayloadSchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("command"), command: z.string(), cwd: z.string().optional(), reason: z.string().optional() }),
+  z.strictObject({
+    kind: z.literal("command"),
+    command: z.string(),
+    cwd: z.string().optional(),
+    reason: z.string().optional(),
+  }),
   z.strictObject({ kind: z.literal("file_read"), path: z.string() }),
   z.strictObject({ kind: z.literal("file_change"), path: z.string(), diff: z.string().optional() }),
   z.strictObject({ kind: z.literal("apply_patch"), patch: z.string() }),
@@ -140,7 +151,9 @@ export type RequestPayload = z.infer<typeof RequestPayloadSchema>;
 export type RequestKind = RequestPayload["kind"];
 
 /** The node a request opens in the run's tree: questions are asked, everything else is approved. */
-export const NODE_KIND_OF_REQUEST: Readonly<Record<RequestKind, Extract<NodeKind, "approval_request" | "user_input_request">>> = {
+export const NODE_KIND_OF_REQUEST: Readonly<
+  Record<RequestKind, Extract<NodeKind, "approval_request" | "user_input_request">>
+> = {
   command: "approval_request",
   file_read: "approval_request",
   file_change: "approval_request",
@@ -155,6 +168,9 @@ export type RequestDecision = z.infer<typeof RequestDecisionSchema>;
 /** An answer to a request: a decision for an approval, answers (by question id) for questions. */
 export const RequestResponseSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("decision"), decision: RequestDecisionSchema }),
-  z.strictObject({ kind: z.literal("answers"), answers: z.record(z.string(), z.union([z.string(), z.array(z.string())])) }),
+  z.strictObject({
+    kind: z.literal("answers"),
+    answers: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
+  }),
 ]);
 export type RequestResponse = z.infer<typeof RequestResponseSchema>;

@@ -10,7 +10,10 @@ import type { PolicyName } from "./policies.js";
  */
 
 /** Run a decision machine to its (immediate) final state. */
-export function decide<TInput>(machine: AnyStateMachine, input: TInput): { decision: string; policy: PolicyName | null } {
+export function decide<TInput>(
+  machine: AnyStateMachine,
+  input: TInput,
+): { decision: string; policy: PolicyName | null } {
   const actor = createActor(machine, { input }).start();
   const snapshot = actor.getSnapshot();
   actor.stop();

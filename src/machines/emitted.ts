@@ -28,8 +28,17 @@ export type Outcome =
   | { command: "interrupt"; via: "native" | "session_stop" | "not_started" | "already_requested"; runId: string }
   | { command: "respond"; requestId: string; accepted: true }
   | { command: "rollback"; via: "provider_rollback" | "divergent" | "files_only"; threadId: string }
-  | { command: "submit" | "steer" | "interrupt" | "respond" | "rollback"; refused: "capability_unsupported"; capability: string; detail: string }
-  | { command: "submit" | "steer" | "interrupt" | "respond" | "rollback"; refused: "not_resumable" | "conflict"; detail: string };
+  | {
+      command: "submit" | "steer" | "interrupt" | "respond" | "rollback";
+      refused: "capability_unsupported";
+      capability: string;
+      detail: string;
+    }
+  | {
+      command: "submit" | "steer" | "interrupt" | "respond" | "rollback";
+      refused: "not_resumable" | "conflict";
+      detail: string;
+    };
 
 export type MachineEmitted =
   | { type: "record"; event: DomainEvent }
@@ -59,17 +68,35 @@ interface Where {
  * The capability defaults to the one the registry names; pass the exact field when the
  * policy reads one of several (a fork from inside a thread reads `canForkFromTurn`).
  */
-export function policyApplied(where: Where, policy: PolicyName, detail: string, capability: string = DEGRADATIONS[policy].capability): MachineEmitted {
+export function policyApplied(
+  where: Where,
+  policy: PolicyName,
+  detail: string,
+  capability: string = DEGRADATIONS[policy].capability,
+): MachineEmitted {
   return record(policyEvent(where, policy, detail, capability));
 }
 
-export function policyEvent(where: Where, policy: PolicyName, detail: string, capability: string = DEGRADATIONS[policy].capability): DomainEvent {
+export function policyEvent(
+  where: Where,
+  policy: PolicyName,
+  detail: string,
+  capability: string = DEGRADATIONS[policy].capability,
+): DomainEvent {
   const outcome = DEGRADATIONS[policy].outcome;
   return { type: "policy.applied", threadId: where.threadId, runId: where.runId, policy, capability, outcome, detail };
 }
 
 /** A capability is missing and no fallback applies: the record, and the typed refusal for the caller. */
-export function refuseUnsupported(where: Where, command: "submit" | "steer" | "interrupt" | "rollback", policy: PolicyName, detail: string): MachineEmitted[] {
+export function refuseUnsupported(
+  where: Where,
+  command: "submit" | "steer" | "interrupt" | "rollback",
+  policy: PolicyName,
+  detail: string,
+): MachineEmitted[] {
   const capability = DEGRADATIONS[policy].capability;
-  return [policyApplied(where, policy, detail), outcome({ command, refused: "capability_unsupported", capability, detail })];
+  return [
+    policyApplied(where, policy, detail),
+    outcome({ command, refused: "capability_unsupported", capability, detail }),
+  ];
 }

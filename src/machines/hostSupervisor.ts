@@ -95,20 +95,41 @@ export const hostSupervisorMachine = setup({
     }),
     recordFailure: assign({
       failures: ({ context }) => [...context.failures.filter((t) => t > now() - context.policy.restartWindowMs), now()],
-      lastError: ({ event }) => ("reason" in event ? event.reason : "error" in event ? String((event as { error: unknown }).error) : "host failed"),
+      lastError: ({ event }) =>
+        "reason" in event
+          ? event.reason
+          : "error" in event
+            ? String((event as { error: unknown }).error)
+            : "host failed",
       leases: 0,
     }),
     announceReady: emit(({ context }) => ({ type: "ready" as const, generation: context.generation })),
-    announceLost: emit(({ context }) => ({ type: "lost" as const, generation: context.generation, reason: context.lastError ?? "host failed" })),
+    announceLost: emit(({ context }) => ({
+      type: "lost" as const,
+      generation: context.generation,
+      reason: context.lastError ?? "host failed",
+    })),
     announceUnavailable: emit(({ context }) => ({
       type: "unavailable" as const,
       reason: `${context.target}: host restart budget spent (${context.policy.restartBudget} restarts in ${context.policy.restartWindowMs} ms); last error: ${context.lastError ?? "unknown"}`,
     })),
-    stopProcess: emit(({ context }, params: { reason: string }) => ({ type: "stopProcess" as const, generation: context.generation, reason: params.reason })),
+    stopProcess: emit(({ context }, params: { reason: string }) => ({
+      type: "stopProcess" as const,
+      generation: context.generation,
+      reason: params.reason,
+    })),
   },
 }).createMachine({
   id: "hostSupervisor",
-  context: ({ input }) => ({ ...input, generation: 0, leases: 0, waiting: 0, failures: [], deadline: null, lastError: null }),
+  context: ({ input }) => ({
+    ...input,
+    generation: 0,
+    leases: 0,
+    waiting: 0,
+    failures: [],
+    deadline: null,
+    lastError: null,
+  }),
   initial: "idle",
   states: {
     /** No process. */
@@ -126,7 +147,10 @@ export const hostSupervisorMachine = setup({
         src: "startHost",
         input: ({ context }) => ({ generation: context.generation, timeoutMs: context.policy.startupTimeoutMs }),
         onDone: { target: "ready", actions: ["grantWaiters", "announceReady"] },
-        onError: { target: "failed", actions: ["recordFailure", { type: "stopProcess", params: { reason: "start failed" } }] },
+        onError: {
+          target: "failed",
+          actions: ["recordFailure", { type: "stopProcess", params: { reason: "start failed" } }],
+        },
       },
       on: {
         ACQUIRE: { actions: "addWaiter" },
@@ -156,7 +180,11 @@ export const hostSupervisorMachine = setup({
       on: {
         ACQUIRE: { target: "ready", actions: "addLease" },
         EXITED: { guard: "isCurrentGeneration", target: "idle" },
-        LOST: { guard: "isCurrentGeneration", target: "idle", actions: { type: "stopProcess", params: { reason: "unreachable" } } },
+        LOST: {
+          guard: "isCurrentGeneration",
+          target: "idle",
+          actions: { type: "stopProcess", params: { reason: "unreachable" } },
+        },
       },
     },
     /** A crash or failed start: retry for whoever waits (after a backoff), within the budget. */

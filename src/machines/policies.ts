@@ -38,7 +38,8 @@ export const DEGRADATIONS = {
   rollback_by_resume: {
     capability: "checkpointing.providerCanReadConversationSnapshot",
     outcome: "fallback",
-    summary: "no conversation snapshot: the provider rolls back by resuming at the last kept message, trusted rather than checked",
+    summary:
+      "no conversation snapshot: the provider rolls back by resuming at the last kept message, trusted rather than checked",
   },
   rollback_divergent: {
     capability: "threads.canRollbackThread",

@@ -37,8 +37,13 @@ export interface ForkSituation {
 }
 
 /** A native fork: the parent ran here, the provider forks from this point, and the point has a native turn id. */
-export const forksNatively = (s: Pick<ForkSituation, "capabilities" | "fromInside" | "parentRanHere" | "adapterForks" | "hasForkPointRef">): boolean =>
-  s.parentRanHere && s.adapterForks && canForkNatively(s.capabilities, s.fromInside) && (!s.fromInside || s.hasForkPointRef);
+export const forksNatively = (
+  s: Pick<ForkSituation, "capabilities" | "fromInside" | "parentRanHere" | "adapterForks" | "hasForkPointRef">,
+): boolean =>
+  s.parentRanHere &&
+  s.adapterForks &&
+  canForkNatively(s.capabilities, s.fromInside) &&
+  (!s.fromInside || s.hasForkPointRef);
 
 export interface LoadSituation {
   sessionId: string;
@@ -112,7 +117,10 @@ export const providerThreadMachine = setup({
     hadBroken: ({ context }) => situationOf(context).hadBroken,
   },
   actions: {
-    takeSituation: assign({ situation: ({ event }) => (event.type === "LOAD" ? event.situation : null), forkFailure: null }),
+    takeSituation: assign({
+      situation: ({ event }) => (event.type === "LOAD" ? event.situation : null),
+      forkFailure: null,
+    }),
     recordBound: enqueueActions(({ context, event, enqueue }, params: { via: Via }) => {
       if (event.type !== "BOUND") return;
       const { sessionId } = situationOf(context);
@@ -143,24 +151,56 @@ export const providerThreadMachine = setup({
       const message = `provider thread could not be resumed (${event.message}); rebuilding it from app context`;
       enqueue.emit(record({ type: "warning", threadId: context.appThreadId, runId: null, message }));
     }),
-    noteForkFailure: assign({ forkFailure: ({ event }) => (event.type === "FORK_FAILED" ? `native fork failed (${event.message})` : null) }),
+    noteForkFailure: assign({
+      forkFailure: ({ event }) => (event.type === "FORK_FAILED" ? `native fork failed (${event.message})` : null),
+    }),
     recordForkNative: enqueueActions(({ context, enqueue }) => {
       const fork = situationOf(context).fork!;
       const detail = `forked provider thread ${fork.parentProviderThreadId}`;
-      enqueue.emit(record({ type: "fork.resolved", threadId: context.appThreadId, transferId: fork.transferId, resolution: "native", detail }));
+      enqueue.emit(
+        record({
+          type: "fork.resolved",
+          threadId: context.appThreadId,
+          transferId: fork.transferId,
+          resolution: "native",
+          detail,
+        }),
+      );
     }),
     recordForkPortable: enqueueActions(({ context, enqueue }) => {
       const fork = situationOf(context).fork!;
       const why = context.forkFailure ?? fork.why;
       const where = { threadId: context.appThreadId, runId: null };
-      enqueue.emit(policyApplied(where, "synthetic_fork", `${why}; portable context from ${fork.runCount} runs, lower fidelity`, fork.capability));
-      enqueue.emit(record({ type: "fork.resolved", threadId: context.appThreadId, transferId: fork.transferId, resolution: "portable", detail: why }));
+      enqueue.emit(
+        policyApplied(
+          where,
+          "synthetic_fork",
+          `${why}; portable context from ${fork.runCount} runs, lower fidelity`,
+          fork.capability,
+        ),
+      );
+      enqueue.emit(
+        record({
+          type: "fork.resolved",
+          threadId: context.appThreadId,
+          transferId: fork.transferId,
+          resolution: "portable",
+          detail: why,
+        }),
+      );
     }),
     forgetSession: assign({ sessionId: null, handle: null }),
   },
 }).createMachine({
   id: "providerThread",
-  context: ({ input }) => ({ ...input, situation: null, providerThreadId: null, sessionId: null, handle: null, forkFailure: null }),
+  context: ({ input }) => ({
+    ...input,
+    situation: null,
+    providerThreadId: null,
+    sessionId: null,
+    handle: null,
+    forkFailure: null,
+  }),
   initial: "unloaded",
   states: {
     /** Not loaded in any live session: the next turn decides how. */
@@ -177,17 +217,20 @@ export const providerThreadMachine = setup({
       ],
     },
     returning: {
-      always: [
-        { guard: "missedRuns", target: "catchingUp" },
-        { target: "resuming" },
-      ],
+      always: [{ guard: "missedRuns", target: "catchingUp" }, { target: "resuming" }],
     },
     /** It missed runs: resumed with a delta of them, or (no delta handoff) a fresh thread told the whole history. */
     catchingUp: {
-      always: [{ guard: "supportsDeltaHandoff", target: "resuming" }, { target: "refreshing", actions: "recordRefresh" }],
+      always: [
+        { guard: "supportsDeltaHandoff", target: "resuming" },
+        { target: "refreshing", actions: "recordRefresh" },
+      ],
     },
     forking: {
-      always: [{ guard: "forksNatively", target: "forkingNatively" }, { target: "forkingPortably", actions: "recordForkPortable" }],
+      always: [
+        { guard: "forksNatively", target: "forkingNatively" },
+        { target: "forkingPortably", actions: "recordForkPortable" },
+      ],
     },
     resuming: loading("resume", "resumed", { RESUME_FAILED: { target: "rebuilding", actions: "recordResumeFailed" } }),
     rebuilding: loading("create", "rebuilt"),
@@ -222,6 +265,8 @@ export const providerThreadMachine = setup({
 
 /** The provider call a loading state asks for, and the binding it records; null when the machine is not loading. */
 export function pendingCall(snapshot: { getMeta(): Record<string, unknown> }): { call: Call; via: Via } | null {
-  const meta = Object.values(snapshot.getMeta()).find((m): m is { call: Call; via: Via } => !!m && typeof m === "object" && "call" in m);
+  const meta = Object.values(snapshot.getMeta()).find(
+    (m): m is { call: Call; via: Via } => !!m && typeof m === "object" && "call" in m,
+  );
   return meta ?? null;
 }

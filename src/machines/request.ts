@@ -58,7 +58,14 @@ export const requestMachine = setup({
     expireNotResumable: enqueueActions(({ context, enqueue }) => {
       const { threadId, runId, requestId } = context;
       enqueue.emit(
-        record({ type: "request.closed", threadId, runId, requestId, status: "expired", reason: "host_generation_gone" }),
+        record({
+          type: "request.closed",
+          threadId,
+          runId,
+          requestId,
+          status: "expired",
+          reason: "host_generation_gone",
+        }),
       );
     }),
     recordResolvedByProvider: enqueueActions(({ context, enqueue }) => {
@@ -68,25 +75,35 @@ export const requestMachine = setup({
     recordClosed: enqueueActions(({ context, event, enqueue }, params: { status: "expired" | "cancelled" }) => {
       if (event.type !== "EXPIRE" && event.type !== "CANCEL") return;
       const { threadId, runId, requestId } = context;
-      enqueue.emit(record({ type: "request.closed", threadId, runId, requestId, status: params.status, reason: event.reason }));
+      enqueue.emit(
+        record({ type: "request.closed", threadId, runId, requestId, status: params.status, reason: event.reason }),
+      );
     }),
     refuseNotResumable: enqueueActions(({ context, enqueue }) => {
       const cap = context.responseCapability;
-      const detail =
-        cap.kind === "not_resumable" ? cap.reason : "the host generation that asked this request is gone";
+      const detail = cap.kind === "not_resumable" ? cap.reason : "the host generation that asked this request is gone";
       enqueue.emit(outcome({ command: "respond", refused: "not_resumable", detail }));
     }),
     refuseWrongShape: enqueueActions(({ context, enqueue }) => {
       const want = context.kind === "user_input" ? "answers" : "a decision";
-      enqueue.emit(outcome({ command: "respond", refused: "conflict", detail: `a ${context.kind} request takes ${want}` }));
+      enqueue.emit(
+        outcome({ command: "respond", refused: "conflict", detail: `a ${context.kind} request takes ${want}` }),
+      );
     }),
     refuseInFlight: enqueueActions(({ enqueue }) => {
-      enqueue.emit(outcome({ command: "respond", refused: "conflict", detail: "a response is already being delivered" }));
+      enqueue.emit(
+        outcome({ command: "respond", refused: "conflict", detail: "a response is already being delivered" }),
+      );
     }),
     recordDeliveryFailure: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "RESPOND_FAILED") return;
       enqueue.emit(
-        record({ type: "warning", threadId: context.threadId, runId: context.runId, message: `response to ${context.requestId} failed: ${event.message}` }),
+        record({
+          type: "warning",
+          threadId: context.threadId,
+          runId: context.runId,
+          message: `response to ${context.requestId} failed: ${event.message}`,
+        }),
       );
     }),
   },

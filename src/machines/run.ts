@@ -66,13 +66,21 @@ const runSetup = runInterventions.extend({
     fenceEvent: enqueueActions(({ context, event, enqueue }) => {
       const attemptId = eventAttempt(event);
       if (!attemptId) return;
-      const providerEventType = event.type === "PROVIDER" || event.type === "REQUEST_OPENED" ? event.event.type : event.type;
+      const providerEventType =
+        event.type === "PROVIDER" || event.type === "REQUEST_OPENED" ? event.event.type : event.type;
       enqueue.emit(
-        record({ type: "event.fenced", threadId: context.threadId, runId: context.runId, attemptId, providerEventType }),
+        record({
+          type: "event.fenced",
+          threadId: context.threadId,
+          runId: context.runId,
+          attemptId,
+          providerEventType,
+        }),
       );
     }),
     assignCapabilities: assign({
-      capabilities: ({ context, event }) => (event.type === "SESSION_BOUND" ? event.capabilities : context.capabilities),
+      capabilities: ({ context, event }) =>
+        event.type === "SESSION_BOUND" ? event.capabilities : context.capabilities,
     }),
     finishRun: enqueueActions(
       ({ context, event, enqueue }, params: { status: TurnTerminalStatus; reason: string | null }) => {
@@ -86,12 +94,23 @@ const runSetup = runInterventions.extend({
               : event.type === "TURN_SILENT"
                 ? { failureClass: "turn_silent", message: event.message, retryable: true }
                 : null;
-        if (context.deferredSteer) enqueue.emit(steerDropped(context, `the run ended ${params.status} before its turn ran`));
+        if (context.deferredSteer)
+          enqueue.emit(steerDropped(context, `the run ended ${params.status} before its turn ran`));
         // A steer waiting for its restart never gets its attempt now.
-        if (context.pendingSteer) enqueue.emit(steerDropped(context, `the run ended ${params.status} before it restarted`, context.pendingSteer));
+        if (context.pendingSteer)
+          enqueue.emit(
+            steerDropped(context, `the run ended ${params.status} before it restarted`, context.pendingSteer),
+          );
         const attemptId = context.activeAttemptId ?? context.supersededAttemptId;
         if (attemptId) {
-          enqueue.emit({ type: "settle", threadId, runId, attemptId, status: params.status, reason: `run_${params.status}` });
+          enqueue.emit({
+            type: "settle",
+            threadId,
+            runId,
+            attemptId,
+            status: params.status,
+            reason: `run_${params.status}`,
+          });
           enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId, status: params.status }));
         }
         enqueue.emit(record({ type: "run.terminal", threadId, runId, status: params.status, reason, failure }));
@@ -124,20 +143,32 @@ const rootTerminal = [
 /** Interrupt: natively, else by stopping the session where allowed, else refused (a typed result). */
 const interruptTransitions = (deliver: boolean) => [
   { guard: "interruptAlreadyRequested" as const, actions: "reportInterruptPending" as const },
-  { guard: "canInterrupt" as const, actions: { type: "requestInterrupt" as const, params: { deliver, via: "native" as const } } },
-  { guard: "mayStopSessionToInterrupt" as const, actions: { type: "requestInterrupt" as const, params: { deliver, via: "session_stop" as const } } },
+  {
+    guard: "canInterrupt" as const,
+    actions: { type: "requestInterrupt" as const, params: { deliver, via: "native" as const } },
+  },
+  {
+    guard: "mayStopSessionToInterrupt" as const,
+    actions: { type: "requestInterrupt" as const, params: { deliver, via: "session_stop" as const } },
+  },
   { actions: "refuseInterrupt" as const },
 ];
 
 /** The runtime gives up on a started run (closing, or recovering): it ends cancelled, settled. */
-const cancelStarted = { target: "#run.cancelled", actions: { type: "finishRun" as const, params: { status: "cancelled" as const, reason: null } } };
+const cancelStarted = {
+  target: "#run.cancelled",
+  actions: { type: "finishRun" as const, params: { status: "cancelled" as const, reason: null } },
+};
 
 /** Host or session gone: the run fails, unless the caller asked for it by stopping the session. */
 const sessionLost = [
   {
     guard: "interruptAlreadyRequested" as const,
     target: "#run.interrupted",
-    actions: { type: "finishRun" as const, params: { status: "interrupted" as const, reason: "session_stopped_for_interrupt" } },
+    actions: {
+      type: "finishRun" as const,
+      params: { status: "interrupted" as const, reason: "session_stopped_for_interrupt" },
+    },
   },
   {
     target: "#run.failed",
@@ -189,7 +220,11 @@ export const runMachine = runSetup.createMachine({
         TURN_ACCEPTED: { guard: "isFromActiveAttempt", target: "active", actions: "bindTurn" },
         TURN_STARTED: { guard: "isFromActiveAttempt", target: "active" },
         // A request is evidence the turn runs, even before the provider's reply to sendRun.
-        REQUEST_OPENED: { guard: "isFromActiveAttempt", target: "active.waiting", actions: ["trackRequest", "applyProviderEvent"] },
+        REQUEST_OPENED: {
+          guard: "isFromActiveAttempt",
+          target: "active.waiting",
+          actions: ["trackRequest", "applyProviderEvent"],
+        },
         START_FAILED: {
           guard: "isFromActiveAttempt",
           target: "failed",
@@ -200,7 +235,10 @@ export const runMachine = runSetup.createMachine({
           { guard: "interruptAlreadyRequested", actions: "refuseSteerWhileInterrupting" },
           { guard: "hasDeferredSteer", actions: "refuseSecondDeferredSteer" },
           { guard: "canSteerNatively", actions: { type: "deferSteer", params: { via: "native" } } },
-          { guard: "canSteerByInterruptRestart", actions: { type: "deferSteer", params: { via: "interrupt_restart" } } },
+          {
+            guard: "canSteerByInterruptRestart",
+            actions: { type: "deferSteer", params: { via: "interrupt_restart" } },
+          },
           { actions: "refuseSteer" },
         ],
         TURN_TERMINAL: rootTerminal,
@@ -231,7 +269,10 @@ export const runMachine = runSetup.createMachine({
         },
         /** Transient: back to running when the last pending request settled. */
         settlingRequest: {
-          always: [{ guard: "hasNoPendingRequests", target: "running", actions: "recordRunning" }, { target: "waiting" }],
+          always: [
+            { guard: "hasNoPendingRequests", target: "running", actions: "recordRunning" },
+            { target: "waiting" },
+          ],
         },
       },
       on: {
@@ -260,7 +301,11 @@ export const runMachine = runSetup.createMachine({
     restarting: {
       on: {
         TURN_TERMINAL: [
-          { guard: "isSupersededAttemptRoot", target: "starting", actions: ["settleSupersededAttempt", { type: "beginAttempt", params: { reason: "steering_restart" } }] },
+          {
+            guard: "isSupersededAttemptRoot",
+            target: "starting",
+            actions: ["settleSupersededAttempt", { type: "beginAttempt", params: { reason: "steering_restart" } }],
+          },
         ],
         INTERRUPT_ACKED: { actions: "recordInterruptAck" },
         INTERRUPT_FAILED: { guard: "isFromSupersededAttempt", target: "active", actions: "revertRestart" },

@@ -11,19 +11,28 @@ import { activeAttempt, runBase, steerDropped } from "./runModel.js";
 export const runInterventions = runBase.extend({
   actions: {
     /** Ask the provider to stop the turn, now (`deliver`) or once it runs; the terminal decides. */
-    requestInterrupt: enqueueActions(({ context, enqueue }, params: { deliver: boolean; via: "native" | "session_stop" }) => {
-      const attemptId = context.activeAttemptId!;
-      const { threadId, runId } = context;
-      enqueue.assign({ interrupt: params.deliver ? "sent" : "requested", interruptVia: params.via, deferredSteer: null });
-      if (context.deferredSteer) enqueue.emit(steerDropped(context, "the run was interrupted first"));
-      if (params.via === "session_stop") {
-        const detail = "provider cannot interrupt a turn; stopping its session (destructive)";
-        enqueue.emit(policyApplied(context, "interrupt_by_session_stop", detail));
-      }
-      enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId, via: params.via }));
-      if (params.deliver) enqueue.emit(effect({ type: params.via === "native" ? "interruptTurn" : "stopSession", threadId, runId, attemptId }));
-      enqueue.emit(outcome({ command: "interrupt", via: params.via, runId }));
-    }),
+    requestInterrupt: enqueueActions(
+      ({ context, enqueue }, params: { deliver: boolean; via: "native" | "session_stop" }) => {
+        const attemptId = context.activeAttemptId!;
+        const { threadId, runId } = context;
+        enqueue.assign({
+          interrupt: params.deliver ? "sent" : "requested",
+          interruptVia: params.via,
+          deferredSteer: null,
+        });
+        if (context.deferredSteer) enqueue.emit(steerDropped(context, "the run was interrupted first"));
+        if (params.via === "session_stop") {
+          const detail = "provider cannot interrupt a turn; stopping its session (destructive)";
+          enqueue.emit(policyApplied(context, "interrupt_by_session_stop", detail));
+        }
+        enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId, via: params.via }));
+        if (params.deliver)
+          enqueue.emit(
+            effect({ type: params.via === "native" ? "interruptTurn" : "stopSession", threadId, runId, attemptId }),
+          );
+        enqueue.emit(outcome({ command: "interrupt", via: params.via, runId }));
+      },
+    ),
     /** Interrupt asked for while the turn was starting: deliver it once the turn runs. */
     deliverDeferredInterrupt: enqueueActions(({ context, enqueue }) => {
       if (context.interrupt !== "requested") return;
@@ -32,12 +41,24 @@ export const runInterventions = runBase.extend({
       const type = context.interruptVia === "native" ? "interruptTurn" : "stopSession";
       enqueue.emit(effect({ type, threadId, runId, attemptId: context.activeAttemptId! }));
     }),
-    /** The provider never took the interrupt (retried while its turn was live): say so, typed, and let the caller try again. */
+    /**
+     * The provider never took the interrupt (retried while its turn was live): say so, typed, and let the caller try
+     * again.
+     */
     recordInterruptFailure: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "INTERRUPT_FAILED") return;
       enqueue.assign({ interrupt: "none" });
       const { threadId, runId } = context;
-      enqueue.emit(record({ type: "interrupt.failed", threadId, runId, attemptId: event.attemptId, reason: event.message, attempts: event.attempts }));
+      enqueue.emit(
+        record({
+          type: "interrupt.failed",
+          threadId,
+          runId,
+          attemptId: event.attemptId,
+          reason: event.message,
+          attempts: event.attempts,
+        }),
+      );
     }),
     refuseInterrupt: enqueueActions(({ context, enqueue }) => {
       const detail = "provider cannot interrupt a turn and stopping its session is not allowed";
@@ -56,14 +77,18 @@ export const runInterventions = runBase.extend({
       if (event.type !== "STEER") return;
       const { threadId, runId } = context;
       const attemptId = context.activeAttemptId!;
-      enqueue.emit(effect({ type: "steerTurn", threadId, runId, attemptId, text: event.text, messageId: event.messageId }));
+      enqueue.emit(
+        effect({ type: "steerTurn", threadId, runId, attemptId, text: event.text, messageId: event.messageId }),
+      );
       enqueue.emit(outcome({ command: "steer", via: "native", runId, attemptId }));
     }),
     recordSteerDelivered: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "STEER_DELIVERED") return;
       const { threadId, runId } = context;
       const { attemptId, messageId, text, sentAfterSeq } = event;
-      enqueue.emit(record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "native", sentAfterSeq }));
+      enqueue.emit(
+        record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "native", sentAfterSeq }),
+      );
     }),
     recordSteerFailure: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "STEER_FAILED") return;
@@ -74,7 +99,9 @@ export const runInterventions = runBase.extend({
     deferSteer: enqueueActions(({ context, event, enqueue }, params: { via: "native" | "interrupt_restart" }) => {
       if (event.type !== "STEER") return;
       enqueue.assign({ deferredSteer: { text: event.text, messageId: event.messageId } });
-      enqueue.emit(outcome({ command: "steer", via: params.via, runId: context.runId, attemptId: context.activeAttemptId! }));
+      enqueue.emit(
+        outcome({ command: "steer", via: params.via, runId: context.runId, attemptId: context.activeAttemptId! }),
+      );
     }),
     replayDeferredSteer: enqueueActions(({ context, enqueue }) => {
       if (!context.deferredSteer) return;
@@ -103,9 +130,23 @@ export const runInterventions = runBase.extend({
     /** The superseded attempt could not be interrupted: it keeps the run, and the steer is dropped. */
     revertRestart: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "INTERRUPT_FAILED") return;
-      enqueue.assign({ activeAttemptId: context.supersededAttemptId, supersededAttemptId: null, pendingSteer: null, interrupt: "none" });
+      enqueue.assign({
+        activeAttemptId: context.supersededAttemptId,
+        supersededAttemptId: null,
+        pendingSteer: null,
+        interrupt: "none",
+      });
       const { threadId, runId } = context;
-      enqueue.emit(record({ type: "interrupt.failed", threadId, runId, attemptId: event.attemptId, reason: event.message, attempts: event.attempts }));
+      enqueue.emit(
+        record({
+          type: "interrupt.failed",
+          threadId,
+          runId,
+          attemptId: event.attemptId,
+          reason: event.message,
+          attempts: event.attempts,
+        }),
+      );
       const message = `steer was not delivered: the active attempt could not be interrupted (${event.message})`;
       enqueue.emit(record({ type: "warning", threadId, runId, message }));
     }),
@@ -113,18 +154,29 @@ export const runInterventions = runBase.extend({
     interruptPendingRestart: enqueueActions(({ context, enqueue }) => {
       const { threadId, runId } = context;
       enqueue.assign({ interrupt: "sent", pendingSteer: null });
-      if (context.pendingSteer) enqueue.emit(steerDropped(context, "the run was interrupted first", context.pendingSteer));
-      enqueue.emit(record({ type: "interrupt.requested", threadId, runId, attemptId: context.supersededAttemptId, via: "native" }));
+      if (context.pendingSteer)
+        enqueue.emit(steerDropped(context, "the run was interrupted first", context.pendingSteer));
+      enqueue.emit(
+        record({ type: "interrupt.requested", threadId, runId, attemptId: context.supersededAttemptId, via: "native" }),
+      );
       enqueue.emit(outcome({ command: "interrupt", via: "native", runId }));
     }),
     refuseSecondDeferredSteer: enqueueActions(({ enqueue }) => {
-      enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "a steer is already waiting for this run's turn to start" }));
+      enqueue.emit(
+        outcome({
+          command: "steer",
+          refused: "conflict",
+          detail: "a steer is already waiting for this run's turn to start",
+        }),
+      );
     }),
     refuseSteerWhileInterrupting: enqueueActions(({ enqueue }) => {
       enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "an interrupt of this run is pending" }));
     }),
     refuseSteerWhileRestarting: enqueueActions(({ enqueue }) => {
-      enqueue.emit(outcome({ command: "steer", refused: "conflict", detail: "a steer is already restarting this run" }));
+      enqueue.emit(
+        outcome({ command: "steer", refused: "conflict", detail: "a steer is already restarting this run" }),
+      );
     }),
     /** The superseded attempt's terminal arrived: close it, mark it superseded; the steer now applies. */
     settleSupersededAttempt: enqueueActions(({ context, event, enqueue }) => {
@@ -134,7 +186,9 @@ export const runInterventions = runBase.extend({
       enqueue.emit({ type: "settle", threadId, runId, attemptId, status: "interrupted", reason: "attempt_superseded" });
       enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId, status: "superseded" }));
       const { text, messageId } = context.pendingSteer;
-      enqueue.emit(record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "interrupt_restart" }));
+      enqueue.emit(
+        record({ type: "steer.applied", threadId, runId, attemptId, messageId, text, via: "interrupt_restart" }),
+      );
     }),
   },
 });

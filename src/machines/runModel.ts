@@ -48,7 +48,13 @@ export interface RunInput {
 export type RunEvent =
   | { type: "START" }
   | { type: "CANCEL"; reason: string }
-  | { type: "TURN_ACCEPTED"; attemptId: string; providerThreadId: string; providerTurnId: string; nativeTurnRef: string | null }
+  | {
+      type: "TURN_ACCEPTED";
+      attemptId: string;
+      providerThreadId: string;
+      providerTurnId: string;
+      nativeTurnRef: string | null;
+    }
   | { type: "TURN_STARTED"; attemptId: string }
   | { type: "START_FAILED"; attemptId: string; failure: Failure }
   /** A provider-derived domain event (item, plan, todo...) attributed to an attempt. */
@@ -68,7 +74,8 @@ export type RunEvent =
   /** The turn said nothing for the silence limit and the provider could not show it is alive. */
   | { type: "TURN_SILENT"; attemptId: string; message: string };
 
-export const activeAttempt = (c: RunContext): Attempt | undefined => c.attempts.find((a) => a.attemptId === c.activeAttemptId);
+export const activeAttempt = (c: RunContext): Attempt | undefined =>
+  c.attempts.find((a) => a.attemptId === c.activeAttemptId);
 
 export function newAttempt(c: RunContext, reason: AttemptReason, text: string): Attempt {
   const ordinal = c.attempts.length + 1;
@@ -82,7 +89,10 @@ export const eventAttempt = (e: RunEvent): string | null => ("attemptId" in e ? 
 export const ownsRun = (context: RunContext, attemptId: string | null): boolean =>
   attemptId !== null && attemptId === context.activeAttemptId;
 
-/** A held steer (deferred, or waiting on a restart) that will never reach the provider: said so in the log, never silently lost. */
+/**
+ * A held steer (deferred, or waiting on a restart) that will never reach the provider: said so in the log, never
+ * silently lost.
+ */
 export function steerDropped(context: RunContext, why: string, steer = context.deferredSteer): MachineEmitted {
   const message = `steer was not delivered: ${why} ("${steer?.text ?? ""}")`;
   return record({ type: "warning", threadId: context.threadId, runId: context.runId, message });
@@ -108,7 +118,8 @@ export const runBase = setup({
       event.type === "TURN_TERMINAL" &&
       event.attemptId === context.supersededAttemptId &&
       event.nodeId === context.attempts.find((a) => a.attemptId === event.attemptId)?.rootNodeId,
-    isFromSupersededAttempt: ({ context, event }) => eventAttempt(event) !== null && eventAttempt(event) === context.supersededAttemptId,
+    isFromSupersededAttempt: ({ context, event }) =>
+      eventAttempt(event) !== null && eventAttempt(event) === context.supersededAttemptId,
     terminalIs: ({ event }, params: { status: TurnTerminalStatus }) =>
       event.type === "TURN_TERMINAL" && event.status === params.status,
     canSteerNatively: ({ context }) => canSteerNatively(context.capabilities),

@@ -1,5 +1,10 @@
 import { assign, emit, enqueueActions, fromPromise, setup } from "xstate";
-import { canSwitchModelInSession, hasStructuredApprovals, sharesSessionAcrossThreads, type ProviderCapabilities } from "../capabilities/index.js";
+import {
+  canSwitchModelInSession,
+  hasStructuredApprovals,
+  sharesSessionAcrossThreads,
+  type ProviderCapabilities,
+} from "../capabilities/index.js";
 import type { SandboxPolicy } from "../adapters/contract.js";
 import { redact } from "../domain/redact.js";
 import { policyApplied, record, type MachineEmitted } from "./emitted.js";
@@ -74,8 +79,15 @@ export interface StartedSession {
 const now = () => Date.now();
 const recordOf = (context: SessionContext): ProviderCapabilities => context.capabilities ?? context.declared;
 
-/** Which registry slot a thread's session lives in: one per target or per thread, and per model where the provider cannot switch in session. */
-export function sessionSlot(declared: ProviderCapabilities, threadId: string, model: string | null): { owner: string; key: string } {
+/**
+ * Which registry slot a thread's session lives in: one per target or per thread, and per model where the provider
+ * cannot switch in session.
+ */
+export function sessionSlot(
+  declared: ProviderCapabilities,
+  threadId: string,
+  model: string | null,
+): { owner: string; key: string } {
   const owner = sharesSessionAcrossThreads(declared) ? "" : threadId;
   return { owner, key: `${owner}\u0000${canSwitchModelInSession(declared) ? "" : (model ?? "")}` };
 }
@@ -120,7 +132,14 @@ export const sessionMachine = setup({
       enqueue.assign({ capabilities: started.capabilities, hostGeneration: started.hostGeneration });
       const { sessionId, providerTarget, provider } = context;
       enqueue.emit(
-        record({ type: "session.started", sessionId, providerTarget, provider, hostGeneration: started.hostGeneration, capabilities: started.capabilities }),
+        record({
+          type: "session.started",
+          sessionId,
+          providerTarget,
+          provider,
+          hostGeneration: started.hostGeneration,
+          capabilities: started.capabilities,
+        }),
       );
     }),
     /** Session-wide degradations, announced once with the capability record they follow from. */
@@ -129,10 +148,18 @@ export const sessionMachine = setup({
       const where = { threadId: null, runId: null };
       const session = `session ${context.sessionId} (${context.providerTarget})`;
       if (!hasStructuredApprovals(caps)) {
-        enqueue.emit(policyApplied(where, "approvals_by_sandbox", `${session} asks for no approvals: it runs under the ${context.sandbox} sandbox policy`));
+        enqueue.emit(
+          policyApplied(
+            where,
+            "approvals_by_sandbox",
+            `${session} asks for no approvals: it runs under the ${context.sandbox} sandbox policy`,
+          ),
+        );
       }
-      if (!caps.planning.emitsPlanUpdated) enqueue.emit(policyApplied(where, "no_plan_artifacts", `${session} emits no plan updates`));
-      if (!caps.planning.emitsTodoList) enqueue.emit(policyApplied(where, "no_todo_artifacts", `${session} emits no todo lists`));
+      if (!caps.planning.emitsPlanUpdated)
+        enqueue.emit(policyApplied(where, "no_plan_artifacts", `${session} emits no plan updates`));
+      if (!caps.planning.emitsTodoList)
+        enqueue.emit(policyApplied(where, "no_todo_artifacts", `${session} emits no todo lists`));
     }),
     announceReady: emit(({ context }) => ({
       type: "ready" as const,
@@ -148,13 +175,19 @@ export const sessionMachine = setup({
       const { sessionId, providerTarget } = context;
       enqueue.emit(record({ type: "session.state", sessionId, providerTarget, status: "error", message }));
     }),
-    announceStopping: emit(({ context }, params: { reason: "idle" | "retired" }) => ({ type: "stopping" as const, sessionId: context.sessionId, reason: params.reason })),
-    recordStatus: enqueueActions(({ context, event, enqueue }, params: { status: "ready" | "running" | "stopped" | "error" }) => {
-      const message = "message" in event ? event.message : null;
-      if (params.status === "error") enqueue.assign({ lastError: message });
-      const { sessionId, providerTarget } = context;
-      enqueue.emit(record({ type: "session.state", sessionId, providerTarget, status: params.status, message }));
-    }),
+    announceStopping: emit(({ context }, params: { reason: "idle" | "retired" }) => ({
+      type: "stopping" as const,
+      sessionId: context.sessionId,
+      reason: params.reason,
+    })),
+    recordStatus: enqueueActions(
+      ({ context, event, enqueue }, params: { status: "ready" | "running" | "stopped" | "error" }) => {
+        const message = "message" in event ? event.message : null;
+        if (params.status === "error") enqueue.assign({ lastError: message });
+        const { sessionId, providerTarget } = context;
+        enqueue.emit(record({ type: "session.state", sessionId, providerTarget, status: params.status, message }));
+      },
+    ),
     claim: assign({ claims: ({ context }) => context.claims + 1, deadline: null }),
     release: assign({ claims: ({ context }) => Math.max(0, context.claims - 1) }),
     armIdleDeadline: assign({ deadline: ({ context }) => now() + (context.idleMs ?? 0) }),
@@ -162,15 +195,32 @@ export const sessionMachine = setup({
   },
 }).createMachine({
   id: "session",
-  context: ({ input }) => ({ ...input, capabilities: null, hostGeneration: null, claims: 0, deadline: null, retireWhenStarted: false, lastError: null }),
+  context: ({ input }) => ({
+    ...input,
+    capabilities: null,
+    hostGeneration: null,
+    claims: 0,
+    deadline: null,
+    retireWhenStarted: false,
+    lastError: null,
+  }),
   initial: "starting",
   states: {
     starting: {
       invoke: {
         src: "startSession",
-        input: ({ context }) => ({ sessionId: context.sessionId, cwd: context.cwd, model: context.model, sandbox: context.sandbox }),
+        input: ({ context }) => ({
+          sessionId: context.sessionId,
+          cwd: context.cwd,
+          model: context.model,
+          sandbox: context.sandbox,
+        }),
         onDone: [
-          { guard: "retireWhenStarted", target: "retiring", actions: ["recordStarted", "recordSessionPolicies", "announceReady"] },
+          {
+            guard: "retireWhenStarted",
+            target: "retiring",
+            actions: ["recordStarted", "recordSessionPolicies", "announceReady"],
+          },
           { target: "ready", actions: ["recordStarted", "recordSessionPolicies", "announceReady"] },
         ],
         onError: { target: "error", actions: "announceStartFailed" },
@@ -184,7 +234,10 @@ export const sessionMachine = setup({
       initial: "deciding",
       states: {
         deciding: {
-          always: [{ guard: "releasesWhenIdle", target: "countingDown", actions: "armIdleDeadline" }, { target: "held" }],
+          always: [
+            { guard: "releasesWhenIdle", target: "countingDown", actions: "armIdleDeadline" },
+            { target: "held" },
+          ],
         },
         held: {},
         countingDown: {
@@ -201,13 +254,19 @@ export const sessionMachine = setup({
       on: {
         CLAIM: { actions: "claim" },
         RELEASE: [
-          { guard: "isLastClaim", target: "ready", actions: ["release", { type: "recordStatus", params: { status: "ready" } }] },
+          {
+            guard: "isLastClaim",
+            target: "ready",
+            actions: ["release", { type: "recordStatus", params: { status: "ready" } }],
+          },
           { actions: "release" },
         ],
         USE_MODEL: { guard: "modelNeedsNewSession", target: "retiring" },
       },
     },
-    /** Idle past its deadline: its host lease is given back; the next turn starts a new session and resumes its threads. */
+    /**
+     * Idle past its deadline: its host lease is given back; the next turn starts a new session and resumes its threads.
+     */
     idleStopping: {
       entry: { type: "announceStopping", params: { reason: "idle" } },
       invoke: { src: "stopSession", input: ({ context }) => ({ sessionId: context.sessionId }), onError: {} },

@@ -1,5 +1,13 @@
 import { and, assign, enqueueActions, setup } from "xstate";
-import { canInterrupt, canQueueNatively, canRollbackProvider, canSteerNatively, canSwitchModelInSession, canVerifyProviderRollback, type ProviderCapabilities } from "../capabilities/index.js";
+import {
+  canInterrupt,
+  canQueueNatively,
+  canRollbackProvider,
+  canSteerNatively,
+  canSwitchModelInSession,
+  canVerifyProviderRollback,
+  type ProviderCapabilities,
+} from "../capabilities/index.js";
 import type { DispatchMode } from "../domain/entities.js";
 import { effect, outcome, policyApplied, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
 
@@ -79,11 +87,16 @@ export const threadMachine = setup({
     wantsRestart: ({ event }) => event.type === "SUBMIT" && event.mode === "restart",
     /** `auto` steers only when the provider can steer natively; otherwise it queues. */
     autoSteersNatively: ({ context, event }) =>
-      event.type === "SUBMIT" && event.mode === "auto" && !!context.activeCapabilities && canSteerNatively(context.activeCapabilities),
+      event.type === "SUBMIT" &&
+      event.mode === "auto" &&
+      !!context.activeCapabilities &&
+      canSteerNatively(context.activeCapabilities),
     canQueueNatively: ({ event }) => event.type === "SUBMIT" && canQueueNatively(event.capabilities),
-    canSwitchModelInSession: ({ event }) => event.type === "CHANGE_MODEL" && canSwitchModelInSession(event.capabilities),
+    canSwitchModelInSession: ({ event }) =>
+      event.type === "CHANGE_MODEL" && canSwitchModelInSession(event.capabilities),
     canRollbackProvider: ({ event }) => event.type === "ROLLBACK" && canRollbackProvider(event.capabilities),
-    canVerifyProviderRollback: ({ event }) => event.type === "ROLLBACK" && canVerifyProviderRollback(event.capabilities),
+    canVerifyProviderRollback: ({ event }) =>
+      event.type === "ROLLBACK" && canVerifyProviderRollback(event.capabilities),
     /** The later runs left nothing in any provider conversation: only files need restoring. */
     providerUntouched: ({ event }) => event.type === "ROLLBACK" && event.laterTurns === 0 && !event.laterElsewhere,
     laterRunsStayedOnThread: ({ event }) => event.type === "ROLLBACK" && !event.laterElsewhere,
@@ -97,7 +110,11 @@ export const threadMachine = setup({
     createAndStartRun: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "SUBMIT") return;
       const { threadId } = context;
-      enqueue.assign({ activeRunId: event.runId, activeCapabilities: event.capabilities, nextOrdinal: context.nextOrdinal + 1 });
+      enqueue.assign({
+        activeRunId: event.runId,
+        activeCapabilities: event.capabilities,
+        nextOrdinal: context.nextOrdinal + 1,
+      });
       enqueue.emit(record(runCreated(context, event)));
       enqueue.emit(effect({ type: "startRun", threadId, runId: event.runId }));
       enqueue.emit(outcome({ command: "submit", disposition: "started", runId: event.runId, queuePosition: 0 }));
@@ -121,7 +138,13 @@ export const threadMachine = setup({
       const activeRunId = context.activeRunId!;
       enqueue.emit(outcome({ command: "submit", disposition: "steer", runId: activeRunId }));
       enqueue.emit(
-        effect({ type: "steerRun", threadId: context.threadId, runId: activeRunId, text: event.text, messageId: event.messageId }),
+        effect({
+          type: "steerRun",
+          threadId: context.threadId,
+          runId: activeRunId,
+          text: event.text,
+          messageId: event.messageId,
+        }),
       );
     }),
     refuseRestart: enqueueActions(({ context, enqueue }) => {
@@ -150,17 +173,21 @@ export const threadMachine = setup({
       }
       enqueue.emit(record({ type: "thread.model_changed", threadId, model: event.model, via: params.via }));
     }),
-    beginRollback: enqueueActions(({ context, event, enqueue }, params: { via: "provider_rollback" | "divergent" | "files_only" }) => {
-      if (event.type !== "ROLLBACK") return;
-      const { threadId } = context;
-      if (params.via === "divergent") {
-        const why = canRollbackProvider(event.capabilities) ? "later runs ran on another provider thread" : "the provider cannot roll its conversation back";
-        const detail = `${why}; files are restored from the checkpoint and the provider thread is marked divergent`;
-        enqueue.emit(policyApplied({ threadId, runId: event.toRunId }, "rollback_divergent", detail));
-      }
-      enqueue.emit(effect({ type: "rollbackThread", threadId, toRunId: event.toRunId, via: params.via }));
-      enqueue.emit(outcome({ command: "rollback", via: params.via, threadId }));
-    }),
+    beginRollback: enqueueActions(
+      ({ context, event, enqueue }, params: { via: "provider_rollback" | "divergent" | "files_only" }) => {
+        if (event.type !== "ROLLBACK") return;
+        const { threadId } = context;
+        if (params.via === "divergent") {
+          const why = canRollbackProvider(event.capabilities)
+            ? "later runs ran on another provider thread"
+            : "the provider cannot roll its conversation back";
+          const detail = `${why}; files are restored from the checkpoint and the provider thread is marked divergent`;
+          enqueue.emit(policyApplied({ threadId, runId: event.toRunId }, "rollback_divergent", detail));
+        }
+        enqueue.emit(effect({ type: "rollbackThread", threadId, toRunId: event.toRunId, via: params.via }));
+        enqueue.emit(outcome({ command: "rollback", via: params.via, threadId }));
+      },
+    ),
     /** The provider cannot show its conversation after the cut: the rollback is positional and trusted. */
     rollbackByResume: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "ROLLBACK") return;
@@ -169,20 +196,35 @@ export const threadMachine = setup({
     }),
     refuseRollback: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "ROLLBACK") return;
-      const detail = "there is no app checkpoint of that run to restore (checkpoints off, unsupported or failed) and the provider cannot roll back this thread's later turns";
-      refuseUnsupported({ threadId: context.threadId, runId: event.toRunId }, "rollback", "rollback_unsupported", detail).forEach((e) => enqueue.emit(e));
+      const detail =
+        "there is no app checkpoint of that run to restore (checkpoints off, unsupported or failed) and the provider cannot roll back this thread's later turns";
+      refuseUnsupported(
+        { threadId: context.threadId, runId: event.toRunId },
+        "rollback",
+        "rollback_unsupported",
+        detail,
+      ).forEach((e) => enqueue.emit(e));
     }),
     refuseRollbackWhileBusy: enqueueActions(({ enqueue }) => {
-      enqueue.emit(outcome({ command: "rollback", refused: "conflict", detail: "the thread has an active or queued run, or a rollback in progress" }));
+      enqueue.emit(
+        outcome({
+          command: "rollback",
+          refused: "conflict",
+          detail: "the thread has an active or queued run, or a rollback in progress",
+        }),
+      );
     }),
     clearActiveRun: assign({ activeRunId: null, activeCapabilities: null }),
     updateActiveCapabilities: assign({
       activeCapabilities: ({ context, event }) =>
-        event.type === "RUN_CAPABILITIES" && event.runId === context.activeRunId ? event.capabilities : context.activeCapabilities,
+        event.type === "RUN_CAPABILITIES" && event.runId === context.activeRunId
+          ? event.capabilities
+          : context.activeCapabilities,
     }),
     /** A queued run was cancelled before it started. */
     dropFromQueue: assign({
-      queue: ({ context, event }) => (event.type === "RUN_FINISHED" ? context.queue.filter((q) => q.runId !== event.runId) : context.queue),
+      queue: ({ context, event }) =>
+        event.type === "RUN_FINISHED" ? context.queue.filter((q) => q.runId !== event.runId) : context.queue,
     }),
   },
 }).createMachine({
@@ -202,7 +244,11 @@ export const threadMachine = setup({
         SUBMIT: { target: "busy", actions: "createAndStartRun" },
         RESUME: { guard: "hasQueuedRuns", target: "busy", actions: "startNextQueued" },
         ROLLBACK: [
-          { guard: "providerUntouched", target: "rollingBack", actions: { type: "beginRollback", params: { via: "files_only" } } },
+          {
+            guard: "providerUntouched",
+            target: "rollingBack",
+            actions: { type: "beginRollback", params: { via: "files_only" } },
+          },
           {
             guard: and(["canRollbackProvider", "laterRunsStayedOnThread", "canVerifyProviderRollback"]),
             target: "rollingBack",
@@ -213,7 +259,11 @@ export const threadMachine = setup({
             target: "rollingBack",
             actions: ["rollbackByResume", { type: "beginRollback", params: { via: "provider_rollback" } }],
           },
-          { guard: "hasCheckpoint", target: "rollingBack", actions: { type: "beginRollback", params: { via: "divergent" } } },
+          {
+            guard: "hasCheckpoint",
+            target: "rollingBack",
+            actions: { type: "beginRollback", params: { via: "divergent" } },
+          },
           { actions: "refuseRollback" },
         ],
       },

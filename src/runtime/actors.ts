@@ -62,7 +62,9 @@ export class Actors {
     this.sessions.set(input.sessionId, actor);
     // A session that ended (stopped, failed, or stopped at close) is let go: a long-lived runtime
     // starts many (the log and the read model keep what they were).
-    actor.subscribe({ complete: () => void (this.sessions.get(input.sessionId) === actor && this.sessions.delete(input.sessionId)) });
+    actor.subscribe({
+      complete: () => void (this.sessions.get(input.sessionId) === actor && this.sessions.delete(input.sessionId)),
+    });
     return actor;
   }
 

@@ -1,4 +1,11 @@
-import { canInterrupt, canRollbackProvider, canSteerByInterruptRestart, canSteerNatively, canSwitchModelInSession, hasStructuredApprovals } from "../capabilities/predicates.js";
+import {
+  canInterrupt,
+  canRollbackProvider,
+  canSteerByInterruptRestart,
+  canSteerNatively,
+  canSwitchModelInSession,
+  hasStructuredApprovals,
+} from "../capabilities/predicates.js";
 import { forksNatively } from "../machines/providerThread.js";
 import { NotFoundError } from "../domain/errors.js";
 import type { Actors } from "./actors.js";
@@ -16,12 +23,22 @@ export interface Affordances {
   /** The target the thread's next run goes to, and the capability record read. */
   providerTarget: string;
   capabilityVersion: number;
-  interrupt: { state: "available" | "destructive_fallback" | "unavailable"; runId: string | null; reason: string | null };
+  interrupt: {
+    state: "available" | "destructive_fallback" | "unavailable";
+    runId: string | null;
+    reason: string | null;
+  };
   steer: { state: "native" | "interrupt_restart" | "unavailable"; reason: string | null };
   /** Per fork point (after each run): how a fork from there would be realised. */
   fork: Array<{ afterRunId: string; source: "native" | "synthetic" | "unavailable"; reason: string | null }>;
   /** Only runs with an app checkpoint; annotated with what the provider's conversation does. */
-  rollback: Array<{ toRunId: string; checkpointId: string; provider: "native" | "divergent" | "not_needed"; available: boolean; reason: string | null }>;
+  rollback: Array<{
+    toRunId: string;
+    checkpointId: string;
+    provider: "native" | "divergent" | "not_needed";
+    available: boolean;
+    reason: string | null;
+  }>;
   requests: Array<{ requestId: string; kind: string; state: "respondable" | "expired" }>;
   /** Shown only when structured artifacts exist in the thread. */
   panels: { plan: boolean; todo: boolean };
@@ -29,20 +46,28 @@ export interface Affordances {
   modelSwitch: "in_session" | "new_session";
 }
 
-/** What the affordances read: the read model, the targets, the thread actors, whether a request can still be answered. */
+/**
+ * What the affordances read: the read model, the targets, the thread actors, whether a request can still be answered.
+ */
 export interface AffordancesSource extends RollbackPlanning {
   readonly actors: Pick<Actors, "threads">;
   generationOf(request: RequestView): number | null;
 }
 
-export function affordancesOf(rt: AffordancesSource, threadId: string, allowSessionStopInterrupt: boolean): Affordances {
+export function affordancesOf(
+  rt: AffordancesSource,
+  threadId: string,
+  allowSessionStopInterrupt: boolean,
+): Affordances {
   const thread = rt.views.threads.get(threadId)!;
   const providerTarget = thread.runs.at(-1)?.providerTarget ?? thread.providerTarget;
   const target = rt.targets.get(providerTarget);
   if (!target) throw new NotFoundError("provider target", providerTarget);
   const caps = target.capabilities();
   const active = thread.runs.find((r) => !isTerminalRunStatus(r.status) && r.status !== "queued") ?? null;
-  const busy = thread.runs.some((r) => !isTerminalRunStatus(r.status)) || rt.actors.threads.get(threadId)?.getSnapshot().matches("rollingBack");
+  const busy =
+    thread.runs.some((r) => !isTerminalRunStatus(r.status)) ||
+    rt.actors.threads.get(threadId)?.getSnapshot().matches("rollingBack");
   const sharedBusy = sharedDirectoryBusy(rt, threadId);
 
   const interrupt: Affordances["interrupt"] = !active
@@ -50,20 +75,39 @@ export function affordancesOf(rt: AffordancesSource, threadId: string, allowSess
     : canInterrupt(caps)
       ? { state: "available", runId: active.runId, reason: null }
       : allowSessionStopInterrupt
-        ? { state: "destructive_fallback", runId: active.runId, reason: "stops the provider session (turns.supportsInterrupt is false)" }
+        ? {
+            state: "destructive_fallback",
+            runId: active.runId,
+            reason: "stops the provider session (turns.supportsInterrupt is false)",
+          }
         : { state: "unavailable", runId: active.runId, reason: "turns.supportsInterrupt is false" };
   const steer: Affordances["steer"] = canSteerNatively(caps)
     ? { state: "native", reason: null }
     : canSteerByInterruptRestart(caps)
-      ? { state: "interrupt_restart", reason: "restarts the active run as a new attempt (turns.supportsActiveSteering is false)" }
+      ? {
+          state: "interrupt_restart",
+          reason: "restarts the active run as a new attempt (turns.supportsActiveSteering is false)",
+        }
       : { state: "unavailable", reason: "neither native steering nor interrupt-restart" };
 
   const fork = thread.runs.map((run): Affordances["fork"][number] => {
-    if (run.status === "rolled_back") return { afterRunId: run.runId, source: "unavailable", reason: "the run was rolled back" };
-    if (!isTerminalRunStatus(run.status)) return { afterRunId: run.runId, source: "unavailable", reason: `not a stable point (run is ${run.status})` };
-    const situation = forkSituation(rt.views, providerTarget, { parentThreadId: threadId, forkedFromRunId: run.runId }, caps, !!target.adapter.forkThread);
+    if (run.status === "rolled_back")
+      return { afterRunId: run.runId, source: "unavailable", reason: "the run was rolled back" };
+    if (!isTerminalRunStatus(run.status))
+      return { afterRunId: run.runId, source: "unavailable", reason: `not a stable point (run is ${run.status})` };
+    const situation = forkSituation(
+      rt.views,
+      providerTarget,
+      { parentThreadId: threadId, forkedFromRunId: run.runId },
+      caps,
+      !!target.adapter.forkThread,
+    );
     const native = forksNatively(situation);
-    return { afterRunId: run.runId, source: native ? "native" : "synthetic", reason: native ? null : `${situation.why}; portable context, lower fidelity` };
+    return {
+      afterRunId: run.runId,
+      source: native ? "native" : "synthetic",
+      reason: native ? null : `${situation.why}; portable context, lower fidelity`,
+    };
   });
 
   const rollback = thread.runs.flatMap((run): Affordances["rollback"] => {
@@ -76,13 +120,25 @@ export function affordancesOf(rt: AffordancesSource, threadId: string, allowSess
         : canRollbackProvider(request.capabilities) && !request.laterElsewhere
           ? "native"
           : "divergent";
-    const reason = busy ? "the thread is busy" : sharedBusy ? `thread ${sharedBusy} works in the same directory` : provider === "divergent" ? "the provider's conversation cannot follow: it is rebuilt on the next run" : null;
-    return [{ toRunId: run.runId, checkpointId: checkpoint.checkpointId, provider, available: !busy && !sharedBusy, reason }];
+    const reason = busy
+      ? "the thread is busy"
+      : sharedBusy
+        ? `thread ${sharedBusy} works in the same directory`
+        : provider === "divergent"
+          ? "the provider's conversation cannot follow: it is rebuilt on the next run"
+          : null;
+    return [
+      { toRunId: run.runId, checkpointId: checkpoint.checkpointId, provider, available: !busy && !sharedBusy, reason },
+    ];
   });
 
   const requests = [...rt.views.requests.values()]
     .filter((r) => r.threadId === threadId && (r.status === "pending" || r.status === "expired"))
-    .map((r) => ({ requestId: r.requestId, kind: r.kind, state: rt.generationOf(r) !== null ? ("respondable" as const) : ("expired" as const) }));
+    .map((r) => ({
+      requestId: r.requestId,
+      kind: r.kind,
+      state: rt.generationOf(r) !== null ? ("respondable" as const) : ("expired" as const),
+    }));
 
   const kinds = new Set(thread.runs.flatMap((r) => r.items.map((i) => i.kind)));
   return {

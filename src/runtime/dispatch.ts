@@ -139,8 +139,10 @@ export class Dispatcher implements TargetHost {
         return this.#runEnded(event.runId);
       }
       case "attempt.turn_bound":
-        // Every other target's copy of this conversation just fell behind: the next turn there re-decides how to catch up.
-        for (const target of this.targets.values()) if (target.id !== this.views.runs.get(event.runId)?.providerTarget) target.forgetThread(event.threadId);
+        // Every other target's copy of this conversation just fell behind: the next turn there re-decides how to catch
+        // up.
+        for (const target of this.targets.values())
+          if (target.id !== this.views.runs.get(event.runId)?.providerTarget) target.forgetThread(event.threadId);
         return;
       case "rollback.applied":
         for (const id of event.divergentProviderThreadIds) {
@@ -149,14 +151,18 @@ export class Dispatcher implements TargetHost {
         }
         return;
       case "node.completed": {
-        const caps = this.views.item(event.nodeId)?.kind === "subagent" ? this.#capabilitiesOfRun(event.runId) : undefined;
+        const caps =
+          this.views.item(event.nodeId)?.kind === "subagent" ? this.#capabilitiesOfRun(event.runId) : undefined;
         if (caps) this.checkpoints.nested(event.runId, event.nodeId, caps);
         return;
       }
       case "request.resolved":
       case "request.closed":
         this.actors.requests.delete(event.requestId);
-        return Actors.sendIfActive(this.actors.runs.get(event.runId), { type: "REQUEST_SETTLED", requestId: event.requestId });
+        return Actors.sendIfActive(this.actors.runs.get(event.runId), {
+          type: "REQUEST_SETTLED",
+          requestId: event.requestId,
+        });
       default:
         return;
     }
@@ -240,14 +246,29 @@ export class Dispatcher implements TargetHost {
     }
   }
 
-  spawnThread(threadId: string, nextOrdinal: number, queue: Array<{ runId: string; capabilities: ProviderCapabilities }>): void {
-    this.actors.thread({ threadId, nextOrdinal, queue, allowSessionStopInterrupt: this.options.allowSessionStopInterrupt });
+  spawnThread(
+    threadId: string,
+    nextOrdinal: number,
+    queue: Array<{ runId: string; capabilities: ProviderCapabilities }>,
+  ): void {
+    this.actors.thread({
+      threadId,
+      nextOrdinal,
+      queue,
+      allowSessionStopInterrupt: this.options.allowSessionStopInterrupt,
+    });
   }
 
   spawnRun(runId: string): void {
     const { threadId, text, providerTarget } = this.views.runs.get(runId)!;
     const capabilities = this.targets.get(providerTarget)!.capabilities();
-    this.actors.run({ threadId, runId, text, capabilities, allowSessionStopInterrupt: this.options.allowSessionStopInterrupt });
+    this.actors.run({
+      threadId,
+      runId,
+      text,
+      capabilities,
+      allowSessionStopInterrupt: this.options.allowSessionStopInterrupt,
+    });
   }
 
   /** Undefined when the run's target is no longer configured (recovery settles such runs). */

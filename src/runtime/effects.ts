@@ -22,7 +22,9 @@ export interface EffectsHost extends RollbackHost {
 
 /** How long an interrupt is held for the provider to announce its turn before it is sent anyway. */
 const TURN_START_HOLD_MS = 30_000;
-/** How long the watchdog waits for a provider to say whether a silent turn is alive (no answer counts as "cannot say"). */
+/**
+ * How long the watchdog waits for a provider to say whether a silent turn is alive (no answer counts as "cannot say").
+ */
 const PROBE_LIMIT_MS = 30_000;
 /** How long a turn its provider calls ended may take to deliver its terminal before the watchdog fails it. */
 const TERMINAL_GRACE_MS = 1_000;
@@ -70,7 +72,9 @@ export class Effects implements AttemptTracking {
       case "startRun":
         return void rt.actors.runs.get(effect.runId)?.send({ type: "START" });
       case "steerRun":
-        return void rt.actors.runs.get(effect.runId)?.send({ type: "STEER", text: effect.text, messageId: effect.messageId });
+        return void rt.actors.runs
+          .get(effect.runId)
+          ?.send({ type: "STEER", text: effect.text, messageId: effect.messageId });
       case "interruptRun":
         return void rt.actors.runs.get(effect.runId)?.send({ type: "INTERRUPT" });
       case "runFinished":
@@ -156,12 +160,24 @@ export class Effects implements AttemptTracking {
       sent = { sessionId: session.sessionId, thread: loaded.handle };
       // Silence counts from here: starting a host or a session has its own timeouts.
       this.#watch(runId, attemptId);
-      const { turnRef } = await target.adapter.sendRun({ sessionId: session.sessionId, thread: loaded.handle, text, context, model });
+      const { turnRef } = await target.adapter.sendRun({
+        sessionId: session.sessionId,
+        thread: loaded.handle,
+        text,
+        context,
+        model,
+      });
       target.normalizer.acceptTurn(attemptId, turnRef);
-      const accepted = { attemptId, providerThreadId: loaded.providerThreadId, providerTurnId: binding.providerTurnId, nativeTurnRef: turnRef };
+      const accepted = {
+        attemptId,
+        providerThreadId: loaded.providerThreadId,
+        providerTurnId: binding.providerTurnId,
+        nativeTurnRef: turnRef,
+      };
       rt.act(() => {
         const current = rt.actors.runs.get(runId);
-        if (current && ownsRun(current.getSnapshot().context, attemptId)) return current.send({ type: "TURN_ACCEPTED", ...accepted });
+        if (current && ownsRun(current.getSnapshot().context, attemptId))
+          return current.send({ type: "TURN_ACCEPTED", ...accepted });
         // The reply came after the turn already ended (or was superseded): still a provider fact to keep.
         if (rt.views.runs.get(runId)?.attempts.some((a) => a.attemptId === attemptId && a.providerTurnId === null)) {
           rt.commit({ type: "attempt.turn_bound", threadId, runId, ...accepted });
@@ -178,7 +194,9 @@ export class Effects implements AttemptTracking {
       // The provider may have started the turn before failing its reply: stop it (best effort),
       // so it does not block the thread's next turn.
       if (sent && target.normalizer.binding(attemptId)?.closed === false) {
-        await target.adapter.interrupt({ ...sent, turnRef: target.normalizer.binding(attemptId)?.nativeTurnRef ?? null }).catch(() => undefined);
+        await target.adapter
+          .interrupt({ ...sent, turnRef: target.normalizer.binding(attemptId)?.nativeTurnRef ?? null })
+          .catch(() => undefined);
       }
       rt.act(() => rt.actors.runs.get(runId)?.send({ type: "START_FAILED", attemptId, failure }));
     }
@@ -192,14 +210,27 @@ export class Effects implements AttemptTracking {
       if (!t.adapter.steerRun) throw new Error(`${t.id} has no native steer`);
       return t.adapter.steerRun({ ...a, text });
     });
-    const event = result === true ? { type: "STEER_DELIVERED" as const, attemptId, text, messageId, sentAfterSeq } : { type: "STEER_FAILED" as const, attemptId, message: result };
+    const event =
+      result === true
+        ? { type: "STEER_DELIVERED" as const, attemptId, text, messageId, sentAfterSeq }
+        : { type: "STEER_FAILED" as const, attemptId, message: result };
     const { rt } = this;
     rt.act(() => {
       const run = rt.actors.runs.get(runId);
       if (run) return run.send(event);
       // Acknowledged after the run ended: the provider took it, so the transcript must show it.
       const view = rt.views.runs.get(runId);
-      if (view && result === true) rt.commit({ type: "steer.applied", threadId: view.threadId, runId, attemptId, messageId, text, via: "native", sentAfterSeq });
+      if (view && result === true)
+        rt.commit({
+          type: "steer.applied",
+          threadId: view.threadId,
+          runId,
+          attemptId,
+          messageId,
+          text,
+          via: "native",
+          sentAfterSeq,
+        });
     });
   }
 
@@ -232,7 +263,10 @@ export class Effects implements AttemptTracking {
     }
     // Not delivered, but the turn ended anyway: its terminal is the answer, there is nothing to report.
     if (result !== true && !live()) return;
-    const event = result === true ? { type: "INTERRUPT_ACKED" as const, attemptId } : { type: "INTERRUPT_FAILED" as const, attemptId, message: result, attempts: tries };
+    const event =
+      result === true
+        ? { type: "INTERRUPT_ACKED" as const, attemptId }
+        : { type: "INTERRUPT_FAILED" as const, attemptId, message: result, attempts: tries };
     this.rt.act(() => this.rt.actors.runs.get(runId)?.send(event));
   }
 
@@ -256,7 +290,8 @@ export class Effects implements AttemptTracking {
     const actor = rt.actors.runs.get(runId);
     const context = actor?.getSnapshot().context;
     // The active attempt's turn, or the superseded one a restart still waits for.
-    if (!context || !(ownsRun(context, attemptId) || context.supersededAttemptId === attemptId)) return this.#unwatch(attemptId);
+    if (!context || !(ownsRun(context, attemptId) || context.supersededAttemptId === attemptId))
+      return this.#unwatch(attemptId);
     if (actor.getSnapshot().matches({ active: "waiting" })) return this.watchdog.watch(attemptId);
     // Every answer is checked against now: the turn may have ended, or the runtime closed, meanwhile.
     const stillWatched = () => !rt.closed && this.#watchedRuns.get(attemptId) === runId;
@@ -270,7 +305,11 @@ export class Effects implements AttemptTracking {
       try {
         const alive = await withinLimit(limitMs, async () => {
           const loaded = await target.ensureThread(binding.threadId, session);
-          return target.adapter.isTurnAlive!({ sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef });
+          return target.adapter.isTurnAlive!({
+            sessionId: binding.sessionId,
+            thread: loaded.handle,
+            turnRef: binding.nativeTurnRef,
+          });
         });
         if (alive) return rearm();
         if (!stillWatched()) return;
@@ -288,7 +327,10 @@ export class Effects implements AttemptTracking {
     rt.act(() => rt.actors.runs.get(runId)?.send({ type: "TURN_SILENT", attemptId, message }));
     if (binding && session) {
       const loaded = await target.ensureThread(binding.threadId, session).catch(() => null);
-      if (loaded) await target.adapter.interrupt({ sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef }).catch(() => undefined);
+      if (loaded)
+        await target.adapter
+          .interrupt({ sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef })
+          .catch(() => undefined);
     }
   }
 
@@ -308,7 +350,12 @@ export class Effects implements AttemptTracking {
       const session = target.session(binding.sessionId);
       if (!session) throw new Error("the session that asked is gone");
       const loaded = await target.ensureThread(view.threadId, session);
-      await target.adapter.respondToRequest({ sessionId: binding.sessionId, thread: loaded.handle, request: address, response: effect.response });
+      await target.adapter.respondToRequest({
+        sessionId: binding.sessionId,
+        thread: loaded.handle,
+        request: address,
+        response: effect.response,
+      });
       rt.act(() => actor()?.send({ type: "RESPONDED" }));
     } catch (error) {
       rt.act(() => actor()?.send({ type: "RESPOND_FAILED", message: redact(String(error)) }));
@@ -319,7 +366,10 @@ export class Effects implements AttemptTracking {
   async #provider(
     runId: string,
     attemptId: string,
-    call: (target: Target, address: { sessionId: string; thread: ProviderThreadAddress; turnRef: string | null }) => Promise<unknown>,
+    call: (
+      target: Target,
+      address: { sessionId: string; thread: ProviderThreadAddress; turnRef: string | null },
+    ) => Promise<unknown>,
   ): Promise<true | string> {
     const target = this.#targetOfRun(runId);
     const binding = target.normalizer.binding(attemptId);

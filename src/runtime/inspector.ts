@@ -27,15 +27,33 @@ export interface RuntimeInspector {
 interface InspectorModule {
   /** Throws unless a given token is long and URL-path safe enough (the server's own rule). */
   checkInspectorToken(token: string): void;
-  buildCatalog(input: { machines: Record<string, unknown>; predicates: Record<string, unknown>; degradations: unknown }): unknown;
-  startLiveInspector(options: { port?: number; token?: string; showText?: boolean; catalog: unknown }): Promise<RuntimeInspector>;
-  startReplayInspector(options: { port?: number; token?: string; showText?: boolean; dataDir: string; catalog: unknown }): Promise<{ url: string; port: number; close(): Promise<void> }>;
+  buildCatalog(input: {
+    machines: Record<string, unknown>;
+    predicates: Record<string, unknown>;
+    degradations: unknown;
+  }): unknown;
+  startLiveInspector(options: {
+    port?: number;
+    token?: string;
+    showText?: boolean;
+    catalog: unknown;
+  }): Promise<RuntimeInspector>;
+  startReplayInspector(options: {
+    port?: number;
+    token?: string;
+    showText?: boolean;
+    dataDir: string;
+    catalog: unknown;
+  }): Promise<{ url: string; port: number; close(): Promise<void> }>;
 }
 
 /** Source tree (tsx, vitest): inspector/server/index.ts; compiled: dist/inspector/server/index.js. */
 export async function loadInspector(): Promise<InspectorModule> {
   const fromSource = fileURLToPath(import.meta.url).endsWith(".ts");
-  const entry = new URL(fromSource ? "../../inspector/server/index.ts" : "../inspector/server/index.js", import.meta.url);
+  const entry = new URL(
+    fromSource ? "../../inspector/server/index.ts" : "../inspector/server/index.js",
+    import.meta.url,
+  );
   return (await import(pathToFileURL(fileURLToPath(entry)).href)) as InspectorModule;
 }
 
@@ -58,7 +76,8 @@ export function inspectorCatalog(inspector: InspectorModule): unknown {
 /** A TCP port (0: a free one), or a typed error naming `field`. */
 export function portOf(value: unknown, field: string): number {
   const port = typeof value === "string" && value.trim() !== "" ? Number(value) : value;
-  if (typeof port !== "number" || !Number.isInteger(port) || port < 0 || port > 65_535) throw new InvalidInputError(field, `must be a port number from 0 to 65535, not ${JSON.stringify(value)}`);
+  if (typeof port !== "number" || !Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new InvalidInputError(field, `must be a port number from 0 to 65535, not ${JSON.stringify(value)}`);
   return port;
 }
 

@@ -37,7 +37,9 @@ export interface RuntimeOptions {
    * `workspace-write`.
    */
   sandbox?: SandboxPolicy;
-  /** Stop a provider session after this long without a turn, giving back its host lease (default 10 min; null: never). */
+  /**
+   * Stop a provider session after this long without a turn, giving back its host lease (default 10 min; null: never).
+   */
   sessionIdleMs?: number | null;
   /**
    * Told what no caller's promise can carry: the event log could no longer be written
@@ -66,14 +68,28 @@ export interface InspectOptions {
   port?: number;
   /** Let the page see prompts, message text and command output (credentials stay masked). Default false. */
   showText?: boolean;
-  /** A fixed token (default: random), so a page or feed can reconnect to a restarted inspector: at least 16 of A-Z a-z 0-9 . _ ~ - (it is a path segment of the URL). */
+  /**
+   * A fixed token (default: random), so a page or feed can reconnect to a restarted inspector: at least 16 of A-Z a-z
+   * 0-9 . _ ~ - (it is a path segment of the URL).
+   */
   token?: string;
   /** Receives the page's URL, token included (default: printed on stderr). */
   onListening?: (url: string) => void;
 }
 
-const fn = (what: string) => z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", `expected ${what}`);
-const ADAPTER_METHODS = ["getCapabilities", "startSession", "ensureProviderThread", "sendRun", "interrupt", "respondToRequest", "streamEvents", "stopSession", "close"] as const;
+const fn = (what: string) =>
+  z.custom<(...args: never[]) => unknown>((v) => typeof v === "function", `expected ${what}`);
+const ADAPTER_METHODS = [
+  "getCapabilities",
+  "startSession",
+  "ensureProviderThread",
+  "sendRun",
+  "interrupt",
+  "respondToRequest",
+  "streamEvents",
+  "stopSession",
+  "close",
+] as const;
 
 const InspectOptionsSchema = z.strictObject({
   port: z.number().int().min(0).max(65_535).optional(),
@@ -89,13 +105,23 @@ const InspectOptionsSchema = z.strictObject({
 const RuntimeOptionsSchema = z.strictObject({
   dataDir: z.string().min(1, "expected a non-empty path").optional(),
   providers: z
-    .record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "target ids are letters, digits, . _ -"), z.custom<ProviderAdapter>((v) => typeof v === "object" && v !== null, "expected a provider adapter"))
+    .record(
+      z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, "target ids are letters, digits, . _ -"),
+      z.custom<ProviderAdapter>((v) => typeof v === "object" && v !== null, "expected a provider adapter"),
+    )
     .refine((providers) => Object.keys(providers).length > 0, "configure at least one provider target"),
-  ids: z.custom<IdSource>((v) => typeof (v as IdSource | null)?.next === "function", "expected an id source ({ next(prefix) })").optional(),
+  ids: z
+    .custom<IdSource>(
+      (v) => typeof (v as IdSource | null)?.next === "function",
+      "expected an id source ({ next(prefix) })",
+    )
+    .optional(),
   now: fn("a clock function returning a Date").optional(),
   allowSessionStopInterrupt: z.boolean().optional(),
   groupCommitMs: z.number().finite().min(0).max(1_000).optional(),
-  inspect: z.union([fn("a function"), z.boolean(), z.number().int().min(0).max(65_535), InspectOptionsSchema]).optional(),
+  inspect: z
+    .union([fn("a function"), z.boolean(), z.number().int().min(0).max(65_535), InspectOptionsSchema])
+    .optional(),
   checkpoints: z.boolean().optional(),
   sandbox: z.enum(["read-only", "workspace-write", "full-access"]).optional(),
   sessionIdleMs: z.number().int().positive().max(2_147_483_647).nullable().optional(),
@@ -108,7 +134,9 @@ export function failureReporter(onFailure: RuntimeOptions["onFailure"]): (failur
   return (failure) => {
     try {
       if (onFailure) return onFailure(failure);
-      process.emitWarning(failure.error instanceof Error ? failure.error : String(failure.error), { code: `TILLER_${failure.kind.toUpperCase()}` });
+      process.emitWarning(failure.error instanceof Error ? failure.error : String(failure.error), {
+        code: `TILLER_${failure.kind.toUpperCase()}`,
+      });
     } catch {
       // a failing reporter has nowhere left to report to
     }
@@ -121,7 +149,8 @@ export function validateOptions(options: unknown): asserts options is RuntimeOpt
   const parsed = parseInput(RuntimeOptionsSchema, options);
   for (const [id, adapter] of Object.entries(parsed.providers)) {
     for (const method of ADAPTER_METHODS) {
-      if (typeof adapter[method] !== "function") throw new InvalidInputError(`providers.${id}.${method}`, "adapter method missing");
+      if (typeof adapter[method] !== "function")
+        throw new InvalidInputError(`providers.${id}.${method}`, "adapter method missing");
     }
   }
 }

@@ -5,7 +5,10 @@ import type { Outcome } from "../machines/emitted.js";
 
 type Refusal = Extract<Outcome, { refused: string }>;
 
-export function expectOutcome<C extends Outcome["command"]>(outcomes: Outcome[], command: C): Extract<Outcome, { command: C }> | Refusal {
+export function expectOutcome<C extends Outcome["command"]>(
+  outcomes: Outcome[],
+  command: C,
+): Extract<Outcome, { command: C }> | Refusal {
   const found = outcomes.find((o) => o.command === command);
   if (!found) throw new ConflictError(`${command} was not accepted in the current state`);
   return found as Extract<Outcome, { command: C }> | Refusal;

@@ -21,7 +21,18 @@ export type * from "./projectionTypes.js";
  */
 
 /** Event fields that carry an allocated app id. */
-const ID_FIELDS = ["threadId", "runId", "userMessageId", "messageId", "sessionId", "providerThreadId", "handoffId", "transferId", "checkpointId", "commandId"] as const;
+const ID_FIELDS = [
+  "threadId",
+  "runId",
+  "userMessageId",
+  "messageId",
+  "sessionId",
+  "providerThreadId",
+  "handoffId",
+  "transferId",
+  "checkpointId",
+  "commandId",
+] as const;
 /** Only these events introduce an app id (the rest reference ids already known). */
 const INTRODUCES_IDS: ReadonlySet<DomainEvent["type"]> = new Set([
   "thread.created",
@@ -108,8 +119,20 @@ export class Projections {
         };
         this.runs.set(event.runId, view);
         thread?.runs.push(view);
-        const intent = event.mode === "queue" || thread?.runs.some((r) => r !== view && !isTerminalRunStatus(r.status)) ? "queued" : "turn_start";
-        this.#addItem(view, { id: event.userMessageId, kind: "user_message", status: "complete", attemptId: null, parentId: null, seq, text: event.text, intent });
+        const intent =
+          event.mode === "queue" || thread?.runs.some((r) => r !== view && !isTerminalRunStatus(r.status))
+            ? "queued"
+            : "turn_start";
+        this.#addItem(view, {
+          id: event.userMessageId,
+          kind: "user_message",
+          status: "complete",
+          attemptId: null,
+          parentId: null,
+          seq,
+          text: event.text,
+          intent,
+        });
         return;
       }
       case "run.state":
@@ -118,14 +141,36 @@ export class Projections {
       case "run.terminal":
         if (!run) return;
         Object.assign(run, { status: event.status, reason: event.reason, failure: event.failure });
-        if (event.failure) this.#addItem(run, { id: `err_${seq}`, kind: "error", status: "complete", attemptId: null, parentId: null, seq, text: event.failure.message });
+        if (event.failure)
+          this.#addItem(run, {
+            id: `err_${seq}`,
+            kind: "error",
+            status: "complete",
+            attemptId: null,
+            parentId: null,
+            seq,
+            text: event.failure.message,
+          });
         return;
       case "attempt.started":
-        run?.attempts.push({ attemptId: event.attemptId, ordinal: event.ordinal, reason: event.reason, status: "running", providerThreadId: null, providerTurnId: null, nativeTurnRef: null });
+        run?.attempts.push({
+          attemptId: event.attemptId,
+          ordinal: event.ordinal,
+          reason: event.reason,
+          status: "running",
+          providerThreadId: null,
+          providerTurnId: null,
+          nativeTurnRef: null,
+        });
         return;
       case "attempt.turn_bound": {
         const attempt = run?.attempts.find((a) => a.attemptId === event.attemptId);
-        if (attempt) Object.assign(attempt, { providerThreadId: event.providerThreadId, providerTurnId: event.providerTurnId, nativeTurnRef: event.nativeTurnRef });
+        if (attempt)
+          Object.assign(attempt, {
+            providerThreadId: event.providerThreadId,
+            providerTurnId: event.providerTurnId,
+            nativeTurnRef: event.nativeTurnRef,
+          });
         const providerThread = this.providerThreadsById.get(event.providerThreadId);
         if (providerThread) {
           providerThread.seenRunIds.add(event.runId);
@@ -149,10 +194,23 @@ export class Projections {
         const known = this.#items.get(event.nodeId);
         if (known) {
           // The same node announced again (its start came after its first delta): one item, updated in place.
-          if (run.items.includes(known)) Object.assign(known, { parentId: event.parentNodeId }, detail ? { detail: { ...known.detail, ...detail } } : {});
+          if (run.items.includes(known))
+            Object.assign(
+              known,
+              { parentId: event.parentNodeId },
+              detail ? { detail: { ...known.detail, ...detail } } : {},
+            );
           return;
         }
-        this.#addItem(run, { id: event.nodeId, kind, status: "streaming", attemptId: event.attemptId, parentId: event.parentNodeId, seq, ...(detail ? { detail } : {}) });
+        this.#addItem(run, {
+          id: event.nodeId,
+          kind,
+          status: "streaming",
+          attemptId: event.attemptId,
+          parentId: event.parentNodeId,
+          seq,
+          ...(detail ? { detail } : {}),
+        });
         return;
       }
       case "node.delta": {
@@ -169,7 +227,11 @@ export class Projections {
         if (event.text !== null && item.kind !== "subagent") item.text = event.text;
         if (event.text !== null && item.kind === "subagent") item.result = event.text;
         if (event.output !== null) item.output = event.output;
-        item.detail = { ...item.detail, status: event.status, ...(event.exitCode !== null ? { exitCode: event.exitCode } : {}) };
+        item.detail = {
+          ...item.detail,
+          status: event.status,
+          ...(event.exitCode !== null ? { exitCode: event.exitCode } : {}),
+        };
         return;
       }
       case "plan.updated":
@@ -178,7 +240,11 @@ export class Projections {
         const item = this.#items.get(event.nodeId);
         if (!item) return;
         if (event.type === "plan.proposed") Object.assign(item, { kind: "proposed_plan", text: event.text });
-        else item.detail = event.type === "todo.updated" ? { items: event.items } : { steps: event.steps, explanation: event.explanation };
+        else
+          item.detail =
+            event.type === "todo.updated"
+              ? { items: event.items }
+              : { steps: event.steps, explanation: event.explanation };
         return;
       }
       case "request.opened":
@@ -202,18 +268,50 @@ export class Projections {
         if (event.type === "request.resolved") Object.assign(request, { status: "resolved", response: event.response });
         else Object.assign(request, { status: event.status, closedReason: event.reason });
         const item = this.#items.get(request.nodeId);
-        if (item) Object.assign(item, { status: "complete", result: request.status === "resolved" ? "resolved" : request.status });
+        if (item)
+          Object.assign(item, {
+            status: "complete",
+            result: request.status === "resolved" ? "resolved" : request.status,
+          });
         return;
       }
       case "interrupt.requested":
-        if (run) this.#addItem(run, { id: `int_${seq}`, kind: "interrupt_request", status: "complete", attemptId: event.attemptId, parentId: null, seq, detail: { via: event.via } });
+        if (run)
+          this.#addItem(run, {
+            id: `int_${seq}`,
+            kind: "interrupt_request",
+            status: "complete",
+            attemptId: event.attemptId,
+            parentId: null,
+            seq,
+            detail: { via: event.via },
+          });
         return;
       case "interrupt.failed":
-        if (run) this.#addItem(run, { id: `int_${seq}`, kind: "interrupt_result", status: "complete", attemptId: event.attemptId, parentId: null, seq, detail: { delivered: false, reason: event.reason, attempts: event.attempts } });
+        if (run)
+          this.#addItem(run, {
+            id: `int_${seq}`,
+            kind: "interrupt_result",
+            status: "complete",
+            attemptId: event.attemptId,
+            parentId: null,
+            seq,
+            detail: { delivered: false, reason: event.reason, attempts: event.attempts },
+          });
         return;
       case "steer.applied": {
         if (!run) return;
-        const item: TurnItem = { id: event.messageId, kind: "user_message", status: "complete", attemptId: event.attemptId, parentId: null, seq, text: event.text, intent: "steer", detail: { via: event.via } };
+        const item: TurnItem = {
+          id: event.messageId,
+          kind: "user_message",
+          status: "complete",
+          attemptId: event.attemptId,
+          parentId: null,
+          seq,
+          text: event.text,
+          intent: "steer",
+          detail: { via: event.via },
+        };
         // Where the user steered, not where the provider's acknowledgement landed.
         const at = event.sentAfterSeq === undefined ? -1 : run.items.findIndex((i) => i.seq > event.sentAfterSeq!);
         if (at < 0) return this.#addItem(run, item);
@@ -242,7 +340,8 @@ export class Projections {
       }
       case "provider_thread.closed": {
         const key = Projections.providerThreadKey(event.threadId, event.providerTarget);
-        if (this.providerThreads.get(key)?.providerThreadId === event.providerThreadId) this.providerThreads.delete(key);
+        if (this.providerThreads.get(key)?.providerThreadId === event.providerThreadId)
+          this.providerThreads.delete(key);
         this.#replaced.add(key);
         return;
       }
@@ -250,13 +349,41 @@ export class Projections {
         const { handoffId, providerThreadId, reason, coveredRunIds, text } = event;
         const earlier = this.handoffs.get(event.threadId) ?? [];
         for (const h of earlier) if (h.handoffId === event.supersedesHandoffId) h.superseded = true;
-        this.handoffs.set(event.threadId, [...earlier, { handoffId, providerThreadId, runId: event.runId, reason, coveredRunIds, text, consumed: false, superseded: false }]);
+        this.handoffs.set(event.threadId, [
+          ...earlier,
+          {
+            handoffId,
+            providerThreadId,
+            runId: event.runId,
+            reason,
+            coveredRunIds,
+            text,
+            consumed: false,
+            superseded: false,
+          },
+        ]);
         const carrier = this.runs.get(event.runId);
-        if (carrier) this.#addItem(carrier, { id: event.handoffId, kind: "handoff", status: "complete", attemptId: null, parentId: null, seq, text: event.text, detail: { strategy: event.strategy, reason: event.reason } });
+        if (carrier)
+          this.#addItem(carrier, {
+            id: event.handoffId,
+            kind: "handoff",
+            status: "complete",
+            attemptId: null,
+            parentId: null,
+            seq,
+            text: event.text,
+            detail: { strategy: event.strategy, reason: event.reason },
+          });
         return;
       }
       case "fork.recorded":
-        this.transfers.set(event.threadId, { transferId: event.transferId, parentThreadId: event.parentThreadId, forkedFromRunId: event.forkedFromRunId, resolution: null, seq });
+        this.transfers.set(event.threadId, {
+          transferId: event.transferId,
+          parentThreadId: event.parentThreadId,
+          forkedFromRunId: event.forkedFromRunId,
+          resolution: null,
+          seq,
+        });
         return;
       case "fork.resolved": {
         const transfer = this.transfers.get(event.threadId);
@@ -331,15 +458,23 @@ export class Projections {
     }
   }
 
-  /** What a provider thread still holds after a native rollback: the runs it executed, and the handoffs carried by runs still standing. */
+  /**
+   * What a provider thread still holds after a native rollback: the runs it executed, and the handoffs carried by runs
+   * still standing.
+   */
   #seenBy(providerThread: ProviderThreadRecord): Set<string> {
     const seen = new Set<string>();
     const standing = (runId: string) => this.runs.get(runId)?.status !== "rolled_back";
     for (const run of this.threads.get(providerThread.threadId)?.runs ?? []) {
-      if (standing(run.runId) && run.attempts.some((a) => a.providerThreadId === providerThread.providerThreadId && a.providerTurnId !== null)) seen.add(run.runId);
+      if (
+        standing(run.runId) &&
+        run.attempts.some((a) => a.providerThreadId === providerThread.providerThreadId && a.providerTurnId !== null)
+      )
+        seen.add(run.runId);
     }
     for (const handoff of this.handoffs.get(providerThread.threadId) ?? []) {
-      if (handoff.consumed && handoff.providerThreadId === providerThread.providerThreadId && standing(handoff.runId)) handoff.coveredRunIds.forEach((id) => seen.add(id));
+      if (handoff.consumed && handoff.providerThreadId === providerThread.providerThreadId && standing(handoff.runId))
+        handoff.coveredRunIds.forEach((id) => seen.add(id));
     }
     return seen;
   }
@@ -352,7 +487,11 @@ export class Projections {
   /** The ready post-run checkpoint of a run: what a rollback to it restores. */
   finalCheckpoint(runId: string): CheckpointView | undefined {
     const run = this.runs.get(runId);
-    return run ? this.checkpointsOf(run.threadId).find((c) => c.runId === runId && c.scope === "root_run" && c.phase === "final" && c.status === "ready") : undefined;
+    return run
+      ? this.checkpointsOf(run.threadId).find(
+          (c) => c.runId === runId && c.scope === "root_run" && c.phase === "final" && c.status === "ready",
+        )
+      : undefined;
   }
 
   #addItem(run: RunView, item: TurnItem): void {

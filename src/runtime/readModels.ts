@@ -1,7 +1,13 @@
 import { createStore } from "@xstate/store";
 import type { DispatchMode, Failure, Lineage, RunStatus } from "../domain/entities.js";
 import type { DomainEvent, DomainEventType } from "../domain/events.js";
-import { isTerminalRunStatus, type Projections, type RequestView, type RunView, type ThreadView } from "./projections.js";
+import {
+  isTerminalRunStatus,
+  type Projections,
+  type RequestView,
+  type RunView,
+  type ThreadView,
+} from "./projections.js";
 import type { LogRecord } from "./store/eventLog.js";
 
 /**
@@ -93,7 +99,11 @@ const PARTS: ReadonlyMap<DomainEventType, Part> = new Map([
   ["request.closed", "requests"],
 ]);
 
-const EMPTY: ReadModelState = Object.freeze({ threadList: Object.freeze([]), threads: Object.freeze({}), pendingRequests: Object.freeze([]) });
+const EMPTY: ReadModelState = Object.freeze({
+  threadList: Object.freeze([]),
+  threads: Object.freeze({}),
+  pendingRequests: Object.freeze([]),
+});
 
 export class ReadModelStore {
   /** Holds the published (durable) state; created by the first `select`. */
@@ -127,7 +137,11 @@ export class ReadModelStore {
    * `listener` receives the selected value once (asynchronously, once what it reflects is
    * durable), then each time it changes by `equal` (default `Object.is`). Returns unsubscribe.
    */
-  select<T>(selector: ReadModelSelector<T>, listener: (value: T) => void, equal: (a: T, b: T) => boolean = Object.is): () => void {
+  select<T>(
+    selector: ReadModelSelector<T>,
+    listener: (value: T) => void,
+    equal: (a: T, b: T) => boolean = Object.is,
+  ): () => void {
     const store = this.#start();
     let active = true;
     let subscription: { unsubscribe(): void } | undefined;
@@ -204,7 +218,8 @@ function deriveNext(state: ReadModelState, views: Projections, event: DomainEven
     if (!("requestId" in event)) return state;
     const view = views.requests.get(event.requestId);
     const rest = state.pendingRequests.filter((r) => r.requestId !== event.requestId);
-    if (view?.status === "pending") return { ...state, pendingRequests: freeze([...rest, freeze(structuredClone(view))]) };
+    if (view?.status === "pending")
+      return { ...state, pendingRequests: freeze([...rest, freeze(structuredClone(view))]) };
     return rest.length === state.pendingRequests.length ? state : { ...state, pendingRequests: freeze(rest) };
   }
   const thread = "threadId" in event && event.threadId ? views.threads.get(event.threadId) : undefined;
@@ -224,7 +239,10 @@ function deriveNext(state: ReadModelState, views: Projections, event: DomainEven
 /** The whole state at once (the first `select`; built in one pass, not thread by thread). */
 function seed(views: Projections): ReadModelState {
   const models = [...views.threads.values()].map((thread) => {
-    const panels = thread.runs.reduce((p, run) => run.items.reduce((q, item) => withKind(q, item.kind), p), { plan: false, todo: false });
+    const panels = thread.runs.reduce((p, run) => run.items.reduce((q, item) => withKind(q, item.kind), p), {
+      plan: false,
+      todo: false,
+    });
     return threadModel(thread, undefined, panels);
   });
   return {
@@ -235,7 +253,13 @@ function seed(views: Projections): ReadModelState {
 }
 
 const listEntry = (model: ThreadModel): ThreadListEntry =>
-  freeze({ threadId: model.threadId, title: model.title, providerTarget: model.providerTarget, runs: model.runs.length, status: model.status });
+  freeze({
+    threadId: model.threadId,
+    title: model.title,
+    providerTarget: model.providerTarget,
+    runs: model.runs.length,
+    status: model.status,
+  });
 
 function withKind(panels: ThreadModel["panels"], kind: string | undefined): ThreadModel["panels"] {
   const plan = panels.plan || kind === "plan" || kind === "proposed_plan";
@@ -247,24 +271,70 @@ function withThread(state: ReadModelState, model: ThreadModel): ReadModelState {
   const entry = listEntry(model);
   const at = state.threadList.findIndex((t) => t.threadId === model.threadId);
   const known = state.threadList[at];
-  const unchanged = known && known.runs === entry.runs && known.status === entry.status && known.title === entry.title && known.providerTarget === entry.providerTarget;
-  const threadList = unchanged ? state.threadList : freeze(at < 0 ? [...state.threadList, entry] : state.threadList.map((t, i) => (i === at ? entry : t)));
-  return { threadList, threads: freeze({ ...state.threads, [model.threadId]: model }), pendingRequests: state.pendingRequests };
+  const unchanged =
+    known &&
+    known.runs === entry.runs &&
+    known.status === entry.status &&
+    known.title === entry.title &&
+    known.providerTarget === entry.providerTarget;
+  const threadList = unchanged
+    ? state.threadList
+    : freeze(at < 0 ? [...state.threadList, entry] : state.threadList.map((t, i) => (i === at ? entry : t)));
+  return {
+    threadList,
+    threads: freeze({ ...state.threads, [model.threadId]: model }),
+    pendingRequests: state.pendingRequests,
+  };
 }
 
 function threadModel(thread: ThreadView, before: ThreadModel | undefined, panels: ThreadModel["panels"]): ThreadModel {
-  const runs = sameItems(thread.runs.map((run, i) => runSummary(run, before?.runs[i])), before?.runs);
+  const runs = sameItems(
+    thread.runs.map((run, i) => runSummary(run, before?.runs[i])),
+    before?.runs,
+  );
   const status = thread.runs.some((r) => !isTerminalRunStatus(r.status)) ? "active" : "idle";
-  if (before && runs === before.runs && panels === before.panels && status === before.status && thread.model === before.model) return before;
+  if (
+    before &&
+    runs === before.runs &&
+    panels === before.panels &&
+    status === before.status &&
+    thread.model === before.model
+  )
+    return before;
   const { threadId, title, cwd, providerTarget, model, lineage } = thread;
-  return freeze({ threadId, title, cwd, providerTarget, model, lineage: lineage && freeze(structuredClone(lineage)), status, runs, panels });
+  return freeze({
+    threadId,
+    title,
+    cwd,
+    providerTarget,
+    model,
+    lineage: lineage && freeze(structuredClone(lineage)),
+    status,
+    runs,
+    panels,
+  });
 }
 
 /** Only status, reason and failure change after a run is created (failure and reason once, at its terminal). */
 function runSummary(run: RunView, before: RunSummary | undefined): RunSummary {
-  if (before?.runId === run.runId && before.status === run.status && before.reason === run.reason && (before.failure === null) === (run.failure === null)) return before;
+  if (
+    before?.runId === run.runId &&
+    before.status === run.status &&
+    before.reason === run.reason &&
+    (before.failure === null) === (run.failure === null)
+  )
+    return before;
   const { runId, ordinal, status, providerTarget, model, mode, reason, failure } = run;
-  return freeze({ runId, ordinal, status, providerTarget, model, mode, reason, failure: failure && freeze(structuredClone(failure)) });
+  return freeze({
+    runId,
+    ordinal,
+    status,
+    providerTarget,
+    model,
+    mode,
+    reason,
+    failure: failure && freeze(structuredClone(failure)),
+  });
 }
 
 function sameItems<T>(next: T[], before: readonly T[] | undefined): readonly T[] {

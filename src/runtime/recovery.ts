@@ -15,11 +15,20 @@ export interface RecoveryHost extends RestoreFinishing {
   readonly inbound: Pick<Inbound, "pump">;
   run(fn: () => void): unknown;
   commit(event: DomainEvent): void;
-  spawnThread(threadId: string, nextOrdinal: number, queue: Array<{ runId: string; capabilities: ProviderCapabilities }>): void;
+  spawnThread(
+    threadId: string,
+    nextOrdinal: number,
+    queue: Array<{ runId: string; capabilities: ProviderCapabilities }>,
+  ): void;
   spawnRun(runId: string): void;
 }
 import type { Projections } from "./projections.js";
-import { finishAnnouncedRestores, settleInterruptedRollback, trackAnnouncedRestores, type RestoreFinishing } from "./rollback.js";
+import {
+  finishAnnouncedRestores,
+  settleInterruptedRollback,
+  trackAnnouncedRestores,
+  type RestoreFinishing,
+} from "./rollback.js";
 import type { EventLog } from "./store/eventLog.js";
 import type { CutTail } from "./store/jsonl.js";
 import type { HostRecord } from "./hosts/records.js";
@@ -47,7 +56,8 @@ export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>
   const restores = trackAnnouncedRestores();
   for await (const record of log.readAll()) {
     const parsed = DomainEventSchema.safeParse(record.event);
-    if (!parsed.success) throw new StoreCorruptError(`event ${record.seq} does not match the schema`, { seq: record.seq });
+    if (!parsed.success)
+      throw new StoreCorruptError(`event ${record.seq} does not match the schema`, { seq: record.seq });
     d.views.apply({ ...record, event: parsed.data });
     restores.fold(parsed.data);
   }
@@ -58,7 +68,11 @@ export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>
   d.run(() => plan.events.forEach((e) => d.commit(e)));
   for (const thread of d.views.threads.values()) {
     const queued = thread.runs.filter((r) => r.status === "queued");
-    d.spawnThread(thread.threadId, thread.runs.length + 1, queued.map((r) => ({ runId: r.runId, capabilities: capabilities.get(r.providerTarget)! })));
+    d.spawnThread(
+      thread.threadId,
+      thread.runs.length + 1,
+      queued.map((r) => ({ runId: r.runId, capabilities: capabilities.get(r.providerTarget)! })),
+    );
     for (const run of queued) d.spawnRun(run.runId);
   }
   const pumps = [...d.targets.values()].map((target) => d.inbound.pump(target));
@@ -76,13 +90,17 @@ export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>
  * Queued runs never touched a provider, so they stay queued and resume (unless their provider
  * target is no longer configured: then they are cancelled too).
  */
-export function planRecovery(views: Projections, configuredTargets: ReadonlyMap<string, ProviderCapabilities>): { events: DomainEvent[] } {
+export function planRecovery(
+  views: Projections,
+  configuredTargets: ReadonlyMap<string, ProviderCapabilities>,
+): { events: DomainEvent[] } {
   const events: DomainEvent[] = [];
   const cancelledRuns: string[] = [];
   const requeuedRuns: string[] = [];
   const expiredRequests: string[] = [];
 
-  for (const [threadId, toRunId] of views.rollbacksInFlight) events.push(...settleInterruptedRollback(views, threadId, toRunId));
+  for (const [threadId, toRunId] of views.rollbacksInFlight)
+    events.push(...settleInterruptedRollback(views, threadId, toRunId));
   for (const request of views.pendingRequests()) {
     const { threadId, runId, requestId } = request;
     const caps = configuredTargets.get(views.runs.get(runId)!.providerTarget);
@@ -92,7 +110,9 @@ export function planRecovery(views: Projections, configuredTargets: ReadonlyMap<
       const detail = `request ${requestId} was pending when its session ended with the runtime; it expires as not_resumable`;
       events.push(policyEvent({ threadId, runId }, "requests_expire_on_restart", detail));
     }
-    const reason = survives ? "not_resumable: the run that asked was cancelled by recovery" : "not_resumable: runtime restarted";
+    const reason = survives
+      ? "not_resumable: the run that asked was cancelled by recovery"
+      : "not_resumable: runtime restarted";
     events.push({ type: "request.closed", threadId, runId, requestId, status: "expired", reason });
     expiredRequests.push(requestId);
   }
@@ -104,7 +124,17 @@ export function planRecovery(views: Projections, configuredTargets: ReadonlyMap<
     }
     for (const item of run.items) {
       if (item.status !== "streaming") continue;
-      events.push({ type: "node.completed", threadId, runId, nodeId: item.id, status: "cancelled", text: null, output: null, exitCode: null, settledBy: "runtime" });
+      events.push({
+        type: "node.completed",
+        threadId,
+        runId,
+        nodeId: item.id,
+        status: "cancelled",
+        text: null,
+        output: null,
+        exitCode: null,
+        settledBy: "runtime",
+      });
     }
     for (const attempt of run.attempts) {
       if (attempt.status === "running" || attempt.status === "pending") {
@@ -121,7 +151,13 @@ export function planRecovery(views: Projections, configuredTargets: ReadonlyMap<
   // Sessions ended with the previous process (even a clean close stops them unrecorded): say so.
   for (const [sessionId, session] of views.sessions) {
     if (session.status !== "stopped" && session.status !== "error") {
-      events.push({ type: "session.state", sessionId, providerTarget: session.providerTarget, status: "stopped", message: "runtime restarted" });
+      events.push({
+        type: "session.state",
+        sessionId,
+        providerTarget: session.providerTarget,
+        status: "stopped",
+        message: "runtime restarted",
+      });
     }
   }
   return { events };

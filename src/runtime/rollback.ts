@@ -9,9 +9,17 @@ import type { Actors } from "./actors.js";
 import type { Checkpoints } from "./checkpoints/checkpoints.js";
 import type { LiveSession, Target } from "./targets.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
-import { isTerminalRunStatus, type Projections, type ProviderThreadRecord, type RunView, type ThreadView } from "./projections.js";
+import {
+  isTerminalRunStatus,
+  type Projections,
+  type ProviderThreadRecord,
+  type RunView,
+  type ThreadView,
+} from "./projections.js";
 
-/** What rollback needs of the runtime: its read models, targets and actors, the checkpoint store, and the write path. */
+/**
+ * What rollback needs of the runtime: its read models, targets and actors, the checkpoint store, and the write path.
+ */
 /** What finishing an announced restore at start-up needs. */
 export type RestoreFinishing = Pick<RollbackHost, "views" | "checkpoints" | "run" | "commit">;
 
@@ -62,7 +70,8 @@ export interface RollbackReceipt {
 export function sharedDirectoryBusy(rt: RollbackPlanning, threadId: string): string | null {
   const cwd = rt.views.threads.get(threadId)!.cwd;
   for (const other of rt.views.threads.values()) {
-    if (other.threadId !== threadId && other.cwd === cwd && other.runs.some((r) => !isTerminalRunStatus(r.status))) return other.threadId;
+    if (other.threadId !== threadId && other.cwd === cwd && other.runs.some((r) => !isTerminalRunStatus(r.status)))
+      return other.threadId;
   }
   return null;
 }
@@ -72,20 +81,28 @@ export function planRollback(rt: RollbackPlanning, threadId: string, toRunId: st
   const toRun = thread.runs.find((r) => r.runId === toRunId);
   if (!toRun) throw new NotFoundError("run", toRunId);
   if (!isTerminalRunStatus(toRun.status) || toRun.status === "rolled_back") {
-    throw new ConflictError(`run ${toRunId} is ${toRun.status}; a rollback goes to a finished run`, { runId: toRunId, status: toRun.status });
+    throw new ConflictError(`run ${toRunId} is ${toRun.status}; a rollback goes to a finished run`, {
+      runId: toRunId,
+      status: toRun.status,
+    });
   }
   const laterRuns = thread.runs.filter((r) => r.ordinal > toRun.ordinal && r.status !== "rolled_back");
-  const turns = laterRuns.flatMap((r) => r.attempts).filter((a) => a.providerTurnId !== null && a.providerThreadId !== null);
+  const turns = laterRuns
+    .flatMap((r) => r.attempts)
+    .filter((a) => a.providerTurnId !== null && a.providerThreadId !== null);
   const lastThreadId = turns.at(-1)?.providerThreadId ?? null;
   const providerThread = lastThreadId ? (rt.views.providerThreadsById.get(lastThreadId) ?? null) : null;
   const later = new Set(laterRuns.map((r) => r.runId));
-  const affected = [...rt.views.providerThreadsById.values()].filter((p) => p.threadId === threadId && [...p.seenRunIds].some((id) => later.has(id)));
+  const affected = [...rt.views.providerThreadsById.values()].filter(
+    (p) => p.threadId === threadId && [...p.seenRunIds].some((id) => later.has(id)),
+  );
   return {
     toRun,
     laterRuns,
     providerThread,
     laterTurns: turns.filter((a) => a.providerThreadId === lastThreadId).length,
-    laterElsewhere: turns.some((a) => a.providerThreadId !== lastThreadId) || affected.some((p) => p !== providerThread),
+    laterElsewhere:
+      turns.some((a) => a.providerThreadId !== lastThreadId) || affected.some((p) => p !== providerThread),
     affected,
   };
 }
@@ -105,18 +122,24 @@ export function rollbackRequest(rt: RollbackPlanning, plan: RollbackPlan): Rollb
 }
 
 /** Performs the rollback the thread machine chose; the thread gets ROLLBACK_DONE whatever happens. */
-export async function performRollback(rt: RollbackHost, effect: Extract<Effect, { type: "rollbackThread" }>): Promise<RollbackReceipt> {
+export async function performRollback(
+  rt: RollbackHost,
+  effect: Extract<Effect, { type: "rollbackThread" }>,
+): Promise<RollbackReceipt> {
   const { threadId, toRunId } = effect;
   try {
     const plan = planRollback(rt, threadId, toRunId);
     rt.commit({ type: "rollback.started", threadId, toRunId, via: effect.via });
-    let provider: RollbackReceipt["provider"] = effect.via === "files_only" ? "not_needed" : effect.via === "divergent" ? "divergent" : "rolled_back";
+    let provider: RollbackReceipt["provider"] =
+      effect.via === "files_only" ? "not_needed" : effect.via === "divergent" ? "divergent" : "rolled_back";
     if (effect.via === "provider_rollback") {
       try {
         await rollbackProvider(rt, plan);
       } catch (error) {
         provider = "divergent";
-        const files = rt.views.finalCheckpoint(toRunId) ? "files are restored" : "no checkpoint: files are not restored";
+        const files = rt.views.finalCheckpoint(toRunId)
+          ? "files are restored"
+          : "no checkpoint: files are not restored";
         const detail = `provider rollback failed (${redact(error instanceof Error ? error.message : String(error))}); ${files} and the provider thread is marked divergent`;
         rt.commitLate(policyEvent({ threadId, runId: toRunId }, "rollback_divergent", detail));
       }
@@ -124,9 +147,16 @@ export async function performRollback(rt: RollbackHost, effect: Extract<Effect, 
     const rolledBackRunIds = plan.laterRuns.map((r) => r.runId);
     const native = provider === "rolled_back" ? plan.providerThread : null;
     const divergentProviderThreadIds = plan.affected.filter((p) => p !== native).map((p) => p.providerThreadId);
-    const outcome = { rolledBackRunIds, provider, providerThreadId: native?.providerThreadId ?? null, divergentProviderThreadIds };
+    const outcome = {
+      rolledBackRunIds,
+      provider,
+      providerThreadId: native?.providerThreadId ?? null,
+      divergentProviderThreadIds,
+    };
     const checkpoint = rt.views.finalCheckpoint(toRunId);
-    const restored = checkpoint ? await restoreFiles(rt, { threadId, toRunId, checkpointId: checkpoint.checkpointId, ...outcome }) : null;
+    const restored = checkpoint
+      ? await restoreFiles(rt, { threadId, toRunId, checkpointId: checkpoint.checkpointId, ...outcome })
+      : null;
     const files = restored ?? [];
     const filesRestored = restored !== null;
     const checkpointId = filesRestored ? checkpoint!.checkpointId : null;
@@ -146,7 +176,10 @@ type RestoreStarted = DomainEventOf<"checkpoint.restore_started">;
  * file changes, so a runtime that dies in the middle leaves the next one what it needs to
  * finish (finishAnnouncedRestores).
  */
-async function restoreFiles(rt: RollbackHost, announce: Omit<RestoreStarted, "type" | "files">): Promise<ChangedFile[] | null> {
+async function restoreFiles(
+  rt: RollbackHost,
+  announce: Omit<RestoreStarted, "type" | "files">,
+): Promise<ChangedFile[] | null> {
   const { threadId, toRunId, checkpointId } = announce;
   let announced: ChangedFile[] | null = null;
   try {
@@ -161,15 +194,27 @@ async function restoreFiles(rt: RollbackHost, announce: Omit<RestoreStarted, "ty
     const reason = redact(error instanceof Error ? error.message : String(error));
     const message = `files were not restored to checkpoint ${checkpointId}: ${reason}`;
     rt.commitLate({ type: "warning", threadId, runId: toRunId, message });
-    if (announced) rt.commitLate({ type: "checkpoint.restore_settled", threadId, toRunId, checkpointId, outcome: "unknown", files: announced, message: unknownState(announced, reason) });
+    if (announced)
+      rt.commitLate({
+        type: "checkpoint.restore_settled",
+        threadId,
+        toRunId,
+        checkpointId,
+        outcome: "unknown",
+        files: announced,
+        message: unknownState(announced, reason),
+      });
     return null;
   }
 }
 
-
 /** The message names the first files; the event's `files` has them all. */
 function unknownState(files: ChangedFile[], reason: string): string {
-  const named = files.slice(0, 20).map((f) => f.path).join(", ") + (files.length > 20 ? ` and ${files.length - 20} more` : "");
+  const named =
+    files
+      .slice(0, 20)
+      .map((f) => f.path)
+      .join(", ") + (files.length > 20 ? ` and ${files.length - 20} more` : "");
   return `the restore stopped part way (${reason}); each of these files holds either its state before the rollback or the checkpoint's: ${named}`;
 }
 
@@ -202,15 +247,41 @@ export async function finishAnnouncedRestores(d: RestoreFinishing, announced: Re
       changed = await d.checkpoints.restore(checkpointId);
     } catch (error) {
       const reason = redact(error instanceof Error ? error.message : String(error));
-      const settled: DomainEvent = { type: "checkpoint.restore_settled", threadId, toRunId, checkpointId, outcome: "unknown", files: restore.files, message: unknownState(restore.files, `the runtime stopped, and finishing it failed: ${reason}`) };
+      const settled: DomainEvent = {
+        type: "checkpoint.restore_settled",
+        threadId,
+        toRunId,
+        checkpointId,
+        outcome: "unknown",
+        files: restore.files,
+        message: unknownState(restore.files, `the runtime stopped, and finishing it failed: ${reason}`),
+      };
       d.run(() => [settled, ...settleInterruptedRollback(d.views, threadId, toRunId)].forEach((e) => d.commit(e)));
       continue;
     }
     const { rolledBackRunIds, provider, providerThreadId, divergentProviderThreadIds, files } = restore;
     const message = `the runtime stopped during the restore to checkpoint ${checkpointId}; recovery finished it`;
     d.run(() => {
-      d.commit({ type: "checkpoint.restore_settled", threadId, toRunId, checkpointId, outcome: "finished", files: changed, message });
-      d.commit({ type: "rollback.applied", threadId, toRunId, rolledBackRunIds, provider, providerThreadId, divergentProviderThreadIds, checkpointId, files });
+      d.commit({
+        type: "checkpoint.restore_settled",
+        threadId,
+        toRunId,
+        checkpointId,
+        outcome: "finished",
+        files: changed,
+        message,
+      });
+      d.commit({
+        type: "rollback.applied",
+        threadId,
+        toRunId,
+        rolledBackRunIds,
+        provider,
+        providerThreadId,
+        divergentProviderThreadIds,
+        checkpointId,
+        files,
+      });
     });
   }
 }
@@ -222,14 +293,29 @@ export async function finishAnnouncedRestores(d: RestoreFinishing, announced: Re
  */
 export function settleInterruptedRollback(views: Projections, threadId: string, toRunId: string): DomainEvent[] {
   const toRun = views.runs.get(toRunId);
-  const later = new Set(views.threads.get(threadId)!.runs.filter((r) => r.ordinal > (toRun?.ordinal ?? 0)).map((r) => r.runId));
+  const later = new Set(
+    views.threads
+      .get(threadId)!
+      .runs.filter((r) => r.ordinal > (toRun?.ordinal ?? 0))
+      .map((r) => r.runId),
+  );
   const divergentProviderThreadIds = [...views.providerThreadsById.values()]
     .filter((p) => p.threadId === threadId && [...p.seenRunIds].some((id) => later.has(id)))
     .map((p) => p.providerThreadId);
   const message = `the rollback to ${toRunId} was interrupted by a restart: nothing was rolled back in the app; provider threads that may have been rolled back are rebuilt on the next run`;
   return [
     { type: "warning", threadId, runId: toRunId, message },
-    { type: "rollback.applied", threadId, toRunId, rolledBackRunIds: [], provider: "divergent", providerThreadId: null, divergentProviderThreadIds, checkpointId: null, files: [] },
+    {
+      type: "rollback.applied",
+      threadId,
+      toRunId,
+      rolledBackRunIds: [],
+      provider: "divergent",
+      providerThreadId: null,
+      divergentProviderThreadIds,
+      checkpointId: null,
+      files: [],
+    },
   ];
 }
 
@@ -247,26 +333,52 @@ async function rollbackProvider(rt: RollbackHost, plan: RollbackPlan): Promise<v
   }
 }
 
-async function rollbackIn(rt: RollbackHost, plan: RollbackPlan, target: Target, thread: ThreadView, session: LiveSession): Promise<void> {
+async function rollbackIn(
+  rt: RollbackHost,
+  plan: RollbackPlan,
+  target: Target,
+  thread: ThreadView,
+  session: LiveSession,
+): Promise<void> {
   const record = plan.providerThread!;
   if (!target.adapter.rollbackThread) throw new Error(`${target.id} has no rollbackThread`);
   const loaded = await target.ensureThread(thread.threadId, session);
   const address = { sessionId: session.sessionId, thread: loaded.handle };
   // A provider that can show its conversation is checked: the cut must drop exactly the later turns.
-  const read = canVerifyProviderRollback(session.capabilities) ? target.adapter.readThreadSnapshot?.bind(target.adapter) : undefined;
+  const read = canVerifyProviderRollback(session.capabilities)
+    ? target.adapter.readThreadSnapshot?.bind(target.adapter)
+    : undefined;
   const before = read ? (await read(address)).turns.length : null;
   const returned: unknown = await target.adapter.rollbackThread({ ...address, turns: plan.laterTurns });
   // Adapters written before `RollbackResult` returned the bare snapshot.
-  const result: RollbackResult = returned && typeof returned === "object" ? ("turns" in returned ? { snapshot: returned as ProviderThreadSnapshot } : (returned as RollbackResult)) : {};
+  const result: RollbackResult =
+    returned && typeof returned === "object"
+      ? "turns" in returned
+        ? { snapshot: returned as ProviderThreadSnapshot }
+        : (returned as RollbackResult)
+      : {};
   if (result.handle) {
     // The cut made a new native thread: the provider thread lives there from now on.
     const { threadRef, resumeCursor } = result.handle;
     const via = "rolled_back" as const;
-    rt.commitLate({ type: "provider_thread.bound", threadId: thread.threadId, providerThreadId: record.providerThreadId, providerTarget: record.providerTarget, sessionId: session.sessionId, nativeThreadRef: threadRef, resumeCursor, via });
+    rt.commitLate({
+      type: "provider_thread.bound",
+      threadId: thread.threadId,
+      providerThreadId: record.providerThreadId,
+      providerTarget: record.providerTarget,
+      sessionId: session.sessionId,
+      nativeThreadRef: threadRef,
+      resumeCursor,
+      via,
+    });
     target.forgetThread(thread.threadId);
   }
   if (read && before !== null) {
-    const kept = (result.snapshot ?? (await read(result.handle ? { ...address, thread: { ...result.handle, cwd: thread.cwd } } : address))).turns.length;
-    if (kept !== before - plan.laterTurns) throw new ProviderError(`the provider kept ${kept} of ${before} turns after dropping ${plan.laterTurns}`);
+    const kept = (
+      result.snapshot ??
+      (await read(result.handle ? { ...address, thread: { ...result.handle, cwd: thread.cwd } } : address))
+    ).turns.length;
+    if (kept !== before - plan.laterTurns)
+      throw new ProviderError(`the provider kept ${kept} of ${before} turns after dropping ${plan.laterTurns}`);
   }
 }

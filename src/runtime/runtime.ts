@@ -64,7 +64,6 @@ import type { Target } from "./targets.js";
 
 export type { RuntimeOptions } from "./options.js";
 
-
 export type { Subscriber, TillerRuntime, WaitForRunOptions } from "./api.js";
 
 const WaitForRunOptionsSchema = z.strictObject({
@@ -130,7 +129,9 @@ export class Runtime implements TillerRuntime {
       onEscaped: (error) => failureReporter(options.onFailure)({ kind: "internal_error", error }),
       onFolded: (record) => this.#readModels.apply(record),
     });
-    this.#readModels = new ReadModelStore(this.#d.views, log, (error) => failureReporter(options.onFailure)({ kind: "subscriber_threw", error }));
+    this.#readModels = new ReadModelStore(this.#d.views, log, (error) =>
+      failureReporter(options.onFailure)({ kind: "subscriber_threw", error }),
+    );
   }
 
   /** The live inspector's page (token included), when the runtime started one. */
@@ -142,7 +143,9 @@ export class Runtime implements TillerRuntime {
     return this.#d.views.head;
   }
 
-  /** Read models (internal, reached by tests through test/support/internals.ts; the API's readThread returns copies). */
+  /**
+   * Read models (internal, reached by tests through test/support/internals.ts; the API's readThread returns copies).
+   */
   get views(): Projections {
     return this.#d.views;
   }
@@ -156,7 +159,10 @@ export class Runtime implements TillerRuntime {
     return this.#d.closed;
   }
 
-  /** What opening the log found: the records it kept, and the tail it cut (a torn write, or a last line that did not parse), if any. */
+  /**
+   * What opening the log found: the records it kept, and the tail it cut (a torn write, or a last line that did not
+   * parse), if any.
+   */
   get recovery(): EventLog<DomainEvent>["recovery"] {
     return this.log.recovery;
   }
@@ -194,7 +200,10 @@ export class Runtime implements TillerRuntime {
         },
       });
       // Hosts a crashed previous life left running are reaped before anything starts new ones.
-      const opened = await HostRegistry.open(dataDir, typeof options.inspect === "function" ? options.inspect : undefined);
+      const opened = await HostRegistry.open(
+        dataDir,
+        typeof options.inspect === "function" ? options.inspect : undefined,
+      );
       registry = opened.registry;
       const { reaped } = opened;
       for (const [target, adapter] of Object.entries(options.providers)) adapter.bindHosts?.(registry, target);
@@ -268,7 +277,10 @@ export class Runtime implements TillerRuntime {
     return this.#command(p.commandId, "interrupt", () => {
       const actor = this.#d.actors.runs.get(p.runId);
       if (!actor) throw this.#runGone(p.runId);
-      const result = expectOutcome(this.#d.run(() => actor.send({ type: "INTERRUPT" })), "interrupt");
+      const result = expectOutcome(
+        this.#d.run(() => actor.send({ type: "INTERRUPT" })),
+        "interrupt",
+      );
       if (!("via" in result)) throw refusal(result);
       return { runId: p.runId, via: result.via };
     });
@@ -281,10 +293,21 @@ export class Runtime implements TillerRuntime {
       const view = this.#d.views.requests.get(p.requestId);
       if (!view) throw new NotFoundError("request", p.requestId);
       if (!actor) {
-        if (view.status === "expired") throw new NotResumableError(`request ${p.requestId} expired (${view.closedReason})`, { requestId: p.requestId });
-        throw new ConflictError(`request ${p.requestId} is already ${view.status}`, { requestId: p.requestId, status: view.status });
+        if (view.status === "expired")
+          throw new NotResumableError(`request ${p.requestId} expired (${view.closedReason})`, {
+            requestId: p.requestId,
+          });
+        throw new ConflictError(`request ${p.requestId} is already ${view.status}`, {
+          requestId: p.requestId,
+          status: view.status,
+        });
       }
-      const result = expectOutcome(this.#d.run(() => actor.send({ type: "RESPOND", response: p.response, hostGeneration: this.#d.generationOf(view) })), "respond");
+      const result = expectOutcome(
+        this.#d.run(() =>
+          actor.send({ type: "RESPOND", response: p.response, hostGeneration: this.#d.generationOf(view) }),
+        ),
+        "respond",
+      );
       if (!("accepted" in result)) throw refusal(result);
       return { requestId: p.requestId, status: "accepted" as const };
     });
@@ -296,10 +319,14 @@ export class Runtime implements TillerRuntime {
     return this.#command(p.commandId, "forkThread", () => {
       const parent = this.#thread(p.threadId);
       // By default the fork starts after the last run that still counts (rolled-back runs do not).
-      const from = p.afterRunId ? parent.runs.find((r) => r.runId === p.afterRunId) : parent.runs.filter((r) => r.status !== "rolled_back").at(-1);
+      const from = p.afterRunId
+        ? parent.runs.find((r) => r.runId === p.afterRunId)
+        : parent.runs.filter((r) => r.status !== "rolled_back").at(-1);
       if (p.afterRunId && !from) throw new NotFoundError("run", p.afterRunId);
       if (from && (!isTerminalRunStatus(from.status) || from.status === "rolled_back")) {
-        throw new ConflictError(`run ${from.runId} is ${from.status}; forks start only from a finished run`, { runId: from.runId });
+        throw new ConflictError(`run ${from.runId} is ${from.status}; forks start only from a finished run`, {
+          runId: from.runId,
+        });
       }
       const providerTarget = p.providerTarget ?? from?.providerTarget ?? parent.providerTarget;
       this.#target(providerTarget, "providerTarget");
@@ -316,7 +343,13 @@ export class Runtime implements TillerRuntime {
           model: parent.model,
           lineage: { parentThreadId: parent.threadId, relation: "fork", forkedFromRunId },
         });
-        this.#d.commit({ type: "fork.recorded", threadId, parentThreadId: parent.threadId, forkedFromRunId, transferId });
+        this.#d.commit({
+          type: "fork.recorded",
+          threadId,
+          parentThreadId: parent.threadId,
+          forkedFromRunId,
+          transferId,
+        });
       });
       this.#d.spawnThread(threadId, 1, []);
       return { threadId, parentThreadId: parent.threadId, transferId };
@@ -335,10 +368,17 @@ export class Runtime implements TillerRuntime {
       // A run's final checkpoint is written just after its terminal: a rollback to it waits for it.
       await this.#d.checkpoints.settled();
       const busy = sharedDirectoryBusy(this.#d, p.threadId);
-      if (busy) throw new ConflictError(`thread ${busy} is working in the same directory; restoring files now would rewrite its work`, { threadId: busy });
+      if (busy)
+        throw new ConflictError(
+          `thread ${busy} is working in the same directory; restoring files now would rewrite its work`,
+          { threadId: busy },
+        );
       const request = rollbackRequest(this.#d, planRollback(this.#d, p.threadId, p.toRunId));
       const threadActor = this.#d.actors.threads.get(p.threadId)!;
-      const result = expectOutcome(this.#d.run(() => threadActor.send({ type: "ROLLBACK", ...request })), "rollback");
+      const result = expectOutcome(
+        this.#d.run(() => threadActor.send({ type: "ROLLBACK", ...request })),
+        "rollback",
+      );
       if (!("via" in result)) throw refusal(result);
       return this.#d.rollbacks.get(p.threadId)!;
     });
@@ -361,7 +401,12 @@ export class Runtime implements TillerRuntime {
 
   listThreads(): Array<{ threadId: string; title: string; providerTarget: string; runs: number }> {
     this.#assertOpen();
-    return [...this.#d.views.threads.values()].map((t) => ({ threadId: t.threadId, title: t.title, providerTarget: t.providerTarget, runs: t.runs.length }));
+    return [...this.#d.views.threads.values()].map((t) => ({
+      threadId: t.threadId,
+      title: t.title,
+      providerTarget: t.providerTarget,
+      runs: t.runs.length,
+    }));
   }
 
   /** The capability record in force for a target (the live session's, else the adapter's declared one). */
@@ -406,7 +451,14 @@ export class Runtime implements TillerRuntime {
       const onAbort = () => stop.abort(signal!.reason);
       signal?.addEventListener("abort", onAbort, { once: true });
       if (signal?.aborted) onAbort();
-      const timer = timeoutMs === undefined ? undefined : setTimeout(() => stop.abort(new TimeoutError(`run ${runId} did not end within ${timeoutMs} ms`, { runId, timeoutMs })), timeoutMs);
+      const timer =
+        timeoutMs === undefined
+          ? undefined
+          : setTimeout(
+              () =>
+                stop.abort(new TimeoutError(`run ${runId} did not end within ${timeoutMs} ms`, { runId, timeoutMs })),
+              timeoutMs,
+            );
       try {
         await this.#d.runEnded(runId, stop.signal);
       } finally {
@@ -429,7 +481,9 @@ export class Runtime implements TillerRuntime {
 
   async #close(): Promise<void> {
     // Queued runs first, so cancelling an active run does not start the next one.
-    const byQueued = [...this.#d.actors.runs.values()].sort((a, b) => Number(b.getSnapshot().matches("queued")) - Number(a.getSnapshot().matches("queued")));
+    const byQueued = [...this.#d.actors.runs.values()].sort(
+      (a, b) => Number(b.getSnapshot().matches("queued")) - Number(a.getSnapshot().matches("queued")),
+    );
     this.#d.run(() => {
       for (const actor of byQueued) actor.send({ type: "CANCEL", reason: "runtime_closed" });
     });
@@ -467,12 +521,17 @@ export class Runtime implements TillerRuntime {
    * nothing runs twice. A command still in flight is known by its id too: a second caller with
    * the same id (even inside one `Promise.all`) awaits the first one's receipt or error.
    */
-  async #command<R extends object>(commandId: string | undefined, command: string, fn: () => R | Promise<R>): Promise<R & { commandId: string }> {
+  async #command<R extends object>(
+    commandId: string | undefined,
+    command: string,
+    fn: () => R | Promise<R>,
+  ): Promise<R & { commandId: string }> {
     this.#assertOpen();
     if (commandId) {
       const running = this.#inflight.get(commandId) ?? this.#d.views.receipts.get(commandId);
       if (running) {
-        if (running.command !== command) throw new ConflictError(`command id ${commandId} was used for ${running.command}`, { commandId });
+        if (running.command !== command)
+          throw new ConflictError(`command id ${commandId} was used for ${running.command}`, { commandId });
         const receipt = "done" in running ? await running.done : running.receipt;
         await this.log.whenDurable();
         return structuredClone(receipt) as R & { commandId: string };
@@ -504,13 +563,19 @@ export class Runtime implements TillerRuntime {
   #target(id: string, field?: string): Target {
     const target = this.#d.targets.get(id);
     if (target) return target;
-    if (field) throw new InvalidInputError(field, `unknown provider target "${id}" (configured: ${[...this.#d.targets.keys()].join(", ")})`);
+    if (field)
+      throw new InvalidInputError(
+        field,
+        `unknown provider target "${id}" (configured: ${[...this.#d.targets.keys()].join(", ")})`,
+      );
     throw new NotFoundError("provider target", id);
   }
 
   #runGone(runId: string): TillerError {
     const run = this.#d.views.runs.get(runId);
-    return run ? new ConflictError(`run ${runId} is already ${run.status}`, { runId, status: run.status }) : new NotFoundError("run", runId);
+    return run
+      ? new ConflictError(`run ${runId} is already ${run.status}`, { runId, status: run.status })
+      : new NotFoundError("run", runId);
   }
 
   #assertOpen(): void {

@@ -18,10 +18,15 @@ export interface ThreadSnapshot {
 /** A copy of one thread's read model at the current log head (the caller waits for it to be durable). */
 export function threadSnapshot(d: SnapshotSource, thread: ThreadView): ThreadSnapshot {
   const { runs, ...fields } = thread;
-  const pending = d.views.pendingRequests(thread.threadId).map((r) => ({ ...r, respondable: d.generationOf(r) !== null }));
+  const pending = d.views
+    .pendingRequests(thread.threadId)
+    .map((r) => ({ ...r, respondable: d.generationOf(r) !== null }));
   return structuredClone({
     seq: d.views.head,
-    thread: { ...fields, status: runs.some((r) => !isTerminalRunStatus(r.status)) ? ("active" as const) : ("idle" as const) },
+    thread: {
+      ...fields,
+      status: runs.some((r) => !isTerminalRunStatus(r.status)) ? ("active" as const) : ("idle" as const),
+    },
     runs,
     pendingRequests: pending,
   });

@@ -27,19 +27,37 @@ type Parsed = Omit<SendMessageInput, "mode" | "commandId"> & { mode: NonNullable
  * be told the conversation is refused before anything is recorded for the run; a model
  * change goes through the thread's model-switch policy first.
  */
-export function submitMessage(d: SubmitHost, thread: ThreadView, target: Target, p: Parsed): Omit<SendMessageReceipt, "commandId"> {
+export function submitMessage(
+  d: SubmitHost,
+  thread: ThreadView,
+  target: Target,
+  p: Parsed,
+): Omit<SendMessageReceipt, "commandId"> {
   const providerTarget = target.id;
   const threadActor = d.actors.threads.get(thread.threadId)!;
-  if (!contextDelivery(target.capabilities()) && needsHandoff(d.views, thread.threadId, target.id, target.capabilities(), !!target.adapter.forkThread)) {
+  if (
+    !contextDelivery(target.capabilities()) &&
+    needsHandoff(d.views, thread.threadId, target.id, target.capabilities(), !!target.adapter.forkThread)
+  ) {
     const refused = handoffRefusal(target.id);
-    d.run(() => d.commit(policyEvent({ threadId: thread.threadId, runId: null }, "handoff_unsupported", refused.message)));
+    d.run(() =>
+      d.commit(policyEvent({ threadId: thread.threadId, runId: null }, "handoff_unsupported", refused.message)),
+    );
     throw refused;
   }
   if (p.model && p.model !== thread.model) {
     d.run(() => threadActor.send({ type: "CHANGE_MODEL", model: p.model!, capabilities: target.capabilities() }));
   }
   const runId = d.ids.next("run");
-  const submitEvent = { type: "SUBMIT" as const, runId, messageId: d.ids.next("msg"), text: p.text, mode: p.mode, providerTarget, capabilities: target.capabilities() };
+  const submitEvent = {
+    type: "SUBMIT" as const,
+    runId,
+    messageId: d.ids.next("msg"),
+    text: p.text,
+    mode: p.mode,
+    providerTarget,
+    capabilities: target.capabilities(),
+  };
   const outcomes = d.run(() => threadActor.send(submitEvent));
   const submit = expectOutcome(outcomes, "submit");
   const base = { threadId: thread.threadId, via: null, queuePosition: 0 };
@@ -53,8 +71,12 @@ export function submitMessage(d: SubmitHost, thread: ThreadView, target: Target,
   if ("via" in steer) return { ...base, runId: steer.runId, disposition: "steered" as const, via: steer.via };
   if (p.mode === "auto" && steer.refused === "conflict") {
     // `auto` steers only what can take a steer now (e.g. not a run being interrupted): else it queues.
-    const queued = expectOutcome(d.run(() => threadActor.send({ ...submitEvent, mode: "queue" })), "submit");
-    if ("disposition" in queued && queued.disposition === "queued") return { ...base, runId: queued.runId, disposition: "queued" as const, queuePosition: queued.queuePosition };
+    const queued = expectOutcome(
+      d.run(() => threadActor.send({ ...submitEvent, mode: "queue" })),
+      "submit",
+    );
+    if ("disposition" in queued && queued.disposition === "queued")
+      return { ...base, runId: queued.runId, disposition: "queued" as const, queuePosition: queued.queuePosition };
   }
   throw refusal(steer);
 }

@@ -1,12 +1,24 @@
 import { fromPromise } from "xstate";
 import { parseCapabilities, type ProviderCapabilities } from "../capabilities/index.js";
-import type { HandoffContext, ProviderAdapter, ProviderThreadAddress, ProviderThreadHandle, SandboxPolicy } from "../adapters/contract.js";
+import type {
+  HandoffContext,
+  ProviderAdapter,
+  ProviderThreadAddress,
+  ProviderThreadHandle,
+  SandboxPolicy,
+} from "../adapters/contract.js";
 import { ClosedError, HostUnavailableError, isTillerError } from "../domain/errors.js";
 import type { DomainEvent } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
 import type { IdSource } from "../domain/ids.js";
 import { pendingCall, type LoadSituation } from "../machines/providerThread.js";
-import { sessionMachine, sessionSlot, type SessionInput, type StartedSession, type StartSessionInput } from "../machines/session.js";
+import {
+  sessionMachine,
+  sessionSlot,
+  type SessionInput,
+  type StartedSession,
+  type StartSessionInput,
+} from "../machines/session.js";
 import { Actors, type ProviderThreadActor, type SessionActor } from "./actors.js";
 import { contextForNextTurn, forkSituation, historyRuns } from "./handoff.js";
 import { Normalizer } from "./ingest/normalizer.js";
@@ -113,11 +125,15 @@ export class Target {
    * thread gets a session started for that model.
    */
   ensureSession(threadId: string, cwd: string, model: string | null): Promise<LiveSession> {
-    if (this.#unavailable) return Promise.reject(new HostUnavailableError(`${this.id} is unavailable: ${this.#unavailable}`, { target: this.id }));
+    if (this.#unavailable)
+      return Promise.reject(
+        new HostUnavailableError(`${this.id} is unavailable: ${this.#unavailable}`, { target: this.id }),
+      );
     const { owner, key } = sessionSlot(this.declared, threadId, model);
     if (owner !== "") {
       for (const [other, slot] of this.#slots) {
-        if (other.startsWith(`${owner}\u0000`)) this.host.act(() => Actors.sendIfActive(slot.actor, { type: "USE_MODEL", model }));
+        if (other.startsWith(`${owner}\u0000`))
+          this.host.act(() => Actors.sendIfActive(slot.actor, { type: "USE_MODEL", model }));
       }
     }
     const cached = this.#slots.get(key);
@@ -169,7 +185,10 @@ export class Target {
     Actors.sendIfActive(this.host.actors.sessions.get(sessionId), { type: "RELEASE" });
   }
 
-  /** The runtime is closing: every session actor of this target stops (no idle deadline, no start or stop outlives `close()`). */
+  /**
+   * The runtime is closing: every session actor of this target stops (no idle deadline, no start or stop outlives
+   * `close()`).
+   */
   stopSessions(): void {
     for (const actor of this.host.actors.sessions.values()) {
       if (actor.getSnapshot().context.providerTarget === this.id) actor.stop();
@@ -187,10 +206,15 @@ export class Target {
     }
   }
 
-  /** The app thread's provider thread here is stale (broken, behind, divergent): the next turn decides again how to load it. */
+  /**
+   * The app thread's provider thread here is stale (broken, behind, divergent): the next turn decides again how to load
+   * it.
+   */
   forgetThread(threadId: string): void {
     this.#loads.delete(threadId);
-    Actors.sendIfActive(this.host.actors.providerThreads.get(Actors.providerThreadKey(threadId, this.id)), { type: "UNLOAD" });
+    Actors.sendIfActive(this.host.actors.providerThreads.get(Actors.providerThreadKey(threadId, this.id)), {
+      type: "UNLOAD",
+    });
   }
 
   /** The provider-thread actor of an app thread on this target (spawned on first use). */
@@ -218,19 +242,33 @@ export class Target {
     const cwd = views.threads.get(threadId)!.cwd;
     const { situation, fork } = this.#situation(threadId, session);
     this.host.act(() => actor.send({ type: "LOAD", situation }));
-    for (let step = actor.getSnapshot(), call = pendingCall(step); call; step = actor.getSnapshot(), call = pendingCall(step)) {
+    for (
+      let step = actor.getSnapshot(), call = pendingCall(step);
+      call;
+      step = actor.getSnapshot(), call = pendingCall(step)
+    ) {
       let handle: ProviderThreadHandle;
       try {
         handle =
           call.call === "resume"
-            ? await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd, resume: { cursor: situation.stored!.resumeCursor } })
+            ? await this.adapter.ensureProviderThread({
+                sessionId: session.sessionId,
+                cwd,
+                resume: { cursor: situation.stored!.resumeCursor },
+              })
             : call.call === "fork"
-              ? await this.adapter.forkThread!({ sessionId: session.sessionId, thread: fork!.parent, cwd, afterTurnRef: fork!.afterTurnRef })
+              ? await this.adapter.forkThread!({
+                  sessionId: session.sessionId,
+                  thread: fork!.parent,
+                  cwd,
+                  afterTurnRef: fork!.afterTurnRef,
+                })
               : await this.adapter.ensureProviderThread({ sessionId: session.sessionId, cwd });
       } catch (error) {
         const message = redact(error instanceof Error ? error.message : String(error));
         // By code, not class: a host process reports it across JSON-RPC.
-        if (call.call === "resume" && isTillerError(error) && error.code === "resume_failed") this.host.act(() => actor.send({ type: "RESUME_FAILED", message }));
+        if (call.call === "resume" && isTillerError(error) && error.code === "resume_failed")
+          this.host.act(() => actor.send({ type: "RESUME_FAILED", message }));
         else if (call.call === "fork") this.host.act(() => actor.send({ type: "FORK_FAILED", message }));
         else {
           this.host.act(() => actor.send({ type: "LOAD_FAILED" }));
@@ -246,7 +284,11 @@ export class Target {
     const { context } = actor.getSnapshot();
     if (!actor.getSnapshot().matches("loaded") || context.sessionId !== session.sessionId) throw new ClosedError();
     // The app thread's cwd, whatever the adapter echoed: the runtime knows where a thread lives.
-    return { providerThreadId: context.providerThreadId!, sessionId: session.sessionId, handle: { threadRef: context.handle!.threadRef, resumeCursor: context.handle!.resumeCursor, cwd } };
+    return {
+      providerThreadId: context.providerThreadId!,
+      sessionId: session.sessionId,
+      handle: { threadRef: context.handle!.threadRef, resumeCursor: context.handle!.resumeCursor, cwd },
+    };
   }
 
   /** What the provider-thread machine decides on, read from the log's projection. */
@@ -254,7 +296,10 @@ export class Target {
     const { views } = this.host;
     const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, this.id));
     const transfer = views.pendingTransfer(threadId);
-    const forking = !stored && transfer ? forkSituation(views, this.id, transfer, session.capabilities, !!this.adapter.forkThread) : null;
+    const forking =
+      !stored && transfer
+        ? forkSituation(views, this.id, transfer, session.capabilities, !!this.adapter.forkThread)
+        : null;
     const parent = forking?.parentThread;
     const situation: LoadSituation = {
       sessionId: session.sessionId,
@@ -280,12 +325,26 @@ export class Target {
           : null,
     };
     // Both from the log: after a restart the adapter has never seen the parent, and must not guess where it lives.
-    const fork = parent ? { parent: { threadRef: parent.nativeThreadRef, resumeCursor: parent.resumeCursor, cwd: views.threads.get(parent.threadId)!.cwd }, afterTurnRef: forking.afterTurnRef } : null;
+    const fork = parent
+      ? {
+          parent: {
+            threadRef: parent.nativeThreadRef,
+            resumeCursor: parent.resumeCursor,
+            cwd: views.threads.get(parent.threadId)!.cwd,
+          },
+          afterTurnRef: forking.afterTurnRef,
+        }
+      : null;
     return { situation, fork };
   }
 
   /** What the next turn on this provider thread must carry (a recorded handoff, a portable fork), if anything. */
-  contextForNextTurn(threadId: string, runId: string, loaded: LoadedThread, session: LiveSession): HandoffContext | null {
+  contextForNextTurn(
+    threadId: string,
+    runId: string,
+    loaded: LoadedThread,
+    session: LiveSession,
+  ): HandoffContext | null {
     return contextForNextTurn({
       views: this.host.views,
       threadId,

@@ -40,13 +40,16 @@ export class TurnWatchdog {
   }
 
   #arm(attemptId: string, entry: { last: number; timer: NodeJS.Timeout | undefined }, ms: number): void {
-    entry.timer = setTimeout(() => {
-      if (this.#watched.get(attemptId) !== entry) return;
-      const quiet = this.now() - entry.last;
-      if (quiet < this.silenceMs!) return this.#arm(attemptId, entry, this.silenceMs! - quiet);
-      entry.timer = undefined;
-      this.onSilent(attemptId);
-    }, Math.max(1, ms));
+    entry.timer = setTimeout(
+      () => {
+        if (this.#watched.get(attemptId) !== entry) return;
+        const quiet = this.now() - entry.last;
+        if (quiet < this.silenceMs!) return this.#arm(attemptId, entry, this.silenceMs! - quiet);
+        entry.timer = undefined;
+        this.onSilent(attemptId);
+      },
+      Math.max(1, ms),
+    );
     entry.timer.unref();
   }
 }
@@ -54,7 +57,9 @@ export class TurnWatchdog {
 /** `work()`, or a rejection once `ms` passed without its answer; the timer never outlives the race. */
 export async function withinLimit<T>(ms: number, work: () => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
+  const limit = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)),
+  );
   try {
     return await Promise.race([work(), limit]);
   } finally {

@@ -2,7 +2,16 @@
  * Anthropic Messages API (POST /v1/messages, with or without `?beta=true`), the dialect
  * Claude Code speaks. Events follow the public streaming reference.
  */
-import { chunkJson, joined, streamFlag, type Dialect, type RenderContext, type SseEvent, type Turn, type TurnBlock } from "./dialect.js";
+import {
+  chunkJson,
+  joined,
+  streamFlag,
+  type Dialect,
+  type RenderContext,
+  type SseEvent,
+  type Turn,
+  type TurnBlock,
+} from "./dialect.js";
 
 // The real signature is opaque to clients; they only echo it back on the next request.
 const SIGNATURE = "c2ltdWxhdG9yLXNpZ25hdHVyZQ==";
@@ -90,7 +99,10 @@ export const messagesDialect: Dialect = {
     ];
     turn.blocks.forEach((block, index) => {
       const rendered = renderBlock(block, ctx);
-      events.push({ event: "content_block_start", data: { type: "content_block_start", index, content_block: rendered.start } });
+      events.push({
+        event: "content_block_start",
+        data: { type: "content_block_start", index, content_block: rendered.start },
+      });
       for (const { delta, textDelta } of rendered.deltas) {
         const event: SseEvent = { event: "content_block_delta", data: { type: "content_block_delta", index, delta } };
         if (textDelta) event.textDelta = true;
@@ -101,7 +113,11 @@ export const messagesDialect: Dialect = {
     events.push(
       {
         event: "message_delta",
-        data: { type: "message_delta", delta: { stop_reason: stopReason(turn), stop_sequence: null }, usage: { output_tokens: 10 } },
+        data: {
+          type: "message_delta",
+          delta: { stop_reason: stopReason(turn), stop_sequence: null },
+          usage: { output_tokens: 10 },
+        },
       },
       { event: "message_stop", data: { type: "message_stop" } },
     );

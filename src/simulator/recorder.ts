@@ -45,7 +45,8 @@ export class RequestLog {
 
   waitForRequests(count: number): Promise<SimulatorRequest[]> {
     if (this.requests.length >= count) return Promise.resolve(this.requests.slice());
-    if (this.#closed) return Promise.reject(new Error(`simulator closed after ${this.requests.length} of ${count} requests`));
+    if (this.#closed)
+      return Promise.reject(new Error(`simulator closed after ${this.requests.length} of ${count} requests`));
     return new Promise((resolve, reject) => this.#countWaiters.push({ count, resolve, reject }));
   }
 

@@ -7,8 +7,7 @@ import { chunkJson, chunkText, type Turn, type TurnBlock } from "./dialect.js";
 import type { ReplySpec } from "./types.js";
 
 export type Plan =
-  | { kind: "error"; status: number; message: string }
-  | { kind: "turn"; turn: Turn; hang: boolean; summary: string };
+  { kind: "error"; status: number; message: string } | { kind: "turn"; turn: Turn; hang: boolean; summary: string };
 
 export const NO_SCRIPTED_REPLY: ReplySpec = { text: "(simulator: no scripted reply)" };
 
@@ -55,7 +54,8 @@ function toolBlock(tool: unknown): TurnBlock | null {
     return { kind: "custom", name, callId, input, inputChunks: chunkText(input) };
   }
   // A string is taken as the arguments text verbatim, so tests can send malformed JSON.
-  if (typeof args === "string") return { kind: "function", name, callId, args: parseOr(args, {}), argChunks: chunkJson(args) };
+  if (typeof args === "string")
+    return { kind: "function", name, callId, args: parseOr(args, {}), argChunks: chunkJson(args) };
   const value = args ?? {};
   return { kind: "function", name, callId, args: value, argChunks: chunkJson(JSON.stringify(value)) };
 }

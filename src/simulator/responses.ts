@@ -3,7 +3,15 @@
  * payload fields follow the public streaming reference; Codex only reads a subset, but the
  * rest is emitted so stricter clients parse the stream too.
  */
-import { joined, streamFlag, type Dialect, type RenderContext, type SseEvent, type Turn, type TurnBlock } from "./dialect.js";
+import {
+  joined,
+  streamFlag,
+  type Dialect,
+  type RenderContext,
+  type SseEvent,
+  type Turn,
+  type TurnBlock,
+} from "./dialect.js";
 
 const USAGE = {
   input_tokens: 100,
@@ -98,7 +106,10 @@ function renderItem(block: TurnBlock, ctx: RenderContext): ItemRender {
         added: item("in_progress", ""),
         done: item("completed", block.input),
         inner: [
-          ...block.inputChunks.map((delta) => ({ event: "response.custom_tool_call_input.delta", data: { item_id: id, delta } })),
+          ...block.inputChunks.map((delta) => ({
+            event: "response.custom_tool_call_input.delta",
+            data: { item_id: id, delta },
+          })),
           { event: "response.custom_tool_call_input.done", data: { item_id: id, input: block.input } },
         ],
       };
@@ -140,7 +151,10 @@ export const responsesDialect: Dialect = {
       raw.push({ event: "response.output_item.done", data: { output_index: outputIndex, item: item.done } });
       finished.push(item.done);
     });
-    raw.push({ event: "response.completed", data: { response: responseObject(id, ctx, "completed", finished, createdAt) } });
+    raw.push({
+      event: "response.completed",
+      data: { response: responseObject(id, ctx, "completed", finished, createdAt) },
+    });
     // The wire carries `type` inside every payload and a stream-wide sequence number.
     return raw.map((e, sequence) => ({ ...e, data: { type: e.event, sequence_number: sequence, ...e.data } }));
   },

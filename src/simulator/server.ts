@@ -88,11 +88,15 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
         return sendJson(res, 200, { object: "list", data: [], models: [] });
       }
       say(`#${request.id} ${method} ${url} → 404`);
-      return sendJson(res, 404, { error: { message: `simulator: no route for ${method} ${pathname}`, type: "not_found_error" } });
+      return sendJson(res, 404, {
+        error: { message: `simulator: no route for ${method} ${pathname}`, type: "not_found_error" },
+      });
     }
 
     const { plan: chosen, source } = choose(request, dialect);
-    say(`#${request.id} ${method} ${url} → ${chosen.kind === "error" ? `HTTP ${chosen.status}` : chosen.summary} (${source})`);
+    say(
+      `#${request.id} ${method} ${url} → ${chosen.kind === "error" ? `HTTP ${chosen.status}` : chosen.summary} (${source})`,
+    );
     if (chosen.kind === "error") return sendJson(res, chosen.status, dialect.error(chosen.status, chosen.message));
 
     const ctx: RenderContext = { model: modelOf(request.body, "simulator"), nextId };
@@ -116,7 +120,8 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
       say(`${req.method} ${req.url} failed: ${error instanceof Error ? error.message : String(error)}`);
-      if (!res.headersSent && !res.destroyed) sendJson(res, 500, { error: { message: "simulator internal error", type: "server_error" } });
+      if (!res.headersSent && !res.destroyed)
+        sendJson(res, 500, { error: { message: "simulator internal error", type: "server_error" } });
       else res.destroy();
     });
   });

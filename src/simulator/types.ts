@@ -23,8 +23,7 @@ export interface SimulatorRequest {
 
 export type ToolCallSpec =
   /** `args` is JSON-encoded; a string is sent verbatim as the arguments text (malformed JSON allowed). */
-  | { name: string; args?: unknown; id?: string }
-  | { name: string; custom: true; input: string; id?: string };
+  { name: string; args?: unknown; id?: string } | { name: string; custom: true; input: string; id?: string };
 
 export type ReplySpec =
   /** Streamed assistant text, optionally preceded by reasoning (a summary / thinking block). */

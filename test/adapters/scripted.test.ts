@@ -50,7 +50,8 @@ class EventPump {
   async #pump(stream: AsyncIterable<ProviderAdapterEvent>): Promise<void> {
     for await (const item of stream) {
       const parsed = ProviderEventSchema.safeParse(item.event);
-      if (!parsed.success) this.invalid.push(`${item.event.type}: ${parsed.error.message} in ${JSON.stringify(item.event)}`);
+      if (!parsed.success)
+        this.invalid.push(`${item.event.type}: ${parsed.error.message} in ${JSON.stringify(item.event)}`);
       this.received.push(item);
       this.log.push({ kind: "event", sessionId: item.sessionId, event: item.event });
       this.#wake();
@@ -115,7 +116,12 @@ interface Rig {
   /** Sends a turn and collects it to its end. */
   turn(text?: string, thread?: ProviderThreadAddress): Promise<Ev[]>;
   until(predicate: (event: Ev) => boolean, what?: string): Promise<Ev[]>;
-  respond(opened: EvOf<"request.opened">, response: RequestResponse, ordinal?: number, thread?: ProviderThreadAddress): Promise<void>;
+  respond(
+    opened: EvOf<"request.opened">,
+    response: RequestResponse,
+    ordinal?: number,
+    thread?: ProviderThreadAddress,
+  ): Promise<void>;
 }
 
 /** A thread as the runtime names it in every call: the adapter's handle with the thread's cwd. */
@@ -246,7 +252,9 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       "readThreadSnapshot=$read rollbackThread=$rollback forkThread=$fork exactly as declared",
       async ({ read, rollback, fork }) => {
         const { adapter } = await rig({
-          capabilities: caps({ threads: { canReadThreadSnapshot: read, canRollbackThread: rollback, canForkThread: fork } }),
+          capabilities: caps({
+            threads: { canReadThreadSnapshot: read, canRollbackThread: rollback, canForkThread: fork },
+          }),
         });
         expect("readThreadSnapshot" in adapter && typeof adapter.readThreadSnapshot === "function").toBe(read);
         expect("rollbackThread" in adapter && typeof adapter.rollbackThread === "function").toBe(rollback);
@@ -266,7 +274,14 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
         ["two", "re: two", "completed"],
       ]);
 
-      const forked = at(await r.adapter.forkThread!({ sessionId: r.sessionId, thread: r.thread, cwd: r.thread.cwd, afterTurnRef: first.turnRef }));
+      const forked = at(
+        await r.adapter.forkThread!({
+          sessionId: r.sessionId,
+          thread: r.thread,
+          cwd: r.thread.cwd,
+          afterTurnRef: first.turnRef,
+        }),
+      );
       expect(forked.resumeCursor).not.toBe(r.thread.resumeCursor);
       const forkSnapshot = await r.adapter.readThreadSnapshot!({ sessionId: r.sessionId, thread: forked });
       expect(forkSnapshot.turns.map((t) => t.userText)).toEqual(["one"]);
@@ -319,7 +334,10 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
     it("none: a subagent exposes no native thread or turn refs either", async () => {
       const r = await rig({
         capabilities: none,
-        steps: [{ type: "subagent", agent: "helper", prompt: "help", steps: [{ type: "text", text: "child says hi" }] }, { type: "text", text: "root done" }],
+        steps: [
+          { type: "subagent", agent: "helper", prompt: "help", steps: [{ type: "text", text: "child says hi" }] },
+          { type: "text", text: "root done" },
+        ],
       });
       const events = await r.turn();
       expect(events.at(-1)).toMatchObject({ type: "turn.terminal", status: "completed" });
@@ -332,7 +350,10 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
     it("turns.exposesNativeTurnId false: no turnRef anywhere, child turns included", async () => {
       const r = await rig({
         capabilities: caps({ turns: { exposesNativeTurnId: false } }),
-        steps: [{ type: "subagent", agent: "helper", prompt: "help", steps: [{ type: "text", text: "child" }] }, ...PLAIN_STEPS],
+        steps: [
+          { type: "subagent", agent: "helper", prompt: "help", steps: [{ type: "text", text: "child" }] },
+          ...PLAIN_STEPS,
+        ],
       });
       const { turnRef } = await r.send();
       expect(turnRef).toBeNull();
@@ -352,7 +373,9 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
         ],
       });
       const events = await r.turn();
-      const planning = events.filter((e) => e.type === "todo.updated" || e.type === "plan.updated" || e.type === "plan.proposed");
+      const planning = events.filter(
+        (e) => e.type === "todo.updated" || e.type === "plan.updated" || e.type === "plan.proposed",
+      );
       expect(planning).toHaveLength(3);
       for (const e of planning) expect(field(e, "itemRef"), `${e.type}.itemRef`).toBeUndefined();
       expect(ofType(events, "item.started")[0]?.itemRef).toEqual(expect.any(String));
@@ -376,7 +399,8 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
         }
         for (const e of events) {
           if (e.type === "item.started") itemRefs.push(e.itemRef!);
-          if (e.type === "todo.updated" || e.type === "plan.updated" || e.type === "plan.proposed") itemRefs.push(e.itemRef!);
+          if (e.type === "todo.updated" || e.type === "plan.updated" || e.type === "plan.proposed")
+            itemRefs.push(e.itemRef!);
         }
         for (const e of ofType(events, "item.started")) expect(e.itemRef).toEqual(expect.any(String));
         for (const e of [...ofType(events, "item.delta"), ...ofType(events, "item.completed")]) {
@@ -389,7 +413,8 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
         for (const e of ofType(events, "request.resolved")) expect(e.requestRef).toEqual(expect.any(String));
         // every delta/completion belongs to an item that was started
         const started = new Set(ofType(events, "item.started").map((e) => e.itemRef));
-        for (const e of [...ofType(events, "item.delta"), ...ofType(events, "item.completed")]) expect(started.has(e.itemRef)).toBe(true);
+        for (const e of [...ofType(events, "item.delta"), ...ofType(events, "item.completed")])
+          expect(started.has(e.itemRef)).toBe(true);
       }
       expect(new Set(turnRefs).size).toBe(2);
       expect(itemRefs.length).toBeGreaterThan(10);
@@ -448,7 +473,10 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
     const text = "A message long enough to be streamed in several chunks, for sure.";
 
     it("streamsAssistantText false: no message deltas, one item.completed with the full text", async () => {
-      const r = await rig({ capabilities: caps({ streaming: { streamsAssistantText: false } }), steps: [{ type: "text", text }] });
+      const r = await rig({
+        capabilities: caps({ streaming: { streamsAssistantText: false } }),
+        steps: [{ type: "text", text }],
+      });
       const events = await r.turn();
       expect(ofType(events, "item.delta").filter((e) => e.kind === "assistant_message")).toEqual([]);
       const completed = ofType(events, "item.completed").filter((e) => e.kind === "assistant_message");
@@ -463,7 +491,11 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       });
       const events = await r.turn();
       expect(ofType(events, "item.delta")).toEqual([]);
-      expect(ofType(events, "item.completed").filter((e) => e.kind === "assistant_message").map((e) => e.text)).toEqual([text]);
+      expect(
+        ofType(events, "item.completed")
+          .filter((e) => e.kind === "assistant_message")
+          .map((e) => e.text),
+      ).toEqual([text]);
     });
 
     it("streamsAssistantText true: deltas add up to the text, completed carries it too", async () => {
@@ -473,7 +505,11 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       expect(deltas.length).toBeGreaterThan(1);
       expect(deltas.every((d) => d.stream === "text")).toBe(true);
       expect(deltasOf(events, "assistant_message")).toBe(text);
-      expect(ofType(events, "item.completed").filter((e) => e.kind === "assistant_message").map((e) => e.text)).toEqual([text]);
+      expect(
+        ofType(events, "item.completed")
+          .filter((e) => e.kind === "assistant_message")
+          .map((e) => e.text),
+      ).toEqual([text]);
     });
 
     it("emitsMessageCompleted false: streamed messages get no item.completed", async () => {
@@ -512,10 +548,19 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
   });
 
   describe("approvals and questions", () => {
-    const approvalStep: ScriptStep = { type: "command", command: "npm test", output: "all green", exitCode: 0, approval: true };
+    const approvalStep: ScriptStep = {
+      type: "command",
+      command: "npm test",
+      output: "all green",
+      exitCode: 0,
+      approval: true,
+    };
 
     it("supportsCommandApproval false: an approval command runs without any request", async () => {
-      const r = await rig({ capabilities: caps({ approvals: { supportsCommandApproval: false } }), steps: [approvalStep] });
+      const r = await rig({
+        capabilities: caps({ approvals: { supportsCommandApproval: false } }),
+        steps: [approvalStep],
+      });
       const events = await r.turn();
       expect(ofType(events, "request.opened")).toEqual([]);
       expect(ofType(events, "request.resolved")).toEqual([]);
@@ -531,14 +576,24 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       const before = await r.until(isOpened, "request.opened");
       const opened = before.at(-1) as EvOf<"request.opened">;
       expect(opened.request).toEqual({ kind: "command", command: "npm test" });
-      expect(ofType(before, "item.started")).toEqual([expect.objectContaining({ kind: "command_execution", itemRef: opened.itemRef })]);
+      expect(ofType(before, "item.started")).toEqual([
+        expect.objectContaining({ kind: "command_execution", itemRef: opened.itemRef }),
+      ]);
       expect(ofType(before, "item.delta")).toEqual([]); // nothing runs before the answer
       await r.respond(opened, accept);
       const after = await r.untilEnd();
-      expect(ofType(after, "request.resolved")).toEqual([expect.objectContaining({ requestRef: opened.requestRef, outcome: "accept" })]);
+      expect(ofType(after, "request.resolved")).toEqual([
+        expect.objectContaining({ requestRef: opened.requestRef, outcome: "accept" }),
+      ]);
       expect(deltasOf(after, "command_execution")).toBe("all green");
       expect(ofType(after, "item.completed")).toEqual([
-        expect.objectContaining({ kind: "command_execution", itemRef: opened.itemRef, status: "completed", output: "all green", exitCode: 0 }),
+        expect.objectContaining({
+          kind: "command_execution",
+          itemRef: opened.itemRef,
+          status: "completed",
+          output: "all green",
+          exitCode: 0,
+        }),
       ]);
       expect(after.at(-1)).toMatchObject({ type: "turn.terminal", status: "completed" });
     });
@@ -596,7 +651,9 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       });
       const events = await r.turn();
       expect(ofType(events, "request.opened")).toEqual([]);
-      expect(ofType(events, "item.completed")).toEqual([expect.objectContaining({ kind: "file_change", status: "completed" })]);
+      expect(ofType(events, "item.completed")).toEqual([
+        expect.objectContaining({ kind: "file_change", status: "completed" }),
+      ]);
     });
 
     const question: ScriptStep = {
@@ -608,16 +665,24 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       const r = await rig({ steps: [question] });
       await r.send();
       const opened = (await r.until(isOpened)).at(-1) as EvOf<"request.opened">;
-      expect(opened.request).toEqual({ kind: "user_input", questions: (question as Extract<ScriptStep, { type: "question" }>).questions });
+      expect(opened.request).toEqual({
+        kind: "user_input",
+        questions: (question as Extract<ScriptStep, { type: "question" }>).questions,
+      });
       await r.respond(opened, { kind: "answers", answers: { color: "blue" } });
       const after = await r.untilEnd();
-      expect(ofType(after, "request.resolved")).toEqual([expect.objectContaining({ requestRef: opened.requestRef, outcome: "answered" })]);
+      expect(ofType(after, "request.resolved")).toEqual([
+        expect.objectContaining({ requestRef: opened.requestRef, outcome: "answered" }),
+      ]);
       expect(textOf(after)).toContain("blue");
       expect(after.at(-1)).toMatchObject({ type: "turn.terminal", status: "completed" });
     });
 
     it("supportsStructuredQuestions false: the question is plain assistant text, no request", async () => {
-      const r = await rig({ capabilities: caps({ planning: { supportsStructuredQuestions: false } }), steps: [question] });
+      const r = await rig({
+        capabilities: caps({ planning: { supportsStructuredQuestions: false } }),
+        steps: [question],
+      });
       const events = await r.turn();
       expect(ofType(events, "request.opened")).toEqual([]);
       expect(textOf(events)).toBe("Which color?");
@@ -635,7 +700,9 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
     it("all declared: todo.updated, plan.updated and plan.proposed are emitted", async () => {
       const r = await rig({ steps });
       const events = await r.turn();
-      expect(ofType(events, "todo.updated")).toEqual([expect.objectContaining({ items: [{ text: "write tests", status: "in_progress" }] })]);
+      expect(ofType(events, "todo.updated")).toEqual([
+        expect.objectContaining({ items: [{ text: "write tests", status: "in_progress" }] }),
+      ]);
       expect(ofType(events, "plan.updated")).toEqual([
         expect.objectContaining({ steps: [{ step: "read", status: "completed" }], explanation: "because" }),
       ]);
@@ -648,7 +715,9 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
         steps,
       });
       const events = await r.turn();
-      expect(events.filter((e) => e.type === "todo.updated" || e.type === "plan.updated" || e.type === "plan.proposed")).toEqual([]);
+      expect(
+        events.filter((e) => e.type === "todo.updated" || e.type === "plan.updated" || e.type === "plan.proposed"),
+      ).toEqual([]);
       expect(events.at(-1)).toMatchObject({ type: "turn.terminal", status: "completed" });
     });
 
@@ -661,7 +730,11 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       const events = await r.turn();
       const planningTypes = ["todo.updated", "plan.updated", "plan.proposed"].filter((t) => t !== type);
       expect(events.filter((e) => e.type === type)).toEqual([]);
-      for (const t of planningTypes) expect(events.filter((e) => e.type === t), t).toHaveLength(1);
+      for (const t of planningTypes)
+        expect(
+          events.filter((e) => e.type === t),
+          t,
+        ).toHaveLength(1);
     });
   });
 
@@ -700,8 +773,17 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       expect(iCompleted).toBeGreaterThan(iChildEnd);
       expect(iRootEnd).toBeGreaterThan(iCompleted);
       expect(events[iChildEnd]).toMatchObject({ status: "completed" });
-      expect(events[iCompleted]).toMatchObject({ type: "subagent.completed", childThreadRef: child, status: "completed", itemRef: started[0]!.itemRef });
-      expect(events[iRootEnd]).toMatchObject({ type: "turn.terminal", threadRef: r.thread.threadRef, status: "completed" });
+      expect(events[iCompleted]).toMatchObject({
+        type: "subagent.completed",
+        childThreadRef: child,
+        status: "completed",
+        itemRef: started[0]!.itemRef,
+      });
+      expect(events[iRootEnd]).toMatchObject({
+        type: "turn.terminal",
+        threadRef: r.thread.threadRef,
+        status: "completed",
+      });
 
       // the child's items live on the child thread, between its turn start and end
       const childItems = events.filter((e) => e.type.startsWith("item.") && field(e, "threadRef") === child);
@@ -751,7 +833,12 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       const childEnd = ofType(events, "turn.terminal").find((e) => e.threadRef === child);
       expect(childEnd?.status).toBe("failed");
       expect(ofType(events, "subagent.completed")[0]?.status).toBe("failed");
-      expect(events.at(-1)).toMatchObject({ type: "turn.terminal", threadRef: r.thread.threadRef, status: "failed", message: "child broke" });
+      expect(events.at(-1)).toMatchObject({
+        type: "turn.terminal",
+        threadRef: r.thread.threadRef,
+        status: "failed",
+        message: "child broke",
+      });
       expect(textOf(events)).not.toContain("never");
     });
   });
@@ -794,7 +881,8 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
 
     it("hang: no terminal until interrupt(), which is acknowledged before the interrupted terminal", async () => {
       const r = await rig({
-        script: ({ text }) => (text === "hang" ? [{ type: "text", text: "working" }, { type: "hang" }] : [{ type: "text", text: "quick" }]),
+        script: ({ text }) =>
+          text === "hang" ? [{ type: "text", text: "working" }, { type: "hang" }] : [{ type: "text", text: "quick" }],
       });
       const other = at(await r.adapter.ensureProviderThread({ sessionId: r.sessionId, cwd: "/tmp" }));
       const { turnRef } = await r.send("hang");
@@ -803,7 +891,8 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       // A whole other turn runs to its end meanwhile; the hanging one must still be open.
       await r.send("quick", other);
       await r.pump.until(isRootEnd(r.caps, other), "other thread's end");
-      const hangingTerminal = () => r.pump.all().filter((e) => e.type === "turn.terminal" && e.threadRef === r.thread.threadRef);
+      const hangingTerminal = () =>
+        r.pump.all().filter((e) => e.type === "turn.terminal" && e.threadRef === r.thread.threadRef);
       expect(hangingTerminal()).toEqual([]);
 
       const ack = r.adapter.interrupt({ sessionId: r.sessionId, thread: r.thread, turnRef }).then(() => {
@@ -813,7 +902,12 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       const terminalsAtAck = await ack;
       expect(terminalsAtAck).toBe(0);
       const events = await r.untilEnd();
-      expect(events.at(-1)).toMatchObject({ type: "turn.terminal", turnRef, status: "interrupted", threadDisposition: "reusable" });
+      expect(events.at(-1)).toMatchObject({
+        type: "turn.terminal",
+        turnRef,
+        status: "interrupted",
+        threadDisposition: "reusable",
+      });
 
       const iAck = r.pump.log.findIndex((l) => l.kind === "mark");
       const iTerminal = r.pump.log.findIndex(
@@ -821,7 +915,8 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       );
       expect(iAck).toBeGreaterThanOrEqual(0);
       expect(iTerminal).toBeGreaterThan(iAck);
-      // Its only terminal is the interrupt's (a hang that ended by itself, at any moment, would show a second or an earlier one).
+      // Its only terminal is the interrupt's (a hang that ended by itself, at any moment, would show a second or an
+      // earlier one).
       expect(hangingTerminal().map((e) => e.type === "turn.terminal" && e.status)).toEqual(["interrupted"]);
 
       // the thread is reusable afterwards
@@ -875,10 +970,12 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
 
     it("an unknown cursor throws ResumeFailedError", async () => {
       const r = await rig();
-      const error = await r.adapter.ensureProviderThread({ sessionId: r.sessionId, cwd: "/tmp", resume: { cursor: "sthread-nope" } }).then(
-        () => null,
-        (e: unknown) => e,
-      );
+      const error = await r.adapter
+        .ensureProviderThread({ sessionId: r.sessionId, cwd: "/tmp", resume: { cursor: "sthread-nope" } })
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
       expect(error).toBeInstanceOf(ResumeFailedError);
       expect(error).toMatchObject({ code: "resume_failed" });
     });
@@ -897,7 +994,9 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
 
   describe("stopSession", () => {
     it("during a hanging turn: session.state stopped and no turn terminal", async () => {
-      const r = await rig({ script: ({ text }) => (text === "hang" ? [{ type: "hang" }] : [{ type: "text", text: "fine" }]) });
+      const r = await rig({
+        script: ({ text }) => (text === "hang" ? [{ type: "hang" }] : [{ type: "text", text: "fine" }]),
+      });
       await r.send("hang");
       await r.until((e) => e.type === "turn.started");
       await r.adapter.stopSession({ sessionId: r.sessionId });
@@ -924,15 +1023,24 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
 
     it("the stopped turn does not clobber a new turn on the same thread in a new session", async () => {
       const r = await rig({
-        script: ({ text }) => (text === "hang" ? [{ type: "hang" }] : [{ type: "text", text: "later" }, { type: "hang" }]),
+        script: ({ text }) =>
+          text === "hang" ? [{ type: "hang" }] : [{ type: "text", text: "later" }, { type: "hang" }],
       });
       await r.send("hang");
       await r.until((e) => e.type === "turn.started");
       await r.adapter.stopSession({ sessionId: r.sessionId });
       const s2 = "s2";
       await r.adapter.startSession({ sessionId: s2, cwd: "/tmp", model: null });
-      const resumed = at(await r.adapter.ensureProviderThread({ sessionId: s2, cwd: "/tmp", resume: { cursor: r.thread.resumeCursor } }));
-      const { turnRef } = await r.adapter.sendRun({ sessionId: s2, thread: resumed, text: "second", context: null, model: null });
+      const resumed = at(
+        await r.adapter.ensureProviderThread({ sessionId: s2, cwd: "/tmp", resume: { cursor: r.thread.resumeCursor } }),
+      );
+      const { turnRef } = await r.adapter.sendRun({
+        sessionId: s2,
+        thread: resumed,
+        text: "second",
+        context: null,
+        model: null,
+      });
       await r.pump.until((e, sid) => sid === s2 && e.type === "item.completed", "new turn's text");
       await r.adapter.interrupt({ sessionId: s2, thread: resumed, turnRef });
       const end = await r.pump.until((e, sid) => sid === s2 && e.type === "turn.terminal", "new turn's end");

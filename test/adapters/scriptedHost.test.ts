@@ -5,7 +5,11 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import type { ProviderEvent, ProviderThreadHandle } from "../../src/adapters/contract.js";
-import { EventParamsSchema, HOST_PROTOCOL_VERSION, ResumeResultSchema } from "../../src/adapters/scripted/host/protocol.js";
+import {
+  EventParamsSchema,
+  HOST_PROTOCOL_VERSION,
+  ResumeResultSchema,
+} from "../../src/adapters/scripted/host/protocol.js";
 import type { ScriptStep } from "../../src/adapters/scripted/script.js";
 import { TillerError } from "../../src/domain/errors.js";
 import { parseMessage, request, toError, type RpcMessage } from "../../src/runtime/hosts/jsonRpc.js";
@@ -19,7 +23,11 @@ const CWD = ROOT;
 
 const SCRIPTS: Record<string, ScriptStep[]> = {
   "[approve]": [{ type: "command", command: "ls", output: "x", approval: true }],
-  "[gate]": [{ type: "text", text: "before" }, { type: "gate", name: "g" }, { type: "text", text: "after" }],
+  "[gate]": [
+    { type: "text", text: "before" },
+    { type: "gate", name: "g" },
+    { type: "text", text: "after" },
+  ],
 };
 
 interface HostEvent {
@@ -75,11 +83,15 @@ class Peer {
   }
 
   events(): HostEvent[] {
-    return this.messages.flatMap((m) => ("method" in m && m.method === "event" ? [EventParamsSchema.parse(m.params) as HostEvent] : []));
+    return this.messages.flatMap((m) =>
+      "method" in m && m.method === "event" ? [EventParamsSchema.parse(m.params) as HostEvent] : [],
+    );
   }
 
   async waitEvent(test: (e: HostEvent) => boolean): Promise<HostEvent> {
-    const message = await this.waitFor((m) => "method" in m && m.method === "event" && test(EventParamsSchema.parse(m.params) as HostEvent));
+    const message = await this.waitFor(
+      (m) => "method" in m && m.method === "event" && test(EventParamsSchema.parse(m.params) as HostEvent),
+    );
     return EventParamsSchema.parse((message as { params: unknown }).params) as HostEvent;
   }
 
@@ -111,21 +123,23 @@ function spawnHost(flags: string[]): Host {
   const waiters: { test: (line: string) => boolean; resolve: (line: string) => void }[] = [];
   createInterface({ input: child.stdout! }).on("line", (line) => {
     stdoutLines.push(line);
-    for (const w of waiters.splice(0)) (w.test(line) ? w.resolve(line) : waiters.push(w));
+    for (const w of waiters.splice(0)) w.test(line) ? w.resolve(line) : waiters.push(w);
   });
   let stderr = "";
   const stderrWaiters: { text: string; resolve: () => void }[] = [];
   child.stderr!.on("data", (chunk: Buffer) => {
     process.stderr.write(chunk);
     stderr += chunk.toString();
-    for (const w of stderrWaiters.splice(0)) (stderr.includes(w.text) ? w.resolve() : stderrWaiters.push(w));
+    for (const w of stderrWaiters.splice(0)) stderr.includes(w.text) ? w.resolve() : stderrWaiters.push(w);
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
   const line = (test: (l: string) => boolean) => {
     const seen = stdoutLines.find(test);
-    return seen !== undefined ? Promise.resolve(seen) : new Promise<string>((resolve) => waiters.push({ test, resolve }));
+    return seen !== undefined
+      ? Promise.resolve(seen)
+      : new Promise<string>((resolve) => waiters.push({ test, resolve }));
   };
   const stderrIncludes = (text: string) =>
     stderr.includes(text) ? Promise.resolve() : new Promise<void>((resolve) => stderrWaiters.push({ text, resolve }));
@@ -183,7 +197,8 @@ async function startThread(peer: Peer, sessionId: string): Promise<ProviderThrea
 const sendRun = (peer: Peer, sessionId: string, thread: ProviderThreadHandle, text: string) =>
   peer.call<{ turnRef: string | null }>("sendRun", { sessionId, thread, text, context: null, model: null });
 
-const isTerminal = (turnRef: string | null) => (e: HostEvent) => e.event.type === "turn.terminal" && e.event.turnRef === turnRef;
+const isTerminal = (turnRef: string | null) => (e: HostEvent) =>
+  e.event.type === "turn.terminal" && e.event.turnRef === turnRef;
 
 async function listeningPort(host: Host): Promise<number> {
   const line = await host.line((l) => l.includes("listening"));
@@ -196,7 +211,9 @@ describe("scripted host over stdio", () => {
     const peer = stdioPeer(host);
     const ready = await peer.ready();
     expect(ready).toMatchObject({ params: { pid: host.child.pid, protocol: HOST_PROTOCOL_VERSION } });
-    await expect(peer.call("startSession", { sessionId: "s1", cwd: CWD, model: null })).rejects.toMatchObject({ code: "protocol_error" });
+    await expect(peer.call("startSession", { sessionId: "s1", cwd: CWD, model: null })).rejects.toMatchObject({
+      code: "protocol_error",
+    });
 
     expect(await peer.call("init", { capabilities: {}, scripts: SCRIPTS, chunkDelayMs: 0 })).toBeNull();
     const unknown = await peer.callRaw("noSuchMethod", {});
@@ -210,7 +227,9 @@ describe("scripted host over stdio", () => {
     expect(terminal.event).toMatchObject({ status: "completed", threadRef: thread.threadRef });
     const turn = peer.events().filter((e) => "turnRef" in e.event && e.event.turnRef === turnRef);
     expect(turn[0]?.event.type).toBe("turn.started");
-    const text = turn.flatMap((e) => (e.event.type === "item.delta" && e.event.kind === "assistant_message" ? [e.event.delta] : [])).join("");
+    const text = turn
+      .flatMap((e) => (e.event.type === "item.delta" && e.event.kind === "assistant_message" ? [e.event.delta] : []))
+      .join("");
     expect(text).toBe("You said: hello");
     const seqs = peer.events().map((e) => e.seq);
     expect(seqs).toEqual(seqs.map((_, i) => i + 1));
@@ -218,7 +237,9 @@ describe("scripted host over stdio", () => {
 
     // An approval: the request opens, respondToRequest resolves it, the turn completes.
     const approval = await sendRun(peer, "s1", thread, "please [approve]");
-    const opened = await peer.waitEvent((e) => e.event.type === "request.opened" && e.event.turnRef === approval.turnRef);
+    const opened = await peer.waitEvent(
+      (e) => e.event.type === "request.opened" && e.event.turnRef === approval.turnRef,
+    );
     const requestRef = opened.event.type === "request.opened" ? (opened.event.requestRef ?? null) : null;
     await peer.call("respondToRequest", {
       sessionId: "s1",
@@ -242,7 +263,11 @@ describe("scripted host over stdio", () => {
     expect(after.sessions).toEqual([{ sessionId: "s1", activeThreads: [] }]);
 
     // Typed errors keep their Tiller code.
-    const failed = await peer.callRaw("ensureProviderThread", { sessionId: "s1", cwd: CWD, resume: { cursor: "no-such-cursor" } });
+    const failed = await peer.callRaw("ensureProviderThread", {
+      sessionId: "s1",
+      cwd: CWD,
+      resume: { cursor: "no-such-cursor" },
+    });
     expect(failed).toMatchObject({ error: { data: { tillerCode: "resume_failed" } } });
     expect(host.stdoutLines.every((l) => parseMessage(l) !== null)).toBe(true);
   });
@@ -251,7 +276,9 @@ describe("scripted host over stdio", () => {
     const host = spawnHost([]);
     const peer = stdioPeer(host);
     await peer.ready();
-    await expect(peer.call("init", { capabilities: {}, scripts: {}, bogus: 1 })).rejects.toMatchObject({ code: "invalid_input" });
+    await expect(peer.call("init", { capabilities: {}, scripts: {}, bogus: 1 })).rejects.toMatchObject({
+      code: "invalid_input",
+    });
     await peer.call("init", { capabilities: { turns: { supportsActiveSteering: false } }, scripts: {} });
     await expect(peer.call("init", { capabilities: {}, scripts: {} })).rejects.toMatchObject({ code: "conflict" });
     const thread = await startThread(peer, "s1");
@@ -309,7 +336,10 @@ describe("scripted host over a websocket", () => {
     await first.peer.ready();
     await first.peer.call("init", { capabilities: {}, scripts: SCRIPTS });
     const done = await startThread(first.peer, "s1");
-    const gatedThread = await first.peer.call<ProviderThreadHandle>("ensureProviderThread", { sessionId: "s1", cwd: CWD });
+    const gatedThread = await first.peer.call<ProviderThreadHandle>("ensureProviderThread", {
+      sessionId: "s1",
+      cwd: CWD,
+    });
     const gated = await sendRun(first.peer, "s1", gatedThread, "[gate]");
     await first.peer.waitEvent((e) => e.event.type === "item.completed" && e.event.turnRef === gated.turnRef);
     const seen = first.peer.events().at(-1)!.seq;
@@ -356,7 +386,9 @@ describe("scripted host over a websocket", () => {
     await fourth.peer.call("stopSession", { sessionId: "s1" });
     const final = ResumeResultSchema.parse(await fourth.peer.call("resume", { afterSeq: lastSeen }));
     expect(final).toEqual({ replayed: 1, sessions: [] });
-    expect(fourth.peer.events()).toMatchObject([{ seq: lastSeen + 1, event: { type: "session.state", state: "stopped" } }]);
+    expect(fourth.peer.events()).toMatchObject([
+      { seq: lastSeen + 1, event: { type: "session.state", state: "stopped" } },
+    ]);
   });
 
   it("stops listening on request but stays alive", async () => {

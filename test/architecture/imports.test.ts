@@ -10,7 +10,16 @@ describe("the import graph of src/", () => {
   it("the cycle finder finds a cycle (so an empty answer means something)", async () => {
     const graph = await importGraph();
     expect(graph.size).toBeGreaterThan(50);
-    expect(cycles(new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]]))).toEqual([["a", "b", "c"]]);
+    expect(
+      cycles(
+        new Map([
+          ["a", ["b"]],
+          ["b", ["c"]],
+          ["c", ["a"]],
+          ["d", ["a"]],
+        ]),
+      ),
+    ).toEqual([["a", "b", "c"]]);
     expect(cycles(new Map([["a", ["a"]]]))).toEqual([["a"]]);
   });
 });

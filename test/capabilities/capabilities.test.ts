@@ -133,7 +133,9 @@ function groupShape(group: CapabilityGroup): Record<string, z.ZodType> {
 
 /** A deep, freely mutable copy of the full preset, for breaking on purpose. */
 function mutableFull(): Record<string, Record<string, unknown>> & { version: unknown } {
-  return structuredClone(fullCapabilities()) as unknown as Record<string, Record<string, unknown>> & { version: unknown };
+  return structuredClone(fullCapabilities()) as unknown as Record<string, Record<string, unknown>> & {
+    version: unknown;
+  };
 }
 
 function catchError(fn: () => unknown): unknown {
@@ -291,7 +293,10 @@ describe("defineCapabilities", () => {
   it("merges onto a given base without mutating it", () => {
     const base = minimalCapabilities();
     const before = structuredClone(base);
-    const caps = defineCapabilities({ streaming: { streamsReasoning: true }, context: { maxRecommendedHandoffChars: null } }, base);
+    const caps = defineCapabilities(
+      { streaming: { streamsReasoning: true }, context: { maxRecommendedHandoffChars: null } },
+      base,
+    );
     expect(caps.streaming).toEqual({ ...before.streaming, streamsReasoning: true });
     expect(caps.context).toEqual({ ...before.context, maxRecommendedHandoffChars: null });
     expect(caps.turns).toEqual(before.turns);
@@ -311,7 +316,9 @@ describe("defineCapabilities", () => {
     expect(unknownField).toBeInstanceOf(InvalidInputError);
     expect((unknownField as InvalidInputError).field).toBe("turns.supportsTimeTravel");
 
-    const unknownGroup = catchError(() => defineCapabilities({ telepathy: { on: true } } as unknown as CapabilityOverrides));
+    const unknownGroup = catchError(() =>
+      defineCapabilities({ telepathy: { on: true } } as unknown as CapabilityOverrides),
+    );
     expect(unknownGroup).toBeInstanceOf(InvalidInputError);
     expect((unknownGroup as InvalidInputError).field).toBe("telepathy");
 
@@ -331,7 +338,12 @@ describe("presets", () => {
 
   it("fullCapabilities exposes strong identities and active control", () => {
     const full = fullCapabilities();
-    expect(full.identity).toEqual({ nativeThreadIds: "strong", nativeTurnIds: "strong", nativeItemIds: "strong", nativeRequestIds: "strong" });
+    expect(full.identity).toEqual({
+      nativeThreadIds: "strong",
+      nativeTurnIds: "strong",
+      nativeItemIds: "strong",
+      nativeRequestIds: "strong",
+    });
     expect(full.turns.supportsInterrupt).toBe(true);
     expect(full.turns.supportsActiveSteering).toBe(true);
     expect(full.turns.terminalStatusQuality).toBe("strong");
@@ -340,7 +352,12 @@ describe("presets", () => {
   it("minimalCapabilities parses and describes a text-only provider without ids or control", () => {
     const min = minimalCapabilities();
     expect(parseCapabilities(min)).toEqual(min);
-    expect(min.identity).toEqual({ nativeThreadIds: "none", nativeTurnIds: "none", nativeItemIds: "none", nativeRequestIds: "none" });
+    expect(min.identity).toEqual({
+      nativeThreadIds: "none",
+      nativeTurnIds: "none",
+      nativeItemIds: "none",
+      nativeRequestIds: "none",
+    });
     expect(min.turns.supportsInterrupt).toBe(false);
     expect(min.turns.supportsActiveSteering).toBe(false);
     expect(min.turns.emitsTurnCompleted).toBe(true);
@@ -450,13 +467,16 @@ describe("capability predicates", () => {
       [false, false, true, false],
     ];
     for (const [fork, fromTurn, inside, expected] of table) {
-      check((c) => predicates.canForkNatively(c, inside), [
-        {
-          overrides: { threads: { canForkThread: fork, canForkFromTurn: fromTurn } },
-          expected,
-          label: `fork=${fork} fromTurn=${fromTurn} inside=${inside}`,
-        },
-      ]);
+      check(
+        (c) => predicates.canForkNatively(c, inside),
+        [
+          {
+            overrides: { threads: { canForkThread: fork, canForkFromTurn: fromTurn } },
+            expected,
+            label: `fork=${fork} fromTurn=${fromTurn} inside=${inside}`,
+          },
+        ],
+      );
     }
   });
 
@@ -470,7 +490,10 @@ describe("capability predicates", () => {
 
   it("canVerifyProviderRollback needs the conversation snapshot and a way to read it", () => {
     const rows: Row[] = bools(2).map(([conversation, read]) => ({
-      overrides: { checkpointing: { providerCanReadConversationSnapshot: conversation! }, threads: { canReadThreadSnapshot: read! } },
+      overrides: {
+        checkpointing: { providerCanReadConversationSnapshot: conversation! },
+        threads: { canReadThreadSnapshot: read! },
+      },
       expected: conversation! && read!,
       label: `conversation=${conversation} read=${read}`,
     }));
@@ -540,15 +563,21 @@ describe("capability predicates", () => {
       for (const bits of bools(kinds.length)) {
         const approvals = Object.fromEntries(kinds.map((k, i) => [flagOf[k], bits[i]!]));
         const expected = bits[kinds.indexOf(kind)]!;
-        check((c) => predicates.supportsApprovalFor(c, kind), [
-          { overrides: { approvals }, expected, label: `${kind} with ${JSON.stringify(approvals)}` },
-        ]);
+        check(
+          (c) => predicates.supportsApprovalFor(c, kind),
+          [{ overrides: { approvals }, expected, label: `${kind} with ${JSON.stringify(approvals)}` }],
+        );
       }
     }
   });
 
   it("hasStructuredApprovals when any approval kind is supported", () => {
-    const flags = ["supportsCommandApproval", "supportsFileReadApproval", "supportsFileChangeApproval", "supportsApplyPatchApproval"] as const;
+    const flags = [
+      "supportsCommandApproval",
+      "supportsFileReadApproval",
+      "supportsFileChangeApproval",
+      "supportsApplyPatchApproval",
+    ] as const;
     check(
       predicates.hasStructuredApprovals,
       bools(flags.length).map((bits) => {

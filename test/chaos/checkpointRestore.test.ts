@@ -23,16 +23,60 @@ const exec = promisify(execFile);
  */
 
 const NAMES = [
-  "plain.txt", "x.log", "keep.log", "build/o.txt", "build/keep.txt", "top.txt", "a b.txt", "a*b", "d[1]/f", "d1/f",
-  "sp ace", "trail ", "deep/q.tmp", "z/deep/r.tmp", "abc", "#hash", "!bang", "back\\slash", ".env", "n/.env.local",
-  "sub/plain.txt", "sub/x.log", "sub/top.txt", "sub/build/y", "sub/keep.log", "sub/d[1]/g", "sub/a b.txt", "sub/deep/s.tmp", "sub/.env", "sub/q/abc",
+  "plain.txt",
+  "x.log",
+  "keep.log",
+  "build/o.txt",
+  "build/keep.txt",
+  "top.txt",
+  "a b.txt",
+  "a*b",
+  "d[1]/f",
+  "d1/f",
+  "sp ace",
+  "trail ",
+  "deep/q.tmp",
+  "z/deep/r.tmp",
+  "abc",
+  "#hash",
+  "!bang",
+  "back\\slash",
+  ".env",
+  "n/.env.local",
+  "sub/plain.txt",
+  "sub/x.log",
+  "sub/top.txt",
+  "sub/build/y",
+  "sub/keep.log",
+  "sub/d[1]/g",
+  "sub/a b.txt",
+  "sub/deep/s.tmp",
+  "sub/.env",
+  "sub/q/abc",
 ];
-const RULES = ["*.log", "!keep.log", "build/", "/top.txt", "a*", "d\\[1\\]/", "sp\\ ace", "trail\\ ", "**/deep/*.tmp", "\\#hash", "\\!bang", "back\\\\slash", ".env*", "abc", "/sub/top.txt"];
+const RULES = [
+  "*.log",
+  "!keep.log",
+  "build/",
+  "/top.txt",
+  "a*",
+  "d\\[1\\]/",
+  "sp\\ ace",
+  "trail\\ ",
+  "**/deep/*.tmp",
+  "\\#hash",
+  "\\!bang",
+  "back\\\\slash",
+  ".env*",
+  "abc",
+  "/sub/top.txt",
+];
 const MODES = [0o600, 0o640, 0o644, 0o700, 0o750, 0o755];
 const SOURCES = ["root", "sub", "info", "global"] as const;
 
 type State = { content: string; mode: number } | null;
-type Edit = { kind: "keep" } | { kind: "write"; content: string } | { kind: "chmod"; mode: number } | { kind: "delete" };
+type Edit =
+  { kind: "keep" } | { kind: "write"; content: string } | { kind: "chmod"; mode: number } | { kind: "delete" };
 
 const fileArb = fc.record({ content: fc.string({ maxLength: 12 }), mode: fc.constantFrom(...MODES) });
 const editArb: fc.Arbitrary<Edit> = fc.oneof(
@@ -42,7 +86,12 @@ const editArb: fc.Arbitrary<Edit> = fc.oneof(
   fc.constant({ kind: "delete" as const }),
 );
 const caseArb = fc.record({
-  rules: fc.record(Object.fromEntries(SOURCES.map((s) => [s, fc.subarray(RULES)])) as Record<(typeof SOURCES)[number], fc.Arbitrary<string[]>>),
+  rules: fc.record(
+    Object.fromEntries(SOURCES.map((s) => [s, fc.subarray(RULES)])) as Record<
+      (typeof SOURCES)[number],
+      fc.Arbitrary<string[]>
+    >,
+  ),
   inSub: fc.boolean(),
   initial: fc.dictionary(fc.constantFrom(...NAMES), fileArb, { minKeys: 1 }),
   edits: fc.dictionary(fc.constantFrom(...NAMES), editArb),
@@ -93,7 +142,10 @@ describe("chaos: checkpoint restore against git's own ignore rules", () => {
           for (const name of NAMES) atCapture.set(name, await stateOf(join(repo, name)));
           const ignoredNow = async () => {
             // Exit code 1: none of the paths is ignored.
-            const { stdout } = await userGit(["check-ignore", "--no-index", "-z", "--stdin"], NAMES.map((n) => `${n}\0`).join("")).catch((error: { code?: number; stdout?: string }) => {
+            const { stdout } = await userGit(
+              ["check-ignore", "--no-index", "-z", "--stdin"],
+              NAMES.map((n) => `${n}\0`).join(""),
+            ).catch((error: { code?: number; stdout?: string }) => {
               if (error.code === 1) return { stdout: "" };
               throw error;
             });
@@ -124,7 +176,8 @@ describe("chaos: checkpoint restore against git's own ignore rules", () => {
           for (const name of NAMES) {
             const expected = !inside(name) || ignored.has(name) ? beforeRestore.get(name) : atCapture.get(name);
             const actual = await stateOf(join(repo, name));
-            if (JSON.stringify(actual) !== JSON.stringify(expected)) wrong.push(`${name}: ${JSON.stringify(actual)} instead of ${JSON.stringify(expected)}`);
+            if (JSON.stringify(actual) !== JSON.stringify(expected))
+              wrong.push(`${name}: ${JSON.stringify(actual)} instead of ${JSON.stringify(expected)}`);
           }
           expect(wrong).toEqual([]);
         } finally {

@@ -30,7 +30,9 @@ describe("chaos: early interrupts on the real Claude Code binary", () => {
     const { rt, sim } = world;
     for (let i = 0; i < 6 * ROUNDS + 10; i++) sim.push(hangUnlessFast(lastUserText));
     const { threadId } = await rt.createThread({ providerTarget: "claude", cwd: world.workspace });
-    expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "[fast] warm up" })).runId)).status).toBe("completed");
+    expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "[fast] warm up" })).runId)).status).toBe(
+      "completed",
+    );
     const lost = await earlyInterrupts(rt, threadId, ROUNDS, LOST_AFTER_MS);
     expect(lost).toEqual([]);
     tallyChaos("claude early interrupts", { properties: 2, runs: 2 * ROUNDS });

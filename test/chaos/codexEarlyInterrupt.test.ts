@@ -34,7 +34,9 @@ describe("chaos: early interrupts on the real Codex binary", () => {
     for (let i = 0; i < 4 * ROUNDS + 10; i++) sim.push(hangUnlessFast(lastUserText));
     const { threadId } = await rt.createThread({ providerTarget: "codex", cwd: world.workspace });
     // Warm the host: one turn that completes.
-    expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "[fast] warm up" })).runId)).status).toBe("completed");
+    expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "[fast] warm up" })).runId)).status).toBe(
+      "completed",
+    );
 
     const lost = await earlyInterrupts(rt, threadId, ROUNDS, LOST_AFTER_MS);
     const log: Parameters<typeof ofType>[0] = [];

@@ -9,9 +9,16 @@ import { tallyChaos } from "./tally.js";
  * the id still answers that receipt.
  */
 const script = keyedScript({
-  "[ask]": [{ type: "command", command: "ls", output: "ok", approval: true }, { type: "text", text: "done" }],
+  "[ask]": [
+    { type: "command", command: "ls", output: "ok", approval: true },
+    { type: "text", text: "done" },
+  ],
   "[hang]": [{ type: "text", text: "working" }, { type: "hang" }],
-  "[gate]": [{ type: "text", text: "step" }, { type: "gate", name: "g" }, { type: "text", text: "after" }],
+  "[gate]": [
+    { type: "text", text: "step" },
+    { type: "gate", name: "g" },
+    { type: "text", text: "after" },
+  ],
 });
 
 type Kind = "createThread" | "sendMessage" | "interrupt" | "respond" | "forkThread" | "rollback";
@@ -41,10 +48,15 @@ describe("chaos: one command id, two callers at once", () => {
       const [s1, s2] = await twice(() => rt.sendMessage({ threadId, text: "[gate] one", commandId: "c-send" }));
       expect(s2).toEqual(s1);
       expect(s1.disposition).toBe("started");
-      await until("the run to stream", () => rt.views.runs.get(s1.runId)?.items.some((i) => i.kind === "assistant_message") === true);
+      await until(
+        "the run to stream",
+        () => rt.views.runs.get(s1.runId)?.items.some((i) => i.kind === "assistant_message") === true,
+      );
       for (const mode of ["queue", "steer", "auto", "restart"] as const) {
         const before = calls.filter((c) => c.method === "sendRun" || c.method === "steerRun").length;
-        const [m1, m2] = await twice(() => rt.sendMessage({ threadId, text: `[gate] ${mode}`, mode, commandId: `c-send-${mode}` }));
+        const [m1, m2] = await twice(() =>
+          rt.sendMessage({ threadId, text: `[gate] ${mode}`, mode, commandId: `c-send-${mode}` }),
+        );
         expect(m2, mode).toEqual(m1);
         const runs = rt.views.threads.get(threadId)!.runs;
         expect(runs.filter((r) => r.text === `[gate] ${mode}`).length, mode).toBeLessThanOrEqual(1);
@@ -52,7 +64,9 @@ describe("chaos: one command id, two callers at once", () => {
         expect(after - before, `${mode}: provider calls`).toBeLessThanOrEqual(1);
       }
       checked.push("sendMessage");
-      const active = rt.views.threads.get(threadId)!.runs.find((r) => !["completed", "interrupted", "failed", "cancelled", "rolled_back"].includes(r.status))!;
+      const active = rt.views.threads
+        .get(threadId)!
+        .runs.find((r) => !["completed", "interrupted", "failed", "cancelled", "rolled_back"].includes(r.status))!;
       const [i1, i2] = await twice(() => rt.interrupt({ runId: active.runId, commandId: "c-interrupt" }));
       expect(i2).toEqual(i1);
       expect(calls.filter((c) => c.method === "interrupt")).toHaveLength(1);
@@ -68,7 +82,9 @@ describe("chaos: one command id, two callers at once", () => {
       const { runId: askRun } = await rt.sendMessage({ threadId, text: "[ask] go" });
       await until("the approval", () => rt.views.runs.get(askRun)?.status === "waiting");
       const requestId = [...rt.views.requests.values()].find((r) => r.runId === askRun)!.requestId;
-      const [r1, r2] = await twice(() => rt.respond({ requestId, response: { kind: "decision", decision: "accept" }, commandId: "c-respond" }));
+      const [r1, r2] = await twice(() =>
+        rt.respond({ requestId, response: { kind: "decision", decision: "accept" }, commandId: "c-respond" }),
+      );
       expect(r2).toEqual(r1);
       expect(calls.filter((c) => c.method === "respondToRequest")).toHaveLength(1);
       await rt.waitForRun(askRun);
@@ -88,7 +104,18 @@ describe("chaos: one command id, two callers at once", () => {
       const stop = rt.subscribe({ afterSeq: 0 }, (r) => log.push(r as never));
       await until("the log", () => log.length >= rt.views.head);
       stop();
-      const ids = ["c-create", "c-send", "c-send-queue", "c-send-steer", "c-send-auto", "c-send-restart", "c-interrupt", "c-respond", "c-fork", "c-rollback"];
+      const ids = [
+        "c-create",
+        "c-send",
+        "c-send-queue",
+        "c-send-steer",
+        "c-send-auto",
+        "c-send-restart",
+        "c-interrupt",
+        "c-respond",
+        "c-fork",
+        "c-rollback",
+      ];
       for (const id of ids) expect(receiptsFor(log, id), id).toHaveLength(1);
       expect(ofType(log as never, "thread.created")).toHaveLength(2);
 
@@ -115,7 +142,8 @@ describe("chaos: one command id, two callers at once", () => {
         rt.createThread({ providerTarget: "scripted", cwd: "/definitely/not/here", commandId: "c-bad" }),
         rt.createThread({ providerTarget: "scripted", cwd: "/definitely/not/here", commandId: "c-bad" }),
       ]);
-      for (const r of results) expect(r).toMatchObject({ status: "rejected", reason: { code: "invalid_input", details: { field: "cwd" } } });
+      for (const r of results)
+        expect(r).toMatchObject({ status: "rejected", reason: { code: "invalid_input", details: { field: "cwd" } } });
       expect(rt.listThreads()).toHaveLength(0);
       const ok = await rt.createThread({ providerTarget: "scripted", commandId: "c-bad" });
       expect(rt.listThreads().map((t) => t.threadId)).toEqual([ok.threadId]);

@@ -1,5 +1,11 @@
 import type { ProviderCapabilities } from "../../src/capabilities/schema.js";
-import type { ProviderAdapter, ProviderAdapterEvent, ProviderSessionInfo, ProviderThreadHandle, SendRunInput } from "../../src/adapters/contract.js";
+import type {
+  ProviderAdapter,
+  ProviderAdapterEvent,
+  ProviderSessionInfo,
+  ProviderThreadHandle,
+  SendRunInput,
+} from "../../src/adapters/contract.js";
 
 /**
  * A provider whose event stream the test writes, frame by frame: the double sits exactly at

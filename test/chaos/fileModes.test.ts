@@ -11,12 +11,26 @@ import { tallyChaos } from "./tally.js";
  */
 describe("chaos: file modes", () => {
   it("keeps everything under the data directory private whatever the umask", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "test/chaos/fileModesChild.ts"], { timeout: 120_000 });
-    const report = JSON.parse(stdout.trim().split("\n").at(-1)!) as { root: string; entries: Array<{ path: string; kind: string; mode: number }> };
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--import", "tsx", "test/chaos/fileModesChild.ts"],
+      { timeout: 120_000 },
+    );
+    const report = JSON.parse(stdout.trim().split("\n").at(-1)!) as {
+      root: string;
+      entries: Array<{ path: string; kind: string; mode: number }>;
+    };
     try {
-      expect(report.entries.length).toBeGreaterThan(10); // the log, state, lock, host records and the checkpoint store's objects
+      // the log, state, lock, host records and the checkpoint store's objects
+      expect(report.entries.length).toBeGreaterThan(10);
       const wrong = report.entries
-        .filter((e) => (e.kind === "dir" ? e.mode !== 0o700 : e.kind === "file" ? !(e.mode === 0o600 || (e.mode === 0o400 && e.path.includes("/objects/"))) : true))
+        .filter((e) =>
+          e.kind === "dir"
+            ? e.mode !== 0o700
+            : e.kind === "file"
+              ? !(e.mode === 0o600 || (e.mode === 0o400 && e.path.includes("/objects/")))
+              : true,
+        )
         .map((e) => `${e.path} (${e.kind}) ${e.mode.toString(8)}`);
       expect(wrong).toEqual([]);
       tallyChaos("file modes", { properties: 1, runs: report.entries.length });

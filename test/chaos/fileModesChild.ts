@@ -17,7 +17,12 @@ await mkdir(workspace);
 await writeFile(join(workspace, "secret.txt"), "private\n", { mode: 0o600 });
 const adapter = () =>
   createScriptedHostAdapter({
-    scripts: { "[write]": [{ type: "file_change", path: "out.txt", diff: "+x", content: "x\n" }, { type: "text", text: "done" }] },
+    scripts: {
+      "[write]": [
+        { type: "file_change", path: "out.txt", diff: "+x", content: "x\n" },
+        { type: "text", text: "done" },
+      ],
+    },
   });
 
 const rt = await createRuntime({ dataDir, providers: { s: adapter() }, checkpoints: true, sandbox: "full-access" });

@@ -56,8 +56,18 @@ let sendError: unknown = null;
 for (let i = 0; i < 20 && failures.length === 0; i++) {
   try {
     const { runId } = await rt.sendMessage({ threadId, text: `[long] ${i}`, mode: "queue" });
-    waits.push(rt.waitForRun(runId).then(() => "resolved", (e: { code?: string }) => e.code ?? String(e)));
-    waits.push(rt.waitForRun(runId, { timeoutMs: 600_000 }).then(() => "resolved", (e: { code?: string }) => e.code ?? String(e)));
+    waits.push(
+      rt.waitForRun(runId).then(
+        () => "resolved",
+        (e: { code?: string }) => e.code ?? String(e),
+      ),
+    );
+    waits.push(
+      rt.waitForRun(runId, { timeoutMs: 600_000 }).then(
+        () => "resolved",
+        (e: { code?: string }) => e.code ?? String(e),
+      ),
+    );
   } catch (error) {
     sendError = (error as { code?: string }).code ?? String(error);
     break;
@@ -66,8 +76,14 @@ for (let i = 0; i < 20 && failures.length === 0; i++) {
 report.waiters = await Promise.all(waits);
 report.failures = failures;
 report.sendError = sendError;
-report.afterFailure = await rt.createThread({ providerTarget: "s" }).then(() => "accepted", (e: { code?: string }) => e.code);
-report.close = await rt.close().then(() => "closed", (e: unknown) => String(e));
+report.afterFailure = await rt.createThread({ providerTarget: "s" }).then(
+  () => "accepted",
+  (e: { code?: string }) => e.code,
+);
+report.close = await rt.close().then(
+  () => "closed",
+  (e: unknown) => String(e),
+);
 report.acknowledged = seen.size;
 
 report.reopenFull = await openRuntime({ dataDir, providers: { s: adapter() } }).then(
@@ -78,7 +94,14 @@ report.reopenFull = await openRuntime({ dataDir, providers: { s: adapter() } }).
 await rm(filler);
 const again = await openRuntime({ dataDir, providers: { s: adapter() } });
 // Nothing stuck: runs the failure interrupted were settled at reopen, queued ones resume and end.
-const ends = await Promise.all([...again.views.runs.keys()].map((runId) => again.waitForRun(runId, { timeoutMs: 60_000 }).then((r) => r.status, (e: { code?: string }) => e.code)));
+const ends = await Promise.all(
+  [...again.views.runs.keys()].map((runId) =>
+    again.waitForRun(runId, { timeoutMs: 60_000 }).then(
+      (r) => r.status,
+      (e: { code?: string }) => e.code,
+    ),
+  ),
+);
 report.running = ends.filter((s) => !["completed", "interrupted", "failed", "cancelled"].includes(s ?? ""));
 report.ends = [...new Set(ends)];
 const replayed = new Map<number, string>();

@@ -51,9 +51,17 @@ export const capsChoice: fc.Arbitrary<CapsChoice> = fc.record({
   planDeltasHaveItemIds: fc.boolean(),
 });
 
-export function capabilitiesOf(c: CapsChoice, steering: { native: boolean; interruptRestart: boolean } = { native: false, interruptRestart: false }): ProviderCapabilities {
+export function capabilitiesOf(
+  c: CapsChoice,
+  steering: { native: boolean; interruptRestart: boolean } = { native: false, interruptRestart: false },
+): ProviderCapabilities {
   return defineCapabilities({
-    identity: { nativeThreadIds: c.threadIds, nativeTurnIds: c.turnIds, nativeItemIds: c.itemIds, nativeRequestIds: c.requestIds },
+    identity: {
+      nativeThreadIds: c.threadIds,
+      nativeTurnIds: c.turnIds,
+      nativeItemIds: c.itemIds,
+      nativeRequestIds: c.requestIds,
+    },
     threads: { exposesNativeThreadId: c.exposesNativeThreadId },
     turns: {
       exposesNativeTurnId: c.exposesNativeTurnId,
@@ -64,7 +72,11 @@ export function capabilitiesOf(c: CapsChoice, steering: { native: boolean; inter
       supportsSteeringByInterruptRestart: steering.interruptRestart,
     },
     streaming: { emitsMessageCompleted: c.emitsMessageCompleted },
-    subagents: { supportsSubagents: c.supportsSubagents, emitsSubagentLifecycle: c.emitsSubagentLifecycle, exposesSubagentThreadIds: c.exposesSubagentThreadIds },
+    subagents: {
+      supportsSubagents: c.supportsSubagents,
+      emitsSubagentLifecycle: c.emitsSubagentLifecycle,
+      exposesSubagentThreadIds: c.exposesSubagentThreadIds,
+    },
     planning: { planDeltasHaveItemIds: c.planDeltasHaveItemIds },
   });
 }
@@ -132,14 +144,25 @@ export const turnPlan = (caps: CapsChoice): fc.Arbitrary<TurnPlan> =>
   fc.record({
     turnStarted: fc.boolean(),
     items: fc.array(itemPlan, { maxLength: 4 }),
-    subagent: caps.supportsSubagents ? fc.option(fc.record({ items: fc.array(itemPlan, { maxLength: 2 }), status: turnStatus }), { nil: null }) : fc.constant(null),
+    subagent: caps.supportsSubagents
+      ? fc.option(fc.record({ items: fc.array(itemPlan, { maxLength: 2 }), status: turnStatus }), { nil: null })
+      : fc.constant(null),
     plan: fc.boolean(),
     todo: fc.boolean(),
     request: fc.option(fc.record({ resolved: fc.boolean() }), { nil: null }),
     warning: fc.boolean(),
     terminal: fc.record({ status: turnStatus, broken: fc.boolean() }),
     ending: caps.emitsTurnCompleted
-      ? fc.constantFrom<Ending>("terminal", "terminal", "terminal", "terminal", "terminal_and_idle", "none", "session_stopped", "session_error")
+      ? fc.constantFrom<Ending>(
+          "terminal",
+          "terminal",
+          "terminal",
+          "terminal",
+          "terminal_and_idle",
+          "none",
+          "session_stopped",
+          "session_error",
+        )
       : fc.constantFrom<Ending>("idle", "idle", "idle", "terminal", "terminal_and_idle", "none", "session_error"),
   });
 
@@ -169,39 +192,112 @@ export function transcriptOf(plan: TurnPlan, x: Exposure, turnRef: string | null
   const root = (event: ProviderEvent): Step => ({ kind: "event", tag: "root", event, session: "live" });
   const steps: Step[] = [];
   if (plan.turnStarted) steps.push(root({ type: "turn.started", ...where }));
-  const items = (list: ItemPlan[], prefix: string, scope: typeof where, parentItemRef: string | undefined, tag: Tag) => {
+  const items = (
+    list: ItemPlan[],
+    prefix: string,
+    scope: typeof where,
+    parentItemRef: string | undefined,
+    tag: Tag,
+  ) => {
     list.forEach((item, i) => {
       const ref = x.itemRefs ? { itemRef: `${prefix}${i + 1}` } : {};
       const push = (event: ProviderEvent) => steps.push({ kind: "event", tag, event, session: "live" });
-      if (item.start) push({ type: "item.started", ...scope, ...ref, kind: item.kind, ...(parentItemRef ? { parentItemRef } : {}) });
+      if (item.start)
+        push({ type: "item.started", ...scope, ...ref, kind: item.kind, ...(parentItemRef ? { parentItemRef } : {}) });
       const stream = item.kind === "assistant_message" || item.kind === "reasoning" ? "text" : "output";
       for (const delta of item.deltas) push({ type: "item.delta", ...scope, ...ref, kind: item.kind, stream, delta });
-      if (item.complete) push({ type: "item.completed", ...scope, ...ref, kind: item.kind, status: item.status, ...(item.finalText ? { text: item.finalText } : {}) });
+      if (item.complete)
+        push({
+          type: "item.completed",
+          ...scope,
+          ...ref,
+          kind: item.kind,
+          status: item.status,
+          ...(item.finalText ? { text: item.finalText } : {}),
+        });
     });
   };
   items(plan.items, "item-", where, undefined, "root");
-  if (plan.plan) steps.push(root({ type: "plan.updated", ...where, ...(x.itemRefs ? { itemRef: "plan-1" } : {}), steps: [{ step: "look", status: "in_progress" }] }));
-  if (plan.todo) steps.push(root({ type: "todo.updated", ...where, ...(x.itemRefs ? { itemRef: "todo-1" } : {}), items: [{ text: "fix", status: "pending" }] }));
+  if (plan.plan)
+    steps.push(
+      root({
+        type: "plan.updated",
+        ...where,
+        ...(x.itemRefs ? { itemRef: "plan-1" } : {}),
+        steps: [{ step: "look", status: "in_progress" }],
+      }),
+    );
+  if (plan.todo)
+    steps.push(
+      root({
+        type: "todo.updated",
+        ...where,
+        ...(x.itemRefs ? { itemRef: "todo-1" } : {}),
+        items: [{ text: "fix", status: "pending" }],
+      }),
+    );
   if (plan.subagent) {
     const subRef = x.itemRefs ? { itemRef: "sub-1" } : {};
     // A native thread id names one thread of the session: each turn's subagent gets its own.
     const childThreadRef = x.childThreads ? `child-of-${turnRef ?? "turn"}` : undefined;
-    steps.push(root({ type: "subagent.started", ...where, ...subRef, ...(childThreadRef ? { childThreadRef } : {}), agent: "helper", prompt: "help" }));
-    const childWhere = childThreadRef ? { threadRef: childThreadRef, ...(x.turnRefs ? { turnRef: `${childThreadRef}-turn` } : {}) } : where;
+    steps.push(
+      root({
+        type: "subagent.started",
+        ...where,
+        ...subRef,
+        ...(childThreadRef ? { childThreadRef } : {}),
+        agent: "helper",
+        prompt: "help",
+      }),
+    );
+    const childWhere = childThreadRef
+      ? { threadRef: childThreadRef, ...(x.turnRefs ? { turnRef: `${childThreadRef}-turn` } : {}) }
+      : where;
     items(plan.subagent.items, "sitem-", childWhere, childThreadRef ? undefined : subRef.itemRef, "child");
     if (childThreadRef) {
-      steps.push({ kind: "event", tag: "child", session: "live", event: { type: "turn.terminal", ...childWhere, status: plan.subagent.status, threadDisposition: "reusable", failureClass: null, message: null, retryable: false } });
+      steps.push({
+        kind: "event",
+        tag: "child",
+        session: "live",
+        event: {
+          type: "turn.terminal",
+          ...childWhere,
+          status: plan.subagent.status,
+          threadDisposition: "reusable",
+          failureClass: null,
+          message: null,
+          retryable: false,
+        },
+      });
     }
-    steps.push(root({ type: "subagent.completed", ...where, ...subRef, ...(childThreadRef ? { childThreadRef } : {}), status: plan.subagent.status, result: "done" }));
+    steps.push(
+      root({
+        type: "subagent.completed",
+        ...where,
+        ...subRef,
+        ...(childThreadRef ? { childThreadRef } : {}),
+        status: plan.subagent.status,
+        result: "done",
+      }),
+    );
   }
   if (plan.request) {
     const requestRef = x.requestRefs ? { requestRef: "req-1" } : {};
     steps.push(root({ type: "request.opened", ...where, ...requestRef, request: { kind: "command", command: "ls" } }));
-    if (plan.request.resolved) steps.push(root({ type: "request.resolved", ...where, ...requestRef, outcome: "accepted" }));
+    if (plan.request.resolved)
+      steps.push(root({ type: "request.resolved", ...where, ...requestRef, outcome: "accepted" }));
   }
   if (plan.warning) steps.push(root({ type: "warning", ...where, message: "provider says hi" }));
   const { status, broken } = plan.terminal;
-  const terminal = root({ type: "turn.terminal", ...where, status, threadDisposition: broken ? "broken" : "reusable", failureClass: status === "failed" ? "provider_error" : null, message: null, retryable: false });
+  const terminal = root({
+    type: "turn.terminal",
+    ...where,
+    status,
+    threadDisposition: broken ? "broken" : "reusable",
+    failureClass: status === "failed" ? "provider_error" : null,
+    message: null,
+    retryable: false,
+  });
   const idle = root({ type: "session.state", state: "idle" });
   switch (plan.ending) {
     case "terminal":
@@ -236,13 +332,34 @@ const GARBAGE: Array<{ label: string; frame: (sessionId: string) => unknown }> =
   { label: "null event", frame: (sessionId) => ({ sessionId, event: null }) },
   { label: "unknown type", frame: (sessionId) => ({ sessionId, event: { type: "item.exploded", itemRef: "item-1" } }) },
   { label: "missing fields", frame: (sessionId) => ({ sessionId, event: { type: "item.delta" } }) },
-  { label: "wrong field type", frame: (sessionId) => ({ sessionId, event: { type: "item.delta", kind: "assistant_message", stream: "text", delta: 5 } }) },
-  { label: "unknown status", frame: (sessionId) => ({ sessionId, event: { type: "turn.terminal", status: "exploded", threadDisposition: "reusable" } }) },
+  {
+    label: "wrong field type",
+    frame: (sessionId) => ({
+      sessionId,
+      event: { type: "item.delta", kind: "assistant_message", stream: "text", delta: 5 },
+    }),
+  },
+  {
+    label: "unknown status",
+    frame: (sessionId) => ({
+      sessionId,
+      event: { type: "turn.terminal", status: "exploded", threadDisposition: "reusable" },
+    }),
+  },
   { label: "extra field", frame: (sessionId) => ({ sessionId, event: { type: "turn.started", surprise: true } }) },
-  { label: "empty ref", frame: (sessionId) => ({ sessionId, event: { type: "item.started", itemRef: "", kind: "reasoning" } }) },
-  { label: "no session", frame: () => ({ event: { type: "turn.terminal", status: "completed", threadDisposition: "reusable" } }) },
+  {
+    label: "empty ref",
+    frame: (sessionId) => ({ sessionId, event: { type: "item.started", itemRef: "", kind: "reasoning" } }),
+  },
+  {
+    label: "no session",
+    frame: () => ({ event: { type: "turn.terminal", status: "completed", threadDisposition: "reusable" } }),
+  },
   { label: "numeric session", frame: () => ({ sessionId: 7, event: { type: "turn.started" } }) },
-  { label: "terminal without disposition", frame: (sessionId) => ({ sessionId, event: { type: "turn.terminal", status: "completed" } }) },
+  {
+    label: "terminal without disposition",
+    frame: (sessionId) => ({ sessionId, event: { type: "turn.terminal", status: "completed" } }),
+  },
 ];
 
 /** Valid events that address something else than the run's turn, or an item nobody started. */
@@ -250,20 +367,98 @@ function foreignEvents(x: Exposure, turnRef: string | null): Array<Extract<Step,
   const where = { ...(x.threadRef ? { threadRef: x.threadRef } : {}), ...(x.turnRefs && turnRef ? { turnRef } : {}) };
   const out: Array<Extract<Step, { kind: "event" }>> = [
     // An item the provider never started: created once, closed by the completion barrier at the latest.
-    { kind: "event", tag: "root", session: "live", event: { type: "item.delta", ...where, ...(x.itemRefs ? { itemRef: "ghost-1" } : {}), kind: "assistant_message", stream: "text", delta: "boo" } },
-    { kind: "event", tag: "root", session: "live", event: { type: "item.completed", ...where, ...(x.itemRefs ? { itemRef: "ghost-2" } : {}), kind: "tool_call", status: "completed", output: "out" } },
+    {
+      kind: "event",
+      tag: "root",
+      session: "live",
+      event: {
+        type: "item.delta",
+        ...where,
+        ...(x.itemRefs ? { itemRef: "ghost-1" } : {}),
+        kind: "assistant_message",
+        stream: "text",
+        delta: "boo",
+      },
+    },
+    {
+      kind: "event",
+      tag: "root",
+      session: "live",
+      event: {
+        type: "item.completed",
+        ...where,
+        ...(x.itemRefs ? { itemRef: "ghost-2" } : {}),
+        kind: "tool_call",
+        status: "completed",
+        output: "out",
+      },
+    },
     // The right turn, another session.
-    { kind: "event", tag: "foreign_session", session: "other", event: { type: "turn.terminal", ...where, status: "completed", threadDisposition: "reusable", failureClass: null, message: null, retryable: false } },
-    { kind: "event", tag: "foreign_session", session: "other", event: { type: "item.started", ...where, ...(x.itemRefs ? { itemRef: "item-1" } : {}), kind: "reasoning" } },
+    {
+      kind: "event",
+      tag: "foreign_session",
+      session: "other",
+      event: {
+        type: "turn.terminal",
+        ...where,
+        status: "completed",
+        threadDisposition: "reusable",
+        failureClass: null,
+        message: null,
+        retryable: false,
+      },
+    },
+    {
+      kind: "event",
+      tag: "foreign_session",
+      session: "other",
+      event: { type: "item.started", ...where, ...(x.itemRefs ? { itemRef: "item-1" } : {}), kind: "reasoning" },
+    },
     // A provider thread nobody bound (at most an unannounced child of the open turn).
-    { kind: "event", tag: "foreign_thread", session: "live", event: { type: "item.delta", threadRef: "thr-999", kind: "reasoning", stream: "text", delta: "elsewhere" } },
-    { kind: "event", tag: "foreign_thread", session: "live", event: { type: "turn.terminal", threadRef: "thr-999", status: "failed", threadDisposition: "reusable", failureClass: "boom", message: null, retryable: false } },
+    {
+      kind: "event",
+      tag: "foreign_thread",
+      session: "live",
+      event: { type: "item.delta", threadRef: "thr-999", kind: "reasoning", stream: "text", delta: "elsewhere" },
+    },
+    {
+      kind: "event",
+      tag: "foreign_thread",
+      session: "live",
+      event: {
+        type: "turn.terminal",
+        threadRef: "thr-999",
+        status: "failed",
+        threadDisposition: "reusable",
+        failureClass: "boom",
+        message: null,
+        retryable: false,
+      },
+    },
   ];
   if (x.turnRefs) {
     const other = { ...(x.threadRef ? { threadRef: x.threadRef } : {}), turnRef: "turn-999" };
     out.push(
-      { kind: "event", tag: "foreign_turn", session: "live", event: { type: "turn.terminal", ...other, status: "failed", threadDisposition: "reusable", failureClass: "boom", message: null, retryable: false } },
-      { kind: "event", tag: "foreign_turn", session: "live", event: { type: "item.started", ...other, ...(x.itemRefs ? { itemRef: "other-1" } : {}), kind: "tool_call" } },
+      {
+        kind: "event",
+        tag: "foreign_turn",
+        session: "live",
+        event: {
+          type: "turn.terminal",
+          ...other,
+          status: "failed",
+          threadDisposition: "reusable",
+          failureClass: "boom",
+          message: null,
+          retryable: false,
+        },
+      },
+      {
+        kind: "event",
+        tag: "foreign_turn",
+        session: "live",
+        event: { type: "item.started", ...other, ...(x.itemRefs ? { itemRef: "other-1" } : {}), kind: "tool_call" },
+      },
     );
   }
   return out;
@@ -285,7 +480,9 @@ export const chaosOp: fc.Arbitrary<ChaosOp> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant("foreign" as const), to: index, which: index }), weight: 2 },
 );
 
-/** The transcript as a hostile transport delivers it. The `accept` step (the reply to sendRun) is moved, never copied. */
+/**
+ * The transcript as a hostile transport delivers it. The `accept` step (the reply to sendRun) is moved, never copied.
+ */
 export function applyChaos(steps: Step[], ops: ChaosOp[], x: Exposure, turnRef: string | null): Step[] {
   const out = [...steps];
   const foreign = foreignEvents(x, turnRef);
@@ -376,7 +573,10 @@ export interface TwoTurnScenario {
   via: "interrupt_restart" | "queue";
 }
 
-/** Turn refs are exposed here: without them a superseded turn's late events cannot be told from the next turn's (the spec's ordinal fallback). */
+/**
+ * Turn refs are exposed here: without them a superseded turn's late events cannot be told from the next turn's (the
+ * spec's ordinal fallback).
+ */
 export const twoTurnScenario: fc.Arbitrary<TwoTurnScenario> = capsChoice
   .map((c) => ({ ...c, exposesNativeTurnId: true, turnIds: c.turnIds === "none" ? ("strong" as const) : c.turnIds }))
   .chain((caps) =>
@@ -401,15 +601,35 @@ export function firstAttemptSteps(s: TwoTurnScenario): { beforeSteer: Step[]; af
   const at = s.steerAt % (body.length + 1);
   const where = { ...(x.threadRef ? { threadRef: x.threadRef } : {}), turnRef: "turn-1" };
   const ending: Step = s.caps.emitsTurnCompleted
-    ? { kind: "event", tag: "root", session: "live", event: { type: "turn.terminal", ...where, status: s.first.terminal.status, threadDisposition: s.first.terminal.broken ? "broken" : "reusable", failureClass: null, message: null, retryable: false } }
+    ? {
+        kind: "event",
+        tag: "root",
+        session: "live",
+        event: {
+          type: "turn.terminal",
+          ...where,
+          status: s.first.terminal.status,
+          threadDisposition: s.first.terminal.broken ? "broken" : "reusable",
+          failureClass: null,
+          message: null,
+          retryable: false,
+        },
+      }
     : { kind: "event", tag: "root", session: "live", event: { type: "session.state", state: "idle" } };
   return { beforeSteer: body.slice(0, at), afterSteer: body.slice(at), ending };
 }
 
-/** Attempt 2's steps (its accept placed at random) with late copies of attempt 1's events mixed in, each marked with its turn. */
+/**
+ * Attempt 2's steps (its accept placed at random) with late copies of attempt 1's events mixed in, each marked with its
+ * turn.
+ */
 export function secondAttemptSteps(s: TwoTurnScenario, first: Step[]): Array<{ turn: 1 | 2; step: Step }> {
-  const steps: Array<{ turn: 1 | 2; step: Step }> = stepsOf({ caps: s.caps, plan: s.second, acceptAt: s.secondAcceptAt, ops: s.secondOps }, "turn-2").map((step) => ({ turn: 2, step }));
+  const steps: Array<{ turn: 1 | 2; step: Step }> = stepsOf(
+    { caps: s.caps, plan: s.second, acceptAt: s.secondAcceptAt, ops: s.secondOps },
+    "turn-2",
+  ).map((step) => ({ turn: 2, step }));
   if (first.length === 0) return steps;
-  for (const { from, at } of s.late) steps.splice(at % (steps.length + 1), 0, { turn: 1, step: first[from % first.length]! });
+  for (const { from, at } of s.late)
+    steps.splice(at % (steps.length + 1), 0, { turn: 1, step: first[from % first.length]! });
   return steps;
 }

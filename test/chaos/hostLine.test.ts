@@ -33,25 +33,34 @@ describe("chaos: host line", () => {
       fc.constant("\r\n"),
     );
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 60 }), fc.integer({ min: 1, max: 2_000 }), fc.integer({ min: 1, max: 700 }), (pieces, cap, chunk) => {
-        runs++;
-        const text = pieces.join("");
-        const bytes = Buffer.from(text);
-        const lines: string[] = [];
-        let overflows = 0;
-        const splitter = new BoundedLineSplitter({ maxLineBytes: cap, onLine: (l) => lines.push(l), onOverflow: (o) => void (overflows++, expect(Buffer.byteLength(o.head)).toBeLessThanOrEqual(256)) });
-        for (let at = 0; at < bytes.length; at += chunk) {
-          splitter.write(bytes.subarray(at, at + chunk));
-          expect(splitter.pendingBytes).toBeLessThanOrEqual(cap);
-        }
-        splitter.end();
-        const all = text.split("\n");
-        if (all.at(-1) === "") all.pop();
-        // The cap counts a line's bytes before its CR is taken off.
-        const kept = all.filter((l) => Buffer.byteLength(l) <= cap).map((l) => l.replace(/\r$/, ""));
-        expect(lines).toEqual(kept);
-        expect(overflows).toBe(all.length - kept.length);
-      }),
+      fc.property(
+        fc.array(piece, { maxLength: 60 }),
+        fc.integer({ min: 1, max: 2_000 }),
+        fc.integer({ min: 1, max: 700 }),
+        (pieces, cap, chunk) => {
+          runs++;
+          const text = pieces.join("");
+          const bytes = Buffer.from(text);
+          const lines: string[] = [];
+          let overflows = 0;
+          const splitter = new BoundedLineSplitter({
+            maxLineBytes: cap,
+            onLine: (l) => lines.push(l),
+            onOverflow: (o) => void (overflows++, expect(Buffer.byteLength(o.head)).toBeLessThanOrEqual(256)),
+          });
+          for (let at = 0; at < bytes.length; at += chunk) {
+            splitter.write(bytes.subarray(at, at + chunk));
+            expect(splitter.pendingBytes).toBeLessThanOrEqual(cap);
+          }
+          splitter.end();
+          const all = text.split("\n");
+          if (all.at(-1) === "") all.pop();
+          // The cap counts a line's bytes before its CR is taken off.
+          const kept = all.filter((l) => Buffer.byteLength(l) <= cap).map((l) => l.replace(/\r$/, ""));
+          expect(lines).toEqual(kept);
+          expect(overflows).toBe(all.length - kept.length);
+        },
+      ),
       { numRuns: 400 },
     );
     tallyChaos("host line: splitter", { properties: 1, runs, violations: 0 });
@@ -60,10 +69,26 @@ describe("chaos: host line", () => {
   it("hosts that break a cap at random points fail only the run in flight; the embedder and the target keep serving", async () => {
     type Step = { kind: "ok" } | { kind: "flood"; stream: "stdout" | "stderr" | "websocket"; factor: number };
     const flood = (streams: Array<"stdout" | "stderr" | "websocket">) =>
-      fc.record({ kind: fc.constant("flood" as const), stream: fc.constantFrom(...streams), factor: fc.integer({ min: 1, max: 8 }) });
+      fc.record({
+        kind: fc.constant("flood" as const),
+        stream: fc.constantFrom(...streams),
+        factor: fc.integer({ min: 1, max: 8 }),
+      });
     const scenario = fc.oneof(
-      fc.record({ transport: fc.constant("stdio" as const), steps: fc.array(fc.oneof(fc.constant({ kind: "ok" as const }), flood(["stdout", "stderr"])), { minLength: 1, maxLength: 4 }) }),
-      fc.record({ transport: fc.constant("websocket" as const), steps: fc.array(fc.oneof(fc.constant({ kind: "ok" as const }), flood(["stdout", "stderr", "websocket"])), { minLength: 1, maxLength: 4 }) }),
+      fc.record({
+        transport: fc.constant("stdio" as const),
+        steps: fc.array(fc.oneof(fc.constant({ kind: "ok" as const }), flood(["stdout", "stderr"])), {
+          minLength: 1,
+          maxLength: 4,
+        }),
+      }),
+      fc.record({
+        transport: fc.constant("websocket" as const),
+        steps: fc.array(fc.oneof(fc.constant({ kind: "ok" as const }), flood(["stdout", "stderr", "websocket"])), {
+          minLength: 1,
+          maxLength: 4,
+        }),
+      }),
     );
     let runs = 0;
     let floods = 0;
@@ -73,7 +98,12 @@ describe("chaos: host line", () => {
         const dataDir = await mkdtemp(join(tmpdir(), "tiller-chaos-line-"));
         const adapter = createScriptedHostAdapter({
           transport,
-          scripts: { "[gate]": [{ type: "text", text: "working" }, { type: "gate", name: "g" }] },
+          scripts: {
+            "[gate]": [
+              { type: "text", text: "working" },
+              { type: "gate", name: "g" },
+            ],
+          },
           limits: { maxFrameBytes: FRAME_CAP, maxStderrLineBytes: STDERR_CAP },
           policy: { restartBudget: 100, backoffMs: [0] },
           heartbeat: { intervalMs: 0 },
@@ -93,7 +123,10 @@ describe("chaos: host line", () => {
             await nextEvent(rt, "node.delta", (e) => e.runId === runId);
             const sessionId = [...rt.views.sessions.keys()].find((id) => adapter.hostPid(id) !== null)!;
             pids.add(adapter.hostPid(sessionId)!);
-            const cap = step.stream === "stderr" || (transport === "websocket" && step.stream === "stdout") ? STDERR_CAP : FRAME_CAP;
+            const cap =
+              step.stream === "stderr" || (transport === "websocket" && step.stream === "stdout")
+                ? STDERR_CAP
+                : FRAME_CAP;
             await adapter.debug("debug.flood", { stream: step.stream, bytes: cap * step.factor + 1 });
             const run = await rt.waitForRun(runId);
             expect(run.status).toBe("failed");

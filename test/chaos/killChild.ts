@@ -5,7 +5,8 @@
  * ChildLine): every durable record its subscriber received, every command receipt, every
  * host pid its sessions run in.
  *
- *   node --import tsx test/chaos/killChild.ts <dataDir> <workDir> <stdio|websocket> <native|restart> <seed> [at-host-spawn]
+ * node --import tsx test/chaos/killChild.ts <dataDir> <workDir> <stdio|websocket> <native|restart> <seed>
+ * [at-host-spawn]
  *
  * With `at-host-spawn`, the child stops dead the moment its first host process is forked (it
  * says `spawned` and blocks, as if the kill came at that instant): the runtime has not yet
@@ -17,13 +18,29 @@
  * approval, questions, queued follow-ups, steers, restarts, interrupts and answers.
  */
 import { ChildProcess } from "node:child_process";
-import { TillerError, type DispatchMode, type LogRecord, type DomainEvent, type RequestResponse } from "../../src/index.js";
+import {
+  TillerError,
+  type DispatchMode,
+  type LogRecord,
+  type DomainEvent,
+  type RequestResponse,
+} from "../../src/index.js";
 import { processStartTime } from "../../src/runtime/hosts/process.js";
-import { KILL_MARKERS, KILL_TARGET, PARKED_TEXT, killAdapter, seededRandom, type ChildLine, type KillSteering, type KillTransport } from "./killWorkload.js";
+import {
+  KILL_MARKERS,
+  KILL_TARGET,
+  PARKED_TEXT,
+  killAdapter,
+  seededRandom,
+  type ChildLine,
+  type KillSteering,
+  type KillTransport,
+} from "./killWorkload.js";
 import { openRuntime } from "../support/internals.js";
 
 const [dataDir, workDir, transport, steering, seedText, point] = process.argv.slice(2);
-if (!dataDir || !workDir || !transport || !steering || !seedText) throw new Error("usage: killChild.ts <dataDir> <workDir> <transport> <steering> <seed> [at-host-spawn]");
+if (!dataDir || !workDir || !transport || !steering || !seedText)
+  throw new Error("usage: killChild.ts <dataDir> <workDir> <transport> <steering> <seed> [at-host-spawn]");
 const rng = seededRandom(Number(seedText));
 const say = (line: ChildLine) => void process.stdout.write(JSON.stringify(line) + "\n");
 
@@ -45,7 +62,11 @@ if (point === "at-host-spawn") {
 }
 
 const adapter = killAdapter(transport as KillTransport, steering as KillSteering);
-const rt = await openRuntime({ dataDir, providers: { [KILL_TARGET]: adapter }, onFailure: (failure) => say({ t: "fault", message: `onFailure: ${JSON.stringify(failure)}` }) });
+const rt = await openRuntime({
+  dataDir,
+  providers: { [KILL_TARGET]: adapter },
+  onFailure: (failure) => say({ t: "fault", message: `onFailure: ${JSON.stringify(failure)}` }),
+});
 
 /** Requests acknowledged as open, by id (what the workload may answer). */
 const open = new Map<string, { threadId: string; kind: string }>();
@@ -79,7 +100,11 @@ let commands = 0;
 const nextId = () => `kill-${seedText}-${++commands}`;
 
 /** Runs a command and reports its receipt, or its typed refusal; anything untyped is a fault. */
-async function command<I extends Record<string, unknown>, R>(name: Extract<ChildLine, { t: "receipt" }>["command"], input: I, call: (input: I) => Promise<R>): Promise<R | null> {
+async function command<I extends Record<string, unknown>, R>(
+  name: Extract<ChildLine, { t: "receipt" }>["command"],
+  input: I,
+  call: (input: I) => Promise<R>,
+): Promise<R | null> {
   try {
     const receipt = await call(input);
     say({ t: "receipt", command: name, input, receipt: receipt as Record<string, unknown> });
@@ -91,8 +116,12 @@ async function command<I extends Record<string, unknown>, R>(name: Extract<Child
   }
 }
 
-const createThread = (title: string) => command("createThread", { providerTarget: KILL_TARGET, title, cwd: workDir, commandId: nextId() }, (i) => rt.createThread(i));
-const send = (threadId: string, text: string, mode: DispatchMode) => command("sendMessage", { threadId, text, mode, commandId: nextId() }, (i) => rt.sendMessage(i));
+const createThread = (title: string) =>
+  command("createThread", { providerTarget: KILL_TARGET, title, cwd: workDir, commandId: nextId() }, (i) =>
+    rt.createThread(i),
+  );
+const send = (threadId: string, text: string, mode: DispatchMode) =>
+  command("sendMessage", { threadId, text, mode, commandId: nextId() }, (i) => rt.sendMessage(i));
 
 // The parked approval, and a follow-up queued behind it.
 const parkedThread = await createThread("parked");
@@ -111,7 +140,15 @@ for (const title of ["one", "two", "three"]) {
 const answer = (kind: string): RequestResponse =>
   kind === "user_input"
     ? { kind: "answers", answers: { q1: rng.pick(["red", "blue"]) } }
-    : { kind: "decision", decision: rng.weighted([["accept", 4], ["decline", 1], ["cancel", 1], ["accept_for_session", 1]] as const) };
+    : {
+        kind: "decision",
+        decision: rng.weighted([
+          ["accept", 4],
+          ["decline", 1],
+          ["cancel", 1],
+          ["accept_for_session", 1],
+        ] as const),
+      };
 
 for (let n = 1; ; n++) {
   const threadId = rng.pick(workers);
@@ -132,7 +169,18 @@ for (let n = 1; ; n++) {
   } else {
     // A message to a thread: what it asks for, and how it is dispatched. Once a follow-up
     // waits, only steers and restarts, so what recovery must resume stays small.
-    const modes = queued === 0 ? ([["auto", 4], ["queue", 2], ["steer", 1], ["restart", 1]] as const) : ([["steer", 2], ["restart", 1]] as const);
+    const modes =
+      queued === 0
+        ? ([
+            ["auto", 4],
+            ["queue", 2],
+            ["steer", 1],
+            ["restart", 1],
+          ] as const)
+        : ([
+            ["steer", 2],
+            ["restart", 1],
+          ] as const);
     const mode = rng.weighted<DispatchMode>(modes);
     await send(threadId, `${rng.pick(KILL_MARKERS)} message ${n}`.trim(), mode);
   }

@@ -86,7 +86,10 @@ export interface LogLine {
  * gap-free from 1). A torn last line (no newline) is what a kill may leave; it is a problem
  * only where none may be.
  */
-export async function readLog(dataDir: string, options: { tornTailAllowed: boolean }): Promise<{ records: LogLine[]; head: number; problems: string[] }> {
+export async function readLog(
+  dataDir: string,
+  options: { tornTailAllowed: boolean },
+): Promise<{ records: LogLine[]; head: number; problems: string[] }> {
   const text = await readFile(join(dataDir, "events.jsonl"), "utf8");
   const lines = text.split("\n");
   const tail = lines.pop()!;

@@ -29,7 +29,10 @@ export const KILL_SCRIPTS: Record<string, ScriptStep[]> = {
   ],
   "[question]": [
     { type: "text", text: "One question first." },
-    { type: "question", questions: [{ id: "q1", question: "Which colour?", options: [{ label: "red" }, { label: "blue" }] }] },
+    {
+      type: "question",
+      questions: [{ id: "q1", question: "Which colour?", options: [{ label: "red" }, { label: "blue" }] }],
+    },
   ],
   "[change]": [
     { type: "tool", name: "search", input: { q: "x" }, output: "found" },
@@ -52,7 +55,12 @@ export function killAdapter(transport: KillTransport, steering: KillSteering): S
 }
 
 /** mulberry32: a small seeded generator, so a failing round replays from its logged seed. */
-export function seededRandom(seed: number): { next(): number; int(min: number, max: number): number; pick<T>(items: readonly T[]): T; weighted<T>(items: ReadonlyArray<readonly [T, number]>): T } {
+export function seededRandom(seed: number): {
+  next(): number;
+  int(min: number, max: number): number;
+  pick<T>(items: readonly T[]): T;
+  weighted<T>(items: ReadonlyArray<readonly [T, number]>): T;
+} {
   let state = seed >>> 0;
   const next = () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -80,7 +88,12 @@ export type ChildLine =
   /** A durable record its subscriber received. */
   | { t: "ack"; record: { seq: number; at: string; event: { type: string } & Record<string, unknown> } }
   /** A command that resolved: what was asked and the receipt returned. */
-  | { t: "receipt"; command: "createThread" | "sendMessage" | "interrupt" | "respond"; input: Record<string, unknown>; receipt: Record<string, unknown> }
+  | {
+      t: "receipt";
+      command: "createThread" | "sendMessage" | "interrupt" | "respond";
+      input: Record<string, unknown>;
+      receipt: Record<string, unknown>;
+    }
   /** A host process its sessions run in (pid and kernel start time). */
   | { t: "host"; pid: number; startTime: string | null }
   /** A command refused with a typed error (expected under chaos: conflicts, expired requests). */

@@ -6,8 +6,23 @@ import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { TillerError, type RequestResponse } from "../../src/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
-import { killAdapter, KILL_TARGET, seededRandom, type ChildLine, type KillSteering, type KillTransport } from "./killWorkload.js";
-import { freezeAndKill, killGroup, readLog, stateAtKill, stillRunning, type HostProcess, type LogLine } from "./killProcesses.js";
+import {
+  killAdapter,
+  KILL_TARGET,
+  seededRandom,
+  type ChildLine,
+  type KillSteering,
+  type KillTransport,
+} from "./killWorkload.js";
+import {
+  freezeAndKill,
+  killGroup,
+  readLog,
+  stateAtKill,
+  stillRunning,
+  type HostProcess,
+  type LogLine,
+} from "./killProcesses.js";
 import { tallyChaos } from "./tally.js";
 import { openRuntime } from "../support/internals.js";
 
@@ -78,10 +93,20 @@ const leftovers: HostProcess[] = [];
 
 /** Runs the child until its kill point, then freezes it, notes its hosts and SIGKILLs it. */
 async function runAndKill(r: Round, dataDir: string, workDir: string): Promise<Killed> {
-  const args = [CHILD, dataDir, workDir, r.transport, r.steering, String(r.childSeed), ...(r.killAfter === null ? ["at-host-spawn"] : [])];
+  const args = [
+    CHILD,
+    dataDir,
+    workDir,
+    r.transport,
+    r.steering,
+    String(r.childSeed),
+    ...(r.killAfter === null ? ["at-host-spawn"] : []),
+  ];
   const proc = spawn(process.execPath, ["--import", "tsx", ...args], { stdio: ["ignore", "pipe", "inherit"] });
   let ended = false;
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.once("exit", (_code, signal) => resolve(((ended = true), signal))));
+  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+    proc.once("exit", (_code, signal) => resolve(((ended = true), signal))),
+  );
   const lines: ChildLine[] = [];
   let acks = 0;
   let torn: string | null = null;
@@ -110,12 +135,16 @@ async function runAndKill(r: Round, dataDir: string, workDir: string): Promise<K
     if (!ended && frozenHosts === null) await kill(); // a check failed before the kill point
   }
   const signal = await exited;
-  expect(frozenHosts, `round ${r.round}: the child ended by itself (${signal}) after ${acks} records, before its kill point (${r.killAfter ?? "at host spawn"})`).not.toBeNull();
+  expect(
+    frozenHosts,
+    `round ${r.round}: the child ended by itself (${signal}) after ${acks} records, before its kill point (${r.killAfter ?? "at host spawn"})`,
+  ).not.toBeNull();
   expect(signal).toBe("SIGKILL");
   return { lines, frozenHosts: frozenHosts! };
 }
 
-const answerFor = (kind: string): RequestResponse => (kind === "user_input" ? { kind: "answers", answers: { q1: "red" } } : { kind: "decision", decision: "accept" });
+const answerFor = (kind: string): RequestResponse =>
+  kind === "user_input" ? { kind: "answers", answers: { q1: "red" } } : { kind: "decision", decision: "accept" };
 
 async function expectRefused(promise: Promise<unknown>, code: string, what: string): Promise<void> {
   const error = await promise.then(
@@ -139,7 +168,10 @@ interface Figures {
 async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise<Figures> {
   const where = `round ${r.round} (${r.transport}, ${r.steering} steering, killed ${r.killAfter === null ? "at its host's fork" : `after ${r.killAfter}`}, child seed ${r.childSeed})`;
   const faults = killed.lines.filter((l): l is Extract<ChildLine, { t: "fault" }> => l.t === "fault");
-  expect(faults.map((f) => f.message), `${where}: the child saw untyped errors or runtime failures`).toEqual([]);
+  expect(
+    faults.map((f) => f.message),
+    `${where}: the child saw untyped errors or runtime failures`,
+  ).toEqual([]);
   const acked = killed.lines.filter((l): l is Extract<ChildLine, { t: "ack" }> => l.t === "ack").map((l) => l.record);
   const receipts = killed.lines.filter((l): l is Extract<ChildLine, { t: "receipt" }> => l.t === "receipt");
 
@@ -147,12 +179,17 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
   const before = await readLog(dataDir, { tornTailAllowed: true });
   expect(before.problems, `${where}: log left by the kill`).toEqual([]);
   const bySeq = new Map(before.records.map((rec) => [rec.seq, rec]));
-  for (const record of acked) expect(bySeq.get(record.seq), `${where}: acknowledged record ${record.seq} (${record.event.type})`).toEqual(record);
+  for (const record of acked)
+    expect(bySeq.get(record.seq), `${where}: acknowledged record ${record.seq} (${record.event.type})`).toEqual(record);
   const atKill = stateAtKill(before.records);
 
   const failures: string[] = [];
   const adapter = killAdapter(r.transport, r.steering);
-  const rt: Runtime = await openRuntime({ dataDir, providers: { [KILL_TARGET]: adapter }, onFailure: (f) => void failures.push(JSON.stringify(f)) });
+  const rt: Runtime = await openRuntime({
+    dataDir,
+    providers: { [KILL_TARGET]: adapter },
+    onFailure: (f) => void failures.push(JSON.stringify(f)),
+  });
   const answering: Array<Promise<unknown>> = [];
   let figures: Figures;
   try {
@@ -160,25 +197,37 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
     rt.subscribe({ afterSeq: before.head }, ({ event }) => {
       if (event.type !== "request.opened") return;
       const answered = rt.respond({ requestId: event.requestId, response: answerFor(event.payload.kind) });
-      answering.push(answered.catch((e: unknown) => void (e instanceof TillerError || failures.push(`respond threw ${String(e)}`))));
+      answering.push(
+        answered.catch((e: unknown) => void (e instanceof TillerError || failures.push(`respond threw ${String(e)}`))),
+      );
     });
 
     // 4. No host of the dead child survives the reopen: it reaps them before it returns (a host
     // that would end by itself later, as a stdio host at its stdin's end, does not count).
     const hosts = new Map<number, HostProcess>();
     for (const h of killed.frozenHosts) hosts.set(h.pid, h);
-    for (const l of killed.lines) if (l.t === "host" && l.startTime !== null) hosts.set(l.pid, { pid: l.pid, startTime: l.startTime });
-    for (const host of hosts.values()) expect(stillRunning(host), `${where}: host pid ${host.pid} of the dead child still runs after the reopen`).toBe(false);
+    for (const l of killed.lines)
+      if (l.t === "host" && l.startTime !== null) hosts.set(l.pid, { pid: l.pid, startTime: l.startTime });
+    for (const host of hosts.values())
+      expect(stillRunning(host), `${where}: host pid ${host.pid} of the dead child still runs after the reopen`).toBe(
+        false,
+      );
 
     // 5 and 2. Reopening only appended; every acknowledged record and receipt is still there.
     const reopened = await readLog(dataDir, { tornTailAllowed: false });
     expect(reopened.problems, `${where}: log after the reopen`).toEqual([]);
-    expect(reopened.records.slice(0, before.records.length), `${where}: the reopen rewrote the log`).toEqual(before.records);
+    expect(reopened.records.slice(0, before.records.length), `${where}: the reopen rewrote the log`).toEqual(
+      before.records,
+    );
     const loggedReceipts = new Map<string, LogLine["event"]>();
-    for (const rec of reopened.records) if (rec.event.type === "command.receipt") loggedReceipts.set(String(rec.event.commandId), rec.event);
+    for (const rec of reopened.records)
+      if (rec.event.type === "command.receipt") loggedReceipts.set(String(rec.event.commandId), rec.event);
     for (const { command, input, receipt } of receipts) {
       const commandId = String(input.commandId);
-      expect(loggedReceipts.get(commandId), `${where}: receipt of ${command} ${commandId}`).toMatchObject({ command, receipt });
+      expect(loggedReceipts.get(commandId), `${where}: receipt of ${command} ${commandId}`).toMatchObject({
+        command,
+        receipt,
+      });
       const again = await (rt[command] as (i: unknown) => Promise<unknown>).call(rt, input);
       expect(again, `${where}: ${command} repeated with ${commandId}`).toEqual(receipt);
     }
@@ -193,7 +242,10 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
       if (run.terminal) expect(now!.status, `${where}: run ${runId} was ${run.status} at the kill`).toBe(run.status);
       else if (run.status === "queued") resumed.push(runId);
       else {
-        expect([now!.status, now!.reason], `${where}: run ${runId} was ${run.status} at the kill`).toEqual(["cancelled", "runtime_restarted"]);
+        expect([now!.status, now!.reason], `${where}: run ${runId} was ${run.status} at the kill`).toEqual([
+          "cancelled",
+          "runtime_restarted",
+        ]);
         settled++;
       }
     }
@@ -202,8 +254,15 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
     for (const [requestId, request] of atKill.pendingRequests) {
       const offered = rt.affordances(request.threadId).requests.find((q) => q.requestId === requestId);
       expect(offered?.state, `${where}: request ${requestId} (${request.kind}) pending at the kill`).toBe("expired");
-      expect((await rt.readThread(request.threadId)).pendingRequests.map((q) => q.requestId), `${where}: pending requests`).not.toContain(requestId);
-      await expectRefused(rt.respond({ requestId, response: answerFor(request.kind) }), "not_resumable", `${where}: answering request ${requestId}`);
+      expect(
+        (await rt.readThread(request.threadId)).pendingRequests.map((q) => q.requestId),
+        `${where}: pending requests`,
+      ).not.toContain(requestId);
+      await expectRefused(
+        rt.respond({ requestId, response: answerFor(request.kind) }),
+        "not_resumable",
+        `${where}: answering request ${requestId}`,
+      );
     }
 
     // 1. Queued runs resume and end (a stuck one fails here, with its id).
@@ -211,7 +270,9 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
       const run = await rt.waitForRun(runId, { timeoutMs: RUN_END_MS }).catch((e: unknown) => {
         throw new Error(`${where}: queued run ${runId} did not end after the reopen: ${String(e)}`);
       });
-      expect(["completed", "interrupted", "failed", "cancelled"], `${where}: resumed run ${runId}`).toContain(run.status);
+      expect(["completed", "interrupted", "failed", "cancelled"], `${where}: resumed run ${runId}`).toContain(
+        run.status,
+      );
     }
     await Promise.all(answering);
     // Nothing anywhere is left open: every thread idle, every run, attempt and item settled.
@@ -220,12 +281,24 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
       expect(snapshot.thread.status, `${where}: thread ${threadId}`).toBe("idle");
       expect(snapshot.pendingRequests, `${where}: thread ${threadId}`).toEqual([]);
       for (const run of snapshot.runs) {
-        const open = [...run.attempts.filter((a) => a.status === "running" || a.status === "pending").map((a) => `attempt ${a.attemptId} ${a.status}`), ...run.items.filter((i) => i.status === "streaming").map((i) => `item ${i.id} streaming`)];
+        const open = [
+          ...run.attempts
+            .filter((a) => a.status === "running" || a.status === "pending")
+            .map((a) => `attempt ${a.attemptId} ${a.status}`),
+          ...run.items.filter((i) => i.status === "streaming").map((i) => `item ${i.id} streaming`),
+        ];
         expect(open, `${where}: run ${run.runId} is ${run.status}`).toEqual([]);
       }
     }
     expect(failures, `${where}: the reopened runtime reported failures`).toEqual([]);
-    figures = { acked: acked.length, receipts: receipts.length, pendingRequests: atKill.pendingRequests.size, settledRuns: settled, resumedRuns: resumed.length, hosts: hosts.size };
+    figures = {
+      acked: acked.length,
+      receipts: receipts.length,
+      pendingRequests: atKill.pendingRequests.size,
+      settledRuns: settled,
+      resumedRuns: resumed.length,
+      hosts: hosts.size,
+    };
   } finally {
     await rt.close();
   }
@@ -237,7 +310,9 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
 describe("chaos: SIGKILL loop", () => {
   it(`${ROUNDS} kills of a runtime, at random points and at a host's fork (stdio and WebSocket hosts, approvals pending): nothing running, nothing acknowledged lost, nothing dead answerable, no orphan`, async () => {
     const rounds = plan(SEED);
-    console.info(`chaos kills: seed ${SEED} (replay with TILLER_KILL_SEED=${SEED}); kill points: ${rounds.map((r) => `${r.transport[0]}${r.steering[0]}@${r.killAfter ?? "spawn"}`).join(" ")}`);
+    console.info(
+      `chaos kills: seed ${SEED} (replay with TILLER_KILL_SEED=${SEED}); kill points: ${rounds.map((r) => `${r.transport[0]}${r.steering[0]}@${r.killAfter ?? "spawn"}`).join(" ")}`,
+    );
     const root = await mkdtemp(join(tmpdir(), "tiller-chaos-kills-"));
     const dirs = { native: join(root, "native"), restart: join(root, "restart") };
     const workDir = join(root, "work");
@@ -253,7 +328,10 @@ describe("chaos: SIGKILL loop", () => {
         kills++;
         const figures = await checkRecovery(r, dataDir, killed);
         if (figures.pendingRequests > 0) withPending++;
-        if (verbose) console.info(`chaos kills: round ${r.round} ${r.transport}/${r.steering} at ${r.killAfter ?? "spawn"}: ${JSON.stringify(figures)}`);
+        if (verbose)
+          console.info(
+            `chaos kills: round ${r.round} ${r.transport}/${r.steering} at ${r.killAfter ?? "spawn"}: ${JSON.stringify(figures)}`,
+          );
       }
     };
     try {

@@ -46,7 +46,13 @@ afterAll(async () => {
 });
 
 const lockRecord = (pid: number, startTime: string) =>
-  JSON.stringify({ pid, startTime, bootId: null, nonce: randomBytes(16).toString("hex"), acquiredAt: new Date().toISOString() }) + "\n";
+  JSON.stringify({
+    pid,
+    startTime,
+    bootId: null,
+    nonce: randomBytes(16).toString("hex"),
+    acquiredAt: new Date().toISOString(),
+  }) + "\n";
 
 /**
  * Runs the rounds; `prepare(lane, try)` sets a lane's directory up before its try. The test's
@@ -65,13 +71,21 @@ async function race(name: string, prepare: (lane: string, attempt: number) => vo
       const said = answers.map((a) => a[i] ?? "none");
       said.forEach((a, c) => a === "won" && wins[c]!++);
       const left = readdirSync(lane);
-      if (said.filter((a) => a === "won").length !== 1 || said.some((a) => a !== "won" && a !== "lost") || left.length > 0) {
-        violations.push(`try ${round * LANES + i}: ${said.join(" / ")}${left.length > 0 ? `, left behind ${left.join(", ")}` : ""}`);
+      if (
+        said.filter((a) => a === "won").length !== 1 ||
+        said.some((a) => a !== "won" && a !== "lost") ||
+        left.length > 0
+      ) {
+        violations.push(
+          `try ${round * LANES + i}: ${said.join(" / ")}${left.length > 0 ? `, left behind ${left.join(", ")}` : ""}`,
+        );
       }
       for (const file of left) rmSync(join(lane, file), { force: true });
     });
   }
-  console.info(`lock race (${name}): ${TRIES} tries, wins ${wins.join(" + ")}, ${violations.length} violations, ${(performance.now() - t0).toFixed(0)} ms`);
+  console.info(
+    `lock race (${name}): ${TRIES} tries, wins ${wins.join(" + ")}, ${violations.length} violations, ${(performance.now() - t0).toFixed(0)} ms`,
+  );
   expect({ violations: violations.slice(0, 5), count: violations.length }).toEqual({ violations: [], count: 0 });
   runs += TRIES; // tallied once the tries passed
 }
@@ -83,11 +97,15 @@ describe("the data-directory lock under a two-process race: exactly one winner p
 
   it("over a stale LOCK: a holder that died, a live pid with another start time (recycled)", async () => {
     // The live pid is this test process's own: alive, but not the process that started at tick 1.
-    await race("stale: dead pid, recycled pid", (lane, attempt) => writeFileSync(join(lane, "LOCK"), lockRecord(attempt % 2 === 0 ? dead : process.pid, "1")));
+    await race("stale: dead pid, recycled pid", (lane, attempt) =>
+      writeFileSync(join(lane, "LOCK"), lockRecord(attempt % 2 === 0 ? dead : process.pid, "1")),
+    );
   });
 
   it("over an empty, half-written or garbage LOCK", async () => {
     const torn = [() => "", () => lockRecord(dead, "1").slice(0, 25), () => randomBytes(40).toString("latin1")];
-    await race("empty / half-written / garbage", (lane, attempt) => writeFileSync(join(lane, "LOCK"), torn[attempt % torn.length]!()));
+    await race("empty / half-written / garbage", (lane, attempt) =>
+      writeFileSync(join(lane, "LOCK"), torn[attempt % torn.length]!()),
+    );
   });
 });

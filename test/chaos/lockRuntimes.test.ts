@@ -41,7 +41,13 @@ describe("two runtimes started together on one data directory", () => {
     const gone = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
     await new Promise((resolve) => gone.once("exit", resolve));
     const crashedLock = () =>
-      JSON.stringify({ pid: gone.pid, startTime: "1", bootId: null, nonce: randomBytes(16).toString("hex"), acquiredAt: new Date().toISOString() });
+      JSON.stringify({
+        pid: gone.pid,
+        startTime: "1",
+        bootId: null,
+        nonce: randomBytes(16).toString("hex"),
+        acquiredAt: new Date().toISOString(),
+      });
     const t0 = performance.now();
     for (let round = 0; round < ROUNDS; round++) {
       if (round % 2 === 1) await writeFile(join(dataDir, "LOCK"), crashedLock());
@@ -49,11 +55,14 @@ describe("two runtimes started together on one data directory", () => {
       const answers = await Promise.all(contenders.map((c) => c.next()));
       const opened = contenders.filter((_, i) => answers[i] === "open");
       answers.forEach((a, i) => a === "open" && wins[i]!++);
-      if (opened.length !== 1 || answers.some((a) => a !== "open" && a !== "locked")) violations.push(`round ${round}: ${answers.join(" / ")}`);
+      if (opened.length !== 1 || answers.some((a) => a !== "open" && a !== "locked"))
+        violations.push(`round ${round}: ${answers.join(" / ")}`);
       for (const rt of opened) expect(await rt.ask("work")).toBe("worked");
       for (const rt of opened) expect(await rt.ask("close")).toBe("closed");
     }
-    console.info(`lock race (two runtimes): ${ROUNDS} rounds, opened ${wins.join(" + ")}, ${violations.length} violations, ${(performance.now() - t0).toFixed(0)} ms`);
+    console.info(
+      `lock race (two runtimes): ${ROUNDS} rounds, opened ${wins.join(" + ")}, ${violations.length} violations, ${(performance.now() - t0).toFixed(0)} ms`,
+    );
     expect(violations).toEqual([]);
 
     const rt = await createRuntime({ dataDir, providers: { s: createScriptedAdapter() } });

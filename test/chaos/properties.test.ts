@@ -4,10 +4,35 @@ import type { DomainEvent, LogRecord, RunView } from "../../src/index.js";
 import type { ProviderCapabilities, Strength } from "../../src/capabilities/schema.js";
 import type { ProviderEvent } from "../../src/adapters/contract.js";
 import { isProviderItemKind, logViolations, readModelViolations, transcriptViolations } from "../model/invariants.js";
-import { capabilitiesOf, describeStep, exposureOf, firstAttemptSteps, twoTurnScenario, secondAttemptSteps, stepsOf, turnScenario, type CapsChoice, type TwoTurnScenario, type Step, type TurnScenario } from "./generators.js";
+import {
+  capabilitiesOf,
+  describeStep,
+  exposureOf,
+  firstAttemptSteps,
+  twoTurnScenario,
+  secondAttemptSteps,
+  stepsOf,
+  turnScenario,
+  type CapsChoice,
+  type TwoTurnScenario,
+  type Step,
+  type TurnScenario,
+} from "./generators.js";
 import { barrierViolations, fold, logOf, normalize, withRepeatedStarts } from "./propertiesNormalizer.js";
 import type { TurnCall } from "./controlledProvider.js";
-import { awaitRecord, disposeWorld, frameOf, isTerminal, openWorld, readLog, readModel, reopenedReadModel, turnViolations, TurnExpectations, type ChaosWorld } from "./propertiesHarness.js";
+import {
+  awaitRecord,
+  disposeWorld,
+  frameOf,
+  isTerminal,
+  openWorld,
+  readLog,
+  readModel,
+  reopenedReadModel,
+  turnViolations,
+  TurnExpectations,
+  type ChaosWorld,
+} from "./propertiesHarness.js";
 import { tallyChaos } from "./tally.js";
 
 /**
@@ -21,14 +46,26 @@ import { tallyChaos } from "./tally.js";
  * TILLER_CHAOS_RUNS scales the number of generated cases.
  */
 
-const seed = process.env.TILLER_CHAOS_SEED ? Number(process.env.TILLER_CHAOS_SEED) : Math.floor(Math.random() * 2 ** 31);
+const seed = process.env.TILLER_CHAOS_SEED
+  ? Number(process.env.TILLER_CHAOS_SEED)
+  : Math.floor(Math.random() * 2 ** 31);
 const path = process.env.TILLER_CHAOS_PATH;
 const scale = Number(process.env.TILLER_CHAOS_RUNS ?? 1);
-const params = (numRuns: number): fc.Parameters<unknown> => ({ seed, ...(path ? { path } : {}), numRuns: Math.max(1, Math.round(numRuns * scale)) });
+const params = (numRuns: number): fc.Parameters<unknown> => ({
+  seed,
+  ...(path ? { path } : {}),
+  numRuns: Math.max(1, Math.round(numRuns * scale)),
+});
 
-/** Log-level invariants: seq gap-free, one terminal per run, nothing applied after it, nodes once and closed before it. */
+/**
+ * Log-level invariants: seq gap-free, one terminal per run, nothing applied after it, nodes once and closed before it.
+ */
 function logChecks(records: LogRecord<DomainEvent>[], itemIds: Strength): string[] {
-  return [...logViolations(records), ...transcriptViolations(records), ...(itemIds === "none" ? [] : nativeItemViolations(records, itemIds))];
+  return [
+    ...logViolations(records),
+    ...transcriptViolations(records),
+    ...(itemIds === "none" ? [] : nativeItemViolations(records, itemIds)),
+  ];
 }
 
 /**
@@ -52,7 +89,9 @@ function nativeItemViolations(records: LogRecord<DomainEvent>[], itemIds: "stron
     const key = `${event.attemptId} ${event.nativeRef}${itemIds === "weak" ? ` ${event.kind}` : ""}`;
     const entry = holder.get(key);
     if (entry && entry.nodeId !== event.nodeId && (itemIds === "strong" || entry.open)) {
-      violations.push(`${seq}: native item ${event.nativeRef} became a second node ${event.nodeId} (${entry.open ? "the first still open" : "identity strong"})`);
+      violations.push(
+        `${seq}: native item ${event.nativeRef} became a second node ${event.nodeId} (${entry.open ? "the first still open" : "identity strong"})`,
+      );
     }
     if (!entry || entry.nodeId !== event.nodeId) holder.set(key, { nodeId: event.nodeId, open: true });
     refOf.set(event.nodeId, key);
@@ -87,7 +126,10 @@ async function inWorld(
     // Replay determinism: the read model folded again from the log on reopen is the live one.
     const live = readModel(world.rt);
     const reopened = await reopenedReadModel(world, caps, x);
-    if (JSON.stringify(live) !== JSON.stringify(reopened)) violations.push(`reopen: the read model folded from the log differs from the live one:\n${JSON.stringify(live)}\n${JSON.stringify(reopened)}`);
+    if (JSON.stringify(live) !== JSON.stringify(reopened))
+      violations.push(
+        `reopen: the read model folded from the log differs from the live one:\n${JSON.stringify(live)}\n${JSON.stringify(reopened)}`,
+      );
   } finally {
     await disposeWorld(world);
   }
@@ -99,21 +141,42 @@ async function inWorld(
  * the run (weak or no terminal status quality: terminal_weak_correlation; no terminals at all:
  * terminal_inferred_from_idle); a strong one by none.
  */
-function degradationViolations(records: LogRecord<DomainEvent>[], runId: string, choice: CapsChoice, expected: TurnExpectations): string[] {
-  const policies = records.flatMap(({ event }) => (event.type === "policy.applied" && event.runId === runId ? [event.policy] : []));
+function degradationViolations(
+  records: LogRecord<DomainEvent>[],
+  runId: string,
+  choice: CapsChoice,
+  expected: TurnExpectations,
+): string[] {
+  const policies = records.flatMap(({ event }) =>
+    event.type === "policy.applied" && event.runId === runId ? [event.policy] : [],
+  );
   const how = expected.ended?.via;
   const weak = policies.includes("terminal_weak_correlation");
   const inferred = policies.includes("terminal_inferred_from_idle");
   const violations: string[] = [];
-  if (how === "terminal" && choice.terminalStatusQuality !== "strong" && !weak) violations.push(`the run took a terminal of quality ${choice.terminalStatusQuality} without terminal_weak_correlation`);
-  if (how === "terminal" && choice.terminalStatusQuality === "strong" && weak) violations.push("a strong terminal was recorded as weakly correlated");
-  if (how === "idle" && !inferred) violations.push("the run ended by the session going idle without terminal_inferred_from_idle");
-  if (how !== "idle" && inferred) violations.push(`terminal_inferred_from_idle recorded though the turn ended by ${expected.ended?.by ?? "nothing (closed)"}`);
+  if (how === "terminal" && choice.terminalStatusQuality !== "strong" && !weak)
+    violations.push(
+      `the run took a terminal of quality ${choice.terminalStatusQuality} without terminal_weak_correlation`,
+    );
+  if (how === "terminal" && choice.terminalStatusQuality === "strong" && weak)
+    violations.push("a strong terminal was recorded as weakly correlated");
+  if (how === "idle" && !inferred)
+    violations.push("the run ended by the session going idle without terminal_inferred_from_idle");
+  if (how !== "idle" && inferred)
+    violations.push(
+      `terminal_inferred_from_idle recorded though the turn ended by ${expected.ended?.by ?? "nothing (closed)"}`,
+    );
   return violations;
 }
 
-/** One run, one turn, its events delivered as `stepsFor` orders them; returns what broke (empty when nothing did) and the run as it ended. */
-async function playTurn(choice: CapsChoice, stepsFor: (turnRef: string | null) => Step[]): Promise<{ violations: string[]; run: RunView }> {
+/**
+ * One run, one turn, its events delivered as `stepsFor` orders them; returns what broke (empty when nothing did) and
+ * the run as it ended.
+ */
+async function playTurn(
+  choice: CapsChoice,
+  stepsFor: (turnRef: string | null) => Step[],
+): Promise<{ violations: string[]; run: RunView }> {
   const x = exposureOf(choice);
   let runId = "";
   const expected = new TurnExpectations(choice, x);
@@ -141,14 +204,26 @@ async function playTurn(choice: CapsChoice, stepsFor: (turnRef: string | null) =
     if (!accepted) await accept();
     return [];
   };
-  const { violations, world } = await inWorld(choice, capabilitiesOf(choice), drive, (records) => degradationViolations(records, runId, choice, expected));
+  const { violations, world } = await inWorld(choice, capabilitiesOf(choice), drive, (records) =>
+    degradationViolations(records, runId, choice, expected),
+  );
   return { violations, run: structuredClone(world.rt.views.runs.get(runId)!) };
 }
 
-/** What the read model shows of an attempt's provider items; before its completion barrier ran, minus what that barrier settles. */
+/**
+ * What the read model shows of an attempt's provider items; before its completion barrier ran, minus what that barrier
+ * settles.
+ */
 function frozenItems(run: RunView, attemptId: string, settled: boolean): string {
   const items = run.items.filter((i) => i.attemptId === attemptId && isProviderItemKind(i.kind));
-  return JSON.stringify(settled ? items : items.map(({ status: _status, result: _result, detail, ...rest }) => ({ ...rest, detail: { ...detail, status: undefined } })));
+  return JSON.stringify(
+    settled
+      ? items
+      : items.map(({ status: _status, result: _result, detail, ...rest }) => ({
+          ...rest,
+          detail: { ...detail, status: undefined },
+        })),
+  );
 }
 
 /**
@@ -191,30 +266,56 @@ async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<str
   for (const [i, step] of beforeSteer.entries()) {
     await provider.deliver(frameOf(step, sessionId));
     model1.delivered(step);
-    if (failed(`turn 1, step ${i} ${describeStep(step)}`, [...readModelViolations(rt.views), ...turnViolations(rt, firstRun, model1, attempt1)])) return violations;
+    if (
+      failed(`turn 1, step ${i} ${describeStep(step)}`, [
+        ...readModelViolations(rt.views),
+        ...turnViolations(rt, firstRun, model1, attempt1),
+      ])
+    )
+      return violations;
   }
   const second = await rt.sendMessage({ threadId, text: "second", mode: s.via === "queue" ? "queue" : "steer" });
   const restart = s.via === "interrupt_restart";
-  if (restart && (second.disposition !== "steered" || second.via !== "interrupt_restart")) return [`the steer was ${second.disposition} via ${second.via}, not an interrupt-restart of the active run`];
+  if (restart && (second.disposition !== "steered" || second.via !== "interrupt_restart"))
+    return [`the steer was ${second.disposition} via ${second.via}, not an interrupt-restart of the active run`];
   if (!restart && second.disposition !== "queued") return [`the queued message was ${second.disposition}`];
-  // Superseded (restart): nothing its turn sends changes attempt 1's items any more; only its completion barrier, at its terminal, settles them.
+  // Superseded (restart): nothing its turn sends changes attempt 1's items any more; only its completion barrier, at
+  // its terminal, settles them.
   let frozen = { settled: false, items: frozenItems(view(firstRun), attempt1, false) };
   const firstIntact = () => {
     const now = frozenItems(view(firstRun), attempt1, frozen.settled);
-    return now === frozen.items ? [] : [`turn 1's items changed after ${restart ? "it was superseded" : "its run ended"}: ${frozen.items} -> ${now}`];
+    return now === frozen.items
+      ? []
+      : [`turn 1's items changed after ${restart ? "it was superseded" : "its run ended"}: ${frozen.items} -> ${now}`];
   };
   for (const [i, step] of [...afterSteer, ending].entries()) {
     await provider.deliver(frameOf(step, sessionId));
     model1.delivered(step);
     const checks = restart
-      ? [...(isTerminal(view(firstRun).status) ? [`run ended ${view(firstRun).status} by its superseded attempt's events`] : []), ...firstIntact()]
-      : [...turnViolations(rt, firstRun, model1, attempt1), ...(view(second.runId).status === "queued" || isTerminal(view(firstRun).status) ? [] : [`the queued run is ${view(second.runId).status} while the first still runs`])];
-    if (failed(`turn 1, step ${i} ${describeStep(step)}`, [...readModelViolations(rt.views), ...checks])) return violations;
+      ? [
+          ...(isTerminal(view(firstRun).status)
+            ? [`run ended ${view(firstRun).status} by its superseded attempt's events`]
+            : []),
+          ...firstIntact(),
+        ]
+      : [
+          ...turnViolations(rt, firstRun, model1, attempt1),
+          ...(view(second.runId).status === "queued" || isTerminal(view(firstRun).status)
+            ? []
+            : [`the queued run is ${view(second.runId).status} while the first still runs`]),
+        ];
+    if (failed(`turn 1, step ${i} ${describeStep(step)}`, [...readModelViolations(rt.views), ...checks]))
+      return violations;
   }
   // Turn 1 ended: the second turn starts (attempt 2 with the steer text, or the queued run), never the run's end by it.
-  const next = await Promise.race([provider.turn(2).then((call) => ({ call })), rt.waitForRun(second.runId).then((ended) => ({ ended }))]);
-  if ("ended" in next) return [`turn 1 ended and run ${second.runId} ended ${next.ended.status} without a turn of its own`];
-  if (next.call.input.text !== "second") violations.push(`turn 2 carries "${next.call.input.text}", not the second message`);
+  const next = await Promise.race([
+    provider.turn(2).then((call) => ({ call })),
+    rt.waitForRun(second.runId).then((ended) => ({ ended })),
+  ]);
+  if ("ended" in next)
+    return [`turn 1 ended and run ${second.runId} ended ${next.ended.status} without a turn of its own`];
+  if (next.call.input.text !== "second")
+    violations.push(`turn 2 carries "${next.call.input.text}", not the second message`);
   frozen = { settled: true, items: frozenItems(view(firstRun), attempt1, true) };
   const attempt2 = view(second.runId).attempts.at(-1)!.attemptId;
   const model2 = new TurnExpectations(s.caps, x, model1.turnRefs);
@@ -230,11 +331,22 @@ async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<str
     } else {
       await provider.deliver(frameOf(step, sessionId));
       // Turn 1's own events are its turn's (fenced); anything else (the session, other threads) concerns the open turn.
-      const own = turn === 1 && step.kind === "event" && (step.tag === "root" || step.tag === "child") && step.event.type !== "session.state";
+      const own =
+        turn === 1 &&
+        step.kind === "event" &&
+        (step.tag === "root" || step.tag === "child") &&
+        step.event.type !== "session.state";
       (own ? model1 : model2).delivered(step);
     }
     const where = `turn 2, step ${i} ${turn === 1 ? "(late, of turn 1) " : ""}${describeStep(step)}`;
-    if (failed(where, [...readModelViolations(rt.views), ...turnViolations(rt, second.runId, model2, attempt2), ...firstIntact()])) return violations;
+    if (
+      failed(where, [
+        ...readModelViolations(rt.views),
+        ...turnViolations(rt, second.runId, model2, attempt2),
+        ...firstIntact(),
+      ])
+    )
+      return violations;
   }
   if (!accepted) await accept(next.call, model2, "turn-2");
   return violations;
@@ -246,17 +358,23 @@ function normalizerViolations(s: TurnScenario, repeats: Array<{ which: number; a
   const second = normalize(s);
   const violations: string[] = [];
   // Replay determinism: the same transcript from the same initial state routes the same events, ids included.
-  if (JSON.stringify(first) !== JSON.stringify(second)) violations.push("two normalizers routed the same transcript differently");
+  if (JSON.stringify(first) !== JSON.stringify(second))
+    violations.push("two normalizers routed the same transcript differently");
   violations.push(...barrierViolations(first.routed, first.open));
   const log = logOf(first.routed);
-  violations.push(...transcriptViolations(log), ...(s.caps.itemIds === "none" ? [] : nativeItemViolations(log, s.caps.itemIds)));
+  violations.push(
+    ...transcriptViolations(log),
+    ...(s.caps.itemIds === "none" ? [] : nativeItemViolations(log, s.caps.itemIds)),
+  );
   const views = fold(log);
   violations.push(...readModelViolations(views));
   // A node announced again folds into its item in place: repeating announcements changes nothing.
   const repeated = fold(withRepeatedStarts(log, repeats));
   // (Items carry their log position, which the inserted records shift: compared without it.)
-  const items = (p: typeof views) => JSON.stringify([...p.runs.values()].map((r) => r.items.map(({ seq: _seq, ...item }) => item)));
-  if (items(repeated) !== items(views)) violations.push(`repeated node.started records changed the read model:\n${items(views)}\n${items(repeated)}`);
+  const items = (p: typeof views) =>
+    JSON.stringify([...p.runs.values()].map((r) => r.items.map(({ seq: _seq, ...item }) => item)));
+  if (items(repeated) !== items(views))
+    violations.push(`repeated node.started records changed the read model:\n${items(views)}\n${items(repeated)}`);
   return violations;
 }
 
@@ -264,11 +382,15 @@ describe("chaos properties", () => {
   it("the normalizer alone: replay-deterministic, one node per native item, its barrier closes exactly what is open; the projections fold a repeated start in place", () => {
     let runs = 0;
     fc.assert(
-      fc.property(turnScenario, fc.array(fc.record({ which: fc.nat({ max: 999 }), after: fc.nat({ max: 999 }) }), { maxLength: 4 }), (s, repeats) => {
-        runs += 1;
-        const violations = normalizerViolations(s, repeats);
-        if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
-      }),
+      fc.property(
+        turnScenario,
+        fc.array(fc.record({ which: fc.nat({ max: 999 }), after: fc.nat({ max: 999 }) }), { maxLength: 4 }),
+        (s, repeats) => {
+          runs += 1;
+          const violations = normalizerViolations(s, repeats);
+          if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
+        },
+      ),
       params(1000),
     );
     tallyChaos("properties", { properties: 1, runs });
@@ -321,16 +443,28 @@ const declared = (itemIds: Strength): CapsChoice => ({
 });
 
 /** Builds a turn's steps by hand: events on the run's own turn, refs as the record exposes them. */
-function script(choice: CapsChoice, build: (on: { where: object; ref: (r: string) => object }) => Array<ProviderEvent | "accept">): (turnRef: string | null) => Step[] {
+function script(
+  choice: CapsChoice,
+  build: (on: { where: object; ref: (r: string) => object }) => Array<ProviderEvent | "accept">,
+): (turnRef: string | null) => Step[] {
   const x = exposureOf(choice);
   return (turnRef) => {
     const where = { ...(x.threadRef ? { threadRef: x.threadRef } : {}), ...(turnRef ? { turnRef } : {}) };
     const ref = (r: string) => (x.itemRefs ? { itemRef: r } : {});
-    return build({ where, ref }).map((e): Step => (e === "accept" ? { kind: "accept" } : { kind: "event", tag: "root", session: "live", event: e }));
+    return build({ where, ref }).map((e): Step =>
+      e === "accept" ? { kind: "accept" } : { kind: "event", tag: "root", session: "live", event: e },
+    );
   };
 }
 
-const completed = { type: "turn.terminal", status: "completed", threadDisposition: "reusable", failureClass: null, message: null, retryable: false } as const;
+const completed = {
+  type: "turn.terminal",
+  status: "completed",
+  threadDisposition: "reusable",
+  failureClass: null,
+  message: null,
+  retryable: false,
+} as const;
 
 async function played(choice: CapsChoice, build: Parameters<typeof script>[1]): Promise<RunView> {
   const { violations, run } = await playTurn(choice, script(choice, build));
@@ -361,10 +495,20 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
     it(`a completion for an item never started makes one complete item (identity ${itemIds})`, async () => {
       const run = await played(declared(itemIds), ({ where, ref }) => [
         "accept",
-        { type: "item.completed", ...where, ...ref("item-1"), kind: "command_execution", status: "completed", output: "ok", exitCode: 0 },
+        {
+          type: "item.completed",
+          ...where,
+          ...ref("item-1"),
+          kind: "command_execution",
+          status: "completed",
+          output: "ok",
+          exitCode: 0,
+        },
         { ...where, ...completed },
       ]);
-      expect(itemsOf(run, "command")).toMatchObject([{ output: "ok", status: "complete", detail: { status: "completed", exitCode: 0 } }]);
+      expect(itemsOf(run, "command")).toMatchObject([
+        { output: "ok", status: "complete", detail: { status: "completed", exitCode: 0 } },
+      ]);
     });
   }
 
@@ -377,13 +521,37 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
         { type: "item.started", ...where, ...ref("item-1"), kind: "tool_call", detail: { toolName: "grep" } },
         { ...where, ...completed },
       ]);
-      expect(itemsOf(run, "tool")).toMatchObject([{ output: "found", status: "complete", detail: { toolName: "grep", status: "completed" } }]);
+      expect(itemsOf(run, "tool")).toMatchObject([
+        { output: "found", status: "complete", detail: { toolName: "grep", status: "completed" } },
+      ]);
     });
 
     it(`a duplicated start and a duplicated completion are idempotent (identity ${itemIds})`, async () => {
-      const start = (where: object, ref: (r: string) => object) => ({ type: "item.started", ...where, ...ref("item-1"), kind: "tool_call", detail: { toolName: "grep" } }) as const;
-      const done = (where: object, ref: (r: string) => object) => ({ type: "item.completed", ...where, ...ref("item-1"), kind: "tool_call", status: "completed", output: "1 match" }) as const;
-      const run = await played(declared(itemIds), ({ where, ref }) => ["accept", start(where, ref), start(where, ref), done(where, ref), done(where, ref), { ...where, ...completed }]);
+      const start = (where: object, ref: (r: string) => object) =>
+        ({
+          type: "item.started",
+          ...where,
+          ...ref("item-1"),
+          kind: "tool_call",
+          detail: { toolName: "grep" },
+        }) as const;
+      const done = (where: object, ref: (r: string) => object) =>
+        ({
+          type: "item.completed",
+          ...where,
+          ...ref("item-1"),
+          kind: "tool_call",
+          status: "completed",
+          output: "1 match",
+        }) as const;
+      const run = await played(declared(itemIds), ({ where, ref }) => [
+        "accept",
+        start(where, ref),
+        start(where, ref),
+        done(where, ref),
+        done(where, ref),
+        { ...where, ...completed },
+      ]);
       expect(itemsOf(run, "tool")).toMatchObject([{ output: "1 match", status: "complete" }]);
     });
   }
@@ -393,10 +561,19 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
       "accept",
       { type: "item.delta", threadRef: "child-1", kind: "reasoning", stream: "text", delta: "looking" },
       { type: "subagent.started", ...where, ...ref("sub-1"), childThreadRef: "child-1", agent: "helper" },
-      { type: "subagent.completed", ...where, ...ref("sub-1"), childThreadRef: "child-1", status: "completed", result: "done" },
+      {
+        type: "subagent.completed",
+        ...where,
+        ...ref("sub-1"),
+        childThreadRef: "child-1",
+        status: "completed",
+        result: "done",
+      },
       { ...where, ...completed },
     ]);
-    expect(itemsOf(run, "subagent")).toMatchObject([{ status: "complete", result: "done", detail: { toolName: "helper" } }]);
+    expect(itemsOf(run, "subagent")).toMatchObject([
+      { status: "complete", result: "done", detail: { toolName: "helper" } },
+    ]);
     expect(itemsOf(run, "reasoning")).toMatchObject([{ parentId: itemsOf(run, "subagent")[0]!.id }]);
   });
 
@@ -408,13 +585,26 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
       { type: "subagent.completed", ...where, ...ref("sub-1"), status: "completed", result: "done" },
       { ...where, ...completed },
     ]);
-    expect(itemsOf(run, "subagent")).toMatchObject([{ status: "complete", result: "done", detail: { status: "completed" } }]);
+    expect(itemsOf(run, "subagent")).toMatchObject([
+      { status: "complete", result: "done", detail: { status: "completed" } },
+    ]);
   });
 
   it("a duplicated request.opened is one request", async () => {
     const run = await played(declared("strong"), ({ where }) => {
-      const opened = { type: "request.opened", ...where, requestRef: "req-1", request: { kind: "command", command: "ls" } } as const;
-      return ["accept", opened, opened, { type: "request.resolved", ...where, requestRef: "req-1", outcome: "accepted" }, { ...where, ...completed }];
+      const opened = {
+        type: "request.opened",
+        ...where,
+        requestRef: "req-1",
+        request: { kind: "command", command: "ls" },
+      } as const;
+      return [
+        "accept",
+        opened,
+        opened,
+        { type: "request.resolved", ...where, requestRef: "req-1", outcome: "accepted" },
+        { ...where, ...completed },
+      ];
     });
     expect(itemsOf(run, "approval")).toHaveLength(1);
   });
@@ -423,7 +613,15 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
     const choice = { ...declared("none"), exposesNativeThreadId: false };
     const run = await played(choice, ({ where }) => [
       { type: "item.delta", ...where, kind: "assistant_message", stream: "text", delta: "mine" },
-      { type: "turn.terminal", turnRef: "turn-999", status: "failed", threadDisposition: "reusable", failureClass: "boom", message: null, retryable: false },
+      {
+        type: "turn.terminal",
+        turnRef: "turn-999",
+        status: "failed",
+        threadDisposition: "reusable",
+        failureClass: "boom",
+        message: null,
+        retryable: false,
+      },
       "accept",
       { ...where, ...completed },
     ]);
@@ -434,19 +632,37 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
     const run = await played(declared("weak"), ({ where, ref }) => [
       "accept",
       { type: "item.started", ...where, ...ref("item-1"), kind: "tool_call", detail: { toolName: "grep" } },
-      { type: "item.completed", ...where, ...ref("item-1"), kind: "assistant_message", status: "completed", text: "hi" },
+      {
+        type: "item.completed",
+        ...where,
+        ...ref("item-1"),
+        kind: "assistant_message",
+        status: "completed",
+        text: "hi",
+      },
       { ...where, ...completed },
     ]);
     expect(itemsOf(run, "assistant_message")).toMatchObject([{ text: "hi", status: "complete" }]);
     // The tool never completed: the completion barrier cancels it when the turn completes.
-    expect(itemsOf(run, "tool")).toMatchObject([{ status: "complete", detail: { toolName: "grep", status: "cancelled" } }]);
+    expect(itemsOf(run, "tool")).toMatchObject([
+      { status: "complete", detail: { toolName: "grep", status: "cancelled" } },
+    ]);
   });
 
   it("the sendRun reply names the run's turn: another turn's ref taken before it stops being the run's", async () => {
     const run = await played(declared("strong"), ({ where }) => [
       { type: "item.started", threadRef: "thr-1", turnRef: "turn-999", itemRef: "other-1", kind: "tool_call" },
       "accept",
-      { type: "turn.terminal", threadRef: "thr-1", turnRef: "turn-999", status: "failed", threadDisposition: "reusable", failureClass: "boom", message: null, retryable: false },
+      {
+        type: "turn.terminal",
+        threadRef: "thr-1",
+        turnRef: "turn-999",
+        status: "failed",
+        threadDisposition: "reusable",
+        failureClass: "boom",
+        message: null,
+        retryable: false,
+      },
       { type: "item.delta", ...where, itemRef: "item-1", kind: "assistant_message", stream: "text", delta: "mine" },
       { ...where, ...completed },
     ]);
@@ -457,11 +673,38 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
   it("a superseded attempt's child thread, heard from after attempt 2 started, is fenced, not adopted by attempt 2", async () => {
     // The restart property's counterexample on the code before the fix (attempt 1's subagent thread ends late).
     const s: TwoTurnScenario = {
-      caps: { ...declared("strong"), threadIds: "weak", exposesNativeThreadId: false, emitsTurnStarted: false, terminalStatusQuality: "none", emitsSubagentLifecycle: false },
-      first: { turnStarted: false, items: [], subagent: { items: [], status: "completed" }, plan: false, todo: true, request: null, warning: false, terminal: { status: "completed", broken: false }, ending: "terminal" },
+      caps: {
+        ...declared("strong"),
+        threadIds: "weak",
+        exposesNativeThreadId: false,
+        emitsTurnStarted: false,
+        terminalStatusQuality: "none",
+        emitsSubagentLifecycle: false,
+      },
+      first: {
+        turnStarted: false,
+        items: [],
+        subagent: { items: [], status: "completed" },
+        plan: false,
+        todo: true,
+        request: null,
+        warning: false,
+        terminal: { status: "completed", broken: false },
+        ending: "terminal",
+      },
       firstOps: [],
       steerAt: 0,
-      second: { turnStarted: false, items: [], subagent: null, plan: false, todo: false, request: null, warning: false, terminal: { status: "completed", broken: false }, ending: "terminal" },
+      second: {
+        turnStarted: false,
+        items: [],
+        subagent: null,
+        plan: false,
+        todo: false,
+        request: null,
+        warning: false,
+        terminal: { status: "completed", broken: false },
+        ending: "terminal",
+      },
       secondAcceptAt: 0,
       secondOps: [],
       late: [{ from: 812, at: 0 }],
@@ -473,13 +716,41 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
   });
 
   it("a strong request id the provider uses again on the next attempt makes two requests: the first one's late answer leaves the second pending", async () => {
-    // The restart property's counterexample (CI, seed 18479141): one request id for both attempts' requests, so turn 1's late resolution answered turn 2's.
+    // The restart property's counterexample (CI, seed 18479141): one request id for both attempts' requests, so turn
+    // 1's late resolution answered turn 2's.
     const s: TwoTurnScenario = {
-      caps: { ...declared("weak"), threadIds: "weak", exposesNativeThreadId: false, emitsTurnCompleted: false, terminalStatusQuality: "weak", emitsSubagentLifecycle: false },
-      first: { turnStarted: false, items: [], subagent: null, plan: false, todo: false, request: { resolved: true }, warning: true, terminal: { status: "completed", broken: false }, ending: "idle" },
+      caps: {
+        ...declared("weak"),
+        threadIds: "weak",
+        exposesNativeThreadId: false,
+        emitsTurnCompleted: false,
+        terminalStatusQuality: "weak",
+        emitsSubagentLifecycle: false,
+      },
+      first: {
+        turnStarted: false,
+        items: [],
+        subagent: null,
+        plan: false,
+        todo: false,
+        request: { resolved: true },
+        warning: true,
+        terminal: { status: "completed", broken: false },
+        ending: "idle",
+      },
       firstOps: [{ op: "move", from: 778, to: 0 }],
       steerAt: 0,
-      second: { turnStarted: false, items: [], subagent: null, plan: false, todo: false, request: { resolved: false }, warning: false, terminal: { status: "completed", broken: false }, ending: "idle" },
+      second: {
+        turnStarted: false,
+        items: [],
+        subagent: null,
+        plan: false,
+        todo: false,
+        request: { resolved: false },
+        warning: false,
+        terminal: { status: "completed", broken: false },
+        ending: "idle",
+      },
       secondAcceptAt: 0,
       secondOps: [],
       late: [{ from: 0, at: 614 }],
@@ -493,7 +764,16 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
   it("a finished run's child thread, heard from again during the next run, is fenced, not adopted by that run", async () => {
     const choice = declared("strong");
     const { violations } = await inWorld(choice, capabilitiesOf(choice), async ({ rt, provider, threadId }) => {
-      const terminal = (n: number) => ({ type: "turn.terminal", threadRef: "thr-1", turnRef: `turn-${n}`, status: "completed", threadDisposition: "reusable", failureClass: null, message: null, retryable: false });
+      const terminal = (n: number) => ({
+        type: "turn.terminal",
+        threadRef: "thr-1",
+        turnRef: `turn-${n}`,
+        status: "completed",
+        threadDisposition: "reusable",
+        failureClass: null,
+        message: null,
+        retryable: false,
+      });
       const accepted = async (n: number) => {
         const call = await provider.turn(n);
         const bound = awaitRecord(rt, (e) => e.type === "attempt.turn_bound" && e.nativeTurnRef === `turn-${n}`);
@@ -503,13 +783,26 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
       };
       const first = await rt.sendMessage({ threadId, text: "one" });
       const sessionId = await accepted(1);
-      await provider.deliver({ sessionId, event: { type: "subagent.started", threadRef: "thr-1", turnRef: "turn-1", itemRef: "sub-1", childThreadRef: "child-1", agent: "helper" } });
+      await provider.deliver({
+        sessionId,
+        event: {
+          type: "subagent.started",
+          threadRef: "thr-1",
+          turnRef: "turn-1",
+          itemRef: "sub-1",
+          childThreadRef: "child-1",
+          agent: "helper",
+        },
+      });
       await provider.deliver({ sessionId, event: terminal(1) });
       await rt.waitForRun(first.runId);
       const second = await rt.sendMessage({ threadId, text: "two" });
       await accepted(2);
       const head = rt.views.head;
-      await provider.deliver({ sessionId, event: { type: "item.delta", threadRef: "child-1", kind: "reasoning", stream: "text", delta: "late" } });
+      await provider.deliver({
+        sessionId,
+        event: { type: "item.delta", threadRef: "child-1", kind: "reasoning", stream: "text", delta: "late" },
+      });
       expect(rt.views.runs.get(second.runId)!.items.map((i) => i.kind)).toEqual(["user_message"]);
       await provider.deliver({ sessionId, event: terminal(2) });
       const run = await rt.waitForRun(second.runId);

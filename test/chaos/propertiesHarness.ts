@@ -30,9 +30,19 @@ export interface ChaosWorld {
 
 export async function openWorld(caps: ProviderCapabilities, x: Exposure, autoAccept = false): Promise<ChaosWorld> {
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-chaos-prop-"));
-  const provider = new ControlledProvider(caps, { threadRef: x.threadRef, turnRef: (n) => (x.turnRefs ? `turn-${n}` : null) }, autoAccept);
+  const provider = new ControlledProvider(
+    caps,
+    { threadRef: x.threadRef, turnRef: (n) => (x.turnRefs ? `turn-${n}` : null) },
+    autoAccept,
+  );
   // sessionIdleMs null: no idle timer may stop a session while the test holds the stream.
-  const rt = await openRuntime({ dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null, turnSilenceMs: null });
+  const rt = await openRuntime({
+    dataDir,
+    providers: { [TARGET]: provider },
+    ids: sequentialIds(),
+    sessionIdleMs: null,
+    turnSilenceMs: null,
+  });
   const { threadId } = await rt.createThread({ providerTarget: TARGET });
   return { rt, provider, dataDir, threadId };
 }
@@ -47,7 +57,11 @@ export async function readLog(dataDir: string): Promise<LogRecord<DomainEvent>[]
 }
 
 /** Resolves with the first durable record after `afterSeq` that matches. */
-export function awaitRecord(rt: Runtime, match: (event: DomainEvent) => boolean, afterSeq = rt.views.head): Promise<LogRecord<DomainEvent>> {
+export function awaitRecord(
+  rt: Runtime,
+  match: (event: DomainEvent) => boolean,
+  afterSeq = rt.views.head,
+): Promise<LogRecord<DomainEvent>> {
   return new Promise((resolve) => {
     const stop = rt.subscribe({ afterSeq }, (record) => {
       if (!match(record.event)) return;
@@ -59,13 +73,21 @@ export function awaitRecord(rt: Runtime, match: (event: DomainEvent) => boolean,
 
 /** What the read model must look like, comparable across a reopen. */
 export function readModel(rt: Runtime): unknown {
-  return JSON.parse(JSON.stringify({ threads: [...rt.views.threads.values()], requests: [...rt.views.requests.values()] }));
+  return JSON.parse(
+    JSON.stringify({ threads: [...rt.views.threads.values()], requests: [...rt.views.requests.values()] }),
+  );
 }
 
 /** Reopens the data directory with a fresh provider and returns the read model it folds. */
 export async function reopenedReadModel(world: ChaosWorld, caps: ProviderCapabilities, x: Exposure): Promise<unknown> {
   const provider = new ControlledProvider(caps, { threadRef: x.threadRef, turnRef: () => null });
-  const rt = await openRuntime({ dataDir: world.dataDir, providers: { [TARGET]: provider }, ids: sequentialIds(), sessionIdleMs: null, turnSilenceMs: null });
+  const rt = await openRuntime({
+    dataDir: world.dataDir,
+    providers: { [TARGET]: provider },
+    ids: sequentialIds(),
+    sessionIdleMs: null,
+    turnSilenceMs: null,
+  });
   try {
     return readModel(rt);
   } finally {
@@ -129,14 +151,27 @@ export class TurnExpectations {
     this.#noteCompletion(event);
     if (this.ended) return;
     if (event.type === "session.state") {
-      if (event.state === "stopped" || event.state === "error") this.ended = { status: this.#interrupted ? "interrupted" : "failed", by: `session ${event.state}`, via: "session" };
-      else if (event.state === "idle" && !this.caps.emitsTurnCompleted) this.ended = { status: this.#interrupted ? "interrupted" : "completed", by: "session idle (no turn terminals declared)", via: "idle" };
+      if (event.state === "stopped" || event.state === "error")
+        this.ended = {
+          status: this.#interrupted ? "interrupted" : "failed",
+          by: `session ${event.state}`,
+          via: "session",
+        };
+      else if (event.state === "idle" && !this.caps.emitsTurnCompleted)
+        this.ended = {
+          status: this.#interrupted ? "interrupted" : "completed",
+          by: "session idle (no turn terminals declared)",
+          via: "idle",
+        };
       return;
     }
-    if (event.type === "turn.terminal" && this.#addressesRun(event)) this.ended = { status: event.status, by: `turn.terminal ${event.status}`, via: "terminal" };
+    if (event.type === "turn.terminal" && this.#addressesRun(event))
+      this.ended = { status: event.status, by: `turn.terminal ${event.status}`, via: "terminal" };
   }
 
-  /** Its own provider thread, and its own turn: the turn's ref, none, or the first ref seen before the sendRun reply. */
+  /**
+   * Its own provider thread, and its own turn: the turn's ref, none, or the first ref seen before the sendRun reply.
+   */
   #addressesRun(event: Exclude<ProviderEvent, { type: "session.state" }>): boolean {
     if (event.threadRef !== (this.x.threadRef ?? undefined)) return false;
     if (event.turnRef === undefined || this.turnRefs.has(event.turnRef)) return true;
@@ -189,14 +224,17 @@ export function turnViolations(rt: Runtime, runId: string, expected: TurnExpecta
   const violations: string[] = [];
   if (isTerminal(run.status)) {
     if (!expected.ended) violations.push(`run is ${run.status} although nothing ended its own turn`);
-    else if (run.status !== expected.ended.status) violations.push(`run is ${run.status} but its turn ended by ${expected.ended.by}`);
+    else if (run.status !== expected.ended.status)
+      violations.push(`run is ${run.status} but its turn ended by ${expected.ended.by}`);
     return violations;
   }
   if (expected.ended) violations.push(`its turn ended by ${expected.ended.by} but the run is still ${run.status}`);
   for (const item of run.items) {
     if (attemptId !== undefined && item.attemptId !== attemptId) continue;
     if (item.status === "complete" && isProviderItemKind(item.kind) && !expected.completable.has(item.kind)) {
-      violations.push(`${item.kind} item ${item.id} completed though nothing of its kind was completed by the provider`);
+      violations.push(
+        `${item.kind} item ${item.id} completed though nothing of its kind was completed by the provider`,
+      );
     }
   }
   return violations;

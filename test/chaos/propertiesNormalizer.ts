@@ -10,9 +10,19 @@ import { capabilitiesOf, exposureOf, stepsOf, type TurnScenario } from "./genera
  * Projections. Fast enough for many more interleavings than the runtime properties.
  */
 
-const IDS = { threadId: "thr_a", runId: "run_a", attemptId: "att_a", rootNodeId: "nod_root", providerThreadId: "pth_a", sessionId: "ses_a" };
+const IDS = {
+  threadId: "thr_a",
+  runId: "run_a",
+  attemptId: "att_a",
+  rootNodeId: "nod_root",
+  providerThreadId: "pth_a",
+  sessionId: "ses_a",
+};
 
-/** Feeds a scenario's steps through a fresh normalizer; returns everything it routed, then what its completion barrier would close. */
+/**
+ * Feeds a scenario's steps through a fresh normalizer; returns everything it routed, then what its completion barrier
+ * would close.
+ */
 export function normalize(s: TurnScenario): { routed: Routed[]; open: string[] } {
   const caps = capabilitiesOf(s.caps);
   const x = exposureOf(s.caps);
@@ -22,22 +32,37 @@ export function normalize(s: TurnScenario): { routed: Routed[]; open: string[] }
   const turnRef = x.turnRefs ? "turn-1" : null;
   for (const step of stepsOf(s, turnRef)) {
     if (step.kind === "accept") normalizer.acceptTurn(IDS.attemptId, turnRef);
-    else if (step.kind === "event") routed.push(...normalizer.ingest(step.session === "live" ? IDS.sessionId : "ses_other", step.event as ProviderEvent));
+    else if (step.kind === "event")
+      routed.push(
+        ...normalizer.ingest(step.session === "live" ? IDS.sessionId : "ses_other", step.event as ProviderEvent),
+      );
     // garbage never reaches the normalizer: the pump's schema check stops it (the runtime properties cover that)
   }
   return { routed, open: normalizer.takeOpenNodes(IDS.attemptId).map((n) => n.nodeId) };
 }
 
-/** The domain events the run's actor would apply (its own attempt's provider events), as a log after the run's creation. */
+/**
+ * The domain events the run's actor would apply (its own attempt's provider events), as a log after the run's creation.
+ */
 export function logOf(routed: Routed[]): LogRecord<DomainEvent>[] {
   const { threadId, runId, attemptId, rootNodeId } = IDS;
   const events: DomainEvent[] = [
-    { type: "run.created", threadId, runId, ordinal: 1, providerTarget: "chaos", userMessageId: "msg_a", text: "go", mode: "auto" },
+    {
+      type: "run.created",
+      threadId,
+      runId,
+      ordinal: 1,
+      providerTarget: "chaos",
+      userMessageId: "msg_a",
+      text: "go",
+      mode: "auto",
+    },
     { type: "attempt.started", threadId, runId, attemptId, ordinal: 1, reason: "initial", rootNodeId, text: "go" },
   ];
   for (const r of routed) {
     if (r.to === "log") events.push(r.event);
-    else if (r.to === "run" && (r.event.type === "PROVIDER" || r.event.type === "REQUEST_OPENED")) events.push(r.event.event);
+    else if (r.to === "run" && (r.event.type === "PROVIDER" || r.event.type === "REQUEST_OPENED"))
+      events.push(r.event.event);
   }
   return events.map((event, i) => ({ seq: i + 1, at: "", event }));
 }
@@ -58,7 +83,12 @@ export function barrierViolations(routed: Routed[], open: string[]): string[] {
   const closed = new Set<string>();
   const nodeOfRequest = new Map<string, string>();
   for (const r of routed) {
-    const event = r.to === "log" ? r.event : r.to === "run" && (r.event.type === "PROVIDER" || r.event.type === "REQUEST_OPENED") ? r.event.event : null;
+    const event =
+      r.to === "log"
+        ? r.event
+        : r.to === "run" && (r.event.type === "PROVIDER" || r.event.type === "REQUEST_OPENED")
+          ? r.event.event
+          : null;
     if (event?.type === "node.started") started.add(event.nodeId);
     if (event?.type === "node.completed") closed.add(event.nodeId);
     if (event?.type === "request.opened") nodeOfRequest.set(event.requestId, event.nodeId);
@@ -66,14 +96,26 @@ export function barrierViolations(routed: Routed[], open: string[]): string[] {
   }
   const expected = [...started].filter((id) => !closed.has(id)).sort();
   const actual = [...open].sort();
-  return JSON.stringify(expected) === JSON.stringify(actual) ? [] : [`the barrier would close ${JSON.stringify(actual)}, but open are ${JSON.stringify(expected)}`];
+  return JSON.stringify(expected) === JSON.stringify(actual)
+    ? []
+    : [`the barrier would close ${JSON.stringify(actual)}, but open are ${JSON.stringify(expected)}`];
 }
 
-/** The same log with some node.started records repeated later (each node's latest announcement, as a log written before the fix repeated them). */
-export function withRepeatedStarts(records: LogRecord<DomainEvent>[], picks: Array<{ which: number; after: number }>): LogRecord<DomainEvent>[] {
+/**
+ * The same log with some node.started records repeated later (each node's latest announcement, as a log written before
+ * the fix repeated them).
+ */
+export function withRepeatedStarts(
+  records: LogRecord<DomainEvent>[],
+  picks: Array<{ which: number; after: number }>,
+): LogRecord<DomainEvent>[] {
   const out = records.map((r) => r.event);
   for (const { which, after } of picks) {
-    const latest = out.flatMap((e, i) => (e.type === "node.started" && !out.slice(i + 1).some((l) => l.type === "node.started" && l.nodeId === e.nodeId) ? [i] : []));
+    const latest = out.flatMap((e, i) =>
+      e.type === "node.started" && !out.slice(i + 1).some((l) => l.type === "node.started" && l.nodeId === e.nodeId)
+        ? [i]
+        : [],
+    );
     if (latest.length === 0) break;
     const at = latest[which % latest.length]!;
     out.splice(at + 1 + (after % (out.length - at)), 0, out[at]!);

@@ -22,7 +22,13 @@ async function recordBatches(): Promise<number[][]> {
   const spy = vi.spyOn(proto, "write").mockImplementation(function (this: unknown, ...args: unknown[]) {
     const data = args[0];
     if (Buffer.isBuffer(data) && data.includes('"seq":')) {
-      batches.push(data.toString("utf8").trim().split("\n").map((line) => (JSON.parse(line) as { seq: number }).seq));
+      batches.push(
+        data
+          .toString("utf8")
+          .trim()
+          .split("\n")
+          .map((line) => (JSON.parse(line) as { seq: number }).seq),
+      );
     }
     return write.apply(this, args);
   });
@@ -33,7 +39,10 @@ async function recordBatches(): Promise<number[][]> {
 describe("chaos: a command's receipt shares its work's group commit", () => {
   it("for every command whose work is one step: createThread, forkThread, sendMessage (queue), interrupt (queued), respond", async () => {
     const batches = await recordBatches();
-    const script = keyedScript({ "[hang]": [{ type: "hang" }], "[ask]": [{ type: "command", command: "ls", output: "", approval: true }] });
+    const script = keyedScript({
+      "[hang]": [{ type: "hang" }],
+      "[ask]": [{ type: "command", command: "ls", output: "", approval: true }],
+    });
     const { rt, cleanup } = await openTestRuntime({ s: createScriptedAdapter({ script }) });
     try {
       const checked: string[] = [];
@@ -44,7 +53,10 @@ describe("chaos: a command's receipt shares its work's group commit", () => {
         const batch = batches.find((b) => b.includes(receiptSeq));
         const work = Array.from({ length: receiptSeq - before - 1 }, (_, i) => before + 1 + i);
         expect(batch, name).toBeDefined();
-        expect(work.filter((seq) => !batch!.includes(seq)), `${name}: work committed apart from its receipt ${receipt.commandId}`).toEqual([]);
+        expect(
+          work.filter((seq) => !batch!.includes(seq)),
+          `${name}: work committed apart from its receipt ${receipt.commandId}`,
+        ).toEqual([]);
         checked.push(name);
       };
       let threadId = "";
@@ -66,9 +78,14 @@ describe("chaos: a command's receipt shares its work's group commit", () => {
       await sameBatch("forkThread", () => rt.forkThread({ threadId, commandId: "c4" }));
       const { runId: asking } = await rt.sendMessage({ threadId, text: "[ask]" });
       const request = await new Promise<string>((done) => {
-        const stop = rt.subscribe({ afterSeq: 0 }, (r) => r.event.type === "request.opened" && (stop(), done(r.event.requestId)));
+        const stop = rt.subscribe(
+          { afterSeq: 0 },
+          (r) => r.event.type === "request.opened" && (stop(), done(r.event.requestId)),
+        );
       });
-      await sameBatch("respond", () => rt.respond({ requestId: request, response: { kind: "decision", decision: "decline" }, commandId: "c5" }));
+      await sameBatch("respond", () =>
+        rt.respond({ requestId: request, response: { kind: "decision", decision: "decline" }, commandId: "c5" }),
+      );
       await rt.waitForRun(asking);
       tallyChaos("receipt batches", { properties: 1, runs: checked.length });
     } finally {

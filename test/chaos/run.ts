@@ -13,7 +13,15 @@ const tallyFile = join(dir, "tally.jsonl");
 const reportFile = join(dir, "report.json");
 const vitest = spawnSync(
   process.execPath,
-  ["node_modules/vitest/vitest.mjs", "run", "test/chaos", "--reporter=default", "--reporter=json", `--outputFile.json=${reportFile}`, ...process.argv.slice(2)],
+  [
+    "node_modules/vitest/vitest.mjs",
+    "run",
+    "test/chaos",
+    "--reporter=default",
+    "--reporter=json",
+    `--outputFile.json=${reportFile}`,
+    ...process.argv.slice(2),
+  ],
   { stdio: "inherit", env: { ...process.env, TILLER_CHAOS_TALLY: tallyFile } },
 );
 
@@ -30,7 +38,11 @@ try {
 let failed = 0;
 let skipped = 0;
 try {
-  const report = JSON.parse(readFileSync(reportFile, "utf8")) as { numFailedTests: number; numPendingTests: number; numTodoTests: number };
+  const report = JSON.parse(readFileSync(reportFile, "utf8")) as {
+    numFailedTests: number;
+    numPendingTests: number;
+    numTodoTests: number;
+  };
   failed = report.numFailedTests;
   skipped = report.numPendingTests + report.numTodoTests;
 } catch {
@@ -38,5 +50,7 @@ try {
 }
 rmSync(dir, { recursive: true, force: true });
 if (skipped > 0) console.log(`chaos: ${skipped} test(s) skipped; a skipped chaos test is a failure`);
-console.log(`chaos: ${sum.properties} properties, ${sum.runs} generated runs, ${sum.kills} kills, ${sum.violations + failed} violations`);
+console.log(
+  `chaos: ${sum.properties} properties, ${sum.runs} generated runs, ${sum.kills} kills, ${sum.violations + failed} violations`,
+);
 process.exit(vitest.status === 0 && skipped === 0 && failed === 0 ? 0 : 1);

@@ -11,34 +11,91 @@ export interface CredentialShape {
   secret: string;
 }
 
-const shape = (name: string, secret: string, text: (secret: string) => string): CredentialShape => ({ name, secret, text: text(secret) });
+const shape = (name: string, secret: string, text: (secret: string) => string): CredentialShape => ({
+  name,
+  secret,
+  text: text(secret),
+});
 
 export const CREDENTIAL_CORPUS: readonly CredentialShape[] = [
   // Environment variables, in the forms a dump, a shell or a JSON frame prints them.
   shape("AWS secret key, env line", "wJalrXUtnFEMIK7MDENGbPxRfiCYq9Ex4mpL3ekY", (s) => `AWS_SECRET_ACCESS_KEY=${s}`),
   shape("AWS session token, export", "IQoJb3JpZ2luX2VjEJr7ZmFrZXNlc3Npb24", (s) => `export AWS_SESSION_TOKEN=${s}`),
-  shape("AWS secret key, JSON env of an RPC frame", "Zx8fakeAwsSecretFromJsonFrame0042abcd", (s) => `{"jsonrpc":"2.0","id":1,"method":"init","params":{"env":{"PATH":"/usr/bin","AWS_SECRET_ACCESS_KEY":"${s}","LANG":"C.UTF-8"}}}`),
+  shape(
+    "AWS secret key, JSON env of an RPC frame",
+    "Zx8fakeAwsSecretFromJsonFrame0042abcd",
+    (s) =>
+      `{"jsonrpc":"2.0","id":1,"method":"init","params":{"env":{"PATH":"/usr/bin","AWS_SECRET_ACCESS_KEY":"${s}","LANG":"C.UTF-8"}}}`,
+  ),
   shape("OpenAI key, env line", "proj-Fk29dLqP0vX7tR3mN8bC1zYw", (s) => `OPENAI_API_KEY=sk-${s}`),
-  shape("GitHub token, env line (the _ before TOKEN)", "ghp_Hk7RqW2mZp9TfX4cLv8NbJ3sYd6GtE1uAo5I", (s) => `GITHUB_TOKEN=${s}`),
+  shape(
+    "GitHub token, env line (the _ before TOKEN)",
+    "ghp_Hk7RqW2mZp9TfX4cLv8NbJ3sYd6GtE1uAo5I",
+    (s) => `GITHUB_TOKEN=${s}`,
+  ),
   shape("database password, env line", "c0rrect-h0rse-battery", (s) => `DB_PASSWORD=${s}`),
-  shape("postgres password without separator", "pg-Passw0rd-4-prod-db", (s) => `PGPASSWORD=${s} psql -h db.internal app`),
-  shape("Rails secret key base, declare -x", "9f2c0a7be14d88e2fa31c05d7790b1aa", (s) => `declare -x SECRET_KEY_BASE="${s}"`),
-  shape("Slack bot token, YAML", "1234567890-0987654321-FakeSlackTokenBody", (s) => `slack:\n  bot_token: xoxb-${s}\n  channel: ops`),
+  shape(
+    "postgres password without separator",
+    "pg-Passw0rd-4-prod-db",
+    (s) => `PGPASSWORD=${s} psql -h db.internal app`,
+  ),
+  shape(
+    "Rails secret key base, declare -x",
+    "9f2c0a7be14d88e2fa31c05d7790b1aa",
+    (s) => `declare -x SECRET_KEY_BASE="${s}"`,
+  ),
+  shape(
+    "Slack bot token, YAML",
+    "1234567890-0987654321-FakeSlackTokenBody",
+    (s) => `slack:\n  bot_token: xoxb-${s}\n  channel: ops`,
+  ),
   // Bare vendor tokens in prose or output.
   shape("GitHub classic token, bare", "R8vT2kLm9QzX4wYp7NcB1sDf6GhJ3aEo5iUu", (s) => `use ghp_${s} to clone`),
   shape("GitHub OAuth token, bare", "Q3wE5rT7yU9iO1pA3sD5fG7hJ9kL1zX3cV5b", (s) => `token is gho_${s}`),
-  shape("GitHub fine-grained token", "11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789abcdefghijklmnopqrstuv", (s) => `remote: github_pat_${s}`),
+  shape(
+    "GitHub fine-grained token",
+    "11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789abcdefghijklmnopqrstuv",
+    (s) => `remote: github_pat_${s}`,
+  ),
   shape("AWS access key id, bare", "FAKE7TESTK3YID01", (s) => `aws configure set aws_access_key_id AKIA${s}`),
   shape("AWS temporary access key id, bare", "FAKE7TEMPK3YID02", (s) => `credentials: ASIA${s} (expires soon)`),
   shape("Stripe live secret key", "51HfakeStripeLiveKeyBody0000abcd", (s) => `Stripe::CardError for key sk_live_${s}`),
-  shape("Stripe restricted test key", "51HfakeStripeRestrictedKey1111xyz", (s) => `charge with rk_test_${s} then retry`),
-  shape("Slack user token, bare", "2222222222-3333333333-FakeUserTokenValue", (s) => `curl -H 'x: y' https://slack.com/api/auth.test?t=xoxp-${s}`),
-  shape("Slack webhook URL", "T00000000/B00000000/FakeWebhookSecretXXXXXXXX", (s) => `posting to https://hooks.slack.com/services/${s}`),
-  shape("JWT", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkZha2UifQ.fakeSignatureSflKxwRJSMeKKF2QT4", (s) => `id_token ${s} accepted`),
-  shape("Google API key", "SyDfakeGoogleApiKeyBody0123456789ab", (s) => `https://maps.googleapis.com/maps/api/geocode/json?address=x&k=AIza${s}`),
-  shape("Anthropic key, bare", "ant-api03-FakeAnthropicKeyBody_0123456789abcdef", (s) => `Using key sk-${s} for the request`),
+  shape(
+    "Stripe restricted test key",
+    "51HfakeStripeRestrictedKey1111xyz",
+    (s) => `charge with rk_test_${s} then retry`,
+  ),
+  shape(
+    "Slack user token, bare",
+    "2222222222-3333333333-FakeUserTokenValue",
+    (s) => `curl -H 'x: y' https://slack.com/api/auth.test?t=xoxp-${s}`,
+  ),
+  shape(
+    "Slack webhook URL",
+    "T00000000/B00000000/FakeWebhookSecretXXXXXXXX",
+    (s) => `posting to https://hooks.slack.com/services/${s}`,
+  ),
+  shape(
+    "JWT",
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkZha2UifQ.fakeSignatureSflKxwRJSMeKKF2QT4",
+    (s) => `id_token ${s} accepted`,
+  ),
+  shape(
+    "Google API key",
+    "SyDfakeGoogleApiKeyBody0123456789ab",
+    (s) => `https://maps.googleapis.com/maps/api/geocode/json?address=x&k=AIza${s}`,
+  ),
+  shape(
+    "Anthropic key, bare",
+    "ant-api03-FakeAnthropicKeyBody_0123456789abcdef",
+    (s) => `Using key sk-${s} for the request`,
+  ),
   shape("npm token", "FakeNpmTokenBody0123456789abcdefghijk", (s) => `//registry.npmjs.org/:_authToken=npm_${s}`),
-  shape("GitLab personal token", "FakeGitLabTokenBody1234", (s) => `git clone https://oauth2:glpat-${s}@gitlab.com/g/p.git`),
+  shape(
+    "GitLab personal token",
+    "FakeGitLabTokenBody1234",
+    (s) => `git clone https://oauth2:glpat-${s}@gitlab.com/g/p.git`,
+  ),
   shape("Hugging Face token", "FakeHuggingFaceTokenBodyAbcdefghij", (s) => `HF says: invalid token hf_${s}`),
   // Private keys.
   shape(
@@ -46,12 +103,14 @@ export const CREDENTIAL_CORPUS: readonly CredentialShape[] = [
     "MIIEowIBAAKCAQEAfakeRsaKeyBodyLine1\nfakeRsaKeyBodyLine2abcdefghijklmnop",
     (s) => `key file:\n-----BEGIN RSA PRIVATE KEY-----\n${s}\n-----END RSA PRIVATE KEY-----\ndone`,
   ),
-  shape(
-    "OpenSSH private key, PEM inside a JSON string",
-    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUfakeOpenSshBody",
-    (s) => JSON.stringify({ output: `-----BEGIN OPENSSH PRIVATE KEY-----\n${s}\n-----END OPENSSH PRIVATE KEY-----\n` }),
+  shape("OpenSSH private key, PEM inside a JSON string", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUfakeOpenSshBody", (s) =>
+    JSON.stringify({ output: `-----BEGIN OPENSSH PRIVATE KEY-----\n${s}\n-----END OPENSSH PRIVATE KEY-----\n` }),
   ),
-  shape("EC private key cut off before its end", "MHcCAQEEIFakeEcKeyBodyThatNeverEnds0123", (s) => `-----BEGIN EC PRIVATE KEY-----\n${s}`),
+  shape(
+    "EC private key cut off before its end",
+    "MHcCAQEEIFakeEcKeyBodyThatNeverEnds0123",
+    (s) => `-----BEGIN EC PRIVATE KEY-----\n${s}`,
+  ),
   // Command lines.
   shape("--token flag", "tok-cli-Fake-0123456789", (s) => `deploy --token ${s} --region eu-west-1`),
   shape("--password= flag", "P4ssFromCliFlag-xyz", (s) => `mysqldump --password=${s} app`),
@@ -59,13 +118,29 @@ export const CREDENTIAL_CORPUS: readonly CredentialShape[] = [
   shape("curl -u user:password", "curlUserPassw0rd-77", (s) => `curl -u deploy:${s} https://ci.example.com/api`),
   // HTTP.
   shape("Authorization: Bearer", "fakeBearerTokenValue.abc123-XYZ", (s) => `Authorization: Bearer ${s}`),
-  shape("Authorization: Basic", "dXNlcjpmYWtlLWJhc2ljLXBhc3N3b3Jk", (s) => `GET / HTTP/1.1\r\nAuthorization: Basic ${s}\r\nAccept: */*`),
+  shape(
+    "Authorization: Basic",
+    "dXNlcjpmYWtlLWJhc2ljLXBhc3N3b3Jk",
+    (s) => `GET / HTTP/1.1\r\nAuthorization: Basic ${s}\r\nAccept: */*`,
+  ),
   shape("Cookie header", "sessionid=FakeSessionCookie0123; csrftoken=FakeCsrfTok3n", (s) => `Cookie: ${s}`),
   shape("Set-Cookie header", "sid=FakeSetCookieValue987654", (s) => `set-cookie: ${s}; Path=/; HttpOnly`),
-  shape("x-api-key header in JSON", "FakeHeaderApiKey-0123456789", (s) => `{"headers":{"x-api-key":"${s}","accept":"application/json"}}`),
+  shape(
+    "x-api-key header in JSON",
+    "FakeHeaderApiKey-0123456789",
+    (s) => `{"headers":{"x-api-key":"${s}","accept":"application/json"}}`,
+  ),
   shape("password in a URL", "S3cr3tUrlPassw0rd", (s) => `DATABASE_URL_IS postgres://admin:${s}@db.internal:5432/app`),
-  shape("client_secret in a query string", "FakeOauthClientSecret123", (s) => `https://auth.example.com/token?client_id=app&client_secret=${s}&grant_type=x`),
-  shape("Azure connection string", "Fk9zQb64AzureVal0123xyzw==", (s) => `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${s};EndpointSuffix=core.windows.net`),
+  shape(
+    "client_secret in a query string",
+    "FakeOauthClientSecret123",
+    (s) => `https://auth.example.com/token?client_id=app&client_secret=${s}&grant_type=x`,
+  ),
+  shape(
+    "Azure connection string",
+    "Fk9zQb64AzureVal0123xyzw==",
+    (s) => `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${s};EndpointSuffix=core.windows.net`,
+  ),
   shape("password in quoted JSON with spaces", "my very secret phrase", (s) => `{"user":"ann","password":"${s}"}`),
 ];
 

@@ -5,7 +5,6 @@ import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
 import { gitIn, snapshotFiles } from "../support/files.js";
 import { withCheckpointStore, type StoreFixture } from "./isolated.js";
 
-
 let root: string;
 let cwd: string;
 let store: GitCheckpointStore;
@@ -209,9 +208,9 @@ describe("GitCheckpointStore", () => {
     await expect(store.restore({ cwd, commit: "0".repeat(40) })).rejects.toMatchObject({
       code: "checkpoint_failed",
     });
-    await expect(
-      store.capture({ cwd, ref: "chk", parent: "f".repeat(40), message: "x" }),
-    ).rejects.toMatchObject({ code: "checkpoint_failed" });
+    await expect(store.capture({ cwd, ref: "chk", parent: "f".repeat(40), message: "x" })).rejects.toMatchObject({
+      code: "checkpoint_failed",
+    });
     for (const ref of ["", "a..b", "a//b", "/a", "a/", "a b", "a.lock", "../x"]) {
       await expect(store.capture({ cwd, ref, parent: null, message: "x" })).rejects.toMatchObject({
         code: "invalid_input",

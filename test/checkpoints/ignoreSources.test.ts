@@ -34,20 +34,31 @@ async function userRepo(name = "repo"): Promise<string> {
 
 const paths = (files: Array<{ path: string }>) => files.map((f) => f.path);
 let refs = 0;
-const capture = (cwd: string, parent: string | null = null) => store.capture({ cwd, ref: `thr_i/chk_${++refs}`, parent, message: "m" });
+const capture = (cwd: string, parent: string | null = null) =>
+  store.capture({ cwd, ref: `thr_i/chk_${++refs}`, parent, message: "m" });
 
 /**
  * Capture with the ignored files present, then edit the first tracked file, change every
  * ignored file, add ignored files (`late`) and restore: only tracked files come back; every
  * ignored file keeps what it has now.
  */
-async function expectIgnored(cwd: string, tracked: Record<string, string>, ignored: Record<string, string>, late: string[]): Promise<void> {
+async function expectIgnored(
+  cwd: string,
+  tracked: Record<string, string>,
+  ignored: Record<string, string>,
+  late: string[],
+): Promise<void> {
   await put(cwd, { ...tracked, ...ignored });
   const one = await capture(cwd);
   expect(paths(one.files)).toEqual(Object.keys(tracked).sort());
   const edited = Object.keys(tracked)[0]!;
   const changed = Object.fromEntries(Object.keys(ignored).map((path) => [path, "changed later\n"]));
-  await put(cwd, { ...changed, ...Object.fromEntries(late.map((path) => [path, "late\n"])), "new.txt": "new\n", [edited]: "edited\n" });
+  await put(cwd, {
+    ...changed,
+    ...Object.fromEntries(late.map((path) => [path, "late\n"])),
+    "new.txt": "new\n",
+    [edited]: "edited\n",
+  });
   const two = await capture(cwd, one.commit);
   expect(paths(two.files)).toEqual([edited, "new.txt"].sort());
 
@@ -62,13 +73,31 @@ describe("checkpoint ignore sources", () => {
   it("the repository's info/exclude", async () => {
     const repo = await userRepo();
     await put(repo, { ".git/info/exclude": "*.env\ncache/\n" });
-    await expectIgnored(repo, { "a.txt": "a\n", "src/b.txt": "b\n" }, { "local.env": "SECRET=1\n", "cache/blob.bin": "x\n", "src/deep.env": "y\n" }, ["late.env", "cache/late.bin", "new/dir/late.env"]);
+    await expectIgnored(
+      repo,
+      { "a.txt": "a\n", "src/b.txt": "b\n" },
+      { "local.env": "SECRET=1\n", "cache/blob.bin": "x\n", "src/deep.env": "y\n" },
+      ["late.env", "cache/late.bin", "new/dir/late.env"],
+    );
   });
 
   it("a linked worktree's info/exclude (in the common dir)", async () => {
     const repo = await userRepo();
     await put(repo, { "seed.txt": "seed\n", ".git/info/exclude": "*.env\n" });
-    await gitIn(repo, "-c", "user.name=U", "-c", "user.email=u@example.com", "-c", "commit.gpgSign=false", "commit", "-q", "--allow-empty", "-m", "init");
+    await gitIn(
+      repo,
+      "-c",
+      "user.name=U",
+      "-c",
+      "user.email=u@example.com",
+      "-c",
+      "commit.gpgSign=false",
+      "commit",
+      "-q",
+      "--allow-empty",
+      "-m",
+      "init",
+    );
     const linked = join(root, "linked");
     await gitIn(repo, "worktree", "add", "-q", linked);
     await expectIgnored(linked, { "a.txt": "a\n" }, { "local.env": "SECRET=1\n" }, ["late.env"]);
@@ -83,7 +112,10 @@ describe("checkpoint ignore sources", () => {
   it("git's default global ignore file, $XDG_CONFIG_HOME/git/ignore", async () => {
     await put(home.home, { ".config/git/ignore": "*.swp\n.idea/\n" });
     const repo = await userRepo();
-    await expectIgnored(repo, { "a.txt": "a\n" }, { "a.txt.swp": "swap\n", ".idea/workspace.xml": "<x/>\n" }, [".new.txt.swp", ".idea/late.xml"]);
+    await expectIgnored(repo, { "a.txt": "a\n" }, { "a.txt.swp": "swap\n", ".idea/workspace.xml": "<x/>\n" }, [
+      ".new.txt.swp",
+      ".idea/late.xml",
+    ]);
   });
 
   it("a core.excludesFile in the repository's own config", async () => {
@@ -95,13 +127,23 @@ describe("checkpoint ignore sources", () => {
 
   it("the .gitignore files above a thread directory inside a repository, and its own", async () => {
     const repo = await userRepo();
-    await put(repo, { ".gitignore": "node_modules/\n*.log\n/pkg/app/build/\n", "pkg/.gitignore": "dist/\n", ".git/info/exclude": "/pkg/app/local.env\n" });
+    await put(repo, {
+      ".gitignore": "node_modules/\n*.log\n/pkg/app/build/\n",
+      "pkg/.gitignore": "dist/\n",
+      ".git/info/exclude": "/pkg/app/local.env\n",
+    });
     const cwd = join(repo, "pkg", "app");
     await put(cwd, { ".gitignore": "!keep.log\n" });
     await expectIgnored(
       cwd,
       { "src/main.ts": "main\n", ".gitignore": "!keep.log\n", "keep.log": "kept\n" },
-      { "node_modules/x/index.js": "x\n", "a.log": "log\n", "dist/out.js": "out\n", "build/b.o": "o\n", "local.env": "e\n" },
+      {
+        "node_modules/x/index.js": "x\n",
+        "a.log": "log\n",
+        "dist/out.js": "out\n",
+        "build/b.o": "o\n",
+        "local.env": "e\n",
+      },
       ["late.log", "node_modules/y/late.js", "dist/late.js"],
     );
   });
@@ -119,7 +161,7 @@ describe("checkpoint ignore sources", () => {
     await put(repo, { ".git/info/exclude": "d\\[x\\]/\na\\*b\ntrail\\ \n" });
     await expectIgnored(
       repo,
-      { "dx/f.txt": "f\n", "aXb": "axb\n", "trail": "no space\n", "sp ace.txt": "s\n" },
+      { "dx/f.txt": "f\n", aXb: "axb\n", trail: "no space\n", "sp ace.txt": "s\n" },
       { "d[x]/f.txt": "ignored\n", "a*b": "star\n", "trail ": "trailing space\n" },
       ["d[x]/late.txt"],
     );

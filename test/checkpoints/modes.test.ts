@@ -27,7 +27,14 @@ const paths = (files: Array<{ path: string }>) => files.map((f) => f.path);
 
 describe("checkpoint file modes", () => {
   it("a restore gives every file its exact mode back (0600, 0640, 0700, 0755), whoever rewrote or deleted it", async () => {
-    const files = { "secret.env": ["KEY=1\n", 0o600], "group.txt": ["g\n", 0o640], "private.sh": ["#!/bin/sh\n", 0o700], "run.sh": ["#!/bin/sh\necho\n", 0o755], "plain.txt": ["p\n", 0o644], "dir/deep.key": ["k\n", 0o400] } as const;
+    const files = {
+      "secret.env": ["KEY=1\n", 0o600],
+      "group.txt": ["g\n", 0o640],
+      "private.sh": ["#!/bin/sh\n", 0o700],
+      "run.sh": ["#!/bin/sh\necho\n", 0o755],
+      "plain.txt": ["p\n", 0o644],
+      "dir/deep.key": ["k\n", 0o400],
+    } as const;
     await put(files);
     const one = await store.capture({ cwd, ref: "thr_m/chk_1", parent: null, message: "one" });
 
@@ -42,14 +49,18 @@ describe("checkpoint file modes", () => {
     const restored = await store.restore({ cwd, commit: one.commit });
     expect(paths(restored.files)).toEqual(["dir/deep.key", "group.txt", "private.sh", "secret.env"]);
     for (const [path, [content, mode]] of Object.entries(files)) {
-      expect([path, await readFile(join(cwd, path), "utf8"), (await modeOf(path)).toString(8)]).toEqual([path, content, mode.toString(8)]);
+      expect([path, await readFile(join(cwd, path), "utf8"), (await modeOf(path)).toString(8)]).toEqual([
+        path,
+        content,
+        mode.toString(8),
+      ]);
     }
     // A directory the restore had to create gets the process's default, as git would give it.
     expect(((await stat(join(cwd, "dir"))).mode & 0o777).toString(8)).toBe((0o777 & ~process.umask()).toString(8));
   });
 
   it("a mode that drifted with the content unchanged is put back, and counted as a change", async () => {
-    await put({ "secret.env": ["KEY=1\n", 0o600], "tool": ["#!/bin/sh\n", 0o750], "same.txt": ["s\n", 0o644] });
+    await put({ "secret.env": ["KEY=1\n", 0o600], tool: ["#!/bin/sh\n", 0o750], "same.txt": ["s\n", 0o644] });
     const one = await store.capture({ cwd, ref: "thr_m/chk_1", parent: null, message: "one" });
     await chmod(join(cwd, "secret.env"), 0o644);
     await chmod(join(cwd, "tool"), 0o755);
@@ -77,9 +88,19 @@ describe("checkpoint file modes", () => {
     await put({ "a.txt": ["a2\n", 0o644], "c.txt": ["c\n", 0o644] });
     await chmod(join(cwd, "b.txt"), 0o600);
 
-    const refused = store.restore({ cwd, commit: one.commit, beforeChange: async () => { throw new Error("not durable"); } });
+    const refused = store.restore({
+      cwd,
+      commit: one.commit,
+      beforeChange: async () => {
+        throw new Error("not durable");
+      },
+    });
     await expect(refused).rejects.toThrow("not durable");
-    expect([await readFile(join(cwd, "a.txt"), "utf8"), await modeOf("a.txt"), await modeOf("b.txt")]).toEqual(["a2\n", 0o644, 0o600]);
+    expect([await readFile(join(cwd, "a.txt"), "utf8"), await modeOf("a.txt"), await modeOf("b.txt")]).toEqual([
+      "a2\n",
+      0o644,
+      0o600,
+    ]);
 
     const told: string[][] = [];
     const restored = await store.restore({

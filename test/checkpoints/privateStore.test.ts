@@ -65,7 +65,9 @@ describe("the private checkpoint repository", () => {
       process.umask(umask);
     }
     expect(await openToOthers(storeDir)).toEqual([]);
-    const objects = (await readdir(join(storeDir, "objects"), { recursive: true, withFileTypes: true })).filter((e) => e.isFile());
+    const objects = (await readdir(join(storeDir, "objects"), { recursive: true, withFileTypes: true })).filter((e) =>
+      e.isFile(),
+    );
     expect(objects.length).toBeGreaterThan(0);
   });
 
@@ -97,7 +99,9 @@ describe("the private checkpoint repository", () => {
       await expect(restoring).rejects.toMatchObject({ code: "closed" });
       await git.gone;
       expect(isRunning(pid)).toBe(false);
-      await expect(store.capture({ cwd, ref: "thr_p/chk_2", parent: null, message: "x" })).rejects.toMatchObject({ code: "closed" });
+      await expect(store.capture({ cwd, ref: "thr_p/chk_2", parent: null, message: "x" })).rejects.toMatchObject({
+        code: "closed",
+      });
     } finally {
       await git.cleanup();
     }

@@ -35,7 +35,9 @@ afterEach(async () => {
 });
 
 const report = (name: string, ms: number) => console.info(`claude timing: ${name}: ${ms.toFixed(0)} ms`);
-const bash = (command: string) => ({ tools: [{ name: "Bash", args: { command, description: "needed for the test" } }] });
+const bash = (command: string) => ({
+  tools: [{ name: "Bash", args: { command, description: "needed for the test" } }],
+});
 const saw = sawInNextRequest;
 
 async function thread(w: ClaudeWorld): Promise<string> {
@@ -56,7 +58,10 @@ describe("claude: turns and permissions", () => {
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "say hi" })).runId);
     report("host start + text turn", performance.now() - t0);
     expect(run.status).toBe("completed");
-    expect(run.items.map((i) => [i.kind, i.text])).toEqual([["user_message", "say hi"], ["assistant_message", "Hello from the simulator!"]]);
+    expect(run.items.map((i) => [i.kind, i.text])).toEqual([
+      ["user_message", "say hi"],
+      ["assistant_message", "Hello from the simulator!"],
+    ]);
     expect(world.sim.requests.at(-1)?.url).toMatch(/^\/v1\/messages/);
   });
 
@@ -65,7 +70,11 @@ describe("claude: turns and permissions", () => {
     const threadId = await thread(world);
     world.sim.push({ text: "the answer", reasoning: "pondering deeply" });
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "think first" })).runId);
-    expect(run.items.map((i) => [i.kind, i.text])).toEqual([["user_message", "think first"], ["reasoning", "pondering deeply"], ["assistant_message", "the answer"]]);
+    expect(run.items.map((i) => [i.kind, i.text])).toEqual([
+      ["user_message", "think first"],
+      ["reasoning", "pondering deeply"],
+      ["assistant_message", "the answer"],
+    ]);
   });
 
   it("asks before Bash: allowed runs it and its output reaches the model; denied does not run it", async () => {
@@ -134,7 +143,12 @@ describe("claude: files and todos", () => {
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "plan the work" })).runId);
     expect(run.status).toBe("completed");
     const list = run.items.find((i) => i.kind === "todo_list");
-    expect(list?.detail).toMatchObject({ items: [{ text: "Reproduce the bug", status: "completed" }, { text: "Fix it", status: "in_progress" }] });
+    expect(list?.detail).toMatchObject({
+      items: [
+        { text: "Reproduce the bug", status: "completed" },
+        { text: "Fix it", status: "in_progress" },
+      ],
+    });
     expect(world.rt.affordances(threadId).panels.todo).toBe(true);
   });
 });
@@ -144,33 +158,68 @@ describe("claude: subagents, questions, plans and models", () => {
     world = await claudeWorld();
     const threadId = await thread(world);
     // Asked to run in the background, which the adapter turns off: it runs in the foreground, within the turn.
-    const agent = { description: "look around", prompt: "report SUB", subagent_type: "general-purpose", run_in_background: true };
+    const agent = {
+      description: "look around",
+      prompt: "report SUB",
+      subagent_type: "general-purpose",
+      run_in_background: true,
+    };
     // The parent's reply after the subagent hangs: the run must still be running when the subagent is done.
-    world.sim.push({ tools: [{ name: "Agent", args: agent }] }, { text: "SUB-RESULT" }, { hang: true, text: "parent " });
+    world.sim.push(
+      { tools: [{ name: "Agent", args: agent }] },
+      { text: "SUB-RESULT" },
+      { hang: true, text: "parent " },
+    );
     const { runId } = await world.rt.sendMessage({ threadId, text: "delegate it" });
-    const subagentDone = () => world!.rt.views.runs.get(runId)!.items.find((i) => i.kind === "subagent" && i.status === "complete");
+    const subagentDone = () =>
+      world!.rt.views.runs.get(runId)!.items.find((i) => i.kind === "subagent" && i.status === "complete");
     await until("the subagent to complete", () => subagentDone() !== undefined);
     const subagent = subagentDone()!;
-    expect(subagent).toMatchObject({ result: "SUB-RESULT", detail: expect.objectContaining({ toolName: "general-purpose" }) });
-    await until("the parent's next reply to start streaming", () => world!.sim.requests.filter((r) => r.url.startsWith("/v1/messages")).length >= 3);
+    expect(subagent).toMatchObject({
+      result: "SUB-RESULT",
+      detail: expect.objectContaining({ toolName: "general-purpose" }),
+    });
+    await until(
+      "the parent's next reply to start streaming",
+      () => world!.sim.requests.filter((r) => r.url.startsWith("/v1/messages")).length >= 3,
+    );
     expect(world.rt.views.runs.get(runId)!.status).toBe("running");
     world.sim.releaseHang();
     const run = await world.rt.waitForRun(runId);
     expect(run.status).toBe("completed");
     const child = run.items.find((i) => i.kind === "assistant_message" && i.parentId === subagent.id);
     expect(child?.text).toBe("SUB-RESULT");
-    expect(run.items.filter((i) => i.kind === "assistant_message" && i.parentId !== subagent.id).at(-1)?.text).toContain("parent");
+    expect(
+      run.items.filter((i) => i.kind === "assistant_message" && i.parentId !== subagent.id).at(-1)?.text,
+    ).toContain("parent");
   });
 
   it("asks AskUserQuestion as a structured question and hands the answer to Claude", async () => {
     world = await claudeWorld();
     const threadId = await thread(world);
-    const question = { question: "Which colour?", header: "Colour", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cool" }], multiSelect: false };
-    world.sim.push({ tools: [{ name: "AskUserQuestion", args: { questions: [question] } }] }, saw('\\"Which colour?\\"=\\"Blue\\"'));
+    const question = {
+      question: "Which colour?",
+      header: "Colour",
+      options: [
+        { label: "Red", description: "warm" },
+        { label: "Blue", description: "cool" },
+      ],
+      multiSelect: false,
+    };
+    world.sim.push(
+      { tools: [{ name: "AskUserQuestion", args: { questions: [question] } }] },
+      saw('\\"Which colour?\\"=\\"Blue\\"'),
+    );
     const { runId } = await world.rt.sendMessage({ threadId, text: "ask me" });
     const request = await pendingRequest(world, threadId);
-    expect(request.payload).toEqual({ kind: "user_input", questions: [{ id: "Which colour?", ...question, options: question.options }] });
-    await world.rt.respond({ requestId: request.requestId, response: { kind: "answers", answers: { "Which colour?": "Blue" } } });
+    expect(request.payload).toEqual({
+      kind: "user_input",
+      questions: [{ id: "Which colour?", ...question, options: question.options }],
+    });
+    await world.rt.respond({
+      requestId: request.requestId,
+      response: { kind: "answers", answers: { "Which colour?": "Blue" } },
+    });
     const run = await world.rt.waitForRun(runId);
     expect(run.status).toBe("completed");
     expect(run.items.at(-1)?.text).toMatch(/^saw /);
@@ -185,7 +234,12 @@ describe("claude: subagents, questions, plans and models", () => {
       const path = /create your plan at (\S+?\.md)/.exec(JSON.stringify(req.body))?.[1] ?? "missing-plan-path.md";
       return { tools: [{ name: "Write", args: { file_path: path, content: plan } }] };
     };
-    world.sim.push({ tools: [{ name: "EnterPlanMode", args: {} }] }, writePlan, { tools: [{ name: "ExitPlanMode", args: {} }] }, saw("User has approved your plan"));
+    world.sim.push(
+      { tools: [{ name: "EnterPlanMode", args: {} }] },
+      writePlan,
+      { tools: [{ name: "ExitPlanMode", args: {} }] },
+      saw("User has approved your plan"),
+    );
     const { runId } = await world.rt.sendMessage({ threadId, text: "plan first" });
     const request = await pendingRequest(world, threadId);
     expect(request.payload).toEqual({ kind: "dynamic_tool", toolName: "ExitPlanMode", input: { plan } });
@@ -200,18 +254,29 @@ describe("claude: subagents, questions, plans and models", () => {
     world = await claudeWorld();
     const threadId = await thread(world);
     world.sim.push({ text: "one" }, { text: "two" });
-    const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "first", model: "claude-sonnet-4-5" })).runId);
+    const first = await world.rt.waitForRun(
+      (await world.rt.sendMessage({ threadId, text: "first", model: "claude-sonnet-4-5" })).runId,
+    );
     expect(first.items.at(-1)?.text).toBe("one");
     const before = world.sim.requests.length;
     // Claude checks the new model with a one-token probe, which the simulator answers on its own.
-    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "second", model: "claude-haiku-4-5" })).runId);
+    const run = await world.rt.waitForRun(
+      (await world.rt.sendMessage({ threadId, text: "second", model: "claude-haiku-4-5" })).runId,
+    );
     expect(run.items.at(-1)?.text).toBe("two");
-    const models = (from: number, to: number) => world!.sim.requests.slice(from, to).filter((r) => r.url.startsWith("/v1/messages")).map((r) => (r.body as { model?: string }).model);
+    const models = (from: number, to: number) =>
+      world!.sim.requests
+        .slice(from, to)
+        .filter((r) => r.url.startsWith("/v1/messages"))
+        .map((r) => (r.body as { model?: string }).model);
     expect(models(0, before)).toContain("claude-sonnet-4-5");
     expect(models(before, world.sim.requests.length)).toContain("claude-haiku-4-5");
     // One session and one provider thread for both runs; no `model_switch_new_session`.
     expect(world.rt.views.sessions.size).toBe(1);
-    expect(new Set(world.rt.views.threads.get(threadId)!.runs.flatMap((r) => r.attempts.map((a) => a.providerThreadId))).size).toBe(1);
+    expect(
+      new Set(world.rt.views.threads.get(threadId)!.runs.flatMap((r) => r.attempts.map((a) => a.providerThreadId)))
+        .size,
+    ).toBe(1);
     expect(world.rt.views.threads.get(threadId)!.model).toBe("claude-haiku-4-5");
   });
 });
@@ -229,7 +294,9 @@ describe("claude: interrupt and steer", () => {
     report("interrupt -> terminal (mid-stream)", performance.now() - t0);
     expect(run.status).toBe("interrupted");
     world.sim.push({ text: "still here" });
-    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "next" })).runId)).status).toBe("completed");
+    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "next" })).runId)).status).toBe(
+      "completed",
+    );
   });
 
   it("a silent turn Claude is still working on is vouched for by its host, not failed by the watchdog", async () => {
@@ -252,7 +319,10 @@ describe("claude: interrupt and steer", () => {
     expect(steer).toMatchObject({ disposition: "steered", via: "interrupt_restart", runId });
     const run = await world.rt.waitForRun(runId);
     expect(run.status).toBe("completed");
-    expect(run.attempts.map((a) => [a.reason, a.status])).toEqual([["initial", "superseded"], ["steering_restart", "completed"]]);
+    expect(run.attempts.map((a) => [a.reason, a.status])).toEqual([
+      ["initial", "superseded"],
+      ["steering_restart", "completed"],
+    ]);
     expect(run.items.at(-1)?.text).toBe("saw also consider this");
     expect(run.fallbacks.map((f) => f.policy)).toEqual(["steer_by_interrupt_restart"]);
     // Claude still reports the superseded attempt's message after the interrupt: fenced, never applied.
@@ -262,16 +332,28 @@ describe("claude: interrupt and steer", () => {
     stop();
     const first = run.attempts[0]!.attemptId;
     const steeredAt = records.find((r) => r.event.type === "policy.applied")!.seq;
-    expect(records.some((r) => r.seq > steeredAt && r.event.type === "event.fenced" && r.event.attemptId === first)).toBe(true);
-    const firstNodes = new Set(records.filter((r) => r.event.type === "node.started" && r.event.attemptId === first).map((r) => r.event.nodeId));
-    const appliedLate = records.filter((r) => r.seq > steeredAt && r.event.type === "node.completed" && firstNodes.has(r.event.nodeId) && r.event.settledBy === "provider");
+    expect(
+      records.some((r) => r.seq > steeredAt && r.event.type === "event.fenced" && r.event.attemptId === first),
+    ).toBe(true);
+    const firstNodes = new Set(
+      records.filter((r) => r.event.type === "node.started" && r.event.attemptId === first).map((r) => r.event.nodeId),
+    );
+    const appliedLate = records.filter(
+      (r) =>
+        r.seq > steeredAt &&
+        r.event.type === "node.completed" &&
+        firstNodes.has(r.event.nodeId) &&
+        r.event.settledBy === "provider",
+    );
     expect(appliedLate).toEqual([]);
   });
 });
 
 /** The Claude Code processes a host runs (its children), by pid. */
 function claudeProcesses(w: ClaudeWorld): number[] {
-  const hosts = new Set([...w.rt.views.sessions.keys()].map((id) => w.adapter.hostPid(id)).filter((p): p is number => p !== null));
+  const hosts = new Set(
+    [...w.rt.views.sessions.keys()].map((id) => w.adapter.hostPid(id)).filter((p): p is number => p !== null),
+  );
   return readdirSync("/proc")
     .filter((entry) => /^\d+$/.test(entry))
     .filter((pid) => {
@@ -309,7 +391,10 @@ function killBeforeClaudeReadsNextPrompt(w: ClaudeWorld): void {
 }
 
 describe("claude: its process dies under a live host", () => {
-  /** Sends `text`, waits for Claude to ask permission for a command and to write the prompt down, kills Claude: the turn fails. */
+  /**
+   * Sends `text`, waits for Claude to ask permission for a command and to write the prompt down, kills Claude: the turn
+   * fails.
+   */
   async function dieAsking(w: ClaudeWorld, threadId: string, text: string) {
     w.sim.push(bash("echo never > never.txt"));
     const { runId } = await w.rt.sendMessage({ threadId, text });
@@ -328,7 +413,9 @@ describe("claude: its process dies under a live host", () => {
     await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "remember DELTA" })).runId);
     await dieAsking(world, threadId, "run something");
     world.sim.push(saw("DELTA"), saw("ECHO"));
-    const next = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what do you remember? ECHO" })).runId);
+    const next = await world.rt.waitForRun(
+      (await world.rt.sendMessage({ threadId, text: "what do you remember? ECHO" })).runId,
+    );
     expect(next.items.at(-1)?.text).toBe("saw DELTA");
     // Killed while idle (once the turn is on disk): nothing fails, and the next turn still resumes.
     await untilWrittenDown(world, threadId, "what do you remember? ECHO", { answered: true });
@@ -337,7 +424,9 @@ describe("claude: its process dies under a live host", () => {
     await until("Claude gone", () => !claudeProcesses(world!).includes(idle!));
     const after = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "and now?" })).runId);
     expect(after.items.at(-1)?.text).toBe("saw ECHO");
-    const providerThreads = new Set(world.rt.views.threads.get(threadId)!.runs.flatMap((r) => r.attempts.map((a) => a.providerThreadId)));
+    const providerThreads = new Set(
+      world.rt.views.threads.get(threadId)!.runs.flatMap((r) => r.attempts.map((a) => a.providerThreadId)),
+    );
     expect(providerThreads.size).toBe(1);
   });
 
@@ -359,20 +448,25 @@ describe("claude: its process dies under a live host", () => {
   it("starts again a Claude that died in a thread's first turn, and one resumed after a restart (no 'session in use')", async () => {
     world = await claudeWorld();
     const threadId = await thread(world);
-    // Killed in a thread's first turn before writing anything down: a new Claude, in a new session of the same id, takes the prompt.
+    // Killed in a thread's first turn before writing anything down: a new Claude, in a new session of the same id,
+    // takes the prompt.
     world.sim.push({ text: "taken again" });
     killBeforeClaudeReadsNextPrompt(world);
     const { runId } = await world.rt.sendMessage({ threadId, text: "first FOXTROT" });
     const first = await world.rt.waitForRun(runId);
     expect([first.status, first.items.at(-1)?.text]).toEqual(["completed", "taken again"]);
     world.sim.push(saw("FOXTROT"));
-    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "again" })).runId)).items.at(-1)?.text).toBe("saw FOXTROT");
+    expect(
+      (await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "again" })).runId)).items.at(-1)?.text,
+    ).toBe("saw FOXTROT");
     // Resumed in a new host, then killed: the session is on disk, so it is resumed, never recreated.
     await untilWrittenDown(world, threadId, "again", { answered: true });
     await world.reopen();
     await dieAsking(world, threadId, "after a restart");
     world.sim.push(saw("FOXTROT"));
-    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still?" })).runId)).items.at(-1)?.text).toBe("saw FOXTROT");
+    expect(
+      (await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still?" })).runId)).items.at(-1)?.text,
+    ).toBe("saw FOXTROT");
   });
 
   it("rolls back a thread whose Claude died while idle: the cut needs only Claude's transcript", async () => {
@@ -386,7 +480,9 @@ describe("claude: its process dies under a live host", () => {
     process.kill(idle!, "SIGKILL");
     await until("Claude gone", () => !claudeProcesses(world!).includes(idle!));
     expect((await world.rt.rollback({ threadId, toRunId: first.runId })).provider).toBe("rolled_back");
-    world.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
+    world.sim.push((req) => ({
+      text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}`,
+    }));
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
     expect(run.items.at(-1)?.text).toBe("true/false");
   });
@@ -417,7 +513,9 @@ describe("claude: sessions", () => {
   });
 
   it("takes a handoff from another provider as user context, then a delta when it comes back", async () => {
-    world = await claudeWorld({ providers: { other: createScriptedAdapter({ script: () => [{ type: "text", text: "other says PAPAYA" }] }) } });
+    world = await claudeWorld({
+      providers: { other: createScriptedAdapter({ script: () => [{ type: "text", text: "other says PAPAYA" }] }) },
+    });
     await conformance.takesHandoff(asProvider(world));
   });
 
@@ -446,7 +544,9 @@ describe("claude: sessions", () => {
     await world.reopen();
     const receipt = await world.rt.rollback({ threadId, toRunId: first.runId });
     expect(receipt.provider).toBe("rolled_back");
-    world.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
+    world.sim.push((req) => ({
+      text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}`,
+    }));
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
     expect(run.items.at(-1)?.text).toBe("true/false");
     expect(world.rt.views.runs.get(first.runId)!.fallbacks.map((f) => f.policy)).toEqual(["rollback_by_resume"]);
@@ -466,7 +566,12 @@ describe("claude: sessions", () => {
     world.sim.push((req) => ({ text: `${seen(req, "ALPHA")}/${seen(req, "BRAVO")}/${seen(req, "CHARLIE")}` }));
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
     expect(run.items.at(-1)?.text).toBe("true/false/false");
-    expect((await world.rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "rolled_back", "rolled_back", "completed"]);
+    expect((await world.rt.readThread(threadId)).runs.map((r) => r.status)).toEqual([
+      "completed",
+      "rolled_back",
+      "rolled_back",
+      "completed",
+    ]);
   });
 
   it("rolls back a run steered by interrupt-restart: both of its attempts are dropped", async () => {
@@ -490,5 +595,3 @@ describe("claude: sessions", () => {
     await conformance.survivesHostSigkill(asProvider(world), bash("echo never > never.txt"));
   });
 });
-
-

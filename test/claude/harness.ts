@@ -1,6 +1,10 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createClaudeAdapter, type ClaudeAdapter, type ClaudeAdapterOptions } from "../../src/adapters/claude/adapter.js";
+import {
+  createClaudeAdapter,
+  type ClaudeAdapter,
+  type ClaudeAdapterOptions,
+} from "../../src/adapters/claude/adapter.js";
 import { lastPrompt } from "../../src/adapters/claude/mapper.js";
 import { Projections } from "../../src/runtime/projections.js";
 import { until } from "../support/runtime.js";
@@ -15,12 +19,20 @@ import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
 export type ClaudeWorld = SimulatedWorld<ClaudeAdapter>;
 
 /** `adapter`: extra adapter options (an `executable` such as the transcript recorder, its `env`). */
-export function claudeWorld(runtime: Partial<RuntimeOptions> = {}, adapter: Partial<ClaudeAdapterOptions> = {}): Promise<ClaudeWorld> {
+export function claudeWorld(
+  runtime: Partial<RuntimeOptions> = {},
+  adapter: Partial<ClaudeAdapterOptions> = {},
+): Promise<ClaudeWorld> {
   return simulatedWorld({
     target: "claude",
     runtime,
     makeAdapter: ({ home }, sim) =>
-      createClaudeAdapter({ ...adapter, home, configDir: join(home, ".claude"), env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "dummy-key", ...adapter.env } }),
+      createClaudeAdapter({
+        ...adapter,
+        home,
+        configDir: join(home, ".claude"),
+        env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "dummy-key", ...adapter.env },
+      }),
   });
 }
 
@@ -28,7 +40,10 @@ export { until };
 
 type Entry = { type: string; uuid: string; parent_tool_use_id: null; message: unknown };
 
-/** The thread's Claude transcript as it stands on disk, main chain only (the shape the host reads with getSessionMessages). */
+/**
+ * The thread's Claude transcript as it stands on disk, main chain only (the shape the host reads with
+ * getSessionMessages).
+ */
 function transcriptOnDisk(w: ClaudeWorld, threadId: string): Entry[] {
   const cursor = w.rt.views.providerThreads.get(Projections.providerThreadKey(threadId, "claude"))?.resumeCursor;
   const projects = join(w.home, ".claude", "projects");
@@ -41,7 +56,9 @@ function transcriptOnDisk(w: ClaudeWorld, threadId: string): Entry[] {
       .flatMap((line) => {
         try {
           const entry = JSON.parse(line) as { type: string; uuid: string; isSidechain?: boolean; message?: unknown };
-          return entry.isSidechain || (entry.type !== "user" && entry.type !== "assistant") ? [] : [{ type: entry.type, uuid: entry.uuid, parent_tool_use_id: null, message: entry.message }];
+          return entry.isSidechain || (entry.type !== "user" && entry.type !== "assistant")
+            ? []
+            : [{ type: entry.type, uuid: entry.uuid, parent_tool_use_id: null, message: entry.message }];
         } catch {
           return []; // the line Claude is writing right now
         }
@@ -56,7 +73,12 @@ function transcriptOnDisk(w: ClaudeWorld, threadId: string): Entry[] {
  * a test that kills Claude waits for this first, so what the host finds on disk afterwards
  * does not depend on how fast the machine is.
  */
-export async function untilWrittenDown(w: ClaudeWorld, threadId: string, prompt: string, { answered = false } = {}): Promise<void> {
+export async function untilWrittenDown(
+  w: ClaudeWorld,
+  threadId: string,
+  prompt: string,
+  { answered = false } = {},
+): Promise<void> {
   await until(`Claude to write down "${prompt}"${answered ? " and its answer" : ""}`, () => {
     const entries = transcriptOnDisk(w, threadId);
     if (lastPrompt(entries) !== prompt) return false;

@@ -7,8 +7,18 @@ import { cutAfter, lastPrompt } from "../../src/adapters/claude/mapper.js";
  * results, the interrupt marker).
  */
 
-const user = (uuid: string, content: unknown) => ({ type: "user", uuid, parent_tool_use_id: null, message: { role: "user", content } });
-const assistant = (uuid: string, text: string) => ({ type: "assistant", uuid, parent_tool_use_id: null, message: { role: "assistant", content: [{ type: "text", text }] } });
+const user = (uuid: string, content: unknown) => ({
+  type: "user",
+  uuid,
+  parent_tool_use_id: null,
+  message: { role: "user", content },
+});
+const assistant = (uuid: string, text: string) => ({
+  type: "assistant",
+  uuid,
+  parent_tool_use_id: null,
+  message: { role: "assistant", content: [{ type: "text", text }] },
+});
 const text = (t: string) => [{ type: "text", text: t }];
 
 const transcript = [
@@ -17,7 +27,12 @@ const transcript = [
   user("cmd", "<command-name>/model</command-name>"),
   user("out", "<local-command-stdout>Set model to `claude-haiku-4-5`</local-command-stdout>"),
   user("p2", text("second")),
-  { type: "assistant", uuid: "a2-tool", parent_tool_use_id: null, message: { content: [{ type: "tool_use", id: "toolu_4", name: "Bash", input: {} }] } },
+  {
+    type: "assistant",
+    uuid: "a2-tool",
+    parent_tool_use_id: null,
+    message: { content: [{ type: "tool_use", id: "toolu_4", name: "Bash", input: {} }] },
+  },
   user("r2", [{ type: "tool_result", tool_use_id: "toolu_4", content: "hi" }]),
   { type: "assistant", uuid: "sub", parent_tool_use_id: "toolu_4", message: { content: text("a subagent's words") } },
   assistant("a2", "two"),

@@ -31,7 +31,20 @@ describe("claude protocol", () => {
       ...[...subagents.matchAll(/"(\w+)"/g)].map((m) => m[1]!),
       ...[...mapper.matchAll(/(?:tool|block\.name) === "(\w+)"/g)].map((m) => m[1]!),
     ];
-    expect(new Set(named)).toEqual(new Set(["Bash", "Edit", "Write", "NotebookEdit", "Agent", "Task", "Read", "AskUserQuestion", "ExitPlanMode", "TodoWrite"]));
+    expect(new Set(named)).toEqual(
+      new Set([
+        "Bash",
+        "Edit",
+        "Write",
+        "NotebookEdit",
+        "Agent",
+        "Task",
+        "Read",
+        "AskUserQuestion",
+        "ExitPlanMode",
+        "TodoWrite",
+      ]),
+    );
     for (const tool of named) expect(known, tool).toContain(tool);
   });
 
@@ -82,7 +95,11 @@ describe("claude protocol", () => {
     };
     const record = claudeCapabilities() as unknown as Record<string, Record<string, unknown>>;
     const declared = Object.entries(record).flatMap(([group, fields]) =>
-      typeof fields === "object" ? Object.entries(fields).filter(([, v]) => v === true).map(([f]) => `${group}.${f}`) : [],
+      typeof fields === "object"
+        ? Object.entries(fields)
+            .filter(([, v]) => v === true)
+            .map(([f]) => `${group}.${f}`)
+        : [],
     );
     expect(declared.filter((flag) => !exercisedBy[flag])).toEqual([]);
     for (const [flag, title] of Object.entries(exercisedBy)) expect(tests, `${flag} -> "${title}"`).toContain(title);

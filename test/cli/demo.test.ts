@@ -12,9 +12,17 @@ const bin = join(import.meta.dirname, "../../bin/tiller.js");
 async function demo(args: string[]) {
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-demo-"));
   try {
-    const { stdout } = await run(process.execPath, [bin, "demo", "--no-color", "--data-dir", dataDir, ...args], { timeout: 60_000 });
+    const { stdout } = await run(process.execPath, [bin, "demo", "--no-color", "--data-dir", dataDir, ...args], {
+      timeout: 60_000,
+    });
     const log = await readFile(join(dataDir, "events.jsonl"), "utf8");
-    return { stdout, lines: log.trim().split("\n").map((l) => JSON.parse(l) as { seq: number; event: { type: string } }) };
+    return {
+      stdout,
+      lines: log
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { seq: number; event: { type: string } }),
+    };
   } finally {
     await rm(dataDir, { recursive: true, force: true });
   }

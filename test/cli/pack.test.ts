@@ -19,9 +19,13 @@ const tsx = join(root, "node_modules/tsx/dist/cli.mjs");
 const tsc = join(root, "node_modules/typescript/bin/tsc");
 const INSTALL_LIMIT_MS = 120_000;
 
-/** Our npm's environment minus what npm sets for the script that runs the tests (the child's own package is another). */
+/**
+ * Our npm's environment minus what npm sets for the script that runs the tests (the child's own package is another).
+ */
 function npmEnv(): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_(package|lifecycle)_|^npm_command$|^INIT_CWD$/.test(key)));
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) => !/^npm_(package|lifecycle)_|^npm_command$|^INIT_CWD$/.test(key)),
+  );
   return { ...env, npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
 }
 
@@ -31,20 +35,41 @@ let packed: { name: string; version: string; filename: string; files: Array<{ pa
 let examples: string[] = [];
 
 beforeAll(async () => {
-  for (const built of ["dist/index.js", "dist/cli/main.js", "dist/simulator/index.js", "dist/adapters/codex/index.js", "dist/adapters/claude/index.js"]) {
+  for (const built of [
+    "dist/index.js",
+    "dist/cli/main.js",
+    "dist/simulator/index.js",
+    "dist/adapters/codex/index.js",
+    "dist/adapters/claude/index.js",
+  ]) {
     if (!existsSync(join(root, built))) throw new Error(`${built} is missing: run npm run build first (npm test does)`);
   }
   work = await realpath(await mkdtemp(join(tmpdir(), "tiller-pack-")));
   app = join(work, "app");
   await mkdir(app);
   // The build is the one under test: no prepare script (it would rebuild) during pack.
-  const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], { cwd: root, env: npmEnv(), timeout: INSTALL_LIMIT_MS });
+  const { stdout } = await run("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], {
+    cwd: root,
+    env: npmEnv(),
+    timeout: INSTALL_LIMIT_MS,
+  });
   [packed] = JSON.parse(stdout) as [typeof packed];
 
-  await writeFile(join(app, "package.json"), JSON.stringify({ name: "tiller-pack-check", private: true, type: "module" }));
+  await writeFile(
+    join(app, "package.json"),
+    JSON.stringify({ name: "tiller-pack-check", private: true, type: "module" }),
+  );
   examples = (await readdir(join(root, "examples"))).filter((f) => f.endsWith(".ts"));
   for (const example of examples) await copyFile(join(root, "examples", example), join(app, example));
-  const install = ["install", "--prefer-offline", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error", join(work, packed.filename)];
+  const install = [
+    "install",
+    "--prefer-offline",
+    "--ignore-scripts",
+    "--no-audit",
+    "--no-fund",
+    "--loglevel=error",
+    join(work, packed.filename),
+  ];
   await run("npm", install, { cwd: app, env: npmEnv(), timeout: INSTALL_LIMIT_MS });
 }, INSTALL_LIMIT_MS * 2);
 
@@ -56,7 +81,15 @@ describe("the packed package", () => {
   it("is tiller-runtime, with the build, the command and the inspector page, and no sources or tests", () => {
     expect(packed.name).toBe("tiller-runtime");
     const paths = packed.files.map((f) => f.path);
-    for (const file of ["package.json", "README.md", "bin/tiller.js", "dist/index.js", "dist/index.d.ts", "dist/cli/main.js"]) expect(paths).toContain(file);
+    for (const file of [
+      "package.json",
+      "README.md",
+      "bin/tiller.js",
+      "dist/index.js",
+      "dist/index.d.ts",
+      "dist/cli/main.js",
+    ])
+      expect(paths).toContain(file);
     expect(paths.some((p) => p.startsWith("inspector/page/"))).toBe(true);
     expect(paths.filter((p) => /^(src|test|scripts|bench|examples|docs)\//.test(p))).toEqual([]);
   });
@@ -98,7 +131,17 @@ describe("the packed package", () => {
 
   it("typechecks the examples against the package's own types", async () => {
     const tsconfig = {
-      compilerOptions: { target: "ES2023", lib: ["ES2023"], module: "NodeNext", moduleResolution: "NodeNext", strict: true, noEmit: true, skipLibCheck: true, types: ["node"], typeRoots: [join(root, "node_modules/@types")] },
+      compilerOptions: {
+        target: "ES2023",
+        lib: ["ES2023"],
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: ["node"],
+        typeRoots: [join(root, "node_modules/@types")],
+      },
       include: ["*.ts"],
     };
     await writeFile(join(app, "tsconfig.json"), JSON.stringify(tsconfig));
@@ -108,7 +151,10 @@ describe("the packed package", () => {
   it("installs the tiller command, which runs the demo", async () => {
     const bin = join(app, "node_modules/.bin/tiller");
     expect((await run(bin, ["version"], { cwd: app, timeout: 30_000 })).stdout).toContain(`tiller ${packed.version}`);
-    const { stdout } = await run(bin, ["demo", "--yes", "--no-color", "--data-dir", join(app, "demo")], { cwd: app, timeout: 60_000 });
+    const { stdout } = await run(bin, ["demo", "--yes", "--no-color", "--data-dir", join(app, "demo")], {
+      cwd: app,
+      timeout: 60_000,
+    });
     expect(stdout).toContain("Runs: #1 completed, #2 interrupted, #3 completed");
   }, 60_000);
 });

@@ -24,7 +24,10 @@ describe("README", () => {
     try {
       const tsx = join(root, "node_modules/tsx/dist/cli.mjs");
       // In the repository, `tiller-runtime` resolves to the package itself (its own name, through "exports", to dist/).
-      const { stdout } = await run(process.execPath, [tsx, join(root, "examples/embedding.ts")], { cwd, timeout: 60_000 });
+      const { stdout } = await run(process.execPath, [tsx, join(root, "examples/embedding.ts")], {
+        cwd,
+        timeout: 60_000,
+      });
       expect(stdout).toMatch(/run run_\w+ completed/);
       expect(stdout).toContain("command deployed");
       expect(stdout).toContain("status: completed | capabilities version: 1");

@@ -52,7 +52,11 @@ describe("codex: turns", () => {
     const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "say hi" })).runId);
     report("host start + text turn", performance.now() - t0);
     expect(run.status).toBe("completed");
-    expect(run.items.map((i) => [i.kind, i.text])).toEqual([["user_message", "say hi"], ["reasoning", "a greeting is due"], ["assistant_message", "Hello from the simulator!"]]);
+    expect(run.items.map((i) => [i.kind, i.text])).toEqual([
+      ["user_message", "say hi"],
+      ["reasoning", "a greeting is due"],
+      ["assistant_message", "Hello from the simulator!"],
+    ]);
     const started = [...world.rt.actors.sessions.values()][0]!.getSnapshot().context;
     expect(started.capabilities?.turns.supportsActiveSteering).toBe(true);
     const request = world.sim.requests.at(-1)!;
@@ -60,7 +64,9 @@ describe("codex: turns", () => {
     expect(request.headers.authorization).toBe("[redacted]");
     const t1 = performance.now();
     world.sim.push({ text: "again" });
-    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "again" })).runId)).status).toBe("completed");
+    expect((await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "again" })).runId)).status).toBe(
+      "completed",
+    );
     report("second text turn (warm host)", performance.now() - t1);
   });
 
@@ -109,13 +115,17 @@ describe("codex: model and provider switches", () => {
     const threadId = await thread(world);
     world.sim.push({ text: "first" }, (req) => ({ text: `model=${(req.body as { model?: string }).model}` }));
     await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "one" })).runId);
-    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "two", model: "gpt-5.4" })).runId);
+    const run = await world.rt.waitForRun(
+      (await world.rt.sendMessage({ threadId, text: "two", model: "gpt-5.4" })).runId,
+    );
     expect(run.items.at(-1)?.text).toBe("model=gpt-5.4");
     expect(world.rt.views.sessions.size).toBe(1);
   });
 
   it("takes a handoff from another provider as user context, then a delta when it comes back", async () => {
-    world = await codexWorld({ extraProviders: { other: createScriptedAdapter({ script: () => [{ type: "text", text: "other says PAPAYA" }] }) } });
+    world = await codexWorld({
+      extraProviders: { other: createScriptedAdapter({ script: () => [{ type: "text", text: "other says PAPAYA" }] }) },
+    });
     await conformance.takesHandoff(asProvider(world));
   });
 });
@@ -157,7 +167,11 @@ describe("codex: interrupt and steer", () => {
     const run = await world.rt.waitForRun(runId);
     expect(run.status).toBe("completed");
     expect(run.attempts).toHaveLength(1);
-    expect(run.items.map((i) => [i.kind, i.intent ?? null, i.text ?? null])).toContainEqual(["user_message", "steer", "also consider this"]);
+    expect(run.items.map((i) => [i.kind, i.intent ?? null, i.text ?? null])).toContainEqual([
+      "user_message",
+      "steer",
+      "also consider this",
+    ]);
     expect(run.items.at(-1)?.text).toBe("saw also consider this");
   });
 });

@@ -12,27 +12,58 @@ import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
 
 export function codexBinary(): string {
   const binary = installedCodexBinary();
-  if (!binary) throw new Error("the pinned @openai/codex binary is not installed: run `npm ci` (the Codex suite never skips)");
+  if (!binary)
+    throw new Error("the pinned @openai/codex binary is not installed: run `npm ci` (the Codex suite never skips)");
   return binary;
 }
 
 export type CodexWorld = SimulatedWorld<CodexAdapter>;
 
-export function codexWorld(options: { adapter?: Partial<CodexAdapterOptions>; runtime?: Partial<RuntimeOptions>; extraProviders?: RuntimeOptions["providers"] } = {}): Promise<CodexWorld> {
+export function codexWorld(
+  options: {
+    adapter?: Partial<CodexAdapterOptions>;
+    runtime?: Partial<RuntimeOptions>;
+    extraProviders?: RuntimeOptions["providers"];
+  } = {},
+): Promise<CodexWorld> {
   const codexHome = (root: string) => join(root, "codex-home");
   return simulatedWorld({
     target: "codex",
     runtime: { ...options.runtime, providers: { ...options.runtime?.providers, ...options.extraProviders } },
     prepare: ({ root }, sim) => writeSimulatorCodexHome(codexHome(root), sim.url),
     makeAdapter: ({ root, home }) =>
-      createCodexAdapter({ binary: codexBinary(), codexHome: codexHome(root), home, env: { SIMULATOR_API_KEY: "dummy" }, approvalPolicy: "untrusted", ...options.adapter }),
+      createCodexAdapter({
+        binary: codexBinary(),
+        codexHome: codexHome(root),
+        home,
+        env: { SIMULATOR_API_KEY: "dummy" },
+        approvalPolicy: "untrusted",
+        ...options.adapter,
+      }),
   });
 }
 
 export { until } from "../support/runtime.js";
 
 /** Model replies shared by the real-binary and replay scenarios. */
-export const shell = (cmd: string) => ({ tools: [{ name: "exec_command", args: { cmd, sandbox_permissions: "require_escalated", justification: "needed for the test" } }] });
-export const patch = (file: string, line: string) => ({ tools: [{ name: "apply_patch", custom: true as const, input: `*** Begin Patch\n*** Add File: ${file}\n+${line}\n*** End Patch\n` }] });
+export const shell = (cmd: string) => ({
+  tools: [
+    {
+      name: "exec_command",
+      args: { cmd, sandbox_permissions: "require_escalated", justification: "needed for the test" },
+    },
+  ],
+});
+export const patch = (file: string, line: string) => ({
+  tools: [
+    {
+      name: "apply_patch",
+      custom: true as const,
+      input: `*** Begin Patch\n*** Add File: ${file}\n+${line}\n*** End Patch\n`,
+    },
+  ],
+});
 /** A reply computed from the request: says whether `needle` reached the model. */
-export const sawInNextRequest = (needle: string) => (req: { body: unknown }) => ({ text: JSON.stringify(req.body).includes(needle) ? `saw ${needle}` : `missing ${needle}` });
+export const sawInNextRequest = (needle: string) => (req: { body: unknown }) => ({
+  text: JSON.stringify(req.body).includes(needle) ? `saw ${needle}` : `missing ${needle}`,
+});

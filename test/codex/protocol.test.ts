@@ -17,7 +17,9 @@ import { codexBinary } from "./harness.js";
 const root = join(import.meta.dirname, "..", "..");
 const protocol = join(root, "src", "adapters", "codex", "protocol");
 const methodsOf = async (file: string): Promise<Set<string>> => {
-  const schema = JSON.parse(await readFile(join(protocol, file), "utf8")) as { oneOf: Array<{ properties?: { method?: { enum?: string[] } } }> };
+  const schema = JSON.parse(await readFile(join(protocol, file), "utf8")) as {
+    oneOf: Array<{ properties?: { method?: { enum?: string[] } } }>;
+  };
   return new Set(schema.oneOf.flatMap((v) => v.properties?.method?.enum ?? []));
 };
 const source = (file: string) => readFile(join(root, "src", "adapters", "codex", file), "utf8");
@@ -26,11 +28,20 @@ describe("codex protocol", () => {
   it("the committed snapshots reproduce from the pinned binary", async () => {
     codexBinary();
     const { version, hashes } = generate();
-    const manifest = JSON.parse(await readFile(join(protocol, "MANIFEST.json"), "utf8")) as { version: string; files: Record<string, string>; committed: string[] };
+    const manifest = JSON.parse(await readFile(join(protocol, "MANIFEST.json"), "utf8")) as {
+      version: string;
+      files: Record<string, string>;
+      committed: string[];
+    };
     expect(version).toBe(manifest.version);
     expect(hashes).toEqual(manifest.files);
     const { createHash } = await import("node:crypto");
-    for (const file of manifest.committed) expect(createHash("sha256").update(await readFile(join(protocol, file))).digest("hex")).toBe(hashes[file]);
+    for (const file of manifest.committed)
+      expect(
+        createHash("sha256")
+          .update(await readFile(join(protocol, file)))
+          .digest("hex"),
+      ).toBe(hashes[file]);
   }, 60_000);
 
   it("the notifications the adapter expects are exactly the binary's (others are counted as unknown)", async () => {
@@ -38,16 +49,23 @@ describe("codex protocol", () => {
   });
 
   it("every method, notification and server request the adapter uses is in the binary's protocol", async () => {
-    const [client, notifications, requests] = await Promise.all([methodsOf("ClientRequest.json"), methodsOf("ServerNotification.json"), methodsOf("ServerRequest.json")]);
+    const [client, notifications, requests] = await Promise.all([
+      methodsOf("ClientRequest.json"),
+      methodsOf("ServerNotification.json"),
+      methodsOf("ServerRequest.json"),
+    ]);
     const adapter = await source("adapter.ts");
     const called = [...adapter.matchAll(/call(?:<[^>]*>)?\((?:sessionId, )?"([a-z/]+)"/g)].map((m) => m[1]!);
     expect(called.length).toBeGreaterThanOrEqual(9);
     for (const method of called) expect(client, method).toContain(method);
     const mapper = await source("mapper.ts");
     const [notes, serverPart] = mapper.split("export function mapServerRequest");
-    const handled = [...notes!.matchAll(/case "([a-zA-Z/]+)":/g)].map((m) => m[1]!).filter((m) => m.includes("/") || m === "error" || m === "warning");
+    const handled = [...notes!.matchAll(/case "([a-zA-Z/]+)":/g)]
+      .map((m) => m[1]!)
+      .filter((m) => m.includes("/") || m === "error" || m === "warning");
     for (const method of handled) expect(notifications, method).toContain(method);
-    for (const method of [...serverPart!.matchAll(/case "([a-zA-Z/]+)":/g)].map((m) => m[1]!)) expect(requests, method).toContain(method);
+    for (const method of [...serverPart!.matchAll(/case "([a-zA-Z/]+)":/g)].map((m) => m[1]!))
+      expect(requests, method).toContain(method);
   });
 
   it("every capability the record declares true is exercised by a real-binary test", async () => {
@@ -89,7 +107,11 @@ describe("codex protocol", () => {
     };
     const record = codexCapabilities("0.171.0") as unknown as Record<string, Record<string, unknown>>;
     const declared = Object.entries(record).flatMap(([group, fields]) =>
-      typeof fields === "object" ? Object.entries(fields).filter(([, v]) => v === true).map(([f]) => `${group}.${f}`) : [],
+      typeof fields === "object"
+        ? Object.entries(fields)
+            .filter(([, v]) => v === true)
+            .map(([f]) => `${group}.${f}`)
+        : [],
     );
     expect(declared.filter((flag) => !exercisedBy[flag])).toEqual([]);
     for (const [flag, title] of Object.entries(exercisedBy)) expect(tests, `${flag} -> "${title}"`).toContain(title);

@@ -11,8 +11,15 @@ import { EventLog } from "../../src/runtime/store/eventLog.js";
 const child = join(import.meta.dirname, "child.ts");
 
 /** Starts the child runtime and SIGKILLs it once `count` events of `type` were delivered. */
-async function killAfter(dataDir: string, mode: "stream" | "queue", killType: string, count: number): Promise<Array<{ seq: number; type: string }>> {
-  const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir, mode], { stdio: ["ignore", "pipe", "inherit"] });
+async function killAfter(
+  dataDir: string,
+  mode: "stream" | "queue",
+  killType: string,
+  count: number,
+): Promise<Array<{ seq: number; type: string }>> {
+  const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir, mode], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const delivered: Array<{ seq: number; type: string }> = [];
   const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.on("exit", (_code, signal) => resolve(signal)));
   let seen = 0;

@@ -7,7 +7,10 @@ import { openTestRuntime, sendAndWait } from "../support/runtime.js";
 
 /** Reopening a data directory whose runtime was SIGKILLed, with a configuration that changed since. */
 
-/** The model suite's crash child (target `main`, data in `<dir>/data`), SIGKILLed with a run awaiting approval: its thread id. */
+/**
+ * The model suite's crash child (target `main`, data in `<dir>/data`), SIGKILLed with a run awaiting approval: its
+ * thread id.
+ */
 const crashOnTargetMain = (dir: string) => crashWithApprovalPending(dir, {});
 
 describe("reopening after a crash", () => {
@@ -18,7 +21,9 @@ describe("reopening after a crash", () => {
       const { rt, cleanup } = await openTestRuntime({ b: scripted() }, { dataDir: join(dir, "data") });
       try {
         const runs = [...rt.views.runs.values()];
-        expect(runs.map((r) => [r.threadId, r.providerTarget, r.status, r.reason])).toEqual([[crashedThreadId, "main", "cancelled", "provider_target_missing"]]);
+        expect(runs.map((r) => [r.threadId, r.providerTarget, r.status, r.reason])).toEqual([
+          [crashedThreadId, "main", "cancelled", "provider_target_missing"],
+        ]);
         const snapshot = await rt.readThread(crashedThreadId);
         expect(snapshot.runs.map((r) => r.status)).toEqual(["cancelled"]);
         expect(snapshot.pendingRequests).toEqual([]);

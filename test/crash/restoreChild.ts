@@ -10,10 +10,20 @@ import type { ScriptStep } from "../../src/index.js";
 
 const [dataDir, cwd] = process.argv.slice(2);
 if (!dataDir || !cwd) throw new Error("usage: restoreChild.ts <dataDir> <cwd>");
-const change = (path: string, content: string): ScriptStep => ({ type: "file_change", path, diff: `+${content}`, content });
+const change = (path: string, content: string): ScriptStep => ({
+  type: "file_change",
+  path,
+  diff: `+${content}`,
+  content,
+});
 const script = keyedScript({
   "[r1]": [change("one.txt", "one\n"), { type: "text", text: "wrote one" }],
-  "[r2]": [change("one.txt", "one changed\n"), change("two.txt", "two\n"), change("secret.env", "KEY=changed\n"), { type: "text", text: "wrote two" }],
+  "[r2]": [
+    change("one.txt", "one changed\n"),
+    change("two.txt", "two\n"),
+    change("secret.env", "KEY=changed\n"),
+    { type: "text", text: "wrote two" },
+  ],
 });
 // No provider rollback: the provider thread is divergent, so the reopened runtime can run on a fresh one.
 const adapter = createScriptedAdapter({ script, capabilities: { threads: { canRollbackThread: false } } });

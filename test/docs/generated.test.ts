@@ -14,9 +14,12 @@ import { staleEventNotes } from "../../scripts/docsEvents.js";
 describe("generated docs", async () => {
   const states = await blockStates();
 
-  it.each(states.map((s) => [`${s.block.file}: ${s.block.name}`, s] as const))("%s is up to date (npm run docs)", (_, state) => {
-    expect(state.current).toBe(state.expected);
-  });
+  it.each(states.map((s) => [`${s.block.file}: ${s.block.name}`, s] as const))(
+    "%s is up to date (npm run docs)",
+    (_, state) => {
+      expect(state.current).toBe(state.expected);
+    },
+  );
 
   it("describes every event type, and only those", () => {
     const events = states.find((s) => s.block.name === "events")!.expected;

@@ -9,7 +9,12 @@ import { describe, expect, it } from "vitest";
  */
 
 const root = join(import.meta.dirname, "../..");
-const DOCS = ["README.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+const DOCS = [
+  "README.md",
+  ...readdirSync(join(root, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
 /** Folders whose paths the docs name in code spans. */
 const REPO_PATH = /^(?:src|test|scripts|bench|examples|inspector|bin|docs|\.ci)\/[\w./*-]*$/;
 /** Named in the docs, written by the tests, ignored by git (absent from a clean clone). */
@@ -20,7 +25,12 @@ const read = (file: string) => readFileSync(join(root, file), "utf8");
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens. */
 function anchors(markdown: string): Set<string> {
   const withoutCode = markdown.replace(/```[\s\S]*?```/g, "");
-  const slugs = [...withoutCode.matchAll(/^#{1,6} (.+)$/gm)].map((m) => m[1]!.toLowerCase().replace(/[^\p{L}\p{N}_ -]/gu, "").replace(/ /g, "-"));
+  const slugs = [...withoutCode.matchAll(/^#{1,6} (.+)$/gm)].map((m) =>
+    m[1]!
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}_ -]/gu, "")
+      .replace(/ /g, "-"),
+  );
   return new Set(slugs);
 }
 
@@ -29,7 +39,12 @@ function matches(path: string): boolean {
   if (!path.includes("*")) return existsSync(join(root, path));
   const dir = dirname(path);
   if (dir.includes("*") || !existsSync(join(root, dir))) return false;
-  const pattern = new RegExp(`^${path.slice(dir.length + 1).replace(/[.+?^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
+  const pattern = new RegExp(
+    `^${path
+      .slice(dir.length + 1)
+      .replace(/[.+?^${}()|[\]\\]/g, "\\$&")
+      .replace(/\*/g, ".*")}$`,
+  );
   return readdirSync(join(root, dir)).some((name) => pattern.test(name));
 }
 
@@ -46,7 +61,8 @@ describe("README and docs references", () => {
           broken.push(`${file}: ${target} (no ${resolved})`);
           continue;
         }
-        if (anchor && resolved.endsWith(".md") && !anchors(read(resolved)).has(anchor)) broken.push(`${file}: ${target} (no heading #${anchor} in ${resolved})`);
+        if (anchor && resolved.endsWith(".md") && !anchors(read(resolved)).has(anchor))
+          broken.push(`${file}: ${target} (no heading #${anchor} in ${resolved})`);
       }
     }
     expect(broken).toEqual([]);
@@ -67,7 +83,8 @@ describe("README and docs references", () => {
     const scripts = Object.keys((JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts);
     const unknown: string[] = [];
     for (const file of DOCS) {
-      for (const [, script] of read(file).matchAll(/npm run ([\w:-]+)/g)) if (!scripts.includes(script!)) unknown.push(`${file}: npm run ${script}`);
+      for (const [, script] of read(file).matchAll(/npm run ([\w:-]+)/g))
+        if (!scripts.includes(script!)) unknown.push(`${file}: npm run ${script}`);
     }
     expect(unknown).toEqual([]);
   });

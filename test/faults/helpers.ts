@@ -9,14 +9,25 @@ import { openRuntime } from "../support/internals.js";
 
 /** Shared by the fault tests: real host processes, a fresh data directory, every pid killed at the end. */
 
-export const approval: ScriptStep[] = [{ type: "text", text: "asking" }, { type: "command", command: "rm -rf build", output: "", approval: true }, { type: "text", text: " done" }];
-export const gated = (name: string): ScriptStep[] => [{ type: "text", text: "working" }, { type: "gate", name }, { type: "text", text: " finished" }];
+export const approval: ScriptStep[] = [
+  { type: "text", text: "asking" },
+  { type: "command", command: "rm -rf build", output: "", approval: true },
+  { type: "text", text: " done" },
+];
+export const gated = (name: string): ScriptStep[] => [
+  { type: "text", text: "working" },
+  { type: "gate", name },
+  { type: "text", text: " finished" },
+];
 
 export function hosted(options: ScriptedHostOptions = {}) {
   return createScriptedHostAdapter({ scripts: { "[ask]": approval, "[gate]": gated("g") }, ...options });
 }
 
-export async function openFaultRuntime(providers: RuntimeOptions["providers"], options: Partial<RuntimeOptions> = {}): Promise<{ rt: Runtime; dataDir: string; cleanup: () => Promise<void> }> {
+export async function openFaultRuntime(
+  providers: RuntimeOptions["providers"],
+  options: Partial<RuntimeOptions> = {},
+): Promise<{ rt: Runtime; dataDir: string; cleanup: () => Promise<void> }> {
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-faults-")));
   const rt = await openRuntime({ ids: sequentialIds(), ...options, dataDir, providers });
   return {

@@ -24,13 +24,17 @@ interface Step {
 
 async function embed(transport: "stdio" | "websocket", stream: "stdout" | "stderr" | "websocket", mib: number) {
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-hostline-"));
-  const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir, transport, stream, String(mib)], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir, transport, stream, String(mib)], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
   proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   try {
-    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once("close", (code, signal) => resolve({ code, signal })));
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      proc.once("close", (code, signal) => resolve({ code, signal })),
+    );
     const steps = stdout
       .split("\n")
       .filter((line) => line.startsWith("{"))
@@ -49,27 +53,30 @@ describe("a host that never ends its line", () => {
     { transport: "stdio", stream: "stderr", mib: 600, limit: "a stderr line over 1 MiB" },
     { transport: "websocket", stream: "stderr", mib: 600, limit: "a stderr line over 1 MiB" },
     { transport: "websocket", stream: "websocket", mib: 20, limit: "a WebSocket message over 16 MiB" },
-  ] as const)("$transport host, $mib MiB on $stream: its run fails with the reason, the embedder lives, a new host serves", async ({ transport, stream, mib, limit }) => {
-    const { exit, stderr, step } = await embed(transport, stream, mib);
-    expect(stderr).not.toMatch(/RangeError|Invalid string length/);
-    expect(exit).toEqual({ code: 0, signal: null });
-    const flooded = step("flooded")!;
-    const failed = step("failed")!;
-    const recovered = step("recovered")!;
-    try {
-      expect(failed.status).toBe("failed");
-      expect(failed.failure.failureClass).toBe("provider_session_lost");
-      expect(failed.failure.message).toContain(`the host sent ${limit} (its size limit) and is cut off as broken`);
-      // The session's record carries the ring: the over-long line is counted and sampled there.
-      expect(failed.report).toMatch(/note frame_too_large #1: (stdout|stderr|websocket): .*(xxxx|bytes)/);
-      expect(recovered.status).toBe("completed");
-      expect(recovered.pid).not.toBe(flooded.pid);
-      expect(alive(flooded.pid)).toBe(false);
-    } finally {
-      killIfAlive(flooded?.pid);
-      killIfAlive(recovered?.pid);
-    }
-  });
+  ] as const)(
+    "$transport host, $mib MiB on $stream: its run fails with the reason, the embedder lives, a new host serves",
+    async ({ transport, stream, mib, limit }) => {
+      const { exit, stderr, step } = await embed(transport, stream, mib);
+      expect(stderr).not.toMatch(/RangeError|Invalid string length/);
+      expect(exit).toEqual({ code: 0, signal: null });
+      const flooded = step("flooded")!;
+      const failed = step("failed")!;
+      const recovered = step("recovered")!;
+      try {
+        expect(failed.status).toBe("failed");
+        expect(failed.failure.failureClass).toBe("provider_session_lost");
+        expect(failed.failure.message).toContain(`the host sent ${limit} (its size limit) and is cut off as broken`);
+        // The session's record carries the ring: the over-long line is counted and sampled there.
+        expect(failed.report).toMatch(/note frame_too_large #1: (stdout|stderr|websocket): .*(xxxx|bytes)/);
+        expect(recovered.status).toBe("completed");
+        expect(recovered.pid).not.toBe(flooded.pid);
+        expect(alive(flooded.pid)).toBe(false);
+      } finally {
+        killIfAlive(flooded?.pid);
+        killIfAlive(recovered?.pid);
+      }
+    },
+  );
 });
 
 /** A tiny host: writes the given lines, echoes what it reads back as `echo` notifications, then waits. */
@@ -116,7 +123,14 @@ describe("what a host sends that nobody can use", () => {
       const refusal = (await channel.nextNotification("echo")) as { id: number; error: { message: string } };
       expect(refusal).toMatchObject({ id: 7, error: { message: "approve is not handled by this client" } });
       expect(await channel.call("ping", {})).toBe("pong");
-      expect(ring.counts).toEqual({ not_json: 1, not_rpc: 1, unknown_notification: 1, unknown_reply: 2, listener_error: 1, unhandled_request: 1 });
+      expect(ring.counts).toEqual({
+        not_json: 1,
+        not_rpc: 1,
+        unknown_notification: 1,
+        unknown_reply: 2,
+        listener_error: 1,
+        unhandled_request: 1,
+      });
       const notes = ring.tail(200).filter((e) => e.startsWith("note "));
       expect(notes).toEqual([
         "note not_json #1: this is not json",
@@ -133,12 +147,19 @@ describe("what a host sends that nobody can use", () => {
   });
 
   it("a stdout line over the cap fails the channel with a typed reason; its calls fail, nothing waits", async () => {
-    const proc = spawn(process.execPath, ["-e", `process.stdout.write("y".repeat(3 << 20)); setInterval(() => {}, 1 << 30);`], { stdio: ["pipe", "pipe", "pipe"] });
+    const proc = spawn(
+      process.execPath,
+      ["-e", `process.stdout.write("y".repeat(3 << 20)); setInterval(() => {}, 1 << 30);`],
+      { stdio: ["pipe", "pipe", "pipe"] },
+    );
     const ring = new FrameRing();
     const channel = new StdioChannel(proc, ring, { maxFrameBytes: 1 << 20 });
     try {
       const failure = await new Promise<Error>((resolve) => channel.onFailed(resolve));
-      expect(failure).toMatchObject({ code: "host_unavailable", details: { reason: "frame_too_large", stream: "stdout", limitBytes: 1 << 20 } });
+      expect(failure).toMatchObject({
+        code: "host_unavailable",
+        details: { reason: "frame_too_large", stream: "stdout", limitBytes: 1 << 20 },
+      });
       expect(failure.message).toBe("the host sent a stdout line over 1 MiB (its size limit) and is cut off as broken");
       await expect(channel.call("anything")).rejects.toBe(failure);
       expect(ring.counts).toEqual({ frame_too_large: 1 });
@@ -151,7 +172,11 @@ describe("what a host sends that nobody can use", () => {
 
   it("limits are checked where a channel is built", () => {
     const proc = { stdout: null } as never;
-    expect(() => new StdioChannel(proc, new FrameRing(), { maxFrameBytes: 0 })).toThrow(/maxFrameBytes must be an integer/);
-    expect(() => new StdioChannel(proc, new FrameRing(), { maxStderrLineBytes: 1e12 })).toThrow(/maxStderrLineBytes must be an integer/);
+    expect(() => new StdioChannel(proc, new FrameRing(), { maxFrameBytes: 0 })).toThrow(
+      /maxFrameBytes must be an integer/,
+    );
+    expect(() => new StdioChannel(proc, new FrameRing(), { maxStderrLineBytes: 1e12 })).toThrow(
+      /maxStderrLineBytes must be an integer/,
+    );
   });
 });

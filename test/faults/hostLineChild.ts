@@ -13,9 +13,11 @@ import { nextEvent } from "../support/runtime.js";
 import { openRuntime } from "../support/internals.js";
 
 const [dataDir, transport, stream, mib] = process.argv.slice(2);
-if (!dataDir || (transport !== "stdio" && transport !== "websocket") || !stream || !mib) throw new Error("usage: hostLineChild.ts <dataDir> <transport> <stream> <mib>");
+if (!dataDir || (transport !== "stdio" && transport !== "websocket") || !stream || !mib)
+  throw new Error("usage: hostLineChild.ts <dataDir> <transport> <stream> <mib>");
 
-const say = (step: string, fields: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ step, ...fields })}\n`);
+const say = (step: string, fields: Record<string, unknown>) =>
+  process.stdout.write(`${JSON.stringify({ step, ...fields })}\n`);
 
 const adapter = hosted({ transport });
 const rt = await openRuntime({ dataDir, providers: { s: adapter } });

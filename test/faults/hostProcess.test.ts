@@ -56,7 +56,9 @@ describe("host processes (spawnHost)", () => {
   it("starts with the allowlisted environment plus what its adapter sets, never the rest of the embedder's", async () => {
     process.env.TILLER_TEST_EMBEDDER_SECRET = "sk-embedder-secret";
     try {
-      const host = await start("env; echo end-of-env; exec sleep 600", { TILLER_TEST_ADAPTER_SETTING: "set-by-adapter" });
+      const host = await start("env; echo end-of-env; exec sleep 600", {
+        TILLER_TEST_ADAPTER_SETTING: "set-by-adapter",
+      });
       const env = await linesUntil(host.child.stdout!, (line) => line === "end-of-env");
       expect(env).toContain("TILLER_TEST_ADAPTER_SETTING=set-by-adapter");
       expect(env.some((line) => line.startsWith("PATH="))).toBe(true);
@@ -89,7 +91,11 @@ describe("host processes (spawnHost)", () => {
       (error: unknown) => error as Error & { code: string; details: Record<string, unknown> },
     );
     expect(failure?.code).toBe("host_unavailable");
-    expect(failure?.details).toMatchObject({ reason: "spawn_failed", command: "/nonexistent/tiller-host", errno: "ENOENT" });
+    expect(failure?.details).toMatchObject({
+      reason: "spawn_failed",
+      command: "/nonexistent/tiller-host",
+      errno: "ENOENT",
+    });
     expect(failure?.message).toContain("/nonexistent/tiller-host");
   });
 });

@@ -30,9 +30,15 @@ const JSON_EVENTS: Array<[string, string]> = [
   ["a terminal with a bogus status", '{"type":"turn.terminal","status":"exploded"}'],
   ["a prototype key", '{"__proto__":{"type":"warning","message":"polluted"},"type":"warning"}'],
   ["a million levels of nesting", deep(1_000_000)],
-  ["nesting past JSON.stringify inside a valid event", `{"type":"item.started","itemRef":"deep","kind":"tool_call","detail":{"toolName":"t","input":${deep(200_000)}}}`],
+  [
+    "nesting past JSON.stringify inside a valid event",
+    `{"type":"item.started","itemRef":"deep","kind":"tool_call","detail":{"toolName":"t","input":${deep(200_000)}}}`,
+  ],
   ["an 8 MiB string in a valid warning", `{"type":"warning","message":"${"h".repeat(8 << 20)}"}`],
-  ["an 8 MiB delta for an item nobody started", `{"type":"item.delta","itemRef":"nobody","kind":"assistant_message","stream":"text","delta":"${"d".repeat(8 << 20)}"}`],
+  [
+    "an 8 MiB delta for an item nobody started",
+    `{"type":"item.delta","itemRef":"nobody","kind":"assistant_message","stream":"text","delta":"${"d".repeat(8 << 20)}"}`,
+  ],
 ];
 
 /**
@@ -43,14 +49,23 @@ const JSON_EVENTS: Array<[string, string]> = [
 async function sentinel(rt: Runtime, send: () => Promise<void> | void): Promise<DomainEvent[]> {
   const records: DomainEvent[] = [];
   const stop = rt.subscribe({ afterSeq: rt.views.head }, (r) => void records.push(r.event));
-  const seen = nextEvent(rt, "warning", (e) => e.message.includes("sentinel after the hostile events") || /provider event stream (failed|ended)/.test(e.message), rt.views.head);
+  const seen = nextEvent(
+    rt,
+    "warning",
+    (e) =>
+      e.message.includes("sentinel after the hostile events") || /provider event stream (failed|ended)/.test(e.message),
+    rt.views.head,
+  );
   try {
     await send();
     expect((await seen).event.message).toContain("sentinel after the hostile events");
   } finally {
     stop();
   }
-  return records.slice(0, records.findIndex((e) => e.type === "warning" && e.message.includes("sentinel after")));
+  return records.slice(
+    0,
+    records.findIndex((e) => e.type === "warning" && e.message.includes("sentinel after")),
+  );
 }
 
 /** One warning per hostile event (a protocol error, or a note that it fits no turn): nothing else. */
@@ -59,25 +74,37 @@ function expectOneWarningEach(records: DomainEvent[], count: number): void {
 }
 
 describe("hostile events from a real host process", () => {
-  it.each(["stdio", "websocket"] as const)("%s: each costs a warning at most; the run in flight completes and the target serves the next run", async (transport) => {
-    const adapter = hosted({ transport });
-    const { rt, cleanup } = await openFaultRuntime({ s: adapter });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const { runId } = await rt.sendMessage({ threadId, text: "[gate] hold on" });
-      await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-      const [sessionId] = rt.views.sessions.keys();
-      const records = await sentinel(rt, () =>
-        adapter.debug("debug.emitRaw", { sessionId, events: [...JSON_EVENTS.map(([, json]) => json), JSON.stringify({ type: "warning", message: "sentinel after the hostile events" })] }),
-      );
-      expectOneWarningEach(records, JSON_EVENTS.length);
-      await adapter.openGate("g");
-      expect((await rt.waitForRun(runId)).status).toBe("completed");
-      expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "and again" })).runId)).status).toBe("completed");
-    } finally {
-      await cleanup();
-    }
-  }, 60_000);
+  it.each(["stdio", "websocket"] as const)(
+    "%s: each costs a warning at most; the run in flight completes and the target serves the next run",
+    async (transport) => {
+      const adapter = hosted({ transport });
+      const { rt, cleanup } = await openFaultRuntime({ s: adapter });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const { runId } = await rt.sendMessage({ threadId, text: "[gate] hold on" });
+        await nextEvent(rt, "node.delta", (e) => e.runId === runId);
+        const [sessionId] = rt.views.sessions.keys();
+        const records = await sentinel(rt, () =>
+          adapter.debug("debug.emitRaw", {
+            sessionId,
+            events: [
+              ...JSON_EVENTS.map(([, json]) => json),
+              JSON.stringify({ type: "warning", message: "sentinel after the hostile events" }),
+            ],
+          }),
+        );
+        expectOneWarningEach(records, JSON_EVENTS.length);
+        await adapter.openGate("g");
+        expect((await rt.waitForRun(runId)).status).toBe("completed");
+        expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "and again" })).runId)).status).toBe(
+          "completed",
+        );
+      } finally {
+        await cleanup();
+      }
+    },
+    60_000,
+  );
 });
 
 /** An in-process adapter whose event stream also carries frames a test injects. */
@@ -115,9 +142,21 @@ function objectFrames(sessionId: string): Array<[string, unknown]> {
     ["a null event", { sessionId, event: null }],
     ["an array event", { sessionId, event: [] }],
     ["a session id that is a number", { sessionId: 5, event: { type: "warning", message: "wrong session id" } }],
-    ["a message whose toString throws", { sessionId, event: { type: "warning", message: { toString: () => hostile("toString") } } }],
-    ["a cyclic tool input", { sessionId, event: { type: "item.started", itemRef: "cyclic", kind: "tool_call", detail: cyclic } }],
-    ["200,000 levels of nesting in a tool input", { sessionId, event: { type: "item.started", itemRef: "nested", kind: "tool_call", detail: { toolName: "t", input: nested } } }],
+    [
+      "a message whose toString throws",
+      { sessionId, event: { type: "warning", message: { toString: () => hostile("toString") } } },
+    ],
+    [
+      "a cyclic tool input",
+      { sessionId, event: { type: "item.started", itemRef: "cyclic", kind: "tool_call", detail: cyclic } },
+    ],
+    [
+      "200,000 levels of nesting in a tool input",
+      {
+        sessionId,
+        event: { type: "item.started", itemRef: "nested", kind: "tool_call", detail: { toolName: "t", input: nested } },
+      },
+    ],
     ["a 32 MiB warning", { sessionId, event: { type: "warning", message: "h".repeat(32 << 20) } }],
   ];
 }
@@ -126,10 +165,28 @@ function objectFrames(sessionId: string): Array<[string, unknown]> {
 function throwingFrames(sessionId: string): Array<[string, unknown]> {
   const traps = ["get", "has", "ownKeys", "getOwnPropertyDescriptor", "getPrototypeOf"] as const;
   return [
-    ["a frame whose event getter throws", Object.defineProperty({ sessionId }, "event", { enumerable: true, get: () => hostile("event") })],
-    ["a frame whose sessionId getter throws", Object.defineProperty({ event: { type: "warning", message: "x" } }, "sessionId", { enumerable: true, get: () => hostile("sessionId") })],
-    ["an event whose type getter throws", { sessionId, event: Object.defineProperty({ message: "x" }, "type", { enumerable: true, get: () => hostile("type") }) }],
-    ["an event that is a proxy throwing on every trap", { sessionId, event: new Proxy({}, Object.fromEntries(traps.map((t) => [t, () => hostile(`proxy ${t}`)]))) }],
+    [
+      "a frame whose event getter throws",
+      Object.defineProperty({ sessionId }, "event", { enumerable: true, get: () => hostile("event") }),
+    ],
+    [
+      "a frame whose sessionId getter throws",
+      Object.defineProperty({ event: { type: "warning", message: "x" } }, "sessionId", {
+        enumerable: true,
+        get: () => hostile("sessionId"),
+      }),
+    ],
+    [
+      "an event whose type getter throws",
+      {
+        sessionId,
+        event: Object.defineProperty({ message: "x" }, "type", { enumerable: true, get: () => hostile("type") }),
+      },
+    ],
+    [
+      "an event that is a proxy throwing on every trap",
+      { sessionId, event: new Proxy({}, Object.fromEntries(traps.map((t) => [t, () => hostile(`proxy ${t}`)]))) },
+    ],
   ];
 }
 
@@ -146,7 +203,9 @@ async function inProcess(frames: (sessionId: string) => Array<[string, unknown]>
       inject({ sessionId, event: { type: "warning", message: "sentinel after the hostile events" } });
     });
     expectOneWarningEach(records, injected.length);
-    expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "and again" })).runId)).status).toBe("completed");
+    expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "and again" })).runId)).status).toBe(
+      "completed",
+    );
   } finally {
     await cleanup();
   }

@@ -10,9 +10,14 @@ import type { ScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js"
  * (stdio JSON-RPC or a loopback WebSocket) that the tests kill, starve or disconnect.
  */
 
-const records = async (dataDir: string) => (JSON.parse(await readFile(join(dataDir, "runtimes", "hosts.json"), "utf8")) as { hosts: Array<{ pid: number }> }).hosts;
+const records = async (dataDir: string) =>
+  (JSON.parse(await readFile(join(dataDir, "runtimes", "hosts.json"), "utf8")) as { hosts: Array<{ pid: number }> })
+    .hosts;
 const startedSessions = (rt: Runtime) => [...rt.views.sessions.keys()];
-const pidsOf = (adapter: ScriptedHostAdapter, rt: Runtime) => startedSessions(rt).map((id) => adapter.hostPid(id)).filter((p): p is number => p !== null);
+const pidsOf = (adapter: ScriptedHostAdapter, rt: Runtime) =>
+  startedSessions(rt)
+    .map((id) => adapter.hostPid(id))
+    .filter((p): p is number => p !== null);
 
 async function waitingRequest(rt: Runtime, threadId: string) {
   await until("an approval", () => rt.views.pendingRequests(threadId).length === 1);
@@ -97,9 +102,16 @@ describe("host death mid-turn", () => {
       report("SIGKILL of the host mid-turn -> run failed", performance.now() - t0);
       expect(run.status).toBe("failed");
       expect(run.failure?.failureClass).toBe("provider_session_lost");
-      expect(rt.views.requests.get(request.requestId)).toMatchObject({ status: "expired", closedReason: expect.stringMatching(/^not_resumable/) });
-      await expect(rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "not_resumable" });
-      expect(rt.affordances(threadId).requests).toEqual([{ requestId: request.requestId, kind: "command", state: "expired" }]);
+      expect(rt.views.requests.get(request.requestId)).toMatchObject({
+        status: "expired",
+        closedReason: expect.stringMatching(/^not_resumable/),
+      });
+      await expect(
+        rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } }),
+      ).rejects.toMatchObject({ code: "not_resumable" });
+      expect(rt.affordances(threadId).requests).toEqual([
+        { requestId: request.requestId, kind: "command", state: "expired" },
+      ]);
 
       const next = await rt.waitForRun((await rt.sendMessage({ threadId, text: "again" })).runId);
       expect(next.status).toBe("completed");
@@ -116,7 +128,11 @@ describe("hung host", () => {
   it("a host that stops answering mid-turn is declared lost by the liveness probe: the run fails, the host is killed", async () => {
     // Probed often, but given 5 s to answer: only a stopped host misses that, not a healthy one
     // on a loaded machine (where a 300 ms answer is no promise).
-    const adapter = hosted({ heartbeat: { intervalMs: 100, timeoutMs: 5_000 }, stopGraceMs: 200, policy: { backoffMs: [10] } });
+    const adapter = hosted({
+      heartbeat: { intervalMs: 100, timeoutMs: 5_000 },
+      stopGraceMs: 200,
+      policy: { backoffMs: [10] },
+    });
     const { rt, cleanup } = await openFaultRuntime({ s: adapter });
     let pid: number | undefined;
     try {
@@ -150,9 +166,13 @@ describe("startup timeout and restart budget", () => {
       report("startup timeout (500 ms) -> run failed", performance.now() - t0);
       expect(run.status).toBe("failed");
       expect(run.failure).toMatchObject({ failureClass: "host_unavailable" });
-      await until("the starved host to be killed", () => rt.hosts.pids([...rt.hosts.supervisors.keys()][0]!).length === 0);
+      await until(
+        "the starved host to be killed",
+        () => rt.hosts.pids([...rt.hosts.supervisors.keys()][0]!).length === 0,
+      );
       // Its durable record goes with it (written after the exit is seen).
-      for (let left = await records(dataDir); left.length > 0; left = await records(dataDir)) await new Promise((r) => setTimeout(r, 5));
+      for (let left = await records(dataDir); left.length > 0; left = await records(dataDir))
+        await new Promise((r) => setTimeout(r, 5));
     } finally {
       await cleanup();
     }
@@ -173,7 +193,10 @@ describe("startup timeout and restart budget", () => {
       const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "one more" })).runId);
       report("restart budget spent -> run failed", performance.now() - t0);
       expect(run.status).toBe("failed");
-      expect(run.failure).toMatchObject({ failureClass: "host_unavailable", message: expect.stringContaining("restart budget") });
+      expect(run.failure).toMatchObject({
+        failureClass: "host_unavailable",
+        message: expect.stringContaining("restart budget"),
+      });
     } finally {
       await cleanup();
     }
@@ -181,7 +204,13 @@ describe("startup timeout and restart budget", () => {
 });
 
 describe("WebSocket hosts", () => {
-  const slow = { "[slow]": [{ type: "text" as const, text: "before" }, { type: "gate" as const, name: "dropped" }, { type: "text" as const, text: " after" }] };
+  const slow = {
+    "[slow]": [
+      { type: "text" as const, text: "before" },
+      { type: "gate" as const, name: "dropped" },
+      { type: "text" as const, text: " after" },
+    ],
+  };
 
   it("reconnects after a dropped connection and replays what happened meanwhile", async () => {
     const adapter = hosted({ transport: "websocket", scripts: slow, reconnect: { attempts: 3, backoffMs: [500] } });
@@ -198,10 +227,17 @@ describe("WebSocket hosts", () => {
       const run = await rt.waitForRun(runId);
       report("WebSocket drop -> reconnect, state re-read, run completed", performance.now() - t0);
       expect(run.status).toBe("completed");
-      expect(run.items.filter((i) => i.kind === "assistant_message").map((i) => i.text).join("")).toBe("before after");
+      expect(
+        run.items
+          .filter((i) => i.kind === "assistant_message")
+          .map((i) => i.text)
+          .join(""),
+      ).toBe("before after");
       expect(pidsOf(adapter, rt)).toEqual([pid]);
       expect(startedSessions(rt)).toHaveLength(1);
-      expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "still there?" })).runId)).status).toBe("completed");
+      expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "still there?" })).runId)).status).toBe(
+        "completed",
+      );
     } finally {
       await cleanup();
     }

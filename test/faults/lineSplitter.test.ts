@@ -8,7 +8,11 @@ import { BoundedLineSplitter, readLines, type LineOverflow } from "../../src/run
 function collect(maxLineBytes: number) {
   const lines: string[] = [];
   const overflows: LineOverflow[] = [];
-  const splitter = new BoundedLineSplitter({ maxLineBytes, onLine: (l) => lines.push(l), onOverflow: (o) => overflows.push(o) });
+  const splitter = new BoundedLineSplitter({
+    maxLineBytes,
+    onLine: (l) => lines.push(l),
+    onOverflow: (o) => overflows.push(o),
+  });
   return { splitter, lines, overflows };
 }
 
@@ -58,26 +62,32 @@ describe("BoundedLineSplitter", () => {
     const line = fc.string({ unit: fc.constantFrom("a", "b", "é", "✓", "😀", " ", "{", '"'), maxLength: 40 });
     let runs = 0;
     fc.assert(
-      fc.property(fc.array(line, { maxLength: 30 }), fc.integer({ min: 1, max: 64 }), fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 20 }), fc.boolean(), (input, cap, cuts, terminated) => {
-        runs++;
-        const text = input.join("\n") + (terminated && input.length > 0 ? "\n" : "");
-        const bytes = Buffer.from(text);
-        const { splitter, lines, overflows } = collect(cap);
-        let at = 0;
-        for (let i = 0; at < bytes.length; i++) {
-          const size = cuts[i % cuts.length]!;
-          splitter.write(bytes.subarray(at, at + size));
-          at += size;
-          expect(splitter.pendingBytes).toBeLessThanOrEqual(cap);
-        }
-        splitter.end();
-        // An empty input, or a final empty string after the last newline, is no line.
-        const expected = text === "" ? [] : text.split("\n").slice(0, terminated ? -1 : undefined);
-        if (!terminated && expected.at(-1) === "") expected.pop();
-        expect(lines).toEqual(expected.filter((l) => Buffer.byteLength(l) <= cap));
-        expect(overflows.length).toBe(expected.filter((l) => Buffer.byteLength(l) > cap).length);
-        for (const l of lines) expect(Buffer.byteLength(l)).toBeLessThanOrEqual(cap);
-      }),
+      fc.property(
+        fc.array(line, { maxLength: 30 }),
+        fc.integer({ min: 1, max: 64 }),
+        fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 20 }),
+        fc.boolean(),
+        (input, cap, cuts, terminated) => {
+          runs++;
+          const text = input.join("\n") + (terminated && input.length > 0 ? "\n" : "");
+          const bytes = Buffer.from(text);
+          const { splitter, lines, overflows } = collect(cap);
+          let at = 0;
+          for (let i = 0; at < bytes.length; i++) {
+            const size = cuts[i % cuts.length]!;
+            splitter.write(bytes.subarray(at, at + size));
+            at += size;
+            expect(splitter.pendingBytes).toBeLessThanOrEqual(cap);
+          }
+          splitter.end();
+          // An empty input, or a final empty string after the last newline, is no line.
+          const expected = text === "" ? [] : text.split("\n").slice(0, terminated ? -1 : undefined);
+          if (!terminated && expected.at(-1) === "") expected.pop();
+          expect(lines).toEqual(expected.filter((l) => Buffer.byteLength(l) <= cap));
+          expect(overflows.length).toBe(expected.filter((l) => Buffer.byteLength(l) > cap).length);
+          for (const l of lines) expect(Buffer.byteLength(l)).toBeLessThanOrEqual(cap);
+        },
+      ),
       { numRuns: 300 },
     );
     expect(runs).toBe(300);

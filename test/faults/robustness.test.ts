@@ -32,12 +32,17 @@ describe("misbehaving hosts", () => {
         connect: () => never,
         policy: { startupTimeoutMs: 20_000, restartBudget: 0 },
       };
-      const error = await registry.acquire(spec).then(() => null, (e: unknown) => e as Error & { code: string });
+      const error = await registry.acquire(spec).then(
+        () => null,
+        (e: unknown) => e as Error & { code: string },
+      );
       expect(error?.code).toBe("host_unavailable");
       expect(error?.message).toMatch(/exited \(code 3\)/);
       expect(error?.message).not.toMatch(/did not become ready/);
-      const recorded = async () => (JSON.parse(await readFile(join(dir, "runtimes", "hosts.json"), "utf8")) as { hosts: unknown[] }).hosts;
-      for (let left = await recorded(); left.length > 0; left = await recorded()) await new Promise((r) => setTimeout(r, 5));
+      const recorded = async () =>
+        (JSON.parse(await readFile(join(dir, "runtimes", "hosts.json"), "utf8")) as { hosts: unknown[] }).hosts;
+      for (let left = await recorded(); left.length > 0; left = await recorded())
+        await new Promise((r) => setTimeout(r, 5));
     });
   });
 

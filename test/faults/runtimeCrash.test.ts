@@ -47,7 +47,10 @@ describe("runtime crash with a host running", () => {
       report("runtime SIGKILL -> reopen (orphan reaped, recovery committed)", performance.now() - t0);
       try {
         expect(alive(hostPid)).toBe(false);
-        const lines = (await readFile(join(dataDir, "events.jsonl"), "utf8")).trim().split("\n").map((l) => JSON.parse(l) as { seq: number; event: { type: string; message?: string } });
+        const lines = (await readFile(join(dataDir, "events.jsonl"), "utf8"))
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l) as { seq: number; event: { type: string; message?: string } });
         // Every event the crashed runtime delivered to its subscriber is still there, same seq, same type.
         for (const [seq, type] of crashed.delivered) expect(lines[seq - 1]).toMatchObject({ seq, event: { type } });
         expect(lines.some((l) => l.event.type === "warning" && l.event.message?.includes(`pid ${hostPid}`))).toBe(true);
@@ -58,9 +61,13 @@ describe("runtime crash with a host running", () => {
         expect(snapshot.pendingRequests).toEqual([]);
         const [request] = rt.views.requests.values();
         expect(request).toMatchObject({ status: "expired", closedReason: expect.stringMatching(/^not_resumable/) });
-        await expect(rt.respond({ requestId: request!.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "not_resumable" });
+        await expect(
+          rt.respond({ requestId: request!.requestId, response: { kind: "decision", decision: "accept" } }),
+        ).rejects.toMatchObject({ code: "not_resumable" });
 
-        const next = await rt.waitForRun((await rt.sendMessage({ threadId: thread!.threadId, text: "are you back?" })).runId);
+        const next = await rt.waitForRun(
+          (await rt.sendMessage({ threadId: thread!.threadId, text: "are you back?" })).runId,
+        );
         expect(next.status).toBe("completed");
       } finally {
         await cleanup();
@@ -76,7 +83,15 @@ describe("runtime crash with a host running", () => {
     const stranger = spawn("sleep", ["30"], { stdio: "ignore" });
     try {
       const records = await HostRecordStore.open(dataDir);
-      await records.add({ hostKey: "s:x", target: "s", generation: 1, pid: stranger.pid!, startTime: "1", commandLine: "node host", startedAt: new Date().toISOString() });
+      await records.add({
+        hostKey: "s:x",
+        target: "s",
+        generation: 1,
+        pid: stranger.pid!,
+        startTime: "1",
+        commandLine: "node host",
+        startedAt: new Date().toISOString(),
+      });
       const { reaped, gone } = await records.reapOrphans(100);
       expect(reaped).toEqual([]);
       expect(gone.map((r) => r.pid)).toEqual([stranger.pid]);

@@ -68,7 +68,12 @@ function environIfAlive(pid: number): Record<string, string> | null {
 }
 
 function parseEnviron(raw: string): Record<string, string> {
-  return Object.fromEntries(raw.split("\0").filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]));
+  return Object.fromEntries(
+    raw
+      .split("\0")
+      .filter(Boolean)
+      .map((kv) => [kv.slice(0, kv.indexOf("=")), kv.slice(kv.indexOf("=") + 1)]),
+  );
 }
 
 /** Children of `parent` (the processes a host started), from /proc. */
@@ -90,8 +95,21 @@ const embedder = join(import.meta.dirname, "secretsEmbedder.ts");
 
 describe("secrets at rest", () => {
   it("a host's environment: the allowlist and the names its adapter inherits, then what the adapter sets; nothing else", () => {
-    const embedder = { ...EMBEDDER_SECRETS, PATH: "/usr/bin", HOME: "/home/ann", LANG: "C.UTF-8", LC_ALL: "C", https_proxy: "http://proxy:3128", NODE_OPTIONS: "--inspect=9229", CODEX_HOME: "/home/ann/.codex", CLAUDE_CONFIG_DIR: "/x", TERM: "xterm" };
-    expect(hostEnvironment({ HOME: "/tmp/home", OPENAI_API_KEY: "passed", TERM: undefined }, ["CODEX_HOME"], embedder)).toEqual({
+    const embedder = {
+      ...EMBEDDER_SECRETS,
+      PATH: "/usr/bin",
+      HOME: "/home/ann",
+      LANG: "C.UTF-8",
+      LC_ALL: "C",
+      https_proxy: "http://proxy:3128",
+      NODE_OPTIONS: "--inspect=9229",
+      CODEX_HOME: "/home/ann/.codex",
+      CLAUDE_CONFIG_DIR: "/x",
+      TERM: "xterm",
+    };
+    expect(
+      hostEnvironment({ HOME: "/tmp/home", OPENAI_API_KEY: "passed", TERM: undefined }, ["CODEX_HOME"], embedder),
+    ).toEqual({
       PATH: "/usr/bin",
       HOME: "/tmp/home",
       LANG: "C.UTF-8",
@@ -105,7 +123,10 @@ describe("secrets at rest", () => {
   it("Claude: the host and Claude get no embedder secret; the lost host's frame dump in the log carries none; the data directory holds none", async () => {
     const root = await mkdtemp(join(tmpdir(), "tiller-secrets-"));
     // The embedding app, its credentials first in its environment (where a dump starts).
-    const app = spawn(process.execPath, ["--import", "tsx", embedder, root], { env: { ...EMBEDDER_SECRETS, ...process.env }, stdio: ["ignore", "pipe", "inherit"] });
+    const app = spawn(process.execPath, ["--import", "tsx", embedder, root], {
+      env: { ...EMBEDDER_SECRETS, ...process.env },
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     const pids: number[] = [app.pid!];
     cleanups.push(async () => {
       for (const pid of pids) killIfAlive(pid);
@@ -122,7 +143,10 @@ describe("secrets at rest", () => {
         for (const pid of [host, ...claude]) {
           const env = pid === host ? environOf(pid) : environIfAlive(pid);
           if (!env) continue;
-          expect(Object.values(env).filter((v) => secretValues.includes(v)), `process ${pid}`).toEqual([]);
+          expect(
+            Object.values(env).filter((v) => secretValues.includes(v)),
+            `process ${pid}`,
+          ).toEqual([]);
           // What the embedder passes through the adapter's env does reach them.
           expect(env.ANTHROPIC_API_KEY).toBe(PASSED_KEY);
         }
@@ -150,7 +174,8 @@ describe("secrets at rest", () => {
     const host = adapter.hostPid(sessionId!)!;
     const env = environOf(host);
     expect(Object.values(env).filter((v) => secretValues.includes(v))).toEqual([]);
-    // The token the host reads (and deletes from its environment) is the only thing added; PATH comes from the allowlist.
+    // The token the host reads (and deletes from its environment) is the only thing added; PATH comes from the
+    // allowlist.
     expect(env.TILLER_HOST_TOKEN).toMatch(/^[0-9a-f]{32}$/);
     expect(env.PATH).toBe(process.env.PATH);
     process.kill(host, "SIGKILL");

@@ -18,7 +18,11 @@ const home = join(root, "home");
 const workspace = join(root, "workspace");
 await Promise.all([mkdir(home, { recursive: true }), mkdir(workspace, { recursive: true })]);
 const sim = await startModelSimulator();
-const adapter = createClaudeAdapter({ home, configDir: join(home, ".claude"), env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: PASSED_KEY } });
+const adapter = createClaudeAdapter({
+  home,
+  configDir: join(home, ".claude"),
+  env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: PASSED_KEY },
+});
 const rt = await openRuntime({ dataDir: join(root, "data"), providers: { claude: adapter } });
 const { threadId } = await rt.createThread({ providerTarget: "claude", cwd: workspace });
 sim.push({ hang: true, text: "working" });

@@ -73,7 +73,10 @@ describe("generations", () => {
     process.kill(old.pid, "SIGKILL"); // the late exit
     const [key] = registry.supervisors.keys();
     // Once the registry has seen the exit, generation 1's EXITED reached the supervisor, which ignored it.
-    await until("the registry to see the old host's late exit", () => !alive(old.pid) && !registry.pids(key!).includes(old.pid));
+    await until(
+      "the registry to see the old host's late exit",
+      () => !alive(old.pid) && !registry.pids(key!).includes(old.pid),
+    );
     expect(state().value).toBe("ready");
     expect(state().context.generation).toBe(fresh.generation);
     expect(lost).toBe("");

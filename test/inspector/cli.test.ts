@@ -13,15 +13,35 @@ describe("tiller inspect (live)", () => {
     const { dir, cleanup } = await tempDir("tiller-inspect-cli-");
     const stop = new AbortController();
     let output = "";
-    const serving = runInspect({ port: 0, dataDir: dir, replay: null, showText: false, yes: true, chunkDelayMs: 1, write: (t) => (output += t), signal: stop.signal });
+    const serving = runInspect({
+      port: 0,
+      dataDir: dir,
+      replay: null,
+      showText: false,
+      yes: true,
+      chunkDelayMs: 1,
+      write: (t) => (output += t),
+      signal: stop.signal,
+    });
     try {
       await expect.poll(() => output.includes("The tour is over"), WAIT).toBe(true);
       const url = /Inspector: (http:\S+)/.exec(output)![1]!;
       const client = await pageClient(pageSocketUrl(url));
       try {
-        const view = await client.until((m): m is View => m.kind === "view" && m.capabilities.degradations.length > 0 && m.tree.some((n) => n.kind === "thread" && n.children.filter((r) => r.status === "completed").length === 2));
-        expect(view.capabilities.degradations.map((d) => [d.policy, d.capability, d.outcome])).toEqual([["steer_by_interrupt_restart", "turns.supportsActiveSteering", "fallback"]]);
-        expect(view.tree.find((n) => n.kind === "thread")!.children.flatMap((r) => r.children.filter((c) => c.kind === "request").map((c) => c.status))).toEqual(["resolved"]);
+        const view = await client.until(
+          (m): m is View =>
+            m.kind === "view" &&
+            m.capabilities.degradations.length > 0 &&
+            m.tree.some((n) => n.kind === "thread" && n.children.filter((r) => r.status === "completed").length === 2),
+        );
+        expect(view.capabilities.degradations.map((d) => [d.policy, d.capability, d.outcome])).toEqual([
+          ["steer_by_interrupt_restart", "turns.supportsActiveSteering", "fallback"],
+        ]);
+        expect(
+          view.tree
+            .find((n) => n.kind === "thread")!
+            .children.flatMap((r) => r.children.filter((c) => c.kind === "request").map((c) => c.status)),
+        ).toEqual(["resolved"]);
       } finally {
         client.close();
       }
@@ -39,7 +59,17 @@ describe("tiller inspect (live)", () => {
     let output = "";
     // The second run never streams, so the tour waits for it until stopped.
     const story = { "[fix]": [{ type: "text" as const, text: "Fixed." }], "[changelog]": [{ type: "hang" as const }] };
-    const serving = runInspect({ port: 0, dataDir: dir, replay: null, showText: false, yes: true, chunkDelayMs: 1, story, write: (t) => (output += t), signal: stop.signal });
+    const serving = runInspect({
+      port: 0,
+      dataDir: dir,
+      replay: null,
+      showText: false,
+      yes: true,
+      chunkDelayMs: 1,
+      story,
+      write: (t) => (output += t),
+      signal: stop.signal,
+    });
     try {
       await expect.poll(() => output.includes("Second run"), WAIT).toBe(true);
       expect(await stat(join(dir, "LOCK"))).toBeTruthy();

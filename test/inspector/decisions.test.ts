@@ -23,7 +23,10 @@ function statesOf(events: InspectionEvent[], machine: string): string[] {
 describe("the inspector sees the decisions of sessions and provider threads", () => {
   it("create, then resume from the cursor in a session started after the first idled out", async () => {
     const events: InspectionEvent[] = [];
-    const { rt, cleanup } = await openTestRuntime({ s: createScriptedAdapter() }, { inspect: (e) => void events.push(e), sessionIdleMs: 1 });
+    const { rt, cleanup } = await openTestRuntime(
+      { s: createScriptedAdapter() },
+      { inspect: (e) => void events.push(e), sessionIdleMs: 1 },
+    );
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId);
@@ -53,7 +56,13 @@ describe("the inspector sees the decisions of sessions and provider threads", ()
         '{"loaded":"idle"}',
       ]);
       const sessions = statesOf(events, "session");
-      expect(sessions.slice(0, 5)).toEqual(['"starting"', '{"ready":"countingDown"}', '"running"', '{"ready":"countingDown"}', '"idleStopping"']);
+      expect(sessions.slice(0, 5)).toEqual([
+        '"starting"',
+        '{"ready":"countingDown"}',
+        '"running"',
+        '{"ready":"countingDown"}',
+        '"idleStopping"',
+      ]);
     } finally {
       await cleanup();
     }

@@ -28,10 +28,15 @@ const pageRecords = (messages: PageMessage[]): LogEntry[] => messages.filter(isL
 
 async function openInspected(dataDir?: string) {
   let url = "";
-  const script = keyedScript({ "[big]": [{ type: "command", command: "cat huge.log", output: "o".repeat(OUTPUT_CHARS) }] });
+  const script = keyedScript({
+    "[big]": [{ type: "command", command: "cat huge.log", output: "o".repeat(OUTPUT_CHARS) }],
+  });
   // Output not streamed: the whole of it is in one node.completed record.
   const adapter = createScriptedAdapter({ script, capabilities: { streaming: { streamsToolOutput: false } } });
-  const opened = await openTestRuntime({ s: adapter }, { inspect: { showText: true, onListening: (u) => (url = u) }, ...(dataDir ? { dataDir } : {}) });
+  const opened = await openTestRuntime(
+    { s: adapter },
+    { inspect: { showText: true, onListening: (u) => (url = u) }, ...(dataDir ? { dataDir } : {}) },
+  );
   // `events` holds every durable record of this life (the test's own subscription).
   return { ...opened, url };
 }
@@ -44,22 +49,35 @@ describe("inspector feed: records over the server's limit", () => {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[big] show me" })).runId);
       expect(run.status).toBe("completed");
-      const bigSeq = events.find((r) => r.event.type === "node.completed" && r.event.output?.length === OUTPUT_CHARS)?.seq ?? 0;
+      const bigSeq =
+        events.find((r) => r.event.type === "node.completed" && r.event.output?.length === OUTPUT_CHARS)?.seq ?? 0;
       expect(bigSeq).toBeGreaterThan(0);
       // Either the record arrives, or the feed was dropped twice (the old loop): whichever comes first.
-      await page.until((m): m is PageMessage => pageRecords([m]).some((r) => r.seq === bigSeq) || feedChanges(page.messages).drops >= 2);
+      await page.until(
+        (m): m is PageMessage =>
+          pageRecords([m]).some((r) => r.seq === bigSeq) || feedChanges(page.messages).drops >= 2,
+      );
       const seen = feedChanges(page.messages);
       expect(seen.drops).toBe(0);
       const record = pageRecords(page.messages).find((r) => r.seq === bigSeq)!;
       const event = record.event as LogEntry["event"] & { output: string; feedCut: FeedCut };
-      expect(event.feedCut).toEqual({ recordBytes: expect.any(Number), limitBytes: FEED_LIMITS.recordBytes, fields: { output: { chars: OUTPUT_CHARS } } });
+      expect(event.feedCut).toEqual({
+        recordBytes: expect.any(Number),
+        limitBytes: FEED_LIMITS.recordBytes,
+        fields: { output: { chars: OUTPUT_CHARS } },
+      });
       expect(event.feedCut.recordBytes).toBeGreaterThan(FEED_LIMITS.messageBytes);
-      expect(event.output).toBe(`${"o".repeat(FEED_LIMITS.keptChars)}… [cut by the inspector feed: ${OUTPUT_CHARS} chars in all]`);
+      expect(event.output).toBe(
+        `${"o".repeat(FEED_LIMITS.keptChars)}… [cut by the inspector feed: ${OUTPUT_CHARS} chars in all]`,
+      );
       expect(event).toMatchObject({ type: "node.completed", threadId, runId: run.runId, status: "completed" });
 
       // The feed stays up: the next run streams to the page on the same connection.
       const next = await rt.waitForRun((await rt.sendMessage({ threadId, text: "small talk" })).runId);
-      await page.until((m): m is Log => isLog(m) && m.records.some((r) => r.event.type === "run.terminal" && r.event.runId === next.runId));
+      await page.until(
+        (m): m is Log =>
+          isLog(m) && m.records.some((r) => r.event.type === "run.terminal" && r.event.runId === next.runId),
+      );
       expect(feedChanges(page.messages)).toEqual(seen);
     } finally {
       page.close();
@@ -71,7 +89,9 @@ describe("inspector feed: records over the server's limit", () => {
     const first = await openInspected();
     const { threadId } = await first.rt.createThread({ providerTarget: "s" });
     await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "[big] once" })).runId);
-    const bigSeq = first.events.find((r) => r.event.type === "node.completed" && r.event.output?.length === OUTPUT_CHARS)!.seq;
+    const bigSeq = first.events.find(
+      (r) => r.event.type === "node.completed" && r.event.output?.length === OUTPUT_CHARS,
+    )!.seq;
     const head = first.rt.views.head;
     await first.rt.close();
     const { rt, url, cleanup } = await openInspected(first.dataDir);
@@ -79,11 +99,17 @@ describe("inspector feed: records over the server's limit", () => {
     try {
       const last = rt.views.head; // what the reopen itself recorded is in the resend too
       expect(last).toBeGreaterThanOrEqual(head);
-      await page.until((_m): _m is PageMessage => pageRecords(page.messages).some((r) => r.seq === last) || feedChanges(page.messages).drops >= 2);
+      await page.until(
+        (_m): _m is PageMessage =>
+          pageRecords(page.messages).some((r) => r.seq === last) || feedChanges(page.messages).drops >= 2,
+      );
       expect(feedChanges(page.messages).drops).toBe(0);
       const seqs = pageRecords(page.messages).map((r) => r.seq);
-      expect(seqs).toEqual(Array.from({ length: last }, (_, i) => i + 1)); // each record once, in order: no second resend
-      const big = pageRecords(page.messages).find((r) => r.seq === bigSeq)!.event as LogEntry["event"] & { feedCut: FeedCut };
+      // each record once, in order: no second resend
+      expect(seqs).toEqual(Array.from({ length: last }, (_, i) => i + 1));
+      const big = pageRecords(page.messages).find((r) => r.seq === bigSeq)!.event as LogEntry["event"] & {
+        feedCut: FeedCut;
+      };
       expect(big.feedCut.fields).toEqual({ output: { chars: OUTPUT_CHARS } });
     } finally {
       page.close();
@@ -101,20 +127,46 @@ describe("fitRecord and LogBatcher", () => {
   });
 
   it("cuts long strings, nested ones too, and says which and how long they were", () => {
-    const record = entry({ type: "request.opened", threadId: "t", runId: "r", payload: { questions: [{ text: "q".repeat(5000) }] }, reason: "é".repeat(3000) });
+    const record = entry({
+      type: "request.opened",
+      threadId: "t",
+      runId: "r",
+      payload: { questions: [{ text: "q".repeat(5000) }] },
+      reason: "é".repeat(3000),
+    });
     const fitted = JSON.parse(fitRecord(record, 8192, 100)) as LogEntry;
     expect(fitted.seq).toBe(7);
-    expect(fitted.event.feedCut).toEqual({ recordBytes: Buffer.byteLength(JSON.stringify(record)), limitBytes: 8192, fields: { "payload.questions.0.text": { chars: 5000 }, reason: { chars: 3000 } } });
-    expect((fitted.event.payload as { questions: Array<{ text: string }> }).questions[0]!.text).toBe(`${"q".repeat(100)}… [cut by the inspector feed: 5000 chars in all]`);
+    expect(fitted.event.feedCut).toEqual({
+      recordBytes: Buffer.byteLength(JSON.stringify(record)),
+      limitBytes: 8192,
+      fields: { "payload.questions.0.text": { chars: 5000 }, reason: { chars: 3000 } },
+    });
+    expect((fitted.event.payload as { questions: Array<{ text: string }> }).questions[0]!.text).toBe(
+      `${"q".repeat(100)}… [cut by the inspector feed: 5000 chars in all]`,
+    );
   });
 
   it("drops whole values, largest first, when cut strings are not enough; type and ids stay", () => {
-    const record = entry({ type: "todo.updated", threadId: "t", runId: "r", items: Array.from({ length: 5000 }, (_, i) => ({ text: `item ${i}` })), note: "small" });
+    const record = entry({
+      type: "todo.updated",
+      threadId: "t",
+      runId: "r",
+      items: Array.from({ length: 5000 }, (_, i) => ({ text: `item ${i}` })),
+      note: "small",
+    });
     const json = fitRecord(record, 4096, 100);
     expect(Buffer.byteLength(json)).toBeLessThanOrEqual(4096);
     const fitted = JSON.parse(json) as LogEntry;
-    expect(fitted.event).toMatchObject({ type: "todo.updated", threadId: "t", runId: "r", note: "small", items: expect.stringMatching(/^‹cut by the inspector feed: \d+ bytes›$/) });
-    expect((fitted.event.feedCut as FeedCut).fields.items).toEqual({ bytes: Buffer.byteLength(JSON.stringify(record.event.items)) });
+    expect(fitted.event).toMatchObject({
+      type: "todo.updated",
+      threadId: "t",
+      runId: "r",
+      note: "small",
+      items: expect.stringMatching(/^‹cut by the inspector feed: \d+ bytes›$/),
+    });
+    expect((fitted.event.feedCut as FeedCut).fields.items).toEqual({
+      bytes: Buffer.byteLength(JSON.stringify(record.event.items)),
+    });
   });
 
   it("batches records into log messages within the byte budget and the record count", () => {

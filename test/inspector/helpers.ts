@@ -34,7 +34,10 @@ export interface Browser {
 
 /** Headless Chromium with a throwaway profile; close() ends the browser process and removes the profile. */
 export async function openBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's (apt-get install chromium), or run .ci/run, which does`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `no Chromium at ${CHROMIUM}: install Debian's (apt-get install chromium), or run .ci/run, which does`,
+    );
   const profile = await mkdtemp(join(tmpdir(), "tiller-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -67,7 +70,12 @@ export async function testCatalog(): Promise<Catalog> {
 }
 
 /** A page-side WebSocket client of the server, collecting what it is sent. */
-export async function pageClient(url: string): Promise<{ messages: PageMessage[]; ws: WebSocket; until: <T extends PageMessage>(match: (m: PageMessage) => m is T) => Promise<T>; close: () => void }> {
+export async function pageClient(url: string): Promise<{
+  messages: PageMessage[];
+  ws: WebSocket;
+  until: <T extends PageMessage>(match: (m: PageMessage) => m is T) => Promise<T>;
+  close: () => void;
+}> {
   const ws = new WebSocket(url);
   const messages: PageMessage[] = [];
   const waiters: Array<() => void> = [];
@@ -101,7 +109,11 @@ export const tokenOf = (url: string): string => new URL(url).pathname.split("/")
  * A runtime's side of the feed played by the test: it says hello with the catalog, sends what
  * it is given, and collects the server's commands (answers from the page).
  */
-export async function fakeProducer(feedUrl: string): Promise<{ send: (m: FeedMessage) => void; until: (match: (c: FeedCommand) => boolean) => Promise<FeedCommand>; close: () => void }> {
+export async function fakeProducer(feedUrl: string): Promise<{
+  send: (m: FeedMessage) => void;
+  until: (match: (c: FeedCommand) => boolean) => Promise<FeedCommand>;
+  close: () => void;
+}> {
   const ws = new WebSocket(feedUrl);
   const commands: FeedCommand[] = [];
   const waiters: Array<() => void> = [];

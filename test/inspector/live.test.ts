@@ -29,7 +29,10 @@ const adapter = createScriptedAdapter({
       { type: "text", text: "All green." },
     ],
     "[long]": [{ type: "text", text: "## Changelog\n - " }, { type: "hang" }],
-    "[ask]": [{ type: "question", questions: [{ id: "color", question: "Which color?" }] }, { type: "text", text: "Noted." }],
+    "[ask]": [
+      { type: "question", questions: [{ id: "color", question: "Which color?" }] },
+      { type: "text", text: "Noted." },
+    ],
   }),
 });
 
@@ -89,7 +92,9 @@ describe("live inspector in Chromium", () => {
     await page.locator(`${actor(threadId)}[data-state="busy"]`).waitFor(WAIT);
     await page.locator(actor(runId)).click();
     await page.locator(current("active.running")).waitFor(WAIT);
-    await expect.poll(() => page.locator('[data-testid=statechart] svg').getAttribute("data-machine"), WAIT).toBe("run");
+    await expect
+      .poll(() => page.locator("[data-testid=statechart] svg").getAttribute("data-machine"), WAIT)
+      .toBe("run");
 
     // Every kind of actor the run involves is in the tree.
     for (const kind of ["target", "session", "providerThread", "thread", "run", "attempt"]) {
@@ -132,7 +137,7 @@ describe("live inspector in Chromium", () => {
 
   it("shows the degradation when a steer meets a provider without native steering", async () => {
     const { page } = browser;
-    await page.locator('[data-testid=degradation-count]').waitFor(WAIT);
+    await page.locator("[data-testid=degradation-count]").waitFor(WAIT);
     expect(await page.locator("[data-testid=degradation]").count()).toBe(0);
     const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Changelog" });
     const { runId } = await rt.sendMessage({ threadId, text: "[long] write a changelog" });
@@ -146,8 +151,13 @@ describe("live inspector in Chromium", () => {
     expect(await degradation.getAttribute("data-capability")).toBe("turns.supportsActiveSteering");
     expect(await degradation.textContent()).toContain("interrupt it, restart the run");
     // The session's record says why: no native steering.
-    await page.locator('[data-testid=session-capabilities] summary').first().click();
-    expect(await page.locator('[data-testid=session-capabilities] [data-capability="turns.supportsActiveSteering"]').first().textContent()).toContain("✗");
+    await page.locator("[data-testid=session-capabilities] summary").first().click();
+    expect(
+      await page
+        .locator('[data-testid=session-capabilities] [data-capability="turns.supportsActiveSteering"]')
+        .first()
+        .textContent(),
+    ).toContain("✗");
 
     expect((await rt.waitForRun(runId)).status).toBe("completed");
     await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
@@ -161,7 +171,9 @@ describe("live inspector in Chromium", () => {
     const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Question" });
     const { runId } = await rt.sendMessage({ threadId, text: "[ask] pick a color" });
     const opened = await nextEvent(rt, "request.opened", (e) => e.runId === runId);
-    const request = page.locator(`[data-testid=request][data-request-id="${opened.event.requestId}"][data-state="respondable"]`);
+    const request = page.locator(
+      `[data-testid=request][data-request-id="${opened.event.requestId}"][data-state="respondable"]`,
+    );
     await request.waitFor(WAIT);
     await request.locator("[data-testid=answer]").fill("blue");
     await request.locator("[data-testid=submit-answers]").click();
@@ -173,7 +185,9 @@ describe("live inspector in Chromium", () => {
     // A request whose run ends unanswered expires: the page says so and offers no answer.
     const second = await rt.sendMessage({ threadId, text: "[ask] again" });
     const again = await nextEvent(rt, "request.opened", (e) => e.runId === second.runId);
-    await page.locator(`[data-testid=request][data-request-id="${again.event.requestId}"][data-state="respondable"]`).waitFor(WAIT);
+    await page
+      .locator(`[data-testid=request][data-request-id="${again.event.requestId}"][data-state="respondable"]`)
+      .waitFor(WAIT);
     await rt.interrupt({ runId: second.runId });
     await rt.waitForRun(second.runId);
     await page.locator(`${actor(again.event.requestId)}:not([data-status="pending"])`).waitFor(WAIT);
@@ -225,17 +239,52 @@ describe("live inspector in Chromium", () => {
     const records: LogEntry[] = [
       { type: "thread.created", threadId: "thr_c", title: "Claude", providerTarget: "claude" },
       { type: "run.created", threadId: "thr_c", runId: "run_c", ordinal: 1 },
-      { type: "request.opened", threadId: "thr_c", runId: "run_c", requestId: "req_q", payload: { kind: "user_input", questions: [{ id: question, question, header: "Danger", options: [{ label: "Yes, drop it", description: "Drops every table" }] }] } },
-      { type: "request.opened", threadId: "thr_c", runId: "run_c", requestId: "req_a", payload: { kind: "command", command: "ls", reason: "List the secret folder" } },
-      { type: "request.opened", threadId: "thr_c", runId: "run_c", requestId: "req_b", payload: { kind: "command", command: "pwd" } },
+      {
+        type: "request.opened",
+        threadId: "thr_c",
+        runId: "run_c",
+        requestId: "req_q",
+        payload: {
+          kind: "user_input",
+          questions: [
+            {
+              id: question,
+              question,
+              header: "Danger",
+              options: [{ label: "Yes, drop it", description: "Drops every table" }],
+            },
+          ],
+        },
+      },
+      {
+        type: "request.opened",
+        threadId: "thr_c",
+        runId: "run_c",
+        requestId: "req_a",
+        payload: { kind: "command", command: "ls", reason: "List the secret folder" },
+      },
+      {
+        type: "request.opened",
+        threadId: "thr_c",
+        runId: "run_c",
+        requestId: "req_b",
+        payload: { kind: "command", command: "pwd" },
+      },
     ].map((event, i) => ({ seq: i + 1, at, event }));
     producer.send({ kind: "log", records });
-    producer.send({ kind: "affordances", threadId: "thr_c", value: { requests: ["req_q", "req_a", "req_b"].map((requestId) => ({ requestId, state: "respondable" })) } });
+    producer.send({
+      kind: "affordances",
+      threadId: "thr_c",
+      value: { requests: ["req_q", "req_a", "req_b"].map((requestId) => ({ requestId, state: "respondable" })) },
+    });
     const { page } = browser;
-    const request = (id: string) => page.locator(`[data-testid=request][data-request-id="${id}"][data-state="respondable"]`);
-    const answered = (id: string) => producer.until((c) => c.command.requestId === id && !handled.has(c.id)).then((c) => (handled.add(c.id), c));
+    const request = (id: string) =>
+      page.locator(`[data-testid=request][data-request-id="${id}"][data-state="respondable"]`);
+    const answered = (id: string) =>
+      producer.until((c) => c.command.requestId === id && !handled.has(c.id)).then((c) => (handled.add(c.id), c));
     const handled = new Set<string>();
-    const settle = (c: FeedCommand, error: string | null) => producer.send({ kind: "respond.result", id: c.id, ok: error === null, error });
+    const settle = (c: FeedCommand, error: string | null) =>
+      producer.send({ kind: "respond.result", id: c.id, ok: error === null, error });
     browser.errors.length = 0; // the previous test's refusals were logged by the page on purpose
     try {
       await page.goto(server.url);
@@ -273,7 +322,9 @@ describe("live inspector in Chromium", () => {
 
       // Answered again and accepted: req_a's error is gone.
       await request("req_a").locator("[data-testid=approve]").click();
-      await request("req_a").locator("[data-testid=respond-error]").waitFor({ state: "detached", ...WAIT });
+      await request("req_a")
+        .locator("[data-testid=respond-error]")
+        .waitFor({ state: "detached", ...WAIT });
       settle(await answered("req_a"), null);
       await request("req_a").locator("[data-testid=approve]:enabled").waitFor(WAIT);
       expect(await page.locator("[data-testid=respond-error]").count()).toBe(0);

@@ -29,13 +29,18 @@ beforeAll(async () => {
   const adapter = createScriptedAdapter({
     capabilities: { turns: { supportsActiveSteering: false } },
     script: keyedScript({
-      "[approve]": [{ type: "text", text: "Running the tests." }, { type: "command", command: "npm test", output: "ok", approval: true }, { type: "text", text: "Done." }],
+      "[approve]": [
+        { type: "text", text: "Running the tests." },
+        { type: "command", command: "npm test", output: "ok", approval: true },
+        { type: "text", text: "Done." },
+      ],
       "[long]": [{ type: "text", text: "working" }, { type: "hang" }],
     }),
   });
   const { rt } = await openTestRuntime({ scripted: adapter }, { dataDir });
   rt.subscribe({ afterSeq: 0 }, ({ event }) => {
-    if (event.type === "request.opened") void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } });
+    if (event.type === "request.opened")
+      void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } });
   });
   const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Recorded" });
   runId = (await rt.sendMessage({ threadId, text: "[approve] run the tests" })).runId;
@@ -62,7 +67,15 @@ describe("replay", () => {
     const before = await readFile(join(dataDir, "events.jsonl"), "utf8");
     const stop = new AbortController();
     let output = "";
-    const serving = runInspect({ port: 0, dataDir: "unused", replay: dataDir, showText: false, yes: false, write: (t) => (output += t), signal: stop.signal });
+    const serving = runInspect({
+      port: 0,
+      dataDir: "unused",
+      replay: dataDir,
+      showText: false,
+      yes: false,
+      write: (t) => (output += t),
+      signal: stop.signal,
+    });
     try {
       await expect.poll(() => /http:\S+/.exec(output)?.[0], WAIT).toBeTruthy();
       const url = /http:\S+/.exec(output)![0];
@@ -82,11 +95,15 @@ describe("replay", () => {
       await page.locator('[data-testid=statechart] g[data-state-path="completed"][data-current="true"]').waitFor(WAIT);
 
       // Back to the moment the run started waiting on its approval.
-      const waiting = seqOf((r) => r.event.type === "run.state" && r.event.runId === runId && r.event.status === "waiting");
+      const waiting = seqOf(
+        (r) => r.event.type === "run.state" && r.event.runId === runId && r.event.status === "waiting",
+      );
       await page.locator("[data-testid=replay-slider]").fill(String(waiting));
       await page.locator(`[data-testid=replay-position][data-seq="${waiting}"]`).waitFor(WAIT);
       await page.locator(`${actor(runId)}[data-state="active.waiting"]`).waitFor(WAIT);
-      await page.locator('[data-testid=statechart] g[data-state-path="active.waiting"][data-current="true"]').waitFor(WAIT);
+      await page
+        .locator('[data-testid=statechart] g[data-state-path="active.waiting"][data-current="true"]')
+        .waitFor(WAIT);
       await page.locator('[data-testid=request][data-state="pending"]').waitFor(WAIT);
       expect(await page.locator("[data-testid=request] button").count()).toBe(0); // replay answers nothing
       expect(await page.locator("[data-testid=degradation]").count()).toBe(0);
@@ -98,7 +115,9 @@ describe("replay", () => {
       await page.locator("[data-testid=replay-back]").click();
       await page.locator(`[data-testid=replay-position][data-seq="${waiting - 1}"]`).waitFor(WAIT);
       await page.locator(`${actor(runId)}[data-state="active.running"]`).waitFor(WAIT);
-      await page.locator('[data-testid=statechart] g[data-state-path="active.running"][data-current="true"]').waitFor(WAIT);
+      await page
+        .locator('[data-testid=statechart] g[data-state-path="active.running"][data-current="true"]')
+        .waitFor(WAIT);
       await page.locator("[data-testid=replay-forward]").click();
       await page.locator(`${actor(runId)}[data-state="active.waiting"]`).waitFor(WAIT);
 
@@ -130,12 +149,26 @@ describe("replay", () => {
       const lock = await readFile(join(dir, "LOCK"), "utf8");
 
       let output = "";
-      serving = runInspect({ port: 0, dataDir: "unused", replay: dir, showText: false, yes: false, write: (t) => (output += t), signal: stop.signal });
+      serving = runInspect({
+        port: 0,
+        dataDir: "unused",
+        replay: dir,
+        showText: false,
+        yes: false,
+        write: (t) => (output += t),
+        signal: stop.signal,
+      });
       await expect.poll(() => /http:\S+/.exec(output)?.[0], WAIT).toBeTruthy();
       const client = await pageClient(pageSocketUrl(/http:\S+/.exec(output)![0]));
       try {
         // The replay shows what the runtime recorded so far.
-        await client.until((m): m is View => m.kind === "view" && m.tree.some((n) => n.id === threadId && n.children.some((r) => r.id === first.runId && r.status === "completed")));
+        await client.until(
+          (m): m is View =>
+            m.kind === "view" &&
+            m.tree.some(
+              (n) => n.id === threadId && n.children.some((r) => r.id === first.runId && r.status === "completed"),
+            ),
+        );
       } finally {
         client.close();
       }
@@ -153,10 +186,14 @@ describe("replay", () => {
   });
 
   it("is what `tiller inspect --replay` serves, behind its token", async () => {
-    const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "inspect", "--replay", dataDir], {
-      cwd: join(import.meta.dirname, "..", ".."),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      ["--import", "tsx", "src/cli/main.ts", "inspect", "--replay", dataDir],
+      {
+        cwd: join(import.meta.dirname, "..", ".."),
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     try {
       let output = "";
       child.stdout!.on("data", (d) => (output += d));

@@ -20,7 +20,10 @@ import { fakeProducer, handshake, pageClient, pageSocketUrl, testCatalog, tokenO
 type Log = Extract<PageMessage, { kind: "log" }>;
 type View = Extract<PageMessage, { kind: "view" }>;
 const isLog = (m: PageMessage): m is Log => m.kind === "log";
-const viewWith = (test: (v: View) => boolean) => (m: PageMessage): m is View => m.kind === "view" && test(m);
+const viewWith =
+  (test: (v: View) => boolean) =>
+  (m: PageMessage): m is View =>
+    m.kind === "view" && test(m);
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -75,7 +78,10 @@ describe("inspector server", () => {
       expect(await refusedAt("127.0.0.2", free.port)).toBe("ECONNREFUSED");
       // And so is every other address of this machine, when it has one besides loopback.
       // (IPv6 link-local addresses are left out: they need a scope to be reached at all.)
-      const others = Object.values(networkInterfaces()).flat().filter((i) => i && !i.internal && !(i.family === "IPv6" && i.scopeid)).map((i) => i!.address);
+      const others = Object.values(networkInterfaces())
+        .flat()
+        .filter((i) => i && !i.internal && !(i.family === "IPv6" && i.scopeid))
+        .map((i) => i!.address);
       for (const address of others) expect(await refusedAt(address, free.port), address).toBe("ECONNREFUSED");
     } finally {
       await free.close();
@@ -96,10 +102,24 @@ describe("inspector server", () => {
       const token = tokenOf(server.url);
       expect(token).toMatch(/^[0-9a-f]{32}$/);
       expect(server.url).toBe(`${base}/${token}/`);
-      const refused = ["/", "/index.html", "/app.js", "/style.css", "/vendor/elk.bundled.js", "/wrong/", `/${token.slice(0, -1)}/`, `/${token}x/app.js`, `/x/${token}/`, `/?token=${token}`, `/app.js?token=${token}`];
+      const refused = [
+        "/",
+        "/index.html",
+        "/app.js",
+        "/style.css",
+        "/vendor/elk.bundled.js",
+        "/wrong/",
+        `/${token.slice(0, -1)}/`,
+        `/${token}x/app.js`,
+        `/x/${token}/`,
+        `/?token=${token}`,
+        `/app.js?token=${token}`,
+      ];
       for (const path of refused) expect((await fetch(base + path)).status, path).toBe(401);
       // A cookie named as the old one was is no way in either.
-      expect((await fetch(`${base}/app.js`, { headers: { cookie: `tiller_inspect_${server.port}=${token}` } })).status).toBe(401);
+      expect(
+        (await fetch(`${base}/app.js`, { headers: { cookie: `tiller_inspect_${server.port}=${token}` } })).status,
+      ).toBe(401);
 
       const page = await fetch(server.url);
       expect(page.status).toBe(200);
@@ -164,7 +184,10 @@ describe("inspector server", () => {
 
   it("survives bad frames (too large, invalid UTF-8, unmasked) from a client holding the token, and keeps serving the others", async () => {
     // In a process of its own: an unheard socket error is an uncaught exception, which ends a process.
-    const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fixtures", "serve.ts")], { cwd: join(import.meta.dirname, "..", ".."), stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fixtures", "serve.ts")], {
+      cwd: join(import.meta.dirname, "..", ".."),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout!.on("data", (d) => (stdout += d));
@@ -205,7 +228,9 @@ describe("inspector server", () => {
       raw.on("error", () => undefined);
       let answer = "";
       raw.on("data", (d) => (answer += d.toString("latin1")));
-      raw.write(`GET ${pathname}ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      raw.write(
+        `GET ${pathname}ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+      );
       await expect.poll(() => answer.includes("\r\n\r\n"), WAIT).toBe(true);
       expect(answer.startsWith("HTTP/1.1 101")).toBe(true);
       const rawClosed = new Promise((resolve) => raw.once("close", resolve));
@@ -250,15 +275,27 @@ describe("inspector server", () => {
         const check = () => (test() ? resolve() : void (arrived = check));
         check();
       });
-    const feed = createInspectorFeed({ url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/`, reconnect: { minMs: 20, maxMs: 200 } });
-    const approving = keyedScript({ "[ask]": [{ type: "command", command: "ls", output: "x", approval: true }, { type: "text", text: "done" }] });
-    const { rt, cleanup } = await openTestRuntime({ s: createScriptedAdapter({ script: approving }) }, { inspect: feed.inspect });
+    const feed = createInspectorFeed({
+      url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/`,
+      reconnect: { minMs: 20, maxMs: 200 },
+    });
+    const approving = keyedScript({
+      "[ask]": [
+        { type: "command", command: "ls", output: "x", approval: true },
+        { type: "text", text: "done" },
+      ],
+    });
+    const { rt, cleanup } = await openTestRuntime(
+      { s: createScriptedAdapter({ script: approving }) },
+      { inspect: feed.inspect },
+    );
     type Actor = Extract<FeedMessage, { kind: "actor" }>;
     const actorsOf = (i: number) => (connections[i]?.messages ?? []).filter((m): m is Actor => m.kind === "actor");
     try {
       feed.attach(rt as unknown as InspectedRuntime, await testCatalog(), ["s"]);
       rt.subscribe({ afterSeq: 0 }, ({ event }) => {
-        if (event.type === "request.opened") void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } });
+        if (event.type === "request.opened")
+          void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } });
       });
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       const runs: string[] = [];
@@ -270,7 +307,11 @@ describe("inspector server", () => {
       // The first connection saw each run and each request end (its final state sent).
       await until(() => runs.every((id) => actorsOf(0).some((a) => a.id === id && a.status === "done")));
       await until(() => actorsOf(0).filter((a) => a.machine === "request" && a.status === "done").length === 2);
-      const finished = new Set(actorsOf(0).filter((a) => a.status !== "active").map((a) => a.id));
+      const finished = new Set(
+        actorsOf(0)
+          .filter((a) => a.status !== "active")
+          .map((a) => a.id),
+      );
 
       // The connection drops; the feed reconnects and sends its whole picture again.
       connections[0]!.ws.terminate();
@@ -282,7 +323,9 @@ describe("inspector server", () => {
       expect(resent.filter((a) => a.status !== "active")).toEqual([]);
       // The log, which keeps the history, is resent whole: both runs' ends are in it.
       const logged = () => (connections[1]?.messages ?? []).flatMap((m) => (m.kind === "log" ? m.records : []));
-      await until(() => runs.every((id) => logged().some((r) => r.event.type === "run.terminal" && r.event.runId === id)));
+      await until(() =>
+        runs.every((id) => logged().some((r) => r.event.type === "run.terminal" && r.event.runId === id)),
+      );
     } finally {
       feed.close();
       await cleanup();
@@ -293,16 +336,26 @@ describe("inspector server", () => {
   for (const showText of [false, true]) {
     it(`${showText ? "shows text with showText, still masking credentials" : "hides prompts, message text and output by default, and masks credentials"}`, async () => {
       let url = "";
-      const { rt, dataDir, cleanup } = await openTestRuntime({ s: createScriptedAdapter({ script }) }, { inspect: { showText, onListening: (u) => (url = u) } });
+      const { rt, dataDir, cleanup } = await openTestRuntime(
+        { s: createScriptedAdapter({ script }) },
+        { inspect: { showText, onListening: (u) => (url = u) } },
+      );
       try {
         const { threadId } = await rt.createThread({ providerTarget: "s" });
         const { runId } = await rt.sendMessage({ threadId, text: "[talk] tell me a secret" });
         await rt.waitForRun(runId);
         const client = await pageClient(pageSocketUrl(url));
         try {
-          await client.until(viewWith((v) => v.tree.some((n) => n.id === threadId && n.children.some((r) => r.status === "completed"))));
+          await client.until(
+            viewWith((v) => v.tree.some((n) => n.id === threadId && n.children.some((r) => r.status === "completed"))),
+          );
           const sent = JSON.stringify(client.messages);
-          expect(client.messages.filter(isLog).flatMap((m) => m.records).some((r) => r.event.type === "run.terminal")).toBe(true);
+          expect(
+            client.messages
+              .filter(isLog)
+              .flatMap((m) => m.records)
+              .some((r) => r.event.type === "run.terminal"),
+          ).toBe(true);
           expect(sent.includes(SECRET_TEXT)).toBe(showText);
           expect(sent.includes("tell me a secret")).toBe(showText);
           expect(sent).not.toContain(CREDENTIAL);
@@ -329,7 +382,8 @@ describe("inspector server", () => {
     const feed = createInspectorFeed({ url: server.feedUrl, reconnect: { minMs: 20, maxMs: 200 } });
     const first = await openTestRuntime({ s: createScriptedAdapter({}) }, { inspect: feed.inspect });
     let second: Awaited<ReturnType<typeof openTestRuntime>> | null = null;
-    const seen = (threadId: string, runStatus: string) => viewWith((v) => v.tree.some((n) => n.id === threadId && n.children.some((r) => r.status === runStatus)));
+    const seen = (threadId: string, runStatus: string) =>
+      viewWith((v) => v.tree.some((n) => n.id === threadId && n.children.some((r) => r.status === runStatus)));
     try {
       feed.attach(first.rt as unknown as InspectedRuntime, catalog, ["s"]);
       const { threadId } = await first.rt.createThread({ providerTarget: "s" });
@@ -351,11 +405,18 @@ describe("inspector server", () => {
       feed.close();
       await client.until((m): m is Extract<PageMessage, { kind: "hello" }> => m.kind === "hello" && !m.connected);
       const feed2 = createInspectorFeed({ url: server.feedUrl });
-      second = await openTestRuntime({ s: createScriptedAdapter({}) }, { dataDir: first.dataDir, inspect: feed2.inspect });
+      second = await openTestRuntime(
+        { s: createScriptedAdapter({}) },
+        { dataDir: first.dataDir, inspect: feed2.inspect },
+      );
       feed2.attach(second.rt as unknown as InspectedRuntime, catalog, ["s"]);
       const next = await second.rt.sendMessage({ threadId, text: "two" });
       await second.rt.waitForRun(next.runId);
-      await client.until(viewWith((v) => v.tree.find((n) => n.id === threadId)?.children.filter((r) => r.status === "completed").length === 2));
+      await client.until(
+        viewWith(
+          (v) => v.tree.find((n) => n.id === threadId)?.children.filter((r) => r.status === "completed").length === 2,
+        ),
+      );
       client.close();
       await second.rt.close();
       feed2.close();
@@ -369,16 +430,29 @@ describe("inspector server", () => {
 
   it("puts a host process's supervisor under its target in the actor tree, with its state", async () => {
     let url = "";
-    const { rt, cleanup } = await openTestRuntime({ host: createScriptedHostAdapter({}) }, { inspect: { onListening: (u) => (url = u) } });
+    const { rt, cleanup } = await openTestRuntime(
+      { host: createScriptedHostAdapter({}) },
+      { inspect: { onListening: (u) => (url = u) } },
+    );
     const client = await pageClient(pageSocketUrl(url));
     try {
       const { threadId } = await rt.createThread({ providerTarget: "host" });
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "hello" })).runId);
       const view = await client.until(
-        viewWith((v) => v.tree.some((n) => n.id === "target:host" && n.children.some((c) => c.kind === "supervisor" && c.state === "ready") && n.children.some((c) => c.kind === "session"))),
+        viewWith((v) =>
+          v.tree.some(
+            (n) =>
+              n.id === "target:host" &&
+              n.children.some((c) => c.kind === "supervisor" && c.state === "ready") &&
+              n.children.some((c) => c.kind === "session"),
+          ),
+        ),
       );
       const target = view.tree.find((n) => n.id === "target:host")!;
-      expect(target.children.find((c) => c.kind === "supervisor")).toMatchObject({ machine: "hostSupervisor", label: "host host" });
+      expect(target.children.find((c) => c.kind === "supervisor")).toMatchObject({
+        machine: "hostSupervisor",
+        label: "host host",
+      });
       expect(target.children.some((c) => c.kind === "session" && c.machine === "session")).toBe(true);
     } finally {
       client.close();
@@ -388,7 +462,10 @@ describe("inspector server", () => {
 
   it("leaves the function form of the inspect option as it was: XState inspection events, no server", async () => {
     const types = new Set<string>();
-    const { rt, cleanup } = await openTestRuntime({ s: createScriptedAdapter({}) }, { inspect: (e) => types.add(e.type) });
+    const { rt, cleanup } = await openTestRuntime(
+      { s: createScriptedAdapter({}) },
+      { inspect: (e) => types.add(e.type) },
+    );
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "hi" })).runId);
@@ -402,12 +479,32 @@ describe("inspector server", () => {
 
   it("draws machines from their definitions, and says which capability each guard reads", async () => {
     expect(capabilityReads(predicates.canSteerNatively)).toEqual(["turns.supportsActiveSteering"]);
-    expect(capabilityReads(predicates.canSteerByInterruptRestart)).toEqual(["turns.supportsInterrupt", "turns.supportsSteeringByInterruptRestart"]);
+    expect(capabilityReads(predicates.canSteerByInterruptRestart)).toEqual([
+      "turns.supportsInterrupt",
+      "turns.supportsSteeringByInterruptRestart",
+    ]);
     const { machines, degradations } = await testCatalog();
-    expect(Object.keys(machines).sort()).toEqual(["hostSupervisor", "providerThread", "request", "run", "session", "thread"]);
-    const steer = machines.run!.transitions.find((t) => t.source === "active" && t.event === "STEER" && t.target === "restarting")!;
-    expect(steer).toMatchObject({ guard: "canSteerByInterruptRestart", reads: ["turns.supportsInterrupt", "turns.supportsSteeringByInterruptRestart"] });
-    expect(machines.run!.states.map((s) => s.path)).toEqual(expect.arrayContaining(["active.running", "active.waiting", "completed"]));
-    expect(degradations.steer_by_interrupt_restart).toMatchObject({ capability: "turns.supportsActiveSteering", outcome: "fallback" });
+    expect(Object.keys(machines).sort()).toEqual([
+      "hostSupervisor",
+      "providerThread",
+      "request",
+      "run",
+      "session",
+      "thread",
+    ]);
+    const steer = machines.run!.transitions.find(
+      (t) => t.source === "active" && t.event === "STEER" && t.target === "restarting",
+    )!;
+    expect(steer).toMatchObject({
+      guard: "canSteerByInterruptRestart",
+      reads: ["turns.supportsInterrupt", "turns.supportsSteeringByInterruptRestart"],
+    });
+    expect(machines.run!.states.map((s) => s.path)).toEqual(
+      expect.arrayContaining(["active.running", "active.waiting", "completed"]),
+    );
+    expect(degradations.steer_by_interrupt_restart).toMatchObject({
+      capability: "turns.supportsActiveSteering",
+      outcome: "fallback",
+    });
   });
 });

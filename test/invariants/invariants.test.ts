@@ -10,7 +10,14 @@ describe("invariant 1: app ids are identity, provider ids are evidence", () => {
   it("derives app ids for nodes and requests and keeps native ids only as refs", async () => {
     // Weak item ids repeat every turn ("item-1"...): evidence, not identity.
     const adapter = createScriptedAdapter({
-      capabilities: { identity: { nativeThreadIds: "strong", nativeTurnIds: "strong", nativeItemIds: "weak", nativeRequestIds: "strong" } },
+      capabilities: {
+        identity: {
+          nativeThreadIds: "strong",
+          nativeTurnIds: "strong",
+          nativeItemIds: "weak",
+          nativeRequestIds: "strong",
+        },
+      },
       script: keyedScript({ "[ask]": [{ type: "command", command: "ls", output: "x", approval: true }] }),
     });
     const { rt, events, cleanup } = await openTestRuntime({ scripted: adapter });
@@ -41,15 +48,25 @@ describe("invariant 1: app ids are identity, provider ids are evidence", () => {
 describe("invariant 2: one provider's events are never rewritten to look like another's", () => {
   it("keeps each node's origin target after a provider switch", async () => {
     const alpha = createScriptedAdapter({ script: () => [{ type: "text", text: "from alpha" }] });
-    const beta = createScriptedAdapter({ script: () => [{ type: "text", text: "from beta" }], capabilities: { identity: { nativeThreadIds: "none", nativeTurnIds: "none", nativeItemIds: "none", nativeRequestIds: "none" } } });
+    const beta = createScriptedAdapter({
+      script: () => [{ type: "text", text: "from beta" }],
+      capabilities: {
+        identity: { nativeThreadIds: "none", nativeTurnIds: "none", nativeItemIds: "none", nativeRequestIds: "none" },
+      },
+    });
     const { rt, events, cleanup } = await openTestRuntime({ alpha, beta });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "alpha" });
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "a" })).runId);
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "b", providerTarget: "beta" })).runId);
       const snapshot = await rt.readThread(threadId);
-      const origins = ofType(events, "node.started").filter((e) => e.kind === "assistant_message").map((e) => [e.providerTarget, e.nativeRef]);
-      expect(origins).toEqual([["alpha", expect.stringMatching(/^sitem-/)], ["beta", null]]);
+      const origins = ofType(events, "node.started")
+        .filter((e) => e.kind === "assistant_message")
+        .map((e) => [e.providerTarget, e.nativeRef]);
+      expect(origins).toEqual([
+        ["alpha", expect.stringMatching(/^sitem-/)],
+        ["beta", null],
+      ]);
       expect(snapshot.runs.map((r) => r.providerTarget)).toEqual(["alpha", "beta"]);
       expect(snapshot.runs[0]!.items.find((i) => i.kind === "assistant_message")!.text).toBe("from alpha");
     } finally {
@@ -62,7 +79,15 @@ describe("invariant 3: a child execution completing never closes its parent", ()
   it("keeps the run running after its subagent and the subagent's child turn complete", async () => {
     const adapter = createScriptedAdapter({
       script: () => [
-        { type: "subagent", agent: "explorer", prompt: "look", steps: [{ type: "tool", name: "grep", output: "hit" }, { type: "text", text: "found it" }] },
+        {
+          type: "subagent",
+          agent: "explorer",
+          prompt: "look",
+          steps: [
+            { type: "tool", name: "grep", output: "hit" },
+            { type: "text", text: "found it" },
+          ],
+        },
         { type: "hang" },
       ],
     });
@@ -106,7 +131,9 @@ describe("invariant 4: only the root node of the active attempt makes a run term
       ]);
       expect(ofType(events, "run.terminal").filter((e) => e.runId === runId)).toHaveLength(1);
       expect(ofType(events, "policy.applied").map((e) => e.policy)).toContain("steer_by_interrupt_restart");
-      expect(run.items.find((i) => i.kind === "assistant_message" && i.attemptId === run.attempts[1]!.attemptId)?.text).toBe("steered: go left");
+      expect(
+        run.items.find((i) => i.kind === "assistant_message" && i.attemptId === run.attempts[1]!.attemptId)?.text,
+      ).toBe("steered: go left");
     } finally {
       await cleanup();
     }
@@ -126,7 +153,9 @@ describe("invariant 5: an interrupt acknowledgement is not a terminal", () => {
       expect((await rt.readThread(threadId)).runs[0]!.status).toBe("running");
       gated.release();
       expect((await rt.waitForRun(runId)).status).toBe("interrupted");
-      const order = events.map((r) => r.event.type).filter((t) => t === "interrupt.acknowledged" || t === "run.terminal");
+      const order = events
+        .map((r) => r.event.type)
+        .filter((t) => t === "interrupt.acknowledged" || t === "run.terminal");
       expect(order).toEqual(["interrupt.acknowledged", "run.terminal"]);
     } finally {
       await cleanup();
@@ -136,14 +165,20 @@ describe("invariant 5: an interrupt acknowledgement is not a terminal", () => {
 
 describe("invariant 6: commands target app ids; adapters get native refs at the edge", () => {
   it("rejects native ids at the API and hands the adapter the native request ref", async () => {
-    const recorded = recordCalls(createScriptedAdapter({ script: () => [{ type: "command", command: "rm -rf build", output: "", approval: true }] }));
+    const recorded = recordCalls(
+      createScriptedAdapter({
+        script: () => [{ type: "command", command: "rm -rf build", output: "", approval: true }],
+      }),
+    );
     const { rt, cleanup } = await openTestRuntime({ scripted: recorded.adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "scripted" });
       const { runId } = await rt.sendMessage({ threadId, text: "clean" });
       const opened = await nextEvent(rt, "request.opened");
       const nativeRef = opened.event.nativeRef!;
-      await expect(rt.respond({ requestId: nativeRef, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "invalid_input", field: "requestId" });
+      await expect(
+        rt.respond({ requestId: nativeRef, response: { kind: "decision", decision: "accept" } }),
+      ).rejects.toMatchObject({ code: "invalid_input", field: "requestId" });
       await expect(rt.interrupt({ runId: "sturn-3" })).rejects.toMatchObject({ code: "invalid_input", field: "runId" });
       await rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "decline" } });
       await rt.waitForRun(runId);
@@ -158,7 +193,9 @@ describe("invariant 6: commands target app ids; adapters get native refs at the 
 describe("invariant 7: a missing capability is a named policy with a typed result", () => {
   it("refuses a steer the provider cannot do, and falls back to a session stop for interrupt when allowed", async () => {
     const adapter = createScriptedAdapter({
-      capabilities: { turns: { supportsActiveSteering: false, supportsSteeringByInterruptRestart: false, supportsInterrupt: false } },
+      capabilities: {
+        turns: { supportsActiveSteering: false, supportsSteeringByInterruptRestart: false, supportsInterrupt: false },
+      },
       script: () => hang,
     });
     const { rt, events, cleanup } = await openTestRuntime({ scripted: adapter }, { allowSessionStopInterrupt: true });
@@ -185,12 +222,19 @@ describe("invariant 7: a missing capability is a named policy with a typed resul
   it("refuses an interrupt when stopping the session is not allowed", async () => {
     // The turn waits at a gate, not for a while: the refusal must meet a running run on any disk.
     const backend = new ScriptedBackend();
-    const adapter = createScriptedAdapter({ backend, capabilities: { turns: { supportsInterrupt: false } }, script: () => [{ type: "gate", name: "refused" }] });
+    const adapter = createScriptedAdapter({
+      backend,
+      capabilities: { turns: { supportsInterrupt: false } },
+      script: () => [{ type: "gate", name: "refused" }],
+    });
     const { rt, cleanup } = await openTestRuntime({ scripted: adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "scripted" });
       const { runId } = await rt.sendMessage({ threadId, text: "go" });
-      await expect(rt.interrupt({ runId })).rejects.toMatchObject({ code: "capability_unsupported", capability: "turns.supportsInterrupt" });
+      await expect(rt.interrupt({ runId })).rejects.toMatchObject({
+        code: "capability_unsupported",
+        capability: "turns.supportsInterrupt",
+      });
       expect(rt.views.runs.get(runId)!.status).not.toMatch(/completed|interrupted|failed|cancelled/);
       backend.openGate("refused");
       expect((await rt.waitForRun(runId)).status).toBe("completed");
@@ -210,7 +254,13 @@ describe("invariant 8: a provider switch creates an explicit handoff record", ()
       const { runId } = await rt.sendMessage({ threadId, text: "what number?", providerTarget: "beta" });
       await rt.waitForRun(runId);
       const handoff = ofType(events, "handoff.created")[0]!;
-      expect(handoff).toMatchObject({ fromTarget: "alpha", toTarget: "beta", reason: "provider_switch", strategy: "full_thread_summary", coveredRunOrdinals: [1] });
+      expect(handoff).toMatchObject({
+        fromTarget: "alpha",
+        toTarget: "beta",
+        reason: "provider_switch",
+        strategy: "full_thread_summary",
+        coveredRunOrdinals: [1],
+      });
       expect(handoff.text).toContain("remember 42");
       const send = beta.calls.find((c) => c.method === "sendRun")!;
       expect(send.input.context).toEqual({ kind: "handoff", text: handoff.text, delivery: "developer" });
@@ -225,13 +275,17 @@ describe("invariant 8: a provider switch creates an explicit handoff record", ()
 describe("invariant 9: a fork records lineage first and resolves native vs portable at its first run", () => {
   it("resolves natively when the provider can fork, portably when it cannot", async () => {
     for (const canForkThread of [true, false]) {
-      const recorded = recordCalls(createScriptedAdapter({ capabilities: { threads: { canForkThread, canForkFromTurn: canForkThread } } }));
+      const recorded = recordCalls(
+        createScriptedAdapter({ capabilities: { threads: { canForkThread, canForkFromTurn: canForkThread } } }),
+      );
       const { rt, events, cleanup } = await openTestRuntime({ scripted: recorded.adapter });
       try {
         const { threadId } = await rt.createThread({ providerTarget: "scripted" });
         await rt.waitForRun((await rt.sendMessage({ threadId, text: "base" })).runId);
         const fork = await rt.forkThread({ threadId });
-        expect(ofType(events, "fork.recorded")).toEqual([expect.objectContaining({ threadId: fork.threadId, parentThreadId: threadId })]);
+        expect(ofType(events, "fork.recorded")).toEqual([
+          expect.objectContaining({ threadId: fork.threadId, parentThreadId: threadId }),
+        ]);
         expect(ofType(events, "fork.resolved")).toEqual([]);
         await rt.waitForRun((await rt.sendMessage({ threadId: fork.threadId, text: "branch" })).runId);
         const resolved = ofType(events, "fork.resolved")[0]!;
@@ -272,7 +326,10 @@ describe("invariant 10: nothing that must survive a restart lives only in adapte
     const recorded = recordCalls(createScriptedAdapter({ backend }));
     const second = await openTestRuntime({ scripted: recorded.adapter }, { dataDir: first.dataDir });
     try {
-      expect(await second.rt.createThread({ providerTarget: "scripted", commandId: "create-1" })).toEqual({ commandId: "create-1", threadId });
+      expect(await second.rt.createThread({ providerTarget: "scripted", commandId: "create-1" })).toEqual({
+        commandId: "create-1",
+        threadId,
+      });
       await second.rt.waitForRun((await second.rt.sendMessage({ threadId, text: "two" })).runId);
       expect(recorded.calls.find((c) => c.method === "ensureProviderThread")!.input.resume).toEqual({ cursor });
       expect(ofType(second.events, "provider_thread.bound")[0]).toMatchObject({ via: "resumed", resumeCursor: cursor });
@@ -293,7 +350,10 @@ describe("invariant 10: nothing that must survive a restart lives only in adapte
     try {
       await second.rt.waitForRun((await second.rt.sendMessage({ threadId, text: "and now?" })).runId);
       expect(ofType(second.events, "warning")[0]!.message).toMatch(/could not be resumed/);
-      expect(ofType(second.events, "handoff.created")[0]).toMatchObject({ reason: "resume_failed", coveredRunOrdinals: [1] });
+      expect(ofType(second.events, "handoff.created")[0]).toMatchObject({
+        reason: "resume_failed",
+        coveredRunOrdinals: [1],
+      });
       const send = recorded.calls.find((c) => c.method === "sendRun")!;
       expect(send.input.context).toMatchObject({ kind: "rebuild", text: expect.stringContaining("remember 42") });
     } finally {

@@ -1,6 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createActor, fromPromise } from "xstate";
-import { hostSupervisorMachine, type SupervisorEmitted, type SupervisorPolicy } from "../../src/machines/hostSupervisor.js";
+import {
+  hostSupervisorMachine,
+  type SupervisorEmitted,
+  type SupervisorPolicy,
+} from "../../src/machines/hostSupervisor.js";
 
 /**
  * The host supervisor alone: one host process per target, with its start (spawn + handshake)
@@ -12,7 +16,13 @@ import { hostSupervisorMachine, type SupervisorEmitted, type SupervisorPolicy } 
  * replacement.
  */
 
-const POLICY: SupervisorPolicy = { startupTimeoutMs: 5_000, idleTtlMs: 30_000, restartBudget: 2, restartWindowMs: 60_000, backoffMs: [100, 1_000] };
+const POLICY: SupervisorPolicy = {
+  startupTimeoutMs: 5_000,
+  idleTtlMs: 30_000,
+  restartBudget: 2,
+  restartWindowMs: 60_000,
+  backoffMs: [100, 1_000],
+};
 
 interface Start {
   generation: number;
@@ -31,7 +41,9 @@ function open(policy: Partial<SupervisorPolicy> = {}) {
       ),
     },
   });
-  const actor = createActor(logic, { input: { hostKey: "alpha:0123", target: "alpha", policy: { ...POLICY, ...policy } } });
+  const actor = createActor(logic, {
+    input: { hostKey: "alpha:0123", target: "alpha", policy: { ...POLICY, ...policy } },
+  });
   actor.on("*", (e) => emitted.push(e));
   actor.start();
   const send = (event: Parameters<typeof actor.send>[0]) => actor.send(event);
@@ -221,7 +233,11 @@ describe("host supervisor: crashes and generations", () => {
   it("each recent failure waits longer before the restart, the last delay repeating", async () => {
     const h = open({ restartBudget: 10, backoffMs: [100, 1_000] });
     h.send({ type: "ACQUIRE" });
-    for (const [n, delay] of [[2, 100], [3, 1_000], [4, 1_000]] as const) {
+    for (const [n, delay] of [
+      [2, 100],
+      [3, 1_000],
+      [4, 1_000],
+    ] as const) {
       await h.down();
       await vi.advanceTimersByTimeAsync(delay - 1);
       expect(h.generations()).toHaveLength(n - 1);
@@ -246,7 +262,10 @@ describe("host supervisor: restart budget", () => {
     await spend(h);
     expect(h.generations()).toEqual([1, 2, 3]);
     expect(h.state()).toBe("unavailable");
-    expect(h.emitted.at(-1)).toEqual({ type: "unavailable", reason: expect.stringMatching(/^alpha: host restart budget spent .*third/) });
+    expect(h.emitted.at(-1)).toEqual({
+      type: "unavailable",
+      reason: expect.stringMatching(/^alpha: host restart budget spent .*third/),
+    });
     h.clear();
     h.send({ type: "ACQUIRE" });
     expect(h.emitted).toEqual([{ type: "unavailable", reason: expect.stringContaining("restart budget spent") }]);

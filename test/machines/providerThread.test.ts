@@ -21,9 +21,24 @@ function open() {
   const load = (situation: Partial<LoadSituation> = {}) =>
     actor.send({
       type: "LOAD",
-      situation: { sessionId: "ses_1", capabilities: fullCapabilities(), stored: null, divergent: false, missedRuns: false, hadBroken: false, fork: null, ...situation },
+      situation: {
+        sessionId: "ses_1",
+        capabilities: fullCapabilities(),
+        stored: null,
+        divergent: false,
+        missedRuns: false,
+        hadBroken: false,
+        fork: null,
+        ...situation,
+      },
     });
-  const bind = (providerThreadId = "pth_new") => actor.send({ type: "BOUND", providerThreadId, handle: { threadRef: "native-1", resumeCursor: "cursor-1" }, cwd: "/work" });
+  const bind = (providerThreadId = "pth_new") =>
+    actor.send({
+      type: "BOUND",
+      providerThreadId,
+      handle: { threadRef: "native-1", resumeCursor: "cursor-1" },
+      cwd: "/work",
+    });
   const call = () => pendingCall(actor.getSnapshot())?.call ?? null;
   const types = () => records.map((r) => (r.type === "policy.applied" ? `policy:${r.policy}` : r.type));
   return { actor, records, load, bind, call, types };
@@ -31,7 +46,10 @@ function open() {
 
 const stored = { providerThreadId: "pth_old", resumeCursor: "cursor-0" };
 const noDelta = defineCapabilities({ context: { supportsDeltaHandoff: false } });
-const fork = (capabilities: ProviderCapabilities, over: Partial<NonNullable<LoadSituation["fork"]>> = {}): LoadSituation["fork"] => ({
+const fork = (
+  capabilities: ProviderCapabilities,
+  over: Partial<NonNullable<LoadSituation["fork"]>> = {},
+): LoadSituation["fork"] => ({
   transferId: "trf_1",
   capabilities,
   fromInside: false,
@@ -54,7 +72,16 @@ describe("provider-thread machine", () => {
     m.bind();
     expect(m.actor.getSnapshot().value).toEqual({ loaded: "idle" });
     expect(m.records).toEqual([
-      { type: "provider_thread.bound", threadId: "thr_1", providerThreadId: "pth_new", providerTarget: "alpha", sessionId: "ses_1", nativeThreadRef: "native-1", resumeCursor: "cursor-1", via: "created" },
+      {
+        type: "provider_thread.bound",
+        threadId: "thr_1",
+        providerThreadId: "pth_new",
+        providerTarget: "alpha",
+        sessionId: "ses_1",
+        nativeThreadRef: "native-1",
+        resumeCursor: "cursor-1",
+        via: "created",
+      },
     ]);
   });
 
@@ -77,7 +104,11 @@ describe("provider-thread machine", () => {
     expect([m.actor.getSnapshot().value, m.call()]).toEqual(["refreshing", "create"]);
     m.bind();
     expect(m.types()).toEqual(["policy:handoff_fresh_thread", "provider_thread.bound"]);
-    expect(m.records[0]).toMatchObject({ capability: "context.supportsDeltaHandoff", outcome: "fallback", threadId: "thr_1" });
+    expect(m.records[0]).toMatchObject({
+      capability: "context.supportsDeltaHandoff",
+      outcome: "fallback",
+      threadId: "thr_1",
+    });
     expect(m.records[1]).toMatchObject({ via: "refreshed", providerThreadId: "pth_new" });
   });
 
@@ -114,7 +145,11 @@ describe("provider-thread machine", () => {
     expect([m.actor.getSnapshot().value, m.call()]).toEqual(["forkingNatively", "fork"]);
     m.bind();
     expect(m.types()).toEqual(["fork.resolved", "provider_thread.bound"]);
-    expect(m.records[0]).toMatchObject({ resolution: "native", transferId: "trf_1", detail: expect.stringContaining("pth_parent") });
+    expect(m.records[0]).toMatchObject({
+      resolution: "native",
+      transferId: "trf_1",
+      detail: expect.stringContaining("pth_parent"),
+    });
     expect(m.records[1]).toMatchObject({ via: "forked" });
   });
 
@@ -132,7 +167,13 @@ describe("provider-thread machine", () => {
   it("a fork is portable when the provider cannot fork, the parent did not run here, or the point has no native turn id", () => {
     const cases: Array<[string, NonNullable<LoadSituation["fork"]>]> = [
       ["cannot fork a thread", fork(defineCapabilities({ threads: { canForkThread: false } }))!],
-      ["cannot fork from a turn", fork(defineCapabilities({ threads: { canForkFromTurn: false } }), { fromInside: true, capability: "threads.canForkFromTurn" })!],
+      [
+        "cannot fork from a turn",
+        fork(defineCapabilities({ threads: { canForkFromTurn: false } }), {
+          fromInside: true,
+          capability: "threads.canForkFromTurn",
+        })!,
+      ],
       ["parent elsewhere", fork(fullCapabilities(), { parentRanHere: false })!],
       ["no fork point", fork(fullCapabilities(), { fromInside: true, hasForkPointRef: false })!],
       ["adapter cannot fork", fork(fullCapabilities(), { adapterForks: false })!],
@@ -141,7 +182,11 @@ describe("provider-thread machine", () => {
       const m = open();
       m.load({ fork: situation });
       expect([name, m.actor.getSnapshot().value]).toEqual([name, "forkingPortably"]);
-      expect(m.records[0]).toMatchObject({ type: "policy.applied", policy: "synthetic_fork", capability: situation.capability });
+      expect(m.records[0]).toMatchObject({
+        type: "policy.applied",
+        policy: "synthetic_fork",
+        capability: situation.capability,
+      });
     }
   });
 

@@ -20,10 +20,13 @@ const answers: RequestResponse = { kind: "answers", answers: { q1: "yes" } };
 
 function open(kind: RequestKind = "command", responseCapability: ResponseCapability = live) {
   const emitted: MachineEmitted[] = [];
-  const actor = createActor(requestMachine, { input: { threadId: "thr_1", runId: "run_1", requestId: "req_1", kind, responseCapability } });
+  const actor = createActor(requestMachine, {
+    input: { threadId: "thr_1", runId: "run_1", requestId: "req_1", kind, responseCapability },
+  });
   actor.on("*", (e) => emitted.push(e));
   actor.start();
-  const respond = (response: RequestResponse = accept, hostGeneration: number | null = 3) => actor.send({ type: "RESPOND", response, hostGeneration });
+  const respond = (response: RequestResponse = accept, hostGeneration: number | null = 3) =>
+    actor.send({ type: "RESPOND", response, hostGeneration });
   const records = (): DomainEvent[] => emitted.flatMap((e) => (e.type === "record" ? [e.event] : []));
   const effects = (): Effect[] => emitted.flatMap((e) => (e.type === "effect" ? [e.effect] : []));
   const outcomes = (): Outcome[] => emitted.flatMap((e) => (e.type === "outcome" ? [e.outcome] : []));
@@ -50,7 +53,9 @@ describe("request machine", () => {
   it("a question takes answers and an approval a decision: another shape is a conflict, and the request stays answerable", () => {
     const q = open("user_input");
     q.respond(accept);
-    expect(q.outcomes()).toEqual([{ command: "respond", refused: "conflict", detail: expect.stringContaining("answers") }]);
+    expect(q.outcomes()).toEqual([
+      { command: "respond", refused: "conflict", detail: expect.stringContaining("answers") },
+    ]);
     expect([q.state(), q.effects(), q.records()]).toEqual(["pending", [], []]);
     q.respond(answers);
     expect(q.state()).toBe("responding");
@@ -58,7 +63,9 @@ describe("request machine", () => {
 
     const a = open("file_change");
     a.respond(answers);
-    expect(a.outcomes()).toEqual([{ command: "respond", refused: "conflict", detail: expect.stringContaining("decision") }]);
+    expect(a.outcomes()).toEqual([
+      { command: "respond", refused: "conflict", detail: expect.stringContaining("decision") },
+    ]);
     expect(a.state()).toBe("pending");
   });
 
@@ -68,7 +75,9 @@ describe("request machine", () => {
       r.respond(accept, generation);
       expect(r.state()).toBe("expired");
       expect(r.effects()).toEqual([]);
-      expect(r.records()).toEqual([{ type: "request.closed", ...where, status: "expired", reason: "host_generation_gone" }]);
+      expect(r.records()).toEqual([
+        { type: "request.closed", ...where, status: "expired", reason: "host_generation_gone" },
+      ]);
       expect(r.outcomes()).toEqual([{ command: "respond", refused: "not_resumable", detail: expect.any(String) }]);
     }
   });
@@ -85,12 +94,18 @@ describe("request machine", () => {
     r.respond();
     r.actor.send({ type: "RESPOND_FAILED", message: "channel closed" });
     expect(r.state()).toBe("pending");
-    expect(r.records()).toEqual([{ type: "warning", threadId: "thr_1", runId: "run_1", message: expect.stringContaining("channel closed") }]);
+    expect(r.records()).toEqual([
+      { type: "warning", threadId: "thr_1", runId: "run_1", message: expect.stringContaining("channel closed") },
+    ]);
     r.respond({ kind: "decision", decision: "decline" });
     expect(r.state()).toBe("responding");
     expect(r.effects()).toHaveLength(2);
     r.actor.send({ type: "RESPONDED" });
-    expect(r.records().at(-1)).toMatchObject({ type: "request.resolved", by: "user", response: { kind: "decision", decision: "decline" } });
+    expect(r.records().at(-1)).toMatchObject({
+      type: "request.resolved",
+      by: "user",
+      response: { kind: "decision", decision: "decline" },
+    });
   });
 
   it("while an answer is being delivered, a second one is a conflict and is not sent", () => {

@@ -16,10 +16,21 @@ describe("run machine: lifecycle", () => {
     r.actor.send({ type: "START" });
     expect(r.state()).toBe("starting");
     const a = r.attempt();
-    expect(a).toEqual({ type: "attempt.started", threadId: "thr_1", runId: "run_1", attemptId: expect.any(String), ordinal: 1, reason: "initial", rootNodeId: expect.any(String), text: "hello" });
+    expect(a).toEqual({
+      type: "attempt.started",
+      threadId: "thr_1",
+      runId: "run_1",
+      attemptId: expect.any(String),
+      ordinal: 1,
+      reason: "initial",
+      rootNodeId: expect.any(String),
+      text: "hello",
+    });
     expect(r.types()).toEqual(["attempt.started", "run.state"]);
     expect(r.records()[1]).toMatchObject({ type: "run.state", status: "starting" });
-    expect(r.effects()).toEqual([{ type: "startTurn", threadId: "thr_1", runId: "run_1", attemptId: a.attemptId, text: "hello" }]);
+    expect(r.effects()).toEqual([
+      { type: "startTurn", threadId: "thr_1", runId: "run_1", attemptId: a.attemptId, text: "hello" },
+    ]);
   });
 
   it("the provider accepting the turn binds it to the attempt, and the run is running", () => {
@@ -28,7 +39,15 @@ describe("run machine: lifecycle", () => {
     r.accept();
     expect(r.state()).toEqual({ active: "running" });
     expect(r.records().slice(2)).toEqual([
-      { type: "attempt.turn_bound", threadId: "thr_1", runId: "run_1", attemptId: r.attempt().attemptId, providerThreadId: "pth_1", providerTurnId: "ptu_1", nativeTurnRef: "turn-1" },
+      {
+        type: "attempt.turn_bound",
+        threadId: "thr_1",
+        runId: "run_1",
+        attemptId: r.attempt().attemptId,
+        providerThreadId: "pth_1",
+        providerTurnId: "ptu_1",
+        nativeTurnRef: "turn-1",
+      },
       { type: "run.state", threadId: "thr_1", runId: "run_1", status: "running" },
     ]);
 
@@ -46,7 +65,13 @@ describe("run machine: lifecycle", () => {
     r.actor.send({ type: "PROVIDER", attemptId: "att_stale", event: r.delta("att_stale", "late") });
     expect(r.records()).toEqual([
       r.delta(r.first.attemptId, "hi"),
-      { type: "event.fenced", threadId: "thr_1", runId: "run_1", attemptId: "att_stale", providerEventType: "node.delta" },
+      {
+        type: "event.fenced",
+        threadId: "thr_1",
+        runId: "run_1",
+        attemptId: "att_stale",
+        providerEventType: "node.delta",
+      },
     ]);
   });
 
@@ -54,14 +79,18 @@ describe("run machine: lifecycle", () => {
     "the active attempt's root terminal (%s) ends the run with that status: settled first, then the attempt and run terminals, then the thread is told",
     (status) => {
       const r = running();
-      const failure = status === "failed" ? { failureClass: "provider_error", message: "boom", retryable: false } : null;
+      const failure =
+        status === "failed" ? { failureClass: "provider_error", message: "boom", retryable: false } : null;
       r.terminal(status, r.first, r.first.rootNodeId, failure);
       expect([r.state(), r.actor.getSnapshot().status]).toEqual([status, "done"]);
       const { attemptId } = r.first;
       expect(r.emitted).toEqual([
         { type: "settle", threadId: "thr_1", runId: "run_1", attemptId, status, reason: `run_${status}` },
         { type: "record", event: { type: "attempt.terminal", threadId: "thr_1", runId: "run_1", attemptId, status } },
-        { type: "record", event: { type: "run.terminal", threadId: "thr_1", runId: "run_1", status, reason: null, failure } },
+        {
+          type: "record",
+          event: { type: "run.terminal", threadId: "thr_1", runId: "run_1", status, reason: null, failure },
+        },
         { type: "effect", effect: { type: "runFinished", threadId: "thr_1", runId: "run_1" } },
       ]);
     },
@@ -71,7 +100,15 @@ describe("run machine: lifecycle", () => {
     const r = running();
     r.terminal("completed", r.first, "nod_child");
     expect(r.state()).toEqual({ active: "running" });
-    expect(r.records()).toEqual([{ type: "event.fenced", threadId: "thr_1", runId: "run_1", attemptId: r.first.attemptId, providerEventType: "TURN_TERMINAL" }]);
+    expect(r.records()).toEqual([
+      {
+        type: "event.fenced",
+        threadId: "thr_1",
+        runId: "run_1",
+        attemptId: r.first.attemptId,
+        providerEventType: "TURN_TERMINAL",
+      },
+    ]);
   });
 
   it("a request puts the run waiting; it runs again once the last pending request settled", () => {
@@ -91,9 +128,19 @@ describe("run machine: lifecycle", () => {
   it("a request while the turn is still starting is evidence it runs: the run is waiting", () => {
     const r = open();
     r.actor.send({ type: "START" });
-    r.actor.send({ type: "REQUEST_OPENED", attemptId: r.attempt().attemptId, requestId: "req_1", event: opened("req_1") });
+    r.actor.send({
+      type: "REQUEST_OPENED",
+      attemptId: r.attempt().attemptId,
+      requestId: "req_1",
+      event: opened("req_1"),
+    });
     expect(r.state()).toEqual({ active: "waiting" });
-    expect(r.records().filter((e) => e.type === "run.state").at(-1)).toMatchObject({ status: "waiting" });
+    expect(
+      r
+        .records()
+        .filter((e) => e.type === "run.state")
+        .at(-1),
+    ).toMatchObject({ status: "waiting" });
   });
 
   it("a turn that failed to start fails the run with the provider's failure", () => {
@@ -102,7 +149,14 @@ describe("run machine: lifecycle", () => {
     const failure = { failureClass: "thread_unavailable", message: "no thread", retryable: true };
     r.actor.send({ type: "START_FAILED", attemptId: r.attempt().attemptId, failure });
     expect(r.state()).toBe("failed");
-    expect(r.records().at(-1)).toEqual({ type: "run.terminal", threadId: "thr_1", runId: "run_1", status: "failed", reason: "start_failed", failure });
+    expect(r.records().at(-1)).toEqual({
+      type: "run.terminal",
+      threadId: "thr_1",
+      runId: "run_1",
+      status: "failed",
+      reason: "start_failed",
+      failure,
+    });
   });
 
   it("a lost session fails the run, retryable; so does a turn gone silent (never left running)", () => {
@@ -122,7 +176,10 @@ describe("run machine: lifecycle", () => {
     expect(silent.state()).toEqual({ active: "running" });
     silent.actor.send({ type: "TURN_SILENT", attemptId: silent.first.attemptId, message: "quiet for 60 s" });
     expect(silent.state()).toBe("failed");
-    expect(silent.records().at(-1)).toMatchObject({ reason: "turn_silent", failure: { failureClass: "turn_silent", retryable: true } });
+    expect(silent.records().at(-1)).toMatchObject({
+      reason: "turn_silent",
+      failure: { failureClass: "turn_silent", retryable: true },
+    });
   });
 
   it("the runtime giving up on a started run ends it cancelled and settled, with the runtime's reason", () => {
@@ -130,7 +187,12 @@ describe("run machine: lifecycle", () => {
     r.actor.send({ type: "CANCEL", reason: "runtime_closing" });
     expect(r.state()).toBe("cancelled");
     expect(r.emitted[0]).toMatchObject({ type: "settle", status: "cancelled" });
-    expect(r.records().at(-1)).toMatchObject({ type: "run.terminal", status: "cancelled", reason: "runtime_closing", failure: null });
+    expect(r.records().at(-1)).toMatchObject({
+      type: "run.terminal",
+      status: "cancelled",
+      reason: "runtime_closing",
+      failure: null,
+    });
   });
 
   it("a queued run cancelled or interrupted never started: no attempt, nothing to settle; the interrupt is answered not_started", () => {
@@ -138,7 +200,17 @@ describe("run machine: lifecycle", () => {
     c.actor.send({ type: "CANCEL", reason: "thread_deleted" });
     expect(c.state()).toBe("cancelled");
     expect(c.emitted).toEqual([
-      { type: "record", event: { type: "run.terminal", threadId: "thr_1", runId: "run_1", status: "cancelled", reason: "thread_deleted", failure: null } },
+      {
+        type: "record",
+        event: {
+          type: "run.terminal",
+          threadId: "thr_1",
+          runId: "run_1",
+          status: "cancelled",
+          reason: "thread_deleted",
+          failure: null,
+        },
+      },
       { type: "effect", effect: { type: "runFinished", threadId: "thr_1", runId: "run_1" } },
     ]);
 
@@ -146,7 +218,14 @@ describe("run machine: lifecycle", () => {
     i.actor.send({ type: "INTERRUPT" });
     expect(i.records()).toEqual([
       { type: "interrupt.requested", threadId: "thr_1", runId: "run_1", attemptId: null, via: "not_started" },
-      { type: "run.terminal", threadId: "thr_1", runId: "run_1", status: "cancelled", reason: "interrupted_before_start", failure: null },
+      {
+        type: "run.terminal",
+        threadId: "thr_1",
+        runId: "run_1",
+        status: "cancelled",
+        reason: "interrupted_before_start",
+        failure: null,
+      },
     ]);
     expect(i.outcomes()).toEqual([{ command: "interrupt", via: "not_started", runId: "run_1" }]);
     expect(i.emitted.some((e) => e.type === "settle")).toBe(false);

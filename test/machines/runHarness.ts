@@ -16,7 +16,9 @@ export type Attempt = DomainEventOf<"attempt.started">;
 export function open(overrides: CapabilityOverrides = {}, input: Partial<RunInput> = {}) {
   const emitted: MachineEmitted[] = [];
   const capabilities = defineCapabilities(overrides);
-  const actor = createActor(runMachine, { input: { threadId: "thr_1", runId: "run_1", text: "hello", capabilities, ...input } });
+  const actor = createActor(runMachine, {
+    input: { threadId: "thr_1", runId: "run_1", text: "hello", capabilities, ...input },
+  });
   /** Attempts as the log knows them (their attempt.started records), newest last; `clear` keeps them. */
   const started: Attempt[] = [];
   actor.on("*", (e) => {
@@ -31,13 +33,44 @@ export function open(overrides: CapabilityOverrides = {}, input: Partial<RunInpu
   const attempts = (): Attempt[] => [...started];
   const attempt = (n = -1) => started.at(n)!;
   const accept = (a: Attempt = attempt()) =>
-    actor.send({ type: "TURN_ACCEPTED", attemptId: a.attemptId, providerThreadId: "pth_1", providerTurnId: `ptu_${a.ordinal}`, nativeTurnRef: `turn-${a.ordinal}` });
-  const terminal = (status: TurnTerminalStatus, a: Attempt = attempt(), nodeId = a.rootNodeId, failure: Failure | null = null) =>
-    actor.send({ type: "TURN_TERMINAL", attemptId: a.attemptId, nodeId, status, failure });
-  const delta = (attemptId: string, text: string): DomainEvent => ({ type: "node.delta", threadId: "thr_1", runId: "run_1", nodeId: `nod_${attemptId}`, stream: "text", delta: text });
+    actor.send({
+      type: "TURN_ACCEPTED",
+      attemptId: a.attemptId,
+      providerThreadId: "pth_1",
+      providerTurnId: `ptu_${a.ordinal}`,
+      nativeTurnRef: `turn-${a.ordinal}`,
+    });
+  const terminal = (
+    status: TurnTerminalStatus,
+    a: Attempt = attempt(),
+    nodeId = a.rootNodeId,
+    failure: Failure | null = null,
+  ) => actor.send({ type: "TURN_TERMINAL", attemptId: a.attemptId, nodeId, status, failure });
+  const delta = (attemptId: string, text: string): DomainEvent => ({
+    type: "node.delta",
+    threadId: "thr_1",
+    runId: "run_1",
+    nodeId: `nod_${attemptId}`,
+    stream: "text",
+    delta: text,
+  });
   const state = () => actor.getSnapshot().value;
   const clear = () => void emitted.splice(0);
-  return { actor, emitted, records, effects, outcomes, types, attempt, attempts, accept, terminal, delta, state, clear };
+  return {
+    actor,
+    emitted,
+    records,
+    effects,
+    outcomes,
+    types,
+    attempt,
+    attempts,
+    accept,
+    terminal,
+    delta,
+    state,
+    clear,
+  };
 }
 
 /** A run whose first attempt the provider accepted: it runs. The emitted log starts empty. */
@@ -63,4 +96,5 @@ export const opened = (requestId: string): DomainEvent => ({
   responseCapability: { kind: "live", sessionId: "ses_1", hostGeneration: 1 },
 });
 /** Warnings that a steer was not delivered. */
-export const steerRecord = (r: ReturnType<typeof open>) => r.records().filter((r) => r.type === "warning" && r.message.startsWith("steer was not delivered"));
+export const steerRecord = (r: ReturnType<typeof open>) =>
+  r.records().filter((r) => r.type === "warning" && r.message.startsWith("steer was not delivered"));

@@ -17,11 +17,18 @@ describe("run machine: interrupt", () => {
     const r = running();
     r.actor.send({ type: "INTERRUPT" });
     const { attemptId } = r.first;
-    expect(r.records()).toEqual([{ type: "interrupt.requested", threadId: "thr_1", runId: "run_1", attemptId, via: "native" }]);
+    expect(r.records()).toEqual([
+      { type: "interrupt.requested", threadId: "thr_1", runId: "run_1", attemptId, via: "native" },
+    ]);
     expect(r.effects()).toEqual([{ type: "interruptTurn", threadId: "thr_1", runId: "run_1", attemptId }]);
     expect(r.outcomes()).toEqual([{ command: "interrupt", via: "native", runId: "run_1" }]);
     r.actor.send({ type: "INTERRUPT_ACKED", attemptId });
-    expect(r.records().at(-1)).toEqual({ type: "interrupt.acknowledged", threadId: "thr_1", runId: "run_1", attemptId });
+    expect(r.records().at(-1)).toEqual({
+      type: "interrupt.acknowledged",
+      threadId: "thr_1",
+      runId: "run_1",
+      attemptId,
+    });
     expect(r.state()).toEqual({ active: "running" });
     r.terminal("interrupted");
     expect(r.state()).toBe("interrupted");
@@ -55,7 +62,14 @@ describe("run machine: interrupt", () => {
     const r = running();
     r.actor.send({ type: "INTERRUPT" });
     r.actor.send({ type: "INTERRUPT_FAILED", attemptId: r.first.attemptId, message: "no active turn", attempts: 3 });
-    expect(r.records().at(-1)).toEqual({ type: "interrupt.failed", threadId: "thr_1", runId: "run_1", attemptId: r.first.attemptId, reason: "no active turn", attempts: 3 });
+    expect(r.records().at(-1)).toEqual({
+      type: "interrupt.failed",
+      threadId: "thr_1",
+      runId: "run_1",
+      attemptId: r.first.attemptId,
+      reason: "no active turn",
+      attempts: 3,
+    });
     expect(r.state()).toEqual({ active: "running" });
     r.actor.send({ type: "INTERRUPT" });
     expect(r.outcomes().at(-1)).toEqual({ command: "interrupt", via: "native", runId: "run_1" });
@@ -66,22 +80,44 @@ describe("run machine: interrupt", () => {
     const r = running(noInterrupt, { allowSessionStopInterrupt: true });
     r.actor.send({ type: "INTERRUPT" });
     expect(r.types()).toEqual(["policy:interrupt_by_session_stop", "interrupt.requested"]);
-    expect(r.records()[0]).toMatchObject({ capability: "turns.supportsInterrupt", outcome: "fallback", threadId: "thr_1", runId: "run_1" });
+    expect(r.records()[0]).toMatchObject({
+      capability: "turns.supportsInterrupt",
+      outcome: "fallback",
+      threadId: "thr_1",
+      runId: "run_1",
+    });
     expect(r.records()[1]).toMatchObject({ via: "session_stop" });
-    expect(r.effects()).toEqual([{ type: "stopSession", threadId: "thr_1", runId: "run_1", attemptId: r.first.attemptId }]);
+    expect(r.effects()).toEqual([
+      { type: "stopSession", threadId: "thr_1", runId: "run_1", attemptId: r.first.attemptId },
+    ]);
     expect(r.outcomes()).toEqual([{ command: "interrupt", via: "session_stop", runId: "run_1" }]);
     r.actor.send({ type: "SESSION_LOST", message: "session stopped" });
     expect(r.state()).toBe("interrupted");
-    expect(r.records().at(-1)).toMatchObject({ type: "run.terminal", status: "interrupted", reason: "session_stopped_for_interrupt" });
+    expect(r.records().at(-1)).toMatchObject({
+      type: "run.terminal",
+      status: "interrupted",
+      reason: "session_stopped_for_interrupt",
+    });
   });
 
   it("without any way to interrupt: refused, typed, as the named policy; the run goes on", () => {
     const r = running(noInterrupt);
     r.actor.send({ type: "INTERRUPT" });
     expect(r.records()).toEqual([
-      expect.objectContaining({ type: "policy.applied", policy: "interrupt_unsupported", capability: "turns.supportsInterrupt", outcome: "refused" }),
+      expect.objectContaining({
+        type: "policy.applied",
+        policy: "interrupt_unsupported",
+        capability: "turns.supportsInterrupt",
+        outcome: "refused",
+      }),
     ]);
-    expect(r.outcomes()).toEqual([expect.objectContaining({ command: "interrupt", refused: "capability_unsupported", capability: "turns.supportsInterrupt" })]);
+    expect(r.outcomes()).toEqual([
+      expect.objectContaining({
+        command: "interrupt",
+        refused: "capability_unsupported",
+        capability: "turns.supportsInterrupt",
+      }),
+    ]);
     expect([r.effects(), r.state()]).toEqual([[], { active: "running" }]);
   });
 
@@ -91,7 +127,13 @@ describe("run machine: interrupt", () => {
     r.clear();
     r.actor.send({ type: "INTERRUPT" });
     expect(r.types()).toEqual(["policy:interrupt_unsupported"]);
-    expect(r.outcomes()).toEqual([expect.objectContaining({ command: "interrupt", refused: "capability_unsupported", capability: "turns.supportsInterrupt" })]);
+    expect(r.outcomes()).toEqual([
+      expect.objectContaining({
+        command: "interrupt",
+        refused: "capability_unsupported",
+        capability: "turns.supportsInterrupt",
+      }),
+    ]);
     r.accept();
     expect(r.effects()).toEqual([]);
   });
@@ -102,11 +144,24 @@ describe("run machine: steering", () => {
     const r = running();
     const { attemptId } = r.first;
     r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
-    expect(r.effects()).toEqual([{ type: "steerTurn", threadId: "thr_1", runId: "run_1", attemptId, text: "go left", messageId: "msg_2" }]);
+    expect(r.effects()).toEqual([
+      { type: "steerTurn", threadId: "thr_1", runId: "run_1", attemptId, text: "go left", messageId: "msg_2" },
+    ]);
     expect(r.outcomes()).toEqual([{ command: "steer", via: "native", runId: "run_1", attemptId }]);
     expect(r.records()).toEqual([]);
     r.actor.send({ type: "STEER_DELIVERED", attemptId, text: "go left", messageId: "msg_2", sentAfterSeq: 41 });
-    expect(r.records()).toEqual([{ type: "steer.applied", threadId: "thr_1", runId: "run_1", attemptId, messageId: "msg_2", text: "go left", via: "native", sentAfterSeq: 41 }]);
+    expect(r.records()).toEqual([
+      {
+        type: "steer.applied",
+        threadId: "thr_1",
+        runId: "run_1",
+        attemptId,
+        messageId: "msg_2",
+        text: "go left",
+        via: "native",
+        sentAfterSeq: 41,
+      },
+    ]);
     r.actor.send({ type: "STEER_FAILED", attemptId, message: "turn ended" });
     expect(r.records().at(-1)).toMatchObject({ type: "warning", message: expect.stringContaining("turn ended") });
   });
@@ -117,24 +172,48 @@ describe("run machine: steering", () => {
     r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
     expect(r.state()).toBe("restarting");
     expect(r.records()).toEqual([
-      expect.objectContaining({ type: "policy.applied", policy: "steer_by_interrupt_restart", capability: "turns.supportsActiveSteering", outcome: "fallback", runId: "run_1" }),
+      expect.objectContaining({
+        type: "policy.applied",
+        policy: "steer_by_interrupt_restart",
+        capability: "turns.supportsActiveSteering",
+        outcome: "fallback",
+        runId: "run_1",
+      }),
     ]);
-    expect(r.effects()).toEqual([{ type: "interruptTurn", threadId: "thr_1", runId: "run_1", attemptId: old.attemptId }]);
-    expect(r.outcomes()).toEqual([{ command: "steer", via: "interrupt_restart", runId: "run_1", attemptId: old.attemptId }]);
+    expect(r.effects()).toEqual([
+      { type: "interruptTurn", threadId: "thr_1", runId: "run_1", attemptId: old.attemptId },
+    ]);
+    expect(r.outcomes()).toEqual([
+      { command: "steer", via: "interrupt_restart", runId: "run_1", attemptId: old.attemptId },
+    ]);
     // The superseded attempt's late output is fenced.
     r.actor.send({ type: "PROVIDER", attemptId: old.attemptId, event: r.delta(old.attemptId, "late") });
     expect(r.records().at(-1)).toMatchObject({ type: "event.fenced", attemptId: old.attemptId });
     r.clear();
     r.terminal("interrupted", old);
     expect(r.state()).toBe("starting");
-    expect(r.emitted[0]).toEqual({ type: "settle", threadId: "thr_1", runId: "run_1", attemptId: old.attemptId, status: "interrupted", reason: "attempt_superseded" });
+    expect(r.emitted[0]).toEqual({
+      type: "settle",
+      threadId: "thr_1",
+      runId: "run_1",
+      attemptId: old.attemptId,
+      status: "interrupted",
+      reason: "attempt_superseded",
+    });
     expect(r.types()).toEqual(["attempt.terminal", "steer.applied", "attempt.started", "run.state"]);
     expect(r.records()[0]).toMatchObject({ attemptId: old.attemptId, status: "superseded" });
-    expect(r.records()[1]).toMatchObject({ attemptId: old.attemptId, messageId: "msg_2", text: "go left", via: "interrupt_restart" });
+    expect(r.records()[1]).toMatchObject({
+      attemptId: old.attemptId,
+      messageId: "msg_2",
+      text: "go left",
+      via: "interrupt_restart",
+    });
     const next = r.attempt();
     expect(next).toMatchObject({ ordinal: 2, reason: "steering_restart", text: "go left", runId: "run_1" });
     expect(next.attemptId).not.toBe(old.attemptId);
-    expect(r.effects()).toEqual([{ type: "startTurn", threadId: "thr_1", runId: "run_1", attemptId: next.attemptId, text: "go left" }]);
+    expect(r.effects()).toEqual([
+      { type: "startTurn", threadId: "thr_1", runId: "run_1", attemptId: next.attemptId, text: "go left" },
+    ]);
     // Only the active attempt's root ends the run (invariant 4): the old one's is fenced.
     r.accept(next);
     r.terminal("completed", old);
@@ -153,9 +232,20 @@ describe("run machine: steering", () => {
       const r = running(overrides);
       r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
       expect(r.records()).toEqual([
-        expect.objectContaining({ type: "policy.applied", policy: "steer_unsupported", capability: "turns.supportsActiveSteering", outcome: "refused" }),
+        expect.objectContaining({
+          type: "policy.applied",
+          policy: "steer_unsupported",
+          capability: "turns.supportsActiveSteering",
+          outcome: "refused",
+        }),
       ]);
-      expect(r.outcomes()).toEqual([expect.objectContaining({ command: "steer", refused: "capability_unsupported", capability: "turns.supportsActiveSteering" })]);
+      expect(r.outcomes()).toEqual([
+        expect.objectContaining({
+          command: "steer",
+          refused: "capability_unsupported",
+          capability: "turns.supportsActiveSteering",
+        }),
+      ]);
       expect([r.effects(), r.state()]).toEqual([[], { active: "running" }]);
     }
   });
@@ -166,7 +256,13 @@ describe("run machine: steering", () => {
     r.clear();
     r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
     expect(r.types()).toEqual(["policy:steer_unsupported"]);
-    expect(r.outcomes()).toEqual([expect.objectContaining({ command: "steer", refused: "capability_unsupported", capability: "turns.supportsActiveSteering" })]);
+    expect(r.outcomes()).toEqual([
+      expect.objectContaining({
+        command: "steer",
+        refused: "capability_unsupported",
+        capability: "turns.supportsActiveSteering",
+      }),
+    ]);
     r.accept();
     expect([r.effects(), r.state()]).toEqual([[], { active: "running" }]);
   });
@@ -197,17 +293,26 @@ describe("run machine: steering", () => {
     ]);
     expect(r.effects()).toEqual([]);
     r.accept();
-    expect(r.effects()).toEqual([{ type: "steerTurn", threadId: "thr_1", runId: "run_1", attemptId, text: "go left", messageId: "msg_2" }]);
+    expect(r.effects()).toEqual([
+      { type: "steerTurn", threadId: "thr_1", runId: "run_1", attemptId, text: "go left", messageId: "msg_2" },
+    ]);
   });
 
   it("a steer held while the turn starts takes interrupt-restart, once it runs, where the provider cannot steer natively", () => {
     const r = open(noSteer);
     r.actor.send({ type: "START" });
     r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
-    expect(r.outcomes()).toEqual([{ command: "steer", via: "interrupt_restart", runId: "run_1", attemptId: r.attempt().attemptId }]);
+    expect(r.outcomes()).toEqual([
+      { command: "steer", via: "interrupt_restart", runId: "run_1", attemptId: r.attempt().attemptId },
+    ]);
     r.accept();
     expect(r.state()).toBe("restarting");
-    expect(r.effects().at(-1)).toEqual({ type: "interruptTurn", threadId: "thr_1", runId: "run_1", attemptId: r.attempt().attemptId });
+    expect(r.effects().at(-1)).toEqual({
+      type: "interruptTurn",
+      threadId: "thr_1",
+      runId: "run_1",
+      attemptId: r.attempt().attemptId,
+    });
   });
 
   it("a steer held while the turn starts is never silently lost: an interrupt first, or the run ending first, leaves a warning", () => {
@@ -215,14 +320,20 @@ describe("run machine: steering", () => {
     i.actor.send({ type: "START" });
     i.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
     i.actor.send({ type: "INTERRUPT" });
-    expect(steerRecord(i)).toEqual([expect.objectContaining({ message: expect.stringContaining("interrupted first") })]);
+    expect(steerRecord(i)).toEqual([
+      expect.objectContaining({ message: expect.stringContaining("interrupted first") }),
+    ]);
     i.accept();
     expect(i.effects().map((e) => e.type)).toEqual(["startTurn", "interruptTurn"]);
 
     const f = open();
     f.actor.send({ type: "START" });
     f.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
-    f.actor.send({ type: "START_FAILED", attemptId: f.attempt().attemptId, failure: { failureClass: "x", message: "y", retryable: false } });
+    f.actor.send({
+      type: "START_FAILED",
+      attemptId: f.attempt().attemptId,
+      failure: { failureClass: "x", message: "y", retryable: false },
+    });
     expect(steerRecord(f)).toEqual([expect.objectContaining({ message: expect.stringContaining("go left") })]);
   });
 
@@ -243,14 +354,27 @@ describe("run machine: steering", () => {
     r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
     r.actor.send({ type: "INTERRUPT" });
     expect(r.state()).toBe("interruptingRestart");
-    expect(r.records().at(-1)).toEqual({ type: "interrupt.requested", threadId: "thr_1", runId: "run_1", attemptId: r.first.attemptId, via: "native" });
+    expect(r.records().at(-1)).toEqual({
+      type: "interrupt.requested",
+      threadId: "thr_1",
+      runId: "run_1",
+      attemptId: r.first.attemptId,
+      via: "native",
+    });
     expect(r.outcomes().at(-1)).toEqual({ command: "interrupt", via: "native", runId: "run_1" });
     r.actor.send({ type: "INTERRUPT" });
     expect(r.outcomes().at(-1)).toEqual({ command: "interrupt", via: "already_requested", runId: "run_1" });
     r.terminal("interrupted", r.first);
     expect(r.state()).toBe("interrupted");
-    expect(r.emitted.find((e) => e.type === "settle")).toMatchObject({ attemptId: r.first.attemptId, status: "interrupted" });
-    expect(r.records().at(-1)).toMatchObject({ type: "run.terminal", status: "interrupted", reason: "interrupted_during_steer" });
+    expect(r.emitted.find((e) => e.type === "settle")).toMatchObject({
+      attemptId: r.first.attemptId,
+      status: "interrupted",
+    });
+    expect(r.records().at(-1)).toMatchObject({
+      type: "run.terminal",
+      status: "interrupted",
+      reason: "interrupted_during_steer",
+    });
     expect(r.attempts()).toEqual([r.first]);
   });
 

@@ -2,7 +2,13 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createActor, fromPromise } from "xstate";
 import { defineCapabilities, fullCapabilities, type ProviderCapabilities } from "../../src/capabilities/index.js";
 import type { DomainEvent } from "../../src/domain/events.js";
-import { sessionMachine, type SessionInput, type SessionSignal, type StartedSession, type StartSessionInput } from "../../src/machines/session.js";
+import {
+  sessionMachine,
+  type SessionInput,
+  type SessionSignal,
+  type StartedSession,
+  type StartSessionInput,
+} from "../../src/machines/session.js";
 
 /**
  * The session machine alone (createActor, its records and signals), with the provider calls
@@ -13,7 +19,9 @@ import { sessionMachine, type SessionInput, type SessionSignal, type StartedSess
  */
 
 const IDLE_MS = 60_000;
-const noSwitch = defineCapabilities({ sessions: { supportsModelSwitchInSession: false, supportsMultipleProviderThreadsPerSession: false } });
+const noSwitch = defineCapabilities({
+  sessions: { supportsModelSwitchInSession: false, supportsMultipleProviderThreadsPerSession: false },
+});
 
 interface Harness {
   actor: ReturnType<typeof createActor<typeof sessionMachine>>;
@@ -30,7 +38,9 @@ function open(overrides: Partial<SessionInput> = {}, snapshot?: unknown): Harnes
   let start!: Harness["start"];
   const logic = sessionMachine.provide({
     actors: {
-      startSession: fromPromise<StartedSession, StartSessionInput>(() => new Promise((resolve, reject) => (start = { resolve, reject }))),
+      startSession: fromPromise<StartedSession, StartSessionInput>(
+        () => new Promise((resolve, reject) => (start = { resolve, reject })),
+      ),
       stopSession: fromPromise<void, { sessionId: string }>(async ({ input }) => void stops.push(input.sessionId)),
     },
   });
@@ -48,10 +58,17 @@ function open(overrides: Partial<SessionInput> = {}, snapshot?: unknown): Harnes
   const actor = createActor(logic, snapshot ? { input, snapshot: snapshot as never } : { input });
   actor.on("*", (emitted) => {
     if (emitted.type === "record") records.push(emitted.event);
-    else if (emitted.type === "ready" || emitted.type === "startFailed" || emitted.type === "stopping") signals.push(emitted);
+    else if (emitted.type === "ready" || emitted.type === "startFailed" || emitted.type === "stopping")
+      signals.push(emitted);
   });
   actor.start();
-  return { actor, records, signals, stops, start: { resolve: (v) => start.resolve(v), reject: (e) => start.reject(e) } };
+  return {
+    actor,
+    records,
+    signals,
+    stops,
+    start: { resolve: (v) => start.resolve(v), reject: (e) => start.reject(e) },
+  };
 }
 
 /** Lets the invoked promise settle and the machine take its result. */
@@ -75,24 +92,41 @@ describe("session machine", () => {
     const h = open();
     expect(h.actor.getSnapshot().value).toBe("starting");
     await started(h);
-    expect(h.records[0]).toMatchObject({ type: "session.started", sessionId: "ses_1", providerTarget: "alpha", hostGeneration: 3 });
-    expect(h.signals).toEqual([{ type: "ready", sessionId: "ses_1", capabilities: fullCapabilities(), hostGeneration: 3 }]);
+    expect(h.records[0]).toMatchObject({
+      type: "session.started",
+      sessionId: "ses_1",
+      providerTarget: "alpha",
+      hostGeneration: 3,
+    });
+    expect(h.signals).toEqual([
+      { type: "ready", sessionId: "ses_1", capabilities: fullCapabilities(), hostGeneration: 3 },
+    ]);
     expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
     expect(h.actor.getSnapshot().context.deadline).toBe(1_000_000 + IDLE_MS);
   });
 
   it("a provider without plan updates or approvals gets its session-wide degradations recorded once, at start", async () => {
     const h = open();
-    const approvals = { supportsCommandApproval: false, supportsFileReadApproval: false, supportsFileChangeApproval: false, supportsApplyPatchApproval: false };
+    const approvals = {
+      supportsCommandApproval: false,
+      supportsFileReadApproval: false,
+      supportsFileChangeApproval: false,
+      supportsApplyPatchApproval: false,
+    };
     await started(h, defineCapabilities({ planning: { emitsPlanUpdated: false }, approvals }));
     const policies = h.records.flatMap((r) => (r.type === "policy.applied" ? [r.policy] : []));
     expect(policies).toEqual(["approvals_by_sandbox", "no_plan_artifacts"]);
-    expect(h.records.find((r) => r.type === "policy.applied")).toMatchObject({ threadId: null, detail: expect.stringContaining("workspace-write") });
+    expect(h.records.find((r) => r.type === "policy.applied")).toMatchObject({
+      threadId: null,
+      detail: expect.stringContaining("workspace-write"),
+    });
   });
 
   it("a failed start ends in error: the caller gets the provider's own error, the log a redacted message", async () => {
     const h = open();
-    const error = Object.assign(new Error("spawn failed: token=sk-ant-abcdefghijklmnopqrstuvwx"), { code: "host_unavailable" });
+    const error = Object.assign(new Error("spawn failed: token=sk-ant-abcdefghijklmnopqrstuvwx"), {
+      code: "host_unavailable",
+    });
     h.start.reject(error);
     await settled();
     expect(h.actor.getSnapshot().status).toBe("done");

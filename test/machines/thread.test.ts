@@ -20,10 +20,30 @@ function open(input: Partial<ThreadInput> = {}) {
   const actor = createActor(threadMachine, { input: { threadId: "thr_1", ...input } });
   actor.on("*", (e) => emitted.push(e));
   actor.start();
-  const submit = (runId: string, mode: DispatchMode = "auto", capabilities: ProviderCapabilities = fullCapabilities()) =>
-    actor.send({ type: "SUBMIT", runId, messageId: `msg_${runId}`, text: `text of ${runId}`, mode, providerTarget: "alpha", capabilities });
+  const submit = (
+    runId: string,
+    mode: DispatchMode = "auto",
+    capabilities: ProviderCapabilities = fullCapabilities(),
+  ) =>
+    actor.send({
+      type: "SUBMIT",
+      runId,
+      messageId: `msg_${runId}`,
+      text: `text of ${runId}`,
+      mode,
+      providerTarget: "alpha",
+      capabilities,
+    });
   const rollback = (over: Partial<RollbackRequest> = {}) =>
-    actor.send({ type: "ROLLBACK", toRunId: "run_1", capabilities: fullCapabilities(), hasCheckpoint: true, laterTurns: 2, laterElsewhere: false, ...over });
+    actor.send({
+      type: "ROLLBACK",
+      toRunId: "run_1",
+      capabilities: fullCapabilities(),
+      hasCheckpoint: true,
+      laterTurns: 2,
+      laterElsewhere: false,
+      ...over,
+    });
   const records = (): DomainEvent[] => emitted.flatMap((e) => (e.type === "record" ? [e.event] : []));
   const effects = (): Effect[] => emitted.flatMap((e) => (e.type === "effect" ? [e.effect] : []));
   const outcomes = (): Outcome[] => emitted.flatMap((e) => (e.type === "outcome" ? [e.outcome] : []));
@@ -44,7 +64,16 @@ describe("thread machine: runs and follow-ups", () => {
     t.submit("run_1");
     expect(t.state()).toBe("busy");
     expect(t.records()).toEqual([
-      { type: "run.created", threadId: "thr_1", runId: "run_1", ordinal: 1, providerTarget: "alpha", userMessageId: "msg_run_1", text: "text of run_1", mode: "auto" },
+      {
+        type: "run.created",
+        threadId: "thr_1",
+        runId: "run_1",
+        ordinal: 1,
+        providerTarget: "alpha",
+        userMessageId: "msg_run_1",
+        text: "text of run_1",
+        mode: "auto",
+      },
     ]);
     expect(t.effects()).toEqual([{ type: "startRun", threadId: "thr_1", runId: "run_1" }]);
     expect(t.outcomes()).toEqual([{ command: "submit", disposition: "started", runId: "run_1", queuePosition: 0 }]);
@@ -73,7 +102,13 @@ describe("thread machine: runs and follow-ups", () => {
     ]);
     expect(t.started()).toEqual(["run_1"]);
     expect(t.policies()).toEqual([
-      expect.objectContaining({ policy: "queue_held_by_runtime", capability: "turns.supportsQueuedMessages", outcome: "fallback", threadId: "thr_1", runId: "run_2" }),
+      expect.objectContaining({
+        policy: "queue_held_by_runtime",
+        capability: "turns.supportsQueuedMessages",
+        outcome: "fallback",
+        threadId: "thr_1",
+        runId: "run_2",
+      }),
       expect.objectContaining({ policy: "queue_held_by_runtime", runId: "run_3" }),
     ]);
     t.actor.send({ type: "RUN_FINISHED", runId: "run_1" });
@@ -98,7 +133,13 @@ describe("thread machine: runs and follow-ups", () => {
     t.submit("run_1");
     t.submit("run_2", "auto");
     expect(t.outcomes()[1]).toEqual({ command: "submit", disposition: "steer", runId: "run_1" });
-    expect(t.effects()[1]).toEqual({ type: "steerRun", threadId: "thr_1", runId: "run_1", text: "text of run_2", messageId: "msg_run_2" });
+    expect(t.effects()[1]).toEqual({
+      type: "steerRun",
+      threadId: "thr_1",
+      runId: "run_1",
+      text: "text of run_2",
+      messageId: "msg_run_2",
+    });
     expect(t.records().filter((r) => r.type === "run.created")).toHaveLength(1);
 
     const q = open();
@@ -155,10 +196,20 @@ describe("thread machine: runs and follow-ups", () => {
     t.clear();
     t.submit("run_2", "restart", noInterrupt);
     expect(t.records()).toEqual([
-      expect.objectContaining({ type: "policy.applied", policy: "interrupt_unsupported", capability: "turns.supportsInterrupt", outcome: "refused", runId: "run_1" }),
+      expect.objectContaining({
+        type: "policy.applied",
+        policy: "interrupt_unsupported",
+        capability: "turns.supportsInterrupt",
+        outcome: "refused",
+        runId: "run_1",
+      }),
     ]);
     expect(t.outcomes()).toEqual([
-      expect.objectContaining({ command: "submit", refused: "capability_unsupported", capability: "turns.supportsInterrupt" }),
+      expect.objectContaining({
+        command: "submit",
+        refused: "capability_unsupported",
+        capability: "turns.supportsInterrupt",
+      }),
     ]);
     expect(t.effects()).toEqual([]);
     t.actor.send({ type: "RUN_FINISHED", runId: "run_1" });
@@ -199,7 +250,9 @@ describe("thread machine: model changes", () => {
   it("a model change stays in the session where the provider can switch; otherwise it gets a new provider session, named", () => {
     const t = open();
     t.actor.send({ type: "CHANGE_MODEL", model: "model-b", capabilities: fullCapabilities() });
-    expect(t.records()).toEqual([{ type: "thread.model_changed", threadId: "thr_1", model: "model-b", via: "in_session" }]);
+    expect(t.records()).toEqual([
+      { type: "thread.model_changed", threadId: "thr_1", model: "model-b", via: "in_session" },
+    ]);
 
     const n = open();
     n.submit("run_1");
@@ -207,7 +260,14 @@ describe("thread machine: model changes", () => {
     const noSwitch = defineCapabilities({ sessions: { supportsModelSwitchInSession: false } });
     n.actor.send({ type: "CHANGE_MODEL", model: "model-b", capabilities: noSwitch });
     expect(n.records()).toEqual([
-      expect.objectContaining({ type: "policy.applied", policy: "model_switch_new_session", capability: "sessions.supportsModelSwitchInSession", outcome: "fallback", threadId: "thr_1", runId: null }),
+      expect.objectContaining({
+        type: "policy.applied",
+        policy: "model_switch_new_session",
+        capability: "sessions.supportsModelSwitchInSession",
+        outcome: "fallback",
+        threadId: "thr_1",
+        runId: null,
+      }),
       { type: "thread.model_changed", threadId: "thr_1", model: "model-b", via: "new_session" },
     ]);
     expect(n.state()).toBe("busy");
@@ -227,7 +287,9 @@ describe("thread machine: rollback", () => {
   it("a provider that rolls back and shows its conversation rolls back first, with no degradation", () => {
     const t = open();
     t.rollback();
-    expect(t.effects()).toEqual([{ type: "rollbackThread", threadId: "thr_1", toRunId: "run_1", via: "provider_rollback" }]);
+    expect(t.effects()).toEqual([
+      { type: "rollbackThread", threadId: "thr_1", toRunId: "run_1", via: "provider_rollback" },
+    ]);
     expect(t.outcomes()).toEqual([{ command: "rollback", via: "provider_rollback", threadId: "thr_1" }]);
     expect(t.policies()).toEqual([]);
   });
@@ -240,7 +302,12 @@ describe("thread machine: rollback", () => {
       const t = open();
       t.rollback({ capabilities });
       expect(t.policies()).toEqual([
-        expect.objectContaining({ policy: "rollback_by_resume", capability: "checkpointing.providerCanReadConversationSnapshot", outcome: "fallback", runId: "run_1" }),
+        expect.objectContaining({
+          policy: "rollback_by_resume",
+          capability: "checkpointing.providerCanReadConversationSnapshot",
+          outcome: "fallback",
+          runId: "run_1",
+        }),
       ]);
       expect(t.effects()).toEqual([expect.objectContaining({ type: "rollbackThread", via: "provider_rollback" })]);
     }
@@ -250,7 +317,13 @@ describe("thread machine: rollback", () => {
     const t = open();
     t.rollback({ capabilities: defineCapabilities({ threads: { canRollbackThread: false } }) });
     expect(t.policies()).toEqual([
-      expect.objectContaining({ policy: "rollback_divergent", capability: "threads.canRollbackThread", outcome: "fallback", runId: "run_1", detail: expect.stringContaining("cannot roll") }),
+      expect.objectContaining({
+        policy: "rollback_divergent",
+        capability: "threads.canRollbackThread",
+        outcome: "fallback",
+        runId: "run_1",
+        detail: expect.stringContaining("cannot roll"),
+      }),
     ]);
     expect(t.effects()).toEqual([{ type: "rollbackThread", threadId: "thr_1", toRunId: "run_1", via: "divergent" }]);
     expect(t.outcomes()).toEqual([{ command: "rollback", via: "divergent", threadId: "thr_1" }]);
@@ -259,7 +332,12 @@ describe("thread machine: rollback", () => {
   it("later runs on another provider thread make it divergent even where the provider can roll back", () => {
     const t = open();
     t.rollback({ laterElsewhere: true });
-    expect(t.policies()).toEqual([expect.objectContaining({ policy: "rollback_divergent", detail: expect.stringContaining("another provider thread") })]);
+    expect(t.policies()).toEqual([
+      expect.objectContaining({
+        policy: "rollback_divergent",
+        detail: expect.stringContaining("another provider thread"),
+      }),
+    ]);
     expect(t.effects()).toEqual([expect.objectContaining({ via: "divergent" })]);
   });
 
@@ -269,10 +347,18 @@ describe("thread machine: rollback", () => {
     expect(t.state()).toBe("idle");
     expect(t.effects()).toEqual([]);
     expect(t.policies()).toEqual([
-      expect.objectContaining({ policy: "rollback_unsupported", capability: "checkpointing.appCanCheckpointFilesystem", outcome: "refused" }),
+      expect.objectContaining({
+        policy: "rollback_unsupported",
+        capability: "checkpointing.appCanCheckpointFilesystem",
+        outcome: "refused",
+      }),
     ]);
     expect(t.outcomes()).toEqual([
-      expect.objectContaining({ command: "rollback", refused: "capability_unsupported", capability: "checkpointing.appCanCheckpointFilesystem" }),
+      expect.objectContaining({
+        command: "rollback",
+        refused: "capability_unsupported",
+        capability: "checkpointing.appCanCheckpointFilesystem",
+      }),
     ]);
   });
 
@@ -281,13 +367,21 @@ describe("thread machine: rollback", () => {
     t.submit("run_2");
     t.clear();
     t.rollback();
-    expect([t.state(), t.effects(), t.outcomes()]).toEqual(["busy", [], [expect.objectContaining({ command: "rollback", refused: "conflict" })]]);
+    expect([t.state(), t.effects(), t.outcomes()]).toEqual([
+      "busy",
+      [],
+      [expect.objectContaining({ command: "rollback", refused: "conflict" })],
+    ]);
 
     const r = open();
     r.rollback();
     r.clear();
     r.rollback();
-    expect([r.state(), r.effects(), r.outcomes()]).toEqual(["rollingBack", [], [expect.objectContaining({ command: "rollback", refused: "conflict" })]]);
+    expect([r.state(), r.effects(), r.outcomes()]).toEqual([
+      "rollingBack",
+      [],
+      [expect.objectContaining({ command: "rollback", refused: "conflict" })],
+    ]);
   });
 
   it("messages sent during a rollback wait for it, then run in order; a cancelled one is dropped", () => {

@@ -31,7 +31,9 @@ export function logViolations(records: readonly LogRecord<DomainEvent>[]): strin
         if (!run) return void violations.push(`${seq}: state of unknown run ${runId}`);
         if (TERMINAL.has(run.status)) violations.push(`${seq}: ${runId} changed state after its terminal`);
         if (RUNNING.has(event.status)) {
-          const other = [...status].find(([id, r]) => id !== runId && r.threadId === run.threadId && RUNNING.has(r.status));
+          const other = [...status].find(
+            ([id, r]) => id !== runId && r.threadId === run.threadId && RUNNING.has(r.status),
+          );
           if (other) violations.push(`${seq}: ${runId} runs while ${other[0]} of the same thread still runs`);
         }
         run.status = event.status;
@@ -44,7 +46,8 @@ export function logViolations(records: readonly LogRecord<DomainEvent>[]): strin
       case "rollback.applied":
         for (const id of event.rolledBackRunIds) {
           const later = status.get(id);
-          if (later && !TERMINAL.has(later.status)) violations.push(`${seq}: rolled back ${id} while it was ${later.status}`);
+          if (later && !TERMINAL.has(later.status))
+            violations.push(`${seq}: rolled back ${id} while it was ${later.status}`);
           if (later) later.status = "rolled_back";
         }
         return;
@@ -57,8 +60,12 @@ export function logViolations(records: readonly LogRecord<DomainEvent>[]): strin
       case "policy.applied": {
         const entry = DEGRADATIONS[event.policy as keyof typeof DEGRADATIONS];
         if (!entry) violations.push(`${seq}: unknown policy ${event.policy}`);
-        else if (entry.outcome !== event.outcome) violations.push(`${seq}: ${event.policy} recorded as ${event.outcome}`);
-        else if (entry.capability !== event.capability && !ALTERNATIVE_CAPABILITY[event.policy]?.includes(event.capability)) {
+        else if (entry.outcome !== event.outcome)
+          violations.push(`${seq}: ${event.policy} recorded as ${event.outcome}`);
+        else if (
+          entry.capability !== event.capability &&
+          !ALTERNATIVE_CAPABILITY[event.policy]?.includes(event.capability)
+        ) {
           violations.push(`${seq}: ${event.policy} names capability ${event.capability}`);
         }
         return;
@@ -66,7 +73,8 @@ export function logViolations(records: readonly LogRecord<DomainEvent>[]): strin
       default:
         break;
     }
-    if (run && TERMINAL.has(run.status) && NEVER_AFTER_TERMINAL.has(event.type)) violations.push(`${seq}: ${event.type} for ${runId} after its terminal`);
+    if (run && TERMINAL.has(run.status) && NEVER_AFTER_TERMINAL.has(event.type))
+      violations.push(`${seq}: ${event.type} for ${runId} after its terminal`);
   });
   return violations;
 }
@@ -77,19 +85,38 @@ export function settledViolations(rt: Runtime): string[] {
   for (const run of rt.views.runs.values()) {
     if (!TERMINAL.has(run.status)) continue;
     for (const attempt of run.attempts) {
-      if (attempt.status === "running" || attempt.status === "pending") violations.push(`${run.runId} is ${run.status} but attempt ${attempt.ordinal} is ${attempt.status}`);
+      if (attempt.status === "running" || attempt.status === "pending")
+        violations.push(`${run.runId} is ${run.status} but attempt ${attempt.ordinal} is ${attempt.status}`);
     }
-    for (const item of run.items) if (item.status === "streaming" && run.status !== "rolled_back") violations.push(`${run.runId} is ${run.status} but item ${item.id} still streams`);
+    for (const item of run.items)
+      if (item.status === "streaming" && run.status !== "rolled_back")
+        violations.push(`${run.runId} is ${run.status} but item ${item.id} still streams`);
   }
   for (const request of rt.views.requests.values()) {
     const run = rt.views.runs.get(request.runId)!;
-    if (request.status === "pending" && TERMINAL.has(run.status)) violations.push(`request ${request.requestId} pending on ${run.status} run`);
+    if (request.status === "pending" && TERMINAL.has(run.status))
+      violations.push(`request ${request.requestId} pending on ${run.status} run`);
   }
   return violations;
 }
 
-/** Turn item kinds that only a provider event can complete before the run ends (the rest are runtime notes, complete at birth). */
-const PROVIDER_ITEM_KINDS = new Set(["assistant_message", "reasoning", "plan", "proposed_plan", "todo_list", "command", "file_change", "tool", "approval", "question", "subagent"]);
+/**
+ * Turn item kinds that only a provider event can complete before the run ends (the rest are runtime notes, complete at
+ * birth).
+ */
+const PROVIDER_ITEM_KINDS = new Set([
+  "assistant_message",
+  "reasoning",
+  "plan",
+  "proposed_plan",
+  "todo_list",
+  "command",
+  "file_change",
+  "tool",
+  "approval",
+  "question",
+  "subagent",
+]);
 
 /**
  * The read model at any instant (not only once settled): every item id appears once in the
@@ -106,14 +133,18 @@ export function readModelViolations(views: Pick<Runtime["views"], "runs" | "requ
       owner.set(item.id, run.runId);
     }
     if (!TERMINAL.has(run.status) || run.status === "rolled_back") continue;
-    for (const item of run.items) if (item.status !== "complete") violations.push(`${run.runId} is ${run.status} but its ${item.kind} item ${item.id} is still ${item.status}`);
+    for (const item of run.items)
+      if (item.status !== "complete")
+        violations.push(`${run.runId} is ${run.status} but its ${item.kind} item ${item.id} is still ${item.status}`);
     for (const attempt of run.attempts) {
-      if (attempt.status === "running" || attempt.status === "pending") violations.push(`${run.runId} is ${run.status} but attempt ${attempt.ordinal} is ${attempt.status}`);
+      if (attempt.status === "running" || attempt.status === "pending")
+        violations.push(`${run.runId} is ${run.status} but attempt ${attempt.ordinal} is ${attempt.status}`);
     }
   }
   for (const request of views.requests.values()) {
     const run = views.runs.get(request.runId);
-    if (request.status === "pending" && run && TERMINAL.has(run.status)) violations.push(`request ${request.requestId} pending on ${run.status} run ${run.runId}`);
+    if (request.status === "pending" && run && TERMINAL.has(run.status))
+      violations.push(`request ${request.requestId} pending on ${run.status} run ${run.runId}`);
   }
   return violations;
 }
@@ -123,7 +154,8 @@ export const isProviderItemKind = (kind: string): boolean => PROVIDER_ITEM_KINDS
 
 /**
  * The transcript in the log: a node id names one node (a node may be announced again, never
- * re-used for another); every node a run started is completed (by `node.completed`, or, for a request's node, by the request
+ * re-used for another); every node a run started is completed (by `node.completed`, or, for a request's node, by the
+ * request
  * settling) before that run's terminal is recorded.
  */
 export function transcriptViolations(records: readonly LogRecord<DomainEvent>[]): string[] {
@@ -136,7 +168,8 @@ export function transcriptViolations(records: readonly LogRecord<DomainEvent>[])
       case "node.started": {
         // Announced again (its start came after its first delta) is the same node; the same id for another node is not.
         const first = started.get(event.nodeId);
-        if (first && (first.runId !== event.runId || first.attemptId !== event.attemptId || first.kind !== event.kind)) violations.push(`${seq}: node id ${event.nodeId} names two nodes (${first.kind} and ${event.kind})`);
+        if (first && (first.runId !== event.runId || first.attemptId !== event.attemptId || first.kind !== event.kind))
+          violations.push(`${seq}: node id ${event.nodeId} names two nodes (${first.kind} and ${event.kind})`);
         if (first) break;
         started.set(event.nodeId, event);
         if (!open.has(event.runId)) open.set(event.runId, new Map());
@@ -156,7 +189,8 @@ export function transcriptViolations(records: readonly LogRecord<DomainEvent>[])
         break;
       }
       case "run.terminal":
-        for (const [nodeId, kind] of open.get(event.runId) ?? []) violations.push(`${seq}: ${event.runId} ended ${event.status} with its ${kind} node ${nodeId} still open`);
+        for (const [nodeId, kind] of open.get(event.runId) ?? [])
+          violations.push(`${seq}: ${event.runId} ended ${event.status} with its ${kind} node ${nodeId} still open`);
         open.delete(event.runId);
         break;
       default:

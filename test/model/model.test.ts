@@ -24,10 +24,12 @@ for (const model of models) {
 
 describe("degradation coverage", () => {
   it("every degradation in the registry is modelled by some policy model", () => {
-    // The full run (with the table) is `npm run test:model`; here: each registry entry appears in some model's expectations.
-    const source = models.map((m) => JSON.stringify(m.machine.config, (_k, v) => (typeof v === "function" ? v.toString() : v))).join("\n");
+    // The full run (with the table) is `npm run test:model`; here: each registry entry appears in some model's
+    // expectations.
+    const source = models
+      .map((m) => JSON.stringify(m.machine.config, (_k, v) => (typeof v === "function" ? v.toString() : v)))
+      .join("\n");
     const missing = POLICY_NAMES.filter((name) => !source.includes(`"${name}"`) && !source.includes(name));
     expect(missing).toEqual([]);
   });
 });
-

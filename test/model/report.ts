@@ -8,7 +8,8 @@ import { models } from "./models/index.js";
 import { runSuite } from "./suite.js";
 
 const report = await runSuite(models, (r) => {
-  if (r.error) process.stdout.write(`FAILED ${r.model} ${JSON.stringify(r.flags)} ${r.events.join(" → ")}\n  ${r.error}\n`);
+  if (r.error)
+    process.stdout.write(`FAILED ${r.model} ${JSON.stringify(r.flags)} ${r.events.join(" → ")}\n  ${r.error}\n`);
 });
 process.stdout.write(`${report.lines.join("\n")}\n`);
 process.exitCode = report.failures.length > 0 || report.covered < report.total ? 1 : 0;

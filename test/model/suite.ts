@@ -42,8 +42,14 @@ export interface PolicyModel {
 }
 
 /** A model machine: `idle` first; every state may carry `meta.expect`. Guards get the combination's flags. */
-export function modelMachine(id: string, guards: Record<string, (flags: Flags) => boolean>, states: Record<string, unknown>): AnyStateMachine {
-  const wrapped = Object.fromEntries(Object.entries(guards).map(([name, fn]) => [name, ({ context }: { context: ModelContext }) => fn(context.flags)]));
+export function modelMachine(
+  id: string,
+  guards: Record<string, (flags: Flags) => boolean>,
+  states: Record<string, unknown>,
+): AnyStateMachine {
+  const wrapped = Object.fromEntries(
+    Object.entries(guards).map(([name, fn]) => [name, ({ context }: { context: ModelContext }) => fn(context.flags)]),
+  );
   return setup({ types: { context: {} as ModelContext, input: {} as ModelContext }, guards: wrapped }).createMachine({
     id,
     context: ({ input }) => input,
@@ -53,7 +59,10 @@ export function modelMachine(id: string, guards: Record<string, (flags: Flags) =
 }
 
 export function combinations(reads: PolicyModel["reads"]): Flags[] {
-  return Object.entries(reads).reduce<Flags[]>((acc, [key, values]) => acc.flatMap((flags) => values.map((v) => ({ ...flags, [key]: v }))), [{}]);
+  return Object.entries(reads).reduce<Flags[]>(
+    (acc, [key, values]) => acc.flatMap((flags) => values.map((v) => ({ ...flags, [key]: v }))),
+    [{}],
+  );
 }
 
 export interface PathResult {
@@ -78,12 +87,18 @@ function expectationOf(state: MachineSnapshot<any, any, any, any, any, any, any,
 const sorted = (names: readonly string[]) => [...names].sort().join(",") || "(none)";
 
 /** Replays one path against a real runtime; returns the degradations it observed, or the first failure. */
-export async function runPath(model: PolicyModel, flags: Flags, steps: Array<{ state: any; event: { type: string } }>): Promise<PathResult> {
+export async function runPath(
+  model: PolicyModel,
+  flags: Flags,
+  steps: Array<{ state: any; event: { type: string } }>,
+): Promise<PathResult> {
   const events = steps.map((s) => s.event.type).filter((t) => !t.startsWith("xstate."));
   const result: PathResult = { model: model.name, flags, events, observed: [], error: null };
   let world: World | null = null;
   try {
-    world = model.open ? await model.open(flags) : await World.open(flags, model.targets ?? ["main"], model.options?.(flags) ?? {});
+    world = model.open
+      ? await model.open(flags)
+      : await World.open(flags, model.targets ?? ["main"], model.options?.(flags) ?? {});
     if (!world.threadId) await world.createThread(model.targets?.[0] ?? "main");
     let first = true;
     for (const step of steps) {
@@ -99,9 +114,11 @@ export async function runPath(model: PolicyModel, flags: Flags, steps: Array<{ s
       await world.settle();
       const wanted = typeof expect.policies === "function" ? expect.policies(world) : (expect.policies ?? []);
       const got = world.policiesSince(before);
-      if (sorted(got) !== sorted(wanted)) throw new Error(`${where}: recorded degradations ${sorted(got)}, the model expects ${sorted(wanted)}`);
+      if (sorted(got) !== sorted(wanted))
+        throw new Error(`${where}: recorded degradations ${sorted(got)}, the model expects ${sorted(wanted)}`);
       const refused = (world.lastError as { code: string } | null)?.code ?? null;
-      if (refused !== (expect.refused ?? null)) throw new Error(`${where}: refusal ${refused ?? "none"}, the model expects ${expect.refused ?? "none"}`);
+      if (refused !== (expect.refused ?? null))
+        throw new Error(`${where}: refusal ${refused ?? "none"}, the model expects ${expect.refused ?? "none"}`);
       await expect.check?.(world);
       const broken = logViolations(world.records);
       if (broken.length > 0) throw new Error(`${where}: invariant violated: ${broken.join("; ")}`);
@@ -140,7 +157,9 @@ export async function runSuite(models: PolicyModel[], onPath?: (r: PathResult) =
       }
     }
     const failed = results.filter((r) => r.model === model.name && r.error).length;
-    lines.push(`${model.name.padEnd(16)} reads ${Object.keys(model.reads).join(", ")}: ${combos.length} combinations, ${paths} paths${failed ? `, ${failed} FAILED` : ""}`);
+    lines.push(
+      `${model.name.padEnd(16)} reads ${Object.keys(model.reads).join(", ")}: ${combos.length} combinations, ${paths} paths${failed ? `, ${failed} FAILED` : ""}`,
+    );
   }
   lines.push("", `${"degradation transition".padEnd(28)} ${"capability".padEnd(44)} paths`);
   let covered = 0;

@@ -48,7 +48,8 @@ function counted(adapter: ProviderAdapter, calls: { inFlight: number }): Provide
   return new Proxy(adapter, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== "function" || NOT_CALLS.has(property)) return typeof value === "function" ? value.bind(target) : value;
+      if (typeof value !== "function" || NOT_CALLS.has(property))
+        return typeof value === "function" ? value.bind(target) : value;
       return async (...args: unknown[]) => {
         calls.inFlight += 1;
         try {
@@ -67,24 +68,45 @@ function stepsFor(text: string): ScriptStep[] {
   const finish: ScriptStep = { type: "gate", name: `finish-${n}` };
   switch (kind) {
     case "approval":
-      return [{ type: "text", text: `asking ${n}` }, { type: "command", command: `echo ${n}`, output: `${n}\n`, approval: true }, finish, { type: "text", text: ` done ${n}` }];
+      return [
+        { type: "text", text: `asking ${n}` },
+        { type: "command", command: `echo ${n}`, output: `${n}\n`, approval: true },
+        finish,
+        { type: "text", text: ` done ${n}` },
+      ];
     case "artifacts":
       return [
-        { type: "plan", steps: [{ step: "look", status: "completed" }, { step: "edit", status: "in_progress" }] },
+        {
+          type: "plan",
+          steps: [
+            { step: "look", status: "completed" },
+            { step: "edit", status: "in_progress" },
+          ],
+        },
         { type: "todo", items: [{ text: "edit", status: "in_progress" }] },
         { type: "text", text: `planned ${n}` },
         finish,
       ];
     case "subagent":
       return [
-        { type: "subagent", agent: "helper", prompt: "write", steps: [{ type: "file_change", path: `sub-${n}.txt`, diff: "+sub", content: `sub ${n}\n` }] },
+        {
+          type: "subagent",
+          agent: "helper",
+          prompt: "write",
+          steps: [{ type: "file_change", path: `sub-${n}.txt`, diff: "+sub", content: `sub ${n}\n` }],
+        },
         { type: "text", text: `delegated ${n}` },
         finish,
       ];
     case "steer":
       return [{ type: "text", text: `steered ${n}` }, finish];
     default:
-      return [{ type: "file_change", path: `file-${n}.txt`, diff: `+${n}`, content: `run ${n}\n` }, { type: "text", text: `working ${n}` }, finish, { type: "text", text: ` done ${n}` }];
+      return [
+        { type: "file_change", path: `file-${n}.txt`, diff: `+${n}`, content: `run ${n}\n` },
+        { type: "text", text: `working ${n}` },
+        finish,
+        { type: "text", text: ` done ${n}` },
+      ];
   }
 }
 
@@ -113,16 +135,37 @@ export class World {
     this.calls = calls;
   }
 
-  static async open(flags: Flags, targets: string[], options: Partial<RuntimeOptions> = {}, dataDir?: string): Promise<World> {
+  static async open(
+    flags: Flags,
+    targets: string[],
+    options: Partial<RuntimeOptions> = {},
+    dataDir?: string,
+  ): Promise<World> {
     const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-model-")));
     const cwd = join(dir, "work");
     await mkdir(cwd, { recursive: true });
     const backends = new Map(targets.map((t) => [t, new ScriptedBackend()]));
     const calls = { inFlight: 0 };
     const providers = Object.fromEntries(
-      targets.map((t) => [t, counted(createScriptedAdapter({ capabilities: overridesFrom(flags, t), backend: backends.get(t)!, script: ({ text }) => stepsFor(text) }), calls)]),
+      targets.map((t) => [
+        t,
+        counted(
+          createScriptedAdapter({
+            capabilities: overridesFrom(flags, t),
+            backend: backends.get(t)!,
+            script: ({ text }) => stepsFor(text),
+          }),
+          calls,
+        ),
+      ]),
     );
-    const rt = await openRuntime({ dataDir: join(dir, "data"), providers, ids: sequentialIds(), checkpoints: flags["runtime.checkpoints"] === true, ...options });
+    const rt = await openRuntime({
+      dataDir: join(dir, "data"),
+      providers,
+      ids: sequentialIds(),
+      checkpoints: flags["runtime.checkpoints"] === true,
+      ...options,
+    });
     const world = new World(rt, flags, dir, cwd, calls);
     for (const [t, b] of backends) world.backends.set(t, b);
     rt.subscribe({ afterSeq: 0 }, (r) => world.records.push(r));
@@ -146,11 +189,18 @@ export class World {
   }
 
   /** Sends `<kind>:<n>`; a typed refusal is kept in `lastError` for the model to check. */
-  async send(kind: string, extra: { mode?: "auto" | "queue" | "steer"; providerTarget?: string; model?: string; threadId?: string } = {}): Promise<void> {
+  async send(
+    kind: string,
+    extra: { mode?: "auto" | "queue" | "steer"; providerTarget?: string; model?: string; threadId?: string } = {},
+  ): Promise<void> {
     this.n += 1;
     this.lastError = null;
     try {
-      const receipt = await this.rt.sendMessage({ threadId: extra.threadId ?? this.threadId, text: `${kind}:${this.n}`, ...extra });
+      const receipt = await this.rt.sendMessage({
+        threadId: extra.threadId ?? this.threadId,
+        text: `${kind}:${this.n}`,
+        ...extra,
+      });
       this.lastReceipt = receipt;
       if (!this.runIds.includes(receipt.runId)) this.runIds.push(receipt.runId);
       this.#gates.set(receipt.runId, [...(this.#gates.get(receipt.runId) ?? []), this.n]);
@@ -173,7 +223,9 @@ export class World {
 
   /** Lets the thread's active run finish (its gates, steer texts included); returns its id. */
   finish(threadId = this.threadId): string {
-    const run = this.rt.views.threads.get(threadId)!.runs.find((r) => ["starting", "running", "waiting"].includes(r.status));
+    const run = this.rt.views.threads
+      .get(threadId)!
+      .runs.find((r) => ["starting", "running", "waiting"].includes(r.status));
     if (!run) throw new Error("FINISH with no active run");
     for (const n of this.#gates.get(run.runId) ?? []) this.openGate(n);
     return run.runId;
@@ -207,7 +259,9 @@ export class World {
   }
 
   policiesSince(seq: number): string[] {
-    return this.records.filter((r) => r.seq > seq && r.event.type === "policy.applied").map((r) => (r.event as { policy: string }).policy);
+    return this.records
+      .filter((r) => r.seq > seq && r.event.type === "policy.applied")
+      .map((r) => (r.event as { policy: string }).policy);
   }
 
   async close(): Promise<void> {

@@ -61,15 +61,25 @@ const userState = async (dir: string) => ({
   stash: await git(dir, "stash", "list", "--format=%H %s"),
 });
 
-const change = (path: string, content: string): ScriptStep => ({ type: "file_change", path, diff: `+${content}`, content });
+const change = (path: string, content: string): ScriptStep => ({
+  type: "file_change",
+  path,
+  diff: `+${content}`,
+  content,
+});
 const script = keyedScript({
   "[r1]": [change("one.txt", "one\n"), { type: "text", text: "wrote one" }],
   "[r2]": [change("two.txt", "two\n"), change("one.txt", "one changed\n"), { type: "text", text: "wrote two" }],
-  "[r3]": [change("dir/three.txt", "three\n"), change("README.md", "agent readme\n"), { type: "text", text: "wrote three" }],
+  "[r3]": [
+    change("dir/three.txt", "three\n"),
+    change("README.md", "agent readme\n"),
+    { type: "text", text: "wrote three" },
+  ],
   "[hang]": [{ type: "text", text: "working" }, { type: "hang" }],
 });
 const tracked = (dir: string) => snapshotFiles(dir, [".git", "node_modules"]);
-const run = async (rt: TillerRuntime, threadId: string, text: string) => rt.waitForRun((await rt.sendMessage({ threadId, text })).runId);
+const run = async (rt: TillerRuntime, threadId: string, text: string) =>
+  rt.waitForRun((await rt.sendMessage({ threadId, text })).runId);
 
 /** Runs 1..3 on a thread in a user repository, each writing different files; then a write to node_modules. */
 async function threeRuns(caps: CapabilityOverrides) {
@@ -84,7 +94,12 @@ async function threeRuns(caps: CapabilityOverrides) {
   const r2 = await run(rt, threadId, "[r2] second");
   const r3 = await run(rt, threadId, "[r3] third");
   expect([r1, r2, r3].map((r) => r.status)).toEqual(["completed", "completed", "completed"]);
-  expect(await tracked(repo.dir)).toMatchObject({ "one.txt": "one changed\n", "two.txt": "two\n", "dir/three.txt": "three\n", "README.md": "agent readme\n" });
+  expect(await tracked(repo.dir)).toMatchObject({
+    "one.txt": "one changed\n",
+    "two.txt": "two\n",
+    "dir/three.txt": "three\n",
+    "README.md": "agent readme\n",
+  });
   await put(repo.dir, { "node_modules/pkg/late.js": "late\n" });
   const cleanup = async () => {
     await t.cleanup();
@@ -93,7 +108,10 @@ async function threeRuns(caps: CapabilityOverrides) {
   return { ...t, cleanup, dir: repo.dir, backend, threadId, before, afterRun1, r1, r2, r3 };
 }
 
-/** What rollback guarantees whatever the provider could do: files as after run 1, the user's git and ignored files untouched. */
+/**
+ * What rollback guarantees whatever the provider could do: files as after run 1, the user's git and ignored files
+ * untouched.
+ */
 async function expectFilesRestored(s: Awaited<ReturnType<typeof threeRuns>>) {
   expect(await tracked(s.dir)).toEqual(s.afterRun1);
   expect(await userState(s.dir)).toEqual(s.before);
@@ -104,7 +122,14 @@ async function expectFilesRestored(s: Awaited<ReturnType<typeof threeRuns>>) {
   expect(await readFile(join(s.dir, "node_modules/pkg/late.js"), "utf8")).toBe("late\n");
   const { runs } = await s.rt.readThread(s.threadId);
   expect(runs.map((r) => r.status)).toEqual(["completed", "rolled_back", "rolled_back"]);
-  const statuses = (runId: string) => [...new Set(s.rt.views.checkpointsOf(s.threadId).filter((c) => c.runId === runId).map((c) => c.status))];
+  const statuses = (runId: string) => [
+    ...new Set(
+      s.rt.views
+        .checkpointsOf(s.threadId)
+        .filter((c) => c.runId === runId)
+        .map((c) => c.status),
+    ),
+  ];
   expect([s.r1, s.r2, s.r3].map((r) => statuses(r.runId))).toEqual([["ready"], ["stale"], ["stale"]]);
 }
 
@@ -113,14 +138,25 @@ describe("rollback with git checkpoints in a user repository", () => {
     const s = await threeRuns({});
     const { rt, events, threadId, r1, r2, r3 } = s;
     try {
-      expect(rt.affordances(threadId).rollback.find((r) => r.toRunId === r1.runId)).toMatchObject({ provider: "native", available: true });
+      expect(rt.affordances(threadId).rollback.find((r) => r.toRunId === r1.runId)).toMatchObject({
+        provider: "native",
+        available: true,
+      });
       expect([...s.backend.threads.values()].flatMap((t) => t.turns)).toHaveLength(3);
       const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
-      expect(receipt).toMatchObject({ threadId, toRunId: r1.runId, rolledBackRunIds: [r2.runId, r3.runId], provider: "rolled_back", filesRestored: true });
+      expect(receipt).toMatchObject({
+        threadId,
+        toRunId: r1.runId,
+        rolledBackRunIds: [r2.runId, r3.runId],
+        provider: "rolled_back",
+        filesRestored: true,
+      });
       expect(receipt.checkpointId).toBe(rt.views.finalCheckpoint(r1.runId)?.checkpointId);
       expect(receipt.files.map((f) => f.path).sort()).toEqual(["README.md", "dir/three.txt", "one.txt", "two.txt"]);
       await expectFilesRestored(s);
-      expect([...s.backend.threads.values()].map((t) => t.turns.map((turn) => turn.userText))).toEqual([["[r1] first"]]);
+      expect([...s.backend.threads.values()].map((t) => t.turns.map((turn) => turn.userText))).toEqual([
+        ["[r1] first"],
+      ]);
       expect(policies(events, "rollback_divergent")).toEqual([]);
 
       // The next run continues on the same provider thread, which needs no context.
@@ -128,7 +164,9 @@ describe("rollback with git checkpoints in a user repository", () => {
       expect(r4.status).toBe("completed");
       expect(r4.attempts[0]!.providerThreadId).toBe(r1.attempts[0]!.providerThreadId);
       expect(ofType(events, "handoff.created")).toEqual([]);
-      expect([...s.backend.threads.values()].map((t) => t.turns.map((turn) => turn.userText))).toEqual([["[r1] first", "[r4] after"]]);
+      expect([...s.backend.threads.values()].map((t) => t.turns.map((turn) => turn.userText))).toEqual([
+        ["[r1] first", "[r4] after"],
+      ]);
     } finally {
       await s.cleanup();
     }
@@ -138,10 +176,19 @@ describe("rollback with git checkpoints in a user repository", () => {
     const s = await threeRuns({ threads: { canRollbackThread: false } });
     const { rt, events, threadId, r1, r2, r3 } = s;
     try {
-      expect(rt.affordances(threadId).rollback.find((r) => r.toRunId === r1.runId)).toMatchObject({ provider: "divergent", available: true });
+      expect(rt.affordances(threadId).rollback.find((r) => r.toRunId === r1.runId)).toMatchObject({
+        provider: "divergent",
+        available: true,
+      });
       const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
-      expect(receipt).toMatchObject({ rolledBackRunIds: [r2.runId, r3.runId], provider: "divergent", filesRestored: true });
-      expect(policies(events, "rollback_divergent").map(row)).toEqual([[threadId, r1.runId, "threads.canRollbackThread", "fallback"]]);
+      expect(receipt).toMatchObject({
+        rolledBackRunIds: [r2.runId, r3.runId],
+        provider: "divergent",
+        filesRestored: true,
+      });
+      expect(policies(events, "rollback_divergent").map(row)).toEqual([
+        [threadId, r1.runId, "threads.canRollbackThread", "fallback"],
+      ]);
       await expectFilesRestored(s);
       const old = r1.attempts[0]!.providerThreadId!;
       expect(ofType(events, "rollback.applied").map((e) => e.divergentProviderThreadIds)).toEqual([[old]]);
@@ -153,12 +200,17 @@ describe("rollback with git checkpoints in a user repository", () => {
       expect(bound.map((b) => b.via)).toEqual(["created", "realigned"]);
       expect(bound[1]!.providerThreadId).not.toBe(old);
       expect(r4.attempts[0]!.providerThreadId).toBe(bound[1]!.providerThreadId);
-      expect(policies(events, "divergent_thread_rebuilt").map(row)).toEqual([[threadId, null, "threads.canRollbackThread", "fallback"]]);
+      expect(policies(events, "divergent_thread_rebuilt").map(row)).toEqual([
+        [threadId, null, "threads.canRollbackThread", "fallback"],
+      ]);
       const handoffs = ofType(events, "handoff.created");
-      expect(handoffs.map((h) => [h.reason, h.runId, h.coveredRunIds])).toEqual([["rollback_divergent", r4.runId, [r1.runId]]]);
+      expect(handoffs.map((h) => [h.reason, h.runId, h.coveredRunIds])).toEqual([
+        ["rollback_divergent", r4.runId, [r1.runId]],
+      ]);
       const text = handoffs[0]!.text;
       expect(text).toContain("[r1] first");
-      for (const gone of ["[r2]", "second", "wrote two", "[r3]", "third", "wrote three"]) expect(text).not.toContain(gone);
+      for (const gone of ["[r2]", "second", "wrote two", "[r3]", "third", "wrote three"])
+        expect(text).not.toContain(gone);
       const fresh = s.backend.threads.get(bound[1]!.resumeCursor)!;
       expect(fresh.turns.map((t) => [t.userText, t.context?.kind])).toEqual([["[r4] after", "rebuild"]]);
     } finally {
@@ -167,7 +219,10 @@ describe("rollback with git checkpoints in a user repository", () => {
   });
 
   it("without checkpoints or provider rollback: refused as capability_unsupported; with an active run: conflict", async () => {
-    const { rt, events, cleanup } = await openTestRuntime({ s: scripted({ threads: { canRollbackThread: false } }, script) }, { checkpoints: false });
+    const { rt, events, cleanup } = await openTestRuntime(
+      { s: scripted({ threads: { canRollbackThread: false } }, script) },
+      { checkpoints: false },
+    );
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       const r1 = await run(rt, threadId, "first");
@@ -197,7 +252,9 @@ describe("rollback with git checkpoints in a user repository", () => {
       const r1 = await run(rt, threadId, "[r1] first");
       const { runId } = await rt.sendMessage({ threadId, text: "[hang]" });
       await streaming(rt, runId);
-      expect(rt.affordances(threadId).rollback).toMatchObject([{ toRunId: r1.runId, available: false, reason: "the thread is busy" }]);
+      expect(rt.affordances(threadId).rollback).toMatchObject([
+        { toRunId: r1.runId, available: false, reason: "the thread is busy" },
+      ]);
       await rejectsWith(rt.rollback({ threadId, toRunId: r1.runId }), "conflict");
       expect(ofType(events, "rollback.applied")).toEqual([]);
       expect(await readFile(join(work.dir, "one.txt"), "utf8")).toBe("one\n");
@@ -226,7 +283,9 @@ describe("nested checkpoint scopes", () => {
       expect(subagent).toBeDefined();
       const captured = ofType(events, "checkpoint.captured");
       expect(captured.filter((c) => c.scope === "root_run").map((c) => c.phase)).toEqual(["baseline", "final"]);
-      expect(captured.find((c) => c.phase === "final" && c.scope === "root_run")!.files.map((f) => f.path)).toEqual(["sub.txt"]);
+      expect(captured.find((c) => c.phase === "final" && c.scope === "root_run")!.files.map((f) => f.path)).toEqual([
+        "sub.txt",
+      ]);
       const sub = captured.filter((c) => c.scope === "subagent");
       if (nested) {
         expect(sub.map((c) => [c.runId, c.nodeId, c.phase])).toEqual([[r.runId, subagent.id, "final"]]);
@@ -236,7 +295,9 @@ describe("nested checkpoint scopes", () => {
       } else {
         expect(sub).toEqual([]);
         expect(ofType(events, "checkpoint.skipped").map((e) => [e.runId, e.nodeId])).toEqual([[r.runId, subagent.id]]);
-        expect(policies(events, "root_checkpoint_only").map(row)).toEqual([[threadId, r.runId, "checkpointing.supportsNestedCheckpointScopes", "fallback"]]);
+        expect(policies(events, "root_checkpoint_only").map(row)).toEqual([
+          [threadId, r.runId, "checkpointing.supportsNestedCheckpointScopes", "fallback"],
+        ]);
         expect(rt.views.item(subagent.id)?.detail).toMatchObject({ checkpoint: "uncheckpointed" });
       }
     } finally {
@@ -327,7 +388,11 @@ describe("what a rollback restores, and what it never touches", () => {
         providerThreadId: r1.attempts[0]!.providerThreadId,
         divergentProviderThreadIds: [],
       });
-      const { type: _started, files: _files, ...outcome } = started[0]!.event as Extract<typeof started[0]["event"], { type: "checkpoint.restore_started" }>;
+      const {
+        type: _started,
+        files: _files,
+        ...outcome
+      } = started[0]!.event as Extract<(typeof started)[0]["event"], { type: "checkpoint.restore_started" }>;
       expect(applied[0]!.event).toEqual({ ...outcome, type: "rollback.applied", files: receipt.files });
       expect(ofType(events, "checkpoint.restore_settled")).toEqual([]);
     } finally {
@@ -346,17 +411,34 @@ describe("what a rollback restores, and what it never touches", () => {
       const r1 = await run(rt, threadId, "[r1] first");
       const r2 = await run(rt, threadId, "[r2] second");
       const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
-      expect(receipt).toMatchObject({ filesRestored: false, checkpointId: null, files: [], rolledBackRunIds: [r2.runId] });
+      expect(receipt).toMatchObject({
+        filesRestored: false,
+        checkpointId: null,
+        files: [],
+        rolledBackRunIds: [r2.runId],
+      });
       const [announced] = ofType(events, "checkpoint.restore_started");
       expect(announced!.files).toEqual([
         { path: "one.txt", change: "modified" },
         { path: "two.txt", change: "deleted" },
       ]);
       const settled = ofType(events, "checkpoint.restore_settled");
-      expect(settled).toMatchObject([{ threadId, toRunId: r1.runId, checkpointId: announced!.checkpointId, outcome: "unknown", files: announced!.files }]);
+      expect(settled).toMatchObject([
+        {
+          threadId,
+          toRunId: r1.runId,
+          checkpointId: announced!.checkpointId,
+          outcome: "unknown",
+          files: announced!.files,
+        },
+      ]);
       expect(settled[0]!.message).toMatch(/simulated failure after the write.*one\.txt, two\.txt/);
-      expect(ofType(events, "warning").map((w) => w.message)).toEqual([expect.stringContaining(`files were not restored to checkpoint ${announced!.checkpointId}`)]);
-      expect(ofType(events, "rollback.applied")).toMatchObject([{ checkpointId: null, files: [], rolledBackRunIds: [r2.runId] }]);
+      expect(ofType(events, "warning").map((w) => w.message)).toEqual([
+        expect.stringContaining(`files were not restored to checkpoint ${announced!.checkpointId}`),
+      ]);
+      expect(ofType(events, "rollback.applied")).toMatchObject([
+        { checkpointId: null, files: [], rolledBackRunIds: [r2.runId] },
+      ]);
     } finally {
       await cleanup();
       restoreEnv();

@@ -27,11 +27,15 @@ export interface ProviderWorld {
   /** The current runtime's adapter (its methods may be wrapped to watch the boundary). */
   readonly adapter: ProviderAdapter;
   reopen(): Promise<Runtime>;
-  /** For a provider that writes its conversation down lazily: resolves once this prompt of the thread is on disk (a kill after it finds it there). */
+  /**
+   * For a provider that writes its conversation down lazily: resolves once this prompt of the thread is on disk (a kill
+   * after it finds it there).
+   */
   untilWrittenDown?(threadId: string, prompt: string): Promise<void>;
 }
 
-const report = (target: string, name: string, ms: number) => console.info(`${target} timing: ${name}: ${ms.toFixed(0)} ms`);
+const report = (target: string, name: string, ms: number) =>
+  console.info(`${target} timing: ${name}: ${ms.toFixed(0)} ms`);
 
 async function thread(w: ProviderWorld): Promise<string> {
   return (await w.rt.createThread({ providerTarget: w.target, cwd: w.workspace })).threadId;
@@ -42,7 +46,8 @@ async function pendingRequest(w: ProviderWorld, threadId: string) {
   return w.rt.views.pendingRequests(threadId)[0]!;
 }
 
-const hostPids = (w: ProviderWorld) => [...w.rt.views.sessions.keys()].map((id) => w.hostPid(id)).filter((p): p is number => p !== null);
+const hostPids = (w: ProviderWorld) =>
+  [...w.rt.views.sessions.keys()].map((id) => w.hostPid(id)).filter((p): p is number => p !== null);
 
 /** `writesNever` asks the model to run a command that writes never.txt (and needs approval). */
 export async function interruptWhileRequestPending(w: ProviderWorld, writesNever: Reply): Promise<void> {
@@ -93,7 +98,10 @@ export async function forksNatively(w: ProviderWorld): Promise<void> {
  * cwd, never in the embedding process's working directory. `runs(command)` asks the model to
  * run a shell command (asking or not: every request is accepted).
  */
-export async function forkAfterReopenRunsInThreadCwd(w: ProviderWorld, runs: (command: string) => Reply): Promise<void> {
+export async function forkAfterReopenRunsInThreadCwd(
+  w: ProviderWorld,
+  runs: (command: string) => Reply,
+): Promise<void> {
   const threadId = await thread(w);
   w.sim.push({ text: "noted" });
   await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "remember this" })).runId);
@@ -115,14 +123,20 @@ export async function forkAfterReopenRunsInThreadCwd(w: ProviderWorld, runs: (co
     if (inProcessCwd) await rm(outside); // never leave the stray file in the checkout
   }
   expect(rt.views.transfers.get(fork.threadId)?.resolution).toBe("native");
-  expect({ inThreadCwd: existsSync(join(w.workspace, file)), inProcessCwd }).toEqual({ inThreadCwd: true, inProcessCwd: false });
+  expect({ inThreadCwd: existsSync(join(w.workspace, file)), inProcessCwd }).toEqual({
+    inThreadCwd: true,
+    inProcessCwd: false,
+  });
   expect(await realpath((await readFile(join(w.workspace, file), "utf8")).trim())).toBe(await realpath(w.workspace));
 }
 
 /** Accepts every request of the thread as it opens (a user who says yes to everything). */
 function acceptEveryRequest(rt: Runtime, threadId: string): () => void {
   return rt.subscribe({ threadId, afterSeq: 0 }, ({ event }) => {
-    if (event.type === "request.opened") void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } }).catch(() => undefined);
+    if (event.type === "request.opened")
+      void rt
+        .respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } })
+        .catch(() => undefined);
   });
 }
 
@@ -140,10 +154,16 @@ export async function rollsBackWithFiles(w: ProviderWorld, degradations: PolicyN
   expect(receipt).toMatchObject({ provider: "rolled_back", filesRestored: true });
   expect(w.rt.views.runs.get(first.runId)!.fallbacks.map((f) => f.policy)).toEqual(degradations);
   expect(existsSync(join(w.workspace, "later.txt"))).toBe(false);
-  w.sim.push((req) => ({ text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}` }));
+  w.sim.push((req) => ({
+    text: `${JSON.stringify(req.body).includes("ALPHA")}/${JSON.stringify(req.body).includes("BRAVO")}`,
+  }));
   const run = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "what is left?" })).runId);
   expect(run.items.at(-1)?.text).toBe("true/false");
-  expect((await w.rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "rolled_back", "completed"]);
+  expect((await w.rt.readThread(threadId)).runs.map((r) => r.status)).toEqual([
+    "completed",
+    "rolled_back",
+    "completed",
+  ]);
 }
 
 /** `needsApproval` asks the model to run a command that needs approval. */
@@ -162,7 +182,9 @@ export async function survivesHostSigkill(w: ProviderWorld, needsApproval: Reply
   report(w.target, "SIGKILL of the host -> run failed", performance.now() - t0);
   expect(run.status).toBe("failed");
   expect(run.failure?.failureClass).toBe("provider_session_lost");
-  await expect(w.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "not_resumable" });
+  await expect(
+    w.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } }),
+  ).rejects.toMatchObject({ code: "not_resumable" });
   w.sim.push(saw("KILO"));
   const next = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "still there?" })).runId);
   expect(next.status).toBe("completed");
@@ -180,13 +202,20 @@ export async function takesHandoff(w: ProviderWorld): Promise<void> {
   await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "start here" })).runId);
   await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "now elsewhere", providerTarget: "other" })).runId);
   w.sim.push(saw("PAPAYA"));
-  const back = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "back again", providerTarget: w.target })).runId);
+  const back = await w.rt.waitForRun(
+    (await w.rt.sendMessage({ threadId, text: "back again", providerTarget: w.target })).runId,
+  );
   expect(back.items.at(-1)?.text).toBe("saw PAPAYA");
-  expect(back.items.find((i) => i.kind === "handoff")?.detail).toMatchObject({ strategy: "delta_since_last_seen", reason: "provider_switch" });
+  expect(back.items.find((i) => i.kind === "handoff")?.detail).toMatchObject({
+    strategy: "delta_since_last_seen",
+    reason: "provider_switch",
+  });
   const fresh = await w.rt.createThread({ providerTarget: "other", cwd: w.workspace });
   await w.rt.waitForRun((await w.rt.sendMessage({ threadId: fresh.threadId, text: "begin elsewhere" })).runId);
   w.sim.push(saw("other says PAPAYA"));
-  const full = await w.rt.waitForRun((await w.rt.sendMessage({ threadId: fresh.threadId, text: "over to you", providerTarget: w.target })).runId);
+  const full = await w.rt.waitForRun(
+    (await w.rt.sendMessage({ threadId: fresh.threadId, text: "over to you", providerTarget: w.target })).runId,
+  );
   expect(full.items.at(-1)?.text).toBe("saw other says PAPAYA");
   expect(full.items.find((i) => i.kind === "handoff")?.detail).toMatchObject({ strategy: "full_thread_summary" });
   expect(full.fallbacks.map((f) => f.policy)).toContain("handoff_as_user_context");

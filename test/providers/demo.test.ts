@@ -12,7 +12,11 @@ const bin = join(import.meta.dirname, "../../bin/tiller.js");
 /** `tiller demo --provider <name>` on each real binary, against the model simulator. */
 const cases = [
   { provider: "codex", approval: "(--yes: approving run `/bin/bash -lc", ready: codexBinary },
-  { provider: "claude", approval: "(--yes: approving run `echo '3 date tests pass' | tee test-results.txt`)", ready: () => undefined },
+  {
+    provider: "claude",
+    approval: "(--yes: approving run `echo '3 date tests pass' | tee test-results.txt`)",
+    ready: () => undefined,
+  },
 ];
 
 describe("tiller demo on the real binaries", () => {
@@ -21,7 +25,11 @@ describe("tiller demo on the real binaries", () => {
       ready();
       const dataDir = await mkdtemp(join(tmpdir(), `tiller-demo-${provider}-`));
       try {
-        const { stdout } = await run(process.execPath, [bin, "demo", "--provider", provider, "--yes", "--no-color", "--data-dir", dataDir], { timeout: 60_000 });
+        const { stdout } = await run(
+          process.execPath,
+          [bin, "demo", "--provider", provider, "--yes", "--no-color", "--data-dir", dataDir],
+          { timeout: 60_000 },
+        );
         expect(stdout).toContain(approval);
         expect(stdout).toContain("Fixed: today() now formats the date in UTC, and the date tests pass.");
         expect(stdout).toContain("Runs: #1 completed, #2 interrupted, #3 completed");

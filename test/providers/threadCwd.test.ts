@@ -21,13 +21,27 @@ import { openRuntime } from "../support/internals.js";
 const FILE = `where-scripted-${process.pid}.txt`;
 const SCRIPTS: Record<string, ScriptStep[]> = {
   "[ask]": [{ type: "command", command: "ls", output: "a", approval: true }],
-  "[gate]": [{ type: "text", text: "waiting" }, { type: "gate", name: "steer-here" }, { type: "text", text: "done" }],
+  "[gate]": [
+    { type: "text", text: "waiting" },
+    { type: "gate", name: "steer-here" },
+    { type: "text", text: "done" },
+  ],
   "[hang]": [{ type: "text", text: "working" }, { type: "hang" }],
   "[where]": [{ type: "file_change", path: FILE, diff: `+${FILE}`, content: "the fork was here\n" }],
 };
 
 /** The thread-addressed calls of the contract, each with where its input says the thread lives. */
-const THREAD_CALLS = ["ensureProviderThread", "sendRun", "steerRun", "interrupt", "isTurnAlive", "respondToRequest", "readThreadSnapshot", "rollbackThread", "forkThread"] as const;
+const THREAD_CALLS = [
+  "ensureProviderThread",
+  "sendRun",
+  "steerRun",
+  "interrupt",
+  "isTurnAlive",
+  "respondToRequest",
+  "readThreadSnapshot",
+  "rollbackThread",
+  "forkThread",
+] as const;
 
 interface Recorded {
   method: (typeof THREAD_CALLS)[number];
@@ -47,7 +61,11 @@ function recording(adapter: ProviderAdapter, calls: Recorded[]): ProviderAdapter
       if (!method) return (value as (...args: unknown[]) => unknown).bind(target);
       return (input: Record<string, unknown>) => {
         const thread = input.thread as { cwd?: unknown } | undefined;
-        calls.push(method === "forkThread" ? { method, cwd: input.cwd, parentCwd: thread?.cwd } : { method, cwd: "cwd" in input ? input.cwd : thread?.cwd });
+        calls.push(
+          method === "forkThread"
+            ? { method, cwd: input.cwd, parentCwd: thread?.cwd }
+            : { method, cwd: "cwd" in input ? input.cwd : thread?.cwd },
+        );
         return (value as (i: unknown) => unknown).call(target, input);
       };
     },
@@ -98,9 +116,15 @@ describe.each(variants)("thread cwd: $name", ({ make, resolution }) => {
     };
     const open = async () => {
       const adapter = make(backend);
-      // A provider that can say whether a turn is alive gets a short silence limit: the hanging turn below is asked (and says it is).
+      // A provider that can say whether a turn is alive gets a short silence limit: the hanging turn below is asked
+      // (and says it is).
       const watchdog = adapter.isTurnAlive ? { turnSilenceMs: 20 } : {};
-      rt = await openRuntime({ dataDir: join(root, "data"), ids: sequentialIds(), ...watchdog, providers: { scripted: recording(adapter, calls) } });
+      rt = await openRuntime({
+        dataDir: join(root, "data"),
+        ids: sequentialIds(),
+        ...watchdog,
+        providers: { scripted: recording(adapter, calls) },
+      });
       return { rt, adapter };
     };
 
@@ -119,7 +143,8 @@ describe.each(variants)("thread cwd: $name", ({ make, resolution }) => {
     expect((await first.rt.waitForRun(gated.runId)).status).toBe("completed");
     const hung = await first.rt.sendMessage({ threadId, text: "[hang]" });
     await nextEvent(first.rt, "attempt.turn_bound", (e) => e.runId === hung.runId);
-    if (first.adapter.isTurnAlive) await until("the watchdog to ask about the silent turn", () => calls.some((c) => c.method === "isTurnAlive"));
+    if (first.adapter.isTurnAlive)
+      await until("the watchdog to ask about the silent turn", () => calls.some((c) => c.method === "isTurnAlive"));
     await first.rt.interrupt({ runId: hung.runId });
     expect((await first.rt.waitForRun(hung.runId)).status).toBe("interrupted");
     expect(await first.rt.rollback({ threadId, toRunId: kept.runId })).toMatchObject({ provider: "rolled_back" });
@@ -128,13 +153,19 @@ describe.each(variants)("thread cwd: $name", ({ make, resolution }) => {
     await first.rt.close();
     const second = await open();
     const fork = await second.rt.forkThread({ threadId, afterRunId: kept.runId });
-    const run = await second.rt.waitForRun((await second.rt.sendMessage({ threadId: fork.threadId, text: "[where]" })).runId);
+    const run = await second.rt.waitForRun(
+      (await second.rt.sendMessage({ threadId: fork.threadId, text: "[where]" })).runId,
+    );
     expect(run.status).toBe("completed");
     expect(second.rt.views.transfers.get(fork.threadId)?.resolution).toBe(resolution);
-    expect({ inThreadCwd: existsSync(join(workspace, FILE)), inProcessCwd: existsSync(outside) }).toEqual({ inThreadCwd: true, inProcessCwd: false });
+    expect({ inThreadCwd: existsSync(join(workspace, FILE)), inProcessCwd: existsSync(outside) }).toEqual({
+      inThreadCwd: true,
+      inProcessCwd: false,
+    });
     expect(await readFile(join(workspace, FILE), "utf8")).toBe("the fork was here\n");
 
-    // Every thread call of the contract the adapter has was made (the portable variant's native fork was tried, and failed).
+    // Every thread call of the contract the adapter has was made (the portable variant's native fork was tried, and
+    // failed).
     expect(new Set(calls.map((c) => c.method))).toEqual(new Set(THREAD_CALLS.filter((m) => m in second.adapter)));
     expect(calls.filter((c) => c.cwd !== workspace || ("parentCwd" in c && c.parentCwd !== workspace))).toEqual([]);
   });

@@ -22,7 +22,9 @@ export interface SimulatedWorld<A extends ProviderAdapter> {
   root: string;
   home: string;
   workspace: string;
-  /** Opens another runtime, with a new adapter (so a new host process), on the same data directory and provider home. */
+  /**
+   * Opens another runtime, with a new adapter (so a new host process), on the same data directory and provider home.
+   */
   reopen(): Promise<Runtime>;
   cleanup(): Promise<void>;
 }
@@ -45,7 +47,12 @@ export async function simulatedWorld<A extends ProviderAdapter>(spec: WorldSpec<
   await Promise.all([mkdir(dirs.home, { recursive: true }), mkdir(workspace, { recursive: true })]);
   await spec.prepare?.(dirs, sim);
   const open = (adapter: A) =>
-    openRuntime({ dataDir: join(root, "data"), ids: sequentialIds(), ...spec.runtime, providers: { [spec.target]: adapter, ...spec.runtime?.providers } });
+    openRuntime({
+      dataDir: join(root, "data"),
+      ids: sequentialIds(),
+      ...spec.runtime,
+      providers: { [spec.target]: adapter, ...spec.runtime?.providers },
+    });
   const adapter = spec.makeAdapter(dirs, sim);
   const world: SimulatedWorld<A> = {
     rt: await open(adapter),

@@ -31,10 +31,12 @@ const require = createRequire(import.meta.url);
 const sdkDir = dirname(require.resolve("@anthropic-ai/claude-agent-sdk"));
 const binary = join(dirname(sdkDir), `claude-agent-sdk-${process.platform}-${process.arch}`, "claude");
 const child = spawn(binary, process.argv.slice(2), { stdio: ["pipe", "pipe", "inherit"] });
-createInterface({ input: process.stdin }).on("line", (line) => {
-  write("out", line);
-  child.stdin.write(`${line}\n`);
-}).on("close", () => child.stdin.end());
+createInterface({ input: process.stdin })
+  .on("line", (line) => {
+    write("out", line);
+    child.stdin.write(`${line}\n`);
+  })
+  .on("close", () => child.stdin.end());
 createInterface({ input: child.stdout }).on("line", (line) => {
   write("in", line);
   process.stdout.write(`${line}\n`);

@@ -21,13 +21,22 @@ runReplayHost("claude-replay", "CLAUDE_REPLAY", {
     if (got.type !== want.type) return `expected a ${String(want.type)} frame`;
     switch (want.type) {
       case "control_request":
-        if (request(got).subtype !== request(want).subtype) return `expected control request ${String(request(want).subtype)}`;
-        return JSON.stringify(got.request) === JSON.stringify(want.request) ? null : `the ${String(request(want).subtype)} request differs`;
+        if (request(got).subtype !== request(want).subtype)
+          return `expected control request ${String(request(want).subtype)}`;
+        return JSON.stringify(got.request) === JSON.stringify(want.request)
+          ? null
+          : `the ${String(request(want).subtype)} request differs`;
       case "user":
-        return JSON.stringify((got.message as Frame | undefined)?.content) === JSON.stringify((want.message as Frame | undefined)?.content) ? null : "the user message differs";
+        return JSON.stringify((got.message as Frame | undefined)?.content) ===
+          JSON.stringify((want.message as Frame | undefined)?.content)
+          ? null
+          : "the user message differs";
       case "control_response":
-        if (response(got).request_id !== response(want).request_id) return `expected the answer to ${String(response(want).request_id)}`;
-        return JSON.stringify(response(got).response) === JSON.stringify(response(want).response) ? null : "the answer differs";
+        if (response(got).request_id !== response(want).request_id)
+          return `expected the answer to ${String(response(want).request_id)}`;
+        return JSON.stringify(response(got).response) === JSON.stringify(response(want).response)
+          ? null
+          : "the answer differs";
       default:
         return null;
     }
@@ -35,6 +44,8 @@ runReplayHost("claude-replay", "CLAUDE_REPLAY", {
   requestId: (f) => (f.type === "control_request" && typeof f.request_id === "string" ? f.request_id : undefined),
   answerTo: (f) => {
     const id = f.type === "control_response" ? response(f).request_id : undefined;
-    return id === undefined ? undefined : { id, readdress: (actual) => ({ ...f, response: { ...response(f), request_id: actual } }) };
+    return id === undefined
+      ? undefined
+      : { id, readdress: (actual) => ({ ...f, response: { ...response(f), request_id: actual } }) };
   },
 });

@@ -10,7 +10,9 @@ import { openThread, pendingRequest, streaming, type Scenario, type ScenarioWorl
  */
 
 const thread = (w: ScenarioWorld) => openThread(w, "claude");
-const bash = (command: string) => ({ tools: [{ name: "Bash", args: { command, description: "needed for the test" } }] });
+const bash = (command: string) => ({
+  tools: [{ name: "Bash", args: { command, description: "needed for the test" } }],
+});
 
 export const claudeScenarios: Record<string, Scenario> = {
   "text-turn": {
@@ -19,14 +21,22 @@ export const claudeScenarios: Record<string, Scenario> = {
       w.push({ text: "Hello from the simulator!" });
       const run = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "say hi" })).runId);
       expect(run.status).toBe("completed");
-      expect(run.items.map((i) => [i.kind, i.text])).toEqual([["user_message", "say hi"], ["assistant_message", "Hello from the simulator!"]]);
+      expect(run.items.map((i) => [i.kind, i.text])).toEqual([
+        ["user_message", "say hi"],
+        ["assistant_message", "Hello from the simulator!"],
+      ]);
     },
   },
 
   "bash-allow-deny": {
     async run(w) {
       const threadId = await thread(w);
-      w.push(bash("echo allowed > ran.txt && echo OUT-42"), saw("OUT-42"), bash("echo denied > nope.txt"), saw("declined"));
+      w.push(
+        bash("echo allowed > ran.txt && echo OUT-42"),
+        saw("OUT-42"),
+        bash("echo denied > nope.txt"),
+        saw("declined"),
+      );
       const allowed = await w.rt.sendMessage({ threadId, text: "run it" });
       const first = await pendingRequest(w, threadId);
       expect(first.payload).toMatchObject({ kind: "command", command: expect.stringContaining("echo allowed") });
@@ -63,7 +73,10 @@ export const claudeScenarios: Record<string, Scenario> = {
       const steer = await w.rt.sendMessage({ threadId, text: "also consider this", mode: "steer" });
       expect(steer).toMatchObject({ disposition: "steered", via: "interrupt_restart", runId });
       const run = await w.rt.waitForRun(runId);
-      expect(run.attempts.map((a) => [a.reason, a.status])).toEqual([["initial", "superseded"], ["steering_restart", "completed"]]);
+      expect(run.attempts.map((a) => [a.reason, a.status])).toEqual([
+        ["initial", "superseded"],
+        ["steering_restart", "completed"],
+      ]);
       expect(run.fallbacks.map((f) => f.policy)).toEqual(["steer_by_interrupt_restart"]);
       expect(run.items.at(-1)?.text).toBe("saw also consider this");
     },
@@ -75,14 +88,21 @@ export const claudeScenarios: Record<string, Scenario> = {
       const todos = [{ content: "Fix it", status: "in_progress", activeForm: "Fixing" }];
       w.push({ tools: [{ name: "TodoWrite", args: { todos } }] }, { text: "planned" });
       const run = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "plan the work" })).runId);
-      expect(run.items.find((i) => i.kind === "todo_list")?.detail).toMatchObject({ items: [{ text: "Fix it", status: "in_progress" }] });
+      expect(run.items.find((i) => i.kind === "todo_list")?.detail).toMatchObject({
+        items: [{ text: "Fix it", status: "in_progress" }],
+      });
     },
   },
 
   subagent: {
     async run(w) {
       const threadId = await thread(w);
-      const agent = { description: "look around", prompt: "report SUB", subagent_type: "general-purpose", run_in_background: false };
+      const agent = {
+        description: "look around",
+        prompt: "report SUB",
+        subagent_type: "general-purpose",
+        run_in_background: false,
+      };
       w.push({ tools: [{ name: "Agent", args: agent }] }, { text: "SUB-RESULT" }, { text: "parent done" });
       const run = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "delegate it" })).runId);
       expect(run.status).toBe("completed");
@@ -96,12 +116,29 @@ export const claudeScenarios: Record<string, Scenario> = {
   "ask-user-question": {
     async run(w) {
       const threadId = await thread(w);
-      const question = { question: "Which colour?", header: "Colour", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cool" }], multiSelect: false };
-      w.push({ tools: [{ name: "AskUserQuestion", args: { questions: [question] } }] }, saw('\\"Which colour?\\"=\\"Blue\\"'));
+      const question = {
+        question: "Which colour?",
+        header: "Colour",
+        options: [
+          { label: "Red", description: "warm" },
+          { label: "Blue", description: "cool" },
+        ],
+        multiSelect: false,
+      };
+      w.push(
+        { tools: [{ name: "AskUserQuestion", args: { questions: [question] } }] },
+        saw('\\"Which colour?\\"=\\"Blue\\"'),
+      );
       const { runId } = await w.rt.sendMessage({ threadId, text: "ask me" });
       const request = await pendingRequest(w, threadId);
-      expect(request.payload).toMatchObject({ kind: "user_input", questions: [{ id: "Which colour?", header: "Colour" }] });
-      await w.rt.respond({ requestId: request.requestId, response: { kind: "answers", answers: { "Which colour?": "Blue" } } });
+      expect(request.payload).toMatchObject({
+        kind: "user_input",
+        questions: [{ id: "Which colour?", header: "Colour" }],
+      });
+      await w.rt.respond({
+        requestId: request.requestId,
+        response: { kind: "answers", answers: { "Which colour?": "Blue" } },
+      });
       const run = await w.rt.waitForRun(runId);
       expect(run.items.at(-1)?.text).toMatch(/^saw /);
     },
@@ -112,7 +149,9 @@ export const claudeScenarios: Record<string, Scenario> = {
       const threadId = await thread(w);
       w.push({ text: "one" }, { text: "two" });
       await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "first", model: "claude-sonnet-4-5" })).runId);
-      const run = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "second", model: "claude-haiku-4-5" })).runId);
+      const run = await w.rt.waitForRun(
+        (await w.rt.sendMessage({ threadId, text: "second", model: "claude-haiku-4-5" })).runId,
+      );
       expect(run.items.at(-1)?.text).toBe("two");
       expect(w.rt.views.sessions.size).toBe(1);
     },

@@ -29,11 +29,15 @@ runReplayHost("codex-replay", "CODEX_REPLAY", {
       if (!isResponse(got)) return "expected a response to a server request";
       if (got.id !== want.id) return `expected the response to server request ${String(want.id)}`;
       if ("error" in want !== "error" in got) return "expected " + ("error" in want ? "an error" : "a result");
-      if (JSON.stringify(got.result ?? got.error) !== JSON.stringify(want.result ?? want.error)) return "the answer differs";
+      if (JSON.stringify(got.result ?? got.error) !== JSON.stringify(want.result ?? want.error))
+        return "the answer differs";
       return null;
     }
     return "unrecognised recorded frame";
   },
   requestId: (f) => (isRequest(f) ? JSON.stringify(f.id) : undefined),
-  answerTo: (f) => (isResponse(f) ? { id: JSON.stringify(f.id), readdress: (actual) => ({ ...f, id: JSON.parse(actual) as unknown }) } : undefined),
+  answerTo: (f) =>
+    isResponse(f)
+      ? { id: JSON.stringify(f.id), readdress: (actual) => ({ ...f, id: JSON.parse(actual) as unknown }) }
+      : undefined,
 });

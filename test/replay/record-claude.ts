@@ -27,7 +27,10 @@ await recordScenarios("claude", claudeScenarios, process.argv.slice(2), async (n
     await scenario.run({ rt: w.rt, push: (...replies) => w.sim.push(...replies), workspace: w.workspace });
     await w.rt.close();
     const text = await readFile(to, "utf8");
-    const frames = text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as Recorded["frames"][number]);
+    const frames = text
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+      .map((l) => JSON.parse(l) as Recorded["frames"][number]);
     return { frames, root: w.root };
   } finally {
     await world?.cleanup();

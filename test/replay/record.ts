@@ -16,7 +16,12 @@ export const fixturesDir = (provider: string) => join(dirname(fileURLToPath(impo
  * transcript to test/replay/fixtures/<provider>/<scenario>.jsonl, the temporary root replaced
  * by `<root>`. Sets a failing exit code when any scenario failed.
  */
-export async function recordScenarios(provider: string, scenarios: Record<string, Scenario>, wanted: string[], recordOne: (name: string, scenario: Scenario) => Promise<Recorded>): Promise<void> {
+export async function recordScenarios(
+  provider: string,
+  scenarios: Record<string, Scenario>,
+  wanted: string[],
+  recordOne: (name: string, scenario: Scenario) => Promise<Recorded>,
+): Promise<void> {
   const names = wanted.length > 0 ? wanted : Object.keys(scenarios);
   let failed = 0;
   for (const name of names) {
@@ -29,7 +34,9 @@ export async function recordScenarios(provider: string, scenarios: Record<string
       if (jsonl.includes(root)) throw new Error(`${name}: the temporary root survived the replacement`);
       await mkdir(fixturesDir(provider), { recursive: true });
       await writeFile(join(fixturesDir(provider), `${name}.jsonl`), jsonl);
-      console.info(`recorded ${provider} ${name}: ${frames.length} frames in ${(performance.now() - t0).toFixed(0)} ms`);
+      console.info(
+        `recorded ${provider} ${name}: ${frames.length} frames in ${(performance.now() - t0).toFixed(0)} ms`,
+      );
     } catch (error) {
       failed++;
       console.error(`FAILED ${name}:`, error);

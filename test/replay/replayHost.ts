@@ -101,5 +101,7 @@ export function runReplayHost(name: string, prefix: string, dialect: ReplayDiale
   };
 
   report();
-  createInterface({ input: process.stdin }).on("line", onClientFrame).on("close", () => process.exit(0));
+  createInterface({ input: process.stdin })
+    .on("line", onClientFrame)
+    .on("close", () => process.exit(0));
 }

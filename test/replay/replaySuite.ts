@@ -31,9 +31,18 @@ export interface ReplayDirs {
   fixture: string;
 }
 
-export function replaySuite(provider: string, replayHost: string, scenarios: Record<string, Scenario>, makeAdapter: (dirs: ReplayDirs) => ProviderAdapter): void {
+export function replaySuite(
+  provider: string,
+  replayHost: string,
+  scenarios: Record<string, Scenario>,
+  makeAdapter: (dirs: ReplayDirs) => ProviderAdapter,
+): void {
   const dir = fixturesDir(provider);
-  const fixtures = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(".jsonl")).sort() : [];
+  const fixtures = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith(".jsonl"))
+        .sort()
+    : [];
 
   async function replay(fixtureFile: string): Promise<void> {
     const name = basename(fixtureFile, ".jsonl");
@@ -41,9 +50,19 @@ export function replaySuite(provider: string, replayHost: string, scenarios: Rec
     if (!scenario) throw new Error(`fixture ${fixtureFile} names no ${provider} scenario`);
     const root = await mkdtemp(join(tmpdir(), `tiller-${provider}-replay-`));
     try {
-      const dirs = { root, workspace: join(root, "workspace"), home: join(root, "home"), fixture: join(dir, fixtureFile) };
+      const dirs = {
+        root,
+        workspace: join(root, "workspace"),
+        home: join(root, "home"),
+        fixture: join(dir, fixtureFile),
+      };
       await Promise.all([dirs.workspace, dirs.home].map((d) => mkdir(d, { recursive: true })));
-      const rt = await openRuntime({ dataDir: join(root, "data"), providers: { [provider]: makeAdapter(dirs) }, ids: sequentialIds(), ...scenario.runtime });
+      const rt = await openRuntime({
+        dataDir: join(root, "data"),
+        providers: { [provider]: makeAdapter(dirs) },
+        ids: sequentialIds(),
+        ...scenario.runtime,
+      });
       let failure: unknown = null;
       try {
         await scenario.run({ rt, push: () => undefined, workspace: dirs.workspace });
@@ -52,9 +71,13 @@ export function replaySuite(provider: string, replayHost: string, scenarios: Rec
       } finally {
         await rt.close();
       }
-      const report = await readFile(join(root, `${replayHost}.report.json`), "utf8").then((t) => JSON.parse(t) as ReplayReport, () => null);
+      const report = await readFile(join(root, `${replayHost}.report.json`), "utf8").then(
+        (t) => JSON.parse(t) as ReplayReport,
+        () => null,
+      );
       // A divergence from the recording explains whatever the scenario then saw: it goes first.
-      if (report?.error) throw new Error(`the client diverged from the recording:\n${report.error}`, { cause: failure ?? undefined });
+      if (report?.error)
+        throw new Error(`the client diverged from the recording:\n${report.error}`, { cause: failure ?? undefined });
       if (failure) throw failure;
       expect(report, "the replay host never started (no report)").not.toBeNull();
       expect(report!.matched, `client frames matched of the ${report!.expected} recorded`).toBe(report!.expected);

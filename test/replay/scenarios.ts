@@ -42,7 +42,8 @@ export async function pendingRequest(w: ScenarioWorld, threadId: string) {
   return w.rt.views.pendingRequests(threadId)[0]!;
 }
 
-export const streaming = (w: ScenarioWorld, runId: string) => until("streaming", () => w.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+export const streaming = (w: ScenarioWorld, runId: string) =>
+  until("streaming", () => w.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
 
 export const scenarios: Record<string, Scenario> = {
   "text-turn": {
@@ -121,7 +122,11 @@ export const scenarios: Record<string, Scenario> = {
       const run = await w.rt.waitForRun(runId);
       expect(run.status).toBe("completed");
       expect(run.attempts).toHaveLength(1);
-      expect(run.items.map((i) => [i.kind, i.intent ?? null, i.text ?? null])).toContainEqual(["user_message", "steer", "also consider this"]);
+      expect(run.items.map((i) => [i.kind, i.intent ?? null, i.text ?? null])).toContainEqual([
+        "user_message",
+        "steer",
+        "also consider this",
+      ]);
       // A replay acknowledges the steer after the answer arrived; the transcript still shows
       // the steer where it was sent (steer.applied's sentAfterSeq), before the answer.
       expect(run.items.at(-1)?.text).toBe("saw also consider this");

@@ -3,7 +3,12 @@ import { createRuntime, createScriptedAdapter, keyedScript, TillerError } from "
 import { nextEvent, ofType, openTestRuntime, recordCalls } from "../support/runtime.js";
 
 const script = keyedScript({
-  "[ask]": [{ type: "question", questions: [{ id: "color", question: "Which color?", options: [{ label: "red" }, { label: "blue" }] }] }],
+  "[ask]": [
+    {
+      type: "question",
+      questions: [{ id: "color", question: "Which color?", options: [{ label: "red" }, { label: "blue" }] }],
+    },
+  ],
   "[hang]": [{ type: "text", text: "..." }, { type: "hang" }],
 });
 
@@ -24,7 +29,11 @@ describe("embedding API: bad input", () => {
         [rt.interrupt({ runId: "run_missing" }), "not_found", ""],
         [rt.interrupt({} as never), "invalid_input", "runId"],
         [rt.respond({ requestId: "req_missing", response: { kind: "decision", decision: "accept" } }), "not_found", ""],
-        [rt.respond({ requestId: "req_x", response: { kind: "decision", decision: "maybe" } as never }), "invalid_input", "response.decision"],
+        [
+          rt.respond({ requestId: "req_x", response: { kind: "decision", decision: "maybe" } as never }),
+          "invalid_input",
+          "response.decision",
+        ],
         [rt.forkThread({ threadId: "thr_missing" }), "not_found", ""],
         [rt.readThread("not-an-id"), "invalid_input", ""],
         [() => rt.subscribe({ afterSeq: -1 }, () => {}), "invalid_input", "afterSeq"],
@@ -54,7 +63,9 @@ describe("embedding API: bad input", () => {
   it("rejects a second runtime on the same data directory with a clear error", async () => {
     const { dataDir, cleanup } = await openTestRuntime({ scripted: createScriptedAdapter() });
     try {
-      await expect(createRuntime({ dataDir, providers: { scripted: createScriptedAdapter() } })).rejects.toMatchObject({ code: "data_dir_locked" });
+      await expect(createRuntime({ dataDir, providers: { scripted: createScriptedAdapter() } })).rejects.toMatchObject({
+        code: "data_dir_locked",
+      });
     } finally {
       await cleanup();
     }
@@ -62,7 +73,10 @@ describe("embedding API: bad input", () => {
 
   it("rejects bad runtime options", async () => {
     await expect(createRuntime({ providers: {} })).rejects.toMatchObject({ code: "invalid_input", field: "providers" });
-    await expect(createRuntime({ providers: { scripted: {} as never } })).rejects.toMatchObject({ code: "invalid_input", field: "providers.scripted.getCapabilities" });
+    await expect(createRuntime({ providers: { scripted: {} as never } })).rejects.toMatchObject({
+      code: "invalid_input",
+      field: "providers.scripted.getCapabilities",
+    });
   });
 });
 
@@ -94,23 +108,39 @@ describe("embedding API: requests, queue and snapshots", () => {
       const opened = await nextEvent(rt, "request.opened");
       const snapshot = await rt.readThread(threadId);
       expect(snapshot.runs[0]!.status).toBe("waiting");
-      expect(snapshot.pendingRequests).toEqual([expect.objectContaining({ requestId: opened.event.requestId, kind: "user_input", respondable: true })]);
-      await expect(rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } })).rejects.toMatchObject({ code: "conflict" });
-      await rt.respond({ requestId: opened.event.requestId, response: { kind: "answers", answers: { color: "blue" } } });
+      expect(snapshot.pendingRequests).toEqual([
+        expect.objectContaining({ requestId: opened.event.requestId, kind: "user_input", respondable: true }),
+      ]);
+      await expect(
+        rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } }),
+      ).rejects.toMatchObject({ code: "conflict" });
+      await rt.respond({
+        requestId: opened.event.requestId,
+        response: { kind: "answers", answers: { color: "blue" } },
+      });
       const run = await rt.waitForRun(runId);
       // Answered: the run went back to running (it was not left "waiting") before its terminal.
       const resolvedAt = events.find((r) => r.event.type === "request.resolved")!.seq;
-      expect(ofType(events.filter((r) => r.seq > resolvedAt), "run.state").map((e) => e.status)).toEqual(["running"]);
+      expect(
+        ofType(
+          events.filter((r) => r.seq > resolvedAt),
+          "run.state",
+        ).map((e) => e.status),
+      ).toEqual(["running"]);
       expect(run.items.map((i) => i.kind)).toEqual(["user_message", "question", "assistant_message"]);
       expect(run.items.at(-1)!.text).toContain("blue");
-      await expect(rt.respond({ requestId: opened.event.requestId, response: { kind: "answers", answers: { color: "red" } } })).rejects.toMatchObject({ code: "conflict" });
+      await expect(
+        rt.respond({ requestId: opened.event.requestId, response: { kind: "answers", answers: { color: "red" } } }),
+      ).rejects.toMatchObject({ code: "conflict" });
     } finally {
       await cleanup();
     }
   });
 
   it("queues a follow-up until the turn boundary; a snapshot plus the events after its seq miss nothing", async () => {
-    const { rt, cleanup } = await openTestRuntime({ scripted: createScriptedAdapter({ script, capabilities: { turns: { supportsActiveSteering: false } } }) });
+    const { rt, cleanup } = await openTestRuntime({
+      scripted: createScriptedAdapter({ script, capabilities: { turns: { supportsActiveSteering: false } } }),
+    });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "scripted" });
       const first = await rt.sendMessage({ threadId, text: "[hang]" });
@@ -122,12 +152,19 @@ describe("embedding API: requests, queue and snapshots", () => {
       const after: number[] = [];
       const all: Array<{ seq: number; threadId: string | null }> = [];
       rt.subscribe({ threadId, afterSeq: snapshot.seq }, (r) => after.push(r.seq));
-      rt.subscribe({ afterSeq: snapshot.seq }, (r) => all.push({ seq: r.seq, threadId: "threadId" in r.event ? r.event.threadId : null }));
+      rt.subscribe({ afterSeq: snapshot.seq }, (r) =>
+        all.push({ seq: r.seq, threadId: "threadId" in r.event ? r.event.threadId : null }),
+      );
       await rt.interrupt({ runId: first.runId });
       expect((await rt.waitForRun(first.runId)).status).toBe("interrupted");
       expect((await rt.waitForRun(second.runId)).status).toBe("completed");
       expect(after[0]).toBe(all.find((e) => e.threadId === threadId)!.seq);
-      expect(after).toEqual(all.filter((e) => e.threadId === threadId).map((e) => e.seq).slice(0, after.length));
+      expect(after).toEqual(
+        all
+          .filter((e) => e.threadId === threadId)
+          .map((e) => e.seq)
+          .slice(0, after.length),
+      );
       const runCreatedSecond = (await rt.readThread(threadId)).runs[1]!;
       expect(runCreatedSecond.attempts).toHaveLength(1);
     } finally {

@@ -34,7 +34,10 @@ describe("plans, todo lists and subagents in the projection", () => {
     // Subagent thread ids but no lifecycle events: the child turn arrives on an unknown thread.
     const inner = createScriptedAdapter({
       capabilities: { subagents: { emitsSubagentLifecycle: false } },
-      script: () => [{ type: "subagent", agent: "helper", prompt: "look", steps: [{ type: "text", text: "child says hi" }] }, { type: "text", text: "parent done" }],
+      script: () => [
+        { type: "subagent", agent: "helper", prompt: "look", steps: [{ type: "text", text: "child says hi" }] },
+        { type: "text", text: "parent done" },
+      ],
     });
     const { rt, cleanup } = await openTestRuntime({ scripted: inner });
     try {
@@ -58,7 +61,13 @@ describe("a provider thread reported broken", () => {
     let turn = 0;
     const recorded = recordCalls(
       createScriptedAdapter({
-        script: () => (turn++ === 0 ? [{ type: "text", text: "half" }, { type: "fail", message: "context corrupted", broken: true }] : [{ type: "text", text: "fresh" }]),
+        script: () =>
+          turn++ === 0
+            ? [
+                { type: "text", text: "half" },
+                { type: "fail", message: "context corrupted", broken: true },
+              ]
+            : [{ type: "text", text: "fresh" }],
       }),
     );
     const { rt, events, cleanup } = await openTestRuntime({ scripted: recorded.adapter });
@@ -69,7 +78,9 @@ describe("a provider thread reported broken", () => {
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "again" })).runId);
       const bound = ofType(events, "provider_thread.bound");
       expect(bound.map((b) => b.via)).toEqual(["created", "replaced"]);
-      expect(ofType(events, "provider_thread.closed")).toEqual([expect.objectContaining({ providerThreadId: bound[0]!.providerThreadId, reason: "broken" })]);
+      expect(ofType(events, "provider_thread.closed")).toEqual([
+        expect.objectContaining({ providerThreadId: bound[0]!.providerThreadId, reason: "broken" }),
+      ]);
       expect(ofType(events, "handoff.created")[0]).toMatchObject({ reason: "thread_broken", coveredRunOrdinals: [1] });
       const sends = recorded.calls.filter((c) => c.method === "sendRun");
       expect(sends[1]!.input.context).toMatchObject({ kind: "rebuild", text: expect.stringContaining("remember 7") });
@@ -84,7 +95,12 @@ describe("an approval inside a subagent the provider never announced", () => {
     const adapter = createScriptedAdapter({
       capabilities: { subagents: { emitsSubagentLifecycle: false } },
       script: () => [
-        { type: "subagent", agent: "worker", prompt: "p", steps: [{ type: "command", command: "make", output: "ok", approval: true }] },
+        {
+          type: "subagent",
+          agent: "worker",
+          prompt: "p",
+          steps: [{ type: "command", command: "make", output: "ok", approval: true }],
+        },
         { type: "text", text: "after" },
       ],
     });

@@ -11,7 +11,11 @@ import { nextEvent, openTestRuntime, sendAndWait } from "../support/runtime.js";
  * store itself: test/checkpoints/.
  */
 
-const hangAfterWrite: ScriptStep[] = [{ type: "file_change", path: "b.txt", diff: "+b", content: "b" }, { type: "text", text: "wrote" }, { type: "hang" }];
+const hangAfterWrite: ScriptStep[] = [
+  { type: "file_change", path: "b.txt", diff: "+b", content: "b" },
+  { type: "text", text: "wrote" },
+  { type: "hang" },
+];
 
 describe("run checkpoints", () => {
   it("a run cancelled by close() still gets its final checkpoint (review)", async () => {
@@ -33,7 +37,9 @@ describe("run checkpoints", () => {
           [r1.runId, "completed", null],
           [runId, "cancelled", "runtime_closed"],
         ]);
-        const finals = rt.views.checkpointsOf(threadId).filter((c) => c.runId === runId && c.scope === "root_run" && c.phase === "final");
+        const finals = rt.views
+          .checkpointsOf(threadId)
+          .filter((c) => c.runId === runId && c.scope === "root_run" && c.phase === "final");
         expect(finals.map((c) => c.status)).toEqual(["ready"]);
         expect(finals[0]!.files.map((f) => f.path)).toEqual(["b.txt"]);
         expect(rt.views.finalCheckpoint(runId)?.checkpointId).toBe(finals[0]!.checkpointId);
@@ -48,7 +54,12 @@ describe("run checkpoints", () => {
 
   it("run 2's baseline has run 1's final checkpoint as parent and does not repeat run 1's change (review)", async () => {
     const work = await tempDir("tiller-review-ckparent-");
-    const script = keyedScript({ "[w]": [{ type: "file_change", path: "b.txt", diff: "+b", content: "b" }, { type: "text", text: "w" }] });
+    const script = keyedScript({
+      "[w]": [
+        { type: "file_change", path: "b.txt", diff: "+b", content: "b" },
+        { type: "text", text: "w" },
+      ],
+    });
     const { rt, cleanup } = await openTestRuntime({ a: scripted({}, script) }, { checkpoints: true });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "a", cwd: work.dir });
@@ -57,8 +68,14 @@ describe("run checkpoints", () => {
       expect((await rt.waitForRun(s2.runId)).status).toBe("completed");
       expect((await rt.waitForRun(s1.runId)).status).toBe("completed");
       await rt.readThread(threadId);
-      const of = (runId: string, phase: string) => rt.views.checkpointsOf(threadId).find((c) => c.runId === runId && c.phase === phase && c.scope === "root_run")!;
-      const [b1, f1, b2, f2] = [of(s1.runId, "baseline"), of(s1.runId, "final"), of(s2.runId, "baseline"), of(s2.runId, "final")];
+      const of = (runId: string, phase: string) =>
+        rt.views.checkpointsOf(threadId).find((c) => c.runId === runId && c.phase === phase && c.scope === "root_run")!;
+      const [b1, f1, b2, f2] = [
+        of(s1.runId, "baseline"),
+        of(s1.runId, "final"),
+        of(s2.runId, "baseline"),
+        of(s2.runId, "final"),
+      ];
       expect(f1.parentCheckpointId).toBe(b1.checkpointId);
       expect(b2.parentCheckpointId).toBe(f1.checkpointId);
       expect(f2.parentCheckpointId).toBe(b2.checkpointId);

@@ -14,7 +14,11 @@ if (!gc) throw new Error("run with --expose-gc");
 const root = await mkdtemp(join(tmpdir(), "tiller-close-"));
 /** One open/turn/close cycle in its own frame, so nothing on this module's stack holds the runtime. */
 async function cycle(i: number): Promise<WeakRef<object>> {
-  const rt = await createRuntime({ dataDir: join(root, String(i)), providers: { s: createScriptedAdapter() }, sessionIdleMs: 3_600_000 });
+  const rt = await createRuntime({
+    dataDir: join(root, String(i)),
+    providers: { s: createScriptedAdapter() },
+    sessionIdleMs: 3_600_000,
+  });
   const { threadId } = await rt.createThread({ providerTarget: "s", cwd: root });
   await rt.waitForRun((await rt.sendMessage({ threadId, text: "hello" })).runId);
   await rt.close();
@@ -27,4 +31,10 @@ for (let i = 0; i < 10; i++) {
   gc();
 }
 await rm(root, { recursive: true, force: true });
-process.stdout.write(JSON.stringify({ cycles: CYCLES, alive: refs.filter((r) => r.deref() !== undefined).length, which: refs.map((r, i) => (r.deref() ? i : -1)).filter((i) => i >= 0) }) + "\n");
+process.stdout.write(
+  JSON.stringify({
+    cycles: CYCLES,
+    alive: refs.filter((r) => r.deref() !== undefined).length,
+    which: refs.map((r, i) => (r.deref() ? i : -1)).filter((i) => i >= 0),
+  }) + "\n",
+);

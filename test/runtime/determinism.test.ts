@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { createScriptedAdapter, keyedScript, type ProviderAdapter, type ProviderAdapterEvent, type ScriptStep } from "../../src/index.js";
+import {
+  createScriptedAdapter,
+  keyedScript,
+  type ProviderAdapter,
+  type ProviderAdapterEvent,
+  type ScriptStep,
+} from "../../src/index.js";
 import type { Strength } from "../../src/capabilities/schema.js";
 import { Normalizer, type Routed } from "../../src/runtime/ingest/normalizer.js";
 import { nextEvent, ofType, openTestRuntime } from "../support/runtime.js";
@@ -32,7 +38,13 @@ function recordTranscript(adapter: ProviderAdapter): { adapter: ProviderAdapter;
 
 const script: ScriptStep[] = [
   { type: "reasoning", text: "let me look" },
-  { type: "todo", items: [{ text: "read", status: "in_progress" }, { text: "fix", status: "pending" }] },
+  {
+    type: "todo",
+    items: [
+      { text: "read", status: "in_progress" },
+      { text: "fix", status: "pending" },
+    ],
+  },
   { type: "tool", name: "read_file", input: { path: "a.ts" }, output: "export {}" },
   { type: "command", command: "npm test", output: "ok", approval: true },
   { type: "subagent", agent: "reviewer", prompt: "review", steps: [{ type: "text", text: "lgtm" }] },
@@ -40,8 +52,15 @@ const script: ScriptStep[] = [
 ];
 
 async function liveRun(strength: Strength) {
-  const identity = { nativeThreadIds: strength, nativeTurnIds: strength, nativeItemIds: strength, nativeRequestIds: strength };
-  const recorded = recordTranscript(createScriptedAdapter({ capabilities: { identity }, script: keyedScript({ "[work]": script }) }));
+  const identity = {
+    nativeThreadIds: strength,
+    nativeTurnIds: strength,
+    nativeItemIds: strength,
+    nativeRequestIds: strength,
+  };
+  const recorded = recordTranscript(
+    createScriptedAdapter({ capabilities: { identity }, script: keyedScript({ "[work]": script }) }),
+  );
   const { rt, events, cleanup } = await openTestRuntime({ scripted: recorded.adapter });
   try {
     const { threadId } = await rt.createThread({ providerTarget: "scripted" });
@@ -51,19 +70,29 @@ async function liveRun(strength: Strength) {
       await rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } });
       await rt.waitForRun(runId);
     }
-    return { events: events.map((r) => r.event), transcript: recorded.transcript, capabilities: recorded.adapter.getCapabilities() };
+    return {
+      events: events.map((r) => r.event),
+      transcript: recorded.transcript,
+      capabilities: recorded.adapter.getCapabilities(),
+    };
   } finally {
     await cleanup();
   }
 }
 
 function replay(live: Awaited<ReturnType<typeof liveRun>>): string[] {
-  const attempts = ofType(live.events.map((event, i) => ({ seq: i + 1, at: "", event })), "attempt.started");
+  const attempts = ofType(
+    live.events.map((event, i) => ({ seq: i + 1, at: "", event })),
+    "attempt.started",
+  );
   const bound = live.events.find((e) => e.type === "provider_thread.bound")!;
   if (bound.type !== "provider_thread.bound") throw new Error("unreachable");
   const session = live.events.find((e) => e.type === "session.started")!;
   if (session.type !== "session.started") throw new Error("unreachable");
-  const normalizer = new Normalizer("scripted", () => ({ capabilities: live.capabilities, hostGeneration: session.hostGeneration }));
+  const normalizer = new Normalizer("scripted", () => ({
+    capabilities: live.capabilities,
+    hostGeneration: session.hostGeneration,
+  }));
   const ids: string[] = [];
   const collect = (routed: Routed[]) => {
     for (const r of routed) {

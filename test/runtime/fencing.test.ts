@@ -12,7 +12,8 @@ describe("a completion fenced after an interrupt-restart steer", () => {
   it("still leaves no item of the finished run streaming", async () => {
     const scripted = createScriptedAdapter({
       capabilities: { turns: { supportsActiveSteering: false } },
-      script: ({ text }) => (text === "first" ? [{ type: "text", text: "working" }, { type: "hang" }] : [{ type: "text", text: "steered" }]),
+      script: ({ text }) =>
+        text === "first" ? [{ type: "text", text: "working" }, { type: "hang" }] : [{ type: "text", text: "steered" }],
     });
     // Hold the first message's completion (and everything after it) until the steer was taken.
     const gated = gateEvents(scripted, (e) => e.event.type === "item.completed");
@@ -56,7 +57,12 @@ function trailingDelta(adapter: ProviderAdapter, text: string, after: "turn.star
           const event = e.event;
           if (armed && event.type === "turn.terminal") {
             armed = false;
-            const trailing: ProviderEvent = { type: "item.delta", kind: "assistant_message", stream: "text", delta: text };
+            const trailing: ProviderEvent = {
+              type: "item.delta",
+              kind: "assistant_message",
+              stream: "text",
+              delta: text,
+            };
             if (event.threadRef) trailing.threadRef = event.threadRef;
             if (event.turnRef) trailing.turnRef = event.turnRef;
             late = { frame: { sessionId: e.sessionId, event: trailing }, turnRef: event.turnRef };
@@ -74,7 +80,8 @@ function trailingDelta(adapter: ProviderAdapter, text: string, after: "turn.star
 }
 
 describe("a provider event that trails its turn's terminal", () => {
-  const script = ({ text }: { text: string }): ScriptStep[] => (text === "B" ? [{ type: "text", text: "b-working" }, { type: "hang" }] : [{ type: "text", text: "A reply" }]);
+  const script = ({ text }: { text: string }): ScriptStep[] =>
+    text === "B" ? [{ type: "text", text: "b-working" }, { type: "hang" }] : [{ type: "text", text: "A reply" }];
   const late = " [late text of A]";
 
   for (const [sameThread, after] of [
@@ -103,7 +110,13 @@ describe("a provider event that trails its turn's terminal", () => {
         expect(itemsOf(runB.items)).toEqual(["user_message:B", "assistant_message:b-working"]);
         // Recorded as fenced for its own run, applied nowhere (nor to its own run after its end).
         expect(ofType(events, "event.fenced")).toEqual([
-          { type: "event.fenced", threadId: a.threadId, runId: ra.runId, attemptId: runA.attempts[0]!.attemptId, providerEventType: "item.delta" },
+          {
+            type: "event.fenced",
+            threadId: a.threadId,
+            runId: ra.runId,
+            attemptId: runA.attempts[0]!.attemptId,
+            providerEventType: "item.delta",
+          },
         ]);
         expect(ofType(events, "node.delta").filter((d) => d.delta.includes("late text"))).toEqual([]);
         expect(said((await rt.readThread(a.threadId)).runs.find((r) => r.runId === ra.runId)!.items)).toBe("A reply");

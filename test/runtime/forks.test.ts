@@ -11,7 +11,8 @@ import { ofType, openTestRuntime, recordCalls, said, sendAndWait } from "../supp
  */
 
 describe("forks across providers", () => {
-  const mk = (name: string) => recordCalls(createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `${name}: ${text}` }] }));
+  const mk = (name: string) =>
+    recordCalls(createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `${name}: ${text}` }] }));
 
   it("a fork whose fork point ran partly on another provider resolves portable (no native fork from a foreign turn) and its runs complete (review a13)", async () => {
     const alpha = mk("alpha");
@@ -33,7 +34,11 @@ describe("forks across providers", () => {
       const resolved = ofType(events, "fork.resolved").filter((e) => e.threadId === fork.threadId);
       expect(resolved.map((e) => e.resolution)).toEqual(["portable"]);
       expect([...alpha.calls, ...beta.calls].filter((c) => c.method === "forkThread")).toEqual([]);
-      expect(ofType(events, "policy.applied").filter((e) => e.threadId === fork.threadId).map((e) => e.policy)).toEqual(["synthetic_fork"]);
+      expect(
+        ofType(events, "policy.applied")
+          .filter((e) => e.threadId === fork.threadId)
+          .map((e) => e.policy),
+      ).toEqual(["synthetic_fork"]);
       const forkSends = alpha.calls.filter((c) => c.method === "sendRun").slice(sendsBefore);
       expect(forkSends[0]!.input.context).toMatchObject({ kind: "fork" });
       expect(forkSends[0]!.input.context.text).toContain("user: one");
@@ -56,8 +61,12 @@ describe("forks across providers", () => {
       const fork = await rt.forkThread({ threadId, providerTarget: "alpha" });
       const f1 = await rt.sendMessage({ threadId: fork.threadId, text: "fork run one" });
       expect((await rt.waitForRun(f1.runId)).status).toBe("completed");
-      expect(ofType(events, "fork.resolved").map((e) => [e.threadId, e.resolution])).toEqual([[fork.threadId, "native"]]);
-      const f2 = await rt.waitForRun((await rt.sendMessage({ threadId: fork.threadId, text: "fork run two", providerTarget: "beta" })).runId);
+      expect(ofType(events, "fork.resolved").map((e) => [e.threadId, e.resolution])).toEqual([
+        [fork.threadId, "native"],
+      ]);
+      const f2 = await rt.waitForRun(
+        (await rt.sendMessage({ threadId: fork.threadId, text: "fork run two", providerTarget: "beta" })).runId,
+      );
       expect([f2.status, said(f2.items)]).toEqual(["completed", "beta: fork run two"]);
 
       // What beta is told: the parent's run up to the fork point, and the fork's own run on alpha.
@@ -68,7 +77,17 @@ describe("forks across providers", () => {
       expect(sends[0]!.context.text).toContain("user: fork run one");
 
       const handoffs = ofType(events, "handoff.created").filter((h) => h.threadId === fork.threadId);
-      expect(handoffs.map((h) => [h.runId, h.fromTarget, h.toTarget, h.reason, h.strategy, h.coveredRunIds, h.coveredRunOrdinals])).toEqual([
+      expect(
+        handoffs.map((h) => [
+          h.runId,
+          h.fromTarget,
+          h.toTarget,
+          h.reason,
+          h.strategy,
+          h.coveredRunIds,
+          h.coveredRunOrdinals,
+        ]),
+      ).toEqual([
         [f2.runId, "alpha", "beta", "provider_switch", "full_thread_summary", [parentRun.runId, f1.runId], [1]],
       ]);
       expect(sends[0]!.context.text).toBe(handoffs[0]!.text);
@@ -88,9 +107,13 @@ describe("forks across providers", () => {
       const fork = await rt.forkThread({ threadId, providerTarget: "beta" });
       const f1 = await rt.sendMessage({ threadId: fork.threadId, text: "fork run one" });
       expect((await rt.waitForRun(f1.runId)).status).toBe("completed");
-      expect(ofType(events, "fork.resolved").map((e) => [e.threadId, e.resolution])).toEqual([[fork.threadId, "portable"]]);
+      expect(ofType(events, "fork.resolved").map((e) => [e.threadId, e.resolution])).toEqual([
+        [fork.threadId, "portable"],
+      ]);
       const alphaSendsBefore = alpha.calls.filter((c) => c.method === "sendRun").length;
-      const f2 = await rt.waitForRun((await rt.sendMessage({ threadId: fork.threadId, text: "fork run two", providerTarget: "alpha" })).runId);
+      const f2 = await rt.waitForRun(
+        (await rt.sendMessage({ threadId: fork.threadId, text: "fork run two", providerTarget: "alpha" })).runId,
+      );
       expect([f2.status, said(f2.items)]).toEqual(["completed", "alpha: fork run two"]);
 
       // beta's first turn of the fork carried the parent's history as a portable fork.
@@ -106,7 +129,17 @@ describe("forks across providers", () => {
       expect(alphaSend.context.text).toContain("user: fork run one");
 
       const handoffs = ofType(events, "handoff.created").filter((h) => h.threadId === fork.threadId);
-      expect(handoffs.map((h) => [h.runId, h.fromTarget, h.toTarget, h.reason, h.strategy, h.coveredRunIds, h.coveredRunOrdinals])).toEqual([
+      expect(
+        handoffs.map((h) => [
+          h.runId,
+          h.fromTarget,
+          h.toTarget,
+          h.reason,
+          h.strategy,
+          h.coveredRunIds,
+          h.coveredRunOrdinals,
+        ]),
+      ).toEqual([
         [f1.runId, "alpha", "beta", "fork", "full_thread_summary", [parentRun.runId], []],
         // alpha's provider thread of the fork is fresh, and the fork has a run of its own: a switch, with everything.
         [f2.runId, "beta", "alpha", "provider_switch", "full_thread_summary", [parentRun.runId, f1.runId], [1]],
@@ -123,7 +156,12 @@ describe("forks across providers", () => {
     const beta = recordCalls(
       createScriptedAdapter({
         script: ({ text }) =>
-          text.includes("[break]") ? [{ type: "text", text: "x" }, { type: "fail", message: "thread corrupt", broken: true }] : [{ type: "text", text: `beta: ${text}` }],
+          text.includes("[break]")
+            ? [
+                { type: "text", text: "x" },
+                { type: "fail", message: "thread corrupt", broken: true },
+              ]
+            : [{ type: "text", text: `beta: ${text}` }],
       }),
     );
     const { rt, events, cleanup } = await openTestRuntime({ alpha, beta: beta.adapter });
@@ -147,11 +185,24 @@ describe("forks across providers", () => {
       expect(last.context.text).toContain("user: fork fact 7");
       expect(last.context.text).toContain("user: [break]");
 
-      expect(ofType(events, "provider_thread.bound").filter((b) => b.threadId === fork.threadId).map((b) => b.via)).toEqual(["created", "replaced"]);
+      expect(
+        ofType(events, "provider_thread.bound")
+          .filter((b) => b.threadId === fork.threadId)
+          .map((b) => b.via),
+      ).toEqual(["created", "replaced"]);
       const handoffs = ofType(events, "handoff.created").filter((h) => h.threadId === fork.threadId);
-      expect(handoffs.map((h) => [h.runId, h.toTarget, h.reason, h.strategy, h.coveredRunIds, h.coveredRunOrdinals])).toEqual([
+      expect(
+        handoffs.map((h) => [h.runId, h.toTarget, h.reason, h.strategy, h.coveredRunIds, h.coveredRunOrdinals]),
+      ).toEqual([
         [f1.runId, "beta", "fork", "full_thread_summary", [parentRun.runId], []],
-        [after.runId, "beta", "thread_broken", "full_thread_summary", [parentRun.runId, f1.runId, broken.runId], [1, 2]],
+        [
+          after.runId,
+          "beta",
+          "thread_broken",
+          "full_thread_summary",
+          [parentRun.runId, f1.runId, broken.runId],
+          [1, 2],
+        ],
       ]);
       expect(last.context.text).toBe(handoffs[1]!.text);
       // Inherited runs are labelled as such, so two "run 1"s never read alike.
@@ -165,7 +216,9 @@ describe("forks across providers", () => {
 
 describe("native forks", () => {
   it("a provider that accepts no explicit context but forks natively: the fork's first message goes through natively (review)", async () => {
-    const caps: CapabilityOverrides = { context: { acceptsSystemContext: false, acceptsDeveloperContext: false, acceptsSyntheticUserContext: false } };
+    const caps: CapabilityOverrides = {
+      context: { acceptsSystemContext: false, acceptsDeveloperContext: false, acceptsSyntheticUserContext: false },
+    };
     const backend = new ScriptedBackend();
     const { rt, events, cleanup } = await openTestRuntime({ a: scripted(caps, undefined, backend) });
     try {
@@ -175,9 +228,14 @@ describe("native forks", () => {
       const fork = await rt.forkThread({ threadId });
       const f1 = await sendAndWait(rt, fork.threadId, "in fork");
       expect(f1.status).toBe("completed");
-      expect(ofType(events, "fork.resolved").map((e) => [e.threadId, e.resolution])).toEqual([[fork.threadId, "native"]]);
+      expect(ofType(events, "fork.resolved").map((e) => [e.threadId, e.resolution])).toEqual([
+        [fork.threadId, "native"],
+      ]);
       expect(ofType(events, "handoff.created")).toEqual([]);
-      expect(turns(holding(backend, "in fork"))).toEqual([["one", null], ["in fork", null]]);
+      expect(turns(holding(backend, "in fork"))).toEqual([
+        ["one", null],
+        ["in fork", null],
+      ]);
       expect(turns(holding(backend, "one"))).toEqual([["one", null]]);
     } finally {
       await cleanup();

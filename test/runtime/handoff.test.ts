@@ -11,7 +11,8 @@ import { nextEvent, ofType, openTestRuntime, override, recordCalls } from "../su
 
 describe("handoffs on provider switches", () => {
   it("returning to a provider hands it a delta of only what it missed (review a8)", async () => {
-    const mk = (name: string) => recordCalls(createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `${name} saw ${text}` }] }));
+    const mk = (name: string) =>
+      recordCalls(createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `${name} saw ${text}` }] }));
     const alpha = mk("alpha");
     const beta = mk("beta");
     const { rt, events, cleanup } = await openTestRuntime({ alpha: alpha.adapter, beta: beta.adapter });
@@ -19,7 +20,9 @@ describe("handoffs on provider switches", () => {
       const { threadId } = await rt.createThread({ providerTarget: "alpha" });
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "secret is 42" })).runId);
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "the plan is B", providerTarget: "beta" })).runId);
-      const back = await rt.waitForRun((await rt.sendMessage({ threadId, text: "what is the plan?", providerTarget: "alpha" })).runId);
+      const back = await rt.waitForRun(
+        (await rt.sendMessage({ threadId, text: "what is the plan?", providerTarget: "alpha" })).runId,
+      );
       expect(back.status).toBe("completed");
       const handoffs = ofType(events, "handoff.created");
       expect(handoffs.map((h) => [h.fromTarget, h.toTarget, h.strategy, h.coveredRunOrdinals])).toEqual([
@@ -57,23 +60,30 @@ describe("handoffs on provider switches", () => {
     try {
       const { threadId } = await rt.createThread({ providerTarget: "alpha" });
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "secret is 42" })).runId);
-      const failed = await rt.waitForRun((await rt.sendMessage({ threadId, text: "q1", providerTarget: "beta" })).runId);
+      const failed = await rt.waitForRun(
+        (await rt.sendMessage({ threadId, text: "q1", providerTarget: "beta" })).runId,
+      );
       expect([failed.status, failed.failure?.message]).toEqual(["failed", "transient 503"]);
-      const retried = await rt.waitForRun((await rt.sendMessage({ threadId, text: "q1 again", providerTarget: "beta" })).runId);
+      const retried = await rt.waitForRun(
+        (await rt.sendMessage({ threadId, text: "q1 again", providerTarget: "beta" })).runId,
+      );
       expect(retried.status).toBe("completed");
       const handoffs = ofType(events, "handoff.created");
       expect(handoffs.map((h) => [h.fromTarget, h.toTarget, h.coveredRunOrdinals])).toEqual([["alpha", "beta", [1]]]);
       expect(handoffs[0]!.text).toContain("secret is 42");
       const betaSends = beta.calls.filter((c) => c.method === "sendRun").map((c) => c.input);
       expect(betaSends.map((s) => s.text)).toEqual(["q1", "q1 again"]);
-      for (const send of betaSends) expect(send.context).toEqual({ kind: "handoff", text: handoffs[0]!.text, delivery: "developer" });
+      for (const send of betaSends)
+        expect(send.context).toEqual({ kind: "handoff", text: handoffs[0]!.text, delivery: "developer" });
     } finally {
       await cleanup();
     }
   });
 
   it("a handoff carried by a turn while a later run is queued appears in the run whose turn carried it (review s2)", async () => {
-    const alpha = createScriptedAdapter({ script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `alpha: ${text}` }]) });
+    const alpha = createScriptedAdapter({
+      script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `alpha: ${text}` }]),
+    });
     const beta = createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `beta: ${text}` }] });
     const { rt, events, cleanup } = await openTestRuntime({ alpha, beta });
     try {
@@ -107,11 +117,20 @@ describe("handoffs on provider switches", () => {
 
     // A new backend: the stored cursor is unknown there, so the resume fails and alpha rebuilds.
     const alpha = recordCalls(createScriptedAdapter());
-    const second = await openTestRuntime({ alpha: alpha.adapter, beta: createScriptedAdapter() }, { dataDir: first.dataDir });
+    const second = await openTestRuntime(
+      { alpha: alpha.adapter, beta: createScriptedAdapter() },
+      { dataDir: first.dataDir },
+    );
     try {
       const { rt, events } = second;
-      for (const [text, providerTarget] of [["two", "alpha"], ["three", "beta"], ["four", "alpha"]] as const) {
-        expect((await rt.waitForRun((await rt.sendMessage({ threadId, text, providerTarget })).runId)).status).toBe("completed");
+      for (const [text, providerTarget] of [
+        ["two", "alpha"],
+        ["three", "beta"],
+        ["four", "alpha"],
+      ] as const) {
+        expect((await rt.waitForRun((await rt.sendMessage({ threadId, text, providerTarget })).runId)).status).toBe(
+          "completed",
+        );
       }
       // Returning to alpha re-decides how it catches up: it takes deltas, so its thread is resumed.
       expect(ofType(events, "provider_thread.bound").map((b) => [b.providerTarget, b.via])).toEqual([

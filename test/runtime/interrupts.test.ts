@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
 import { hang } from "../support/policies.js";
-import { holdSessionStart, interruptFails, interruptFailsOnce, nextEvent, ofType, openTestRuntime, recordCalls } from "../support/runtime.js";
+import {
+  holdSessionStart,
+  interruptFails,
+  interruptFailsOnce,
+  nextEvent,
+  ofType,
+  openTestRuntime,
+  recordCalls,
+} from "../support/runtime.js";
 
 /**
  * Interrupts the provider does not take at once: a failed interrupt is retried while the turn
@@ -58,7 +66,9 @@ describe("interrupts", () => {
   it("an interrupt asked while starting is delivered as a session stop once the turn runs (review a6)", async () => {
     const held = holdSessionStart(
       createScriptedAdapter({
-        capabilities: { turns: { supportsInterrupt: false, supportsSteeringByInterruptRestart: false, supportsActiveSteering: false } },
+        capabilities: {
+          turns: { supportsInterrupt: false, supportsSteeringByInterruptRestart: false, supportsActiveSteering: false },
+        },
         script: () => hang,
       }),
     );

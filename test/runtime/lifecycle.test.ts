@@ -7,7 +7,10 @@ import { createRuntime, createScriptedAdapter, type ProviderAdapter, type Runtim
 import { nextEvent, ofType, openTestRuntime, override, until } from "../support/runtime.js";
 import { openRuntime } from "../support/internals.js";
 
-/** Smaller promises: what open cut is told, closed runtimes are released, forks after a rollback, listener errors are reported, an adapter that fails to close. */
+/**
+ * Smaller promises: what open cut is told, closed runtimes are released, forks after a rollback, listener errors are
+ * reported, an adapter that fails to close.
+ */
 describe("runtime lifecycle", () => {
   it("reports a complete last log line that does not parse: cut at open, said in the log and in recovery", async () => {
     const { rt, dataDir, cleanup } = await openTestRuntime({ s: createScriptedAdapter() });
@@ -17,9 +20,15 @@ describe("runtime lifecycle", () => {
       await appendFile(join(dataDir, "events.jsonl"), '{"seq":999,"garbage":true}\n');
       const reopened = await openRuntime({ dataDir, providers: { s: createScriptedAdapter() } });
       try {
-        expect(reopened.recovery.cut).toMatchObject({ complete: true, bytes: 27, reason: expect.stringMatching(/invalid record/) });
+        expect(reopened.recovery.cut).toMatchObject({
+          complete: true,
+          bytes: 27,
+          reason: expect.stringMatching(/invalid record/),
+        });
         const warning = await nextEvent(reopened, "warning", (e) => e.message.includes("was cut at open"));
-        expect(warning.event.message).toMatch(/line \d+ \(27 bytes\) was cut at open: a complete last line that does not parse/);
+        expect(warning.event.message).toMatch(
+          /line \d+ \(27 bytes\) was cut at open: a complete last line that does not parse/,
+        );
         expect(reopened.listThreads()).toHaveLength(1);
       } finally {
         await reopened.close();
@@ -30,7 +39,11 @@ describe("runtime lifecycle", () => {
   });
 
   it("a closed runtime is released: no idle or grace timer keeps it reachable", async () => {
-    const { stdout } = await promisify(execFile)(process.execPath, ["--expose-gc", "--import", "tsx", "test/runtime/closeReleaseChild.ts"], { timeout: 120_000 });
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--expose-gc", "--import", "tsx", "test/runtime/closeReleaseChild.ts"],
+      { timeout: 120_000 },
+    );
     const result = JSON.parse(stdout.trim()) as { cycles: number; alive: number };
     expect(result).toEqual({ cycles: 30, alive: 0, which: [] });
   });
@@ -44,9 +57,13 @@ describe("runtime lifecycle", () => {
       const second = await rt.sendMessage({ threadId, text: "two" });
       await rt.waitForRun(second.runId);
       await rt.rollback({ threadId, toRunId: first.runId });
-      expect(rt.affordances(threadId).fork.find((f) => f.afterRunId === first.runId)).toMatchObject({ source: expect.not.stringMatching("unavailable") });
+      expect(rt.affordances(threadId).fork.find((f) => f.afterRunId === first.runId)).toMatchObject({
+        source: expect.not.stringMatching("unavailable"),
+      });
       const fork = await rt.forkThread({ threadId });
-      expect(ofType(events, "fork.recorded").find((e) => e.threadId === fork.threadId)?.forkedFromRunId).toBe(first.runId);
+      expect(ofType(events, "fork.recorded").find((e) => e.threadId === fork.threadId)?.forkedFromRunId).toBe(
+        first.runId,
+      );
     } finally {
       await cleanup();
     }
@@ -54,7 +71,9 @@ describe("runtime lifecycle", () => {
 
   it("a second close() resolves only once the directory is given back", async () => {
     const base = createScriptedAdapter();
-    const adapter = override(base, { close: () => new Promise<void>((done) => setImmediate(() => void base.close().then(done))) });
+    const adapter = override(base, {
+      close: () => new Promise<void>((done) => setImmediate(() => void base.close().then(done))),
+    });
     const { rt, dataDir, cleanup } = await openTestRuntime({ s: adapter });
     try {
       void rt.close();
@@ -73,9 +92,17 @@ describe("runtime lifecycle", () => {
       await mkdir(join(dataDir, "runtimes"), { recursive: true });
       await writeFile(join(dataDir, "runtimes", "hosts.json"), "{ not json");
       const log = join(dataDir, "events.jsonl");
-      const handlesOnLog = async () => (await Promise.all((await readdir("/proc/self/fd")).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => "")))).filter((target) => target === log).length;
+      const handlesOnLog = async () =>
+        (
+          await Promise.all(
+            (await readdir("/proc/self/fd")).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => "")),
+          )
+        ).filter((target) => target === log).length;
       const before = await handlesOnLog();
-      for (let i = 0; i < 3; i++) await expect(openRuntime({ dataDir, providers: { s: createScriptedAdapter() } })).rejects.toMatchObject({ code: "store_corrupt" });
+      for (let i = 0; i < 3; i++)
+        await expect(openRuntime({ dataDir, providers: { s: createScriptedAdapter() } })).rejects.toMatchObject({
+          code: "store_corrupt",
+        });
       expect(await handlesOnLog()).toBe(before);
     } finally {
       await cleanup();
@@ -84,7 +111,10 @@ describe("runtime lifecycle", () => {
 
   it("a subscribe listener that throws is reported through onFailure, and delivery goes on", async () => {
     const failures: RuntimeFailure[] = [];
-    const { rt, cleanup } = await openTestRuntime({ s: createScriptedAdapter() }, { onFailure: (f) => failures.push(f) });
+    const { rt, cleanup } = await openTestRuntime(
+      { s: createScriptedAdapter() },
+      { onFailure: (f) => failures.push(f) },
+    );
     try {
       const seen: number[] = [];
       rt.subscribe({ afterSeq: 0 }, () => {

@@ -2,7 +2,13 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRuntime, createScriptedAdapter, keyedScript, TillerError, type RuntimeOptions } from "../../src/index.js";
+import {
+  createRuntime,
+  createScriptedAdapter,
+  keyedScript,
+  TillerError,
+  type RuntimeOptions,
+} from "../../src/index.js";
 import { openTestRuntime, rejection } from "../support/runtime.js";
 
 /** `createRuntime`'s options are input like any other: a typo fails closed, naming the field. */
@@ -47,17 +53,26 @@ describe("runtime options", () => {
   it("refuses a dataDir that is a file with invalid_input", async () => {
     const file = join(dir, "a-file");
     await writeFile(file, "not a directory");
-    await expect(createRuntime({ dataDir: file, providers: providers() })).rejects.toMatchObject({ code: "invalid_input", details: { field: "dataDir" } });
+    await expect(createRuntime({ dataDir: file, providers: providers() })).rejects.toMatchObject({
+      code: "invalid_input",
+      details: { field: "dataDir" },
+    });
   });
 
   it("refuses a thread cwd that does not exist or is a file, and records nothing", async () => {
     const { rt, cleanup } = await openTestRuntime(providers());
     try {
       const head = rt.views.head;
-      await expect(rt.createThread({ providerTarget: "scripted", cwd: join(dir, "missing") })).rejects.toMatchObject({ code: "invalid_input", details: { field: "cwd" } });
+      await expect(rt.createThread({ providerTarget: "scripted", cwd: join(dir, "missing") })).rejects.toMatchObject({
+        code: "invalid_input",
+        details: { field: "cwd" },
+      });
       const file = join(dir, "cwd-file");
       await writeFile(file, "x");
-      await expect(rt.createThread({ providerTarget: "scripted", cwd: file })).rejects.toMatchObject({ code: "invalid_input", details: { field: "cwd" } });
+      await expect(rt.createThread({ providerTarget: "scripted", cwd: file })).rejects.toMatchObject({
+        code: "invalid_input",
+        details: { field: "cwd" },
+      });
       expect(rt.views.head).toBe(head);
       expect(rt.listThreads()).toHaveLength(0);
     } finally {
@@ -68,12 +83,17 @@ describe("runtime options", () => {
   it("a read-only sandbox is honoured: the scripted provider writes nothing without asking", async () => {
     const script = keyedScript({ "[write]": [{ type: "file_change", path: "out.txt", diff: "+hi", content: "hi" }] });
     const cwd = await mkdtemp(join(dir, "ws-"));
-    const { rt, cleanup } = await openTestRuntime({ scripted: createScriptedAdapter({ script }) }, { sandbox: "read-only" });
+    const { rt, cleanup } = await openTestRuntime(
+      { scripted: createScriptedAdapter({ script }) },
+      { sandbox: "read-only" },
+    );
     try {
       const { threadId } = await rt.createThread({ providerTarget: "scripted", cwd });
       const { runId } = await rt.sendMessage({ threadId, text: "[write] it" });
       await rt.waitForRun(runId);
-      await expect(import("node:fs/promises").then((fs) => fs.stat(join(cwd, "out.txt")))).rejects.toMatchObject({ code: "ENOENT" });
+      await expect(import("node:fs/promises").then((fs) => fs.stat(join(cwd, "out.txt")))).rejects.toMatchObject({
+        code: "ENOENT",
+      });
     } finally {
       await cleanup();
     }

@@ -50,7 +50,12 @@ describe("a bad provider frame is a protocol_error warning, never the end of the
   });
 
   it("rejects a non-JSON-serializable tool input without crashing, and the log stays readable (review a14/a15)", async () => {
-    const base = createScriptedAdapter({ script: () => [{ type: "tool", name: "t", output: "o" }, { type: "text", text: "done" }] });
+    const base = createScriptedAdapter({
+      script: () => [
+        { type: "tool", name: "t", output: "o" },
+        { type: "text", text: "done" },
+      ],
+    });
     const adapter = override(base, {
       streamEvents: () => ({
         async *[Symbol.asyncIterator]() {
@@ -72,7 +77,9 @@ describe("a bad provider frame is a protocol_error warning, never the end of the
       expect(run.status).toBe("completed");
       expect(run.items.find((i) => i.kind === "assistant_message")?.text).toBe("done");
       const warnings = ofType(first.events, "warning").map((w) => w.message);
-      expect(warnings).toEqual([expect.stringMatching(/^protocol_error: s sent an invalid item\.started event: must be JSON-serializable/)]);
+      expect(warnings).toEqual([
+        expect.stringMatching(/^protocol_error: s sent an invalid item\.started event: must be JSON-serializable/),
+      ]);
       expect(first.rt.actors.runs.has(run.runId)).toBe(false);
       const again = await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "again" })).runId);
       expect(again.status).toBe("completed");

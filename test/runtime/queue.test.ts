@@ -10,7 +10,11 @@ import { deferred, nextEvent, ofType, openTestRuntime, override, recordCalls, sa
 
 describe("the queue", () => {
   it("a restart runs ahead of an older queued run, and a provider returning later still gets the run it missed (review s4)", async () => {
-    const alpha = recordCalls(createScriptedAdapter({ script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `alpha: ${text}` }]) }));
+    const alpha = recordCalls(
+      createScriptedAdapter({
+        script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `alpha: ${text}` }]),
+      }),
+    );
     const beta = createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `beta: ${text}` }] });
     const { rt, events, cleanup } = await openTestRuntime({ alpha: alpha.adapter, beta });
     try {
@@ -22,7 +26,9 @@ describe("the queue", () => {
       expect(r3.disposition).toBe("restarting");
       await rt.waitForRun(r2.runId);
       await rt.waitForRun(r3.runId);
-      const r4 = await rt.waitForRun((await rt.sendMessage({ threadId, text: "what did beta learn?", providerTarget: "alpha" })).runId);
+      const r4 = await rt.waitForRun(
+        (await rt.sendMessage({ threadId, text: "what did beta learn?", providerTarget: "alpha" })).runId,
+      );
       expect(r4.status).toBe("completed");
 
       // alpha, back after beta's run, is told what it missed.
@@ -56,56 +62,74 @@ describe("the queue", () => {
     ["starting", false],
     ["starting", true],
     ["streaming", false],
-  ] as const)("a model change on a queued message leaves the active run alone (active run %s, in-session switch: %s) (review)", async (phase, inSession) => {
-    const backend = new ScriptedBackend();
-    const script = keyedScript({ "[gate]": [{ type: "text", text: "working" }, { type: "gate", name: "go" }, { type: "text", text: " done" }] });
-    const base = scripted({ sessions: { supportsModelSwitchInSession: inSession } }, script, backend);
-    // The first session start is held, so a "starting" run is caught between its session and its turn.
-    const starting = deferred();
-    const startGate = deferred();
-    const held = override(base, {
-      startSession: async (input) => {
-        starting.resolve();
-        await startGate.promise;
-        return base.startSession(input);
-      },
-    });
-    const { adapter, calls } = recordCalls(held);
-    const { rt, events, cleanup } = await openTestRuntime({ a: adapter });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "a", model: "m1" });
-      const s1 = await rt.sendMessage({ threadId, text: "[gate] one" });
-      if (phase === "starting") {
-        await starting.promise;
-      } else {
+  ] as const)(
+    "a model change on a queued message leaves the active run alone (active run %s, in-session switch: %s) (review)",
+    async (phase, inSession) => {
+      const backend = new ScriptedBackend();
+      const script = keyedScript({
+        "[gate]": [
+          { type: "text", text: "working" },
+          { type: "gate", name: "go" },
+          { type: "text", text: " done" },
+        ],
+      });
+      const base = scripted({ sessions: { supportsModelSwitchInSession: inSession } }, script, backend);
+      // The first session start is held, so a "starting" run is caught between its session and its turn.
+      const starting = deferred();
+      const startGate = deferred();
+      const held = override(base, {
+        startSession: async (input) => {
+          starting.resolve();
+          await startGate.promise;
+          return base.startSession(input);
+        },
+      });
+      const { adapter, calls } = recordCalls(held);
+      const { rt, events, cleanup } = await openTestRuntime({ a: adapter });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "a", model: "m1" });
+        const s1 = await rt.sendMessage({ threadId, text: "[gate] one" });
+        if (phase === "starting") {
+          await starting.promise;
+        } else {
+          startGate.resolve();
+          await streaming(rt, s1.runId);
+        }
+        const s2 = await rt.sendMessage({ threadId, text: "two", mode: "queue", model: "m2" });
+        expect(s2.disposition).toBe("queued");
+        expect((await rt.readThread(threadId)).thread.model).toBe("m2");
+        expect(["starting", "running"]).toContain(rt.views.runs.get(s1.runId)!.status);
         startGate.resolve();
-        await streaming(rt, s1.runId);
-      }
-      const s2 = await rt.sendMessage({ threadId, text: "two", mode: "queue", model: "m2" });
-      expect(s2.disposition).toBe("queued");
-      expect((await rt.readThread(threadId)).thread.model).toBe("m2");
-      expect(["starting", "running"]).toContain(rt.views.runs.get(s1.runId)!.status);
-      startGate.resolve();
-      backend.openGate("go");
+        backend.openGate("go");
 
-      const r1 = await rt.waitForRun(s1.runId);
-      const r2 = await rt.waitForRun(s2.runId);
-      expect([r1.status, r2.status]).toEqual(["completed", "completed"]);
-      expect(said(r1.items)).toBe("working done");
-      expect([r1.model, r2.model]).toEqual(["m1", "m2"]);
-      const sessions = ofType(events, "session.started").map((e) => e.sessionId);
-      expect(calls.filter((c) => c.method === "startSession").map((c) => c.input.model)).toEqual(inSession ? ["m1"] : ["m1", "m2"]);
-      expect(sessions).toHaveLength(inSession ? 1 : 2);
-      // The active run was sent on its own session with its own model; the queued one with the new model.
-      expect(calls.filter((c) => c.method === "sendRun").map((c) => [c.input.text, c.input.model, c.input.sessionId])).toEqual([
-        ["[gate] one", "m1", sessions[0]],
-        ["two", "m2", inSession ? sessions[0] : sessions[1]],
-      ]);
-      expect(allTurns(backend)).toEqual([[["[gate] one", null], ["two", null]]]);
-    } finally {
-      startGate.resolve();
-      backend.openGate("go");
-      await cleanup();
-    }
-  });
+        const r1 = await rt.waitForRun(s1.runId);
+        const r2 = await rt.waitForRun(s2.runId);
+        expect([r1.status, r2.status]).toEqual(["completed", "completed"]);
+        expect(said(r1.items)).toBe("working done");
+        expect([r1.model, r2.model]).toEqual(["m1", "m2"]);
+        const sessions = ofType(events, "session.started").map((e) => e.sessionId);
+        expect(calls.filter((c) => c.method === "startSession").map((c) => c.input.model)).toEqual(
+          inSession ? ["m1"] : ["m1", "m2"],
+        );
+        expect(sessions).toHaveLength(inSession ? 1 : 2);
+        // The active run was sent on its own session with its own model; the queued one with the new model.
+        expect(
+          calls.filter((c) => c.method === "sendRun").map((c) => [c.input.text, c.input.model, c.input.sessionId]),
+        ).toEqual([
+          ["[gate] one", "m1", sessions[0]],
+          ["two", "m2", inSession ? sessions[0] : sessions[1]],
+        ]);
+        expect(allTurns(backend)).toEqual([
+          [
+            ["[gate] one", null],
+            ["two", null],
+          ],
+        ]);
+      } finally {
+        startGate.resolve();
+        backend.openGate("go");
+        await cleanup();
+      }
+    },
+  );
 });

@@ -32,7 +32,14 @@ describe("command ids and receipts", () => {
   it("every command returns a receipt whose id, repeated, returns the same receipt (in this life and the next) (review s6)", async () => {
     const adapter = createScriptedAdapter({
       script: ({ text }) =>
-        text === "ask" ? [{ type: "command", command: "make", output: "ok", approval: true }, { type: "text", text: "done" }] : text === "wait" ? hang : [{ type: "text", text: `re: ${text}` }],
+        text === "ask"
+          ? [
+              { type: "command", command: "make", output: "ok", approval: true },
+              { type: "text", text: "done" },
+            ]
+          : text === "wait"
+            ? hang
+            : [{ type: "text", text: `re: ${text}` }],
     });
     const first = await openTestRuntime({ p: adapter });
     const receipts: Array<{ repeat: () => Promise<unknown>; receipt: { commandId: string } }> = [];
@@ -40,26 +47,46 @@ describe("command ids and receipts", () => {
     try {
       const { rt } = first;
       const created = await rt.createThread({ providerTarget: "p" });
-      receipts.push({ receipt: created, repeat: () => rt.createThread({ providerTarget: "p", commandId: created.commandId }) });
+      receipts.push({
+        receipt: created,
+        repeat: () => rt.createThread({ providerTarget: "p", commandId: created.commandId }),
+      });
       const { threadId } = created;
 
       const sent = await rt.sendMessage({ threadId, text: "ask" });
-      receipts.push({ receipt: sent, repeat: () => rt.sendMessage({ threadId, text: "ask", commandId: sent.commandId }) });
+      receipts.push({
+        receipt: sent,
+        repeat: () => rt.sendMessage({ threadId, text: "ask", commandId: sent.commandId }),
+      });
       const opened = await nextEvent(rt, "request.opened", (e) => e.runId === sent.runId);
-      const responded = await rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } });
+      const responded = await rt.respond({
+        requestId: opened.event.requestId,
+        response: { kind: "decision", decision: "accept" },
+      });
       expect(responded).toMatchObject({ requestId: opened.event.requestId, status: "accepted" });
       receipts.push({
         receipt: responded,
-        repeat: () => rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" }, commandId: responded.commandId }),
+        repeat: () =>
+          rt.respond({
+            requestId: opened.event.requestId,
+            response: { kind: "decision", decision: "accept" },
+            commandId: responded.commandId,
+          }),
       });
       expect((await rt.waitForRun(sent.runId)).status).toBe("completed");
 
       const waiting = await rt.sendMessage({ threadId, text: "wait" });
-      receipts.push({ receipt: waiting, repeat: () => rt.sendMessage({ threadId, text: "wait", commandId: waiting.commandId }) });
+      receipts.push({
+        receipt: waiting,
+        repeat: () => rt.sendMessage({ threadId, text: "wait", commandId: waiting.commandId }),
+      });
       await nextEvent(rt, "node.delta", (e) => e.runId === waiting.runId);
       const interrupted = await rt.interrupt({ runId: waiting.runId });
       expect(interrupted).toMatchObject({ runId: waiting.runId, via: "native" });
-      receipts.push({ receipt: interrupted, repeat: () => rt.interrupt({ runId: waiting.runId, commandId: interrupted.commandId }) });
+      receipts.push({
+        receipt: interrupted,
+        repeat: () => rt.interrupt({ runId: waiting.runId, commandId: interrupted.commandId }),
+      });
       expect((await rt.waitForRun(waiting.runId)).status).toBe("interrupted");
 
       const forked = await rt.forkThread({ threadId });
@@ -80,7 +107,9 @@ describe("command ids and receipts", () => {
     try {
       const { rt } = second;
       const [created] = receipts;
-      expect(await rt.createThread({ providerTarget: "p", commandId: created!.receipt.commandId })).toEqual(created!.receipt);
+      expect(await rt.createThread({ providerTarget: "p", commandId: created!.receipt.commandId })).toEqual(
+        created!.receipt,
+      );
       const fresh = await rt.createThread({ providerTarget: "p" });
       expect(firstLife).not.toContain(fresh.commandId);
       expect(rt.listThreads()).toHaveLength(3);

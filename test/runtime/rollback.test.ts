@@ -31,7 +31,10 @@ describe("rollback and the provider's conversation", () => {
   it("rolling back the run that carried a handoff makes the next run on that target carry one again (review)", async () => {
     const a = new ScriptedBackend();
     const b = new ScriptedBackend();
-    const { rt, events, cleanup } = await openTestRuntime({ a: scripted({}, undefined, a), b: scripted({}, undefined, b) });
+    const { rt, events, cleanup } = await openTestRuntime({
+      a: scripted({}, undefined, a),
+      b: scripted({}, undefined, b),
+    });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "a" });
       const r1 = await sendAndWait(rt, threadId, "one");
@@ -71,7 +74,8 @@ describe("rollback and the provider's conversation", () => {
       const fork = await rt.forkThread({ threadId, afterRunId: r2.runId });
       const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
       expect(receipt).toMatchObject({ provider: "rolled_back", rolledBackRunIds: [r2.runId] });
-      const providerThreadOf = (id: string) => backend.threads.get(ofType(events, "provider_thread.bound").find((e) => e.threadId === id)!.resumeCursor)!;
+      const providerThreadOf = (id: string) =>
+        backend.threads.get(ofType(events, "provider_thread.bound").find((e) => e.threadId === id)!.resumeCursor)!;
       expect(turns(providerThreadOf(threadId))).toEqual([["one", null]]);
 
       const f1 = await sendAndWait(rt, fork.threadId, "in fork");
@@ -81,7 +85,10 @@ describe("rollback and the provider's conversation", () => {
       // fork), or the fork context sent with it (a portable fork). Either way, runs 1 and 2.
       const forkThread = providerThreadOf(fork.threadId);
       const index = forkThread.turns.findIndex((t) => t.userText === "in fork");
-      const known = [...forkThread.turns.slice(0, index).map((t) => t.userText), forkThread.turns[index]!.context?.text ?? ""].join("\n");
+      const known = [
+        ...forkThread.turns.slice(0, index).map((t) => t.userText),
+        forkThread.turns[index]!.context?.text ?? "",
+      ].join("\n");
       expect(known).toContain("one");
       expect(known).toContain("two");
     } finally {
@@ -108,7 +115,10 @@ describe("rollback and the provider's conversation", () => {
       expect((error as TillerError).code).toBe("closed");
       expect(allTurns(backend)).toEqual([[["one", null]]]);
 
-      const { rt, events, cleanup } = await openTestRuntime({ a: scripted({}, undefined, backend) }, { dataDir: first.dataDir });
+      const { rt, events, cleanup } = await openTestRuntime(
+        { a: scripted({}, undefined, backend) },
+        { dataDir: first.dataDir },
+      );
       try {
         expect((await rt.readThread(threadId)).runs.map((r) => [r.runId, r.status])).toEqual([
           [r1.runId, "completed"],
@@ -117,7 +127,12 @@ describe("rollback and the provider's conversation", () => {
         const r3 = await sendAndWait(rt, threadId, "three");
         expect(r3.status).toBe("completed");
         // The provider thread holds exactly runs 1 and 3: nothing missing, nothing rolled back.
-        expect(allTurns(backend)).toEqual([[["one", null], ["three", null]]]);
+        expect(allTurns(backend)).toEqual([
+          [
+            ["one", null],
+            ["three", null],
+          ],
+        ]);
         expect(r3.attempts[0]!.providerThreadId).toBe(r1.attempts[0]!.providerThreadId);
         expect(ofType(events, "handoff.created")).toEqual([]);
       } finally {
@@ -142,13 +157,27 @@ describe("rollback and the provider's conversation", () => {
       const sent = await rt.sendMessage({ threadId, text: "three" });
       expect(sent).toMatchObject({ disposition: "queued", queuePosition: 1 });
       await rejectsWith(rt.rollback({ threadId, toRunId: r1.runId }), "conflict");
-      expect(allTurns(backend)).toEqual([[["one", null], ["two", null]]]);
+      expect(allTurns(backend)).toEqual([
+        [
+          ["one", null],
+          ["two", null],
+        ],
+      ]);
       held.release();
       expect(await rollback).toMatchObject({ provider: "rolled_back", rolledBackRunIds: [r2.runId] });
       const r3 = await rt.waitForRun(sent.runId);
       expect(r3.status).toBe("completed");
-      expect(allTurns(backend)).toEqual([[["one", null], ["three", null]]]);
-      expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "rolled_back", "completed"]);
+      expect(allTurns(backend)).toEqual([
+        [
+          ["one", null],
+          ["three", null],
+        ],
+      ]);
+      expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual([
+        "completed",
+        "rolled_back",
+        "completed",
+      ]);
     } finally {
       held.release();
       await cleanup();

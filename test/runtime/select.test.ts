@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { createScriptedAdapter, keyedScript, shallowEqual, type ReadModelState, type RuntimeFailure, type ScriptStep, type TillerRuntime } from "../../src/index.js";
+import {
+  createScriptedAdapter,
+  keyedScript,
+  shallowEqual,
+  type ReadModelState,
+  type RuntimeFailure,
+  type ScriptStep,
+  type TillerRuntime,
+} from "../../src/index.js";
 import { nextEvent, ofType, openTestRuntime } from "../support/runtime.js";
 
 /**
@@ -28,7 +36,8 @@ function watch<T>(rt: TillerRuntime, selector: (state: ReadModelState) => T, equ
     },
     equal,
   );
-  const until = (done: (values: T[]) => boolean) => new Promise<void>((resolve) => (done(values) ? resolve() : waiting.push({ done, resolve })));
+  const until = (done: (values: T[]) => boolean) =>
+    new Promise<void>((resolve) => (done(values) ? resolve() : waiting.push({ done, resolve })));
   return { values, unsubscribe, until };
 }
 
@@ -54,10 +63,22 @@ describe("select", () => {
       const deltas = ofType(events, "node.delta").length;
       expect(deltas).toBeGreaterThan(100);
       const entry = { threadId, title: "ui", providerTarget: "scripted" };
-      expect(threads.values).toEqual([[], [{ ...entry, runs: 0, status: "idle" }], [{ ...entry, runs: 1, status: "active" }], [{ ...entry, runs: 1, status: "idle" }]]);
-      expect(pending.values.map((v) => v.map((r) => [r.requestId, r.kind, r.status]))).toEqual([[], [[opened.event.requestId, "command", "pending"]], []]);
+      expect(threads.values).toEqual([
+        [],
+        [{ ...entry, runs: 0, status: "idle" }],
+        [{ ...entry, runs: 1, status: "active" }],
+        [{ ...entry, runs: 1, status: "idle" }],
+      ]);
+      expect(pending.values.map((v) => v.map((r) => [r.requestId, r.kind, r.status]))).toEqual([
+        [],
+        [[opened.event.requestId, "command", "pending"]],
+        [],
+      ]);
       // Run statuses: once per change (a durable batch may hold several), never a repeat, ending completed.
-      const statusRecords = ofType(events, "run.state").length + ofType(events, "run.created").length + ofType(events, "run.terminal").length;
+      const statusRecords =
+        ofType(events, "run.state").length +
+        ofType(events, "run.created").length +
+        ofType(events, "run.terminal").length;
       expect(runs.values.length).toBeLessThanOrEqual(statusRecords + 1);
       runs.values.slice(1).forEach((value, i) => expect(value).not.toEqual(runs.values[i]));
       expect(runs.values.at(-1)).toEqual(["completed"]);
@@ -116,7 +137,10 @@ describe("select", () => {
     const { threadId } = await first.rt.createThread({ providerTarget: "scripted", title: "kept" });
     await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "hello" })).runId);
     await first.rt.close();
-    const { rt, cleanup } = await openTestRuntime({ scripted: scripted() }, { dataDir: first.dataDir, onFailure: (f) => failures.push(f) });
+    const { rt, cleanup } = await openTestRuntime(
+      { scripted: scripted() },
+      { dataDir: first.dataDir, onFailure: (f) => failures.push(f) },
+    );
     try {
       rt.select(
         (s) => s.threadList,
@@ -126,11 +150,15 @@ describe("select", () => {
       );
       const threads = watch(rt, (s) => s.threadList);
       await threads.until((v) => v.length === 1);
-      expect(threads.values[0]).toEqual([{ threadId, title: "kept", providerTarget: "scripted", runs: 1, status: "idle" }]);
+      expect(threads.values[0]).toEqual([
+        { threadId, title: "kept", providerTarget: "scripted", runs: 1, status: "idle" },
+      ]);
       await rt.waitForRun((await rt.sendMessage({ threadId, text: "again" })).runId);
       await threads.until((v) => v.at(-1)?.[0]?.runs === 2 && v.at(-1)?.[0]?.status === "idle");
       expect(failures.filter((f) => f.kind === "subscriber_threw").length).toBeGreaterThanOrEqual(1);
-      expect(failures.every((f) => f.kind === "subscriber_threw" && (f.error as Error).message === "a broken UI")).toBe(true);
+      expect(failures.every((f) => f.kind === "subscriber_threw" && (f.error as Error).message === "a broken UI")).toBe(
+        true,
+      );
     } finally {
       await cleanup();
     }
@@ -139,9 +167,19 @@ describe("select", () => {
   it("refuses what is not a function", async () => {
     const { rt, cleanup } = await openTestRuntime({ scripted: scripted() });
     try {
-      expect(() => rt.select("threadList" as never, () => undefined)).toThrow(expect.objectContaining({ code: "invalid_input", field: "selector" }));
-      expect(() => rt.select((s) => s, null as never)).toThrow(expect.objectContaining({ code: "invalid_input", field: "listener" }));
-      expect(() => rt.select((s) => s, () => undefined, 1 as never)).toThrow(expect.objectContaining({ code: "invalid_input", field: "equal" }));
+      expect(() => rt.select("threadList" as never, () => undefined)).toThrow(
+        expect.objectContaining({ code: "invalid_input", field: "selector" }),
+      );
+      expect(() => rt.select((s) => s, null as never)).toThrow(
+        expect.objectContaining({ code: "invalid_input", field: "listener" }),
+      );
+      expect(() =>
+        rt.select(
+          (s) => s,
+          () => undefined,
+          1 as never,
+        ),
+      ).toThrow(expect.objectContaining({ code: "invalid_input", field: "equal" }));
     } finally {
       await cleanup();
     }

@@ -11,7 +11,9 @@ import { nextEvent, ofType, openTestRuntime, override, said } from "../support/r
 
 describe("a provider session lost with a run active and another queued", () => {
   it("fails the active run and starts the queued one on a new session, where it completes (review s9)", async () => {
-    const adapter = createScriptedAdapter({ script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `re: ${text}` }]) });
+    const adapter = createScriptedAdapter({
+      script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `re: ${text}` }]),
+    });
     const { rt, events, cleanup } = await openTestRuntime({ p: adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "p" });

@@ -90,7 +90,10 @@ describe("sessions", () => {
       const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId);
       expect(run.status).toBe("failed");
       const [session] = [...rt.actors.sessions.values()];
-      expect([session!.getSnapshot().value, session!.getSnapshot().context.claims]).toEqual([{ ready: "countingDown" }, 0]);
+      expect([session!.getSnapshot().value, session!.getSnapshot().context.claims]).toEqual([
+        { ready: "countingDown" },
+        0,
+      ]);
     } finally {
       await cleanup();
     }
@@ -99,16 +102,31 @@ describe("sessions", () => {
 
 describe("threads that cannot be told apart get their own sessions", () => {
   /** No native ids of any kind: the provider cannot tell its threads apart. */
-  const none = { nativeThreadIds: "none", nativeTurnIds: "none", nativeItemIds: "none", nativeRequestIds: "none" } as const;
+  const none = {
+    nativeThreadIds: "none",
+    nativeTurnIds: "none",
+    nativeItemIds: "none",
+    nativeRequestIds: "none",
+  } as const;
   /** Each thread's turn asks for approval first, so both turns are in flight at once. */
   const script = keyedScript({
-    "[A]": [{ type: "command", command: "make a", output: "", approval: true }, { type: "text", text: "A reply" }],
-    "[B]": [{ type: "command", command: "make b", output: "", approval: true }, { type: "text", text: "B reply" }],
+    "[A]": [
+      { type: "command", command: "make a", output: "", approval: true },
+      { type: "text", text: "A reply" },
+    ],
+    "[B]": [
+      { type: "command", command: "make b", output: "", approval: true },
+      { type: "text", text: "B reply" },
+    ],
   });
-  const replies = (items: Array<{ kind: string; text?: string }>) => items.filter((i) => i.kind === "assistant_message").map((i) => i.text);
+  const replies = (items: Array<{ kind: string; text?: string }>) =>
+    items.filter((i) => i.kind === "assistant_message").map((i) => i.text);
 
   it("identity none, multi-thread sessions: concurrent runs each get their own reply (review a1)", async () => {
-    const adapter = createScriptedAdapter({ capabilities: { identity: none, sessions: { supportsMultipleProviderThreadsPerSession: true } }, script });
+    const adapter = createScriptedAdapter({
+      capabilities: { identity: none, sessions: { supportsMultipleProviderThreadsPerSession: true } },
+      script,
+    });
     const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
     try {
       const a = await rt.createThread({ providerTarget: "s" });

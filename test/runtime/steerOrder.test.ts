@@ -10,7 +10,14 @@ import { nextEvent, ofType, openTestRuntime, override } from "../support/runtime
 describe("a native steer acknowledged after the provider answered it", () => {
   it("appears in the transcript before the answer", async () => {
     const backend = new ScriptedBackend();
-    const scripted = createScriptedAdapter({ backend, script: () => [{ type: "text", text: "working" }, { type: "gate", name: "g" }, { type: "text", text: " done" }] });
+    const scripted = createScriptedAdapter({
+      backend,
+      script: () => [
+        { type: "text", text: "working" },
+        { type: "gate", name: "g" },
+        { type: "text", text: " done" },
+      ],
+    });
     let answered!: () => void;
     const answeredSeen = new Promise<void>((resolve) => (answered = resolve));
     // The acknowledgement waits until the turn has answered the steer.

@@ -2,7 +2,19 @@ import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, fullCapabilities, TillerError } from "../../src/index.js";
 import type { ProviderCapabilities } from "../../src/index.js";
 import { hang } from "../support/policies.js";
-import { deferred, gateEvents, holdSessionStart, interruptFails, nextEvent, ofType, openTestRuntime, override, recordCalls, rejection, said } from "../support/runtime.js";
+import {
+  deferred,
+  gateEvents,
+  holdSessionStart,
+  interruptFails,
+  nextEvent,
+  ofType,
+  openTestRuntime,
+  override,
+  recordCalls,
+  rejection,
+  said,
+} from "../support/runtime.js";
 
 /**
  * Steering: refused while an interrupt is on its way, by interrupt-restart where the session
@@ -37,7 +49,6 @@ describe("a steer while an interrupt is on its way", () => {
         expect(ofType(events, "run.created").map((e) => e.runId)).toEqual([runId, follow.runId]);
         await rt.interrupt({ runId: follow.runId });
         expect(["interrupted", "cancelled"]).toContain((await rt.waitForRun(follow.runId)).status);
-
       } finally {
         await cleanup();
       }
@@ -63,7 +74,11 @@ describe("steering by interrupt-restart", () => {
       const { runId } = await rt.sendMessage({ threadId, text: "go" });
       await nextEvent(rt, "node.delta", (e) => e.runId === runId);
       expect(rt.capabilities("s").turns.supportsActiveSteering).toBe(false);
-      expect(await rt.sendMessage({ threadId, text: "go left", mode: "steer" })).toMatchObject({ disposition: "steered", via: "interrupt_restart", runId });
+      expect(await rt.sendMessage({ threadId, text: "go left", mode: "steer" })).toMatchObject({
+        disposition: "steered",
+        via: "interrupt_restart",
+        runId,
+      });
       const run = await rt.waitForRun(runId);
       expect(run.status).toBe("completed");
       expect(run.attempts.map((a) => [a.ordinal, a.reason, a.status])).toEqual([
@@ -79,14 +94,20 @@ describe("steering by interrupt-restart", () => {
   });
 
   it("a steer whose interrupt fails leaves attempt 1 running; a later interrupt works (review a7)", async () => {
-    const base = createScriptedAdapter({ capabilities: { turns: { supportsActiveSteering: false } }, script: () => hang });
+    const base = createScriptedAdapter({
+      capabilities: { turns: { supportsActiveSteering: false } },
+      script: () => hang,
+    });
     const { adapter, calls } = interruptFails(base, 6, "transient");
     const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       const { runId } = await rt.sendMessage({ threadId, text: "go" });
       await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-      expect(await rt.sendMessage({ threadId, text: "do X", mode: "steer" })).toMatchObject({ disposition: "steered", via: "interrupt_restart" });
+      expect(await rt.sendMessage({ threadId, text: "do X", mode: "steer" })).toMatchObject({
+        disposition: "steered",
+        via: "interrupt_restart",
+      });
       const warning = await nextEvent(rt, "warning", (e) => e.runId === runId);
       expect(warning.event.message).toMatch(/^steer was not delivered/);
       const snapshot = await rt.readThread(threadId);
@@ -112,7 +133,10 @@ describe("steering a run that is still starting", () => {
   it("an auto follow-up is deferred on a natively steerable provider and applied once the turn runs (review a11)", async () => {
     const held = holdSessionStart(
       createScriptedAdapter({
-        script: () => [{ type: "command", command: "make", output: "ok", approval: true }, { type: "text", text: "done" }],
+        script: () => [
+          { type: "command", command: "make", output: "ok", approval: true },
+          { type: "text", text: "done" },
+        ],
       }),
     );
     const { rt, events, cleanup } = await openTestRuntime({ s: held.adapter });
@@ -146,7 +170,11 @@ describe("steering a run that is still starting", () => {
       const { threadId } = await rt.createThread({ providerTarget: "p" });
       const r1 = await rt.sendMessage({ threadId, text: "go" });
       expect((await rt.readThread(threadId)).runs[0]!.status).toBe("starting");
-      expect(await rt.sendMessage({ threadId, text: "steer A", mode: "steer" })).toMatchObject({ disposition: "steered", via: "native", runId: r1.runId });
+      expect(await rt.sendMessage({ threadId, text: "steer A", mode: "steer" })).toMatchObject({
+        disposition: "steered",
+        via: "native",
+        runId: r1.runId,
+      });
       const error = await rejection(rt.sendMessage({ threadId, text: "steer B", mode: "steer" }));
       expect(error).toBeInstanceOf(TillerError);
       expect((error as TillerError).code).toBe("conflict");
@@ -175,7 +203,11 @@ describe("steering a run that is still starting", () => {
     try {
       const { threadId } = await rt.createThread({ providerTarget: "p" });
       const r1 = await rt.sendMessage({ threadId, text: "go" });
-      expect(await rt.sendMessage({ threadId, text: "steer A", mode: "steer" })).toMatchObject({ disposition: "steered", via: "native", runId: r1.runId });
+      expect(await rt.sendMessage({ threadId, text: "steer A", mode: "steer" })).toMatchObject({
+        disposition: "steered",
+        via: "native",
+        runId: r1.runId,
+      });
       expect(await rt.interrupt({ runId: r1.runId })).toMatchObject({ runId: r1.runId, via: "native" });
       held.release();
       const run = await rt.waitForRun(r1.runId);
@@ -218,7 +250,11 @@ describe("a native steer acknowledged after the run ended", () => {
       const r1 = await rt.sendMessage({ threadId, text: "go" });
       ended = nextEvent(rt, "run.terminal", (e) => e.runId === r1.runId);
       const opened = await nextEvent(rt, "request.opened", (e) => e.runId === r1.runId);
-      expect(await rt.sendMessage({ threadId, text: "also do X", mode: "steer" })).toMatchObject({ disposition: "steered", via: "native", runId: r1.runId });
+      expect(await rt.sendMessage({ threadId, text: "also do X", mode: "steer" })).toMatchObject({
+        disposition: "steered",
+        via: "native",
+        runId: r1.runId,
+      });
       const applied = nextEvent(rt, "steer.applied", (e) => e.runId === r1.runId);
       await taken.promise; // the provider holds the steer; its turn goes on once answered
       await rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } });
@@ -226,7 +262,13 @@ describe("a native steer acknowledged after the run ended", () => {
       expect(run.status).toBe("completed");
       // The provider did take it: its reply shows the steer.
       expect(said(run.items)).toBe("working(steered: also do X)  done");
-      expect((await applied).event).toMatchObject({ threadId, runId: r1.runId, attemptId: run.attempts[0]!.attemptId, text: "also do X", via: "native" });
+      expect((await applied).event).toMatchObject({
+        threadId,
+        runId: r1.runId,
+        attemptId: run.attempts[0]!.attemptId,
+        text: "also do X",
+        via: "native",
+      });
       const types = events.map((r) => r.event.type);
       expect(types.indexOf("run.terminal")).toBeLessThan(types.indexOf("steer.applied"));
       expect(ofType(events, "steer.applied")).toHaveLength(1);

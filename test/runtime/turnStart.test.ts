@@ -66,7 +66,10 @@ describe("the reply to sendRun and the turn's events, in either order", () => {
   it("a request opened while the run is still starting is applied (not fenced), the run waits, and answering it completes the run (review a3)", async () => {
     const base = createScriptedAdapter({
       capabilities: { turns: { emitsTurnStarted: false } },
-      script: () => [{ type: "command", command: "rm -rf build", output: "ok", approval: true }, { type: "text", text: "done" }],
+      script: () => [
+        { type: "command", command: "rm -rf build", output: "ok", approval: true },
+        { type: "text", text: "done" },
+      ],
     });
     // A host that streams notifications before its reply to sendRun.
     const tapped = tapEvents(base, (e) => e.event.type === "request.opened");
@@ -118,13 +121,16 @@ describe("the reply to sendRun and the turn's events, in either order", () => {
       expect([run.status, run.reason]).toEqual(["failed", "start_failed"]);
       expect(run.failure).toMatchObject({ failureClass: "provider_error", message: "sendRun RPC timed out" });
       // The turn had started (the run was running) before the failure ended it.
-      const states = ofType(events, "run.state").filter((e) => e.runId === runId).map((e) => e.status);
+      const states = ofType(events, "run.state")
+        .filter((e) => e.runId === runId)
+        .map((e) => e.status);
       expect(states).toEqual(["starting", "running"]);
       expect(run.attempts.map((a) => a.status)).toEqual(["failed"]);
       expect(rt.actors.runs.has(runId)).toBe(false);
       // The half-started provider turn was stopped, so the thread's next run works.
       const next = await rt.waitForRun((await rt.sendMessage({ threadId, text: "again" })).runId);
-      expect(next.status).toBe("failed"); // this adapter's sendRun always fails, but not with "a turn is already running"
+      // this adapter's sendRun always fails, but not with "a turn is already running"
+      expect(next.status).toBe("failed");
       expect(next.failure?.message).toBe("sendRun RPC timed out");
     } finally {
       await cleanup();
@@ -133,7 +139,8 @@ describe("the reply to sendRun and the turn's events, in either order", () => {
 
   it("a sendRun reply that arrives after the turn's terminal still binds the turn, returns the session to ready, and later handoffs cover only what was missed (review s5)", async () => {
     const warn = vi.spyOn(console, "warn");
-    const mk = (name: string) => createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `${name}: ${text}` }] });
+    const mk = (name: string) =>
+      createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `${name}: ${text}` }] });
     const alpha = recordCalls(repliesAfterTerminal(mk("alpha")));
     const { rt, events, cleanup } = await openTestRuntime({ alpha: alpha.adapter, beta: mk("beta") });
     try {
@@ -172,8 +179,18 @@ describe("the reply to sendRun and the turn's events, in either order", () => {
       expect(handoffs[1]!.text).toContain("beta: two");
       expect(handoffs[1]!.text).not.toContain("alpha: one");
       const alphaSends = alpha.calls.filter((c) => c.method === "sendRun").map((c) => c.input);
-      expect(alphaSends.map((s) => s.context)).toEqual([null, { kind: "handoff", text: handoffs[1]!.text, delivery: "developer" }]);
-      expect(ofType(events, "session.state").map((e) => e.status)).toEqual(["running", "ready", "running", "ready", "running", "ready"]);
+      expect(alphaSends.map((s) => s.context)).toEqual([
+        null,
+        { kind: "handoff", text: handoffs[1]!.text, delivery: "developer" },
+      ]);
+      expect(ofType(events, "session.state").map((e) => e.status)).toEqual([
+        "running",
+        "ready",
+        "running",
+        "ready",
+        "running",
+        "ready",
+      ]);
       expect(ofType(events, "warning")).toEqual([]);
       expect(warn).not.toHaveBeenCalled();
     } finally {

@@ -5,7 +5,10 @@ import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, keyedScript } from "../../src/index.js";
 import { nextEvent, openTestRuntime, override, rejection, until } from "../support/runtime.js";
 
-/** No run stays `running` forever: a silent turn is checked, a broken script step fails its turn, callers can bound their waits. */
+/**
+ * No run stays `running` forever: a silent turn is checked, a broken script step fails its turn, callers can bound
+ * their waits.
+ */
 describe("turn watchdog", () => {
   it("fails a turn the provider accepted but never reports (turn_silent); the thread goes on with a new run", async () => {
     const base = createScriptedAdapter();
@@ -14,7 +17,8 @@ describe("turn watchdog", () => {
     const adapter = override(base, {
       sendRun: async (input) => (mute ? ((mute = false), { turnRef: null }) : base.sendRun(input)),
       // The provider cannot say about the muted turn; the next one it vouches for (a loaded machine may be slow).
-      isTurnAlive: async (input) => (mute === false && (await base.isTurnAlive!(input))) || Promise.reject(new Error("no such turn")),
+      isTurnAlive: async (input) =>
+        (mute === false && (await base.isTurnAlive!(input))) || Promise.reject(new Error("no such turn")),
     });
     const { rt, cleanup } = await openTestRuntime({ s: adapter }, { turnSilenceMs: 50 });
     try {
@@ -84,8 +88,12 @@ describe("turn watchdog", () => {
   });
 
   it("a restart waiting on a superseded turn that goes silent fails the run (turn_silent) and says the steer was not delivered", async () => {
-    // No native steer: a steer interrupts the turn and restarts the run, but this provider acknowledges the interrupt and its turn never ends.
-    const base = createScriptedAdapter({ capabilities: { turns: { supportsActiveSteering: false } }, script: keyedScript({ "[hang]": [{ type: "hang" }] }) });
+    // No native steer: a steer interrupts the turn and restarts the run, but this provider acknowledges the interrupt
+    // and its turn never ends.
+    const base = createScriptedAdapter({
+      capabilities: { turns: { supportsActiveSteering: false } },
+      script: keyedScript({ "[hang]": [{ type: "hang" }] }),
+    });
     const adapter = override(base, { interrupt: async () => undefined, isTurnAlive: async () => false });
     const { rt, cleanup } = await openTestRuntime({ s: adapter }, { turnSilenceMs: 50 });
     try {
@@ -106,7 +114,12 @@ describe("turn watchdog", () => {
   it("a scripted step that throws ends its turn failed, as does a script that throws", async () => {
     const cwd = await mkdtemp(join(tmpdir(), "tiller-throw-"));
     await writeFile(join(cwd, "a-file"), "x");
-    const script = keyedScript({ "[write]": [{ type: "text", text: "writing" }, { type: "file_change", path: "a-file/inside.txt", diff: "+x", content: "x" }] });
+    const script = keyedScript({
+      "[write]": [
+        { type: "text", text: "writing" },
+        { type: "file_change", path: "a-file/inside.txt", diff: "+x", content: "x" },
+      ],
+    });
     const throwing = createScriptedAdapter({
       script: ({ text }) => {
         if (text.includes("[boom]")) throw new Error("boom");
@@ -117,9 +130,15 @@ describe("turn watchdog", () => {
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s", cwd });
       const step = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[write] it" })).runId);
-      expect([step.status, step.failure?.message]).toEqual(["failed", expect.stringMatching(/a script step threw: .*(ENOTDIR|EEXIST)/)]);
+      expect([step.status, step.failure?.message]).toEqual([
+        "failed",
+        expect.stringMatching(/a script step threw: .*(ENOTDIR|EEXIST)/),
+      ]);
       const whole = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[boom]" })).runId);
-      expect([whole.status, whole.failure?.message]).toEqual(["failed", expect.stringMatching(/the script threw: Error: boom/)]);
+      expect([whole.status, whole.failure?.message]).toEqual([
+        "failed",
+        expect.stringMatching(/the script threw: Error: boom/),
+      ]);
     } finally {
       await cleanup();
       await rm(cwd, { recursive: true, force: true });
@@ -127,18 +146,28 @@ describe("turn watchdog", () => {
   });
 
   it("waitForRun gives up after timeoutMs (timeout) or on an abort signal (its reason), and the run goes on", async () => {
-    const { rt, cleanup } = await openTestRuntime({ s: createScriptedAdapter({ script: keyedScript({ "[hang]": [{ type: "hang" }] }) }) });
+    const { rt, cleanup } = await openTestRuntime({
+      s: createScriptedAdapter({ script: keyedScript({ "[hang]": [{ type: "hang" }] }) }),
+    });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "s" });
       const { runId } = await rt.sendMessage({ threadId, text: "[hang] wait" });
       await nextEvent(rt, "run.state", (e) => e.runId === runId && e.status === "running");
-      expect(await rejection(rt.waitForRun(runId, { timeoutMs: 5 }))).toMatchObject({ code: "timeout", details: { runId } });
+      expect(await rejection(rt.waitForRun(runId, { timeoutMs: 5 }))).toMatchObject({
+        code: "timeout",
+        details: { runId },
+      });
       const stop = new AbortController();
       const waiting = rejection(rt.waitForRun(runId, { signal: stop.signal }));
       stop.abort(new Error("caller gave up"));
       expect(await waiting).toMatchObject({ message: "caller gave up" });
-      expect(await rejection(rt.waitForRun(runId, { signal: stop.signal }))).toMatchObject({ message: "caller gave up" });
-      expect(await rejection(rt.waitForRun(runId, { timeoutMs: -1 }))).toMatchObject({ code: "invalid_input", details: { field: "timeoutMs" } });
+      expect(await rejection(rt.waitForRun(runId, { signal: stop.signal }))).toMatchObject({
+        message: "caller gave up",
+      });
+      expect(await rejection(rt.waitForRun(runId, { timeoutMs: -1 }))).toMatchObject({
+        code: "invalid_input",
+        details: { field: "timeoutMs" },
+      });
       expect(rt.views.runs.get(runId)!.status).toBe("running");
       await rt.interrupt({ runId });
       expect((await rt.waitForRun(runId, { timeoutMs: 60_000 })).status).toBe("interrupted");

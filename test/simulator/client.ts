@@ -20,7 +20,11 @@ export function parseSse(text: string): ParsedEvent[] {
   return events;
 }
 
-export function post(url: string, body: unknown, init: { headers?: Record<string, string>; signal?: AbortSignal } = {}): Promise<Response> {
+export function post(
+  url: string,
+  body: unknown,
+  init: { headers?: Record<string, string>; signal?: AbortSignal } = {},
+): Promise<Response> {
   return fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...init.headers },
@@ -29,14 +33,22 @@ export function post(url: string, body: unknown, init: { headers?: Record<string
   });
 }
 
-export async function postSse(url: string, body: unknown, headers: Record<string, string> = {}): Promise<ParsedEvent[]> {
+export async function postSse(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<ParsedEvent[]> {
   const res = await post(url, body, { headers });
-  if (res.headers.get("content-type") !== "text/event-stream") throw new Error(`not a stream: ${res.status} ${await res.text()}`);
+  if (res.headers.get("content-type") !== "text/event-stream")
+    throw new Error(`not a stream: ${res.status} ${await res.text()}`);
   return parseSse(await res.text());
 }
 
 /** Reads a streaming body until `marker` has arrived; returns the reader (to read on) and the text so far. */
-export async function readUntil(res: Response, marker: string): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; text: string }> {
+export async function readUntil(
+  res: Response,
+  marker: string,
+): Promise<{ reader: ReadableStreamDefaultReader<Uint8Array>; text: string }> {
   if (!res.body) throw new Error("no body");
   const reader = res.body.getReader();
   const decoder = new TextDecoder();

@@ -65,7 +65,12 @@ describe("Messages dialect", () => {
     const starts = events.filter((e) => e.event === "content_block_start").map((e) => e.data.content_block as Delta);
     expect(starts.map((b) => b.type)).toEqual(["thinking", "text"]);
     const thinking = blockDeltas(events, 0);
-    expect(joinField(thinking.filter((d) => d.type === "thinking_delta"), "thinking")).toBe("Let me think this through");
+    expect(
+      joinField(
+        thinking.filter((d) => d.type === "thinking_delta"),
+        "thinking",
+      ),
+    ).toBe("Let me think this through");
     expect(thinking.at(-1)).toMatchObject({ type: "signature_delta", signature: expect.any(String) });
     expect(joinField(blockDeltas(events, 1), "text")).toBe("Answer.");
   });
@@ -73,7 +78,13 @@ describe("Messages dialect", () => {
   it("streams tool_use blocks whose input_json_delta chunks reassemble to the args", async () => {
     const bash = { command: "ls -la /tmp", description: "List files" };
     const read = { file_path: "/tmp/notes.txt" };
-    sim.push({ text: "Checking.", tools: [{ name: "Bash", args: bash }, { name: "Read", args: read, id: "toolu_fixed" }] });
+    sim.push({
+      text: "Checking.",
+      tools: [
+        { name: "Bash", args: bash },
+        { name: "Read", args: read, id: "toolu_fixed" },
+      ],
+    });
     const events = await postSse(`${sim.url}/v1/messages`, request());
 
     const starts = events.filter((e) => e.event === "content_block_start").map((e) => e.data.content_block as Delta);
@@ -119,7 +130,10 @@ describe("Messages dialect", () => {
     sim.push({ status: 529, error: "Overloaded" }, { status: 400 });
     const overloaded = await post(`${sim.url}/v1/messages`, request());
     expect(overloaded.status).toBe(529);
-    expect(await overloaded.json()).toEqual({ type: "error", error: { type: "overloaded_error", message: "Overloaded" } });
+    expect(await overloaded.json()).toEqual({
+      type: "error",
+      error: { type: "overloaded_error", message: "Overloaded" },
+    });
 
     const invalid = await post(`${sim.url}/v1/messages`, request());
     expect(invalid.status).toBe(400);
@@ -143,7 +157,10 @@ describe("Messages dialect", () => {
   });
 
   it("records x-api-key masked", async () => {
-    await postSse(`${sim.url}/v1/messages`, request(), { "X-Api-Key": "sk-ant-secret", "anthropic-version": "2023-06-01" });
+    await postSse(`${sim.url}/v1/messages`, request(), {
+      "X-Api-Key": "sk-ant-secret",
+      "anthropic-version": "2023-06-01",
+    });
     const headers = sim.requests[0]?.headers ?? {};
     expect(headers["x-api-key"]).toBe("[redacted]");
     expect(headers["anthropic-version"]).toBe("2023-06-01");

@@ -41,7 +41,12 @@ describe("Responses dialect", () => {
     });
 
     expect(deltas(events, "response.output_text.delta")).toBe("Hello there from the loopback simulator");
-    expect(events[0]?.data.response).toMatchObject({ object: "response", status: "in_progress", model: "gpt-sim", output: [] });
+    expect(events[0]?.data.response).toMatchObject({
+      object: "response",
+      status: "in_progress",
+      model: "gpt-sim",
+      output: [],
+    });
     const done = events.find((e) => e.event === "response.output_item.done")?.data.item;
     expect(done).toMatchObject({
       type: "message",
@@ -69,7 +74,11 @@ describe("Responses dialect", () => {
 
     expect(deltas(events, "response.reasoning_summary_text.delta")).toBe("Weighing the options carefully");
     const summaryDone = events.find((e) => e.event === "response.reasoning_summary_text.done");
-    expect(summaryDone?.data).toMatchObject({ output_index: 0, summary_index: 0, text: "Weighing the options carefully" });
+    expect(summaryDone?.data).toMatchObject({
+      output_index: 0,
+      summary_index: 0,
+      text: "Weighing the options carefully",
+    });
     const output = completedOutput(events);
     expect(output.map((item) => item.type)).toEqual(["reasoning", "message"]);
     expect(output[0]).toMatchObject({ summary: [{ type: "summary_text", text: "Weighing the options carefully" }] });
@@ -110,7 +119,9 @@ describe("Responses dialect", () => {
       output_index: 2,
       input: patch,
     });
-    const added = events.filter((e) => e.event === "response.output_item.added").map((e) => e.data.item as Record<string, unknown>);
+    const added = events
+      .filter((e) => e.event === "response.output_item.added")
+      .map((e) => e.data.item as Record<string, unknown>);
     expect(added[1]).toMatchObject({ type: "function_call", call_id: fn?.call_id, arguments: "" });
   });
 
@@ -134,7 +145,9 @@ describe("Responses dialect", () => {
 
     const second = await post(`${sim.url}/v1/responses`, request());
     expect(second.status).toBe(429);
-    expect(await second.json()).toMatchObject({ error: { type: "rate_limit_exceeded", message: "simulated HTTP 429" } });
+    expect(await second.json()).toMatchObject({
+      error: { type: "rate_limit_exceeded", message: "simulated HTTP 429" },
+    });
   });
 
   it("answers stream:false with the completed response as JSON", async () => {

@@ -72,7 +72,14 @@ describe("model simulator server", () => {
       "OpenAI-Beta": "responses=experimental",
     });
     const [req] = await s.waitForRequests(1);
-    expect(req).toMatchObject({ id: 1, method: "POST", url: "/v1/responses?x=1", dialect: "responses", aborted: false, body: responsesBody });
+    expect(req).toMatchObject({
+      id: 1,
+      method: "POST",
+      url: "/v1/responses?x=1",
+      dialect: "responses",
+      aborted: false,
+      body: responsesBody,
+    });
     expect(req?.headers.authorization).toBe("[redacted]");
     expect(req?.headers["openai-beta"]).toBe("responses=experimental");
     expect(req?.headers["content-type"]).toBe("application/json");
@@ -176,7 +183,10 @@ describe("model simulator server", () => {
     expect(await thrown.json()).toMatchObject({ error: { message: expect.stringContaining("script bug") } });
     const malformed = await post(`${s.url}/v1/messages`, messagesBody);
     expect(malformed.status).toBe(500);
-    expect(await malformed.json()).toMatchObject({ type: "error", error: { message: expect.stringContaining("invalid reply spec") } });
+    expect(await malformed.json()).toMatchObject({
+      type: "error",
+      error: { message: expect.stringContaining("invalid reply spec") },
+    });
   });
 
   it("writes log lines when asked", async () => {

@@ -152,7 +152,11 @@ describe("EventLog", () => {
     const errors: unknown[] = [];
     const log = await openLog({ onListenerError: (error) => errors.push(error) });
     const kept: number[] = [];
-    log.subscribe(0, (r) => kept.push(r.seq), (r) => r.event.type === "keep");
+    log.subscribe(
+      0,
+      (r) => kept.push(r.seq),
+      (r) => r.event.type === "keep",
+    );
     log.subscribe(0, () => {
       throw new Error("subscriber boom");
     });
@@ -180,7 +184,11 @@ describe("EventLog", () => {
     expect(all).toHaveLength(2100);
     expect(all.every((r, i) => r.seq === i + 1 && r.event.n === i)).toBe(true);
     expect((await collect(again, 2050)).map((r) => r.seq)[0]).toBe(2051);
-    expect((await collect(again, 2048)).map((r) => r.seq)).toEqual([2049, 2050, ...Array.from({ length: 50 }, (_, i) => 2051 + i)]);
+    expect((await collect(again, 2048)).map((r) => r.seq)).toEqual([
+      2049,
+      2050,
+      ...Array.from({ length: 50 }, (_, i) => 2051 + i),
+    ]);
     expect(await collect(again, 2100)).toEqual([]);
   });
 
@@ -192,7 +200,11 @@ describe("EventLog", () => {
     await appendFile(file, torn);
 
     const again = await openLog();
-    expect(again.recovery).toMatchObject({ records: 3, truncatedBytes: Buffer.byteLength(torn), cut: { line: 4, complete: false } });
+    expect(again.recovery).toMatchObject({
+      records: 3,
+      truncatedBytes: Buffer.byteLength(torn),
+      cut: { line: 4, complete: false },
+    });
     expect(again.append({ type: "b" }).seq).toBe(4);
     await again.close();
 
@@ -208,7 +220,12 @@ describe("EventLog", () => {
     expect(log.recovery).toEqual({
       records: 2,
       truncatedBytes: '{"seq":3}\n'.length,
-      cut: { line: 3, bytes: '{"seq":3}\n'.length, complete: true, reason: expect.stringMatching(/^invalid record at/) },
+      cut: {
+        line: 3,
+        bytes: '{"seq":3}\n'.length,
+        complete: true,
+        reason: expect.stringMatching(/^invalid record at/),
+      },
     });
     await log.close();
 
@@ -216,7 +233,12 @@ describe("EventLog", () => {
     const again = await openLog();
     expect(again.recovery.records).toBe(2);
     expect(again.recovery.truncatedBytes).toBe(line(3).length - 1);
-    expect(again.recovery.cut).toEqual({ line: 3, bytes: line(3).length - 1, complete: false, reason: "no trailing newline" });
+    expect(again.recovery.cut).toEqual({
+      line: 3,
+      bytes: line(3).length - 1,
+      complete: false,
+      reason: "no trailing newline",
+    });
   });
 
   it("refuses a corrupt line that is not at the tail", async () => {

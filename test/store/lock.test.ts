@@ -37,14 +37,27 @@ async function deadPid(): Promise<number> {
 const bootId = (await readFile("/proc/sys/kernel/random/boot_id", "utf8").catch(() => "")).trim() || null;
 
 /** A lock record as the protocol writes it; by default naming the live parent process (the test runner). */
-function record(over: Partial<{ pid: number; startTime: string | null; bootId: string | null; nonce: string }> = {}): string {
-  return JSON.stringify({ pid: process.ppid, startTime: null, bootId, nonce: randomBytes(16).toString("hex"), acquiredAt: new Date().toISOString(), ...over }) + "\n";
+function record(
+  over: Partial<{ pid: number; startTime: string | null; bootId: string | null; nonce: string }> = {},
+): string {
+  return (
+    JSON.stringify({
+      pid: process.ppid,
+      startTime: null,
+      bootId,
+      nonce: randomBytes(16).toString("hex"),
+      acquiredAt: new Date().toISOString(),
+      ...over,
+    }) + "\n"
+  );
 }
 
 const liveParent = async () => record({ pid: process.ppid, startTime: await processStartTime(process.ppid) });
 const lockFile = () => join(dir, "LOCK");
-const token = (nonceOrRecord: string) => join(dir, `LOCK.takeover.n${(JSON.parse(nonceOrRecord) as { nonce: string }).nonce}`);
-const holderOf = async (path: string) => JSON.parse(await readFile(path, "utf8")) as { pid: number; nonce: string; startTime: string | null };
+const token = (nonceOrRecord: string) =>
+  join(dir, `LOCK.takeover.n${(JSON.parse(nonceOrRecord) as { nonce: string }).nonce}`);
+const holderOf = async (path: string) =>
+  JSON.parse(await readFile(path, "utf8")) as { pid: number; nonce: string; startTime: string | null };
 
 describe("acquireDataDirLock", () => {
   it("writes a LOCK naming this process (pid, kernel start time, boot, nonce), mode 0600, creating the directory", async () => {
@@ -52,7 +65,12 @@ describe("acquireDataDirLock", () => {
     const lock = await acquire(dataDir);
     expect(lock.path).toBe(join(dataDir, "LOCK"));
     const content = JSON.parse(await readFile(lock.path, "utf8")) as Record<string, unknown>;
-    expect(content).toMatchObject({ pid: process.pid, startTime: await processStartTime(process.pid), bootId, nonce: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    expect(content).toMatchObject({
+      pid: process.pid,
+      startTime: await processStartTime(process.pid),
+      bootId,
+      nonce: expect.stringMatching(/^[0-9a-f]{32}$/),
+    });
     expect(Number.isNaN(Date.parse(content.acquiredAt as string))).toBe(false);
     expect((await stat(lock.path)).mode & 0o777).toBe(0o600);
     expect(await readdir(dataDir)).toEqual(["LOCK"]); // no temp file left behind
@@ -88,7 +106,10 @@ describe("acquireDataDirLock", () => {
   it("refuses a lock held by another live process (same start time), and leaves it alone", async () => {
     const content = await liveParent();
     await writeFile(lockFile(), content);
-    await expect(acquireDataDirLock(dir)).rejects.toMatchObject({ code: "data_dir_locked", details: { holderPid: process.ppid } });
+    await expect(acquireDataDirLock(dir)).rejects.toMatchObject({
+      code: "data_dir_locked",
+      details: { holderPid: process.ppid },
+    });
     expect(await readFile(lockFile(), "utf8")).toBe(content);
     expect(await readdir(dir)).toEqual(["LOCK"]);
   });
@@ -108,7 +129,10 @@ describe("acquireDataDirLock", () => {
   });
 
   it("replaces a lock from before a reboot (other boot id), even where the pid and start time match", async () => {
-    await writeFile(lockFile(), record({ pid: process.ppid, startTime: await processStartTime(process.ppid), bootId: "an-earlier-boot" }));
+    await writeFile(
+      lockFile(),
+      record({ pid: process.ppid, startTime: await processStartTime(process.ppid), bootId: "an-earlier-boot" }),
+    );
     await expect(acquire()).resolves.toBeDefined();
   });
 
@@ -157,7 +181,10 @@ describe("acquireDataDirLock", () => {
       const taker = await liveParent();
       await writeFile(lockFile(), stale);
       await writeFile(token(stale), taker);
-      await expect(acquireDataDirLock(dir)).rejects.toMatchObject({ code: "data_dir_locked", details: { holderPid: process.ppid } });
+      await expect(acquireDataDirLock(dir)).rejects.toMatchObject({
+        code: "data_dir_locked",
+        details: { holderPid: process.ppid },
+      });
       expect(await readFile(lockFile(), "utf8")).toBe(stale);
       expect(await readFile(token(stale), "utf8")).toBe(taker);
     });

@@ -9,7 +9,11 @@ const SRC = join(ROOT, "src");
 
 async function modules(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true });
-  const nested = await Promise.all(entries.map((e) => (e.isDirectory() ? modules(join(dir, e.name)) : Promise.resolve(e.name.endsWith(".ts") ? [join(dir, e.name)] : []))));
+  const nested = await Promise.all(
+    entries.map((e) =>
+      e.isDirectory() ? modules(join(dir, e.name)) : Promise.resolve(e.name.endsWith(".ts") ? [join(dir, e.name)] : []),
+    ),
+  );
   return nested.flat();
 }
 
@@ -23,7 +27,12 @@ export async function importGraph(): Promise<Map<string, string[]>> {
   const graph = new Map<string, string[]>();
   for (const file of await modules(SRC)) {
     const name = relative(ROOT, file);
-    graph.set(name, importsOf(file, await readFile(file, "utf8")).map((p) => relative(ROOT, p)).filter((p) => p.startsWith("src/")));
+    graph.set(
+      name,
+      importsOf(file, await readFile(file, "utf8"))
+        .map((p) => relative(ROOT, p))
+        .filter((p) => p.startsWith("src/")),
+    );
   }
   return graph;
 }
@@ -78,7 +87,8 @@ export async function importViolations(): Promise<string[]> {
   for (const [file, imports] of graph) {
     const rule = LAYERS.find(([prefix]) => file.startsWith(prefix));
     if (!rule) continue;
-    for (const target of imports) if (!rule[1].some((allowed) => target.startsWith(allowed))) violations.push(`layer: ${file} imports ${target}`);
+    for (const target of imports)
+      if (!rule[1].some((allowed) => target.startsWith(allowed))) violations.push(`layer: ${file} imports ${target}`);
   }
   return violations;
 }

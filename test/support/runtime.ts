@@ -49,10 +49,22 @@ export const ofType = <T extends DomainEventType>(records: LogRecord<DomainEvent
   records.map((r) => r.event).filter((e): e is DomainEventOf<T> => e.type === type);
 
 /** Records every adapter call (what the provider was asked, in native terms). */
-export function recordCalls(adapter: ProviderAdapter): { adapter: ProviderAdapter; calls: Array<{ method: string; input: any }> } {
+export function recordCalls(adapter: ProviderAdapter): {
+  adapter: ProviderAdapter;
+  calls: Array<{ method: string; input: any }>;
+} {
   const calls: Array<{ method: string; input: any }> = [];
   const wrapped = Object.create(adapter) as ProviderAdapter;
-  for (const method of ["startSession", "ensureProviderThread", "sendRun", "steerRun", "interrupt", "respondToRequest", "forkThread", "stopSession"] as const) {
+  for (const method of [
+    "startSession",
+    "ensureProviderThread",
+    "sendRun",
+    "steerRun",
+    "interrupt",
+    "respondToRequest",
+    "forkThread",
+    "stopSession",
+  ] as const) {
     const original = adapter[method] as ((input: unknown) => Promise<unknown>) | undefined;
     if (!original) continue;
     (wrapped as any)[method] = (input: unknown) => {
@@ -115,8 +127,12 @@ export async function rejection(promise: Promise<unknown>): Promise<unknown> {
 }
 
 /** Sends a message on the thread and waits for its run to end. */
-export const sendAndWait = async (rt: TillerRuntime, threadId: string, text: string, extra: { providerTarget?: string } = {}) =>
-  rt.waitForRun((await rt.sendMessage({ threadId, text, ...extra })).runId);
+export const sendAndWait = async (
+  rt: TillerRuntime,
+  threadId: string,
+  text: string,
+  extra: { providerTarget?: string } = {},
+) => rt.waitForRun((await rt.sendMessage({ threadId, text, ...extra })).runId);
 
 /** Assistant text of a run's items, concatenated. */
 export const said = (items: Array<{ kind: string; text?: string | null }>): string =>
@@ -126,7 +142,11 @@ export const said = (items: Array<{ kind: string; text?: string | null }>): stri
     .join("");
 
 /** An adapter whose first `times` interrupts fail (a host error at the process boundary), later ones go through. */
-export function interruptFails(adapter: ProviderAdapter, times: number, message = "transient"): { adapter: ProviderAdapter; calls: () => number } {
+export function interruptFails(
+  adapter: ProviderAdapter,
+  times: number,
+  message = "transient",
+): { adapter: ProviderAdapter; calls: () => number } {
   let calls = 0;
   const wrapped = override(adapter, {
     interrupt: async (input) => {
@@ -139,7 +159,8 @@ export function interruptFails(adapter: ProviderAdapter, times: number, message 
 }
 
 /** An adapter whose first `interrupt` fails (a transient host error), later ones go through. */
-export const interruptFailsOnce = (adapter: ProviderAdapter, message = "transient") => interruptFails(adapter, 1, message);
+export const interruptFailsOnce = (adapter: ProviderAdapter, message = "transient") =>
+  interruptFails(adapter, 1, message);
 
 /** Polls until `condition` holds (tests wait on state, never assert on time); fails with `what` after `limitMs`. */
 export async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {

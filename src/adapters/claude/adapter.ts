@@ -32,17 +32,24 @@ export interface ClaudeAdapterOptions {
   policy?: Partial<SupervisorPolicy>;
 }
 
-export type ClaudeAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null };
+export type ClaudeAdapter = ProviderAdapter & {
+  readonly hostSpec: HostSpec;
+  hostPid(sessionId: string): number | null;
+};
 
 /** Claude's own opt-outs: no telemetry, no update checks, no traffic beyond the model API. */
-const QUIET = { DISABLE_TELEMETRY: "1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1", DISABLE_AUTOUPDATER: "1", DISABLE_ERROR_REPORTING: "1" };
+const QUIET = {
+  DISABLE_TELEMETRY: "1",
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  DISABLE_AUTOUPDATER: "1",
+  DISABLE_ERROR_REPORTING: "1",
+};
 
 /**
  * Not overridable: no background tasks (agents and shells). A background task's end makes
  * Claude start a turn of its own, which, with no turn ids, would pass for the next run's.
  */
 const NO_BACKGROUND = { CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: "1" };
-
 
 export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeAdapter {
   const caps = claudeCapabilities();
@@ -69,7 +76,8 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
     channel.onNotification((method, params) => {
       if (method !== "event") return;
       const { sessionId, event } = (params ?? {}) as { sessionId?: unknown; event?: ProviderEvent };
-      if (typeof sessionId === "string" && sessions.find(sessionId)) queue.push({ sessionId, event: event as ProviderEvent });
+      if (typeof sessionId === "string" && sessions.find(sessionId))
+        queue.push({ sessionId, event: event as ProviderEvent });
     });
     await ready;
     await channel.call("init", options.executable ? { executable: options.executable } : {});
@@ -78,7 +86,13 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
 
   const spec: HostSpec = {
     target: "claude",
-    identity: { executable: options.executable ?? script, config: { home: options.home ?? null, configDir: options.configDir ?? null }, credentials: createHash("sha256").update(JSON.stringify(options.env ?? {})).digest("hex") },
+    identity: {
+      executable: options.executable ?? script,
+      config: { home: options.home ?? null, configDir: options.configDir ?? null },
+      credentials: createHash("sha256")
+        .update(JSON.stringify(options.env ?? {}))
+        .digest("hex"),
+    },
     // The host reads Claude's session store too (resume checks): it runs in Claude's environment,
     // and Claude inherits the host's. A user's relocated Claude config directory is inherited.
     spawn: { command: process.execPath, args: [...execArgs, script], env: claudeEnv, inherit: ["CLAUDE_CONFIG_DIR"] },
@@ -87,7 +101,8 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
     secrets: Object.values(options.env ?? {}).filter((v) => v.length >= 8),
   };
 
-  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> => (await sessions.lease(sessionId).channel.call(method, params)) as T;
+  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> =>
+    (await sessions.lease(sessionId).channel.call(method, params)) as T;
 
   const adapter: ClaudeAdapter = {
     provider: "claude",
@@ -107,23 +122,36 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       held.release();
     },
     async ensureProviderThread({ sessionId, cwd, resume }) {
-      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd, model: null, ...(resume ? { resume: resume.cursor } : {}) });
+      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", {
+        sessionId,
+        cwd,
+        model: null,
+        ...(resume ? { resume: resume.cursor } : {}),
+      });
       return { threadRef: cursor, resumeCursor: cursor };
     },
     async sendRun({ sessionId, thread, text, context, model }) {
-      const full = context ? `Context from earlier in this conversation (${context.kind}):\n${context.text}\n\n${text}` : text;
+      const full = context
+        ? `Context from earlier in this conversation (${context.kind}):\n${context.text}\n\n${text}`
+        : text;
       await call(sessionId, "send", { cursor: thread.resumeCursor, text: full, model });
       return { turnRef: null };
     },
     async interrupt({ sessionId, thread }) {
       await call(sessionId, "interrupt", { cursor: thread.resumeCursor });
     },
-    // Claude may work for long without a word (a long Bash streams no output): its host knows whether the prompt still owes a result.
+    // Claude may work for long without a word (a long Bash streams no output): its host knows whether the prompt still
+    // owes a result.
     async isTurnAlive({ sessionId, thread }) {
       return (await call<{ alive: boolean }>(sessionId, "turnAlive", { cursor: thread.resumeCursor })).alive;
     },
     async respondToRequest({ sessionId, request, response }) {
-      if (response.kind === "answers") return void (await call(sessionId, "respond", { requestRef: request.requestRef, allow: true, answers: response.answers }));
+      if (response.kind === "answers")
+        return void (await call(sessionId, "respond", {
+          requestRef: request.requestRef,
+          allow: true,
+          answers: response.answers,
+        }));
       const allow = response.decision === "accept" || response.decision === "accept_for_session";
       await call(sessionId, "respond", { requestRef: request.requestRef, allow });
     },
@@ -132,7 +160,12 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       return { handle: { threadRef: cursor, resumeCursor: cursor } };
     },
     async forkThread({ sessionId, thread, cwd }) {
-      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", { sessionId, cwd, model: null, fork: thread.resumeCursor });
+      const { cursor } = await call<{ cursor: string }>(sessionId, "openThread", {
+        sessionId,
+        cwd,
+        model: null,
+        fork: thread.resumeCursor,
+      });
       return { threadRef: cursor, resumeCursor: cursor };
     },
     streamEvents: () => queue,

@@ -8,8 +8,22 @@ import { defineCapabilities, type ProviderCapabilities } from "../../capabilitie
  */
 export function claudeCapabilities(): ProviderCapabilities {
   return defineCapabilities({
-    sessions: { supportsMultipleProviderThreadsPerSession: false, supportsModelSwitchInSession: true, supportsProviderSwitchingViaHandoff: true, supportsRuntimeModeSwitchInSession: false, pendingRequestsSurviveRestart: false },
-    threads: { canCreateEmptyThread: true, canReadThreadSnapshot: false, canRollbackThread: true, canForkThread: true, canForkFromTurn: false, canForkFromSubagentThread: false, exposesNativeThreadId: true },
+    sessions: {
+      supportsMultipleProviderThreadsPerSession: false,
+      supportsModelSwitchInSession: true,
+      supportsProviderSwitchingViaHandoff: true,
+      supportsRuntimeModeSwitchInSession: false,
+      pendingRequestsSurviveRestart: false,
+    },
+    threads: {
+      canCreateEmptyThread: true,
+      canReadThreadSnapshot: false,
+      canRollbackThread: true,
+      canForkThread: true,
+      canForkFromTurn: false,
+      canForkFromSubagentThread: false,
+      exposesNativeThreadId: true,
+    },
     turns: {
       exposesNativeTurnId: false,
       emitsTurnStarted: false,
@@ -20,8 +34,21 @@ export function claudeCapabilities(): ProviderCapabilities {
       supportsQueuedMessages: false,
       terminalStatusQuality: "strong",
     },
-    streaming: { streamsAssistantText: true, streamsReasoning: true, streamsToolOutput: false, streamsPlanText: false, emitsMessageCompleted: true },
-    tools: { exposesToolItemIds: true, emitsToolStarted: true, emitsToolCompleted: true, emitsToolOutput: true, supportsMcpTools: false, supportsDynamicToolCallbacks: false },
+    streaming: {
+      streamsAssistantText: true,
+      streamsReasoning: true,
+      streamsToolOutput: false,
+      streamsPlanText: false,
+      emitsMessageCompleted: true,
+    },
+    tools: {
+      exposesToolItemIds: true,
+      emitsToolStarted: true,
+      emitsToolCompleted: true,
+      emitsToolOutput: true,
+      supportsMcpTools: false,
+      supportsDynamicToolCallbacks: false,
+    },
     approvals: {
       supportsCommandApproval: true,
       supportsFileReadApproval: false,
@@ -32,9 +59,23 @@ export function claudeCapabilities(): ProviderCapabilities {
       approvalsCanOriginateFromSubagents: false,
     },
     // ExitPlanMode's plan is a proposed plan; AskUserQuestion a structured question.
-    planning: { emitsPlanUpdated: false, emitsTodoList: true, emitsProposedPlan: true, supportsStructuredQuestions: true, planDeltasHaveItemIds: false },
-    // A subagent is the Agent tool's use: its start and end are seen, its messages nest under it; it has no thread of its own.
-    subagents: { supportsSubagents: true, exposesSubagentThreadIds: false, emitsSubagentLifecycle: true, canWaitForSubagents: false, canCloseSubagents: false, canForkSubagentThread: false },
+    planning: {
+      emitsPlanUpdated: false,
+      emitsTodoList: true,
+      emitsProposedPlan: true,
+      supportsStructuredQuestions: true,
+      planDeltasHaveItemIds: false,
+    },
+    // A subagent is the Agent tool's use: its start and end are seen, its messages nest under it; it has no thread of
+    // its own.
+    subagents: {
+      supportsSubagents: true,
+      exposesSubagentThreadIds: false,
+      emitsSubagentLifecycle: true,
+      canWaitForSubagents: false,
+      canCloseSubagents: false,
+      canForkSubagentThread: false,
+    },
     context: {
       acceptsSystemContext: false,
       acceptsDeveloperContext: false,
@@ -45,7 +86,13 @@ export function claudeCapabilities(): ProviderCapabilities {
       supportsFullThreadHandoff: true,
       maxRecommendedHandoffChars: 16_000,
     },
-    checkpointing: { appCanCheckpointFilesystem: true, supportsNestedCheckpointScopes: false, providerCanRollbackConversation: true, providerRollbackReturnsSnapshot: false, providerCanReadConversationSnapshot: false },
+    checkpointing: {
+      appCanCheckpointFilesystem: true,
+      supportsNestedCheckpointScopes: false,
+      providerCanRollbackConversation: true,
+      providerRollbackReturnsSnapshot: false,
+      providerCanReadConversationSnapshot: false,
+    },
     identity: { nativeThreadIds: "strong", nativeTurnIds: "none", nativeItemIds: "strong", nativeRequestIds: "strong" },
   });
 }

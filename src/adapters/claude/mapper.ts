@@ -11,7 +11,14 @@ import type { ProviderEvent } from "../contract.js";
  * proposed plan.
  */
 
-type Block = { type: string; id?: string; text?: string; thinking?: string; name?: string; input?: Record<string, unknown> };
+type Block = {
+  type: string;
+  id?: string;
+  text?: string;
+  thinking?: string;
+  name?: string;
+  input?: Record<string, unknown>;
+};
 type Msg = {
   type: string;
   subtype?: string;
@@ -34,23 +41,46 @@ type Tracked = ProviderItemKind | "todo" | "plan" | "subagent";
 /** The subagent tool: `Agent` in Claude Code 2.x, `Task` before. */
 const SUBAGENT_TOOLS = new Set(["Agent", "Task"]);
 
-const TOOL_KIND: Record<string, ProviderItemKind> = { Bash: "command_execution", Edit: "file_change", Write: "file_change", NotebookEdit: "file_change" };
+const TOOL_KIND: Record<string, ProviderItemKind> = {
+  Bash: "command_execution",
+  Edit: "file_change",
+  Write: "file_change",
+  NotebookEdit: "file_change",
+};
 
 const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
 
 /** A tool use as the request a permission prompt stands for. */
 export function permissionPayload(tool: string, input: Record<string, unknown>): RequestPayload {
-  if (tool === "Bash") return { kind: "command", command: str(input.command) ?? "", ...(str(input.description) ? { reason: str(input.description)! } : {}) };
-  if (TOOL_KIND[tool] === "file_change") return { kind: "file_change", path: str(input.file_path) ?? str(input.notebook_path) ?? "" };
+  if (tool === "Bash")
+    return {
+      kind: "command",
+      command: str(input.command) ?? "",
+      ...(str(input.description) ? { reason: str(input.description)! } : {}),
+    };
+  if (TOOL_KIND[tool] === "file_change")
+    return { kind: "file_change", path: str(input.file_path) ?? str(input.notebook_path) ?? "" };
   if (tool === "Read") return { kind: "file_read", path: str(input.file_path) ?? "" };
   if (tool === "AskUserQuestion" && Array.isArray(input.questions) && input.questions.length > 0) {
-    type Asked = { question?: string; header?: string; options?: Array<{ label?: string; description?: string }>; multiSelect?: boolean };
+    type Asked = {
+      question?: string;
+      header?: string;
+      options?: Array<{ label?: string; description?: string }>;
+      multiSelect?: boolean;
+    };
     // Claude keys the answers by question text: that text is the question's id.
     const questions = (input.questions as Asked[]).map((q) => ({
       id: q.question ?? "",
       question: q.question ?? "",
       ...(q.header ? { header: q.header } : {}),
-      ...(q.options ? { options: q.options.map((o) => ({ label: o.label ?? "", ...(o.description ? { description: o.description } : {}) })) } : {}),
+      ...(q.options
+        ? {
+            options: q.options.map((o) => ({
+              label: o.label ?? "",
+              ...(o.description ? { description: o.description } : {}),
+            })),
+          }
+        : {}),
       ...(q.multiSelect !== undefined ? { multiSelect: q.multiSelect } : {}),
     }));
     return { kind: "user_input", questions };
@@ -70,14 +100,22 @@ type TranscriptEntry = { type: string; uuid: string; parent_tool_use_id: string 
  * chain. A prompt is a user entry with text (not a tool result, a slash command's record or
  * Claude's interrupt marker), which is what each attempt of a run sends.
  */
-function prompts(messages: ReadonlyArray<TranscriptEntry>): { chain: TranscriptEntry[]; prompts: Array<{ index: number; text: string }> } {
+function prompts(messages: ReadonlyArray<TranscriptEntry>): {
+  chain: TranscriptEntry[];
+  prompts: Array<{ index: number; text: string }>;
+} {
   const chain = messages.filter((m) => m.parent_tool_use_id === null);
   const found = chain.flatMap((m, index) => {
     const content = (m.message as { content?: unknown } | null)?.content;
     if (m.type !== "user" || !Array.isArray(content)) return [];
     const blocks = content as Block[];
-    const text = blocks.filter((b) => b.type === "text").map((b) => b.text ?? "").join("");
-    return blocks.some((b) => b.type === "tool_result") || text === "" || text.startsWith(INTERRUPT_MARKER) ? [] : [{ index, text }];
+    const text = blocks
+      .filter((b) => b.type === "text")
+      .map((b) => b.text ?? "")
+      .join("");
+    return blocks.some((b) => b.type === "tool_result") || text === "" || text.startsWith(INTERRUPT_MARKER)
+      ? []
+      : [{ index, text }];
   });
   return { chain, prompts: found };
 }
@@ -89,7 +127,9 @@ function prompts(messages: ReadonlyArray<TranscriptEntry>): { chain: TranscriptE
 export function cutAfter(messages: ReadonlyArray<TranscriptEntry>, turns: number): string | null {
   const { chain, prompts: found } = prompts(messages);
   const firstDropped = found[found.length - turns];
-  return turns > 0 && found.length - turns >= 1 && firstDropped !== undefined ? chain[firstDropped.index - 1]!.uuid : null;
+  return turns > 0 && found.length - turns >= 1 && firstDropped !== undefined
+    ? chain[firstDropped.index - 1]!.uuid
+    : null;
 }
 
 /** The text of the transcript's last prompt, or null when it has none. */
@@ -139,24 +179,45 @@ export class ClaudeThreadMapper {
         return out;
       }
       case "user": {
-        const blocks = Array.isArray(m.message?.content) ? (m.message!.content as Array<Block & { tool_use_id?: string; content?: unknown; is_error?: boolean }>) : [];
+        const blocks = Array.isArray(m.message?.content)
+          ? (m.message!.content as Array<Block & { tool_use_id?: string; content?: unknown; is_error?: boolean }>)
+          : [];
         return blocks.flatMap((b): ProviderEvent[] => {
           if (b.type !== "tool_result" || !b.tool_use_id) return [];
           const known = this.#tools.get(b.tool_use_id);
           if (known === "todo" || known === "plan") return [];
-          const output = typeof b.content === "string" ? b.content : Array.isArray(b.content) ? (b.content as Block[]).map((c) => c.text ?? "").join("") : "";
+          const output =
+            typeof b.content === "string"
+              ? b.content
+              : Array.isArray(b.content)
+                ? (b.content as Block[]).map((c) => c.text ?? "").join("")
+                : "";
           if (known === "subagent") {
             // A background agent (when allowed) was only launched: it ends with its task notification.
             if (m.tool_use_result?.status === "async_launched") return [];
             return this.#subagentEnded(b.tool_use_id, b.is_error ? "failed" : "completed", output);
           }
-          return [{ type: "item.completed", ...at, itemRef: b.tool_use_id, kind: known ?? "tool_call", status: b.is_error ? "failed" : "completed", output }];
+          return [
+            {
+              type: "item.completed",
+              ...at,
+              itemRef: b.tool_use_id,
+              kind: known ?? "tool_call",
+              status: b.is_error ? "failed" : "completed",
+              output,
+            },
+          ];
         });
       }
       case "system":
         // A subagent's own report of how it ended (cleaner than the tool result that wraps it).
         if (m.subtype === "task_notification" && m.tool_use_id && this.#tools.get(m.tool_use_id) === "subagent") {
-          const status = m.status === "completed" ? "completed" : m.status === "stopped" || m.status === "killed" ? "interrupted" : "failed";
+          const status =
+            m.status === "completed"
+              ? "completed"
+              : m.status === "stopped" || m.status === "killed"
+                ? "interrupted"
+                : "failed";
           return this.#subagentEnded(m.tool_use_id, status, m.summary ?? "");
         }
         return [];
@@ -165,7 +226,17 @@ export class ClaudeThreadMapper {
         const interrupted = this.interrupting && m.subtype !== "success";
         this.interrupting = false;
         const status = m.subtype === "success" ? "completed" : interrupted ? "interrupted" : "failed";
-        return [{ type: "turn.terminal", ...at, status, threadDisposition: "reusable", failureClass: status === "failed" ? "provider_error" : null, message: status === "failed" ? (m.result ?? m.subtype ?? "error") : null, retryable: false }];
+        return [
+          {
+            type: "turn.terminal",
+            ...at,
+            status,
+            threadDisposition: "reusable",
+            failureClass: status === "failed" ? "provider_error" : null,
+            message: status === "failed" ? (m.result ?? m.subtype ?? "error") : null,
+            retryable: false,
+          },
+        ];
       }
       default:
         return [];
@@ -182,7 +253,8 @@ export class ClaudeThreadMapper {
       case "content_block_start": {
         const index = Number(event.index);
         const block = (event.content_block ?? {}) as Block;
-        const kind: ProviderItemKind | null = block.type === "text" ? "assistant_message" : block.type === "thinking" ? "reasoning" : null;
+        const kind: ProviderItemKind | null =
+          block.type === "text" ? "assistant_message" : block.type === "thinking" ? "reasoning" : null;
         if (!kind) return [];
         const ref = `${this.#messageId}:${index}`;
         this.#streaming.set(index, { ref, kind });
@@ -191,8 +263,11 @@ export class ClaudeThreadMapper {
       case "content_block_delta": {
         const open = this.#streaming.get(Number(event.index));
         const delta = (event.delta ?? {}) as { type?: string; text?: string; thinking?: string };
-        const text = delta.type === "text_delta" ? delta.text : delta.type === "thinking_delta" ? delta.thinking : undefined;
-        return open && text ? [{ type: "item.delta", ...at, itemRef: open.ref, kind: open.kind, stream: "text", delta: text }] : [];
+        const text =
+          delta.type === "text_delta" ? delta.text : delta.type === "thinking_delta" ? delta.thinking : undefined;
+        return open && text
+          ? [{ type: "item.delta", ...at, itemRef: open.ref, kind: open.kind, stream: "text", delta: text }]
+          : [];
       }
       default:
         return [];
@@ -206,8 +281,11 @@ export class ClaudeThreadMapper {
     if (block.name === "TodoWrite") {
       this.#tools.set(id, "todo");
       const todos = Array.isArray(input.todos) ? (input.todos as Array<{ content?: string; status?: string }>) : [];
-      const status = (s?: string) => (s === "completed" ? "completed" : s === "in_progress" ? "in_progress" : "pending") as StepStatus;
-      return [{ type: "todo.updated", ...at, items: todos.map((t) => ({ text: t.content ?? "", status: status(t.status) })) }];
+      const status = (s?: string) =>
+        (s === "completed" ? "completed" : s === "in_progress" ? "in_progress" : "pending") as StepStatus;
+      return [
+        { type: "todo.updated", ...at, items: todos.map((t) => ({ text: t.content ?? "", status: status(t.status) })) },
+      ];
     }
     if (block.name === "ExitPlanMode") {
       this.#tools.set(id, "plan");
@@ -216,7 +294,15 @@ export class ClaudeThreadMapper {
     if (SUBAGENT_TOOLS.has(block.name!)) {
       this.#tools.set(id, "subagent");
       const prompt = str(input.prompt);
-      return [{ type: "subagent.started", ...at, itemRef: id, agent: str(input.subagent_type) ?? "general-purpose", ...(prompt ? { prompt } : {}) }];
+      return [
+        {
+          type: "subagent.started",
+          ...at,
+          itemRef: id,
+          agent: str(input.subagent_type) ?? "general-purpose",
+          ...(prompt ? { prompt } : {}),
+        },
+      ];
     }
     const kind = TOOL_KIND[block.name!] ?? "tool_call";
     this.#tools.set(id, kind);
@@ -224,7 +310,10 @@ export class ClaudeThreadMapper {
       kind === "command_execution"
         ? { command: str(input.command) ?? "" }
         : kind === "file_change"
-          ? { path: str(input.file_path) ?? "", ...(str(input.new_string) ? { diff: `+${str(input.new_string)}` } : {}) }
+          ? {
+              path: str(input.file_path) ?? "",
+              ...(str(input.new_string) ? { diff: `+${str(input.new_string)}` } : {}),
+            }
           : { toolName: block.name!, input };
     return [{ type: "item.started", ...at, itemRef: id, ...(parent ? { parentItemRef: parent } : {}), kind, detail }];
   }

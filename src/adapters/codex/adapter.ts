@@ -7,7 +7,13 @@ import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import type { HostSpec } from "../../runtime/hosts/registry.js";
 import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
-import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, ProviderThreadHandle, SandboxPolicy } from "../contract.js";
+import type {
+  ProviderAdapter,
+  ProviderAdapterEvent,
+  ProviderEvent,
+  ProviderThreadHandle,
+  SandboxPolicy,
+} from "../contract.js";
 import { EventQueue } from "../eventQueue.js";
 import { codexCapabilities, codexVersion } from "./capabilities.js";
 import { resolveCodexBinary } from "./config.js";
@@ -41,7 +47,11 @@ export interface CodexAdapterOptions {
   tap?: (direction: "in" | "out", line: string) => void;
 }
 
-const SANDBOX: Record<SandboxPolicy, string> = { "read-only": "read-only", "workspace-write": "workspace-write", "full-access": "danger-full-access" };
+const SANDBOX: Record<SandboxPolicy, string> = {
+  "read-only": "read-only",
+  "workspace-write": "workspace-write",
+  "full-access": "danger-full-access",
+};
 
 interface Conn {
   capabilities: ProviderCapabilities;
@@ -49,14 +59,16 @@ interface Conn {
   serial: number;
 }
 
-
 export type CodexAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null };
 
 export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdapter {
   const binary = resolveCodexBinary(options.binary);
   const queue = new EventQueue<ProviderAdapterEvent>();
   const sessions = new HostSessions("codex", (sessionId, report) =>
-    queue.push({ sessionId, event: { type: "session.state", state: "error", message: `codex app-server lost: ${report}` } }),
+    queue.push({
+      sessionId,
+      event: { type: "session.state", state: "error", message: `codex app-server lost: ${report}` },
+    }),
   );
   const sandboxes = new Map<string, SandboxPolicy>();
   const conns = new WeakMap<object, Conn>();
@@ -76,7 +88,10 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     if (owner) return sessions.find(owner) ? owner : undefined;
     if (threadRef && retired.has(threadRef)) return undefined;
     // A thread nobody opened (a subagent's): the session on this app-server, when there is just one.
-    const candidates = sessions.entries().filter(([, lease]) => lease.channel === channel).map(([id]) => id);
+    const candidates = sessions
+      .entries()
+      .filter(([, lease]) => lease.channel === channel)
+      .map(([id]) => id);
     return candidates.length === 1 ? candidates[0] : undefined;
   };
   const emit = (channel: CodexChannel, event: ProviderEvent) => {
@@ -94,7 +109,10 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     });
     channel.onNotification((method, params) => {
       for (const mapped of mapNotification(method, params)) {
-        const event = mapped.type === "request.resolved" && mapped.requestRef ? { ...mapped, requestRef: `${serial}:${mapped.requestRef}` } : mapped;
+        const event =
+          mapped.type === "request.resolved" && mapped.requestRef
+            ? { ...mapped, requestRef: `${serial}:${mapped.requestRef}` }
+            : mapped;
         if (event.type === "item.started" && event.kind === "file_change" && event.itemRef) {
           fileChanges.set(event.itemRef, { path: event.detail?.path ?? "", diff: event.detail?.diff ?? "" });
         }
@@ -109,13 +127,20 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
         // Not projected: refused at once so the turn is never stuck on it; said in the log.
         channel.respondError(id, `${method} is not supported by this client`);
         const at = (params ?? {}) as { threadId?: string };
-        emit(channel, { type: "warning", ...(at.threadId ? { threadRef: at.threadId } : {}), message: `codex request ${method} is not supported by this adapter; declined` });
+        emit(channel, {
+          type: "warning",
+          ...(at.threadId ? { threadRef: at.threadId } : {}),
+          message: `codex request ${method} is not supported by this adapter; declined`,
+        });
         return;
       }
       pending.set(opened.requestRef!, { channel, id, method });
       emit(channel, opened);
     });
-    const init = (await channel.call("initialize", { clientInfo: { name: "tiller", title: null, version: "0.1.0" }, capabilities: null })) as { userAgent?: string };
+    const init = (await channel.call("initialize", {
+      clientInfo: { name: "tiller", title: null, version: "0.1.0" },
+      capabilities: null,
+    })) as { userAgent?: string };
     const capabilities = codexCapabilities(codexVersion(init.userAgent ?? ""));
     channel.notify("initialized");
     conns.set(channel, { capabilities, serial });
@@ -132,7 +157,11 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   const spec: HostSpec = {
     target: "codex",
     // Credentials only as a digest: the spec is reachable from the adapter.
-    identity: { executable: binary, config: { codexHome: options.codexHome ?? null, home: options.home ?? null }, credentials: digest(JSON.stringify(options.env ?? {})) },
+    identity: {
+      executable: binary,
+      config: { codexHome: options.codexHome ?? null, home: options.home ?? null },
+      credentials: digest(JSON.stringify(options.env ?? {})),
+    },
     // A user's relocated Codex home (where `codex login` put the credentials) is inherited.
     spawn: { command: binary, args: ["app-server"], env, inherit: ["CODEX_HOME"] },
     connect,
@@ -140,7 +169,8 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     secrets: Object.values(options.env ?? {}),
   };
 
-  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> => (await sessions.lease(sessionId).channel.call(method, params)) as T;
+  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> =>
+    (await sessions.lease(sessionId).channel.call(method, params)) as T;
   const textInput = (text: string) => ({ type: "text", text, text_elements: [] });
 
   const adapter: CodexAdapter = {
@@ -166,7 +196,9 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
         threadSessions.delete(thread);
         retired.add(thread);
         // Best effort: the app-server stops sending this thread's events to us.
-        await lease.channel.call("thread/unsubscribe", { threadId: thread }, { timeoutMs: 2_000 }).catch(() => undefined);
+        await lease.channel
+          .call("thread/unsubscribe", { threadId: thread }, { timeoutMs: 2_000 })
+          .catch(() => undefined);
       }
       lease.release();
     },
@@ -176,11 +208,18 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       let thread: { id: string };
       if (resume) {
         try {
-          ({ thread } = await call<{ thread: { id: string } }>(sessionId, "thread/resume", { threadId: resume.cursor, excludeTurns: true, ...settings }));
+          ({ thread } = await call<{ thread: { id: string } }>(sessionId, "thread/resume", {
+            threadId: resume.cursor,
+            excludeTurns: true,
+            ...settings,
+          }));
         } catch (error) {
           // Only a refusal (no rollout for that thread) means it cannot be resumed; anything else may pass.
           if ((error as { rpcCode?: number }).rpcCode !== INVALID_REQUEST) throw error;
-          throw new ResumeFailedError(`codex could not resume thread ${resume.cursor}: ${error instanceof Error ? error.message : String(error)}`, { cursor: resume.cursor });
+          throw new ResumeFailedError(
+            `codex could not resume thread ${resume.cursor}: ${error instanceof Error ? error.message : String(error)}`,
+            { cursor: resume.cursor },
+          );
         }
       } else {
         ({ thread } = await call<{ thread: { id: string } }>(sessionId, "thread/start", settings));
@@ -190,14 +229,28 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     },
     async sendRun({ sessionId, thread, text, context, model }) {
       // Codex takes developer instructions only when a thread starts: a handoff goes in as user context.
-      const input = [...(context ? [textInput(`Context from earlier in this conversation (${context.kind}):\n${context.text}`)] : []), textInput(text)];
+      const input = [
+        ...(context
+          ? [textInput(`Context from earlier in this conversation (${context.kind}):\n${context.text}`)]
+          : []),
+        textInput(text),
+      ];
       // Every turn names its thread's cwd: the app-server's own directory is the embedder's.
-      const { turn } = await call<{ turn: { id: string } }>(sessionId, "turn/start", { threadId: thread.resumeCursor, cwd: thread.cwd, input, ...(model ? { model } : {}) });
+      const { turn } = await call<{ turn: { id: string } }>(sessionId, "turn/start", {
+        threadId: thread.resumeCursor,
+        cwd: thread.cwd,
+        input,
+        ...(model ? { model } : {}),
+      });
       return { turnRef: turn.id };
     },
     async steerRun({ sessionId, thread, turnRef, text }) {
       if (!turnRef) throw new ProviderError("codex steers a turn by its id, and this turn has none yet");
-      await call(sessionId, "turn/steer", { threadId: thread.resumeCursor, expectedTurnId: turnRef, input: [textInput(text)] });
+      await call(sessionId, "turn/steer", {
+        threadId: thread.resumeCursor,
+        expectedTurnId: turnRef,
+        input: [textInput(text)],
+      });
     },
     async interrupt({ sessionId, thread, turnRef }) {
       if (!turnRef) throw new ProviderError("codex interrupts a turn by its id, and this turn has none yet");
@@ -220,7 +273,14 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
         threadRef: thread.resumeCursor,
         turns: turns.map((t) => ({
           turnRef: t.id,
-          status: t.status === "inProgress" ? "running" : t.status === "interrupted" ? "interrupted" : t.status === "failed" ? "failed" : "completed",
+          status:
+            t.status === "inProgress"
+              ? "running"
+              : t.status === "interrupted"
+                ? "interrupted"
+                : t.status === "failed"
+                  ? "failed"
+                  : "completed",
           userText: itemsText(t.items, "userMessage"),
           assistantText: itemsText(t.items, "agentMessage"),
         })),
@@ -231,12 +291,18 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       const all = await readTurns(sessionId, thread);
       const first = all[all.length - turns];
       // Never report a rollback that did not happen: the runtime then marks the thread divergent.
-      if (!first) throw new ProviderError(`codex thread ${thread.resumeCursor} has ${all.length} turns; cannot drop ${turns}`);
+      if (!first)
+        throw new ProviderError(`codex thread ${thread.resumeCursor} has ${all.length} turns; cannot drop ${turns}`);
       await call(sessionId, "thread/revert", { threadId: thread.resumeCursor, beforeTurnId: first.id });
     },
     async forkThread({ sessionId, thread, cwd, afterTurnRef }) {
       // The fork's own settings, as for a new thread: its cwd, the session's sandbox and approval policy.
-      const params = { threadId: thread.resumeCursor, excludeTurns: true, ...threadSettings(sessionId, cwd), ...(afterTurnRef ? { lastTurnId: afterTurnRef } : {}) };
+      const params = {
+        threadId: thread.resumeCursor,
+        excludeTurns: true,
+        ...threadSettings(sessionId, cwd),
+        ...(afterTurnRef ? { lastTurnId: afterTurnRef } : {}),
+      };
       const { thread: forked } = await call<{ thread: { id: string } }>(sessionId, "thread/fork", params);
       threadSessions.set(forked.id, sessionId);
       return { threadRef: forked.id, resumeCursor: forked.id };
@@ -252,12 +318,19 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
 
   /** What a thread runs under, wherever it is opened (start, resume, fork). */
   function threadSettings(sessionId: string, cwd: string) {
-    return { cwd, sandbox: SANDBOX[sandboxes.get(sessionId) ?? "workspace-write"], ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}) };
+    return {
+      cwd,
+      sandbox: SANDBOX[sandboxes.get(sessionId) ?? "workspace-write"],
+      ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}),
+    };
   }
 
   type NativeTurn = { id: string; status: string; items: Array<Record<string, unknown>> };
   async function readTurns(sessionId: string, thread: ProviderThreadHandle): Promise<NativeTurn[]> {
-    const { thread: read } = await call<{ thread: { turns?: NativeTurn[] } }>(sessionId, "thread/read", { threadId: thread.resumeCursor, includeTurns: true });
+    const { thread: read } = await call<{ thread: { turns?: NativeTurn[] } }>(sessionId, "thread/read", {
+      threadId: thread.resumeCursor,
+      includeTurns: true,
+    });
     return read.turns ?? [];
   }
   return adapter;
@@ -270,6 +343,12 @@ function digest(text: string): string {
 function itemsText(items: Array<Record<string, unknown>>, type: string): string {
   return items
     .filter((i) => i.type === type)
-    .map((i) => (typeof i.text === "string" ? i.text : Array.isArray(i.content) ? (i.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("") : ""))
+    .map((i) =>
+      typeof i.text === "string"
+        ? i.text
+        : Array.isArray(i.content)
+          ? (i.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("")
+          : "",
+    )
     .join("\n");
 }

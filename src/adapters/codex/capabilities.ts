@@ -19,7 +19,10 @@ export function codexVersion(userAgent: string): string {
 export function codexCapabilities(version: string): ProviderCapabilities {
   const [major, minor] = version.split(".").map(Number);
   if (major !== SUPPORTED_CODEX.major || (minor ?? 0) < SUPPORTED_CODEX.minMinor) {
-    throw new ProtocolError(`codex ${version} is not supported (needs ${SUPPORTED_CODEX.major}.${SUPPORTED_CODEX.minMinor}+)`, { version });
+    throw new ProtocolError(
+      `codex ${version} is not supported (needs ${SUPPORTED_CODEX.major}.${SUPPORTED_CODEX.minMinor}+)`,
+      { version },
+    );
   }
   return defineCapabilities({
     sessions: {
@@ -49,8 +52,21 @@ export function codexCapabilities(version: string): ProviderCapabilities {
       terminalStatusQuality: "strong",
     },
     // Command output arrives whole at the item's completion, not streamed.
-    streaming: { streamsAssistantText: true, streamsReasoning: true, streamsToolOutput: false, streamsPlanText: false, emitsMessageCompleted: true },
-    tools: { exposesToolItemIds: true, emitsToolStarted: true, emitsToolCompleted: true, emitsToolOutput: true, supportsMcpTools: false, supportsDynamicToolCallbacks: false },
+    streaming: {
+      streamsAssistantText: true,
+      streamsReasoning: true,
+      streamsToolOutput: false,
+      streamsPlanText: false,
+      emitsMessageCompleted: true,
+    },
+    tools: {
+      exposesToolItemIds: true,
+      emitsToolStarted: true,
+      emitsToolCompleted: true,
+      emitsToolOutput: true,
+      supportsMcpTools: false,
+      supportsDynamicToolCallbacks: false,
+    },
     approvals: {
       supportsCommandApproval: true,
       supportsFileReadApproval: false,
@@ -61,8 +77,21 @@ export function codexCapabilities(version: string): ProviderCapabilities {
       approvalsCanOriginateFromSubagents: false,
     },
     // request_user_input answers "unavailable in Default mode" (only collaboration modes ask): not declared.
-    planning: { emitsPlanUpdated: false, emitsTodoList: false, emitsProposedPlan: false, supportsStructuredQuestions: false, planDeltasHaveItemIds: false },
-    subagents: { supportsSubagents: false, exposesSubagentThreadIds: false, emitsSubagentLifecycle: false, canWaitForSubagents: false, canCloseSubagents: false, canForkSubagentThread: false },
+    planning: {
+      emitsPlanUpdated: false,
+      emitsTodoList: false,
+      emitsProposedPlan: false,
+      supportsStructuredQuestions: false,
+      planDeltasHaveItemIds: false,
+    },
+    subagents: {
+      supportsSubagents: false,
+      exposesSubagentThreadIds: false,
+      emitsSubagentLifecycle: false,
+      canWaitForSubagents: false,
+      canCloseSubagents: false,
+      canForkSubagentThread: false,
+    },
     context: {
       acceptsSystemContext: false,
       acceptsDeveloperContext: false, // only at thread start/resume, not per turn

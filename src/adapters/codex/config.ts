@@ -24,7 +24,8 @@ export function resolveCodexBinary(explicit?: string): string {
 /** The native binary shipped by the installed `@openai/codex` package (spawned directly: no Node shim in between). */
 export function installedCodexBinary(): string | null {
   const arch = process.arch === "x64" ? "x86_64" : process.arch === "arm64" ? "aarch64" : null;
-  const os = process.platform === "linux" ? "unknown-linux-musl" : process.platform === "darwin" ? "apple-darwin" : null;
+  const os =
+    process.platform === "linux" ? "unknown-linux-musl" : process.platform === "darwin" ? "apple-darwin" : null;
   if (!arch || !os) return null;
   try {
     const require = createRequire(import.meta.url);
@@ -40,7 +41,11 @@ export function installedCodexBinary(): string | null {
  * Writes `config.toml` into a provider home that points Codex at a Responses endpoint
  * (the model simulator) with no network beyond it: no plugin sync, no analytics, no retries.
  */
-export async function writeSimulatorCodexHome(codexHome: string, baseUrl: string, options: { model?: string } = {}): Promise<void> {
+export async function writeSimulatorCodexHome(
+  codexHome: string,
+  baseUrl: string,
+  options: { model?: string } = {},
+): Promise<void> {
   await mkdir(codexHome, { recursive: true });
   const toml = `model = "${options.model ?? "gpt-5.5"}"
 model_provider = "simulator"

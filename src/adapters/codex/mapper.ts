@@ -1,5 +1,12 @@
 import { z } from "zod";
-import type { ItemStatus, ItemStream, ProviderItemKind, RequestDecision, RequestPayload, RequestResponse } from "../../domain/items.js";
+import type {
+  ItemStatus,
+  ItemStream,
+  ProviderItemKind,
+  RequestDecision,
+  RequestPayload,
+  RequestResponse,
+} from "../../domain/items.js";
 import type { ProviderEvent } from "../contract.js";
 
 /**
@@ -29,17 +36,28 @@ function kindOf(item: NativeItem): ProviderItemKind | null {
   return KNOWN[item.type] ?? "tool_call";
 }
 
-function detailOf(item: NativeItem): NonNullable<Extract<ProviderEvent, { type: "item.started" }>["detail"]> | undefined {
+function detailOf(
+  item: NativeItem,
+): NonNullable<Extract<ProviderEvent, { type: "item.started" }>["detail"]> | undefined {
   switch (item.type) {
     case "commandExecution":
       return { command: str(item.command) ?? "" };
     case "fileChange": {
       const changes = Array.isArray(item.changes) ? (item.changes as Array<{ path?: string; diff?: string }>) : [];
-      return { path: changes.map((c) => c.path).filter(Boolean).join(", "), diff: changes.map((c) => c.diff ?? "").join("\n") };
+      return {
+        path: changes
+          .map((c) => c.path)
+          .filter(Boolean)
+          .join(", "),
+        diff: changes.map((c) => c.diff ?? "").join("\n"),
+      };
     }
     case "mcpToolCall":
     case "dynamicToolCall":
-      return { toolName: `${str(item.server) ?? str(item.namespace) ?? "tool"}.${str(item.tool) ?? "unknown"}`, input: item.arguments ?? null };
+      return {
+        toolName: `${str(item.server) ?? str(item.namespace) ?? "tool"}.${str(item.tool) ?? "unknown"}`,
+        input: item.arguments ?? null,
+      };
     default:
       return item.type in KNOWN ? undefined : { toolName: `codex:${item.type}` };
   }
@@ -69,7 +87,17 @@ export function mapNotification(method: string, raw: unknown): ProviderEvent[] {
       const turn = (params.turn ?? {}) as { status?: string; error?: { message?: string } | null };
       const status = turn.status === "interrupted" ? "interrupted" : turn.status === "failed" ? "failed" : "completed";
       const failed = status === "failed";
-      return [{ type: "turn.terminal", ...at, status, threadDisposition: "reusable", failureClass: failed ? "provider_error" : null, message: turn.error?.message ?? null, retryable: false }];
+      return [
+        {
+          type: "turn.terminal",
+          ...at,
+          status,
+          threadDisposition: "reusable",
+          failureClass: failed ? "provider_error" : null,
+          message: turn.error?.message ?? null,
+          retryable: false,
+        },
+      ];
     }
     case "item/started":
     case "item/completed": {
@@ -82,10 +110,22 @@ export function mapNotification(method: string, raw: unknown): ProviderEvent[] {
         const detail = detailOf(item);
         return [{ type: "item.started", ...at, itemRef: item.id, kind, ...(detail ? { detail } : {}) }];
       }
-      const text = item.type === "agentMessage" ? str(item.text) : item.type === "reasoning" ? reasoningText(item) : undefined;
+      const text =
+        item.type === "agentMessage" ? str(item.text) : item.type === "reasoning" ? reasoningText(item) : undefined;
       const output = str(item.aggregatedOutput);
       const exitCode = typeof item.exitCode === "number" ? item.exitCode : undefined;
-      return [{ type: "item.completed", ...at, itemRef: item.id, kind, status: itemStatus(item), ...(text !== undefined ? { text } : {}), ...(output !== undefined ? { output } : {}), ...(exitCode !== undefined ? { exitCode } : {}) }];
+      return [
+        {
+          type: "item.completed",
+          ...at,
+          itemRef: item.id,
+          kind,
+          status: itemStatus(item),
+          ...(text !== undefined ? { text } : {}),
+          ...(output !== undefined ? { output } : {}),
+          ...(exitCode !== undefined ? { exitCode } : {}),
+        },
+      ];
     }
     case "item/agentMessage/delta":
       return delta(at, params, "assistant_message", "text");
@@ -99,20 +139,33 @@ export function mapNotification(method: string, raw: unknown): ProviderEvent[] {
       return [{ type: "request.resolved", ...at, requestRef: String(params.requestId) }];
     case "error":
     case "warning":
-      return [{ type: "warning", ...at, message: str((params.error as { message?: string } | undefined)?.message) ?? str(params.message) ?? method }];
+      return [
+        {
+          type: "warning",
+          ...at,
+          message: str((params.error as { message?: string } | undefined)?.message) ?? str(params.message) ?? method,
+        },
+      ];
     default:
       return [];
   }
 }
 
-function delta(at: ReturnType<typeof where>, params: Record<string, unknown>, kind: ProviderItemKind, stream: ItemStream): ProviderEvent[] {
+function delta(
+  at: ReturnType<typeof where>,
+  params: Record<string, unknown>,
+  kind: ProviderItemKind,
+  stream: ItemStream,
+): ProviderEvent[] {
   const text = str(params.delta);
   const itemRef = str(params.itemId);
   return text ? [{ type: "item.delta", ...at, ...(itemRef ? { itemRef } : {}), kind, stream, delta: text }] : [];
 }
 
 function reasoningText(item: NativeItem): string | undefined {
-  const summary = Array.isArray(item.summary) ? (item.summary as unknown[]).map((s) => (typeof s === "string" ? s : str((s as { text?: string }).text) ?? "")) : [];
+  const summary = Array.isArray(item.summary)
+    ? (item.summary as unknown[]).map((s) => (typeof s === "string" ? s : (str((s as { text?: string }).text) ?? "")))
+    : [];
   return summary.length > 0 ? summary.join("\n") : undefined;
 }
 
@@ -120,18 +173,32 @@ function reasoningText(item: NativeItem): string | undefined {
  * A server request (approval, user input) as a `request.opened`, or null for one the adapter
  * does not project (the caller declines it so the turn is never stuck).
  */
-export function mapServerRequest(method: string, raw: unknown, id: number, fileChanges: ReadonlyMap<string, { path: string; diff: string }>): Extract<ProviderEvent, { type: "request.opened" }> | null {
+export function mapServerRequest(
+  method: string,
+  raw: unknown,
+  id: number,
+  fileChanges: ReadonlyMap<string, { path: string; diff: string }>,
+): Extract<ProviderEvent, { type: "request.opened" }> | null {
   const params = (raw ?? {}) as Record<string, unknown>;
   const at = where(params);
   const itemRef = str(params.itemId);
   let request: RequestPayload;
   switch (method) {
     case "item/commandExecution/requestApproval":
-      request = { kind: "command", command: str(params.command) ?? "", ...(str(params.cwd) ? { cwd: str(params.cwd)! } : {}), ...(str(params.reason) ? { reason: str(params.reason)! } : {}) };
+      request = {
+        kind: "command",
+        command: str(params.command) ?? "",
+        ...(str(params.cwd) ? { cwd: str(params.cwd)! } : {}),
+        ...(str(params.reason) ? { reason: str(params.reason)! } : {}),
+      };
       break;
     case "item/fileChange/requestApproval": {
       const change = itemRef ? fileChanges.get(itemRef) : undefined;
-      request = { kind: "file_change", path: change?.path ?? "(unknown path)", ...(change?.diff ? { diff: change.diff } : {}) };
+      request = {
+        kind: "file_change",
+        path: change?.path ?? "(unknown path)",
+        ...(change?.diff ? { diff: change.diff } : {}),
+      };
       break;
     }
     case "item/tool/requestUserInput": {
@@ -140,7 +207,14 @@ export function mapServerRequest(method: string, raw: unknown, id: number, fileC
         id: str(q.id) ?? "question",
         question: str(q.question) ?? "",
         ...(str(q.header) ? { header: str(q.header)! } : {}),
-        ...(Array.isArray(q.options) ? { options: (q.options as Array<{ label?: string; description?: string }>).map((o) => ({ label: o.label ?? "", ...(o.description ? { description: o.description } : {}) })) } : {}),
+        ...(Array.isArray(q.options)
+          ? {
+              options: (q.options as Array<{ label?: string; description?: string }>).map((o) => ({
+                label: o.label ?? "",
+                ...(o.description ? { description: o.description } : {}),
+              })),
+            }
+          : {}),
       }));
       if (questions.length === 0) return null;
       request = { kind: "user_input", questions };
@@ -156,7 +230,11 @@ export function mapServerRequest(method: string, raw: unknown, id: number, fileC
 export function nativeResponse(method: string, response: RequestResponse): unknown {
   if (method === "item/tool/requestUserInput") {
     const answers = response.kind === "answers" ? response.answers : {};
-    return { answers: Object.fromEntries(Object.entries(answers).map(([id, a]) => [id, { answers: Array.isArray(a) ? a : [a] }])) };
+    return {
+      answers: Object.fromEntries(
+        Object.entries(answers).map(([id, a]) => [id, { answers: Array.isArray(a) ? a : [a] }]),
+      ),
+    };
   }
   return { decision: response.kind === "decision" ? nativeDecision(response.decision) : "decline" };
 }

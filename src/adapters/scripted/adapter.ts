@@ -1,4 +1,9 @@
-import { defineCapabilities, parseCapabilities, type CapabilityOverrides, type ProviderCapabilities } from "../../capabilities/index.js";
+import {
+  defineCapabilities,
+  parseCapabilities,
+  type CapabilityOverrides,
+  type ProviderCapabilities,
+} from "../../capabilities/index.js";
 import { CapabilityUnsupportedError, NotFoundError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
 import type {
   HandoffContext,
@@ -53,7 +58,8 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
 
   const liveSession = (sessionId: string): Session => {
     const session = sessions.get(sessionId);
-    if (!session || session.stopped) throw new ProviderError(`scripted session ${sessionId} is not running`, { sessionId });
+    if (!session || session.stopped)
+      throw new ProviderError(`scripted session ${sessionId} is not running`, { sessionId });
     return session;
   };
   const threadOf = (handle: ProviderThreadHandle): BackendThread => {
@@ -71,10 +77,23 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     return entry.turn;
   };
 
-  async function runTurn(sessionId: string, thread: BackendThread, turn: ScriptedTurn, text: string, turnIndex: number, context: HandoffContext | null) {
+  async function runTurn(
+    sessionId: string,
+    thread: BackendThread,
+    turn: ScriptedTurn,
+    text: string,
+    turnIndex: number,
+    context: HandoffContext | null,
+  ) {
     const threadRef = exposesThreadRef ? thread.id : undefined;
     const where = { ...(threadRef ? { threadRef } : {}), ...(turn.turnRef ? { turnRef: turn.turnRef } : {}) };
-    const record = { turnRef: turn.turnRef ?? `turn-${turnIndex}`, userText: text, assistantText: "", status: "running" as const, context };
+    const record = {
+      turnRef: turn.turnRef ?? `turn-${turnIndex}`,
+      userText: text,
+      assistantText: "",
+      status: "running" as const,
+      context,
+    };
     thread.turns.push(record);
     await Promise.resolve(); // the turn starts after sendRun returns, as with a real provider
     if (caps.turns.emitsTurnStarted) push(sessionId, { type: "turn.started", ...where });
@@ -124,13 +143,17 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       liveSession(sessionId);
       if (!resume) return handleOf(backend.createThread());
       const thread = backend.threads.get(resume.cursor);
-      if (!thread) throw new ResumeFailedError(`scripted provider has no thread for cursor ${resume.cursor}`, { cursor: resume.cursor });
+      if (!thread)
+        throw new ResumeFailedError(`scripted provider has no thread for cursor ${resume.cursor}`, {
+          cursor: resume.cursor,
+        });
       return handleOf(thread);
     },
     async sendRun({ sessionId, thread: handle, text, context }) {
       const session = liveSession(sessionId);
       const thread = threadOf(handle);
-      if (active.has(thread.id)) throw new ProviderError("a turn is already running on this thread", { cursor: thread.id });
+      if (active.has(thread.id))
+        throw new ProviderError("a turn is already running on this thread", { cursor: thread.id });
       const turnRef = exposesTurnRef ? backend.nextId("sturn") : undefined;
       // Files are written where the runtime says the thread lives, as with a real provider's tools.
       const workspace = { cwd: handle.cwd, sandbox: session.sandbox };
@@ -158,7 +181,9 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     async respondToRequest({ sessionId, thread, request, response }) {
       liveSession(sessionId);
       const turn = activeTurn({ sessionId, thread, turnRef: request.turnRef });
-      const pending = turn.pending.find((p) => (request.requestRef ? p.requestRef === request.requestRef : p.ordinal === request.ordinal));
+      const pending = turn.pending.find((p) =>
+        request.requestRef ? p.requestRef === request.requestRef : p.ordinal === request.ordinal,
+      );
       if (!pending) throw new ProviderError("no such pending request", { request });
       pending.answer(response);
     },
@@ -189,7 +214,8 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   if (caps.threads.canForkThread) {
     adapter.forkThread = async ({ thread: handle, afterTurnRef }) => {
       const source = threadOf(handle);
-      const cut = afterTurnRef === null ? source.turns.length : source.turns.findIndex((t) => t.turnRef === afterTurnRef) + 1;
+      const cut =
+        afterTurnRef === null ? source.turns.length : source.turns.findIndex((t) => t.turnRef === afterTurnRef) + 1;
       if (cut === 0) throw new ProviderError(`no turn ${afterTurnRef} to fork after`);
       // The fork's files go where its sendRun's address says, like every turn's.
       return handleOf(backend.createThread(source.turns.slice(0, cut).map((t) => ({ ...t }))));

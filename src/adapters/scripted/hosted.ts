@@ -2,7 +2,16 @@ import { randomBytes } from "node:crypto";
 import type { CapabilityOverrides, ProviderCapabilities } from "../../capabilities/index.js";
 import { HostUnavailableError } from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
-import { frameTooLarge, readDiagnostics, resolveLimits, StdioChannel, WebSocketChannel, type ChannelLimits, type ReconnectPolicy, type RpcChannel } from "../../runtime/hosts/channel.js";
+import {
+  frameTooLarge,
+  readDiagnostics,
+  resolveLimits,
+  StdioChannel,
+  WebSocketChannel,
+  type ChannelLimits,
+  type ReconnectPolicy,
+  type RpcChannel,
+} from "../../runtime/hosts/channel.js";
 import { readLines } from "../../runtime/hosts/lines.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import { nodeHostScript } from "../../runtime/hosts/script.js";
@@ -44,7 +53,10 @@ export interface ScriptedHostOptions {
 export type ScriptedHostAdapter = ProviderAdapter & {
   /** Opens a `gate` step in every live host. */
   openGate(name: string): Promise<void>;
-  /** Calls a host test hook (`debug.dropConnections`, `debug.stopListening`, `debug.flood`, `debug.emitRaw`) through a live session's host. */
+  /**
+   * Calls a host test hook (`debug.dropConnections`, `debug.stopListening`, `debug.flood`, `debug.emitRaw`) through a
+   * live session's host.
+   */
   debug(method: string, params?: Record<string, unknown>): Promise<void>;
   /** Pid of the host a session runs in. */
   hostPid(sessionId: string): number | null;
@@ -57,20 +69,26 @@ interface Conn {
   leases: Set<HostLease>;
 }
 
-
 export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): ScriptedHostAdapter {
   const caps = resolveCapabilities(options.capabilities);
   const transport = options.transport ?? "stdio";
   const limits = resolveLimits(options.limits);
   const queue = new EventQueue<ProviderAdapterEvent>();
   const sessions = new HostSessions("scripted host", (sessionId, report) =>
-    queue.push({ sessionId, event: { type: "session.state", state: "error", message: `provider host lost: ${report}` } }),
+    queue.push({
+      sessionId,
+      event: { type: "session.state", state: "error", message: `provider host lost: ${report}` },
+    }),
   );
   const conns = new WeakMap<RpcChannel, Conn>();
   const token = randomBytes(16).toString("hex");
   const push = (sessionId: string, event: ProviderEvent) => queue.push({ sessionId, event });
 
-  const init = { capabilities: caps as unknown as Record<string, unknown>, scripts: options.scripts ?? {}, ...(options.chunkDelayMs !== undefined ? { chunkDelayMs: options.chunkDelayMs } : {}) };
+  const init = {
+    capabilities: caps as unknown as Record<string, unknown>,
+    scripts: options.scripts ?? {},
+    ...(options.chunkDelayMs !== undefined ? { chunkDelayMs: options.chunkDelayMs } : {}),
+  };
   const { script, execArgs } = nodeHostScript("./host/main.js", import.meta.url);
   const flags = [
     ...(transport === "websocket" ? [HOST_FLAGS.websocket] : []),
@@ -85,7 +103,8 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     channel.onNotification((method, params) => {
       if (method !== "event") return;
       const parsed = EventParamsSchema.safeParse(params);
-      if (!parsed.success) return channel.ring.note("invalid_params", `event: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+      if (!parsed.success)
+        return channel.ring.note("invalid_params", `event: ${parsed.error.issues[0]?.message ?? "invalid"}`);
       if (parsed.data.seq <= conn.lastSeq) return; // a replayed event already seen
       conn.lastSeq = parsed.data.seq;
       queue.push({ sessionId: parsed.data.sessionId, event: parsed.data.event as ProviderEvent });
@@ -120,26 +139,40 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
           }
         },
         onOverflow: (overflow) => {
-          ring.note("frame_too_large", `stdout: no newline within ${overflow.limitBytes} bytes; it began: ${overflow.head}`);
+          ring.note(
+            "frame_too_large",
+            `stdout: no newline within ${overflow.limitBytes} bytes; it began: ${overflow.head}`,
+          );
           broken(frameTooLarge("stdout", overflow.limitBytes));
         },
       });
       readDiagnostics(host.child.stderr!, ring, "stderr", limits.stderrLineBytes, (error) => broken(error));
       host.child.once("exit", () => reject(new HostUnavailableError("host exited before listening")));
     });
-    const channel = new WebSocketChannel(`ws://127.0.0.1:${port}/?token=${token}`, ring, options.reconnect ?? { attempts: 3, backoffMs: [50, 200, 500] }, options.limits);
+    const channel = new WebSocketChannel(
+      `ws://127.0.0.1:${port}/?token=${token}`,
+      ring,
+      options.reconnect ?? { attempts: 3, backoffMs: [50, 200, 500] },
+      options.limits,
+    );
     broken = (error) => channel.fail(error);
     const conn = listen(channel);
     // After a reconnect: replay what was missed, fail sessions the host no longer has, then reopen calls.
     channel.onReconnected = async () => {
-      const state = ResumeResultSchema.parse(await channel.call("resume", { afterSeq: conn.lastSeq }, { bypassGate: true }));
+      const state = ResumeResultSchema.parse(
+        await channel.call("resume", { afterSeq: conn.lastSeq }, { bypassGate: true }),
+      );
       const alive = new Set(state.sessions.map((s) => s.sessionId));
       for (const [sessionId, lease] of sessions.entries()) {
         if (!conn.leases.has(lease) || alive.has(sessionId)) continue;
         sessions.take(sessionId);
         conn.leases.delete(lease);
         lease.release();
-        push(sessionId, { type: "session.state", state: "error", message: "the host lost this session while disconnected" });
+        push(sessionId, {
+          type: "session.state",
+          state: "error",
+          message: "the host lost this session while disconnected",
+        });
       }
       channel.openGate();
     };
@@ -164,7 +197,8 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     secrets: [token],
   };
 
-  const call = async <T>(sessionId: string, method: string, input: unknown): Promise<T> => (await sessions.lease(sessionId).channel.call(method, input)) as T;
+  const call = async <T>(sessionId: string, method: string, input: unknown): Promise<T> =>
+    (await sessions.lease(sessionId).channel.call(method, input)) as T;
 
   const adapter: ScriptedHostAdapter = {
     provider: "scripted",
@@ -216,8 +250,10 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
   };
   // Optional methods exist exactly when the record declares them, as in-process.
   if (caps.turns.supportsActiveSteering) adapter.steerRun = (input) => call(input.sessionId, "steerRun", input);
-  if (caps.threads.canReadThreadSnapshot) adapter.readThreadSnapshot = (input) => call(input.sessionId, "readThreadSnapshot", input);
-  if (caps.threads.canRollbackThread) adapter.rollbackThread = (input) => call(input.sessionId, "rollbackThread", input);
+  if (caps.threads.canReadThreadSnapshot)
+    adapter.readThreadSnapshot = (input) => call(input.sessionId, "readThreadSnapshot", input);
+  if (caps.threads.canRollbackThread)
+    adapter.rollbackThread = (input) => call(input.sessionId, "rollbackThread", input);
   if (caps.threads.canForkThread) adapter.forkThread = (input) => call(input.sessionId, "forkThread", input);
   return adapter;
 }

@@ -21,7 +21,13 @@ export type ScriptStep =
   | { type: "plan"; steps: z.infer<typeof PlanStepSchema>[]; explanation?: string | undefined }
   | { type: "proposed_plan"; text: string }
   | { type: "subagent"; agent: string; prompt: string; steps: ScriptStep[] }
-  | { type: "fail"; message: string; failureClass?: string | undefined; retryable?: boolean | undefined; broken?: boolean | undefined }
+  | {
+      type: "fail";
+      message: string;
+      failureClass?: string | undefined;
+      retryable?: boolean | undefined;
+      broken?: boolean | undefined;
+    }
   /** Blocks until the turn is interrupted. */
   | { type: "hang" }
   /** Blocks until `backend.openGate(name)` is called (or the turn is interrupted): a test's hand on the turn. */
@@ -32,7 +38,13 @@ export const ScriptStepSchema: z.ZodType<ScriptStep> = z.lazy(() =>
   z.discriminatedUnion("type", [
     base.extend({ type: z.literal("text"), text: z.string(), chunkSize: z.number().int().positive().optional() }),
     base.extend({ type: z.literal("reasoning"), text: z.string() }),
-    base.extend({ type: z.literal("tool"), name: z.string(), input: z.unknown().optional(), output: z.string(), failed: z.boolean().optional() }),
+    base.extend({
+      type: z.literal("tool"),
+      name: z.string(),
+      input: z.unknown().optional(),
+      output: z.string(),
+      failed: z.boolean().optional(),
+    }),
     base.extend({
       type: z.literal("command"),
       command: z.string(),
@@ -42,7 +54,12 @@ export const ScriptStepSchema: z.ZodType<ScriptStep> = z.lazy(() =>
     }),
     base.extend({
       type: z.literal("file_change"),
-      path: z.string().refine((p) => !isAbsolute(p) && !p.split(/[\\/]/).includes(".."), "must be a relative path inside the thread's cwd"),
+      path: z
+        .string()
+        .refine(
+          (p) => !isAbsolute(p) && !p.split(/[\\/]/).includes(".."),
+          "must be a relative path inside the thread's cwd",
+        ),
       diff: z.string(),
       approval: z.boolean().optional(),
       content: z.string().optional(),
@@ -51,7 +68,12 @@ export const ScriptStepSchema: z.ZodType<ScriptStep> = z.lazy(() =>
     base.extend({ type: z.literal("todo"), items: z.array(TodoItemSchema) }),
     base.extend({ type: z.literal("plan"), steps: z.array(PlanStepSchema), explanation: z.string().optional() }),
     base.extend({ type: z.literal("proposed_plan"), text: z.string() }),
-    base.extend({ type: z.literal("subagent"), agent: z.string(), prompt: z.string(), steps: z.array(ScriptStepSchema) }),
+    base.extend({
+      type: z.literal("subagent"),
+      agent: z.string(),
+      prompt: z.string(),
+      steps: z.array(ScriptStepSchema),
+    }),
     base.extend({
       type: z.literal("fail"),
       message: z.string(),

@@ -49,19 +49,42 @@ export class ScriptedTurn {
     private readonly emit: Emit,
     private readonly chunkDelayMs: number,
     /** Where file changes with content are written, under which sandbox policy. */
-    private readonly workspace: { cwd: string | null; sandbox: SandboxPolicy } = { cwd: null, sandbox: "workspace-write" },
+    private readonly workspace: { cwd: string | null; sandbox: SandboxPolicy } = {
+      cwd: null,
+      sandbox: "workspace-write",
+    },
   ) {}
 
   /** Runs every step; resolves with the terminal event fields. */
-  async run(steps: ScriptStep[], threadRef: string | undefined): Promise<Pick<Extract<ProviderEvent, { type: "turn.terminal" }>, "status" | "threadDisposition" | "failureClass" | "message" | "retryable">> {
+  async run(
+    steps: ScriptStep[],
+    threadRef: string | undefined,
+  ): Promise<
+    Pick<
+      Extract<ProviderEvent, { type: "turn.terminal" }>,
+      "status" | "threadDisposition" | "failureClass" | "message" | "retryable"
+    >
+  > {
     const scope: Scope = { threadRef, parentItemRef: undefined, inSubagent: false };
     try {
       for (const step of steps) await this.#step(step, scope);
       await this.#applySteers(scope); // a steer that arrived during the last step still lands
-      return { status: "completed", threadDisposition: "reusable", failureClass: null, message: null, retryable: false };
+      return {
+        status: "completed",
+        threadDisposition: "reusable",
+        failureClass: null,
+        message: null,
+        retryable: false,
+      };
     } catch (error) {
       if (error instanceof TurnInterrupted) {
-        return { status: "interrupted", threadDisposition: "reusable", failureClass: null, message: null, retryable: false };
+        return {
+          status: "interrupted",
+          threadDisposition: "reusable",
+          failureClass: null,
+          message: null,
+          retryable: false,
+        };
       }
       if (error instanceof TurnFailed) {
         const s = error.step;
@@ -75,7 +98,13 @@ export class ScriptedTurn {
       }
       // A step that throws (a file it cannot write, a bug in a script) ends its turn failed:
       // a provider never leaves a turn without a terminal because one of its tools broke.
-      return { status: "failed", threadDisposition: "reusable", failureClass: "provider_error", message: `a script step threw: ${String(error)}`, retryable: false };
+      return {
+        status: "failed",
+        threadDisposition: "reusable",
+        failureClass: "provider_error",
+        message: `a script step threw: ${String(error)}`,
+        retryable: false,
+      };
     }
   }
 
@@ -104,8 +133,13 @@ export class ScriptedTurn {
           this.#completed("command_execution", ref, scope, { status: "declined" });
           return;
         }
-        if (caps.streaming.streamsToolOutput) await this.#stream("command_execution", ref, scope, step.output, "output");
-        this.#completed("command_execution", ref, scope, { status: "completed", output: step.output, exitCode: step.exitCode ?? 0 });
+        if (caps.streaming.streamsToolOutput)
+          await this.#stream("command_execution", ref, scope, step.output, "output");
+        this.#completed("command_execution", ref, scope, {
+          status: "completed",
+          output: step.output,
+          exitCode: step.exitCode ?? 0,
+        });
         return;
       }
       case "file_change": {
@@ -128,12 +162,19 @@ export class ScriptedTurn {
         return this.#message("assistant_message", `Noted: ${JSON.stringify(answers)}`, scope);
       }
       case "todo":
-        if (caps.planning.emitsTodoList) this.emit({ type: "todo.updated", ...this.#where(scope), itemRef: this.#planRef(), items: step.items });
+        if (caps.planning.emitsTodoList)
+          this.emit({ type: "todo.updated", ...this.#where(scope), itemRef: this.#planRef(), items: step.items });
         return;
       case "plan":
         if (caps.planning.emitsPlanUpdated) {
           const explanation = step.explanation === undefined ? {} : { explanation: step.explanation };
-          this.emit({ type: "plan.updated", ...this.#where(scope), itemRef: this.#planRef(), steps: step.steps, ...explanation });
+          this.emit({
+            type: "plan.updated",
+            ...this.#where(scope),
+            itemRef: this.#planRef(),
+            steps: step.steps,
+            ...explanation,
+          });
         }
         return;
       case "proposed_plan":
@@ -164,9 +205,19 @@ export class ScriptedTurn {
     const itemRef = this.#itemRef(false);
     const { identity } = this.caps;
     const childThreadRef =
-      subagents.exposesSubagentThreadIds && identity.nativeThreadIds !== "none" ? this.backend.nextId("sthread") : undefined;
+      subagents.exposesSubagentThreadIds && identity.nativeThreadIds !== "none"
+        ? this.backend.nextId("sthread")
+        : undefined;
     const lifecycle = subagents.emitsSubagentLifecycle;
-    if (lifecycle) this.emit({ type: "subagent.started", ...this.#where(scope), itemRef, childThreadRef, agent: step.agent, prompt: step.prompt });
+    if (lifecycle)
+      this.emit({
+        type: "subagent.started",
+        ...this.#where(scope),
+        itemRef,
+        childThreadRef,
+        agent: step.agent,
+        prompt: step.prompt,
+      });
     const child: Scope = {
       threadRef: childThreadRef ?? scope.threadRef,
       parentItemRef: childThreadRef ? undefined : itemRef,
@@ -185,9 +236,25 @@ export class ScriptedTurn {
       throw error;
     } finally {
       if (childTurn && turns.emitsTurnCompleted) {
-        this.emit({ type: "turn.terminal", ...childTurn, status, threadDisposition: "reusable", failureClass: null, message: null, retryable: false });
+        this.emit({
+          type: "turn.terminal",
+          ...childTurn,
+          status,
+          threadDisposition: "reusable",
+          failureClass: null,
+          message: null,
+          retryable: false,
+        });
       }
-      if (lifecycle) this.emit({ type: "subagent.completed", ...this.#where(scope), itemRef, childThreadRef, status, result: `${step.agent} ${status}` });
+      if (lifecycle)
+        this.emit({
+          type: "subagent.completed",
+          ...this.#where(scope),
+          itemRef,
+          childThreadRef,
+          status,
+          result: `${step.agent} ${status}`,
+        });
     }
   }
 
@@ -198,7 +265,12 @@ export class ScriptedTurn {
     await writeFile(file, content);
   }
 
-  async #message(kind: "assistant_message" | "reasoning", text: string, scope: Scope, chunkSize?: number): Promise<void> {
+  async #message(
+    kind: "assistant_message" | "reasoning",
+    text: string,
+    scope: Scope,
+    chunkSize?: number,
+  ): Promise<void> {
     const ref = this.#itemRef(false);
     const { streaming } = this.caps;
     this.#started(kind, ref, scope, undefined);
@@ -210,22 +282,53 @@ export class ScriptedTurn {
     }
   }
 
-  async #stream(kind: ProviderItemKind, itemRef: string | undefined, scope: Scope, text: string, stream: ItemStream, chunkSize = 12): Promise<void> {
+  async #stream(
+    kind: ProviderItemKind,
+    itemRef: string | undefined,
+    scope: Scope,
+    text: string,
+    stream: ItemStream,
+    chunkSize = 12,
+  ): Promise<void> {
     for (let i = 0; i < text.length; i += chunkSize) {
       this.#checkAborted();
-      this.emit({ type: "item.delta", ...this.#where(scope), itemRef, kind, stream, delta: text.slice(i, i + chunkSize) });
+      this.emit({
+        type: "item.delta",
+        ...this.#where(scope),
+        itemRef,
+        kind,
+        stream,
+        delta: text.slice(i, i + chunkSize),
+      });
       await this.#tick();
     }
   }
 
-  #started(kind: ProviderItemKind, itemRef: string | undefined, scope: Scope, detail: Record<string, unknown> | undefined): void {
+  #started(
+    kind: ProviderItemKind,
+    itemRef: string | undefined,
+    scope: Scope,
+    detail: Record<string, unknown> | undefined,
+  ): void {
     const isTool = kind !== "assistant_message" && kind !== "reasoning";
     if (isTool && !this.caps.tools.emitsToolStarted) return;
     const parentItemRef = scope.parentItemRef;
-    this.emit({ type: "item.started", ...this.#where(scope), itemRef, parentItemRef, kind, ...(detail ? { detail } : {}) });
+    this.emit({
+      type: "item.started",
+      ...this.#where(scope),
+      itemRef,
+      parentItemRef,
+      kind,
+      ...(detail ? { detail } : {}),
+    });
   }
 
-  #completed(kind: ProviderItemKind, itemRef: string | undefined, scope: Scope, fields: { status: ItemStatus; text?: string; output?: string; exitCode?: number }): void {
+  #completed(
+    kind: ProviderItemKind,
+    itemRef: string | undefined,
+    scope: Scope,
+    fields: { status: ItemStatus; text?: string; output?: string; exitCode?: number },
+  ): void {
     const isTool = kind !== "assistant_message" && kind !== "reasoning";
     if (isTool && !this.caps.tools.emitsToolCompleted) return;
     this.emit({ type: "item.completed", ...this.#where(scope), itemRef, kind, ...fields });
@@ -239,12 +342,17 @@ export class ScriptedTurn {
 
   async #approve(request: RequestPayload, itemRef: string | undefined, scope: Scope): Promise<boolean> {
     const response = await this.#ask(request, itemRef, scope);
-    return response.kind === "decision" && (response.decision === "accept" || response.decision === "accept_for_session");
+    return (
+      response.kind === "decision" && (response.decision === "accept" || response.decision === "accept_for_session")
+    );
   }
 
   #ask(request: RequestPayload, itemRef: string | undefined, scope: Scope): Promise<RequestResponse> {
     const { identity, approvals } = this.caps;
-    const requestRef = identity.nativeRequestIds !== "none" && approvals.approvalsHaveNativeRequestIds ? this.backend.nextId("sreq") : undefined;
+    const requestRef =
+      identity.nativeRequestIds !== "none" && approvals.approvalsHaveNativeRequestIds
+        ? this.backend.nextId("sreq")
+        : undefined;
     this.#requestCounter += 1;
     const ordinal = this.#requestCounter;
     return new Promise<RequestResponse>((resolve, reject) => {
@@ -255,8 +363,16 @@ export class ScriptedTurn {
         ordinal,
         answer: (response) => {
           this.abort.signal.removeEventListener("abort", onAbort);
-          this.pending.splice(this.pending.findIndex((p) => p.ordinal === ordinal), 1);
-          this.emit({ type: "request.resolved", ...this.#where(scope), requestRef, outcome: response.kind === "decision" ? response.decision : "answered" });
+          this.pending.splice(
+            this.pending.findIndex((p) => p.ordinal === ordinal),
+            1,
+          );
+          this.emit({
+            type: "request.resolved",
+            ...this.#where(scope),
+            requestRef,
+            outcome: response.kind === "decision" ? response.decision : "answered",
+          });
           resolve(response);
         },
       });

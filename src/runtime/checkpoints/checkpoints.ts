@@ -57,7 +57,8 @@ export class Checkpoints {
   /** The post-run checkpoint: the state a rollback to this run restores. */
   final(runId: string, caps: ProviderCapabilities): void {
     const run = this.host.views.runs.get(runId);
-    if (!run || !this.applies(caps) || !this.host.views.checkpointsOf(run.threadId).some((c) => c.runId === runId)) return;
+    if (!run || !this.applies(caps) || !this.host.views.checkpointsOf(run.threadId).some((c) => c.runId === runId))
+      return;
     void this.#track(runId, this.#inOrder(runId, "root_run", "final", null));
   }
 
@@ -71,7 +72,8 @@ export class Checkpoints {
         const detail = "nested checkpoint scopes are unsupported: only the root run is checkpointed";
         this.host.commitLater(policyEvent({ threadId: run.threadId, runId }, "root_checkpoint_only", detail));
       }
-      const reason = "nested checkpoint scopes unsupported: this subagent's filesystem activity is part of the root run's checkpoint only";
+      const reason =
+        "nested checkpoint scopes unsupported: this subagent's filesystem activity is part of the root run's checkpoint only";
       this.host.commitLater({ type: "checkpoint.skipped", threadId: run.threadId, runId, nodeId, reason });
       return;
     }
@@ -84,10 +86,16 @@ export class Checkpoints {
    */
   async restore(checkpointId: string, beforeChange?: (files: ChangedFile[]) => Promise<void>): Promise<ChangedFile[]> {
     const checkpoint = this.host.views.checkpoints.get(checkpointId);
-    if (!checkpoint?.commit) throw new CheckpointError(`checkpoint ${checkpointId} has no commit to restore`, { checkpointId });
+    if (!checkpoint?.commit)
+      throw new CheckpointError(`checkpoint ${checkpointId} has no commit to restore`, { checkpointId });
     const thread = this.host.views.threads.get(checkpoint.threadId)!;
     const store = await this.#open();
-    const { files } = await store.restore({ cwd: thread.cwd, commit: checkpoint.commit, exclude: this.#exclude(thread.cwd), ...(beforeChange ? { beforeChange } : {}) });
+    const { files } = await store.restore({
+      cwd: thread.cwd,
+      commit: checkpoint.commit,
+      exclude: this.#exclude(thread.cwd),
+      ...(beforeChange ? { beforeChange } : {}),
+    });
     return files;
   }
 
@@ -116,9 +124,16 @@ export class Checkpoints {
     return chained;
   }
 
-  #inOrder(runId: string, scope: "root_run" | "subagent", phase: CheckpointPhase, nodeId: string | null): Promise<void> {
+  #inOrder(
+    runId: string,
+    scope: "root_run" | "subagent",
+    phase: CheckpointPhase,
+    nodeId: string | null,
+  ): Promise<void> {
     const threadId = this.host.views.runs.get(runId)!.threadId;
-    const work = (this.#threadTail.get(threadId) ?? Promise.resolve()).then(() => this.#capture(runId, scope, phase, nodeId));
+    const work = (this.#threadTail.get(threadId) ?? Promise.resolve()).then(() =>
+      this.#capture(runId, scope, phase, nodeId),
+    );
     this.#threadTail.set(threadId, work);
     void work.finally(() => {
       if (this.#threadTail.get(threadId) === work) this.#threadTail.delete(threadId);
@@ -126,7 +141,12 @@ export class Checkpoints {
     return work;
   }
 
-  async #capture(runId: string, scope: "root_run" | "subagent", phase: CheckpointPhase, nodeId: string | null): Promise<void> {
+  async #capture(
+    runId: string,
+    scope: "root_run" | "subagent",
+    phase: CheckpointPhase,
+    nodeId: string | null,
+  ): Promise<void> {
     const { views, ids } = this.host;
     const run = views.runs.get(runId)!;
     const thread = views.threads.get(run.threadId)!;
@@ -143,7 +163,12 @@ export class Checkpoints {
         message: `${scope} ${phase} of ${runId} (run ${run.ordinal})`,
         exclude: this.#exclude(thread.cwd),
       });
-      this.host.commitLater({ type: "checkpoint.captured", ...where, parentCheckpointId: parent?.checkpointId ?? null, ...capture });
+      this.host.commitLater({
+        type: "checkpoint.captured",
+        ...where,
+        parentCheckpointId: parent?.checkpointId ?? null,
+        ...capture,
+      });
     } catch (error) {
       const message = redact(error instanceof Error ? error.message : String(error));
       this.host.commitLater({ type: "checkpoint.failed", ...where, message });
@@ -158,6 +183,8 @@ export class Checkpoints {
 }
 
 function latest(views: Projections, threadId: string, runId?: string) {
-  const ready = views.checkpointsOf(threadId).filter((c) => c.status === "ready" && c.scope === "root_run" && (!runId || c.runId === runId));
+  const ready = views
+    .checkpointsOf(threadId)
+    .filter((c) => c.status === "ready" && c.scope === "root_run" && (!runId || c.runId === runId));
   return ready.at(-1);
 }

@@ -54,8 +54,14 @@ export async function currentModes(cwd: string, files: TreeFile[]): Promise<Map<
 }
 
 export function buildManifest(files: TreeFile[], modes: Map<string, number>): ModeManifest {
-  const plain = mostCommon(files.filter((f) => !isExec(f.gitMode)).map((f) => modes.get(f.path)), 0o644);
-  const exec = mostCommon(files.filter((f) => isExec(f.gitMode)).map((f) => modes.get(f.path)), 0o755);
+  const plain = mostCommon(
+    files.filter((f) => !isExec(f.gitMode)).map((f) => modes.get(f.path)),
+    0o644,
+  );
+  const exec = mostCommon(
+    files.filter((f) => isExec(f.gitMode)).map((f) => modes.get(f.path)),
+    0o755,
+  );
   const except: Record<string, number> = {};
   for (const file of files) {
     const mode = modes.get(file.path);
@@ -75,7 +81,13 @@ export function manifestOf(rawCommit: string): ModeManifest | null {
   if (!line) return null;
   try {
     const parsed = JSON.parse(line.slice(TRAILER.length)) as Partial<ModeManifest>;
-    if (typeof parsed.plain !== "number" || typeof parsed.exec !== "number" || typeof parsed.except !== "object" || parsed.except === null) return null;
+    if (
+      typeof parsed.plain !== "number" ||
+      typeof parsed.exec !== "number" ||
+      typeof parsed.except !== "object" ||
+      parsed.except === null
+    )
+      return null;
     return { plain: parsed.plain, exec: parsed.exec, except: parsed.except };
   } catch {
     return null;
@@ -97,7 +109,13 @@ export function gitDefaultMode(file: TreeFile, umask: number): number {
  * own default for a commit without a manifest); for every other file of the target whose
  * current mode (`kept`) drifted, the commit's mode again, and that file counts as changed.
  */
-export function modesToRestore(files: TreeFile[], manifest: ModeManifest | null, written: Set<string>, kept: Map<string, number>, umask: number) {
+export function modesToRestore(
+  files: TreeFile[],
+  manifest: ModeManifest | null,
+  written: Set<string>,
+  kept: Map<string, number>,
+  umask: number,
+) {
   const modes = new Map<string, number>();
   const modeOnly: string[] = [];
   for (const file of files) {

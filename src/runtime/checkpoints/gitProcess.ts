@@ -57,7 +57,13 @@ export class GitProcesses {
   async run(call: GitSpawn): Promise<GitResult> {
     const launcher = await deathLinkedLauncher();
     if (this.#closed) throw new ClosedError("checkpoint store");
-    const command = [...(call.privateUmask && POSIX ? PRIVATE_UMASK : []), ...launcher, "git", ...call.config, ...call.args];
+    const command = [
+      ...(call.privateUmask && POSIX ? PRIVATE_UMASK : []),
+      ...launcher,
+      "git",
+      ...call.config,
+      ...call.args,
+    ];
     const child = execa(command[0]!, command.slice(1), {
       cwd: call.cwd,
       env: call.env,
@@ -84,7 +90,10 @@ export class GitProcesses {
   #settle(call: GitSpawn, result: Result, stderr: string): GitResult {
     if (result.exitCode === undefined && result.signal === undefined) {
       // No process, or an error around it (its `error` event).
-      throw new CheckpointError(`could not run git: ${result.originalMessage ?? result.message ?? "no process was created"}`, { args: call.args });
+      throw new CheckpointError(
+        `could not run git: ${result.originalMessage ?? result.message ?? "no process was created"}`,
+        { args: call.args },
+      );
     }
     const signal = result.signal ?? null;
     if (this.#closed && signal !== null) throw new ClosedError("checkpoint store");
@@ -92,7 +101,11 @@ export class GitProcesses {
     if (exit === 0 || call.okCodes?.includes(exit)) return { stdout: String(result.stdout ?? ""), code: exit };
     const detail = stderr.trim().slice(0, STDERR_LIMIT);
     const what = signal ? `killed by ${signal}` : (detail.split("\n")[0] ?? "");
-    throw new CheckpointError(`git ${call.args[0] ?? ""} failed: ${what}`.trim(), { args: call.args, exitCode: exit, stderr: detail });
+    throw new CheckpointError(`git ${call.args[0] ?? ""} failed: ${what}`.trim(), {
+      args: call.args,
+      exitCode: exit,
+      stderr: detail,
+    });
   }
 
   /** Kills every running git (its whole process group); later calls reject with ClosedError. */

@@ -17,11 +17,31 @@ import { createHash } from "node:crypto";
 import { chmod, readdir, stat, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { CheckpointError, ClosedError, InvalidInputError } from "../../domain/errors.js";
-import { applyModes, buildManifest, currentModes, manifestOf, modeOf, modesToRestore, regularFiles, withManifest, type TreeFile } from "./fileModes.js";
+import {
+  applyModes,
+  buildManifest,
+  currentModes,
+  manifestOf,
+  modeOf,
+  modesToRestore,
+  regularFiles,
+  withManifest,
+  type TreeFile,
+} from "./fileModes.js";
 import { GitProcesses, type GitResult } from "./gitProcess.js";
 import { refreshIgnoreFile, type IgnoreScope } from "./ignoreSources.js";
 import type { CaptureInput, ChangedFile, CheckpointCapture, RestoreInput, StoreOptions } from "./storeTypes.js";
-import { assertDirectory, excludeSpec, literalSpec, makePrivate, missingDirectories, normalizeExcludes, privateDirectory, removeEmptyParents, writePrivate } from "./storeFiles.js";
+import {
+  assertDirectory,
+  excludeSpec,
+  literalSpec,
+  makePrivate,
+  missingDirectories,
+  normalizeExcludes,
+  privateDirectory,
+  removeEmptyParents,
+  writePrivate,
+} from "./storeFiles.js";
 
 export type { CaptureInput, ChangedFile, CheckpointCapture, RestoreInput, StoreOptions };
 
@@ -91,7 +111,10 @@ export class GitCheckpointStore {
   static async open(dir: string, options: StoreOptions = {}): Promise<GitCheckpointStore> {
     const store = new GitCheckpointStore(resolve(dir), options.env ?? process.env);
     // A store written before it was private has group/other bits: it gets tightened once.
-    const shared = await stat(store.dir).then((info) => (info.mode & 0o077) !== 0, () => false);
+    const shared = await stat(store.dir).then(
+      (info) => (info.mode & 0o077) !== 0,
+      () => false,
+    );
     await privateDirectory(store.dir);
     // Re-running init on an existing repository is a no-op that keeps its objects and refs.
     await store.git(["init", "--bare", "--quiet", "--template=", "--shared=0600", store.dir]);
@@ -144,7 +167,8 @@ export class GitCheckpointStore {
       if (parentManifest) {
         const listed = new Set(files.map((f) => f.path));
         for (const file of treeFiles) {
-          if (!listed.has(file.path) && modeOf(parentManifest, file) !== modeOf(manifest, file)) files.push({ path: file.path, change: "modified" });
+          if (!listed.has(file.path) && modeOf(parentManifest, file) !== modeOf(manifest, file))
+            files.push({ path: file.path, change: "modified" });
         }
       }
       const { insertions, deletions } = await this.diffStat(from, commit);
@@ -178,7 +202,10 @@ export class GitCheckpointStore {
       if (files.length === 0) return { files };
       await input.beforeChange?.(files);
       if (content.length > 0) {
-        const created = await missingDirectories(cwd, content.filter((f) => f.change === "added").map((f) => f.path));
+        const created = await missingDirectories(
+          cwd,
+          content.filter((f) => f.change === "added").map((f) => f.path),
+        );
         // Two-tree merge from the tree the index holds: updates and deletes only what differs,
         // and refuses (rather than clobbers) untracked paths in the way. Files are created
         // owner-only and get their exact modes below, so none is ever readable by more than it should.
@@ -229,7 +256,10 @@ export class GitCheckpointStore {
    * Brings cwd's private index up to date with the snapshot rule. Returns its tree, the
    * paths left out on purpose (excludes plus nested repositories) and the ignore scope.
    */
-  private async stage(cwd: string, exclude: string[]): Promise<{ tree: string; skipped: string[]; scope: IgnoreScope }> {
+  private async stage(
+    cwd: string,
+    exclude: string[],
+  ): Promise<{ tree: string; skipped: string[]; scope: IgnoreScope }> {
     const scope = await this.refreshIgnoreFile(cwd);
     const skipped = [...exclude, ...(await this.nestedRepositories(cwd, exclude))];
     await this.git(["add", "--all", "--", ":(top)", ...skipped.map(excludeSpec)], { cwd });
@@ -253,11 +283,14 @@ export class GitCheckpointStore {
   /** Ignored paths under the scope's prefix, top-relative; a wholly ignored directory as `dir/`. */
   private async listIgnored(scope: IgnoreScope): Promise<string[]> {
     const where = scope.prefix === "" ? [] : [`:(top,literal)${scope.prefix}`];
-    const { stdout } = await this.git(["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--", ...where], {
-      workTree: scope.top,
-      index: this.ownFile("none", scope.top), // never written: every path counts as untracked
-      excludesFile: scope.sourcesFile,
-    });
+    const { stdout } = await this.git(
+      ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--", ...where],
+      {
+        workTree: scope.top,
+        index: this.ownFile("none", scope.top), // never written: every path counts as untracked
+        excludesFile: scope.sourcesFile,
+      },
+    );
     return splitZ(stdout);
   }
 
@@ -266,7 +299,13 @@ export class GitCheckpointStore {
     const env: NodeJS.ProcessEnv = { ...withoutGit(this.userEnv), GIT_DIR: gitDir ?? this.dir };
     for (const name of USER_CONFIG_VARIABLES) if (this.userEnv[name] !== undefined) env[name] = this.userEnv[name];
     try {
-      const { stdout, code } = await this.processes.run({ config: [], args: ["config", "--get", "--path", "core.excludesFile"], env, cwd: this.dir, okCodes: [1] });
+      const { stdout, code } = await this.processes.run({
+        config: [],
+        args: ["config", "--get", "--path", "core.excludesFile"],
+        env,
+        cwd: this.dir,
+        okCodes: [1],
+      });
       return code === 0 && stdout.trim() !== "" ? stdout.trim() : null;
     } catch (error) {
       if (error instanceof ClosedError) throw error;
@@ -287,10 +326,16 @@ export class GitCheckpointStore {
 
   /** Removes ignored entries, and entries under `skipped` paths, from `index` (paths relative to the work tree). */
   private async dropEntries(index: string, skipped: string[], call: GitCall): Promise<void> {
-    const ignored = await this.git(["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"], { ...call, index });
+    const ignored = await this.git(["ls-files", "-z", "--cached", "--ignored", "--exclude-standard"], {
+      ...call,
+      index,
+    });
     const paths = splitZ(ignored.stdout);
     if (skipped.length > 0) {
-      const under = await this.git(["ls-files", "-z", "--cached", "--", ...skipped.map(literalSpec)], { ...call, index });
+      const under = await this.git(["ls-files", "-z", "--cached", "--", ...skipped.map(literalSpec)], {
+        ...call,
+        index,
+      });
       paths.push(...splitZ(under.stdout));
     }
     if (paths.length === 0) return;
@@ -328,7 +373,12 @@ export class GitCheckpointStore {
     const manifest = await this.manifest(commit);
     const written = new Set(content.filter((f) => f.change !== "deleted").map((f) => f.path));
     const files = await this.treeFiles(target);
-    const kept = manifest ? await currentModes(cwd, files.filter((f) => !written.has(f.path))) : new Map<string, number>();
+    const kept = manifest
+      ? await currentModes(
+          cwd,
+          files.filter((f) => !written.has(f.path)),
+        )
+      : new Map<string, number>();
     return modesToRestore(files, manifest, written, kept, process.umask());
   }
 
@@ -382,7 +432,8 @@ export class GitCheckpointStore {
       env.GIT_WORK_TREE = workTree;
       env.GIT_INDEX_FILE = call.index ?? this.indexFor(workTree);
     }
-    const excludesFile = call.excludesFile ?? (call.cwd !== undefined ? this.ownFile("ignored", call.cwd) : this.emptyFile);
+    const excludesFile =
+      call.excludesFile ?? (call.cwd !== undefined ? this.ownFile("ignored", call.cwd) : this.emptyFile);
     const config = [...this.config, "-c", `core.excludesFile=${excludesFile}`];
     const { input, okCodes, privateUmask } = call;
     return this.processes.run({ config, args, env, cwd: workTree ?? this.dir, input, okCodes, privateUmask });

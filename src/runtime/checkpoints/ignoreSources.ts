@@ -77,7 +77,8 @@ export async function writeSources(
   env: NodeJS.ProcessEnv,
 ): Promise<IgnoreScope> {
   const setting = await excludesFileSetting(repo?.gitDir ?? null);
-  const excludesFile = setting === null ? defaultExcludesFile(env) : isAbsolute(setting) ? setting : resolve(repo?.top ?? cwd, setting);
+  const excludesFile =
+    setting === null ? defaultExcludesFile(env) : isAbsolute(setting) ? setting : resolve(repo?.top ?? cwd, setting);
   const parts = [await readText(excludesFile)];
   if (repo) parts.push(await readText(join(repo.commonDir, "info", "exclude")));
   await writeFile(sourcesFile, parts.join("\n"), { mode: 0o600 });

@@ -1,4 +1,7 @@
-/** File-system and path helpers of the checkpoint store: its own private files, the work tree's directories, exclude paths. */
+/**
+ * File-system and path helpers of the checkpoint store: its own private files, the work tree's directories, exclude
+ * paths.
+ */
 import { chmod, lstat, mkdir, readdir, rmdir, stat, writeFile } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { CheckpointError, InvalidInputError } from "../../domain/errors.js";
@@ -35,8 +38,18 @@ export async function missingDirectories(cwd: string, paths: string[]): Promise<
   const missing = new Set<string>();
   for (const path of paths) {
     const chain: string[] = [];
-    for (let dir = dirname(join(cwd, path)); dir !== cwd && dir.startsWith(cwd + sep) && !missing.has(dir); dir = dirname(dir)) {
-      if (await lstat(dir).then(() => true, () => false)) break;
+    for (
+      let dir = dirname(join(cwd, path));
+      dir !== cwd && dir.startsWith(cwd + sep) && !missing.has(dir);
+      dir = dirname(dir)
+    ) {
+      if (
+        await lstat(dir).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
       chain.push(dir);
     }
     for (const dir of chain.reverse()) missing.add(dir);

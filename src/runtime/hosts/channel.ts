@@ -21,28 +21,44 @@ export interface ChannelLimits {
 export function resolveLimits(limits: ChannelLimits = {}): { frameBytes: number; stderrLineBytes: number } {
   return {
     frameBytes: checkLineLimit("maxFrameBytes", limits.maxFrameBytes ?? HOST_LINE_LIMITS.frameBytes),
-    stderrLineBytes: checkLineLimit("maxStderrLineBytes", limits.maxStderrLineBytes ?? HOST_LINE_LIMITS.stderrLineBytes),
+    stderrLineBytes: checkLineLimit(
+      "maxStderrLineBytes",
+      limits.maxStderrLineBytes ?? HOST_LINE_LIMITS.stderrLineBytes,
+    ),
   };
 }
 
-const mib = (bytes: number): string => (bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`);
+const mib = (bytes: number): string =>
+  bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 
 /** Why a host is cut off when it sends more than a cap allows (typed `host_unavailable`, reason `frame_too_large`). */
 export function frameTooLarge(stream: "stdout" | "stderr" | "websocket", limitBytes: number): HostUnavailableError {
   const what = stream === "websocket" ? "a WebSocket message" : `a ${stream} line`;
-  return new HostUnavailableError(`the host sent ${what} over ${mib(limitBytes)} (its size limit) and is cut off as broken`, { reason: "frame_too_large", stream, limitBytes });
+  return new HostUnavailableError(
+    `the host sent ${what} over ${mib(limitBytes)} (its size limit) and is cut off as broken`,
+    { reason: "frame_too_large", stream, limitBytes },
+  );
 }
 
 /**
  * A host's diagnostic output (stderr; a WebSocket host's stdout) into the ring, line by line,
  * bounded: an over-long line is sampled and `onTooLong` hears why the host is broken.
  */
-export function readDiagnostics(stream: Readable, ring: FrameRing, kind: "stdout" | "stderr", maxLineBytes: number, onTooLong: (error: HostUnavailableError) => void): LineReader {
+export function readDiagnostics(
+  stream: Readable,
+  ring: FrameRing,
+  kind: "stdout" | "stderr",
+  maxLineBytes: number,
+  onTooLong: (error: HostUnavailableError) => void,
+): LineReader {
   return readLines(stream, {
     maxLineBytes,
     onLine: (line) => ring.push(kind === "stderr" ? "stderr" : "in", line),
     onOverflow: (overflow) => {
-      ring.note("frame_too_large", `${kind}: no newline within ${overflow.limitBytes} bytes; it began: ${overflow.head}`);
+      ring.note(
+        "frame_too_large",
+        `${kind}: no newline within ${overflow.limitBytes} bytes; it began: ${overflow.head}`,
+      );
       onTooLong(frameTooLarge(kind, overflow.limitBytes));
     },
   });
@@ -90,7 +106,10 @@ export abstract class RpcChannel {
     else this.#onFailed.push(listener);
   }
 
-  /** Declares the notifications this host may send: any other is counted as `unknown_notification` (and still delivered). */
+  /**
+   * Declares the notifications this host may send: any other is counted as `unknown_notification` (and still
+   * delivered).
+   */
   expectNotifications(methods: readonly string[]): void {
     this.#expected ??= new Set();
     for (const method of methods) this.#expected.add(method);
@@ -150,11 +169,18 @@ export abstract class RpcChannel {
    * Waits for the gate (unless `bypassGate`), sends, and resolves with the reply; a host that
    * does not answer within `timeoutMs` (default 30 s) gets `host_unavailable`, never a hang.
    */
-  async call(method: string, params?: unknown, options: { bypassGate?: boolean; timeoutMs?: number } = {}): Promise<unknown> {
+  async call(
+    method: string,
+    params?: unknown,
+    options: { bypassGate?: boolean; timeoutMs?: number } = {},
+  ): Promise<unknown> {
     const timeoutMs = options.timeoutMs ?? 30_000;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new HostUnavailableError(`host did not answer ${method} within ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new HostUnavailableError(`host did not answer ${method} within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
       timer.unref();
     });
     try {
@@ -184,7 +210,8 @@ export abstract class RpcChannel {
   #dispatch(message: RpcMessage): void {
     if ("method" in message) {
       if ("id" in message && message.id !== undefined) return this.#request(message.method, message.params, message.id);
-      if (this.#expected && !this.#expected.has(message.method)) this.ring.note("unknown_notification", `${message.method} ${sampleOf(message.params)}`);
+      if (this.#expected && !this.#expected.has(message.method))
+        this.ring.note("unknown_notification", `${message.method} ${sampleOf(message.params)}`);
       for (const listener of this.#listeners) {
         try {
           listener(message.method, message.params);
@@ -223,7 +250,10 @@ export abstract class RpcChannel {
 
   /** A frame over a cap: the host is broken (sampled, then the channel fails for good). */
   protected overflowed(stream: "stdout" | "stderr" | "websocket", overflow: LineOverflow): void {
-    this.ring.note("frame_too_large", `${stream}: no newline within ${overflow.limitBytes} bytes; it began: ${overflow.head}`);
+    this.ring.note(
+      "frame_too_large",
+      `${stream}: no newline within ${overflow.limitBytes} bytes; it began: ${overflow.head}`,
+    );
     this.fail(frameTooLarge(stream, overflow.limitBytes));
   }
 
@@ -266,7 +296,11 @@ export class StdioChannel extends RpcChannel {
   ) {
     super(ring);
     const { frameBytes, stderrLineBytes } = resolveLimits(limits);
-    readLines(child.stdout!, { maxLineBytes: frameBytes, onLine: (line) => this.receive(line), onOverflow: (overflow) => this.overflowed("stdout", overflow) });
+    readLines(child.stdout!, {
+      maxLineBytes: frameBytes,
+      onLine: (line) => this.receive(line),
+      onOverflow: (overflow) => this.overflowed("stdout", overflow),
+    });
     readDiagnostics(child.stderr!, ring, "stderr", stderrLineBytes, (error) => this.fail(error));
     child.stdin!.on("error", () => undefined); // a dead host: calls fail through the exit path
   }
@@ -294,7 +328,10 @@ export class WebSocketChannel extends RpcChannel {
   readonly #maxFrameBytes: number;
   onReconnected: () => Promise<void> = async () => this.openGate();
 
-  /** `limits.maxFrameBytes` caps a message (the socket's maxPayload); a message over it cuts the host off, with no reconnect. */
+  /**
+   * `limits.maxFrameBytes` caps a message (the socket's maxPayload); a message over it cuts the host off, with no
+   * reconnect.
+   */
   constructor(
     private readonly url: string,
     ring: FrameRing,
@@ -328,7 +365,9 @@ export class WebSocketChannel extends RpcChannel {
         reject(this.#tooLarge(error) ?? error);
       };
       socket.once("error", fail);
-      socket.once("unexpected-response", (_req, res) => fail(new Error(`host refused the connection (${res.statusCode})`)));
+      socket.once("unexpected-response", (_req, res) =>
+        fail(new Error(`host refused the connection (${res.statusCode})`)),
+      );
       // The host speaks first (host.ready): then the connection is usable.
       socket.once("message", (data) => {
         socket.removeListener("error", fail);
@@ -368,8 +407,12 @@ export class WebSocketChannel extends RpcChannel {
         // A socket adopted before its resume failed must not start a second reconnect loop.
         if (opened.socket) this.#discard(opened.socket);
         if (this.failed) return;
-        if (error instanceof HostUnavailableError && error.details.reason === "frame_too_large") return this.fail(error);
-        this.ring.push("stderr", `reconnect attempt ${attempt + 1} failed: ${error instanceof Error ? error.message : String(error)}`);
+        if (error instanceof HostUnavailableError && error.details.reason === "frame_too_large")
+          return this.fail(error);
+        this.ring.push(
+          "stderr",
+          `reconnect attempt ${attempt + 1} failed: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
     }
     if (this.#closed || this.failed) return;
@@ -398,7 +441,6 @@ export class WebSocketChannel extends RpcChannel {
     super.fail(error);
   }
 }
-
 
 /** The start of a parsed value, for a ring sample (JSON.stringify can throw on very deep nesting). */
 function sampleOf(value: unknown): string {

@@ -74,7 +74,11 @@ const sameName = process.platform === "win32" ? (name: string) => name.toUpperCa
  * The environment for a host: the allowlisted variables of `from` (the embedder's environment),
  * plus the names in `inherit`, then `set` on top (an undefined value removes a name).
  */
-export function hostEnvironment(set: Readonly<Record<string, string | undefined>> = {}, inherit: readonly string[] = [], from: NodeJS.ProcessEnv = process.env): Record<string, string> {
+export function hostEnvironment(
+  set: Readonly<Record<string, string | undefined>> = {},
+  inherit: readonly string[] = [],
+  from: NodeJS.ProcessEnv = process.env,
+): Record<string, string> {
   const allowed = new Set([...HOST_ENV_ALLOWLIST, ...inherit].map(sameName));
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(from)) {

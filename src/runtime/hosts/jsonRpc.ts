@@ -21,7 +21,12 @@ export const RpcMessageSchema = z.union([
 ]);
 export type RpcMessage = z.infer<typeof RpcMessageSchema>;
 
-export const request = (id: number, method: string, params?: unknown): RpcMessage => ({ jsonrpc: "2.0", id, method, params });
+export const request = (id: number, method: string, params?: unknown): RpcMessage => ({
+  jsonrpc: "2.0",
+  id,
+  method,
+  params,
+});
 export const notification = (method: string, params?: unknown): RpcMessage => ({ jsonrpc: "2.0", method, params });
 export const result = (id: number, value: unknown): RpcMessage => ({ jsonrpc: "2.0", id, result: value ?? null });
 
@@ -49,7 +54,9 @@ export function parseMessage(line: string): RpcMessage | null {
 }
 
 /** A received frame: a message, or why it is none (not JSON at all, or JSON that is not JSON-RPC). */
-export function parseFrame(line: string): { kind: "message"; message: RpcMessage } | { kind: "not_json" } | { kind: "not_rpc" } {
+export function parseFrame(
+  line: string,
+): { kind: "message"; message: RpcMessage } | { kind: "not_json" } | { kind: "not_rpc" } {
   let raw: unknown;
   try {
     raw = JSON.parse(line);

@@ -106,7 +106,10 @@ export class BoundedLineSplitter {
       this.#size += length;
       return;
     }
-    const head = Buffer.concat([...this.#parts, chunk.subarray(start, end)], Math.min(SAMPLE_BYTES, this.#size + length));
+    const head = Buffer.concat(
+      [...this.#parts, chunk.subarray(start, end)],
+      Math.min(SAMPLE_BYTES, this.#size + length),
+    );
     this.#parts = [];
     this.#size = 0;
     this.#discarding = true;
@@ -135,7 +138,11 @@ export interface LineReader {
  */
 export function readLines(
   stream: Readable,
-  options: { maxLineBytes: number; onLine: (line: string) => void; onOverflow: (overflow: LineOverflow) => "stop" | "continue" | void },
+  options: {
+    maxLineBytes: number;
+    onLine: (line: string) => void;
+    onOverflow: (overflow: LineOverflow) => "stop" | "continue" | void;
+  },
 ): LineReader {
   let stopped = false;
   const stop = () => {

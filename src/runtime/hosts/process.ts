@@ -83,10 +83,20 @@ export async function spawnHost(spec: SpawnSpec): Promise<SpawnedHost> {
   const failed = await Promise.race([started, subprocess]);
   if (failed !== null || subprocess.pid === undefined) {
     const reason = failed?.originalMessage ?? failed?.message ?? "no process was created";
-    throw new HostUnavailableError(`could not start the host ${spec.command}: ${reason}`, { reason: "spawn_failed", command: spec.command, ...(failed?.code ? { errno: failed.code } : {}) });
+    throw new HostUnavailableError(`could not start the host ${spec.command}: ${reason}`, {
+      reason: "spawn_failed",
+      command: spec.command,
+      ...(failed?.code ? { errno: failed.code } : {}),
+    });
   }
   const pid = subprocess.pid;
-  return { child: subprocess, pid, exited, startTime: await processStartTime(pid), commandLine: [spec.command, ...spec.args].join(" ") };
+  return {
+    child: subprocess,
+    pid,
+    exited,
+    startTime: await processStartTime(pid),
+    commandLine: [spec.command, ...spec.args].join(" "),
+  };
 }
 
 /**

@@ -51,7 +51,11 @@ export class HostRecordStore {
   private constructor(private readonly doc: StateDocument<HostRecords>) {}
 
   static async open(dataDir: string): Promise<HostRecordStore> {
-    const doc = await openStateDocument(join(dataDir, "runtimes", "hosts.json"), HostRecordsSchema, () => ({ schemaVersion: 1 as const, spawning: [], hosts: [] }));
+    const doc = await openStateDocument(join(dataDir, "runtimes", "hosts.json"), HostRecordsSchema, () => ({
+      schemaVersion: 1 as const,
+      spawning: [],
+      hosts: [],
+    }));
     return new HostRecordStore(doc);
   }
 

@@ -76,7 +76,10 @@ export class HostRegistry {
   ) {}
 
   /** Opens the host records of a data directory and reaps what a crashed previous life left running. */
-  static async open(dataDir: string, inspect?: (event: InspectionEvent) => void): Promise<{ registry: HostRegistry; reaped: HostRecord[] }> {
+  static async open(
+    dataDir: string,
+    inspect?: (event: InspectionEvent) => void,
+  ): Promise<{ registry: HostRegistry; reaped: HostRecord[] }> {
     const records = await HostRecordStore.open(dataDir);
     const { reaped } = await records.reapOrphans(2_000);
     return { registry: new HostRegistry(records, inspect), reaped };
@@ -102,7 +105,9 @@ export class HostRegistry {
     } catch {
       // not a file path (a command on PATH): its name is its identity
     }
-    const credentials = spec.identity.credentials ? createHash("sha256").update(spec.identity.credentials).digest("hex") : null;
+    const credentials = spec.identity.credentials
+      ? createHash("sha256").update(spec.identity.credentials).digest("hex")
+      : null;
     const material = JSON.stringify({ executable, target: spec.target, config: spec.identity.config, credentials });
     return `${spec.target}:${createHash("sha256").update(material).digest("hex").slice(0, 16)}`;
   }
@@ -137,7 +142,11 @@ export class HostRegistry {
     const machine = hostSupervisorMachine.provide({
       actors: { startHost: fromPromise(({ input }) => this.#start(entry, input.generation, input.timeoutMs)) },
     });
-    entry.actor = createActor(machine, { id: `host:${key}`, input: { hostKey: key, target: spec.target, policy }, ...(this.inspect ? { inspect: this.inspect } : {}) });
+    entry.actor = createActor(machine, {
+      id: `host:${key}`,
+      input: { hostKey: key, target: spec.target, policy },
+      ...(this.inspect ? { inspect: this.inspect } : {}),
+    });
     entry.actor.on("*", (emitted: SupervisorEmitted) => this.#onEmitted(entry, emitted));
     this.#entries.set(key, entry);
     entry.actor.start();
@@ -150,10 +159,19 @@ export class HostRegistry {
     // Announced durably before the fork, under a marker the host carries: a runtime killed
     // before the record below is written still leaves what its next life needs to reap it.
     const instance = randomBytes(16).toString("hex");
-    const announced = this.records.announce({ instance, hostKey, target: spec.target, generation, announcedAt: new Date().toISOString() });
+    const announced = this.records.announce({
+      instance,
+      hostKey,
+      target: spec.target,
+      generation,
+      announcedAt: new Date().toISOString(),
+    });
     this.#write(announced);
     await announced;
-    const spawned = await spawnHost({ ...spec.spawn, env: { ...spec.spawn.env, [HOST_INSTANCE_VARIABLE]: instance } }).catch((error: unknown) => {
+    const spawned = await spawnHost({
+      ...spec.spawn,
+      env: { ...spec.spawn.env, [HOST_INSTANCE_VARIABLE]: instance },
+    }).catch((error: unknown) => {
       this.#write(this.records.withdraw(instance));
       throw error;
     });
@@ -170,25 +188,47 @@ export class HostRegistry {
       if (!snapshot.matches("ready") || snapshot.context.generation !== generation) entry.processes.delete(generation);
       live.channel?.fail(new HostUnavailableError(`${spec.target} host exited (${signal ?? `code ${code}`})`));
       this.#write(this.records.remove(spawned.pid, generation));
-      if (snapshot.status === "active") entry.actor.send({ type: "EXITED", generation, reason: `host process exited (${signal ?? `code ${code}`})` });
+      if (snapshot.status === "active")
+        entry.actor.send({ type: "EXITED", generation, reason: `host process exited (${signal ?? `code ${code}`})` });
     });
     // Recorded before anything else can happen to it (its exit, queued after, removes the record).
-    this.#write(this.records.add({ hostKey, target: spec.target, generation, pid: spawned.pid, startTime: spawned.startTime, commandLine: spawned.commandLine, startedAt: new Date().toISOString() }, instance));
+    this.#write(
+      this.records.add(
+        {
+          hostKey,
+          target: spec.target,
+          generation,
+          pid: spawned.pid,
+          startTime: spawned.startTime,
+          commandLine: spawned.commandLine,
+          startedAt: new Date().toISOString(),
+        },
+        instance,
+      ),
+    );
     if (this.#closed) {
       this.#stopProcess(entry, generation);
       throw new HostUnavailableError(`${spec.target}: the runtime is closing`);
     }
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new HostUnavailableError(`${spec.target} host did not become ready within ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new HostUnavailableError(`${spec.target} host did not become ready within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
     });
-    const died = exited.then(() => Promise.reject(new HostUnavailableError(`${spec.target} host exited during startup:\n${ring.tail(5).join("\n")}`)));
+    const died = exited.then(() =>
+      Promise.reject(
+        new HostUnavailableError(`${spec.target} host exited during startup:\n${ring.tail(5).join("\n")}`),
+      ),
+    );
     try {
       const channel = await Promise.race([spec.connect(spawned, ring), timeout, died]);
       live.channel = channel;
       // A connection that fails for good (reconnects exhausted, a frame over its cap) loses the host, leases or not.
       channel.onFailed((error) => {
-        if (live.alive && entry.actor.getSnapshot().status === "active") entry.actor.send({ type: "LOST", generation, reason: `host connection failed: ${error.message}` });
+        if (live.alive && entry.actor.getSnapshot().status === "active")
+          entry.actor.send({ type: "LOST", generation, reason: `host connection failed: ${error.message}` });
       });
       this.#watch(entry, generation, live);
     } finally {
@@ -216,7 +256,11 @@ export class HostRegistry {
           const silent = error instanceof HostUnavailableError && /did not answer/.test(error.message);
           if (silent && live.alive && entry.actor.getSnapshot().status === "active") {
             clearInterval(timer);
-            entry.actor.send({ type: "LOST", generation, reason: `host unresponsive: no answer to a liveness probe within ${timeoutMs} ms` });
+            entry.actor.send({
+              type: "LOST",
+              generation,
+              reason: `host unresponsive: no answer to a liveness probe within ${timeoutMs} ms`,
+            });
           }
         })
         .finally(() => (probing = false));

@@ -8,7 +8,15 @@ import { redact } from "../../domain/redact.js";
  * to an id no call waits for, a request nobody handles, a listener that threw on a message, a
  * line or frame over the size cap.
  */
-export type FrameAnomaly = "not_json" | "not_rpc" | "unknown_notification" | "invalid_params" | "unknown_reply" | "unhandled_request" | "listener_error" | "frame_too_large";
+export type FrameAnomaly =
+  | "not_json"
+  | "not_rpc"
+  | "unknown_notification"
+  | "invalid_params"
+  | "unknown_reply"
+  | "unhandled_request"
+  | "listener_error"
+  | "frame_too_large";
 
 /** How much of an anomalous frame its ring entry keeps. */
 const SAMPLE_CHARS = 200;
@@ -41,10 +49,13 @@ export class FrameRing {
     const entry = `${kind} ${clean.length > maxChars ? `${clean.slice(0, maxChars)}…` : clean}`;
     this.#entries.push(entry);
     this.#bytes += entry.length;
-    while (this.#entries.length > this.maxEntries || this.#bytes > this.maxBytes) this.#bytes -= this.#entries.shift()!.length;
+    while (this.#entries.length > this.maxEntries || this.#bytes > this.maxBytes)
+      this.#bytes -= this.#entries.shift()!.length;
   }
 
-  /** `text` without the lines of a private key block an earlier entry of this kind opened (stderr comes line by line). */
+  /**
+   * `text` without the lines of a private key block an earlier entry of this kind opened (stderr comes line by line).
+   */
   #outsideKeyBlock(kind: string, text: string): string {
     let rest = text;
     if (this.#inKeyBlock.has(kind)) {

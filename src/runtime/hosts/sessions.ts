@@ -21,7 +21,8 @@ export class HostSessions {
 
   /** Leases a host for a new session. */
   async open(sessionId: string, spec: HostSpec): Promise<HostLease> {
-    if (!this.#hosts) throw new HostUnavailableError(`the ${this.provider} adapter runs only inside a runtime (no host registry)`);
+    if (!this.#hosts)
+      throw new HostUnavailableError(`the ${this.provider} adapter runs only inside a runtime (no host registry)`);
     const lease = await this.#hosts.acquire(spec);
     this.#leases.set(sessionId, lease);
     lease.onLost((report) => {

@@ -51,7 +51,13 @@ export interface TurnBinding {
 }
 
 /** Scoped key of an item: native ref (strong), ref + occurrence + fingerprint (weak), or ordinal. */
-export function startNode(binding: TurnBinding, strength: Strength, kind: NodeKind, ref: string | undefined, fingerprint?: string): NodeEntry {
+export function startNode(
+  binding: TurnBinding,
+  strength: Strength,
+  kind: NodeKind,
+  ref: string | undefined,
+  fingerprint?: string,
+): NodeEntry {
   const ordinal = binding.nodes.length;
   let key: string;
   if (ref && strength === "strong") key = `ref:${ref}`;
@@ -60,14 +66,25 @@ export function startNode(binding: TurnBinding, strength: Strength, kind: NodeKi
     binding.refCounts.set(ref, seen + 1);
     key = `ref:${ref}#${seen}:${kind}:${fingerprint ?? ""}`;
   } else key = `ord:${ordinal}:${kind}:${fingerprint ?? ""}`;
-  const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, key), kind, ref: ref ?? null, open: true, announced: true };
+  const node: NodeEntry = {
+    nodeId: derivedId("nod", binding.providerTurnId, key),
+    kind,
+    ref: ref ?? null,
+    open: true,
+    announced: true,
+  };
   binding.nodes.push(node);
   if (ref) binding.byRef.set(ref, node);
   return node;
 }
 
 /** A child execution hangs under its subagent: by child thread, parent item ref, or open subagent. */
-export function parentOf(binding: TurnBinding, node: NodeEntry, parentRef: string | undefined, threadRef: string | undefined): string {
+export function parentOf(
+  binding: TurnBinding,
+  node: NodeEntry,
+  parentRef: string | undefined,
+  threadRef: string | undefined,
+): string {
   if (threadRef && binding.childThreads.has(threadRef)) return binding.childThreads.get(threadRef)!;
   if (parentRef) {
     const parent = binding.nodes.find((n) => n.ref === parentRef && n.nodeId !== node.nodeId);
@@ -82,7 +99,12 @@ export function parentOf(binding: TurnBinding, node: NodeEntry, parentRef: strin
  * a weak one is only with the item's fingerprint, its kind. Without a ref: the latest open node
  * of the kind.
  */
-export function findNode(binding: TurnBinding, kind: NodeKind, ref: string | undefined, strength: Strength = "strong"): NodeEntry | undefined {
+export function findNode(
+  binding: TurnBinding,
+  kind: NodeKind,
+  ref: string | undefined,
+  strength: Strength = "strong",
+): NodeEntry | undefined {
   if (!ref) return binding.nodes.findLast((n) => n.open && n.kind === kind);
   const node = binding.byRef.get(ref);
   return node && (strength === "strong" || node.kind === kind) ? node : undefined;

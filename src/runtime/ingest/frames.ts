@@ -5,7 +5,9 @@ import { ProviderEventSchema, type ProviderEvent } from "../../adapters/contract
  * may throw (a getter, a proxy trap) and so may validating it; any of that makes this frame
  * invalid, never the stream.
  */
-export function readFrame(frame: unknown): { ok: true; sessionId: string; event: ProviderEvent } | { ok: false; type: string; why: string } {
+export function readFrame(
+  frame: unknown,
+): { ok: true; sessionId: string; event: ProviderEvent } | { ok: false; type: string; why: string } {
   let type = "unknown";
   try {
     const { sessionId, event } = frame as { sessionId?: unknown; event?: unknown };

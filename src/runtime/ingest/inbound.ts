@@ -51,7 +51,8 @@ export class Inbound {
    */
   async pump(target: Target): Promise<void> {
     const { rt } = this;
-    const warn = (message: string) => rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message: redact(message) }));
+    const warn = (message: string) =>
+      rt.act(() => rt.commit({ type: "warning", threadId: null, runId: null, message: redact(message) }));
     let ended = "provider event stream ended";
     try {
       for await (const frame of target.adapter.streamEvents()) {
@@ -74,7 +75,8 @@ export class Inbound {
     if (rt.closed) return;
     target.markUnavailable(ended);
     warn(`${target.id}: ${ended}`);
-    for (const session of target.liveSessions()) rt.act(() => this.#sessionLost(target, session.sessionId, "error", ended));
+    for (const session of target.liveSessions())
+      rt.act(() => this.#sessionLost(target, session.sessionId, "error", ended));
   }
 
   /** Normalizer output -> actors. Events for runs that already ended are recorded as fenced. */
@@ -97,7 +99,8 @@ export class Inbound {
           this.#sessionLost(target, sessionId, r.state, r.message);
           break;
         case "run": {
-          if ("attemptId" in r.event && typeof r.event.attemptId === "string") this.attempts.sawEvent(r.event.attemptId);
+          if ("attemptId" in r.event && typeof r.event.attemptId === "string")
+            this.attempts.sawEvent(r.event.attemptId);
           const actor = rt.actors.runs.get(r.runId);
           // Streamed deltas are the bulk of all traffic: the run's own fencing predicate decides
           // them here, without a machine step (they change no run state). Everything else,
@@ -108,7 +111,14 @@ export class Inbound {
             actor.send(r.event);
           } else if ("attemptId" in r.event) {
             const run = rt.views.runs.get(r.runId);
-            if (run) rt.commit({ type: "event.fenced", threadId: run.threadId, runId: r.runId, attemptId: r.event.attemptId, providerEventType: eventName(r.event) });
+            if (run)
+              rt.commit({
+                type: "event.fenced",
+                threadId: run.threadId,
+                runId: r.runId,
+                attemptId: r.event.attemptId,
+                providerEventType: eventName(r.event),
+              });
           }
           break;
         }
@@ -118,20 +128,28 @@ export class Inbound {
 
   #sessionLost(target: Target, sessionId: string, state: "stopped" | "error", message: string | null): void {
     const { rt } = this;
-    const lost = state === "stopped" ? { type: "STOPPED" as const, message } : { type: "FAILED" as const, message: message ?? "session error" };
+    const lost =
+      state === "stopped"
+        ? { type: "STOPPED" as const, message }
+        : { type: "FAILED" as const, message: message ?? "session error" };
     Actors.sendIfActive(rt.actors.sessions.get(sessionId), lost);
     target.dropSession(sessionId);
     // Whatever this session asked can never be answered now: not resumable, not merely cancelled.
     for (const request of [...rt.actors.requests.values()]) {
       const cap = request.getSnapshot().context.responseCapability;
-      if (cap.kind === "live" && cap.sessionId === sessionId) request.send({ type: "EXPIRE", reason: `not_resumable: provider session ${state} (${(message ?? "no detail").split("\n")[0]})` });
+      if (cap.kind === "live" && cap.sessionId === sessionId)
+        request.send({
+          type: "EXPIRE",
+          reason: `not_resumable: provider session ${state} (${(message ?? "no detail").split("\n")[0]})`,
+        });
     }
     for (const actor of [...rt.actors.runs.values()]) {
       const ctx = actor.getSnapshot().context;
       const attemptId = ctx.activeAttemptId ?? ctx.supersededAttemptId;
       const binding = attemptId ? target.normalizer.binding(attemptId) : undefined;
       // The run's failure says what happened; the session's own record keeps the full report (recent host frames).
-      if (binding?.sessionId === sessionId) actor.send({ type: "SESSION_LOST", message: message?.split("\n")[0] ?? `provider session ${state}` });
+      if (binding?.sessionId === sessionId)
+        actor.send({ type: "SESSION_LOST", message: message?.split("\n")[0] ?? `provider session ${state}` });
     }
   }
 
@@ -144,7 +162,8 @@ export class Inbound {
     const binding = target.normalizer.binding(settle.attemptId);
     const caps = (binding && target.session(binding.sessionId)?.capabilities) ?? target.capabilities();
     if (closesMessagesAtRootTerminal(caps) && open.some((n) => n.kind === "assistant_message")) {
-      const detail = "the provider sends no message-completed events: its assistant messages are closed at the root terminal";
+      const detail =
+        "the provider sends no message-completed events: its assistant messages are closed at the root terminal";
       rt.commit(policyEvent(settle, "messages_closed_at_terminal", detail));
     }
     // Each closing node by what it shows as (the root turn is the run itself: it ends with it).
@@ -153,13 +172,24 @@ export class Inbound {
     // closed for the normalizer but still streams in the read model: close it too.
     const known = new Set(closing.map((n) => n.nodeId));
     for (const item of rt.views.runs.get(settle.runId)?.items ?? []) {
-      if (item.attemptId === settle.attemptId && item.status === "streaming" && !known.has(item.id)) closing.push({ nodeId: item.id, kind: item.kind });
+      if (item.attemptId === settle.attemptId && item.status === "streaming" && !known.has(item.id))
+        closing.push({ nodeId: item.id, kind: item.kind });
     }
     for (const node of closing) {
       const endsWithTurn = node.kind === null || ENDS_WITH_TURN.has(node.kind);
       const status = endsWithTurn || settle.status !== "completed" ? settle.status : "cancelled";
       const { threadId, runId } = settle;
-      rt.commit({ type: "node.completed", threadId, runId, nodeId: node.nodeId, status, text: null, output: null, exitCode: null, settledBy: "runtime" });
+      rt.commit({
+        type: "node.completed",
+        threadId,
+        runId,
+        nodeId: node.nodeId,
+        status,
+        text: null,
+        output: null,
+        exitCode: null,
+        settledBy: "runtime",
+      });
     }
     for (const request of [...rt.actors.requests.values()]) {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });

@@ -8,7 +8,18 @@ import { derivedId } from "../../domain/ids.js";
 import { redact } from "../../domain/redact.js";
 import type { RunEvent } from "../../machines/run.js";
 import { policyEvent } from "../../machines/emitted.js";
-import { applied, findNode, nodeById, nodeStartedEvent, scopeOf, startNode, toRun, type NodeEntry, type Routed, type TurnBinding } from "./correlation.js";
+import {
+  applied,
+  findNode,
+  nodeById,
+  nodeStartedEvent,
+  scopeOf,
+  startNode,
+  toRun,
+  type NodeEntry,
+  type Routed,
+  type TurnBinding,
+} from "./correlation.js";
 
 /**
  * Native frames, already shaped as ProviderEvents, become app-addressed events here, once.
@@ -97,7 +108,8 @@ export class Normalizer {
   acceptTurn(attemptId: string, nativeTurnRef: string | null): TurnBinding | undefined {
     const binding = this.#byAttempt.get(attemptId);
     if (!binding || !nativeTurnRef) return binding;
-    if (binding.nativeTurnRef && binding.nativeTurnRef !== nativeTurnRef) this.#byTurnRef.delete(`${binding.sessionId}\u0000${binding.nativeTurnRef}`);
+    if (binding.nativeTurnRef && binding.nativeTurnRef !== nativeTurnRef)
+      this.#byTurnRef.delete(`${binding.sessionId}\u0000${binding.nativeTurnRef}`);
     this.#bindTurnRef(binding, nativeTurnRef);
     return binding;
   }
@@ -132,7 +144,8 @@ export class Normalizer {
       this.#byTurnRef.delete(refKey);
       remember(this.#released, refKey, owner);
     }
-    for (const childThreadRef of binding.childThreads.keys()) remember(this.#releasedChildThreads, Normalizer.threadKey(binding.sessionId, childThreadRef), owner);
+    for (const childThreadRef of binding.childThreads.keys())
+      remember(this.#releasedChildThreads, Normalizer.threadKey(binding.sessionId, childThreadRef), owner);
     const key = Normalizer.threadKey(binding.sessionId, binding.threadRef);
     if (this.#current.get(key) === binding) this.#current.delete(key);
   }
@@ -145,14 +158,21 @@ export class Normalizer {
     if (late) return [{ to: "fenced", ...late, providerEventType: event.type }];
     const adopted: Routed[] = [];
     const binding = this.#locate(sessionId, event) ?? this.#adoptChildThread(sessionId, event.threadRef, adopted);
-    return adopted.length > 0 ? [...adopted, ...this.#ingestFor(sessionId, binding, event)] : this.#ingestFor(sessionId, binding, event);
+    return adopted.length > 0
+      ? [...adopted, ...this.#ingestFor(sessionId, binding, event)]
+      : this.#ingestFor(sessionId, binding, event);
   }
 
-  #ingestFor(sessionId: string, binding: TurnBinding | undefined, event: Exclude<ProviderEvent, { type: "session.state" }>): Routed[] {
+  #ingestFor(
+    sessionId: string,
+    binding: TurnBinding | undefined,
+    event: Exclude<ProviderEvent, { type: "session.state" }>,
+  ): Routed[] {
     if (!binding) {
       const where = `thread ${event.threadRef ?? "-"}, turn ${event.turnRef ?? "-"}`;
       // A provider's own warning between turns keeps its words (with where it came from).
-      const message = event.type === "warning" ? `${event.message} (${where})` : `${event.type} for no known turn (${where})`;
+      const message =
+        event.type === "warning" ? `${event.message} (${where})` : `${event.type} for no known turn (${where})`;
       return [{ to: "log", event: { type: "warning", threadId: null, runId: null, message: redact(message) } }];
     }
     const caps = this.capabilities(sessionId);
@@ -160,31 +180,57 @@ export class Normalizer {
     switch (event.type) {
       case "turn.started":
         return isChild ? [] : [toRun(binding, { type: "TURN_STARTED", attemptId: binding.attemptId })];
-      case "turn.terminal":
-      {
+      case "turn.terminal": {
         if (isChild) return this.#childTurnEnded(binding, event.threadRef!, event.status);
-        const failure = event.failureClass ? { failureClass: event.failureClass, message: event.message ?? "", retryable: event.retryable } : null;
+        const failure = event.failureClass
+          ? { failureClass: event.failureClass, message: event.message ?? "", retryable: event.retryable }
+          : null;
         const quality = caps.turns.terminalStatusQuality;
-        const marked: Routed[] = quality === "strong" || binding.closed ? [] : [{ to: "log", event: weakTerminal(binding, event.status, quality) }];
+        const marked: Routed[] =
+          quality === "strong" || binding.closed
+            ? []
+            : [{ to: "log", event: weakTerminal(binding, event.status, quality) }];
         const terminal = this.#terminal(binding, event.status, failure);
         if (event.threadDisposition === "reusable") return [...marked, terminal];
         // A broken provider thread is never resumed again: the next run gets a replacement.
         const { threadId, providerThreadId } = binding;
-        const closed: DomainEvent = { type: "provider_thread.closed", threadId, providerThreadId, providerTarget: this.providerTarget, reason: "broken" };
+        const closed: DomainEvent = {
+          type: "provider_thread.closed",
+          threadId,
+          providerThreadId,
+          providerTarget: this.providerTarget,
+          reason: "broken",
+        };
         return [...marked, { to: "log", event: closed }, terminal];
       }
       case "item.started": {
         const { kind } = event; // a provider item kind is its node's kind
         const earlier = this.#startedBefore(binding, caps, kind, event.itemRef, undefined);
         if (earlier === "duplicate") return [];
-        // A node its delta or completion brought first is this item: announced again with what the start knows (detail, parent), never a second node.
-        const node = earlier ?? startNode(binding, caps.identity.nativeItemIds, kind, event.itemRef, event.detail?.toolName);
+        // A node its delta or completion brought first is this item: announced again with what the start knows (detail,
+        // parent), never a second node.
+        const node =
+          earlier ?? startNode(binding, caps.identity.nativeItemIds, kind, event.itemRef, event.detail?.toolName);
         node.announced = true;
-        return [applied(binding, { ...nodeStartedEvent(binding, node, this.providerTarget, event.parentItemRef, event.threadRef), detail: event.detail ?? null })];
+        return [
+          applied(binding, {
+            ...nodeStartedEvent(binding, node, this.providerTarget, event.parentItemRef, event.threadRef),
+            detail: event.detail ?? null,
+          }),
+        ];
       }
       case "item.delta": {
         const { node, started } = this.#openNode(binding, caps, event.kind, event.itemRef, event.threadRef);
-        return [...started, applied(binding, { type: "node.delta", ...scopeOf(binding), nodeId: node.nodeId, stream: event.stream, delta: event.delta })];
+        return [
+          ...started,
+          applied(binding, {
+            type: "node.delta",
+            ...scopeOf(binding),
+            nodeId: node.nodeId,
+            stream: event.stream,
+            delta: event.delta,
+          }),
+        ];
       }
       case "item.completed": {
         const { node, started } = this.#openNode(binding, caps, event.kind, event.itemRef, event.threadRef);
@@ -239,7 +285,8 @@ export class Normalizer {
         if (node.open && !binding.subagents.includes(node.nodeId)) binding.subagents.push(node.nodeId);
         if (event.childThreadRef) {
           binding.childThreads.set(event.childThreadRef, node.nodeId);
-          this.#releasedChildThreads.delete(Normalizer.threadKey(sessionId, event.childThreadRef)); // the provider reuses it for this turn
+          // the provider reuses it for this turn
+          this.#releasedChildThreads.delete(Normalizer.threadKey(sessionId, event.childThreadRef));
         }
         const started = nodeStartedEvent(binding, node, this.providerTarget, undefined, event.threadRef);
         return [applied(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } })];
@@ -247,19 +294,30 @@ export class Normalizer {
       case "subagent.completed": {
         // By its own refs when it names any (an unknown one closes nothing), else the innermost open subagent.
         const named = event.itemRef !== undefined || event.childThreadRef !== undefined;
-        const node = named ? this.#subagentNamed(binding, event.itemRef, event.childThreadRef) : nodeById(binding, binding.subagents.at(-1));
+        const node = named
+          ? this.#subagentNamed(binding, event.itemRef, event.childThreadRef)
+          : nodeById(binding, binding.subagents.at(-1));
         if (!node || !node.open) return [];
         return [this.#closeSubagent(binding, node, event.status, event.result ?? null)];
       }
       case "warning":
-        return [applied(binding, { type: "warning", threadId: binding.threadId, runId: binding.runId, message: redact(event.message) })];
+        return [
+          applied(binding, {
+            type: "warning",
+            threadId: binding.threadId,
+            runId: binding.runId,
+            message: redact(event.message),
+          }),
+        ];
     }
   }
 
   #sessionState(sessionId: string, event: Extract<ProviderEvent, { type: "session.state" }>): Routed[] {
     if (event.state === "stopped" || event.state === "error") {
       // A host's loss report (its recent frames, stderr) is provider text: masked before it can reach the log.
-      return [{ to: "session", sessionId, state: event.state, message: event.message == null ? null : redact(event.message) }];
+      return [
+        { to: "session", sessionId, state: event.state, message: event.message == null ? null : redact(event.message) },
+      ];
     }
     const caps = this.capabilities(sessionId);
     if (event.state !== "idle" || reportsTurnTerminals(caps)) return [];
@@ -273,8 +331,18 @@ export class Normalizer {
     });
   }
 
-  #terminal(binding: TurnBinding, status: TurnTerminalStatus, failure: { failureClass: string; message: string; retryable: boolean } | null): Routed {
-    const event: RunEvent = { type: "TURN_TERMINAL", attemptId: binding.attemptId, nodeId: binding.rootNodeId, status, failure };
+  #terminal(
+    binding: TurnBinding,
+    status: TurnTerminalStatus,
+    failure: { failureClass: string; message: string; retryable: boolean } | null,
+  ): Routed {
+    const event: RunEvent = {
+      type: "TURN_TERMINAL",
+      attemptId: binding.attemptId,
+      nodeId: binding.rootNodeId,
+      status,
+      failure,
+    };
     return toRun(binding, event);
   }
 
@@ -287,7 +355,8 @@ export class Normalizer {
     if (event.threadRef) {
       const current = this.#current.get(Normalizer.threadKey(sessionId, event.threadRef));
       if (current) return this.#sameTurn(current, event.turnRef);
-      // A child thread stays its turn's while that turn's run lives, even once a later attempt is current (its late events are fenced there).
+      // A child thread stays its turn's while that turn's run lives, even once a later attempt is current (its late
+      // events are fenced there).
       for (const binding of this.#byAttempt.values()) {
         if (binding.sessionId === sessionId && binding.childThreads.has(event.threadRef)) return binding;
       }
@@ -297,7 +366,10 @@ export class Normalizer {
     return current && this.#sameTurn(current, event.turnRef);
   }
 
-  /** The thread's current turn, unless the event names another turn (whatever arrives first); an unbound turn takes the first ref seen. */
+  /**
+   * The thread's current turn, unless the event names another turn (whatever arrives first); an unbound turn takes the
+   * first ref seen.
+   */
   #sameTurn(current: TurnBinding, turnRef: string | undefined): TurnBinding | undefined {
     if (turnRef && current.nativeTurnRef && turnRef !== current.nativeTurnRef) return undefined;
     if (turnRef && !current.nativeTurnRef) this.#bindTurnRef(current, turnRef);
@@ -310,12 +382,21 @@ export class Normalizer {
   }
 
   /** The node a delta/completion refers to; started implicitly (once) when the provider has not said, or not yet. */
-  #openNode(binding: TurnBinding, caps: ProviderCapabilities, kind: ProviderItemKind, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
+  #openNode(
+    binding: TurnBinding,
+    caps: ProviderCapabilities,
+    kind: ProviderItemKind,
+    ref: string | undefined,
+    threadRef: string | undefined,
+  ): { node: NodeEntry; started: Routed[] } {
     const found = findNode(binding, kind, ref, caps.identity.nativeItemIds);
     if (found && (found.open || ref)) return { node: found, started: [] };
     const node = startNode(binding, caps.identity.nativeItemIds, kind, ref);
     node.announced = false;
-    return { node, started: [applied(binding, nodeStartedEvent(binding, node, this.providerTarget, undefined, threadRef))] };
+    return {
+      node,
+      started: [applied(binding, nodeStartedEvent(binding, node, this.providerTarget, undefined, threadRef))],
+    };
   }
 
   /**
@@ -325,8 +406,16 @@ export class Normalizer {
    * identity is strong; a weak or absent identity may reuse a ref once its item completed.
    * Without refs only an open, unannounced node of the same kind can be the one starting.
    */
-  #startedBefore(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind, ref: string | undefined, childThreadRef: string | undefined): NodeEntry | "duplicate" | undefined {
-    const known = (ref ? findNode(binding, kind, ref, caps.identity.nativeItemIds) : undefined) ?? (childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined);
+  #startedBefore(
+    binding: TurnBinding,
+    caps: ProviderCapabilities,
+    kind: NodeKind,
+    ref: string | undefined,
+    childThreadRef: string | undefined,
+  ): NodeEntry | "duplicate" | undefined {
+    const known =
+      (ref ? findNode(binding, kind, ref, caps.identity.nativeItemIds) : undefined) ??
+      (childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined);
     if (known) {
       if (!known.announced) return known;
       return caps.identity.nativeItemIds === "strong" || known.open ? "duplicate" : undefined;
@@ -335,14 +424,25 @@ export class Normalizer {
     return binding.nodes.findLast((n) => n.open && !n.announced && n.kind === kind && n.ref === null);
   }
 
-  #subagentNamed(binding: TurnBinding, itemRef: string | undefined, childThreadRef: string | undefined): NodeEntry | undefined {
+  #subagentNamed(
+    binding: TurnBinding,
+    itemRef: string | undefined,
+    childThreadRef: string | undefined,
+  ): NodeEntry | undefined {
     const byRef = itemRef ? binding.byRef.get(itemRef) : undefined;
     if (byRef?.kind === "subagent") return byRef;
     return childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined;
   }
 
   /** Plans and todo lists are one node per turn (per native item when plan deltas have ids). */
-  #artifactNode(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind, variant: string, ref: string | undefined, threadRef: string | undefined): { node: NodeEntry; started: Routed[] } {
+  #artifactNode(
+    binding: TurnBinding,
+    caps: ProviderCapabilities,
+    kind: NodeKind,
+    variant: string,
+    ref: string | undefined,
+    threadRef: string | undefined,
+  ): { node: NodeEntry; started: Routed[] } {
     const usesRef = ref && caps.planning.planDeltasHaveItemIds ? ref : undefined;
     const found = usesRef
       ? binding.nodes.find((n) => n.ref === usesRef)
@@ -350,7 +450,10 @@ export class Normalizer {
     if (found) return { node: found, started: [] };
     const node = startNode(binding, caps.identity.nativeItemIds, kind, usesRef, variant);
     node.variant = variant;
-    return { node, started: [applied(binding, nodeStartedEvent(binding, node, this.providerTarget, undefined, threadRef))] };
+    return {
+      node,
+      started: [applied(binding, nodeStartedEvent(binding, node, this.providerTarget, undefined, threadRef))],
+    };
   }
 
   /**
@@ -364,10 +467,18 @@ export class Normalizer {
     if (open.length !== 1) return undefined;
     const binding = open[0]!;
     // Not announced: the subagent.started that may still come for this child thread claims it.
-    const node: NodeEntry = { nodeId: derivedId("nod", binding.providerTurnId, `child:${threadRef}`), kind: "subagent", ref: threadRef, open: true, announced: false };
+    const node: NodeEntry = {
+      nodeId: derivedId("nod", binding.providerTurnId, `child:${threadRef}`),
+      kind: "subagent",
+      ref: threadRef,
+      open: true,
+      announced: false,
+    };
     binding.nodes.push(node);
     binding.childThreads.set(threadRef, node.nodeId);
-    out.push(applied(binding, { ...nodeStartedEvent(binding, node, this.providerTarget, undefined, undefined), detail: null }));
+    out.push(
+      applied(binding, { ...nodeStartedEvent(binding, node, this.providerTarget, undefined, undefined), detail: null }),
+    );
     return binding;
   }
 
@@ -393,7 +504,12 @@ export class Normalizer {
     });
   }
 
-  #requestOpened(sessionId: string, binding: TurnBinding, caps: ProviderCapabilities, event: Extract<ProviderEvent, { type: "request.opened" }>): Routed[] {
+  #requestOpened(
+    sessionId: string,
+    binding: TurnBinding,
+    caps: ProviderCapabilities,
+    event: Extract<ProviderEvent, { type: "request.opened" }>,
+  ): Routed[] {
     const ordinal = binding.requests.length + 1;
     const ref = event.requestRef ?? null;
     // The same native request again (still open, or ever with strong ids) is a duplicate, never a second request.
@@ -405,7 +521,13 @@ export class Normalizer {
       ref && caps.identity.nativeRequestIds === "strong"
         ? derivedId("req", binding.providerTurnId, ref)
         : derivedId("req", binding.providerTurnId, ordinal, ref ?? "");
-    const node = startNode(binding, caps.identity.nativeItemIds, NODE_KIND_OF_REQUEST[event.request.kind], undefined, event.request.kind);
+    const node = startNode(
+      binding,
+      caps.identity.nativeItemIds,
+      NODE_KIND_OF_REQUEST[event.request.kind],
+      undefined,
+      event.request.kind,
+    );
     binding.requests.push({ requestId, nodeId: node.nodeId, ref, open: true });
     const parentRef = event.itemRef;
     const nodeStarted = nodeStartedEvent(binding, node, this.providerTarget, parentRef, event.threadRef);
@@ -425,7 +547,10 @@ export class Normalizer {
   }
 
   /** Native address of a request for `respondToRequest`. */
-  requestAddress(attemptId: string, requestId: string): { requestRef: string | null; turnRef: string | null; ordinal: number } | null {
+  requestAddress(
+    attemptId: string,
+    requestId: string,
+  ): { requestRef: string | null; turnRef: string | null; ordinal: number } | null {
     const binding = this.#byAttempt.get(attemptId);
     const index = binding?.requests.findIndex((r) => r.requestId === requestId) ?? -1;
     if (!binding || index < 0) return null;
@@ -434,7 +559,11 @@ export class Normalizer {
 }
 
 /** Remembers a finished turn's ref (or child thread), forgetting the oldest beyond the bound. */
-function remember(map: Map<string, { threadId: string; runId: string; attemptId: string }>, key: string, owner: { threadId: string; runId: string; attemptId: string }): void {
+function remember(
+  map: Map<string, { threadId: string; runId: string; attemptId: string }>,
+  key: string,
+  owner: { threadId: string; runId: string; attemptId: string },
+): void {
   map.set(key, owner);
   if (map.size > RELEASED_TURNS_KEPT) map.delete(map.keys().next().value!);
 }

@@ -46,10 +46,7 @@ type Subscriber<E> = {
 type Waiter = { seq: number; resolve: () => void; reject: (error: unknown) => void };
 
 export class EventLog<E extends { type: string }> {
-  static async open<E extends { type: string }>(
-    file: string,
-    options: EventLogOptions<E> = {},
-  ): Promise<EventLog<E>> {
+  static async open<E extends { type: string }>(file: string, options: EventLogOptions<E> = {}): Promise<EventLog<E>> {
     const windowMs = options.groupWindowMs ?? 2;
     if (!Number.isFinite(windowMs) || windowMs < 0) {
       throw new InvalidInputError("groupWindowMs", "must be a non-negative number");
@@ -130,7 +127,11 @@ export class EventLog<E extends { type: string }> {
     if (typeof event !== "object" || event === null || typeof event.type !== "string") {
       throw new InvalidInputError("event.type", "expected a string");
     }
-    const record: LogRecord<E> = { seq: this.#head + 1, at: (this.#options.now?.() ?? new Date()).toISOString(), event };
+    const record: LogRecord<E> = {
+      seq: this.#head + 1,
+      at: (this.#options.now?.() ?? new Date()).toISOString(),
+      event,
+    };
     let line: string;
     try {
       line = JSON.stringify(record) + "\n";
@@ -229,7 +230,7 @@ export class EventLog<E extends { type: string }> {
       const data = Buffer.from(batch.map((item) => item.line).join(""), "utf8");
       try {
         // write() may be short in theory; loop so a batch never lands half-written.
-        for (let done = 0; done < data.length; ) {
+        for (let done = 0; done < data.length;) {
           done += (await this.#fh.write(data, done)).bytesWritten;
         }
         await this.#fh.datasync();

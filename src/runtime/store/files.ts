@@ -9,7 +9,10 @@ import { InvalidInputError } from "../../domain/errors.js";
 export const PRIVATE_DIR_MODE = 0o700;
 export const PRIVATE_FILE_MODE = 0o600;
 
-/** Creates the directory (and parents) if needed and makes it private; a path that is not a directory is `invalid_input`. */
+/**
+ * Creates the directory (and parents) if needed and makes it private; a path that is not a directory is
+ * `invalid_input`.
+ */
 export async function preparePrivateDir(path: string, field: string): Promise<void> {
   const existing = await stat(path).catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ENOENT") return null;

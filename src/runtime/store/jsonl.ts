@@ -64,7 +64,13 @@ export function parseLine(text: string): { seq: number } | string {
 /** What open cut from the end of the log, and why: a torn write, or a complete last line that does not parse. */
 export type CutTail = { line: number; bytes: number; complete: boolean; reason: string };
 
-export type Recovered = { records: number; goodEnd: number; truncatedBytes: number; index: number[]; cut: CutTail | null };
+export type Recovered = {
+  records: number;
+  goodEnd: number;
+  truncatedBytes: number;
+  index: number[];
+  cut: CutTail | null;
+};
 
 /** Validates the whole file; only the final line may be bad (a torn write) and is cut. */
 export async function recover(file: string): Promise<Recovered> {

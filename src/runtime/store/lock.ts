@@ -27,7 +27,15 @@
 import { link, mkdir, open, readdir, rename, unlink } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { DataDirLockedError } from "../../domain/errors.js";
-import { holderAlive, holderPidOf, newLockRecord, processAlive, readLockFile, type LockRecord, type SeenLock } from "./lockRecord.js";
+import {
+  holderAlive,
+  holderPidOf,
+  newLockRecord,
+  processAlive,
+  readLockFile,
+  type LockRecord,
+  type SeenLock,
+} from "./lockRecord.js";
 
 export interface DataDirLock {
   readonly path: string;
@@ -46,7 +54,10 @@ const MAX_CHAIN = 32;
 /** Lock files held by this process. Two runtimes in one process share a pid and start time. */
 const heldHere = new Set<string>();
 
-/** `won`: our record is in place; `changed`: the files moved on, look again; a number: a live process's pid is in the way. */
+/**
+ * `won`: our record is in place; `changed`: the files moved on, look again; a number: a live process's pid is in the
+ * way.
+ */
 type Outcome = "won" | "changed" | number;
 
 export async function acquireDataDirLock(dataDir: string): Promise<DataDirLock> {

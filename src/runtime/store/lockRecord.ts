@@ -45,7 +45,10 @@ function whoAmI(): Promise<Self> {
   self ??= (async () => {
     const [startTime, bootId] = await Promise.all([
       processStartTime(process.pid),
-      readFile("/proc/sys/kernel/random/boot_id", "utf8").then((s) => s.trim() || null, () => null),
+      readFile("/proc/sys/kernel/random/boot_id", "utf8").then(
+        (s) => s.trim() || null,
+        () => null,
+      ),
     ]);
     return { pid: process.pid, startTime, bootId, proc: startTime !== null };
   })();
@@ -54,7 +57,13 @@ function whoAmI(): Promise<Self> {
 
 export async function newLockRecord(now: Date): Promise<LockRecord> {
   const me = await whoAmI();
-  return { pid: me.pid, startTime: me.startTime, bootId: me.bootId, nonce: randomBytes(16).toString("hex"), acquiredAt: now.toISOString() };
+  return {
+    pid: me.pid,
+    startTime: me.startTime,
+    bootId: me.bootId,
+    nonce: randomBytes(16).toString("hex"),
+    acquiredAt: now.toISOString(),
+  };
 }
 
 /** Reads a lock file; undefined when it is not there. */
@@ -84,7 +93,10 @@ function identify(bytes: Buffer, inode: string): SeenLock {
   }
   const record = LockRecordSchema.safeParse(value);
   if (record.success) return { kind: "record", id: `n${record.data.nonce}`, record: record.data };
-  return { kind: "garbage", id: `h${createHash("sha256").update(inode).update("\0").update(bytes).digest("hex").slice(0, 32)}` };
+  return {
+    kind: "garbage",
+    id: `h${createHash("sha256").update(inode).update("\0").update(bytes).digest("hex").slice(0, 32)}`,
+  };
 }
 
 type ProcState = { state: string; startTime: string } | "gone" | "unknown";

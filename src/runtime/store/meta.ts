@@ -13,7 +13,10 @@ export const RuntimeMetaSchema = z.strictObject({
 });
 export type RuntimeMeta = z.infer<typeof RuntimeMetaSchema>;
 
-export async function openRuntimeMeta(dataDir: string, now: Date): Promise<{ doc: StateDocument<RuntimeMeta>; crashed: boolean }> {
+export async function openRuntimeMeta(
+  dataDir: string,
+  now: Date,
+): Promise<{ doc: StateDocument<RuntimeMeta>; crashed: boolean }> {
   const doc = await openStateDocument(join(dataDir, "runtime.json"), RuntimeMetaSchema, () => ({
     schemaVersion: 1 as const,
     createdAt: now.toISOString(),

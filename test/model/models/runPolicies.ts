@@ -11,7 +11,10 @@ import {
 import { modelMachine, type PolicyModel } from "../suite.js";
 import { capsOf, type World } from "../world.js";
 
-/** Models of the policies a single run meets: interrupt, steer, queue, terminals, messages, approvals, artifacts, model switch. */
+/**
+ * Models of the policies a single run meets: interrupt, steer, queue, terminals, messages, approvals, artifacts, model
+ * switch.
+ */
 
 const B = [true, false] as const;
 const runIs = (status: string) => (w: World) => w.run().status === status;
@@ -29,19 +32,32 @@ export const interruptModel: PolicyModel = {
   options: (flags) => ({ allowSessionStopInterrupt: flags["runtime.allowSessionStopInterrupt"] === true }),
   machine: modelMachine(
     "interrupt",
-    { canInterrupt: (f) => canInterrupt(capsOf(f)), mayStopSession: (f) => f["runtime.allowSessionStopInterrupt"] === true },
+    {
+      canInterrupt: (f) => canInterrupt(capsOf(f)),
+      mayStopSession: (f) => f["runtime.allowSessionStopInterrupt"] === true,
+    },
     {
       idle: { on: { SEND: "running" } },
       running: {
         meta: { expect: { until: runIs("running") } },
         on: {
-          INTERRUPT: [{ guard: "canInterrupt", target: "interrupted" }, { guard: "mayStopSession", target: "stoppedSession" }, { target: "refused" }],
+          INTERRUPT: [
+            { guard: "canInterrupt", target: "interrupted" },
+            { guard: "mayStopSession", target: "stoppedSession" },
+            { target: "refused" },
+          ],
           FINISH: "completed",
         },
       },
-      refused: { meta: { expect: { refused: "capability_unsupported", policies: ["interrupt_unsupported"] } }, on: { FINISH: "completed" } },
+      refused: {
+        meta: { expect: { refused: "capability_unsupported", policies: ["interrupt_unsupported"] } },
+        on: { FINISH: "completed" },
+      },
       interrupted: finished("interrupted"),
-      stoppedSession: { type: "final", meta: { expect: { until: runIs("interrupted"), policies: ["interrupt_by_session_stop"] } } },
+      stoppedSession: {
+        type: "final",
+        meta: { expect: { until: runIs("interrupted"), policies: ["interrupt_by_session_stop"] } },
+      },
       completed: finished(),
     },
   ),
@@ -54,15 +70,28 @@ export const interruptModel: PolicyModel = {
 
 export const steerModel: PolicyModel = {
   name: "steer",
-  reads: { "main.turns.supportsActiveSteering": B, "main.turns.supportsSteeringByInterruptRestart": B, "main.turns.supportsInterrupt": B },
+  reads: {
+    "main.turns.supportsActiveSteering": B,
+    "main.turns.supportsSteeringByInterruptRestart": B,
+    "main.turns.supportsInterrupt": B,
+  },
   machine: modelMachine(
     "steer",
-    { canSteerNatively: (f) => canSteerNatively(capsOf(f)), canSteerByInterruptRestart: (f) => canSteerByInterruptRestart(capsOf(f)) },
+    {
+      canSteerNatively: (f) => canSteerNatively(capsOf(f)),
+      canSteerByInterruptRestart: (f) => canSteerByInterruptRestart(capsOf(f)),
+    },
     {
       idle: { on: { SEND: "running" } },
       running: {
         meta: { expect: { until: runIs("running") } },
-        on: { STEER: [{ guard: "canSteerNatively", target: "steeredNatively" }, { guard: "canSteerByInterruptRestart", target: "restarted" }, { target: "refused" }] },
+        on: {
+          STEER: [
+            { guard: "canSteerNatively", target: "steeredNatively" },
+            { guard: "canSteerByInterruptRestart", target: "restarted" },
+            { target: "refused" },
+          ],
+        },
       },
       steeredNatively: {
         meta: { expect: { until: (w: World) => w.run().items.some((i) => i.intent === "steer") } },
@@ -75,13 +104,17 @@ export const steerModel: PolicyModel = {
             policies: ["steer_by_interrupt_restart"],
             check: (w: World) => {
               const [first, second] = w.run().attempts;
-              if (first?.status !== "superseded" || second?.reason !== "steering_restart") throw new Error("the steer did not supersede attempt 1");
+              if (first?.status !== "superseded" || second?.reason !== "steering_restart")
+                throw new Error("the steer did not supersede attempt 1");
             },
           },
         },
         on: { FINISH: "completed" },
       },
-      refused: { meta: { expect: { refused: "capability_unsupported", policies: ["steer_unsupported"] } }, on: { FINISH: "completed" } },
+      refused: {
+        meta: { expect: { refused: "capability_unsupported", policies: ["steer_unsupported"] } },
+        on: { FINISH: "completed" },
+      },
       completed: finished(),
     },
   ),
@@ -96,11 +129,22 @@ export const queueModel: PolicyModel = {
     { canQueueNatively: (f) => canQueueNatively(capsOf(f)) },
     {
       idle: { on: { SEND: "running" } },
-      running: { meta: { expect: { until: runIs("running") } }, on: { QUEUE: [{ guard: "canQueueNatively", target: "queued" }, { target: "heldByRuntime" }] } },
+      running: {
+        meta: { expect: { until: runIs("running") } },
+        on: { QUEUE: [{ guard: "canQueueNatively", target: "queued" }, { target: "heldByRuntime" }] },
+      },
       queued: { meta: { expect: { until: runIs("queued") } }, on: { FINISH: "next" } },
-      heldByRuntime: { meta: { expect: { until: runIs("queued"), policies: ["queue_held_by_runtime"] } }, on: { FINISH: "next" } },
+      heldByRuntime: {
+        meta: { expect: { until: runIs("queued"), policies: ["queue_held_by_runtime"] } },
+        on: { FINISH: "next" },
+      },
       // The queued run starts only at the boundary: after the first run's terminal.
-      next: { meta: { expect: { until: (w: World) => statusOf(w, w.runIds[0]!) === "completed" && w.run().status === "running" } }, on: { FINISH: "completed" } },
+      next: {
+        meta: {
+          expect: { until: (w: World) => statusOf(w, w.runIds[0]!) === "completed" && w.run().status === "running" },
+        },
+        on: { FINISH: "completed" },
+      },
       completed: finished(),
     },
   ),
@@ -112,7 +156,10 @@ export const terminalModel: PolicyModel = {
   reads: { "main.turns.emitsTurnCompleted": B, "main.turns.terminalStatusQuality": ["strong", "weak", "none"] },
   machine: modelMachine(
     "terminals",
-    { reportsTurnTerminals: (f) => reportsTurnTerminals(capsOf(f)), strong: (f) => capsOf(f).turns.terminalStatusQuality === "strong" },
+    {
+      reportsTurnTerminals: (f) => reportsTurnTerminals(capsOf(f)),
+      strong: (f) => capsOf(f).turns.terminalStatusQuality === "strong",
+    },
     {
       idle: { on: { SEND: "running" } },
       running: {
@@ -122,7 +169,10 @@ export const terminalModel: PolicyModel = {
       reported: { always: [{ guard: "strong", target: "completed" }, { target: "weak" }] },
       completed: finished(),
       weak: { type: "final", meta: { expect: { until: runIs("completed"), policies: ["terminal_weak_correlation"] } } },
-      inferred: { type: "final", meta: { expect: { until: runIs("completed"), policies: ["terminal_inferred_from_idle"] } } },
+      inferred: {
+        type: "final",
+        meta: { expect: { until: runIs("completed"), policies: ["terminal_inferred_from_idle"] } },
+      },
     },
   ),
   drive: { SEND: sendThenRun("plain"), FINISH: finish },
@@ -136,7 +186,10 @@ export const messageModel: PolicyModel = {
     { closedByRuntime: (f) => closesMessagesAtRootTerminal(capsOf(f)) && capsOf(f).streaming.streamsAssistantText },
     {
       idle: { on: { SEND: "running" } },
-      running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: [{ guard: "closedByRuntime", target: "closedAtTerminal" }, { target: "completed" }] } },
+      running: {
+        meta: { expect: { until: runIs("running") } },
+        on: { FINISH: [{ guard: "closedByRuntime", target: "closedAtTerminal" }, { target: "completed" }] },
+      },
       completed: finished(),
       closedAtTerminal: {
         type: "final",
@@ -146,7 +199,8 @@ export const messageModel: PolicyModel = {
             policies: ["messages_closed_at_terminal"],
             check: (w: World) => {
               const messages = w.run().items.filter((i) => i.kind === "assistant_message");
-              if (messages.some((m) => m.status !== "complete" || !m.text)) throw new Error("an assistant message was left open or empty");
+              if (messages.some((m) => m.status !== "complete" || !m.text))
+                throw new Error("an assistant message was left open or empty");
             },
           },
         },
@@ -156,7 +210,12 @@ export const messageModel: PolicyModel = {
   drive: { SEND: sendThenRun("plain"), FINISH: finish },
 };
 
-const APPROVALS = ["supportsCommandApproval", "supportsFileReadApproval", "supportsFileChangeApproval", "supportsApplyPatchApproval"];
+const APPROVALS = [
+  "supportsCommandApproval",
+  "supportsFileReadApproval",
+  "supportsFileChangeApproval",
+  "supportsApplyPatchApproval",
+];
 const pendingRequest = (w: World) => w.rt.views.pendingRequests(w.threadId)[0];
 
 export const approvalModel: PolicyModel = {
@@ -164,17 +223,43 @@ export const approvalModel: PolicyModel = {
   reads: Object.fromEntries(APPROVALS.map((f) => [`main.approvals.${f}`, B])),
   machine: modelMachine(
     "approvals",
-    { asksForCommands: (f) => capsOf(f).approvals.supportsCommandApproval, hasStructuredApprovals: (f) => hasStructuredApprovals(capsOf(f)) },
     {
-      idle: { on: { SEND: [{ guard: "asksForCommands", target: "waiting" }, { guard: "hasStructuredApprovals", target: "notAsked" }, { target: "sandboxed" }] } },
+      asksForCommands: (f) => capsOf(f).approvals.supportsCommandApproval,
+      hasStructuredApprovals: (f) => hasStructuredApprovals(capsOf(f)),
+    },
+    {
+      idle: {
+        on: {
+          SEND: [
+            { guard: "asksForCommands", target: "waiting" },
+            { guard: "hasStructuredApprovals", target: "notAsked" },
+            { target: "sandboxed" },
+          ],
+        },
+      },
       waiting: {
-        meta: { expect: { until: runIs("waiting"), check: (w: World) => void (w.rt.affordances(w.threadId).requests[0]?.state === "respondable" || fail("approval not respondable")) } },
+        meta: {
+          expect: {
+            until: runIs("waiting"),
+            check: (w: World) =>
+              void (
+                w.rt.affordances(w.threadId).requests[0]?.state === "respondable" || fail("approval not respondable")
+              ),
+          },
+        },
         on: { APPROVE: "approved" },
       },
       approved: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "completed" } },
       notAsked: { meta: { expect: { until: commandDone } }, on: { FINISH: "completed" } },
       sandboxed: {
-        meta: { expect: { until: commandDone, policies: ["approvals_by_sandbox"], check: (w: World) => void (w.rt.affordances(w.threadId).approvals === "sandbox_only" || fail("approvals not sandbox_only")) } },
+        meta: {
+          expect: {
+            until: commandDone,
+            policies: ["approvals_by_sandbox"],
+            check: (w: World) =>
+              void (w.rt.affordances(w.threadId).approvals === "sandbox_only" || fail("approvals not sandbox_only")),
+          },
+        },
         on: { FINISH: "completed" },
       },
       completed: finished(),
@@ -182,13 +267,19 @@ export const approvalModel: PolicyModel = {
   ),
   drive: {
     SEND: (w) => w.send("approval"),
-    APPROVE: (w) => w.attempt(() => w.rt.respond({ requestId: pendingRequest(w)!.requestId, response: { kind: "decision", decision: "accept" } })),
+    APPROVE: (w) =>
+      w.attempt(() =>
+        w.rt.respond({ requestId: pendingRequest(w)!.requestId, response: { kind: "decision", decision: "accept" } }),
+      ),
     FINISH: finish,
   },
 };
 
 function commandDone(w: World): boolean {
-  return w.run().items.some((i) => i.kind === "command" && i.status === "complete") && w.rt.views.pendingRequests(w.threadId).length === 0;
+  return (
+    w.run().items.some((i) => i.kind === "command" && i.status === "complete") &&
+    w.rt.views.pendingRequests(w.threadId).length === 0
+  );
 }
 
 function fail(message: string): never {
@@ -198,35 +289,42 @@ function fail(message: string): never {
 export const artifactModel: PolicyModel = {
   name: "artifacts",
   reads: { "main.planning.emitsPlanUpdated": B, "main.planning.emitsTodoList": B },
-  machine: modelMachine("artifacts", {}, {
-    idle: { on: { SEND: "running" } },
-    running: {
-      meta: {
-        expect: {
-          until: runIs("running"),
-          policies: (w: World) => [
-            ...(w.flags["main.planning.emitsPlanUpdated"] ? [] : ["no_plan_artifacts" as const]),
-            ...(w.flags["main.planning.emitsTodoList"] ? [] : ["no_todo_artifacts" as const]),
-          ],
+  machine: modelMachine(
+    "artifacts",
+    {},
+    {
+      idle: { on: { SEND: "running" } },
+      running: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: (w: World) => [
+              ...(w.flags["main.planning.emitsPlanUpdated"] ? [] : ["no_plan_artifacts" as const]),
+              ...(w.flags["main.planning.emitsTodoList"] ? [] : ["no_todo_artifacts" as const]),
+            ],
+          },
         },
+        on: { FINISH: "completed" },
       },
-      on: { FINISH: "completed" },
-    },
-    completed: {
-      type: "final",
-      meta: {
-        expect: {
-          until: runIs("completed"),
-          check: (w: World) => {
-            const { panels } = w.rt.affordances(w.threadId);
-            if (panels.plan !== w.flags["main.planning.emitsPlanUpdated"] || panels.todo !== w.flags["main.planning.emitsTodoList"]) {
-              throw new Error(`panels ${JSON.stringify(panels)} do not follow the artifacts`);
-            }
+      completed: {
+        type: "final",
+        meta: {
+          expect: {
+            until: runIs("completed"),
+            check: (w: World) => {
+              const { panels } = w.rt.affordances(w.threadId);
+              if (
+                panels.plan !== w.flags["main.planning.emitsPlanUpdated"] ||
+                panels.todo !== w.flags["main.planning.emitsTodoList"]
+              ) {
+                throw new Error(`panels ${JSON.stringify(panels)} do not follow the artifacts`);
+              }
+            },
           },
         },
       },
     },
-  }),
+  ),
   drive: { SEND: sendThenRun("artifacts"), FINISH: finish },
 };
 
@@ -241,13 +339,27 @@ export const modelSwitchModel: PolicyModel = {
     {
       idle: { on: { SEND: "running" } },
       running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "first" } },
-      first: { meta: { expect: { until: runIs("completed") } }, on: { SWITCH_MODEL: [{ guard: "canSwitchModelInSession", target: "sameSession" }, { target: "newSession" }] } },
+      first: {
+        meta: { expect: { until: runIs("completed") } },
+        on: { SWITCH_MODEL: [{ guard: "canSwitchModelInSession", target: "sameSession" }, { target: "newSession" }] },
+      },
       sameSession: {
-        meta: { expect: { until: runIs("running"), check: (w: World) => void (sessionsStarted(w) === 1 || fail("a new session was started")) } },
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) => void (sessionsStarted(w) === 1 || fail("a new session was started")),
+          },
+        },
         on: { FINISH: "completed" },
       },
       newSession: {
-        meta: { expect: { until: runIs("running"), policies: ["model_switch_new_session"], check: (w: World) => void (sessionsStarted(w) === 2 || fail("no new session for the new model")) } },
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["model_switch_new_session"],
+            check: (w: World) => void (sessionsStarted(w) === 2 || fail("no new session for the new model")),
+          },
+        },
         on: { FINISH: "completed" },
       },
       completed: finished(),
@@ -263,4 +375,13 @@ export const modelSwitchModel: PolicyModel = {
   },
 };
 
-export const runPolicyModels = [interruptModel, steerModel, queueModel, terminalModel, messageModel, approvalModel, artifactModel, modelSwitchModel];
+export const runPolicyModels = [
+  interruptModel,
+  steerModel,
+  queueModel,
+  terminalModel,
+  messageModel,
+  approvalModel,
+  artifactModel,
+  modelSwitchModel,
+];

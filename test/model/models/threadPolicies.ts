@@ -3,7 +3,12 @@ import { existsSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { canForkNatively, canRollbackProvider, canVerifyProviderRollback, requestsSurviveRestart } from "../../../src/index.js";
+import {
+  canForkNatively,
+  canRollbackProvider,
+  canVerifyProviderRollback,
+  requestsSurviveRestart,
+} from "../../../src/index.js";
 import { contextDelivery as contextDeliveryOf } from "../../../src/runtime/handoff.js";
 import { modelMachine, type PolicyModel } from "../suite.js";
 import { capsOf, World, type Flags } from "../world.js";
@@ -12,16 +17,20 @@ import { capsOf, World, type Flags } from "../world.js";
 
 const B = [true, false] as const;
 const runIs = (status: string) => (w: World) => w.run().status === status;
-const finish = async (w: World) => void w.finish(w.forkThreadId && w.run().threadId === w.forkThreadId ? w.forkThreadId : w.threadId);
+const finish = async (w: World) =>
+  void w.finish(w.forkThreadId && w.run().threadId === w.forkThreadId ? w.forkThreadId : w.threadId);
 const finished = { type: "final" as const, meta: { expect: { until: runIs("completed") } } };
 const started = async (w: World) => {
   if (!w.lastError) await w.until("the run to start", () => !["queued", "starting"].includes(w.run().status));
 };
-const send = (extra: Parameters<World["send"]>[1] = {}) => async (w: World) => {
-  await w.send("plain", extra);
-  await started(w);
-};
-const last = <T extends string>(w: World, type: T) => w.records.filter((r) => r.event.type === type).at(-1)?.event as Record<string, unknown> | undefined;
+const send =
+  (extra: Parameters<World["send"]>[1] = {}) =>
+  async (w: World) => {
+    await w.send("plain", extra);
+    await started(w);
+  };
+const last = <T extends string>(w: World, type: T) =>
+  w.records.filter((r) => r.event.type === type).at(-1)?.event as Record<string, unknown> | undefined;
 const must = (ok: boolean, message: string) => {
   if (!ok) throw new Error(message);
 };
@@ -46,7 +55,12 @@ export const forkModel: PolicyModel = {
       forkedLatest: { on: { SEND_ON_FORK: [{ guard: "forksLatest", target: "native" }, { target: "synthetic" }] } },
       forkedInside: { on: { SEND_ON_FORK: [{ guard: "forksInside", target: "native" }, { target: "synthetic" }] } },
       native: {
-        meta: { expect: { until: runIs("running"), check: (w: World) => must(last(w, "fork.resolved")?.resolution === "native", "the fork was not native") } },
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) => must(last(w, "fork.resolved")?.resolution === "native", "the fork was not native"),
+          },
+        },
         on: { FINISH: "done" },
       },
       synthetic: {
@@ -69,7 +83,11 @@ export const forkModel: PolicyModel = {
     SEND: send(),
     FINISH: finish,
     FORK: (w) => w.attempt(async () => (w.forkThreadId = (await w.rt.forkThread({ threadId: w.threadId })).threadId)),
-    FORK_INSIDE: (w) => w.attempt(async () => (w.forkThreadId = (await w.rt.forkThread({ threadId: w.threadId, afterRunId: w.runIds[0]! })).threadId)),
+    FORK_INSIDE: (w) =>
+      w.attempt(
+        async () =>
+          (w.forkThreadId = (await w.rt.forkThread({ threadId: w.threadId, afterRunId: w.runIds[0]! })).threadId),
+      ),
     SEND_ON_FORK: (w) => send({ threadId: w.forkThreadId! })(w),
   },
 };
@@ -109,7 +127,10 @@ export const rollbackModel: PolicyModel = {
           expect: {
             until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
             check: (w: World) => {
-              must((w.lastReceipt as { provider: string }).provider === "rolled_back", "the provider was not rolled back");
+              must(
+                (w.lastReceipt as { provider: string }).provider === "rolled_back",
+                "the provider was not rolled back",
+              );
               const restored = (w.lastReceipt as { filesRestored: boolean }).filesRestored;
               must(!restored || filesAfterRun1(w), "files do not match run 1");
             },
@@ -122,7 +143,11 @@ export const rollbackModel: PolicyModel = {
           expect: {
             until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
             policies: ["rollback_by_resume"],
-            check: (w: World) => must((w.lastReceipt as { provider: string }).provider === "rolled_back", "the provider was not rolled back"),
+            check: (w: World) =>
+              must(
+                (w.lastReceipt as { provider: string }).provider === "rolled_back",
+                "the provider was not rolled back",
+              ),
           },
         },
         on: { SEND: "afterNative" },
@@ -137,12 +162,19 @@ export const rollbackModel: PolicyModel = {
         },
         on: { SEND: "rebuilt" },
       },
-      refused: { meta: { expect: { refused: "capability_unsupported", policies: ["rollback_unsupported"] } }, on: { SEND: "plainNext" } },
+      refused: {
+        meta: { expect: { refused: "capability_unsupported", policies: ["rollback_unsupported"] } },
+        on: { SEND: "plainNext" },
+      },
       afterNative: {
         meta: {
           expect: {
             until: (w: World) => w.run().attempts[0]?.providerThreadId != null,
-            check: (w: World) => must(w.run().attempts[0]!.providerThreadId === w.run(w.runIds[0]).attempts[0]!.providerThreadId, "the rolled-back provider thread was not kept"),
+            check: (w: World) =>
+              must(
+                w.run().attempts[0]!.providerThreadId === w.run(w.runIds[0]).attempts[0]!.providerThreadId,
+                "the rolled-back provider thread was not kept",
+              ),
           },
         },
         on: { FINISH: "done" },
@@ -153,8 +185,14 @@ export const rollbackModel: PolicyModel = {
             until: runIs("running"),
             policies: ["divergent_thread_rebuilt"],
             check: (w: World) => {
-              must(last(w, "provider_thread.bound")?.via === "realigned", "no fresh provider thread after the divergent rollback");
-              must(last(w, "handoff.created")?.reason === "rollback_divergent", "the fresh thread was not told the history");
+              must(
+                last(w, "provider_thread.bound")?.via === "realigned",
+                "no fresh provider thread after the divergent rollback",
+              );
+              must(
+                last(w, "handoff.created")?.reason === "rollback_divergent",
+                "the fresh thread was not told the history",
+              );
             },
           },
         },
@@ -164,40 +202,70 @@ export const rollbackModel: PolicyModel = {
       done: finished,
     },
   ),
-  drive: { SEND: send(), FINISH: finish, ROLLBACK: (w) => w.attempt(() => w.rt.rollback({ threadId: w.threadId, toRunId: w.runIds[0]! })) },
+  drive: {
+    SEND: send(),
+    FINISH: finish,
+    ROLLBACK: (w) => w.attempt(() => w.rt.rollback({ threadId: w.threadId, toRunId: w.runIds[0]! })),
+  },
 };
 
 export const nestedCheckpointModel: PolicyModel = {
   name: "checkpoints",
   reads: { "main.checkpointing.supportsNestedCheckpointScopes": B, "runtime.checkpoints": [true] },
-  machine: modelMachine("nested", { nested: (f) => capsOf(f).checkpointing.supportsNestedCheckpointScopes }, {
-    idle: { on: { SEND: [{ guard: "nested", target: "nestedScope" }, { target: "rootOnly" }] } },
-    nestedScope: {
-      meta: { expect: { until: (w: World) => w.rt.views.checkpointsOf(w.threadId).some((c) => c.scope === "subagent" && c.status === "ready") } },
-      on: { FINISH: "done" },
-    },
-    rootOnly: {
-      meta: { expect: { until: (w: World) => w.run().items.some((i) => i.kind === "subagent" && i.detail?.checkpoint === "uncheckpointed"), policies: ["root_checkpoint_only"] } },
-      on: { FINISH: "done" },
-    },
-    done: {
-      type: "final",
-      meta: {
-        expect: {
-          until: (w: World) => w.run().status === "completed" && w.rt.views.checkpointsOf(w.threadId).some((c) => c.phase === "final" && c.scope === "root_run"),
-          check: (w: World) => {
-            const root = w.rt.views.checkpointsOf(w.threadId).filter((c) => c.scope === "root_run" && c.status === "ready");
-            must(root.map((c) => c.phase).join() === "baseline,final", `root checkpoints: ${root.map((c) => c.phase).join()}`);
-            must(root[1]!.files.some((f) => f.path === `sub-${w.n}.txt`), "the run's checkpoint misses the subagent's file");
+  machine: modelMachine(
+    "nested",
+    { nested: (f) => capsOf(f).checkpointing.supportsNestedCheckpointScopes },
+    {
+      idle: { on: { SEND: [{ guard: "nested", target: "nestedScope" }, { target: "rootOnly" }] } },
+      nestedScope: {
+        meta: {
+          expect: {
+            until: (w: World) =>
+              w.rt.views.checkpointsOf(w.threadId).some((c) => c.scope === "subagent" && c.status === "ready"),
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      rootOnly: {
+        meta: {
+          expect: {
+            until: (w: World) =>
+              w.run().items.some((i) => i.kind === "subagent" && i.detail?.checkpoint === "uncheckpointed"),
+            policies: ["root_checkpoint_only"],
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      done: {
+        type: "final",
+        meta: {
+          expect: {
+            until: (w: World) =>
+              w.run().status === "completed" &&
+              w.rt.views.checkpointsOf(w.threadId).some((c) => c.phase === "final" && c.scope === "root_run"),
+            check: (w: World) => {
+              const root = w.rt.views
+                .checkpointsOf(w.threadId)
+                .filter((c) => c.scope === "root_run" && c.status === "ready");
+              must(
+                root.map((c) => c.phase).join() === "baseline,final",
+                `root checkpoints: ${root.map((c) => c.phase).join()}`,
+              );
+              must(
+                root[1]!.files.some((f) => f.path === `sub-${w.n}.txt`),
+                "the run's checkpoint misses the subagent's file",
+              );
+            },
           },
         },
       },
     },
-  }),
+  ),
   drive: { SEND: async (w) => void (await w.send("subagent")), FINISH: finish },
 };
 
-const bReceived = (w: World) => [...w.backends.get("b")!.threads.values()].flatMap((t) => t.turns).at(-1)?.context?.delivery;
+const bReceived = (w: World) =>
+  [...w.backends.get("b")!.threads.values()].flatMap((t) => t.turns).at(-1)?.context?.delivery;
 
 export const providerSwitchModel: PolicyModel = {
   name: "provider switch",
@@ -218,16 +286,51 @@ export const providerSwitchModel: PolicyModel = {
     {
       idle: { on: { SEND: "r1" } },
       r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "onA" } },
-      onA: { meta: { expect: { until: runIs("completed") } }, on: { SWITCH: [{ guard: "bTakesContext", target: "onB" }, { guard: "bTakesUserContext", target: "onBAsUser" }, { target: "refused" }] } },
-      onB: { meta: { expect: { until: runIs("running"), check: (w: World) => must(bReceived(w) !== "synthetic_user", "context went in as a user message") } }, on: { FINISH: "doneB" } },
-      onBAsUser: {
-        meta: { expect: { until: runIs("running"), policies: ["handoff_as_user_context"], check: (w: World) => must(bReceived(w) === "synthetic_user", "b did not get user context") } },
+      onA: {
+        meta: { expect: { until: runIs("completed") } },
+        on: {
+          SWITCH: [
+            { guard: "bTakesContext", target: "onB" },
+            { guard: "bTakesUserContext", target: "onBAsUser" },
+            { target: "refused" },
+          ],
+        },
+      },
+      onB: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) => must(bReceived(w) !== "synthetic_user", "context went in as a user message"),
+          },
+        },
         on: { FINISH: "doneB" },
       },
-      refused: { type: "final", meta: { expect: { refused: "capability_unsupported", policies: ["handoff_unsupported"] } } },
-      doneB: { meta: { expect: { until: runIs("completed") } }, on: { RETURN: [{ guard: "aTakesDelta", target: "returned" }, { target: "refreshed" }] } },
+      onBAsUser: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["handoff_as_user_context"],
+            check: (w: World) => must(bReceived(w) === "synthetic_user", "b did not get user context"),
+          },
+        },
+        on: { FINISH: "doneB" },
+      },
+      refused: {
+        type: "final",
+        meta: { expect: { refused: "capability_unsupported", policies: ["handoff_unsupported"] } },
+      },
+      doneB: {
+        meta: { expect: { until: runIs("completed") } },
+        on: { RETURN: [{ guard: "aTakesDelta", target: "returned" }, { target: "refreshed" }] },
+      },
       returned: {
-        meta: { expect: { until: runIs("running"), check: (w: World) => must(last(w, "handoff.created")?.strategy === "delta_since_last_seen", "no delta handoff") } },
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) =>
+              must(last(w, "handoff.created")?.strategy === "delta_since_last_seen", "no delta handoff"),
+          },
+        },
         on: { FINISH: "done" },
       },
       refreshed: {
@@ -236,7 +339,10 @@ export const providerSwitchModel: PolicyModel = {
             until: runIs("running"),
             policies: ["handoff_fresh_thread"],
             check: (w: World) => {
-              must(last(w, "provider_thread.bound")?.via === "refreshed", "the returning provider did not get a fresh thread");
+              must(
+                last(w, "provider_thread.bound")?.via === "refreshed",
+                "the returning provider did not get a fresh thread",
+              );
               must(last(w, "handoff.created")?.strategy === "full_thread_summary", "no full summary");
             },
           },
@@ -251,9 +357,14 @@ export const providerSwitchModel: PolicyModel = {
 
 const crashChild = join(import.meta.dirname, "..", "crashChild.ts");
 
-/** Runs crashChild.ts on `dir` (data in `<dir>/data`, target `main`) and SIGKILLs it once its run awaits an approval: the thread id. */
+/**
+ * Runs crashChild.ts on `dir` (data in `<dir>/data`, target `main`) and SIGKILLs it once its run awaits an approval:
+ * the thread id.
+ */
 export async function crashWithApprovalPending(dir: string, flags: Flags): Promise<string> {
-  const child = spawn(process.execPath, ["--import", "tsx", crashChild, dir, JSON.stringify(flags)], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", crashChild, dir, JSON.stringify(flags)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const exited = new Promise((done) => child.on("exit", done));
   const threadId = await new Promise<string>((resolve, reject) => {
     let out = "";
@@ -284,23 +395,48 @@ export const requestExpiryModel: PolicyModel = {
   name: "request expiry",
   reads: { "main.sessions.pendingRequestsSurviveRestart": B },
   open: crashedWorld,
-  machine: modelMachine("requestExpiry", { survives: (f) => requestsSurviveRestart(capsOf(f)) }, {
-    idle: { on: { RECOVERED: [{ guard: "survives", target: "recovered" }, { target: "expired" }] } },
-    recovered: { meta: { expect: { until: runIs("cancelled") } }, on: { RESPOND: "notResumable" } },
-    expired: { meta: { expect: { until: runIs("cancelled"), policies: ["requests_expire_on_restart"] } }, on: { RESPOND: "notResumable" } },
-    notResumable: {
-      meta: { expect: { refused: "not_resumable", check: (w: World) => must(w.rt.affordances(w.threadId).requests[0]?.state === "expired", "the request is not shown expired") } },
-      on: { SEND: "running" },
+  machine: modelMachine(
+    "requestExpiry",
+    { survives: (f) => requestsSurviveRestart(capsOf(f)) },
+    {
+      idle: { on: { RECOVERED: [{ guard: "survives", target: "recovered" }, { target: "expired" }] } },
+      recovered: { meta: { expect: { until: runIs("cancelled") } }, on: { RESPOND: "notResumable" } },
+      expired: {
+        meta: { expect: { until: runIs("cancelled"), policies: ["requests_expire_on_restart"] } },
+        on: { RESPOND: "notResumable" },
+      },
+      notResumable: {
+        meta: {
+          expect: {
+            refused: "not_resumable",
+            check: (w: World) =>
+              must(w.rt.affordances(w.threadId).requests[0]?.state === "expired", "the request is not shown expired"),
+          },
+        },
+        on: { SEND: "running" },
+      },
+      running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
+      done: finished,
     },
-    running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
-    done: finished,
-  }),
+  ),
   drive: {
     RECOVERED: async () => undefined,
-    RESPOND: (w) => w.attempt(() => w.rt.respond({ requestId: [...w.rt.views.requests.keys()][0]!, response: { kind: "decision", decision: "accept" } })),
+    RESPOND: (w) =>
+      w.attempt(() =>
+        w.rt.respond({
+          requestId: [...w.rt.views.requests.keys()][0]!,
+          response: { kind: "decision", decision: "accept" },
+        }),
+      ),
     SEND: send(),
     FINISH: finish,
   },
 };
 
-export const threadPolicyModels = [forkModel, rollbackModel, nestedCheckpointModel, providerSwitchModel, requestExpiryModel];
+export const threadPolicyModels = [
+  forkModel,
+  rollbackModel,
+  nestedCheckpointModel,
+  providerSwitchModel,
+  requestExpiryModel,
+];

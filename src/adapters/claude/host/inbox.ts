@@ -13,7 +13,12 @@ export function userInbox(): { input: AsyncGenerator<SDKUserMessage>; push(text:
   return {
     input: input(),
     push(text) {
-      queued.push({ type: "user", session_id: "", message: { role: "user", content: [{ type: "text", text }] }, parent_tool_use_id: null } as SDKUserMessage);
+      queued.push({
+        type: "user",
+        session_id: "",
+        message: { role: "user", content: [{ type: "text", text }] },
+        parent_tool_use_id: null,
+      } as SDKUserMessage);
       wake?.();
     },
   };

@@ -17,7 +17,10 @@ interface Init {
   executable?: string;
 }
 
-/** How long an interrupt waits for Claude to take up its prompt, and how long after it a turn that has not stopped still counts as alive. */
+/**
+ * How long an interrupt waits for Claude to take up its prompt, and how long after it a turn that has not stopped still
+ * counts as alive.
+ */
 const INTERRUPT_GRACE_MS = 30_000;
 
 interface Thread {
@@ -61,13 +64,28 @@ function emit(thread: Thread, event: unknown): void {
 
 type OpenParams = { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: string; id?: string };
 
-/** `resume` a session, `fork` one (into a new session), or start a new one; `id`: a new session's id (default: a fresh one). */
+/**
+ * `resume` a session, `fork` one (into a new session), or start a new one; `id`: a new session's id (default: a fresh
+ * one).
+ */
 function open(params: OpenParams): Thread {
   if (!init) throw new ProviderError("claude host: init first");
   const cursor = params.resume ?? params.id ?? randomUUID();
   const inbox = userInbox();
   const mapper = new ClaudeThreadMapper(cursor);
-  const thread = { cursor, sessionId: params.sessionId, cwd: params.cwd, model: params.model, mapper, prompt: null, retried: false, forkOf: params.fork ?? null, running: false, interruptHeld: false, interruptedAt: null } as Thread;
+  const thread = {
+    cursor,
+    sessionId: params.sessionId,
+    cwd: params.cwd,
+    model: params.model,
+    mapper,
+    prompt: null,
+    retried: false,
+    forkOf: params.fork ?? null,
+    running: false,
+    interruptHeld: false,
+    interruptedAt: null,
+  } as Thread;
   const resumeOptions = params.fork
     ? { resume: params.fork, forkSession: true, sessionId: cursor }
     : params.resume
@@ -85,16 +103,31 @@ function open(params: OpenParams): Thread {
       ...resumeOptions,
       canUseTool: async (tool, toolInput, options) => {
         const requestRef = options.toolUseID ?? randomUUID();
-        emit(thread, { type: "request.opened", threadRef: cursor, requestRef, itemRef: options.toolUseID, request: permissionPayload(tool, toolInput) });
+        emit(thread, {
+          type: "request.opened",
+          threadRef: cursor,
+          requestRef,
+          itemRef: options.toolUseID,
+          request: permissionPayload(tool, toolInput),
+        });
         const answer = await new Promise<Answer>((resolve) => {
           pending.set(requestRef, resolve);
-          options.signal.addEventListener("abort", () => resolve({ allow: false, message: "interrupted" }), { once: true });
+          options.signal.addEventListener("abort", () => resolve({ allow: false, message: "interrupted" }), {
+            once: true,
+          });
         });
         pending.delete(requestRef);
-        emit(thread, { type: "request.resolved", threadRef: cursor, requestRef, outcome: answer.allow ? "accept" : "decline" });
+        emit(thread, {
+          type: "request.resolved",
+          threadRef: cursor,
+          requestRef,
+          outcome: answer.allow ? "accept" : "decline",
+        });
         if (!answer.allow) return { behavior: "deny", message: answer.message };
         // AskUserQuestion takes its answers keyed by question text; several choices are comma-separated.
-        const answers = answer.answers && Object.fromEntries(Object.entries(answer.answers).map(([q, a]) => [q, Array.isArray(a) ? a.join(", ") : a]));
+        const answers =
+          answer.answers &&
+          Object.fromEntries(Object.entries(answer.answers).map(([q, a]) => [q, Array.isArray(a) ? a.join(", ") : a]));
         return { behavior: "allow", updatedInput: answers ? { ...toolInput, answers } : toolInput };
       },
     },
@@ -111,7 +144,14 @@ function open(params: OpenParams): Thread {
         // session-state messages to itself).
         if (thread.prompt !== null && !thread.running && message.type !== "result") await tookUpPrompt(thread);
         for (const event of mapper.map(message)) {
-          if (event.type === "turn.terminal") Object.assign(thread, { prompt: null, retried: false, running: false, interruptHeld: false, interruptedAt: null });
+          if (event.type === "turn.terminal")
+            Object.assign(thread, {
+              prompt: null,
+              retried: false,
+              running: false,
+              interruptHeld: false,
+              interruptedAt: null,
+            });
           emit(thread, event);
         }
       }
@@ -140,7 +180,11 @@ function holdInterrupt(thread: Thread): void {
 
 async function sendHeldInterrupt(thread: Thread): Promise<void> {
   thread.interruptHeld = false;
-  await thread.query.interrupt().catch((error: unknown) => emit(thread, { type: "warning", threadRef: thread.cursor, message: `interrupt failed: ${String(error)}` }));
+  await thread.query
+    .interrupt()
+    .catch((error: unknown) =>
+      emit(thread, { type: "warning", threadRef: thread.cursor, message: `interrupt failed: ${String(error)}` }),
+    );
 }
 
 /**
@@ -156,7 +200,11 @@ async function wentAway(thread: Thread, reason: string): Promise<void> {
   if (prompt !== null && !thread.retried && lastPrompt(await transcript(thread)) !== prompt) {
     const again = await revive(cursor);
     if (again) {
-      emit(thread, { type: "warning", threadRef: cursor, message: `${reason}; Claude was started again and given the prompt` });
+      emit(thread, {
+        type: "warning",
+        threadRef: cursor,
+        message: `${reason}; Claude was started again and given the prompt`,
+      });
       again.retried = true;
       // An interrupt the dead process was asked for (held, or sent too late) applies to the new one.
       if (thread.interruptedAt !== null) {
@@ -168,7 +216,16 @@ async function wentAway(thread: Thread, reason: string): Promise<void> {
       return;
     }
   }
-  if (prompt !== null) emit(thread, { type: "turn.terminal", threadRef: cursor, status: "failed", threadDisposition: "reusable", failureClass: "provider_error", message: reason, retryable: false });
+  if (prompt !== null)
+    emit(thread, {
+      type: "turn.terminal",
+      threadRef: cursor,
+      status: "failed",
+      threadDisposition: "reusable",
+      failureClass: "provider_error",
+      message: reason,
+      retryable: false,
+    });
   else emit(thread, { type: "warning", threadRef: cursor, message: reason });
 }
 
@@ -182,9 +239,16 @@ async function revive(cursor: string): Promise<Thread | null> {
   const dead = gone.get(cursor);
   if (!dead || threads.has(cursor)) return threads.get(cursor) ?? null;
   const { sessionId, cwd, model, forkOf } = dead.thread;
-  const written = (await transcript(dead.thread)).length > 0 || (await getSessionInfo(cursor, { dir: cwd }).catch(() => undefined)) !== undefined;
+  const written =
+    (await transcript(dead.thread)).length > 0 ||
+    (await getSessionInfo(cursor, { dir: cwd }).catch(() => undefined)) !== undefined;
   if (gone.get(cursor) !== dead) return threads.get(cursor) ?? null; // revived or closed meanwhile
-  return open({ sessionId, cwd, model, ...(written ? { resume: cursor } : forkOf ? { fork: forkOf, id: cursor } : { id: cursor }) });
+  return open({
+    sessionId,
+    cwd,
+    model,
+    ...(written ? { resume: cursor } : forkOf ? { fork: forkOf, id: cursor } : { id: cursor }),
+  });
 }
 
 function thread(cursor: string): Thread {
@@ -206,7 +270,8 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
     case "openThread": {
       const p = params as { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: string };
       if (p.resume && !p.fork && threads.has(p.resume)) return { cursor: p.resume };
-      if (p.resume && !(await getSessionInfo(p.resume, { dir: p.cwd }))) throw new ResumeFailedError(`claude has no session ${p.resume}`, { cursor: p.resume });
+      if (p.resume && !(await getSessionInfo(p.resume, { dir: p.cwd })))
+        throw new ResumeFailedError(`claude has no session ${p.resume}`, { cursor: p.resume });
       // Always the cwd the runtime names, a fork's too: after a restart this host may never have
       // seen the parent. (The runtime forks within one directory, where the SDK keeps the parent's session.)
       return { cursor: open(p).cursor };
@@ -245,7 +310,11 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       const resolve = pending.get(String(params.requestRef));
       if (!resolve) throw new ProviderError(`claude host: request ${String(params.requestRef)} is not pending`);
       const answers = params.answers as Answer["answers"];
-      resolve({ allow: params.allow === true, message: String(params.message ?? "The user declined."), ...(answers ? { answers } : {}) });
+      resolve({
+        allow: params.allow === true,
+        message: String(params.message ?? "The user declined."),
+        ...(answers ? { answers } : {}),
+      });
       return null;
     }
     case "rollback": {
@@ -265,7 +334,8 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       return { cursor: open({ sessionId: t.sessionId, cwd: t.cwd, model: t.model, resume: cut }).cursor };
     }
     case "closeThreads":
-      for (const t of [...threads.values()]) if (t.sessionId === params.sessionId) (t.query.close(), threads.delete(t.cursor));
+      for (const t of [...threads.values()])
+        if (t.sessionId === params.sessionId) (t.query.close(), threads.delete(t.cursor));
       for (const [cursor, dead] of gone) if (dead.thread.sessionId === params.sessionId) gone.delete(cursor);
       return null;
     default:
@@ -273,17 +343,19 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
   }
 }
 
-createInterface({ input: process.stdin }).on("line", (line) => {
-  const message = parseMessage(line);
-  if (!message || !("method" in message) || !("id" in message)) return;
-  handle(message.method, (message.params ?? {}) as Record<string, unknown>).then(
-    (value) => send(result(message.id as number, value)),
-    (error: unknown) => send(errorResponse(message.id as number, error)),
-  );
-}).on("close", () => {
-  for (const t of threads.values()) t.query.close();
-  process.exit(0);
-});
+createInterface({ input: process.stdin })
+  .on("line", (line) => {
+    const message = parseMessage(line);
+    if (!message || !("method" in message) || !("id" in message)) return;
+    handle(message.method, (message.params ?? {}) as Record<string, unknown>).then(
+      (value) => send(result(message.id as number, value)),
+      (error: unknown) => send(errorResponse(message.id as number, error)),
+    );
+  })
+  .on("close", () => {
+    for (const t of threads.values()) t.query.close();
+    process.exit(0);
+  });
 process.on("SIGTERM", () => {
   for (const t of threads.values()) t.query.close();
   process.exit(0);

@@ -83,7 +83,10 @@ function shutdown(close: () => Promise<void>): void {
 }
 
 function runStdio(neverReady: boolean): void {
-  const host = new ScriptedHost({ onFatal: fail, flood: (stream, bytes) => flood(stream === "stderr" ? process.stderr : process.stdout, bytes) });
+  const host = new ScriptedHost({
+    onFatal: fail,
+    flood: (stream, bytes) => flood(stream === "stderr" ? process.stderr : process.stdout, bytes),
+  });
   const connection: HostConnection = { send: (message) => writeLine(message), sendText: writeText };
   if (!neverReady) host.connect(connection);
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
@@ -149,7 +152,8 @@ function runWebSocket(neverReady: boolean): void {
   wss.on("error", fail);
   wss.on("listening", () => {
     const address = wss.address();
-    if (address === null || typeof address === "string") fail(new Error(`unexpected server address ${String(address)}`));
+    if (address === null || typeof address === "string")
+      fail(new Error(`unexpected server address ${String(address)}`));
     void writeLine({ listening: { port: address.port } });
   });
   wss.on("connection", (socket) => {

@@ -33,7 +33,11 @@ export const InitParamsSchema = z.strictObject({
 export type InitParams = z.infer<typeof InitParamsSchema>;
 
 export const ReadyParamsSchema = z.strictObject({ pid: z.number().int(), protocol: z.literal(HOST_PROTOCOL_VERSION) });
-export const EventParamsSchema = z.strictObject({ seq: z.number().int().positive(), sessionId: z.string(), event: z.unknown() });
+export const EventParamsSchema = z.strictObject({
+  seq: z.number().int().positive(),
+  sessionId: z.string(),
+  event: z.unknown(),
+});
 export const ResumeResultSchema = z.strictObject({
   replayed: z.number().int(),
   /** Sessions alive in the host, with the threads that have a turn in flight. */

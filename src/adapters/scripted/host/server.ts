@@ -1,6 +1,12 @@
 import { z } from "zod";
 import { CapabilityUnsupportedError, ConflictError, InvalidInputError, ProtocolError } from "../../../domain/errors.js";
-import { errorResponse, notification, result, RpcMessageSchema, type RpcMessage } from "../../../runtime/hosts/jsonRpc.js";
+import {
+  errorResponse,
+  notification,
+  result,
+  RpcMessageSchema,
+  type RpcMessage,
+} from "../../../runtime/hosts/jsonRpc.js";
 import type { ProviderAdapter, ProviderEvent, SendRunInput } from "../../contract.js";
 import { createScriptedAdapter, type ScriptedAdapterOptions } from "../adapter.js";
 import { ScriptedBackend } from "../backend.js";
@@ -45,7 +51,15 @@ const JSONRPC_PARSE_ERROR = -32700;
 const JSONRPC_INVALID_REQUEST = -32600;
 const JSONRPC_METHOD_NOT_FOUND = -32601;
 
-const REQUIRED_METHODS = ["startSession", "stopSession", "ensureProviderThread", "sendRun", "interrupt", "isTurnAlive", "respondToRequest"] as const;
+const REQUIRED_METHODS = [
+  "startSession",
+  "stopSession",
+  "ensureProviderThread",
+  "sendRun",
+  "interrupt",
+  "isTurnAlive",
+  "respondToRequest",
+] as const;
 /** Optional adapter methods and the capability that makes them exist. */
 const OPTIONAL_METHODS = {
   steerRun: "turns.supportsActiveSteering",
@@ -62,7 +76,10 @@ const ResumeParamsSchema = z.strictObject({ afterSeq: z.number().int().nonnegati
 const OpenGateParamsSchema = z.strictObject({ name: z.string().min(1) });
 /** `thenOpenGate`: a gate opened once the connections are cut, so the turn goes on while nobody listens. */
 const DropParamsSchema = z.strictObject({ thenOpenGate: z.string().min(1).optional() });
-const FloodParamsSchema = z.strictObject({ stream: z.enum(["stdout", "stderr", "websocket"]), bytes: z.number().int().positive() });
+const FloodParamsSchema = z.strictObject({
+  stream: z.enum(["stdout", "stderr", "websocket"]),
+  bytes: z.number().int().positive(),
+});
 /**
  * Events given as JSON texts, spliced verbatim into `event` notifications: hostile events for
  * the runtime's pump, including what this host could not serialize itself (nesting deeper
@@ -99,7 +116,11 @@ function asInput(params: unknown, method: string): Record<string, unknown> {
   return params as Record<string, unknown>;
 }
 
-const rpcError = (id: number | null, code: number, message: string): RpcMessage => ({ jsonrpc: "2.0", id, error: { code, message } });
+const rpcError = (id: number | null, code: number, message: string): RpcMessage => ({
+  jsonrpc: "2.0",
+  id,
+  error: { code, message },
+});
 
 export class ScriptedHost {
   readonly #hooks: HostHooks;
@@ -139,7 +160,9 @@ export class ScriptedHost {
     const parsed = RpcMessageSchema.safeParse(raw);
     if (!parsed.success) {
       const id = (raw as { id?: unknown } | null)?.id;
-      await connection.send(rpcError(Number.isInteger(id) ? (id as number) : null, JSONRPC_INVALID_REQUEST, "invalid JSON-RPC message"));
+      await connection.send(
+        rpcError(Number.isInteger(id) ? (id as number) : null, JSONRPC_INVALID_REQUEST, "invalid JSON-RPC message"),
+      );
       return;
     }
     const message = parsed.data;
@@ -172,7 +195,10 @@ export class ScriptedHost {
         after = () => this.#hooks.flood?.(stream, bytes);
       }
     } catch (error) {
-      response = error instanceof MethodNotFound ? rpcError(id, JSONRPC_METHOD_NOT_FOUND, error.message) : errorResponse(id, error);
+      response =
+        error instanceof MethodNotFound
+          ? rpcError(id, JSONRPC_METHOD_NOT_FOUND, error.message)
+          : errorResponse(id, error);
     }
     await connection.send(response);
     after?.();
@@ -203,7 +229,8 @@ export class ScriptedHost {
       case "debug.flood": {
         const { stream } = parseParams(FloodParamsSchema, params, method);
         if (!this.#hooks.flood) throw new ProtocolError(`${method} is not available in this host`, { method });
-        if (stream === "websocket" && !this.#hooks.dropConnections) throw new ProtocolError(`${method} on websocket needs the websocket transport`, { method });
+        if (stream === "websocket" && !this.#hooks.dropConnections)
+          throw new ProtocolError(`${method} on websocket needs the websocket transport`, { method });
         return null; // the flood starts once the response is out
       }
       case "debug.emitRaw": {
@@ -211,7 +238,9 @@ export class ScriptedHost {
         this.#initialized();
         for (const json of events) {
           this.#seq += 1;
-          void connection.sendText(`{"jsonrpc":"2.0","method":"event","params":{"seq":${this.#seq},"sessionId":${JSON.stringify(sessionId)},"event":${json}}}`);
+          void connection.sendText(
+            `{"jsonrpc":"2.0","method":"event","params":{"seq":${this.#seq},"sessionId":${JSON.stringify(sessionId)},"event":${json}}}`,
+          );
         }
         return { sent: events.length };
       }
@@ -252,11 +281,15 @@ export class ScriptedHost {
     const fn = adapter[method] as ((input: unknown) => Promise<unknown>) | undefined;
     if (!fn) {
       const capability = OPTIONAL_METHODS[method as keyof typeof OPTIONAL_METHODS];
-      throw new CapabilityUnsupportedError(capability, `the scripted provider declares no ${capability}, so it has no ${method}`);
+      throw new CapabilityUnsupportedError(
+        capability,
+        `the scripted provider declares no ${capability}, so it has no ${method}`,
+      );
     }
     const value = await fn.call(adapter, input);
     const sessionId = typeof input.sessionId === "string" ? input.sessionId : null;
-    if (method === "startSession" && sessionId !== null && !this.#sessions.has(sessionId)) this.#sessions.set(sessionId, []);
+    if (method === "startSession" && sessionId !== null && !this.#sessions.has(sessionId))
+      this.#sessions.set(sessionId, []);
     if (method === "stopSession" && sessionId !== null) this.#sessions.delete(sessionId);
     return value ?? null;
   }
@@ -325,12 +358,17 @@ export class ScriptedHost {
       const missed = this.#buffer.filter((entry) => entry.seq > afterSeq);
       const oldest = this.#buffer[0]?.seq;
       if (oldest !== undefined && oldest > afterSeq + 1) {
-        process.stderr.write(`scripted host: resume after ${afterSeq}: events up to ${oldest - 1} are no longer buffered\n`);
+        process.stderr.write(
+          `scripted host: resume after ${afterSeq}: events up to ${oldest - 1} are no longer buffered\n`,
+        );
       }
       for (const entry of missed) void connection.send(entry.message);
       value = {
         replayed: missed.length,
-        sessions: [...this.#sessions].map(([sessionId, flights]) => ({ sessionId, activeThreads: flights.map((f) => f.cursor) })),
+        sessions: [...this.#sessions].map(([sessionId, flights]) => ({
+          sessionId,
+          activeThreads: flights.map((f) => f.cursor),
+        })),
       };
     } catch (error) {
       void connection.send(errorResponse(id, error));
