@@ -21,7 +21,8 @@ export async function compare(
     for (let i = 0; i < times; i++) runs.push(await fn());
     const m = (k: keyof Timings) => median(runs.map((r) => r[k])).toFixed(0);
     console.log(
-      `${name.padEnd(16)} host start + first turn ${m("start")} ms, warm text turn ${m("text")} ms, interrupt -> terminal ${m("interrupt")} ms`,
+      `${name.padEnd(16)} host start + first turn ${m("start")} ms, ` +
+        `warm text turn ${m("text")} ms, interrupt -> terminal ${m("interrupt")} ms`,
     );
   }
 }

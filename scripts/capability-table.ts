@@ -29,11 +29,12 @@ export function capabilityTable(): string {
   const groups = Object.keys(providers[0]![1]).filter(
     (g) => typeof (providers[0]![1] as unknown as Record<string, unknown>)[g] === "object",
   );
-  const header = `| group | ${providers.map(([name]) => name).join(" | ")} |\n|---|${providers.map(() => "---|").join("")}`;
-  const rows = groups.map(
-    (g) =>
-      `| ${g} | ${providers.map(([, caps]) => cell((caps as unknown as Record<string, Record<string, unknown>>)[g]!)).join(" | ")} |`,
-  );
+  const names = providers.map(([name]) => name).join(" | ");
+  const header = `| group | ${names} |\n|---|${providers.map(() => "---|").join("")}`;
+  const rows = groups.map((g) => {
+    const cells = providers.map(([, caps]) => cell((caps as unknown as Record<string, Record<string, unknown>>)[g]!));
+    return `| ${g} | ${cells.join(" | ")} |`;
+  });
   return [header, ...rows].join("\n");
 }
 

@@ -88,7 +88,8 @@ function main(): void {
       process.exitCode = 1;
     } else {
       console.log(
-        `codex ${version}: ${Object.keys(hashes).length} generated files match MANIFEST.json; ${COMMITTED.length} committed snapshots reproduce`,
+        `codex ${version}: ${Object.keys(hashes).length} generated files match MANIFEST.json; ` +
+          `${COMMITTED.length} committed snapshots reproduce`,
       );
     }
   } finally {

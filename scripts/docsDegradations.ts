@@ -31,9 +31,8 @@ export function degradationsBlock(): string {
     `|---|---|---|---|${RECORDS.map(() => "---|").join("")}`,
   ];
   for (const [policy, { capability, outcome, summary }] of entries) {
-    rows.push(
-      `| \`${policy}\` | ${outcome} | \`${capability}\` | ${summary} | ${RECORDS.map(([, record]) => `\`${valueAt(record, capability)}\``).join(" | ")} |`,
-    );
+    const values = RECORDS.map(([, record]) => `\`${valueAt(record, capability)}\``).join(" | ");
+    rows.push(`| \`${policy}\` | ${outcome} | \`${capability}\` | ${summary} | ${values} |`);
   }
   const refused = entries.filter(([, d]) => d.outcome === "refused").length;
   return [`${entries.length} policies: ${entries.length - refused} fallbacks, ${refused} refusals.`, "", ...rows].join(

@@ -190,7 +190,10 @@ function renderChart() {
   chart.dataset.currentState = node?.state ?? "";
   if (!graph) {
     state.drawnMachine = null;
-    chart.innerHTML = `<p class="hint">${node ? "No machine for this entry (attempts and targets are records, not actors)." : "Select an actor to see its machine."}</p>`;
+    const hint = node
+      ? "No machine for this entry (attempts and targets are records, not actors)."
+      : "Select an actor to see its machine.";
+    chart.innerHTML = `<p class="hint">${hint}</p>`;
     $("chart-details").replaceChildren();
     return;
   }

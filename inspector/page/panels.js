@@ -165,7 +165,8 @@ export function renderCapabilities(container, caps, catalog) {
       h(
         "div",
         "hint",
-        `#${d.seq}${d.runId ? ` · run ${d.runId}` : ""}${d.threadId ? ` · thread ${d.threadId}` : ""}${d.detail ? ` · ${d.detail}` : ""}`,
+        `#${d.seq}${d.runId ? ` · run ${d.runId}` : ""}` +
+          `${d.threadId ? ` · thread ${d.threadId}` : ""}${d.detail ? ` · ${d.detail}` : ""}`,
       ),
     );
     parts.push(div);
@@ -203,7 +204,8 @@ export function renderCapabilities(container, caps, catalog) {
       h(
         "p",
         "hint",
-        `${Object.keys(catalog.degradations).length} degradations are known; each would appear here when its transition fires.`,
+        `${Object.keys(catalog.degradations).length} degradations are known; ` +
+          "each would appear here when its transition fires.",
       ),
     );
   container.replaceChildren(...parts);

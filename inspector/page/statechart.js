@@ -121,7 +121,9 @@ export async function drawStatechart(container, machine, graph, state, fit = tru
   const drawNode = (/** @type {any} */ n) => {
     const s = byPath.get(n.id);
     const g = el("g", {
-      class: `state ${n.children?.length ? "compound" : "atomic"} ${s?.initial ? "initial" : ""} ${s?.type === "final" ? "final" : ""}`,
+      class:
+        `state ${n.children?.length ? "compound" : "atomic"} ` +
+        `${s?.initial ? "initial" : ""} ${s?.type === "final" ? "final" : ""}`,
     });
     g.dataset.statePath = s?.path ?? "";
     g.append(el("rect", { x: n.x, y: n.y, width: n.width, height: n.height }));

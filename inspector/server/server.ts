@@ -113,7 +113,10 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
       "x-content-type-options": "nosniff",
       "referrer-policy": "no-referrer",
       // No network beyond this server: scripts, styles and sockets from here only.
-      "content-security-policy": `default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self' ws://${HOST}:${port} ws://localhost:${port}; worker-src 'self' blob:; base-uri 'none'; frame-ancestors 'none'`,
+      "content-security-policy":
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+        `connect-src 'self' ws://${HOST}:${port} ws://localhost:${port}; ` +
+        "worker-src 'self' blob:; base-uri 'none'; frame-ancestors 'none'",
     };
     let file: string;
     // /<token> without the slash: the page's relative URLs need the directory form.
@@ -145,7 +148,8 @@ export async function startInspectorServer(options: InspectorServerOptions = {})
     const wss = path === "/ws" ? pages : path === "/feed" ? feeds : null;
     if (path === null || !wss) {
       socket.end(
-        `HTTP/1.1 ${path === null ? "401 Unauthorized" : "404 Not Found"}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`,
+        `HTTP/1.1 ${path === null ? "401 Unauthorized" : "404 Not Found"}\r\n` +
+          "connection: close\r\ncontent-length: 0\r\n\r\n",
       );
       return;
     }

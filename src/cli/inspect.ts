@@ -101,7 +101,8 @@ export async function runInspect(options: InspectCommandOptions): Promise<void> 
       if (await untilStreaming(rt, second.runId, from, stopped)) {
         await rt.sendMessage({ threadId, text: "Keep it to one line", mode: "steer" });
         options.write(
-          "Steered the second run: the provider cannot steer natively, so it was interrupted and restarted (see the capability panel).\n",
+          "Steered the second run: the provider cannot steer natively, " +
+            "so it was interrupted and restarted (see the capability panel).\n",
         );
         await Promise.race([rt.waitForRun(second.runId), aborted(stopped)]);
         if (!stopped.aborted) options.write("The tour is over; the inspector stays up until Ctrl-C.\n");

@@ -17,8 +17,14 @@
 
 export const REDACTED = "[redacted]";
 
+// The kinds of credential name: one with secret or password anywhere in it, one ending in a token
+// or key word, and a short ending (key, pass, pwd, auth, sig), alone or after a separator.
+const SECRET_NAME = String.raw`[A-Za-z0-9_.-]{0,64}?(?:secret|passw(?:or)?d)[A-Za-z0-9_.-]{0,64}`;
+const KEY_WORDS = "token|credentials?|api_?key|apikey|accesskey|secretkey|privatekey|accountkey|signingkey|masterkey";
+const KEY_NAME = String.raw`[A-Za-z0-9_.-]{0,64}?(?:${KEY_WORDS})`;
+const SHORT_NAME = String.raw`(?:[A-Za-z0-9_.-]{0,64}[_.-])?(?:key|pass|pwd|auth|sig)`;
 /** A variable, field, header or flag name that says its value is a credential. */
-const NAME = String.raw`(?<![A-Za-z0-9_.-])(?:[A-Za-z0-9_.-]{0,64}?(?:secret|passw(?:or)?d)[A-Za-z0-9_.-]{0,64}|[A-Za-z0-9_.-]{0,64}?(?:token|credentials?|api_?key|apikey|accesskey|secretkey|privatekey|accountkey|signingkey|masterkey)|(?:[A-Za-z0-9_.-]{0,64}[_.-])?(?:key|pass|pwd|auth|sig))`;
+const NAME = String.raw`(?<![A-Za-z0-9_.-])(?:${SECRET_NAME}|${KEY_NAME}|${SHORT_NAME})`;
 /** Between a name and its value: an optional (escaped) closing quote, `:` or `=`. */
 const ASSIGN = String.raw`\\?["']?[ \t]*[:=][ \t]*`;
 
@@ -27,7 +33,11 @@ export const CREDENTIAL_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
   // Private keys (PEM, OpenSSH, PGP): the whole body, to the END line or the end of the text
   // (a block already masked is left alone: its END line is gone).
   [
-    /(-----BEGIN[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----)(?!\[redacted\])[\s\S]*?(?:-----END[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----|$)/g,
+    new RegExp(
+      String.raw`(-----BEGIN[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----)(?!\[redacted\])[\s\S]*?` +
+        String.raw`(?:-----END[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----|$)`,
+      "g",
+    ),
     `$1${REDACTED}`,
   ],
   // Headers whose whole value is a credential: the rest of the line.
@@ -55,7 +65,11 @@ export const CREDENTIAL_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b(sk|pk|rk|ak)-[A-Za-z0-9_-]{12,}/g, `$1-${REDACTED}`],
   // Command-line flags: `--token X`, `--api-key "X"` (`--password=X` is a name = value below).
   [
-    /((?<![A-Za-z0-9-])--?[A-Za-z0-9-]{0,32}?(?:token|passw(?:or)?d|secret|api-?key|auth|credentials?)[ \t]+\\?["']?)(?![-\\])[^\s"'\\]+/gi,
+    new RegExp(
+      String.raw`((?<![A-Za-z0-9-])--?[A-Za-z0-9-]{0,32}?(?:token|passw(?:or)?d|secret|api-?key|auth|credentials?)` +
+        String.raw`[ \t]+\\?["']?)(?![-\\])[^\s"'\\]+`,
+      "gi",
+    ),
     `$1${REDACTED}`,
   ],
   // `curl -u user:password`.

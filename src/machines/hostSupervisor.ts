@@ -111,7 +111,10 @@ export const hostSupervisorMachine = setup({
     })),
     announceUnavailable: emit(({ context }) => ({
       type: "unavailable" as const,
-      reason: `${context.target}: host restart budget spent (${context.policy.restartBudget} restarts in ${context.policy.restartWindowMs} ms); last error: ${context.lastError ?? "unknown"}`,
+      reason:
+        `${context.target}: host restart budget spent ` +
+        `(${context.policy.restartBudget} restarts in ${context.policy.restartWindowMs} ms); ` +
+        `last error: ${context.lastError ?? "unknown"}`,
     })),
     stopProcess: emit(({ context }, params: { reason: string }) => ({
       type: "stopProcess" as const,

@@ -39,7 +39,8 @@ export const DEGRADATIONS = {
     capability: "checkpointing.providerCanReadConversationSnapshot",
     outcome: "fallback",
     summary:
-      "no conversation snapshot: the provider rolls back by resuming at the last kept message, trusted rather than checked",
+      "no conversation snapshot: the provider rolls back by resuming at the last kept message, " +
+      "trusted rather than checked",
   },
   rollback_divergent: {
     capability: "threads.canRollbackThread",

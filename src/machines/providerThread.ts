@@ -139,11 +139,15 @@ export const providerThreadMachine = setup({
       );
     }),
     recordRefresh: enqueueActions(({ context, enqueue }) => {
-      const detail = `provider thread ${situationOf(context).stored!.providerThreadId} missed runs and the provider takes no delta handoff; a fresh provider thread gets a full summary`;
+      const detail =
+        `provider thread ${situationOf(context).stored!.providerThreadId} missed runs ` +
+        "and the provider takes no delta handoff; a fresh provider thread gets a full summary";
       enqueue.emit(policyApplied({ threadId: context.appThreadId, runId: null }, "handoff_fresh_thread", detail));
     }),
     recordRealign: enqueueActions(({ context, enqueue }) => {
-      const detail = `provider thread ${situationOf(context).stored?.providerThreadId ?? "(none)"} diverged from the app after a rollback; a fresh provider thread gets the app's history`;
+      const detail =
+        `provider thread ${situationOf(context).stored?.providerThreadId ?? "(none)"} diverged from the app ` +
+        "after a rollback; a fresh provider thread gets the app's history";
       enqueue.emit(policyApplied({ threadId: context.appThreadId, runId: null }, "divergent_thread_rebuilt", detail));
     }),
     recordResumeFailed: enqueueActions(({ context, event, enqueue }) => {

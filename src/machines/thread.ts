@@ -168,7 +168,8 @@ export const threadMachine = setup({
       if (event.type !== "CHANGE_MODEL") return;
       const { threadId } = context;
       if (params.via === "new_session") {
-        const detail = `the provider cannot switch models in a session; model ${event.model} gets a new provider session`;
+        const detail =
+          "the provider cannot switch models in a session; " + `model ${event.model} gets a new provider session`;
         enqueue.emit(policyApplied({ threadId, runId: null }, "model_switch_new_session", detail));
       }
       enqueue.emit(record({ type: "thread.model_changed", threadId, model: event.model, via: params.via }));
@@ -191,13 +192,16 @@ export const threadMachine = setup({
     /** The provider cannot show its conversation after the cut: the rollback is positional and trusted. */
     rollbackByResume: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "ROLLBACK") return;
-      const detail = `the provider drops the last ${event.laterTurns} turn(s) by resuming its conversation at the last kept message; it cannot show the result, so the cut is trusted`;
+      const detail =
+        `the provider drops the last ${event.laterTurns} turn(s) by resuming its conversation ` +
+        "at the last kept message; it cannot show the result, so the cut is trusted";
       enqueue.emit(policyApplied({ threadId: context.threadId, runId: event.toRunId }, "rollback_by_resume", detail));
     }),
     refuseRollback: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "ROLLBACK") return;
       const detail =
-        "there is no app checkpoint of that run to restore (checkpoints off, unsupported or failed) and the provider cannot roll back this thread's later turns";
+        "there is no app checkpoint of that run to restore (checkpoints off, unsupported or failed) " +
+        "and the provider cannot roll back this thread's later turns";
       refuseUnsupported(
         { threadId: context.threadId, runId: event.toRunId },
         "rollback",

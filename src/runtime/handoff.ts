@@ -172,7 +172,9 @@ export function contextForNextTurn(input: ContextInput): HandoffContext | null {
   const pending = unconsumed.find((h) => h.coveredRunIds.join() === coveredRunIds.join());
   if (pending) return { kind, text: pending.text, delivery };
   if (delivery === "synthetic_user") {
-    const detail = `${providerThread.providerTarget} takes no system or developer context; the handoff goes in as a user message`;
+    const detail =
+      `${providerThread.providerTarget} takes no system or developer context; ` +
+      "the handoff goes in as a user message";
     commit(policyEvent({ threadId, runId }, "handoff_as_user_context", detail));
   }
   const text = summarizeRuns(covered, capabilities.context.maxRecommendedHandoffChars, threadId);

@@ -36,7 +36,8 @@ import type { HostRecord } from "./hosts/records.js";
 /** Says in the log which hosts of the previous life were found running and killed. */
 export function reportReaped(d: RecoveryHost, reaped: readonly HostRecord[]): void {
   if (reaped.length === 0) return;
-  const message = `reaped ${reaped.length} orphaned host process(es) of the previous run: ${reaped.map((h) => `${h.target} pid ${h.pid}`).join(", ")}`;
+  const hosts = reaped.map((h) => `${h.target} pid ${h.pid}`).join(", ");
+  const message = `reaped ${reaped.length} orphaned host process(es) of the previous run: ${hosts}`;
   d.run(() => d.commit({ type: "warning", threadId: null, runId: null, message }));
 }
 
@@ -107,7 +108,8 @@ export function planRecovery(
     // Even a provider whose requests survive a restart cannot answer this one: the run that asked is cancelled below.
     const survives = caps && requestsSurviveRestart(caps);
     if (!survives) {
-      const detail = `request ${requestId} was pending when its session ended with the runtime; it expires as not_resumable`;
+      const detail =
+        `request ${requestId} was pending when its session ended with the runtime; ` + "it expires as not_resumable";
       events.push(policyEvent({ threadId, runId }, "requests_expire_on_restart", detail));
     }
     const reason = survives

@@ -140,7 +140,8 @@ export async function performRollback(
         const files = rt.views.finalCheckpoint(toRunId)
           ? "files are restored"
           : "no checkpoint: files are not restored";
-        const detail = `provider rollback failed (${redact(error instanceof Error ? error.message : String(error))}); ${files} and the provider thread is marked divergent`;
+        const why = redact(error instanceof Error ? error.message : String(error));
+        const detail = `provider rollback failed (${why}); ${files} and the provider thread is marked divergent`;
         rt.commitLate(policyEvent({ threadId, runId: toRunId }, "rollback_divergent", detail));
       }
     }
@@ -215,7 +216,10 @@ function unknownState(files: ChangedFile[], reason: string): string {
       .slice(0, 20)
       .map((f) => f.path)
       .join(", ") + (files.length > 20 ? ` and ${files.length - 20} more` : "");
-  return `the restore stopped part way (${reason}); each of these files holds either its state before the rollback or the checkpoint's: ${named}`;
+  return (
+    `the restore stopped part way (${reason}); ` +
+    `each of these files holds either its state before the rollback or the checkpoint's: ${named}`
+  );
 }
 
 /** Restores announced and not followed by `rollback.applied`, by thread, as the log is read. */
@@ -302,7 +306,9 @@ export function settleInterruptedRollback(views: Projections, threadId: string, 
   const divergentProviderThreadIds = [...views.providerThreadsById.values()]
     .filter((p) => p.threadId === threadId && [...p.seenRunIds].some((id) => later.has(id)))
     .map((p) => p.providerThreadId);
-  const message = `the rollback to ${toRunId} was interrupted by a restart: nothing was rolled back in the app; provider threads that may have been rolled back are rebuilt on the next run`;
+  const message =
+    `the rollback to ${toRunId} was interrupted by a restart: nothing was rolled back in the app; ` +
+    "provider threads that may have been rolled back are rebuilt on the next run";
   return [
     { type: "warning", threadId, runId: toRunId, message },
     {

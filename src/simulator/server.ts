@@ -94,9 +94,8 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
     }
 
     const { plan: chosen, source } = choose(request, dialect);
-    say(
-      `#${request.id} ${method} ${url} → ${chosen.kind === "error" ? `HTTP ${chosen.status}` : chosen.summary} (${source})`,
-    );
+    const outcome = chosen.kind === "error" ? `HTTP ${chosen.status}` : chosen.summary;
+    say(`#${request.id} ${method} ${url} → ${outcome} (${source})`);
     if (chosen.kind === "error") return sendJson(res, chosen.status, dialect.error(chosen.status, chosen.message));
 
     const ctx: RenderContext = { model: modelOf(request.body, "simulator"), nextId };

@@ -73,7 +73,8 @@ export class Checkpoints {
         this.host.commitLater(policyEvent({ threadId: run.threadId, runId }, "root_checkpoint_only", detail));
       }
       const reason =
-        "nested checkpoint scopes unsupported: this subagent's filesystem activity is part of the root run's checkpoint only";
+        "nested checkpoint scopes unsupported: " +
+        "this subagent's filesystem activity is part of the root run's checkpoint only";
       this.host.commitLater({ type: "checkpoint.skipped", threadId: run.threadId, runId, nodeId, reason });
       return;
     }

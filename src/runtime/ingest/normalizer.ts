@@ -325,7 +325,9 @@ export class Normalizer {
     const open = [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
     return open.flatMap((binding) => {
       const status = binding.interruptSent ? "interrupted" : "completed";
-      const detail = `terminal inferred as ${status} from the session going idle (correlation: weak; provider terminal quality: ${caps.turns.terminalStatusQuality})`;
+      const detail =
+        `terminal inferred as ${status} from the session going idle ` +
+        `(correlation: weak; provider terminal quality: ${caps.turns.terminalStatusQuality})`;
       const policy = policyEvent(binding, "terminal_inferred_from_idle", detail);
       return [{ to: "log", event: policy } satisfies Routed, this.#terminal(binding, status, null)];
     });
@@ -570,6 +572,8 @@ function remember(
 
 /** The provider's own terminal, accepted with the correlation strength its record declares. */
 function weakTerminal(binding: TurnBinding, status: TurnTerminalStatus, quality: "weak" | "none"): DomainEvent {
-  const detail = `terminal ${status} taken from a provider whose terminal status quality is ${quality} (correlation: ${quality})`;
+  const detail =
+    `terminal ${status} taken from a provider whose terminal status quality is ${quality} ` +
+    `(correlation: ${quality})`;
   return policyEvent(binding, "terminal_weak_correlation", detail);
 }

@@ -239,7 +239,8 @@ export class ScriptedHost {
         for (const json of events) {
           this.#seq += 1;
           void connection.sendText(
-            `{"jsonrpc":"2.0","method":"event","params":{"seq":${this.#seq},"sessionId":${JSON.stringify(sessionId)},"event":${json}}}`,
+            `{"jsonrpc":"2.0","method":"event","params":{"seq":${this.#seq},` +
+              `"sessionId":${JSON.stringify(sessionId)},"event":${json}}}`,
           );
         }
         return { sent: events.length };
