@@ -753,50 +753,53 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       { type: "text", text: "root done" },
     ];
 
-    it("supportsSubagents + exposesSubagentThreadIds: child thread lifecycle nested before the root terminal", async () => {
-      const r = await rig({ steps });
-      const events = await r.turn();
-      const started = ofType(events, "subagent.started");
-      expect(started).toHaveLength(1);
-      const child = started[0]!.childThreadRef;
-      expect(child).toEqual(expect.any(String));
-      expect(child).not.toBe(r.thread.threadRef);
-      expect(started[0]).toMatchObject({ agent: "explorer", prompt: "look around", threadRef: r.thread.threadRef });
+    it(
+      "supportsSubagents + exposesSubagentThreadIds: " + "child thread lifecycle nested before the root terminal",
+      async () => {
+        const r = await rig({ steps });
+        const events = await r.turn();
+        const started = ofType(events, "subagent.started");
+        expect(started).toHaveLength(1);
+        const child = started[0]!.childThreadRef;
+        expect(child).toEqual(expect.any(String));
+        expect(child).not.toBe(r.thread.threadRef);
+        expect(started[0]).toMatchObject({ agent: "explorer", prompt: "look around", threadRef: r.thread.threadRef });
 
-      const iStarted = events.indexOf(started[0]!);
-      const iChildStart = events.findIndex((e) => e.type === "turn.started" && e.threadRef === child);
-      const iChildEnd = events.findIndex((e) => e.type === "turn.terminal" && e.threadRef === child);
-      const iCompleted = events.findIndex((e) => e.type === "subagent.completed");
-      const iRootEnd = events.length - 1;
-      expect(iChildStart).toBeGreaterThan(iStarted);
-      expect(iChildEnd).toBeGreaterThan(iChildStart);
-      expect(iCompleted).toBeGreaterThan(iChildEnd);
-      expect(iRootEnd).toBeGreaterThan(iCompleted);
-      expect(events[iChildEnd]).toMatchObject({ status: "completed" });
-      expect(events[iCompleted]).toMatchObject({
-        type: "subagent.completed",
-        childThreadRef: child,
-        status: "completed",
-        itemRef: started[0]!.itemRef,
-      });
-      expect(events[iRootEnd]).toMatchObject({
-        type: "turn.terminal",
-        threadRef: r.thread.threadRef,
-        status: "completed",
-      });
+        const iStarted = events.indexOf(started[0]!);
+        const iChildStart = events.findIndex((e) => e.type === "turn.started" && e.threadRef === child);
+        const iChildEnd = events.findIndex((e) => e.type === "turn.terminal" && e.threadRef === child);
+        const iCompleted = events.findIndex((e) => e.type === "subagent.completed");
+        const iRootEnd = events.length - 1;
+        expect(iChildStart).toBeGreaterThan(iStarted);
+        expect(iChildEnd).toBeGreaterThan(iChildStart);
+        expect(iCompleted).toBeGreaterThan(iChildEnd);
+        expect(iRootEnd).toBeGreaterThan(iCompleted);
+        expect(events[iChildEnd]).toMatchObject({ status: "completed" });
+        expect(events[iCompleted]).toMatchObject({
+          type: "subagent.completed",
+          childThreadRef: child,
+          status: "completed",
+          itemRef: started[0]!.itemRef,
+        });
+        expect(events[iRootEnd]).toMatchObject({
+          type: "turn.terminal",
+          threadRef: r.thread.threadRef,
+          status: "completed",
+        });
 
-      // the child's items live on the child thread, between its turn start and end
-      const childItems = events.filter((e) => e.type.startsWith("item.") && field(e, "threadRef") === child);
-      expect(childItems.length).toBeGreaterThan(0);
-      for (const e of childItems) {
-        const i = events.indexOf(e);
-        expect(i).toBeGreaterThan(iChildStart);
-        expect(i).toBeLessThan(iChildEnd);
-      }
-      expect(ofType(childItems, "item.completed").map((e) => e.kind)).toEqual(["assistant_message", "tool_call"]);
-      // only the root turn's terminal carries the root thread ref
-      expect(ofType(events, "turn.terminal").filter((e) => e.threadRef === r.thread.threadRef)).toHaveLength(1);
-    });
+        // the child's items live on the child thread, between its turn start and end
+        const childItems = events.filter((e) => e.type.startsWith("item.") && field(e, "threadRef") === child);
+        expect(childItems.length).toBeGreaterThan(0);
+        for (const e of childItems) {
+          const i = events.indexOf(e);
+          expect(i).toBeGreaterThan(iChildStart);
+          expect(i).toBeLessThan(iChildEnd);
+        }
+        expect(ofType(childItems, "item.completed").map((e) => e.kind)).toEqual(["assistant_message", "tool_call"]);
+        // only the root turn's terminal carries the root thread ref
+        expect(ofType(events, "turn.terminal").filter((e) => e.threadRef === r.thread.threadRef)).toHaveLength(1);
+      },
+    );
 
     it("supportsSubagents false: steps run inline, no subagent or child turn events", async () => {
       const r = await rig({ capabilities: caps({ subagents: { supportsSubagents: false } }), steps });

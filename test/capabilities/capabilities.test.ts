@@ -587,21 +587,25 @@ describe("capability predicates", () => {
     );
   });
 
-  it("acceptsExplicitContext when system, developer or handoff-summary context is accepted (synthetic user context does not count)", () => {
-    const rows: Row[] = bools(4).map(([system, developer, summaries, synthetic]) => ({
-      overrides: {
-        context: {
-          acceptsSystemContext: system!,
-          acceptsDeveloperContext: developer!,
-          canConsumeHandoffSummaries: summaries!,
-          acceptsSyntheticUserContext: synthetic!,
+  it(
+    "acceptsExplicitContext when system, developer or handoff-summary " +
+      "context is accepted (synthetic user context does not count)",
+    () => {
+      const rows: Row[] = bools(4).map(([system, developer, summaries, synthetic]) => ({
+        overrides: {
+          context: {
+            acceptsSystemContext: system!,
+            acceptsDeveloperContext: developer!,
+            canConsumeHandoffSummaries: summaries!,
+            acceptsSyntheticUserContext: synthetic!,
+          },
         },
-      },
-      expected: system! || developer! || summaries!,
-      label: `system=${system} developer=${developer} summaries=${summaries} synthetic=${synthetic}`,
-    }));
-    check(predicates.acceptsExplicitContext, rows);
-  });
+        expected: system! || developer! || summaries!,
+        label: `system=${system} developer=${developer} summaries=${summaries} synthetic=${synthetic}`,
+      }));
+      check(predicates.acceptsExplicitContext, rows);
+    },
+  );
 
   it("canReceiveHandoff through explicit context or, failing that, synthetic user context", () => {
     const rows: Row[] = bools(4).map(([system, developer, summaries, synthetic]) => ({

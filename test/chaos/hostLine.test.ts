@@ -66,82 +66,87 @@ describe("chaos: host line", () => {
     tallyChaos("host line: splitter", { properties: 1, runs, violations: 0 });
   });
 
-  it("hosts that break a cap at random points fail only the run in flight; the embedder and the target keep serving", async () => {
-    type Step = { kind: "ok" } | { kind: "flood"; stream: "stdout" | "stderr" | "websocket"; factor: number };
-    const flood = (streams: Array<"stdout" | "stderr" | "websocket">) =>
-      fc.record({
-        kind: fc.constant("flood" as const),
-        stream: fc.constantFrom(...streams),
-        factor: fc.integer({ min: 1, max: 8 }),
-      });
-    const scenario = fc.oneof(
-      fc.record({
-        transport: fc.constant("stdio" as const),
-        steps: fc.array(fc.oneof(fc.constant({ kind: "ok" as const }), flood(["stdout", "stderr"])), {
-          minLength: 1,
-          maxLength: 4,
-        }),
-      }),
-      fc.record({
-        transport: fc.constant("websocket" as const),
-        steps: fc.array(fc.oneof(fc.constant({ kind: "ok" as const }), flood(["stdout", "stderr", "websocket"])), {
-          minLength: 1,
-          maxLength: 4,
-        }),
-      }),
-    );
-    let runs = 0;
-    let floods = 0;
-    await fc.assert(
-      fc.asyncProperty(scenario, async ({ transport, steps }) => {
-        runs++;
-        const dataDir = await mkdtemp(join(tmpdir(), "tiller-chaos-line-"));
-        const adapter = createScriptedHostAdapter({
-          transport,
-          scripts: {
-            "[gate]": [
-              { type: "text", text: "working" },
-              { type: "gate", name: "g" },
-            ],
-          },
-          limits: { maxFrameBytes: FRAME_CAP, maxStderrLineBytes: STDERR_CAP },
-          policy: { restartBudget: 100, backoffMs: [0] },
-          heartbeat: { intervalMs: 0 },
+  it(
+    "hosts that break a cap at random points fail only the run in flight; " +
+      "the embedder and the target keep serving",
+    async () => {
+      type Step = { kind: "ok" } | { kind: "flood"; stream: "stdout" | "stderr" | "websocket"; factor: number };
+      const flood = (streams: Array<"stdout" | "stderr" | "websocket">) =>
+        fc.record({
+          kind: fc.constant("flood" as const),
+          stream: fc.constantFrom(...streams),
+          factor: fc.integer({ min: 1, max: 8 }),
         });
-        const rt = await openRuntime({ ids: sequentialIds(), dataDir, providers: { s: adapter } });
-        const pids = new Set<number>();
-        try {
-          const { threadId } = await rt.createThread({ providerTarget: "s" });
-          for (const step of steps as Step[]) {
-            if (step.kind === "ok") {
-              const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "hello" })).runId);
-              expect(run.status).toBe("completed");
-              continue;
+      const scenario = fc.oneof(
+        fc.record({
+          transport: fc.constant("stdio" as const),
+          steps: fc.array(fc.oneof(fc.constant({ kind: "ok" as const }), flood(["stdout", "stderr"])), {
+            minLength: 1,
+            maxLength: 4,
+          }),
+        }),
+        fc.record({
+          transport: fc.constant("websocket" as const),
+          steps: fc.array(fc.oneof(fc.constant({ kind: "ok" as const }), flood(["stdout", "stderr", "websocket"])), {
+            minLength: 1,
+            maxLength: 4,
+          }),
+        }),
+      );
+      let runs = 0;
+      let floods = 0;
+      await fc.assert(
+        fc.asyncProperty(scenario, async ({ transport, steps }) => {
+          runs++;
+          const dataDir = await mkdtemp(join(tmpdir(), "tiller-chaos-line-"));
+          const adapter = createScriptedHostAdapter({
+            transport,
+            scripts: {
+              "[gate]": [
+                { type: "text", text: "working" },
+                { type: "gate", name: "g" },
+              ],
+            },
+            limits: { maxFrameBytes: FRAME_CAP, maxStderrLineBytes: STDERR_CAP },
+            policy: { restartBudget: 100, backoffMs: [0] },
+            heartbeat: { intervalMs: 0 },
+          });
+          const rt = await openRuntime({ ids: sequentialIds(), dataDir, providers: { s: adapter } });
+          const pids = new Set<number>();
+          try {
+            const { threadId } = await rt.createThread({ providerTarget: "s" });
+            for (const step of steps as Step[]) {
+              if (step.kind === "ok") {
+                const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "hello" })).runId);
+                expect(run.status).toBe("completed");
+                continue;
+              }
+              floods++;
+              const { runId } = await rt.sendMessage({ threadId, text: "[gate] hold" });
+              await nextEvent(rt, "node.delta", (e) => e.runId === runId);
+              const sessionId = [...rt.views.sessions.keys()].find((id) => adapter.hostPid(id) !== null)!;
+              pids.add(adapter.hostPid(sessionId)!);
+              const cap =
+                step.stream === "stderr" || (transport === "websocket" && step.stream === "stdout")
+                  ? STDERR_CAP
+                  : FRAME_CAP;
+              await adapter.debug("debug.flood", { stream: step.stream, bytes: cap * step.factor + 1 });
+              const run = await rt.waitForRun(runId);
+              expect(run.status).toBe("failed");
+              const what = step.stream === "websocket" ? "a WebSocket message" : `a ${step.stream} line`;
+              expect(run.failure?.message).toContain(`the host sent ${what} over`);
             }
-            floods++;
-            const { runId } = await rt.sendMessage({ threadId, text: "[gate] hold" });
-            await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-            const sessionId = [...rt.views.sessions.keys()].find((id) => adapter.hostPid(id) !== null)!;
-            pids.add(adapter.hostPid(sessionId)!);
-            const cap =
-              step.stream === "stderr" || (transport === "websocket" && step.stream === "stdout")
-                ? STDERR_CAP
-                : FRAME_CAP;
-            await adapter.debug("debug.flood", { stream: step.stream, bytes: cap * step.factor + 1 });
-            const run = await rt.waitForRun(runId);
-            expect(run.status).toBe("failed");
-            const what = step.stream === "websocket" ? "a WebSocket message" : `a ${step.stream} line`;
-            expect(run.failure?.message).toContain(`the host sent ${what} over`);
+          } finally {
+            await rt.close();
+            await rm(dataDir, { recursive: true, force: true });
           }
-        } finally {
-          await rt.close();
-          await rm(dataDir, { recursive: true, force: true });
-        }
-        for (const pid of pids) expect(isRunning(pid)).toBe(false);
-      }),
-      { numRuns: 6 },
-    );
-    tallyChaos("host line: hosts", { properties: 1, runs, violations: 0 });
-    console.info(`chaos host line: ${runs} scenarios, ${floods} floods`);
-  }, 180_000);
+          for (const pid of pids) expect(isRunning(pid)).toBe(false);
+        }),
+        { numRuns: 6 },
+      );
+      tallyChaos("host line: hosts", { properties: 1, runs, violations: 0 });
+      console.info(`chaos host line: ${runs} scenarios, ${floods} floods`);
+    },
+    180_000,
+  );
 });

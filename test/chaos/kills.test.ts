@@ -137,7 +137,8 @@ async function runAndKill(r: Round, dataDir: string, workDir: string): Promise<K
   const signal = await exited;
   expect(
     frozenHosts,
-    `round ${r.round}: the child ended by itself (${signal}) after ${acks} records, before its kill point (${r.killAfter ?? "at host spawn"})`,
+    `round ${r.round}: the child ended by itself (${signal}) after ${acks} records, ` +
+      `before its kill point (${r.killAfter ?? "at host spawn"})`,
   ).not.toBeNull();
   expect(signal).toBe("SIGKILL");
   return { lines, frozenHosts: frozenHosts! };
@@ -166,7 +167,9 @@ interface Figures {
 
 /** Reopens the data directory after a kill and checks every promise; returns what the kill hit. */
 async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise<Figures> {
-  const where = `round ${r.round} (${r.transport}, ${r.steering} steering, killed ${r.killAfter === null ? "at its host's fork" : `after ${r.killAfter}`}, child seed ${r.childSeed})`;
+  const killedAt = r.killAfter === null ? "at its host's fork" : `after ${r.killAfter}`;
+  const where =
+    `round ${r.round} (${r.transport}, ${r.steering} steering, ` + `killed ${killedAt}, child seed ${r.childSeed})`;
   const faults = killed.lines.filter((l): l is Extract<ChildLine, { t: "fault" }> => l.t === "fault");
   expect(
     faults.map((f) => f.message),
@@ -308,44 +311,51 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
 }
 
 describe("chaos: SIGKILL loop", () => {
-  it(`${ROUNDS} kills of a runtime, at random points and at a host's fork (stdio and WebSocket hosts, approvals pending): nothing running, nothing acknowledged lost, nothing dead answerable, no orphan`, async () => {
-    const rounds = plan(SEED);
-    console.info(
-      `chaos kills: seed ${SEED} (replay with TILLER_KILL_SEED=${SEED}); kill points: ${rounds.map((r) => `${r.transport[0]}${r.steering[0]}@${r.killAfter ?? "spawn"}`).join(" ")}`,
-    );
-    const root = await mkdtemp(join(tmpdir(), "tiller-chaos-kills-"));
-    const dirs = { native: join(root, "native"), restart: join(root, "restart") };
-    const workDir = join(root, "work");
-    await mkdir(workDir);
-    let kills = 0;
-    let withPending = 0;
-    // The two data directories' sequences run side by side (each one's rounds in order): a
-    // child boots in one while the other is being checked.
-    const sequence = async (steering: KillSteering) => {
-      for (const r of rounds.filter((round) => round.steering === steering)) {
-        const dataDir = dirs[r.steering];
-        const killed = await runAndKill(r, dataDir, workDir);
-        kills++;
-        const figures = await checkRecovery(r, dataDir, killed);
-        if (figures.pendingRequests > 0) withPending++;
-        if (verbose)
-          console.info(
-            `chaos kills: round ${r.round} ${r.transport}/${r.steering} at ${r.killAfter ?? "spawn"}: ${JSON.stringify(figures)}`,
-          );
+  it(
+    `${ROUNDS} kills of a runtime, at random points and at a host's fork (stdio and WebSocket hosts, ` +
+      `approvals pending): nothing running, nothing acknowledged lost, nothing dead answerable, no orphan`,
+    async () => {
+      const rounds = plan(SEED);
+      console.info(
+        `chaos kills: seed ${SEED} (replay with TILLER_KILL_SEED=${SEED}); kill points: ` +
+          `${rounds.map((r) => `${r.transport[0]}${r.steering[0]}@${r.killAfter ?? "spawn"}`).join(" ")}`,
+      );
+      const root = await mkdtemp(join(tmpdir(), "tiller-chaos-kills-"));
+      const dirs = { native: join(root, "native"), restart: join(root, "restart") };
+      const workDir = join(root, "work");
+      await mkdir(workDir);
+      let kills = 0;
+      let withPending = 0;
+      // The two data directories' sequences run side by side (each one's rounds in order): a
+      // child boots in one while the other is being checked.
+      const sequence = async (steering: KillSteering) => {
+        for (const r of rounds.filter((round) => round.steering === steering)) {
+          const dataDir = dirs[r.steering];
+          const killed = await runAndKill(r, dataDir, workDir);
+          kills++;
+          const figures = await checkRecovery(r, dataDir, killed);
+          if (figures.pendingRequests > 0) withPending++;
+          if (verbose)
+            console.info(
+              `chaos kills: round ${r.round} ${r.transport}/${r.steering} ` +
+                `at ${r.killAfter ?? "spawn"}: ${JSON.stringify(figures)}`,
+            );
+        }
+      };
+      try {
+        const outcomes = await Promise.allSettled([sequence("native"), sequence("restart")]);
+        for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
+      } finally {
+        for (const host of leftovers) if (stillRunning(host)) killGroup(host.pid);
+        await rm(root, { recursive: true, force: true });
       }
-    };
-    try {
-      const outcomes = await Promise.allSettled([sequence("native"), sequence("restart")]);
-      for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
-    } finally {
-      for (const host of leftovers) if (stillRunning(host)) killGroup(host.pid);
-      await rm(root, { recursive: true, force: true });
-    }
-    // The parked approval opens within the child's first records, so the mid-workload kills all have one pending.
-    expect(withPending).toBeGreaterThanOrEqual(rounds.filter((r) => r.killAfter !== null && r.killAfter > 30).length);
-    expect(kills).toBe(ROUNDS);
-    expect(rounds.filter((r) => r.transport === "stdio")).toHaveLength(ROUNDS / 2);
-    expect(rounds.filter((r) => r.killAfter === null).map((r) => r.transport)).toEqual(["stdio", "websocket"]);
-    tallyChaos("kills", { properties: 5, runs: ROUNDS, kills, violations: 0 });
-  }, 180_000);
+      // The parked approval opens within the child's first records, so the mid-workload kills all have one pending.
+      expect(withPending).toBeGreaterThanOrEqual(rounds.filter((r) => r.killAfter !== null && r.killAfter > 30).length);
+      expect(kills).toBe(ROUNDS);
+      expect(rounds.filter((r) => r.transport === "stdio")).toHaveLength(ROUNDS / 2);
+      expect(rounds.filter((r) => r.killAfter === null).map((r) => r.transport)).toEqual(["stdio", "websocket"]);
+      tallyChaos("kills", { properties: 5, runs: ROUNDS, kills, violations: 0 });
+    },
+    180_000,
+  );
 });

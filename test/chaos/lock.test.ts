@@ -84,7 +84,8 @@ async function race(name: string, prepare: (lane: string, attempt: number) => vo
     });
   }
   console.info(
-    `lock race (${name}): ${TRIES} tries, wins ${wins.join(" + ")}, ${violations.length} violations, ${(performance.now() - t0).toFixed(0)} ms`,
+    `lock race (${name}): ${TRIES} tries, wins ${wins.join(" + ")}, ` +
+      `${violations.length} violations, ${(performance.now() - t0).toFixed(0)} ms`,
   );
   expect({ violations: violations.slice(0, 5), count: violations.length }).toEqual({ violations: [], count: 0 });
   runs += TRIES; // tallied once the tries passed

@@ -61,7 +61,8 @@ describe("two runtimes started together on one data directory", () => {
       for (const rt of opened) expect(await rt.ask("close")).toBe("closed");
     }
     console.info(
-      `lock race (two runtimes): ${ROUNDS} rounds, opened ${wins.join(" + ")}, ${violations.length} violations, ${(performance.now() - t0).toFixed(0)} ms`,
+      `lock race (two runtimes): ${ROUNDS} rounds, opened ${wins.join(" + ")}, ` +
+        `${violations.length} violations, ${(performance.now() - t0).toFixed(0)} ms`,
     );
     expect(violations).toEqual([]);
 

@@ -90,7 +90,8 @@ function nativeItemViolations(records: LogRecord<DomainEvent>[], itemIds: "stron
     const entry = holder.get(key);
     if (entry && entry.nodeId !== event.nodeId && (itemIds === "strong" || entry.open)) {
       violations.push(
-        `${seq}: native item ${event.nativeRef} became a second node ${event.nodeId} (${entry.open ? "the first still open" : "identity strong"})`,
+        `${seq}: native item ${event.nativeRef} became a second node ` +
+          `${event.nodeId} (${entry.open ? "the first still open" : "identity strong"})`,
       );
     }
     if (!entry || entry.nodeId !== event.nodeId) holder.set(key, { nodeId: event.nodeId, open: true });
@@ -128,7 +129,8 @@ async function inWorld(
     const reopened = await reopenedReadModel(world, caps, x);
     if (JSON.stringify(live) !== JSON.stringify(reopened))
       violations.push(
-        `reopen: the read model folded from the log differs from the live one:\n${JSON.stringify(live)}\n${JSON.stringify(reopened)}`,
+        `reopen: the read model folded from the log differs from the live one:\n` +
+          `${JSON.stringify(live)}\n${JSON.stringify(reopened)}`,
       );
   } finally {
     await disposeWorld(world);
@@ -379,49 +381,63 @@ function normalizerViolations(s: TurnScenario, repeats: Array<{ which: number; a
 }
 
 describe("chaos properties", () => {
-  it("the normalizer alone: replay-deterministic, one node per native item, its barrier closes exactly what is open; the projections fold a repeated start in place", () => {
-    let runs = 0;
-    fc.assert(
-      fc.property(
-        turnScenario,
-        fc.array(fc.record({ which: fc.nat({ max: 999 }), after: fc.nat({ max: 999 }) }), { maxLength: 4 }),
-        (s, repeats) => {
+  it(
+    "the normalizer alone: replay-deterministic, one node per native item, " +
+      "its barrier closes exactly what is open; the projections fold a repeated start in place",
+    () => {
+      let runs = 0;
+      fc.assert(
+        fc.property(
+          turnScenario,
+          fc.array(fc.record({ which: fc.nat({ max: 999 }), after: fc.nat({ max: 999 }) }), { maxLength: 4 }),
+          (s, repeats) => {
+            runs += 1;
+            const violations = normalizerViolations(s, repeats);
+            if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
+          },
+        ),
+        params(1000),
+      );
+      tallyChaos("properties", { properties: 1, runs });
+    },
+  );
+
+  it(
+    "a turn's provider events, duplicated, reordered, late, " +
+      "malformed or misaddressed, never corrupt the transcript or end the run wrongly",
+    async () => {
+      let runs = 0;
+      await fc.assert(
+        fc.asyncProperty(turnScenario, async (s) => {
           runs += 1;
-          const violations = normalizerViolations(s, repeats);
+          const { violations } = await playTurn(s.caps, (turnRef) => stepsOf(s, turnRef));
           if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
-        },
-      ),
-      params(1000),
-    );
-    tallyChaos("properties", { properties: 1, runs });
-  });
+        }),
+        params(150),
+      );
+      tallyChaos("properties", { properties: 1, runs });
+      expect(runs).toBeGreaterThan(0);
+    },
+    120_000,
+  );
 
-  it("a turn's provider events, duplicated, reordered, late, malformed or misaddressed, never corrupt the transcript or end the run wrongly", async () => {
-    let runs = 0;
-    await fc.assert(
-      fc.asyncProperty(turnScenario, async (s) => {
-        runs += 1;
-        const { violations } = await playTurn(s.caps, (turnRef) => stepsOf(s, turnRef));
-        if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
-      }),
-      params(150),
-    );
-    tallyChaos("properties", { properties: 1, runs });
-    expect(runs).toBeGreaterThan(0);
-  }, 120_000);
-
-  it("two turns on a thread (a steer by interrupt-restart, or a queued run): only the active attempt's root ends a run; the first turn's late events are fenced", async () => {
-    let runs = 0;
-    await fc.assert(
-      fc.asyncProperty(twoTurnScenario, async (s) => {
-        runs += 1;
-        const violations = await playTwoTurns(s);
-        if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
-      }),
-      params(100),
-    );
-    tallyChaos("properties", { properties: 1, runs });
-  }, 120_000);
+  it(
+    "two turns on a thread (a steer by interrupt-restart, or a queued run): " +
+      "only the active attempt's root ends a run; the first turn's late events are fenced",
+    async () => {
+      let runs = 0;
+      await fc.assert(
+        fc.asyncProperty(twoTurnScenario, async (s) => {
+          runs += 1;
+          const violations = await playTwoTurns(s);
+          if (violations.length > 0) throw new Error(`${violations.join("\n")}\nscenario: ${JSON.stringify(s)}`);
+        }),
+        params(100),
+      );
+      tallyChaos("properties", { properties: 1, runs });
+    },
+    120_000,
+  );
 });
 
 /** A provider that declares everything, with the item identity under test. */
@@ -480,17 +496,20 @@ let examples = 0;
 /** Issue 12 item 11, as the properties first found it: each of these failed on the code before the fix. */
 describe("reordered and duplicated provider events (issue 12 item 11)", () => {
   for (const itemIds of ["strong", "weak", "none"] as const) {
-    it(`a delta before its item.started makes one item, complete when the run completes (identity ${itemIds})`, async () => {
-      const run = await played(declared(itemIds), ({ where, ref }) => [
-        "accept",
-        { type: "item.delta", ...where, ...ref("item-1"), kind: "assistant_message", stream: "text", delta: "hel" },
-        { type: "item.started", ...where, ...ref("item-1"), kind: "assistant_message" },
-        { type: "item.delta", ...where, ...ref("item-1"), kind: "assistant_message", stream: "text", delta: "lo" },
-        { type: "item.completed", ...where, ...ref("item-1"), kind: "assistant_message", status: "completed" },
-        { ...where, ...completed },
-      ]);
-      expect(itemsOf(run, "assistant_message")).toMatchObject([{ text: "hello", status: "complete" }]);
-    });
+    it(
+      `a delta before its item.started makes one item, ` + `complete when the run completes (identity ${itemIds})`,
+      async () => {
+        const run = await played(declared(itemIds), ({ where, ref }) => [
+          "accept",
+          { type: "item.delta", ...where, ...ref("item-1"), kind: "assistant_message", stream: "text", delta: "hel" },
+          { type: "item.started", ...where, ...ref("item-1"), kind: "assistant_message" },
+          { type: "item.delta", ...where, ...ref("item-1"), kind: "assistant_message", stream: "text", delta: "lo" },
+          { type: "item.completed", ...where, ...ref("item-1"), kind: "assistant_message", status: "completed" },
+          { ...where, ...completed },
+        ]);
+        expect(itemsOf(run, "assistant_message")).toMatchObject([{ text: "hello", status: "complete" }]);
+      },
+    );
 
     it(`a completion for an item never started makes one complete item (identity ${itemIds})`, async () => {
       const run = await played(declared(itemIds), ({ where, ref }) => [
@@ -513,18 +532,22 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
   }
 
   for (const itemIds of ["strong", "weak"] as const) {
-    it(`a start that comes after its item's completion announces that item, never a second one (identity ${itemIds})`, async () => {
-      const run = await played(declared(itemIds), ({ where, ref }) => [
-        "accept",
-        { type: "item.delta", ...where, ...ref("item-1"), kind: "tool_call", stream: "output", delta: "found" },
-        { type: "item.completed", ...where, ...ref("item-1"), kind: "tool_call", status: "completed" },
-        { type: "item.started", ...where, ...ref("item-1"), kind: "tool_call", detail: { toolName: "grep" } },
-        { ...where, ...completed },
-      ]);
-      expect(itemsOf(run, "tool")).toMatchObject([
-        { output: "found", status: "complete", detail: { toolName: "grep", status: "completed" } },
-      ]);
-    });
+    it(
+      `a start that comes after its item's completion announces that item, ` +
+        `never a second one (identity ${itemIds})`,
+      async () => {
+        const run = await played(declared(itemIds), ({ where, ref }) => [
+          "accept",
+          { type: "item.delta", ...where, ...ref("item-1"), kind: "tool_call", stream: "output", delta: "found" },
+          { type: "item.completed", ...where, ...ref("item-1"), kind: "tool_call", status: "completed" },
+          { type: "item.started", ...where, ...ref("item-1"), kind: "tool_call", detail: { toolName: "grep" } },
+          { ...where, ...completed },
+        ]);
+        expect(itemsOf(run, "tool")).toMatchObject([
+          { output: "found", status: "complete", detail: { toolName: "grep", status: "completed" } },
+        ]);
+      },
+    );
 
     it(`a duplicated start and a duplicated completion are idempotent (identity ${itemIds})`, async () => {
       const start = (where: object, ref: (r: string) => object) =>
@@ -628,26 +651,29 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
     expect(run.failure).toBeNull();
   });
 
-  it("a weak item ref names one item with its fingerprint: another kind under the same ref is another item", async () => {
-    const run = await played(declared("weak"), ({ where, ref }) => [
-      "accept",
-      { type: "item.started", ...where, ...ref("item-1"), kind: "tool_call", detail: { toolName: "grep" } },
-      {
-        type: "item.completed",
-        ...where,
-        ...ref("item-1"),
-        kind: "assistant_message",
-        status: "completed",
-        text: "hi",
-      },
-      { ...where, ...completed },
-    ]);
-    expect(itemsOf(run, "assistant_message")).toMatchObject([{ text: "hi", status: "complete" }]);
-    // The tool never completed: the completion barrier cancels it when the turn completes.
-    expect(itemsOf(run, "tool")).toMatchObject([
-      { status: "complete", detail: { toolName: "grep", status: "cancelled" } },
-    ]);
-  });
+  it(
+    "a weak item ref names one item with its fingerprint: " + "another kind under the same ref is another item",
+    async () => {
+      const run = await played(declared("weak"), ({ where, ref }) => [
+        "accept",
+        { type: "item.started", ...where, ...ref("item-1"), kind: "tool_call", detail: { toolName: "grep" } },
+        {
+          type: "item.completed",
+          ...where,
+          ...ref("item-1"),
+          kind: "assistant_message",
+          status: "completed",
+          text: "hi",
+        },
+        { ...where, ...completed },
+      ]);
+      expect(itemsOf(run, "assistant_message")).toMatchObject([{ text: "hi", status: "complete" }]);
+      // The tool never completed: the completion barrier cancels it when the turn completes.
+      expect(itemsOf(run, "tool")).toMatchObject([
+        { status: "complete", detail: { toolName: "grep", status: "cancelled" } },
+      ]);
+    },
+  );
 
   it("the sendRun reply names the run's turn: another turn's ref taken before it stops being the run's", async () => {
     const run = await played(declared("strong"), ({ where }) => [
@@ -670,150 +696,160 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
     expect(itemsOf(run, "assistant_message")).toMatchObject([{ text: "mine" }]);
   });
 
-  it("a superseded attempt's child thread, heard from after attempt 2 started, is fenced, not adopted by attempt 2", async () => {
-    // The restart property's counterexample on the code before the fix (attempt 1's subagent thread ends late).
-    const s: TwoTurnScenario = {
-      caps: {
-        ...declared("strong"),
-        threadIds: "weak",
-        exposesNativeThreadId: false,
-        emitsTurnStarted: false,
-        terminalStatusQuality: "none",
-        emitsSubagentLifecycle: false,
-      },
-      first: {
-        turnStarted: false,
-        items: [],
-        subagent: { items: [], status: "completed" },
-        plan: false,
-        todo: true,
-        request: null,
-        warning: false,
-        terminal: { status: "completed", broken: false },
-        ending: "terminal",
-      },
-      firstOps: [],
-      steerAt: 0,
-      second: {
-        turnStarted: false,
-        items: [],
-        subagent: null,
-        plan: false,
-        todo: false,
-        request: null,
-        warning: false,
-        terminal: { status: "completed", broken: false },
-        ending: "terminal",
-      },
-      secondAcceptAt: 0,
-      secondOps: [],
-      late: [{ from: 812, at: 0 }],
-      interrupt: false,
-      via: "interrupt_restart",
-    };
-    expect(await playTwoTurns(s)).toEqual([]);
-    examples += 1;
-  });
-
-  it("a strong request id the provider uses again on the next attempt makes two requests: the first one's late answer leaves the second pending", async () => {
-    // The restart property's counterexample (CI, seed 18479141): one request id for both attempts' requests, so turn
-    // 1's late resolution answered turn 2's.
-    const s: TwoTurnScenario = {
-      caps: {
-        ...declared("weak"),
-        threadIds: "weak",
-        exposesNativeThreadId: false,
-        emitsTurnCompleted: false,
-        terminalStatusQuality: "weak",
-        emitsSubagentLifecycle: false,
-      },
-      first: {
-        turnStarted: false,
-        items: [],
-        subagent: null,
-        plan: false,
-        todo: false,
-        request: { resolved: true },
-        warning: true,
-        terminal: { status: "completed", broken: false },
-        ending: "idle",
-      },
-      firstOps: [{ op: "move", from: 778, to: 0 }],
-      steerAt: 0,
-      second: {
-        turnStarted: false,
-        items: [],
-        subagent: null,
-        plan: false,
-        todo: false,
-        request: { resolved: false },
-        warning: false,
-        terminal: { status: "completed", broken: false },
-        ending: "idle",
-      },
-      secondAcceptAt: 0,
-      secondOps: [],
-      late: [{ from: 0, at: 614 }],
-      interrupt: false,
-      via: "interrupt_restart",
-    };
-    expect(await playTwoTurns(s)).toEqual([]);
-    examples += 1;
-  });
-
-  it("a finished run's child thread, heard from again during the next run, is fenced, not adopted by that run", async () => {
-    const choice = declared("strong");
-    const { violations } = await inWorld(choice, capabilitiesOf(choice), async ({ rt, provider, threadId }) => {
-      const terminal = (n: number) => ({
-        type: "turn.terminal",
-        threadRef: "thr-1",
-        turnRef: `turn-${n}`,
-        status: "completed",
-        threadDisposition: "reusable",
-        failureClass: null,
-        message: null,
-        retryable: false,
-      });
-      const accepted = async (n: number) => {
-        const call = await provider.turn(n);
-        const bound = awaitRecord(rt, (e) => e.type === "attempt.turn_bound" && e.nativeTurnRef === `turn-${n}`);
-        call.accept();
-        await bound;
-        return call.input.sessionId;
-      };
-      const first = await rt.sendMessage({ threadId, text: "one" });
-      const sessionId = await accepted(1);
-      await provider.deliver({
-        sessionId,
-        event: {
-          type: "subagent.started",
-          threadRef: "thr-1",
-          turnRef: "turn-1",
-          itemRef: "sub-1",
-          childThreadRef: "child-1",
-          agent: "helper",
+  it(
+    "a superseded attempt's child thread, " + "heard from after attempt 2 started, is fenced, not adopted by attempt 2",
+    async () => {
+      // The restart property's counterexample on the code before the fix (attempt 1's subagent thread ends late).
+      const s: TwoTurnScenario = {
+        caps: {
+          ...declared("strong"),
+          threadIds: "weak",
+          exposesNativeThreadId: false,
+          emitsTurnStarted: false,
+          terminalStatusQuality: "none",
+          emitsSubagentLifecycle: false,
         },
+        first: {
+          turnStarted: false,
+          items: [],
+          subagent: { items: [], status: "completed" },
+          plan: false,
+          todo: true,
+          request: null,
+          warning: false,
+          terminal: { status: "completed", broken: false },
+          ending: "terminal",
+        },
+        firstOps: [],
+        steerAt: 0,
+        second: {
+          turnStarted: false,
+          items: [],
+          subagent: null,
+          plan: false,
+          todo: false,
+          request: null,
+          warning: false,
+          terminal: { status: "completed", broken: false },
+          ending: "terminal",
+        },
+        secondAcceptAt: 0,
+        secondOps: [],
+        late: [{ from: 812, at: 0 }],
+        interrupt: false,
+        via: "interrupt_restart",
+      };
+      expect(await playTwoTurns(s)).toEqual([]);
+      examples += 1;
+    },
+  );
+
+  it(
+    "a strong request id the provider uses again on the next attempt makes two requests: " +
+      "the first one's late answer leaves the second pending",
+    async () => {
+      // The restart property's counterexample (CI, seed 18479141): one request id for both attempts' requests, so turn
+      // 1's late resolution answered turn 2's.
+      const s: TwoTurnScenario = {
+        caps: {
+          ...declared("weak"),
+          threadIds: "weak",
+          exposesNativeThreadId: false,
+          emitsTurnCompleted: false,
+          terminalStatusQuality: "weak",
+          emitsSubagentLifecycle: false,
+        },
+        first: {
+          turnStarted: false,
+          items: [],
+          subagent: null,
+          plan: false,
+          todo: false,
+          request: { resolved: true },
+          warning: true,
+          terminal: { status: "completed", broken: false },
+          ending: "idle",
+        },
+        firstOps: [{ op: "move", from: 778, to: 0 }],
+        steerAt: 0,
+        second: {
+          turnStarted: false,
+          items: [],
+          subagent: null,
+          plan: false,
+          todo: false,
+          request: { resolved: false },
+          warning: false,
+          terminal: { status: "completed", broken: false },
+          ending: "idle",
+        },
+        secondAcceptAt: 0,
+        secondOps: [],
+        late: [{ from: 0, at: 614 }],
+        interrupt: false,
+        via: "interrupt_restart",
+      };
+      expect(await playTwoTurns(s)).toEqual([]);
+      examples += 1;
+    },
+  );
+
+  it(
+    "a finished run's child thread, heard from again during the next run, " + "is fenced, not adopted by that run",
+    async () => {
+      const choice = declared("strong");
+      const { violations } = await inWorld(choice, capabilitiesOf(choice), async ({ rt, provider, threadId }) => {
+        const terminal = (n: number) => ({
+          type: "turn.terminal",
+          threadRef: "thr-1",
+          turnRef: `turn-${n}`,
+          status: "completed",
+          threadDisposition: "reusable",
+          failureClass: null,
+          message: null,
+          retryable: false,
+        });
+        const accepted = async (n: number) => {
+          const call = await provider.turn(n);
+          const bound = awaitRecord(rt, (e) => e.type === "attempt.turn_bound" && e.nativeTurnRef === `turn-${n}`);
+          call.accept();
+          await bound;
+          return call.input.sessionId;
+        };
+        const first = await rt.sendMessage({ threadId, text: "one" });
+        const sessionId = await accepted(1);
+        await provider.deliver({
+          sessionId,
+          event: {
+            type: "subagent.started",
+            threadRef: "thr-1",
+            turnRef: "turn-1",
+            itemRef: "sub-1",
+            childThreadRef: "child-1",
+            agent: "helper",
+          },
+        });
+        await provider.deliver({ sessionId, event: terminal(1) });
+        await rt.waitForRun(first.runId);
+        const second = await rt.sendMessage({ threadId, text: "two" });
+        await accepted(2);
+        const head = rt.views.head;
+        await provider.deliver({
+          sessionId,
+          event: { type: "item.delta", threadRef: "child-1", kind: "reasoning", stream: "text", delta: "late" },
+        });
+        expect(rt.views.runs.get(second.runId)!.items.map((i) => i.kind)).toEqual(["user_message"]);
+        await provider.deliver({ sessionId, event: terminal(2) });
+        const run = await rt.waitForRun(second.runId);
+        expect(run.items.map((i) => i.kind)).toEqual(["user_message"]);
+        const fenced = await awaitRecord(rt, (e) => e.type === "event.fenced", head);
+        expect(fenced.event).toMatchObject({ runId: first.runId, providerEventType: "item.delta" });
+        return [];
       });
-      await provider.deliver({ sessionId, event: terminal(1) });
-      await rt.waitForRun(first.runId);
-      const second = await rt.sendMessage({ threadId, text: "two" });
-      await accepted(2);
-      const head = rt.views.head;
-      await provider.deliver({
-        sessionId,
-        event: { type: "item.delta", threadRef: "child-1", kind: "reasoning", stream: "text", delta: "late" },
-      });
-      expect(rt.views.runs.get(second.runId)!.items.map((i) => i.kind)).toEqual(["user_message"]);
-      await provider.deliver({ sessionId, event: terminal(2) });
-      const run = await rt.waitForRun(second.runId);
-      expect(run.items.map((i) => i.kind)).toEqual(["user_message"]);
-      const fenced = await awaitRecord(rt, (e) => e.type === "event.fenced", head);
-      expect(fenced.event).toMatchObject({ runId: first.runId, providerEventType: "item.delta" });
-      return [];
-    });
-    expect(violations).toEqual([]);
-    examples += 1;
-  });
+      expect(violations).toEqual([]);
+      examples += 1;
+    },
+  );
 
   afterAll(() => tallyChaos("properties-examples", { runs: examples }));
 });

@@ -37,59 +37,63 @@ async function recordBatches(): Promise<number[][]> {
 }
 
 describe("chaos: a command's receipt shares its work's group commit", () => {
-  it("for every command whose work is one step: createThread, forkThread, sendMessage (queue), interrupt (queued), respond", async () => {
-    const batches = await recordBatches();
-    const script = keyedScript({
-      "[hang]": [{ type: "hang" }],
-      "[ask]": [{ type: "command", command: "ls", output: "", approval: true }],
-    });
-    const { rt, cleanup } = await openTestRuntime({ s: createScriptedAdapter({ script }) });
-    try {
-      const checked: string[] = [];
-      const sameBatch = async (name: string, command: () => Promise<{ commandId: string }>) => {
-        const before = rt.views.head;
-        const receipt = await command();
-        const receiptSeq = rt.views.head; // the receipt is the command's last event
-        const batch = batches.find((b) => b.includes(receiptSeq));
-        const work = Array.from({ length: receiptSeq - before - 1 }, (_, i) => before + 1 + i);
-        expect(batch, name).toBeDefined();
-        expect(
-          work.filter((seq) => !batch!.includes(seq)),
-          `${name}: work committed apart from its receipt ${receipt.commandId}`,
-        ).toEqual([]);
-        checked.push(name);
-      };
-      let threadId = "";
-      await sameBatch("createThread", async () => {
-        const r = await rt.createThread({ providerTarget: "s", commandId: "c1" });
-        threadId = r.threadId;
-        return r;
+  it(
+    "for every command whose work is one step: " +
+      "createThread, forkThread, sendMessage (queue), interrupt (queued), respond",
+    async () => {
+      const batches = await recordBatches();
+      const script = keyedScript({
+        "[hang]": [{ type: "hang" }],
+        "[ask]": [{ type: "command", command: "ls", output: "", approval: true }],
       });
-      const { runId: hung } = await rt.sendMessage({ threadId, text: "[hang] first" });
-      let queued = "";
-      await sameBatch("sendMessage queue", async () => {
-        const r = await rt.sendMessage({ threadId, text: "second", mode: "queue", commandId: "c2" });
-        queued = r.runId;
-        return r;
-      });
-      await sameBatch("interrupt of a queued run", () => rt.interrupt({ runId: queued, commandId: "c3" }));
-      await rt.interrupt({ runId: hung });
-      await rt.waitForRun(hung);
-      await sameBatch("forkThread", () => rt.forkThread({ threadId, commandId: "c4" }));
-      const { runId: asking } = await rt.sendMessage({ threadId, text: "[ask]" });
-      const request = await new Promise<string>((done) => {
-        const stop = rt.subscribe(
-          { afterSeq: 0 },
-          (r) => r.event.type === "request.opened" && (stop(), done(r.event.requestId)),
+      const { rt, cleanup } = await openTestRuntime({ s: createScriptedAdapter({ script }) });
+      try {
+        const checked: string[] = [];
+        const sameBatch = async (name: string, command: () => Promise<{ commandId: string }>) => {
+          const before = rt.views.head;
+          const receipt = await command();
+          const receiptSeq = rt.views.head; // the receipt is the command's last event
+          const batch = batches.find((b) => b.includes(receiptSeq));
+          const work = Array.from({ length: receiptSeq - before - 1 }, (_, i) => before + 1 + i);
+          expect(batch, name).toBeDefined();
+          expect(
+            work.filter((seq) => !batch!.includes(seq)),
+            `${name}: work committed apart from its receipt ${receipt.commandId}`,
+          ).toEqual([]);
+          checked.push(name);
+        };
+        let threadId = "";
+        await sameBatch("createThread", async () => {
+          const r = await rt.createThread({ providerTarget: "s", commandId: "c1" });
+          threadId = r.threadId;
+          return r;
+        });
+        const { runId: hung } = await rt.sendMessage({ threadId, text: "[hang] first" });
+        let queued = "";
+        await sameBatch("sendMessage queue", async () => {
+          const r = await rt.sendMessage({ threadId, text: "second", mode: "queue", commandId: "c2" });
+          queued = r.runId;
+          return r;
+        });
+        await sameBatch("interrupt of a queued run", () => rt.interrupt({ runId: queued, commandId: "c3" }));
+        await rt.interrupt({ runId: hung });
+        await rt.waitForRun(hung);
+        await sameBatch("forkThread", () => rt.forkThread({ threadId, commandId: "c4" }));
+        const { runId: asking } = await rt.sendMessage({ threadId, text: "[ask]" });
+        const request = await new Promise<string>((done) => {
+          const stop = rt.subscribe(
+            { afterSeq: 0 },
+            (r) => r.event.type === "request.opened" && (stop(), done(r.event.requestId)),
+          );
+        });
+        await sameBatch("respond", () =>
+          rt.respond({ requestId: request, response: { kind: "decision", decision: "decline" }, commandId: "c5" }),
         );
-      });
-      await sameBatch("respond", () =>
-        rt.respond({ requestId: request, response: { kind: "decision", decision: "decline" }, commandId: "c5" }),
-      );
-      await rt.waitForRun(asking);
-      tallyChaos("receipt batches", { properties: 1, runs: checked.length });
-    } finally {
-      await cleanup();
-    }
-  });
+        await rt.waitForRun(asking);
+        tallyChaos("receipt batches", { properties: 1, runs: checked.length });
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 });

@@ -51,6 +51,7 @@ try {
 rmSync(dir, { recursive: true, force: true });
 if (skipped > 0) console.log(`chaos: ${skipped} test(s) skipped; a skipped chaos test is a failure`);
 console.log(
-  `chaos: ${sum.properties} properties, ${sum.runs} generated runs, ${sum.kills} kills, ${sum.violations + failed} violations`,
+  `chaos: ${sum.properties} properties, ${sum.runs} generated runs, ` +
+    `${sum.kills} kills, ${sum.violations + failed} violations`,
 );
 process.exit(vitest.status === 0 && skipped === 0 && failed === 0 ? 0 : 1);

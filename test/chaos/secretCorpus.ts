@@ -25,7 +25,8 @@ export const CREDENTIAL_CORPUS: readonly CredentialShape[] = [
     "AWS secret key, JSON env of an RPC frame",
     "Zx8fakeAwsSecretFromJsonFrame0042abcd",
     (s) =>
-      `{"jsonrpc":"2.0","id":1,"method":"init","params":{"env":{"PATH":"/usr/bin","AWS_SECRET_ACCESS_KEY":"${s}","LANG":"C.UTF-8"}}}`,
+      `{"jsonrpc":"2.0","id":1,"method":"init",` +
+      `"params":{"env":{"PATH":"/usr/bin","AWS_SECRET_ACCESS_KEY":"${s}","LANG":"C.UTF-8"}}}`,
   ),
   shape("OpenAI key, env line", "proj-Fk29dLqP0vX7tR3mN8bC1zYw", (s) => `OPENAI_API_KEY=sk-${s}`),
   shape(
@@ -77,7 +78,9 @@ export const CREDENTIAL_CORPUS: readonly CredentialShape[] = [
   ),
   shape(
     "JWT",
-    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkZha2UifQ.fakeSignatureSflKxwRJSMeKKF2QT4",
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." +
+      "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkZha2UifQ." +
+      "fakeSignatureSflKxwRJSMeKKF2QT4",
     (s) => `id_token ${s} accepted`,
   ),
   shape(

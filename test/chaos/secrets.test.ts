@@ -183,74 +183,84 @@ describe("secret corpus", () => {
     tallyChaos("secrets: log", { properties: 1, runs: CREDENTIAL_CORPUS.length, violations: 0 });
   });
 
-  it("the frame ring: its dump holds no shape, whether it came in a JSON-RPC frame, as stdout noise or as stderr lines", () => {
-    const { list, check } = violations();
-    for (const shape of CREDENTIAL_CORPUS) {
-      const dump = ringDump(shape.text);
-      check("frame ring", shape, [...dump, dump.join("\n")]);
-    }
-    for (const text of NOT_SECRETS) {
-      const dump = ringDump(text);
-      const frame = JSON.parse(dump[0]!.slice("in ".length)) as { params: { event: { text: string } } };
-      if (
-        frame.params.event.text !== text ||
-        dump.slice(2).join("\n") !== `stderr ${text.split("\n").join("\nstderr ")}`
-      )
-        list.push(`frame ring changed ${JSON.stringify(text)}: ${JSON.stringify(dump)}`);
-    }
-    expect(list).toEqual([]);
-    tallyChaos("secrets: frame ring", { properties: 1, runs: CREDENTIAL_CORPUS.length, violations: 0 });
-  });
-
-  it(`the inspector: no page gets a shape, however its stream is cut into deltas; titles and commands are masked (seed ${seed})`, () => {
-    const { list, check } = violations();
-    let cuts = 0;
-    for (const shape of CREDENTIAL_CORPUS) {
-      fc.assert(
-        fc.property(cutsOf(shape), (points) => {
-          cuts++;
-          const deltas = cut(shape.text, points);
-          const messages = pageMessages(runLog(shape.text, deltas), true);
-          const before = list.length;
-          check(`inspector (deltas ${JSON.stringify(deltas)})`, shape, [
-            ...strings(messages),
-            pageDeltas(messages).join(""),
-          ]);
-          // What the deltas carry, put together, is the masked whole (live, and on a page opened later): nothing lost,
-          // nothing unmasked.
-          const whole = maskCredentials(deltas.join(""));
-          for (const page of [messages.slice(0, -3), messages.slice(-3)]) {
-            const got = pageDeltas(page).join("");
-            if (got !== whole)
-              list.push(
-                `inspector: ${shape.name}: deltas ${JSON.stringify(deltas)} reassemble to ${JSON.stringify(got)}, not ${JSON.stringify(whole)}`,
-              );
-          }
-          return list.length === before;
-        }),
-        { seed, numRuns: CUTS_PER_SHAPE },
-      );
-      check("inspector (hidden text)", shape, strings(pageMessages(runLog(shape.text, [shape.text]), false)));
-    }
-    for (const text of NOT_SECRETS) {
-      const deltas = cut(text, [7, 19, 30]);
-      const messages = pageMessages(runLog(text, deltas), true);
-      const completed = messages
-        .flatMap((m) => (m.kind === "log" ? m.records : []))
-        .find((r) => r.event.type === "node.completed");
-      const titled = messages.flatMap((m) => (m.kind === "view" ? m.tree : [])).find((n) => n.kind === "thread");
-      if (
-        completed?.event.text !== `${text}\n` ||
-        titled?.label !== text ||
-        pageDeltas(messages.slice(0, -3)).join("") !== `${text}\n`
-      ) {
-        list.push(`inspector changed ${JSON.stringify(text)}`);
+  it(
+    "the frame ring: its dump holds no shape, " +
+      "whether it came in a JSON-RPC frame, as stdout noise or as stderr lines",
+    () => {
+      const { list, check } = violations();
+      for (const shape of CREDENTIAL_CORPUS) {
+        const dump = ringDump(shape.text);
+        check("frame ring", shape, [...dump, dump.join("\n")]);
       }
-    }
-    expect(list).toEqual([]);
-    console.info(
-      `secrets: ${CREDENTIAL_CORPUS.length} credential shapes x 3 consumers, ${NOT_SECRETS.length} non-secrets, ${cuts} random cuts into deltas`,
-    );
-    tallyChaos("secrets: inspector", { properties: 1, runs: CREDENTIAL_CORPUS.length, violations: 0 });
-  });
+      for (const text of NOT_SECRETS) {
+        const dump = ringDump(text);
+        const frame = JSON.parse(dump[0]!.slice("in ".length)) as { params: { event: { text: string } } };
+        if (
+          frame.params.event.text !== text ||
+          dump.slice(2).join("\n") !== `stderr ${text.split("\n").join("\nstderr ")}`
+        )
+          list.push(`frame ring changed ${JSON.stringify(text)}: ${JSON.stringify(dump)}`);
+      }
+      expect(list).toEqual([]);
+      tallyChaos("secrets: frame ring", { properties: 1, runs: CREDENTIAL_CORPUS.length, violations: 0 });
+    },
+  );
+
+  it(
+    `the inspector: no page gets a shape, however its stream is cut into deltas; ` +
+      `titles and commands are masked (seed ${seed})`,
+    () => {
+      const { list, check } = violations();
+      let cuts = 0;
+      for (const shape of CREDENTIAL_CORPUS) {
+        fc.assert(
+          fc.property(cutsOf(shape), (points) => {
+            cuts++;
+            const deltas = cut(shape.text, points);
+            const messages = pageMessages(runLog(shape.text, deltas), true);
+            const before = list.length;
+            check(`inspector (deltas ${JSON.stringify(deltas)})`, shape, [
+              ...strings(messages),
+              pageDeltas(messages).join(""),
+            ]);
+            // What the deltas carry, put together, is the masked whole (live, and on a page opened later): nothing
+            // lost, nothing unmasked.
+            const whole = maskCredentials(deltas.join(""));
+            for (const page of [messages.slice(0, -3), messages.slice(-3)]) {
+              const got = pageDeltas(page).join("");
+              if (got !== whole)
+                list.push(
+                  `inspector: ${shape.name}: deltas ${JSON.stringify(deltas)} ` +
+                    `reassemble to ${JSON.stringify(got)}, not ${JSON.stringify(whole)}`,
+                );
+            }
+            return list.length === before;
+          }),
+          { seed, numRuns: CUTS_PER_SHAPE },
+        );
+        check("inspector (hidden text)", shape, strings(pageMessages(runLog(shape.text, [shape.text]), false)));
+      }
+      for (const text of NOT_SECRETS) {
+        const deltas = cut(text, [7, 19, 30]);
+        const messages = pageMessages(runLog(text, deltas), true);
+        const completed = messages
+          .flatMap((m) => (m.kind === "log" ? m.records : []))
+          .find((r) => r.event.type === "node.completed");
+        const titled = messages.flatMap((m) => (m.kind === "view" ? m.tree : [])).find((n) => n.kind === "thread");
+        if (
+          completed?.event.text !== `${text}\n` ||
+          titled?.label !== text ||
+          pageDeltas(messages.slice(0, -3)).join("") !== `${text}\n`
+        ) {
+          list.push(`inspector changed ${JSON.stringify(text)}`);
+        }
+      }
+      expect(list).toEqual([]);
+      console.info(
+        `secrets: ${CREDENTIAL_CORPUS.length} credential shapes x 3 consumers, ` +
+          `${NOT_SECRETS.length} non-secrets, ${cuts} random cuts into deltas`,
+      );
+      tallyChaos("secrets: inspector", { properties: 1, runs: CREDENTIAL_CORPUS.length, violations: 0 });
+    },
+  );
 });

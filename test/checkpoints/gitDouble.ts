@@ -23,7 +23,9 @@ case " $* " in
     case "$TILLER_TEST_GIT_RESTORE" in
       hold-after|fail-after) "$TILLER_TEST_REAL_GIT" "$@" || exit $?;;
     esac
-    if [ "$TILLER_TEST_GIT_RESTORE" = fail-after ]; then echo "fatal: simulated failure after the write" >&2; exit 128; fi
+    if [ "$TILLER_TEST_GIT_RESTORE" = fail-after ]; then
+      echo "fatal: simulated failure after the write" >&2; exit 128
+    fi
     exec 9>"$TILLER_TEST_GIT_HOLD"
     echo $$ >&9
     exec 8<"$TILLER_TEST_GIT_HOLD.never"

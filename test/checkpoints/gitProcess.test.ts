@@ -52,20 +52,23 @@ describe("git processes of the checkpoint store", () => {
     expect(result).toEqual({ stdout: "ce013625030ba8dba906f756967f9e9ca394464a\n", code: 0 });
   });
 
-  it("an exit code listed as an answer resolves; unlisted, it fails typed with git's exit code and stderr", async () => {
-    expect(await git.run(call(["config", "--get", "tiller.absent"], { okCodes: [1] }))).toEqual({
-      stdout: "",
-      code: 1,
-    });
-    const error = await failure(git.run(call(["cat-file", "-p", "0000000000000000000000000000000000000000"])));
-    expect(error?.code).toBe("checkpoint_failed");
-    expect(error?.message).toMatch(/^git cat-file failed: fatal:/);
-    expect(error?.details).toMatchObject({
-      args: ["cat-file", "-p", "0000000000000000000000000000000000000000"],
-      exitCode: 128,
-      stderr: expect.stringMatching(/^fatal:/),
-    });
-  });
+  it(
+    "an exit code listed as an answer resolves; " + "unlisted, it fails typed with git's exit code and stderr",
+    async () => {
+      expect(await git.run(call(["config", "--get", "tiller.absent"], { okCodes: [1] }))).toEqual({
+        stdout: "",
+        code: 1,
+      });
+      const error = await failure(git.run(call(["cat-file", "-p", "0000000000000000000000000000000000000000"])));
+      expect(error?.code).toBe("checkpoint_failed");
+      expect(error?.message).toMatch(/^git cat-file failed: fatal:/);
+      expect(error?.details).toMatchObject({
+        args: ["cat-file", "-p", "0000000000000000000000000000000000000000"],
+        exitCode: 128,
+        stderr: expect.stringMatching(/^fatal:/),
+      });
+    },
+  );
 
   it("git gets exactly the environment the store built, nothing more of this process's", async () => {
     process.env.TILLER_TEST_EMBEDDER_SECRET = "sk-embedder-secret";

@@ -26,38 +26,41 @@ const modeOf = async (path: string) => (await stat(join(cwd, path))).mode & 0o77
 const paths = (files: Array<{ path: string }>) => files.map((f) => f.path);
 
 describe("checkpoint file modes", () => {
-  it("a restore gives every file its exact mode back (0600, 0640, 0700, 0755), whoever rewrote or deleted it", async () => {
-    const files = {
-      "secret.env": ["KEY=1\n", 0o600],
-      "group.txt": ["g\n", 0o640],
-      "private.sh": ["#!/bin/sh\n", 0o700],
-      "run.sh": ["#!/bin/sh\necho\n", 0o755],
-      "plain.txt": ["p\n", 0o644],
-      "dir/deep.key": ["k\n", 0o400],
-    } as const;
-    await put(files);
-    const one = await store.capture({ cwd, ref: "thr_m/chk_1", parent: null, message: "one" });
+  it(
+    "a restore gives every file its exact mode back " + "(0600, 0640, 0700, 0755), whoever rewrote or deleted it",
+    async () => {
+      const files = {
+        "secret.env": ["KEY=1\n", 0o600],
+        "group.txt": ["g\n", 0o640],
+        "private.sh": ["#!/bin/sh\n", 0o700],
+        "run.sh": ["#!/bin/sh\necho\n", 0o755],
+        "plain.txt": ["p\n", 0o644],
+        "dir/deep.key": ["k\n", 0o400],
+      } as const;
+      await put(files);
+      const one = await store.capture({ cwd, ref: "thr_m/chk_1", parent: null, message: "one" });
 
-    // The agent writes a new file in place of the secret (0644 by the umask), deletes others.
-    await unlink(join(cwd, "secret.env"));
-    await writeFile(join(cwd, "secret.env"), "KEY=2\n", { mode: 0o644 });
-    await chmod(join(cwd, "secret.env"), 0o644);
-    await rm(join(cwd, "private.sh"));
-    await rm(join(cwd, "dir"), { recursive: true });
-    await writeFile(join(cwd, "group.txt"), "g2\n");
+      // The agent writes a new file in place of the secret (0644 by the umask), deletes others.
+      await unlink(join(cwd, "secret.env"));
+      await writeFile(join(cwd, "secret.env"), "KEY=2\n", { mode: 0o644 });
+      await chmod(join(cwd, "secret.env"), 0o644);
+      await rm(join(cwd, "private.sh"));
+      await rm(join(cwd, "dir"), { recursive: true });
+      await writeFile(join(cwd, "group.txt"), "g2\n");
 
-    const restored = await store.restore({ cwd, commit: one.commit });
-    expect(paths(restored.files)).toEqual(["dir/deep.key", "group.txt", "private.sh", "secret.env"]);
-    for (const [path, [content, mode]] of Object.entries(files)) {
-      expect([path, await readFile(join(cwd, path), "utf8"), (await modeOf(path)).toString(8)]).toEqual([
-        path,
-        content,
-        mode.toString(8),
-      ]);
-    }
-    // A directory the restore had to create gets the process's default, as git would give it.
-    expect(((await stat(join(cwd, "dir"))).mode & 0o777).toString(8)).toBe((0o777 & ~process.umask()).toString(8));
-  });
+      const restored = await store.restore({ cwd, commit: one.commit });
+      expect(paths(restored.files)).toEqual(["dir/deep.key", "group.txt", "private.sh", "secret.env"]);
+      for (const [path, [content, mode]] of Object.entries(files)) {
+        expect([path, await readFile(join(cwd, path), "utf8"), (await modeOf(path)).toString(8)]).toEqual([
+          path,
+          content,
+          mode.toString(8),
+        ]);
+      }
+      // A directory the restore had to create gets the process's default, as git would give it.
+      expect(((await stat(join(cwd, "dir"))).mode & 0o777).toString(8)).toBe((0o777 & ~process.umask()).toString(8));
+    },
+  );
 
   it("a mode that drifted with the content unchanged is put back, and counted as a change", async () => {
     await put({ "secret.env": ["KEY=1\n", 0o600], tool: ["#!/bin/sh\n", 0o750], "same.txt": ["s\n", 0o644] });

@@ -309,44 +309,52 @@ describe("claude: interrupt and steer", () => {
     await conformance.interruptWhileRequestPending(asProvider(world), bash("echo never > never.txt"));
   });
 
-  it("steers by interrupt-restart: a new attempt of the same run carries the steer, recorded as the degradation; the old attempt's late events are fenced", async () => {
-    world = await claudeWorld();
-    const threadId = await thread(world);
-    world.sim.push({ hang: true, text: "working" }, saw("also consider this"));
-    const { runId } = await world.rt.sendMessage({ threadId, text: "a task" });
-    await until("streaming", () => world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
-    const steer = await world.rt.sendMessage({ threadId, text: "also consider this", mode: "steer" });
-    expect(steer).toMatchObject({ disposition: "steered", via: "interrupt_restart", runId });
-    const run = await world.rt.waitForRun(runId);
-    expect(run.status).toBe("completed");
-    expect(run.attempts.map((a) => [a.reason, a.status])).toEqual([
-      ["initial", "superseded"],
-      ["steering_restart", "completed"],
-    ]);
-    expect(run.items.at(-1)?.text).toBe("saw also consider this");
-    expect(run.fallbacks.map((f) => f.policy)).toEqual(["steer_by_interrupt_restart"]);
-    // Claude still reports the superseded attempt's message after the interrupt: fenced, never applied.
-    const records: Array<{ seq: number; event: Record<string, unknown> }> = [];
-    const stop = world.rt.subscribe({ threadId }, (r) => void records.push(r as never));
-    await until("the log replayed", () => records.some((r) => r.event.type === "run.terminal"));
-    stop();
-    const first = run.attempts[0]!.attemptId;
-    const steeredAt = records.find((r) => r.event.type === "policy.applied")!.seq;
-    expect(
-      records.some((r) => r.seq > steeredAt && r.event.type === "event.fenced" && r.event.attemptId === first),
-    ).toBe(true);
-    const firstNodes = new Set(
-      records.filter((r) => r.event.type === "node.started" && r.event.attemptId === first).map((r) => r.event.nodeId),
-    );
-    const appliedLate = records.filter(
-      (r) =>
-        r.seq > steeredAt &&
-        r.event.type === "node.completed" &&
-        firstNodes.has(r.event.nodeId) &&
-        r.event.settledBy === "provider",
-    );
-    expect(appliedLate).toEqual([]);
-  });
+  it(
+    "steers by interrupt-restart: a new attempt of the same run carries the steer, " +
+      "recorded as the degradation; the old attempt's late events are fenced",
+    async () => {
+      world = await claudeWorld();
+      const threadId = await thread(world);
+      world.sim.push({ hang: true, text: "working" }, saw("also consider this"));
+      const { runId } = await world.rt.sendMessage({ threadId, text: "a task" });
+      await until("streaming", () =>
+        world!.rt.views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"),
+      );
+      const steer = await world.rt.sendMessage({ threadId, text: "also consider this", mode: "steer" });
+      expect(steer).toMatchObject({ disposition: "steered", via: "interrupt_restart", runId });
+      const run = await world.rt.waitForRun(runId);
+      expect(run.status).toBe("completed");
+      expect(run.attempts.map((a) => [a.reason, a.status])).toEqual([
+        ["initial", "superseded"],
+        ["steering_restart", "completed"],
+      ]);
+      expect(run.items.at(-1)?.text).toBe("saw also consider this");
+      expect(run.fallbacks.map((f) => f.policy)).toEqual(["steer_by_interrupt_restart"]);
+      // Claude still reports the superseded attempt's message after the interrupt: fenced, never applied.
+      const records: Array<{ seq: number; event: Record<string, unknown> }> = [];
+      const stop = world.rt.subscribe({ threadId }, (r) => void records.push(r as never));
+      await until("the log replayed", () => records.some((r) => r.event.type === "run.terminal"));
+      stop();
+      const first = run.attempts[0]!.attemptId;
+      const steeredAt = records.find((r) => r.event.type === "policy.applied")!.seq;
+      expect(
+        records.some((r) => r.seq > steeredAt && r.event.type === "event.fenced" && r.event.attemptId === first),
+      ).toBe(true);
+      const firstNodes = new Set(
+        records
+          .filter((r) => r.event.type === "node.started" && r.event.attemptId === first)
+          .map((r) => r.event.nodeId),
+      );
+      const appliedLate = records.filter(
+        (r) =>
+          r.seq > steeredAt &&
+          r.event.type === "node.completed" &&
+          firstNodes.has(r.event.nodeId) &&
+          r.event.settledBy === "provider",
+      );
+      expect(appliedLate).toEqual([]);
+    },
+  );
 });
 
 /** The Claude Code processes a host runs (its children), by pid. */
@@ -406,68 +414,81 @@ describe("claude: its process dies under a live host", () => {
     expect(run.failure?.message).toContain("SIGKILL");
   }
 
-  it("fails the turn Claude had taken; the next turn resumes the session in a new Claude process, after an idle death too", async () => {
-    world = await claudeWorld();
-    const threadId = await thread(world);
-    world.sim.push({ text: "noted" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "remember DELTA" })).runId);
-    await dieAsking(world, threadId, "run something");
-    world.sim.push(saw("DELTA"), saw("ECHO"));
-    const next = await world.rt.waitForRun(
-      (await world.rt.sendMessage({ threadId, text: "what do you remember? ECHO" })).runId,
-    );
-    expect(next.items.at(-1)?.text).toBe("saw DELTA");
-    // Killed while idle (once the turn is on disk): nothing fails, and the next turn still resumes.
-    await untilWrittenDown(world, threadId, "what do you remember? ECHO", { answered: true });
-    const [idle] = claudeProcesses(world);
-    process.kill(idle!, "SIGKILL");
-    await until("Claude gone", () => !claudeProcesses(world!).includes(idle!));
-    const after = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "and now?" })).runId);
-    expect(after.items.at(-1)?.text).toBe("saw ECHO");
-    const providerThreads = new Set(
-      world.rt.views.threads.get(threadId)!.runs.flatMap((r) => r.attempts.map((a) => a.providerThreadId)),
-    );
-    expect(providerThreads.size).toBe(1);
-  });
+  it(
+    "fails the turn Claude had taken; " +
+      "the next turn resumes the session in a new Claude process, after an idle death too",
+    async () => {
+      world = await claudeWorld();
+      const threadId = await thread(world);
+      world.sim.push({ text: "noted" });
+      await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "remember DELTA" })).runId);
+      await dieAsking(world, threadId, "run something");
+      world.sim.push(saw("DELTA"), saw("ECHO"));
+      const next = await world.rt.waitForRun(
+        (await world.rt.sendMessage({ threadId, text: "what do you remember? ECHO" })).runId,
+      );
+      expect(next.items.at(-1)?.text).toBe("saw DELTA");
+      // Killed while idle (once the turn is on disk): nothing fails, and the next turn still resumes.
+      await untilWrittenDown(world, threadId, "what do you remember? ECHO", { answered: true });
+      const [idle] = claudeProcesses(world);
+      process.kill(idle!, "SIGKILL");
+      await until("Claude gone", () => !claudeProcesses(world!).includes(idle!));
+      const after = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "and now?" })).runId);
+      expect(after.items.at(-1)?.text).toBe("saw ECHO");
+      const providerThreads = new Set(
+        world.rt.views.threads.get(threadId)!.runs.flatMap((r) => r.attempts.map((a) => a.providerThreadId)),
+      );
+      expect(providerThreads.size).toBe(1);
+    },
+  );
 
-  it("gives a prompt Claude had not written down yet to a new Claude process, which resumes the session: the turn completes", async () => {
-    world = await claudeWorld();
-    const threadId = await thread(world);
-    world.sim.push({ text: "noted" }, saw("GOLF"));
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the word is GOLF" })).runId);
-    await untilWrittenDown(world, threadId, "the word is GOLF", { answered: true });
-    killBeforeClaudeReadsNextPrompt(world);
-    const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
-    const run = await world.rt.waitForRun(runId);
-    expect(run.status).toBe("completed");
-    expect(run.items.at(-1)?.text).toBe("saw GOLF");
-    expect(run.attempts).toHaveLength(1);
-    await untilWrittenDown(world, threadId, "long task", { answered: true }); // written once, by the new Claude
-  });
+  it(
+    "gives a prompt Claude had not written down yet to a new Claude process, " +
+      "which resumes the session: the turn completes",
+    async () => {
+      world = await claudeWorld();
+      const threadId = await thread(world);
+      world.sim.push({ text: "noted" }, saw("GOLF"));
+      await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "the word is GOLF" })).runId);
+      await untilWrittenDown(world, threadId, "the word is GOLF", { answered: true });
+      killBeforeClaudeReadsNextPrompt(world);
+      const { runId } = await world.rt.sendMessage({ threadId, text: "long task" });
+      const run = await world.rt.waitForRun(runId);
+      expect(run.status).toBe("completed");
+      expect(run.items.at(-1)?.text).toBe("saw GOLF");
+      expect(run.attempts).toHaveLength(1);
+      await untilWrittenDown(world, threadId, "long task", { answered: true }); // written once, by the new Claude
+    },
+  );
 
-  it("starts again a Claude that died in a thread's first turn, and one resumed after a restart (no 'session in use')", async () => {
-    world = await claudeWorld();
-    const threadId = await thread(world);
-    // Killed in a thread's first turn before writing anything down: a new Claude, in a new session of the same id,
-    // takes the prompt.
-    world.sim.push({ text: "taken again" });
-    killBeforeClaudeReadsNextPrompt(world);
-    const { runId } = await world.rt.sendMessage({ threadId, text: "first FOXTROT" });
-    const first = await world.rt.waitForRun(runId);
-    expect([first.status, first.items.at(-1)?.text]).toEqual(["completed", "taken again"]);
-    world.sim.push(saw("FOXTROT"));
-    expect(
-      (await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "again" })).runId)).items.at(-1)?.text,
-    ).toBe("saw FOXTROT");
-    // Resumed in a new host, then killed: the session is on disk, so it is resumed, never recreated.
-    await untilWrittenDown(world, threadId, "again", { answered: true });
-    await world.reopen();
-    await dieAsking(world, threadId, "after a restart");
-    world.sim.push(saw("FOXTROT"));
-    expect(
-      (await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still?" })).runId)).items.at(-1)?.text,
-    ).toBe("saw FOXTROT");
-  });
+  it(
+    "starts again a Claude that died in a thread's first turn, " +
+      "and one resumed after a restart (no 'session in use')",
+    async () => {
+      world = await claudeWorld();
+      const threadId = await thread(world);
+      // Killed in a thread's first turn before writing anything down: a new Claude, in a new session of the same id,
+      // takes the prompt.
+      world.sim.push({ text: "taken again" });
+      killBeforeClaudeReadsNextPrompt(world);
+      const { runId } = await world.rt.sendMessage({ threadId, text: "first FOXTROT" });
+      const first = await world.rt.waitForRun(runId);
+      expect([first.status, first.items.at(-1)?.text]).toEqual(["completed", "taken again"]);
+      world.sim.push(saw("FOXTROT"));
+      expect(
+        (await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "again" })).runId)).items.at(-1)?.text,
+      ).toBe("saw FOXTROT");
+      // Resumed in a new host, then killed: the session is on disk, so it is resumed, never recreated.
+      await untilWrittenDown(world, threadId, "again", { answered: true });
+      await world.reopen();
+      await dieAsking(world, threadId, "after a restart");
+      world.sim.push(saw("FOXTROT"));
+      expect(
+        (await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "still?" })).runId)).items.at(-1)
+          ?.text,
+      ).toBe("saw FOXTROT");
+    },
+  );
 
   it("rolls back a thread whose Claude died while idle: the cut needs only Claude's transcript", async () => {
     world = await claudeWorld({ checkpoints: true });
@@ -487,23 +508,27 @@ describe("claude: its process dies under a live host", () => {
     expect(run.items.at(-1)?.text).toBe("true/false");
   });
 
-  it("gives a prompt sent as Claude died to a new Claude process, so the turn completes and a later rollback counts it", async () => {
-    world = await claudeWorld({ checkpoints: true });
-    const threadId = await thread(world);
-    world.sim.push({ text: "one" }, { text: "two" }, { text: "three" }, { text: "four" });
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
-    const second = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep BRAVO" })).runId);
-    await untilWrittenDown(world, threadId, "keep BRAVO", { answered: true });
-    for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
-    const third = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop CHARLIE" })).runId);
-    expect(third.status).toBe("completed");
-    await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop DELTA" })).runId);
-    expect((await world.rt.rollback({ threadId, toRunId: second.runId })).provider).toBe("rolled_back");
-    const seen = (req: { body: unknown }, word: string) => JSON.stringify(req.body).includes(word);
-    world.sim.push((req) => ({ text: ["ALPHA", "BRAVO", "CHARLIE", "DELTA"].map((w) => seen(req, w)).join("/") }));
-    const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
-    expect(run.items.at(-1)?.text).toBe("true/true/false/false");
-  });
+  it(
+    "gives a prompt sent as Claude died to a new Claude process, " +
+      "so the turn completes and a later rollback counts it",
+    async () => {
+      world = await claudeWorld({ checkpoints: true });
+      const threadId = await thread(world);
+      world.sim.push({ text: "one" }, { text: "two" }, { text: "three" }, { text: "four" });
+      await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep ALPHA" })).runId);
+      const second = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "keep BRAVO" })).runId);
+      await untilWrittenDown(world, threadId, "keep BRAVO", { answered: true });
+      for (const pid of claudeProcesses(world)) process.kill(pid, "SIGKILL");
+      const third = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop CHARLIE" })).runId);
+      expect(third.status).toBe("completed");
+      await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "drop DELTA" })).runId);
+      expect((await world.rt.rollback({ threadId, toRunId: second.runId })).provider).toBe("rolled_back");
+      const seen = (req: { body: unknown }, word: string) => JSON.stringify(req.body).includes(word);
+      world.sim.push((req) => ({ text: ["ALPHA", "BRAVO", "CHARLIE", "DELTA"].map((w) => seen(req, w)).join("/") }));
+      const run = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "what is left?" })).runId);
+      expect(run.items.at(-1)?.text).toBe("true/true/false/false");
+    },
+  );
 });
 
 describe("claude: sessions", () => {
@@ -529,10 +554,14 @@ describe("claude: sessions", () => {
     await conformance.forkAfterReopenRunsInThreadCwd(asProvider(world), bash);
   });
 
-  it("rolls back by resuming at an earlier message (the rollback_by_resume degradation): the later turn is gone from the conversation", async () => {
-    world = await claudeWorld({ checkpoints: true });
-    await conformance.rollsBackWithFiles(asProvider(world), ["rollback_by_resume"]);
-  });
+  it(
+    "rolls back by resuming at an earlier message (the rollback_by_resume degradation): " +
+      "the later turn is gone from the conversation",
+    async () => {
+      world = await claudeWorld({ checkpoints: true });
+      await conformance.rollsBackWithFiles(asProvider(world), ["rollback_by_resume"]);
+    },
+  );
 
   it("rolls back turns from before a host restart, reading them from Claude's transcript", async () => {
     world = await claudeWorld({ checkpoints: true });
@@ -590,8 +619,11 @@ describe("claude: sessions", () => {
     expect(run.items.at(-1)?.text).toBe("true/false/false");
   });
 
-  it("SIGKILL of the host mid-turn fails the run and expires its permission; the next run resumes on a new host", async () => {
-    world = await claudeWorld();
-    await conformance.survivesHostSigkill(asProvider(world), bash("echo never > never.txt"));
-  });
+  it(
+    "SIGKILL of the host mid-turn fails the run and expires its permission; " + "the next run resumes on a new host",
+    async () => {
+      world = await claudeWorld();
+      await conformance.survivesHostSigkill(asProvider(world), bash("echo never > never.txt"));
+    },
+  );
 });

@@ -197,8 +197,12 @@ describe("codex: threads", () => {
     await conformance.rollsBackWithFiles(asProvider(world), []);
   });
 
-  it("SIGKILL of the Codex host mid-turn fails the run and expires its approval; the next run gets a new host and resumes the thread", async () => {
-    world = await codexWorld();
-    await conformance.survivesHostSigkill(asProvider(world), shell("echo never > never.txt"));
-  });
+  it(
+    "SIGKILL of the Codex host mid-turn fails the run and expires its approval; " +
+      "the next run gets a new host and resumes the thread",
+    async () => {
+      world = await codexWorld();
+      await conformance.survivesHostSigkill(asProvider(world), shell("echo never > never.txt"));
+    },
+  );
 });

@@ -14,27 +14,31 @@ import { openTestRuntime, sendAndWait } from "../support/runtime.js";
 const crashOnTargetMain = (dir: string) => crashWithApprovalPending(dir, {});
 
 describe("reopening after a crash", () => {
-  it("a crashed run whose target is no longer configured is cancelled as provider_target_missing (review)", async () => {
-    const { dir, cleanup: removeDir } = await tempDir("tiller-review-missing-");
-    try {
-      const crashedThreadId = await crashOnTargetMain(dir);
-      const { rt, cleanup } = await openTestRuntime({ b: scripted() }, { dataDir: join(dir, "data") });
+  it(
+    "a crashed run whose target is no longer configured " + "is cancelled as provider_target_missing (review)",
+    async () => {
+      const { dir, cleanup: removeDir } = await tempDir("tiller-review-missing-");
       try {
-        const runs = [...rt.views.runs.values()];
-        expect(runs.map((r) => [r.threadId, r.providerTarget, r.status, r.reason])).toEqual([
-          [crashedThreadId, "main", "cancelled", "provider_target_missing"],
-        ]);
-        const snapshot = await rt.readThread(crashedThreadId);
-        expect(snapshot.runs.map((r) => r.status)).toEqual(["cancelled"]);
-        expect(snapshot.pendingRequests).toEqual([]);
-        // The runtime works: a new thread on the configured target runs.
-        const { threadId } = await rt.createThread({ providerTarget: "b" });
-        expect((await sendAndWait(rt, threadId, "hello")).status).toBe("completed");
+        const crashedThreadId = await crashOnTargetMain(dir);
+        const { rt, cleanup } = await openTestRuntime({ b: scripted() }, { dataDir: join(dir, "data") });
+        try {
+          const runs = [...rt.views.runs.values()];
+          expect(runs.map((r) => [r.threadId, r.providerTarget, r.status, r.reason])).toEqual([
+            [crashedThreadId, "main", "cancelled", "provider_target_missing"],
+          ]);
+          const snapshot = await rt.readThread(crashedThreadId);
+          expect(snapshot.runs.map((r) => r.status)).toEqual(["cancelled"]);
+          expect(snapshot.pendingRequests).toEqual([]);
+          // The runtime works: a new thread on the configured target runs.
+          const { threadId } = await rt.createThread({ providerTarget: "b" });
+          expect((await sendAndWait(rt, threadId, "hello")).status).toBe("completed");
+        } finally {
+          await cleanup();
+        }
       } finally {
-        await cleanup();
+        await removeDir();
       }
-    } finally {
-      await removeDir();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

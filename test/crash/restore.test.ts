@@ -43,7 +43,8 @@ const modeOf = async (path: string) => ((await stat(path)).mode & 0o7777).toStri
 
 describe("a runtime killed during a rollback's file restore", () => {
   it.each<RestoreBehaviour>(["hold", "hold-after"])(
-    "killed at %s: the announce was durable, the next runtime finishes the restore, and the git child died with the runtime",
+    "killed at %s: the announce was durable, " +
+      "the next runtime finishes the restore, and the git child died with the runtime",
     async (behaviour) => {
       const dataDir = await mkdtemp(join(tmpdir(), "tiller-restore-crash-"));
       const work = await mkdtemp(join(tmpdir(), "tiller-restore-work-"));
@@ -130,108 +131,118 @@ describe("a runtime killed during a rollback's file restore", () => {
     60_000,
   );
 
-  it("a restore the next runtime cannot finish is reported with the files in an unknown state, and nothing counts as rolled back", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "tiller-restore-crash-"));
-    const work = await mkdtemp(join(tmpdir(), "tiller-restore-work-"));
-    const git = await gitDouble("hold");
-    try {
-      await writeFile(join(work, "secret.env"), "KEY=mine\n");
-      const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir, work], {
-        env: { ...home.env, ...git.env },
-        stdio: ["ignore", "ignore", "inherit"],
-      });
-      const exited = new Promise<NodeJS.Signals | null>((resolve) =>
-        proc.on("exit", (_code, signal) => resolve(signal)),
-      );
-      await git.held;
-      process.kill(proc.pid!, "SIGKILL");
-      await exited;
-      // The checkpoint repository is gone by the time the runtime comes back.
-      await rm(join(dataDir, "checkpoints.git"), { recursive: true, force: true });
-
-      const rt = await createRuntime({ dataDir, checkpoints: true, providers: { s: createScriptedAdapter() } });
+  it(
+    "a restore the next runtime cannot finish is reported with the files in an unknown state, " +
+      "and nothing counts as rolled back",
+    async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "tiller-restore-crash-"));
+      const work = await mkdtemp(join(tmpdir(), "tiller-restore-work-"));
+      const git = await gitDouble("hold");
       try {
-        const log = await readLog(dataDir);
-        const announce = log.find((r) => r.event.type === "checkpoint.restore_started")!.event;
-        const settled = log.filter((r) => r.event.type === "checkpoint.restore_settled").map((r) => r.event);
-        expect(settled).toMatchObject([
-          { outcome: "unknown", files: announce.files, checkpointId: announce.checkpointId },
-        ]);
-        expect(String(settled[0]!.message)).toContain("one.txt, secret.env, two.txt");
-        expect(log.filter((r) => r.event.type === "rollback.applied").map((r) => r.event)).toMatchObject([
-          { rolledBackRunIds: [], checkpointId: null, provider: "divergent" },
-        ]);
-        const [thread] = rt.listThreads();
-        expect((await rt.readThread(thread!.threadId)).runs.map((r) => r.status)).toEqual(["completed", "completed"]);
+        await writeFile(join(work, "secret.env"), "KEY=mine\n");
+        const proc = spawn(process.execPath, ["--import", "tsx", child, dataDir, work], {
+          env: { ...home.env, ...git.env },
+          stdio: ["ignore", "ignore", "inherit"],
+        });
+        const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+          proc.on("exit", (_code, signal) => resolve(signal)),
+        );
+        await git.held;
+        process.kill(proc.pid!, "SIGKILL");
+        await exited;
+        // The checkpoint repository is gone by the time the runtime comes back.
+        await rm(join(dataDir, "checkpoints.git"), { recursive: true, force: true });
+
+        const rt = await createRuntime({ dataDir, checkpoints: true, providers: { s: createScriptedAdapter() } });
+        try {
+          const log = await readLog(dataDir);
+          const announce = log.find((r) => r.event.type === "checkpoint.restore_started")!.event;
+          const settled = log.filter((r) => r.event.type === "checkpoint.restore_settled").map((r) => r.event);
+          expect(settled).toMatchObject([
+            { outcome: "unknown", files: announce.files, checkpointId: announce.checkpointId },
+          ]);
+          expect(String(settled[0]!.message)).toContain("one.txt, secret.env, two.txt");
+          expect(log.filter((r) => r.event.type === "rollback.applied").map((r) => r.event)).toMatchObject([
+            { rolledBackRunIds: [], checkpointId: null, provider: "divergent" },
+          ]);
+          const [thread] = rt.listThreads();
+          expect((await rt.readThread(thread!.threadId)).runs.map((r) => r.status)).toEqual(["completed", "completed"]);
+        } finally {
+          await rt.close();
+        }
       } finally {
-        await rt.close();
+        await git.cleanup();
+        await rm(dataDir, { recursive: true, force: true });
+        await rm(work, { recursive: true, force: true });
       }
-    } finally {
-      await git.cleanup();
-      await rm(dataDir, { recursive: true, force: true });
-      await rm(work, { recursive: true, force: true });
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 
-  it("a runtime closed while a restore's git hangs kills that git; the rollback rejects as closed and the next runtime finishes it", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "tiller-restore-close-"));
-    const work = await mkdtemp(join(tmpdir(), "tiller-restore-work-"));
-    const git = await gitDouble("hold");
-    const restoreEnv = useEnv(git.env); // read when the runtime opens its checkpoint store
-    const change = (path: string, content: string) => ({
-      type: "file_change" as const,
-      path,
-      diff: `+${content}`,
-      content,
-    });
-    const script = keyedScript({ "[r1]": [change("one.txt", "one\n")], "[r2]": [change("one.txt", "two\n")] });
-    // Work that close() cut short ends `closed`: that is no failure to report.
-    const failures: RuntimeFailure[] = [];
-    try {
-      const rt = await createRuntime({
-        dataDir,
-        checkpoints: true,
-        providers: { s: createScriptedAdapter({ script }) },
-        onFailure: (f) => failures.push(f),
+  it(
+    "a runtime closed while a restore's git hangs kills that git; " +
+      "the rollback rejects as closed and the next runtime finishes it",
+    async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "tiller-restore-close-"));
+      const work = await mkdtemp(join(tmpdir(), "tiller-restore-work-"));
+      const git = await gitDouble("hold");
+      const restoreEnv = useEnv(git.env); // read when the runtime opens its checkpoint store
+      const change = (path: string, content: string) => ({
+        type: "file_change" as const,
+        path,
+        diff: `+${content}`,
+        content,
       });
-      const { threadId } = await rt.createThread({ providerTarget: "s", cwd: work });
-      const r1 = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[r1]" })).runId);
-      await rt.waitForRun((await rt.sendMessage({ threadId, text: "[r2]" })).runId);
-      const rollback = rt.rollback({ threadId, toRunId: r1.runId }).then(
-        () => null,
-        (error: unknown) => error,
-      );
-      const gitPid = await git.held;
-      await rt.close(); // gives the rollback its grace, then closes the store, which kills the held git
-      await git.gone;
-      expect(isRunning(gitPid)).toBe(false);
-      expect(await rollback).toMatchObject({ code: "closed" });
-      expect(failures).toEqual([]);
-      const left = await readLog(dataDir);
-      expect(left.some((r) => r.event.type === "checkpoint.restore_started")).toBe(true);
-      expect(left.some((r) => r.event.type === "rollback.applied")).toBe(false);
-      restoreEnv();
-
-      const again = await createRuntime({
-        dataDir,
-        checkpoints: true,
-        providers: { s: createScriptedAdapter({ script }) },
-      });
+      const script = keyedScript({ "[r1]": [change("one.txt", "one\n")], "[r2]": [change("one.txt", "two\n")] });
+      // Work that close() cut short ends `closed`: that is no failure to report.
+      const failures: RuntimeFailure[] = [];
       try {
-        const log = await readLog(dataDir);
-        expect(log.filter((r) => r.event.type === "checkpoint.restore_settled").map((r) => r.event.outcome)).toEqual([
-          "finished",
-        ]);
-        expect((await again.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "rolled_back"]);
-        expect(await readFile(join(work, "one.txt"), "utf8")).toBe("one\n");
+        const rt = await createRuntime({
+          dataDir,
+          checkpoints: true,
+          providers: { s: createScriptedAdapter({ script }) },
+          onFailure: (f) => failures.push(f),
+        });
+        const { threadId } = await rt.createThread({ providerTarget: "s", cwd: work });
+        const r1 = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[r1]" })).runId);
+        await rt.waitForRun((await rt.sendMessage({ threadId, text: "[r2]" })).runId);
+        const rollback = rt.rollback({ threadId, toRunId: r1.runId }).then(
+          () => null,
+          (error: unknown) => error,
+        );
+        const gitPid = await git.held;
+        await rt.close(); // gives the rollback its grace, then closes the store, which kills the held git
+        await git.gone;
+        expect(isRunning(gitPid)).toBe(false);
+        expect(await rollback).toMatchObject({ code: "closed" });
+        expect(failures).toEqual([]);
+        const left = await readLog(dataDir);
+        expect(left.some((r) => r.event.type === "checkpoint.restore_started")).toBe(true);
+        expect(left.some((r) => r.event.type === "rollback.applied")).toBe(false);
+        restoreEnv();
+
+        const again = await createRuntime({
+          dataDir,
+          checkpoints: true,
+          providers: { s: createScriptedAdapter({ script }) },
+        });
+        try {
+          const log = await readLog(dataDir);
+          expect(log.filter((r) => r.event.type === "checkpoint.restore_settled").map((r) => r.event.outcome)).toEqual([
+            "finished",
+          ]);
+          expect((await again.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "rolled_back"]);
+          expect(await readFile(join(work, "one.txt"), "utf8")).toBe("one\n");
+        } finally {
+          await again.close();
+        }
       } finally {
-        await again.close();
+        restoreEnv();
+        await git.cleanup();
+        await rm(dataDir, { recursive: true, force: true });
+        await rm(work, { recursive: true, force: true });
       }
-    } finally {
-      restoreEnv();
-      await git.cleanup();
-      await rm(dataDir, { recursive: true, force: true });
-      await rm(work, { recursive: true, force: true });
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

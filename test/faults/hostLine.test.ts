@@ -92,7 +92,8 @@ function scriptedPeer(lines: string[]) {
         const line = buffered.slice(0, i);
         buffered = buffered.slice(i + 1);
         const msg = JSON.parse(line);
-        if (msg.method === "ping") process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: "pong" }) + "\\n");
+        if (msg.method === "ping")
+          process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: msg.id, result: "pong" }) + "\\n");
         else process.stdout.write(JSON.stringify({ jsonrpc: "2.0", method: "echo", params: msg }) + "\\n");
       }
     });

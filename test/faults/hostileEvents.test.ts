@@ -37,7 +37,8 @@ const JSON_EVENTS: Array<[string, string]> = [
   ["an 8 MiB string in a valid warning", `{"type":"warning","message":"${"h".repeat(8 << 20)}"}`],
   [
     "an 8 MiB delta for an item nobody started",
-    `{"type":"item.delta","itemRef":"nobody","kind":"assistant_message","stream":"text","delta":"${"d".repeat(8 << 20)}"}`,
+    `{"type":"item.delta","itemRef":"nobody","kind":"assistant_message",` +
+      `"stream":"text","delta":"${"d".repeat(8 << 20)}"}`,
   ],
 ];
 
@@ -212,11 +213,17 @@ async function inProcess(frames: (sessionId: string) => Array<[string, unknown]>
 }
 
 describe("hostile events from an in-process adapter", () => {
-  it("null, arrays, wrong types, throwing toString, cycles, deep nesting and huge strings: the target keeps serving", async () => {
-    await inProcess(objectFrames);
-  }, 60_000);
+  it(
+    "null, arrays, wrong types, throwing toString, cycles, " +
+      "deep nesting and huge strings: the target keeps serving",
+    async () => {
+      await inProcess(objectFrames);
+    },
+    60_000,
+  );
 
-  /* zod's safeParse rethrows what a getter or proxy trap throws: the pump reads each frame inside a try, so such a frame is one invalid event. */
+  /* zod's safeParse rethrows what a getter or proxy trap throws: the pump reads each frame inside a try, so such a
+     frame is one invalid event. */
   it("frames and events whose reading throws (getters, proxies): the target keeps serving", async () => {
     await inProcess(throwingFrames);
   }, 60_000);

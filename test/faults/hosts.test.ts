@@ -64,27 +64,31 @@ describe("host reuse and separation", () => {
 });
 
 describe("idle sessions and hosts", () => {
-  it("an idle session gives back its lease, the idle host goes, and the next run rebuilds its thread on a fresh host", async () => {
-    const adapter = hosted({ policy: { idleTtlMs: 100 } });
-    const { rt, cleanup } = await openFaultRuntime({ s: adapter }, { sessionIdleMs: 100 });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId)).status).toBe("completed");
-      const [pid] = pidsOf(adapter, rt);
-      const t0 = performance.now();
-      await until("the idle session and then the idle host to go", () => !alive(pid!));
-      report("idle session (100 ms) + idle host (TTL 100 ms) -> host exited", performance.now() - t0);
-      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "two" })).runId);
-      expect(run.status).toBe("completed");
-      expect(pidsOf(adapter, rt).filter((p) => p !== pid)).toHaveLength(1);
-      // The new host never knew the thread: it is rebuilt from the app's history, and told so.
-      const bound = [...rt.views.providerThreadsById.values()].map((p) => p.origin);
-      expect(bound).toEqual(["created", "rebuilt"]);
-      expect(run.items.find((i) => i.kind === "handoff")?.text).toContain("user: one");
-    } finally {
-      await cleanup();
-    }
-  });
+  it(
+    "an idle session gives back its lease, the idle host goes, " +
+      "and the next run rebuilds its thread on a fresh host",
+    async () => {
+      const adapter = hosted({ policy: { idleTtlMs: 100 } });
+      const { rt, cleanup } = await openFaultRuntime({ s: adapter }, { sessionIdleMs: 100 });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId)).status).toBe("completed");
+        const [pid] = pidsOf(adapter, rt);
+        const t0 = performance.now();
+        await until("the idle session and then the idle host to go", () => !alive(pid!));
+        report("idle session (100 ms) + idle host (TTL 100 ms) -> host exited", performance.now() - t0);
+        const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "two" })).runId);
+        expect(run.status).toBe("completed");
+        expect(pidsOf(adapter, rt).filter((p) => p !== pid)).toHaveLength(1);
+        // The new host never knew the thread: it is rebuilt from the app's history, and told so.
+        const bound = [...rt.views.providerThreadsById.values()].map((p) => p.origin);
+        expect(bound).toEqual(["created", "rebuilt"]);
+        expect(run.items.find((i) => i.kind === "handoff")?.text).toContain("user: one");
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 });
 
 describe("host death mid-turn", () => {
@@ -125,34 +129,40 @@ describe("host death mid-turn", () => {
 });
 
 describe("hung host", () => {
-  it("a host that stops answering mid-turn is declared lost by the liveness probe: the run fails, the host is killed", async () => {
-    // Probed often, but given 5 s to answer: only a stopped host misses that, not a healthy one
-    // on a loaded machine (where a 300 ms answer is no promise).
-    const adapter = hosted({
-      heartbeat: { intervalMs: 100, timeoutMs: 5_000 },
-      stopGraceMs: 200,
-      policy: { backoffMs: [10] },
-    });
-    const { rt, cleanup } = await openFaultRuntime({ s: adapter });
-    let pid: number | undefined;
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const { runId } = await rt.sendMessage({ threadId, text: "[gate] wait" });
-      await until("the run to run", () => rt.views.runs.get(runId)!.status === "running");
-      [pid] = pidsOf(adapter, rt);
-      const t0 = performance.now();
-      process.kill(pid!, "SIGSTOP");
-      const run = await rt.waitForRun(runId);
-      report("hung host (SIGSTOP; probe every 100 ms, 5 s to answer) -> run failed", performance.now() - t0);
-      expect(run.status).toBe("failed");
-      expect(run.failure?.message).toMatch(/unresponsive/);
-      await until("the hung host to be killed", () => !alive(pid!));
-      expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "again" })).runId)).status).toBe("completed");
-    } finally {
-      killIfAlive(pid);
-      await cleanup();
-    }
-  });
+  it(
+    "a host that stops answering mid-turn is declared lost by the liveness probe: " +
+      "the run fails, the host is killed",
+    async () => {
+      // Probed often, but given 5 s to answer: only a stopped host misses that, not a healthy one
+      // on a loaded machine (where a 300 ms answer is no promise).
+      const adapter = hosted({
+        heartbeat: { intervalMs: 100, timeoutMs: 5_000 },
+        stopGraceMs: 200,
+        policy: { backoffMs: [10] },
+      });
+      const { rt, cleanup } = await openFaultRuntime({ s: adapter });
+      let pid: number | undefined;
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const { runId } = await rt.sendMessage({ threadId, text: "[gate] wait" });
+        await until("the run to run", () => rt.views.runs.get(runId)!.status === "running");
+        [pid] = pidsOf(adapter, rt);
+        const t0 = performance.now();
+        process.kill(pid!, "SIGSTOP");
+        const run = await rt.waitForRun(runId);
+        report("hung host (SIGSTOP; probe every 100 ms, 5 s to answer) -> run failed", performance.now() - t0);
+        expect(run.status).toBe("failed");
+        expect(run.failure?.message).toMatch(/unresponsive/);
+        await until("the hung host to be killed", () => !alive(pid!));
+        expect((await rt.waitForRun((await rt.sendMessage({ threadId, text: "again" })).runId)).status).toBe(
+          "completed",
+        );
+      } finally {
+        killIfAlive(pid);
+        await cleanup();
+      }
+    },
+  );
 });
 
 describe("startup timeout and restart budget", () => {

@@ -33,17 +33,21 @@ describe("BoundedLineSplitter", () => {
     expect(lines).toEqual(["héllo ✓"]);
   });
 
-  it("a line of exactly the cap passes; one byte more is dropped with a sample, reported once, and splitting resumes after its newline", () => {
-    const { splitter, lines, overflows } = collect(8);
-    splitter.write(Buffer.from("12345678\n"));
-    splitter.write(Buffer.from("123456789"));
-    expect(splitter.pendingBytes).toBe(0);
-    for (let i = 0; i < 1000; i++) splitter.write(Buffer.from("more bytes of the same endless line "));
-    splitter.write(Buffer.from("still it\nnext\n"));
-    expect(lines).toEqual(["12345678", "next"]);
-    expect(overflows).toEqual([{ limitBytes: 8, head: "123456789" }]);
-    expect(splitter.overflows).toBe(1);
-  });
+  it(
+    "a line of exactly the cap passes; one byte more is dropped with a sample, " +
+      "reported once, and splitting resumes after its newline",
+    () => {
+      const { splitter, lines, overflows } = collect(8);
+      splitter.write(Buffer.from("12345678\n"));
+      splitter.write(Buffer.from("123456789"));
+      expect(splitter.pendingBytes).toBe(0);
+      for (let i = 0; i < 1000; i++) splitter.write(Buffer.from("more bytes of the same endless line "));
+      splitter.write(Buffer.from("still it\nnext\n"));
+      expect(lines).toEqual(["12345678", "next"]);
+      expect(overflows).toEqual([{ limitBytes: 8, head: "123456789" }]);
+      expect(splitter.overflows).toBe(1);
+    },
+  );
 
   it("keeps at most 256 bytes of an over-long line as its sample", () => {
     const { splitter, overflows } = collect(1024);
@@ -58,40 +62,44 @@ describe("BoundedLineSplitter", () => {
     }
   });
 
-  it("property: any chunking of any lines yields exactly the lines within the cap, in order, and never holds more than the cap", () => {
-    const line = fc.string({ unit: fc.constantFrom("a", "b", "é", "✓", "😀", " ", "{", '"'), maxLength: 40 });
-    let runs = 0;
-    fc.assert(
-      fc.property(
-        fc.array(line, { maxLength: 30 }),
-        fc.integer({ min: 1, max: 64 }),
-        fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 20 }),
-        fc.boolean(),
-        (input, cap, cuts, terminated) => {
-          runs++;
-          const text = input.join("\n") + (terminated && input.length > 0 ? "\n" : "");
-          const bytes = Buffer.from(text);
-          const { splitter, lines, overflows } = collect(cap);
-          let at = 0;
-          for (let i = 0; at < bytes.length; i++) {
-            const size = cuts[i % cuts.length]!;
-            splitter.write(bytes.subarray(at, at + size));
-            at += size;
-            expect(splitter.pendingBytes).toBeLessThanOrEqual(cap);
-          }
-          splitter.end();
-          // An empty input, or a final empty string after the last newline, is no line.
-          const expected = text === "" ? [] : text.split("\n").slice(0, terminated ? -1 : undefined);
-          if (!terminated && expected.at(-1) === "") expected.pop();
-          expect(lines).toEqual(expected.filter((l) => Buffer.byteLength(l) <= cap));
-          expect(overflows.length).toBe(expected.filter((l) => Buffer.byteLength(l) > cap).length);
-          for (const l of lines) expect(Buffer.byteLength(l)).toBeLessThanOrEqual(cap);
-        },
-      ),
-      { numRuns: 300 },
-    );
-    expect(runs).toBe(300);
-  });
+  it(
+    "property: any chunking of any lines yields exactly the lines within the cap, " +
+      "in order, and never holds more than the cap",
+    () => {
+      const line = fc.string({ unit: fc.constantFrom("a", "b", "é", "✓", "😀", " ", "{", '"'), maxLength: 40 });
+      let runs = 0;
+      fc.assert(
+        fc.property(
+          fc.array(line, { maxLength: 30 }),
+          fc.integer({ min: 1, max: 64 }),
+          fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 20 }),
+          fc.boolean(),
+          (input, cap, cuts, terminated) => {
+            runs++;
+            const text = input.join("\n") + (terminated && input.length > 0 ? "\n" : "");
+            const bytes = Buffer.from(text);
+            const { splitter, lines, overflows } = collect(cap);
+            let at = 0;
+            for (let i = 0; at < bytes.length; i++) {
+              const size = cuts[i % cuts.length]!;
+              splitter.write(bytes.subarray(at, at + size));
+              at += size;
+              expect(splitter.pendingBytes).toBeLessThanOrEqual(cap);
+            }
+            splitter.end();
+            // An empty input, or a final empty string after the last newline, is no line.
+            const expected = text === "" ? [] : text.split("\n").slice(0, terminated ? -1 : undefined);
+            if (!terminated && expected.at(-1) === "") expected.pop();
+            expect(lines).toEqual(expected.filter((l) => Buffer.byteLength(l) <= cap));
+            expect(overflows.length).toBe(expected.filter((l) => Buffer.byteLength(l) > cap).length);
+            for (const l of lines) expect(Buffer.byteLength(l)).toBeLessThanOrEqual(cap);
+          },
+        ),
+        { numRuns: 300 },
+      );
+      expect(runs).toBe(300);
+    },
+  );
 });
 
 describe("readLines", () => {

@@ -23,28 +23,31 @@ async function withRegistry<T>(fn: (registry: HostRegistry, dir: string) => Prom
 }
 
 describe("misbehaving hosts", () => {
-  it("a host that exits at once is reported as such (not as a timeout), leaves no record, and close returns", async () => {
-    await withRegistry(async (registry, dir) => {
-      const spec: HostSpec = {
-        target: "quick",
-        identity: { executable: "sh", config: {} },
-        spawn: { command: "sh", args: ["-c", "echo dying >&2; exit 3"], env: {} },
-        connect: () => never,
-        policy: { startupTimeoutMs: 20_000, restartBudget: 0 },
-      };
-      const error = await registry.acquire(spec).then(
-        () => null,
-        (e: unknown) => e as Error & { code: string },
-      );
-      expect(error?.code).toBe("host_unavailable");
-      expect(error?.message).toMatch(/exited \(code 3\)/);
-      expect(error?.message).not.toMatch(/did not become ready/);
-      const recorded = async () =>
-        (JSON.parse(await readFile(join(dir, "runtimes", "hosts.json"), "utf8")) as { hosts: unknown[] }).hosts;
-      for (let left = await recorded(); left.length > 0; left = await recorded())
-        await new Promise((r) => setTimeout(r, 5));
-    });
-  });
+  it(
+    "a host that exits at once is reported as such (not as a timeout), " + "leaves no record, and close returns",
+    async () => {
+      await withRegistry(async (registry, dir) => {
+        const spec: HostSpec = {
+          target: "quick",
+          identity: { executable: "sh", config: {} },
+          spawn: { command: "sh", args: ["-c", "echo dying >&2; exit 3"], env: {} },
+          connect: () => never,
+          policy: { startupTimeoutMs: 20_000, restartBudget: 0 },
+        };
+        const error = await registry.acquire(spec).then(
+          () => null,
+          (e: unknown) => e as Error & { code: string },
+        );
+        expect(error?.code).toBe("host_unavailable");
+        expect(error?.message).toMatch(/exited \(code 3\)/);
+        expect(error?.message).not.toMatch(/did not become ready/);
+        const recorded = async () =>
+          (JSON.parse(await readFile(join(dir, "runtimes", "hosts.json"), "utf8")) as { hosts: unknown[] }).hosts;
+        for (let left = await recorded(); left.length > 0; left = await recorded())
+          await new Promise((r) => setTimeout(r, 5));
+      });
+    },
+  );
 
   it("close() returns even when a host hangs (SIGSTOP), and the host is killed", async () => {
     const adapter = hosted();

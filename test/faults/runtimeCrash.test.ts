@@ -34,49 +34,55 @@ async function crashRuntime(dataDir: string): Promise<{ delivered: Array<[number
 }
 
 describe("runtime crash with a host running", () => {
-  it("reaps the orphaned host, settles the run and its approval, loses nothing acknowledged, and works again", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "tiller-runtime-crash-"));
-    let hostPid = 0;
-    try {
-      const crashed = await crashRuntime(dataDir);
-      hostPid = crashed.hostPid;
-      expect(alive(hostPid)).toBe(true); // its own process group: it outlived the runtime
-
-      const t0 = performance.now();
-      const { rt, cleanup } = await openFaultRuntime({ s: hosted({ transport: "websocket" }) }, { dataDir });
-      report("runtime SIGKILL -> reopen (orphan reaped, recovery committed)", performance.now() - t0);
+  it(
+    "reaps the orphaned host, settles the run and its approval, " + "loses nothing acknowledged, and works again",
+    async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "tiller-runtime-crash-"));
+      let hostPid = 0;
       try {
-        expect(alive(hostPid)).toBe(false);
-        const lines = (await readFile(join(dataDir, "events.jsonl"), "utf8"))
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l) as { seq: number; event: { type: string; message?: string } });
-        // Every event the crashed runtime delivered to its subscriber is still there, same seq, same type.
-        for (const [seq, type] of crashed.delivered) expect(lines[seq - 1]).toMatchObject({ seq, event: { type } });
-        expect(lines.some((l) => l.event.type === "warning" && l.event.message?.includes(`pid ${hostPid}`))).toBe(true);
+        const crashed = await crashRuntime(dataDir);
+        hostPid = crashed.hostPid;
+        expect(alive(hostPid)).toBe(true); // its own process group: it outlived the runtime
 
-        const [thread] = rt.listThreads();
-        const snapshot = await rt.readThread(thread!.threadId);
-        expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([["cancelled", "runtime_restarted"]]);
-        expect(snapshot.pendingRequests).toEqual([]);
-        const [request] = rt.views.requests.values();
-        expect(request).toMatchObject({ status: "expired", closedReason: expect.stringMatching(/^not_resumable/) });
-        await expect(
-          rt.respond({ requestId: request!.requestId, response: { kind: "decision", decision: "accept" } }),
-        ).rejects.toMatchObject({ code: "not_resumable" });
+        const t0 = performance.now();
+        const { rt, cleanup } = await openFaultRuntime({ s: hosted({ transport: "websocket" }) }, { dataDir });
+        report("runtime SIGKILL -> reopen (orphan reaped, recovery committed)", performance.now() - t0);
+        try {
+          expect(alive(hostPid)).toBe(false);
+          const lines = (await readFile(join(dataDir, "events.jsonl"), "utf8"))
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l) as { seq: number; event: { type: string; message?: string } });
+          // Every event the crashed runtime delivered to its subscriber is still there, same seq, same type.
+          for (const [seq, type] of crashed.delivered) expect(lines[seq - 1]).toMatchObject({ seq, event: { type } });
+          expect(lines.some((l) => l.event.type === "warning" && l.event.message?.includes(`pid ${hostPid}`))).toBe(
+            true,
+          );
 
-        const next = await rt.waitForRun(
-          (await rt.sendMessage({ threadId: thread!.threadId, text: "are you back?" })).runId,
-        );
-        expect(next.status).toBe("completed");
+          const [thread] = rt.listThreads();
+          const snapshot = await rt.readThread(thread!.threadId);
+          expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([["cancelled", "runtime_restarted"]]);
+          expect(snapshot.pendingRequests).toEqual([]);
+          const [request] = rt.views.requests.values();
+          expect(request).toMatchObject({ status: "expired", closedReason: expect.stringMatching(/^not_resumable/) });
+          await expect(
+            rt.respond({ requestId: request!.requestId, response: { kind: "decision", decision: "accept" } }),
+          ).rejects.toMatchObject({ code: "not_resumable" });
+
+          const next = await rt.waitForRun(
+            (await rt.sendMessage({ threadId: thread!.threadId, text: "are you back?" })).runId,
+          );
+          expect(next.status).toBe("completed");
+        } finally {
+          await cleanup();
+        }
       } finally {
-        await cleanup();
+        killIfAlive(hostPid);
+        await rm(dataDir, { recursive: true, force: true });
       }
-    } finally {
-      killIfAlive(hostPid);
-      await rm(dataDir, { recursive: true, force: true });
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 
   it("never kills a process whose pid was reused (start time differs)", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "tiller-reap-"));

@@ -94,73 +94,82 @@ const secretValues = Object.values(EMBEDDER_SECRETS);
 const embedder = join(import.meta.dirname, "secretsEmbedder.ts");
 
 describe("secrets at rest", () => {
-  it("a host's environment: the allowlist and the names its adapter inherits, then what the adapter sets; nothing else", () => {
-    const embedder = {
-      ...EMBEDDER_SECRETS,
-      PATH: "/usr/bin",
-      HOME: "/home/ann",
-      LANG: "C.UTF-8",
-      LC_ALL: "C",
-      https_proxy: "http://proxy:3128",
-      NODE_OPTIONS: "--inspect=9229",
-      CODEX_HOME: "/home/ann/.codex",
-      CLAUDE_CONFIG_DIR: "/x",
-      TERM: "xterm",
-    };
-    expect(
-      hostEnvironment({ HOME: "/tmp/home", OPENAI_API_KEY: "passed", TERM: undefined }, ["CODEX_HOME"], embedder),
-    ).toEqual({
-      PATH: "/usr/bin",
-      HOME: "/tmp/home",
-      LANG: "C.UTF-8",
-      LC_ALL: "C",
-      https_proxy: "http://proxy:3128",
-      CODEX_HOME: "/home/ann/.codex",
-      OPENAI_API_KEY: "passed",
-    });
-  });
+  it(
+    "a host's environment: the allowlist and the names its adapter inherits, " +
+      "then what the adapter sets; nothing else",
+    () => {
+      const embedder = {
+        ...EMBEDDER_SECRETS,
+        PATH: "/usr/bin",
+        HOME: "/home/ann",
+        LANG: "C.UTF-8",
+        LC_ALL: "C",
+        https_proxy: "http://proxy:3128",
+        NODE_OPTIONS: "--inspect=9229",
+        CODEX_HOME: "/home/ann/.codex",
+        CLAUDE_CONFIG_DIR: "/x",
+        TERM: "xterm",
+      };
+      expect(
+        hostEnvironment({ HOME: "/tmp/home", OPENAI_API_KEY: "passed", TERM: undefined }, ["CODEX_HOME"], embedder),
+      ).toEqual({
+        PATH: "/usr/bin",
+        HOME: "/tmp/home",
+        LANG: "C.UTF-8",
+        LC_ALL: "C",
+        https_proxy: "http://proxy:3128",
+        CODEX_HOME: "/home/ann/.codex",
+        OPENAI_API_KEY: "passed",
+      });
+    },
+  );
 
-  it("Claude: the host and Claude get no embedder secret; the lost host's frame dump in the log carries none; the data directory holds none", async () => {
-    const root = await mkdtemp(join(tmpdir(), "tiller-secrets-"));
-    // The embedding app, its credentials first in its environment (where a dump starts).
-    const app = spawn(process.execPath, ["--import", "tsx", embedder, root], {
-      env: { ...EMBEDDER_SECRETS, ...process.env },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const pids: number[] = [app.pid!];
-    cleanups.push(async () => {
-      for (const pid of pids) killIfAlive(pid);
-      await rm(root, { recursive: true, force: true, maxRetries: 10 });
-    });
-    let done = "";
-    for await (const line of createInterface({ input: app.stdout })) {
-      const [word, value] = line.split(" ");
-      if (word === "host") {
-        const host = Number(value);
-        const claude = childrenOf(host);
-        pids.push(host, ...claude);
-        expect(claude.length).toBeGreaterThan(0);
-        for (const pid of [host, ...claude]) {
-          const env = pid === host ? environOf(pid) : environIfAlive(pid);
-          if (!env) continue;
-          expect(
-            Object.values(env).filter((v) => secretValues.includes(v)),
-            `process ${pid}`,
-          ).toEqual([]);
-          // What the embedder passes through the adapter's env does reach them.
-          expect(env.ANTHROPIC_API_KEY).toBe(PASSED_KEY);
+  it(
+    "Claude: the host and Claude get no embedder secret; " +
+      "the lost host's frame dump in the log carries none; the data directory holds none",
+    async () => {
+      const root = await mkdtemp(join(tmpdir(), "tiller-secrets-"));
+      // The embedding app, its credentials first in its environment (where a dump starts).
+      const app = spawn(process.execPath, ["--import", "tsx", embedder, root], {
+        env: { ...EMBEDDER_SECRETS, ...process.env },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      const pids: number[] = [app.pid!];
+      cleanups.push(async () => {
+        for (const pid of pids) killIfAlive(pid);
+        await rm(root, { recursive: true, force: true, maxRetries: 10 });
+      });
+      let done = "";
+      for await (const line of createInterface({ input: app.stdout })) {
+        const [word, value] = line.split(" ");
+        if (word === "host") {
+          const host = Number(value);
+          const claude = childrenOf(host);
+          pids.push(host, ...claude);
+          expect(claude.length).toBeGreaterThan(0);
+          for (const pid of [host, ...claude]) {
+            const env = pid === host ? environOf(pid) : environIfAlive(pid);
+            if (!env) continue;
+            expect(
+              Object.values(env).filter((v) => secretValues.includes(v)),
+              `process ${pid}`,
+            ).toEqual([]);
+            // What the embedder passes through the adapter's env does reach them.
+            expect(env.ANTHROPIC_API_KEY).toBe(PASSED_KEY);
+          }
+          process.kill(host, "SIGKILL");
         }
-        process.kill(host, "SIGKILL");
+        if (word === "done") done = value!;
       }
-      if (word === "done") done = value!;
-    }
-    expect(done).toBe("failed");
-    const log = await readFile(join(root, "data", "events.jsonl"), "utf8");
-    // The loss was recorded with the host's recent frames (the ring's dump)...
-    expect(log).toContain("recent host frames");
-    // ...and neither the embedder's secrets nor the key passed on purpose are anywhere on disk.
-    expectNoSecretIn(await everyFile(join(root, "data")), [...secretValues, PASSED_KEY]);
-  }, 60_000);
+      expect(done).toBe("failed");
+      const log = await readFile(join(root, "data", "events.jsonl"), "utf8");
+      // The loss was recorded with the host's recent frames (the ring's dump)...
+      expect(log).toContain("recent host frames");
+      // ...and neither the embedder's secrets nor the key passed on purpose are anywhere on disk.
+      expectNoSecretIn(await everyFile(join(root, "data")), [...secretValues, PASSED_KEY]);
+    },
+    60_000,
+  );
 
   it("scripted host: spawned with the allowlist and its own token only", async () => {
     embedderEnvironment();
@@ -184,22 +193,26 @@ describe("secrets at rest", () => {
     expectNoSecretIn(await everyFile(runtime.dataDir), [...secretValues, env.TILLER_HOST_TOKEN!]);
   });
 
-  it("Codex: the app-server gets no embedder secret, only what the adapter's env passes; its lost host's dump leaves none on disk", async () => {
-    embedderEnvironment();
-    const world = await codexWorld({ adapter: { env: { SIMULATOR_API_KEY: PASSED_KEY } } });
-    cleanups.push(() => world.cleanup());
-    const { threadId } = await world.rt.createThread({ providerTarget: "codex", cwd: world.workspace });
-    world.sim.push({ hang: true, text: "working" });
-    const { runId } = await world.rt.sendMessage({ threadId, text: "start and wait" });
-    await world.sim.waitForRequests(1);
-    const [sessionId] = world.rt.views.sessions.keys();
-    const host = world.adapter.hostPid(sessionId!)!;
-    const env = environOf(host);
-    expect(Object.values(env).filter((v) => secretValues.includes(v))).toEqual([]);
-    expect(env.SIMULATOR_API_KEY).toBe(PASSED_KEY);
-    process.kill(host, "SIGKILL");
-    expect((await world.rt.waitForRun(runId)).status).toBe("failed");
-    await world.rt.close();
-    expectNoSecretIn(await everyFile(join(world.root, "data")), [...secretValues, PASSED_KEY]);
-  });
+  it(
+    "Codex: the app-server gets no embedder secret, only what the adapter's env passes; " +
+      "its lost host's dump leaves none on disk",
+    async () => {
+      embedderEnvironment();
+      const world = await codexWorld({ adapter: { env: { SIMULATOR_API_KEY: PASSED_KEY } } });
+      cleanups.push(() => world.cleanup());
+      const { threadId } = await world.rt.createThread({ providerTarget: "codex", cwd: world.workspace });
+      world.sim.push({ hang: true, text: "working" });
+      const { runId } = await world.rt.sendMessage({ threadId, text: "start and wait" });
+      await world.sim.waitForRequests(1);
+      const [sessionId] = world.rt.views.sessions.keys();
+      const host = world.adapter.hostPid(sessionId!)!;
+      const env = environOf(host);
+      expect(Object.values(env).filter((v) => secretValues.includes(v))).toEqual([]);
+      expect(env.SIMULATOR_API_KEY).toBe(PASSED_KEY);
+      process.kill(host, "SIGKILL");
+      expect((await world.rt.waitForRun(runId)).status).toBe("failed");
+      await world.rt.close();
+      expectNoSecretIn(await everyFile(join(world.root, "data")), [...secretValues, PASSED_KEY]);
+    },
+  );
 });

@@ -42,80 +42,88 @@ async function openInspected(dataDir?: string) {
 }
 
 describe("inspector feed: records over the server's limit", () => {
-  it("a 70 MiB record reaches the page cut, with a marker of what was cut and how big; the feed is never dropped", async () => {
-    const { rt, url, events, cleanup } = await openInspected();
-    const page = await pageClient(pageSocketUrl(url));
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[big] show me" })).runId);
-      expect(run.status).toBe("completed");
-      const bigSeq =
-        events.find((r) => r.event.type === "node.completed" && r.event.output?.length === OUTPUT_CHARS)?.seq ?? 0;
-      expect(bigSeq).toBeGreaterThan(0);
-      // Either the record arrives, or the feed was dropped twice (the old loop): whichever comes first.
-      await page.until(
-        (m): m is PageMessage =>
-          pageRecords([m]).some((r) => r.seq === bigSeq) || feedChanges(page.messages).drops >= 2,
-      );
-      const seen = feedChanges(page.messages);
-      expect(seen.drops).toBe(0);
-      const record = pageRecords(page.messages).find((r) => r.seq === bigSeq)!;
-      const event = record.event as LogEntry["event"] & { output: string; feedCut: FeedCut };
-      expect(event.feedCut).toEqual({
-        recordBytes: expect.any(Number),
-        limitBytes: FEED_LIMITS.recordBytes,
-        fields: { output: { chars: OUTPUT_CHARS } },
-      });
-      expect(event.feedCut.recordBytes).toBeGreaterThan(FEED_LIMITS.messageBytes);
-      expect(event.output).toBe(
-        `${"o".repeat(FEED_LIMITS.keptChars)}… [cut by the inspector feed: ${OUTPUT_CHARS} chars in all]`,
-      );
-      expect(event).toMatchObject({ type: "node.completed", threadId, runId: run.runId, status: "completed" });
+  it(
+    "a 70 MiB record reaches the page cut, " + "with a marker of what was cut and how big; the feed is never dropped",
+    async () => {
+      const { rt, url, events, cleanup } = await openInspected();
+      const page = await pageClient(pageSocketUrl(url));
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[big] show me" })).runId);
+        expect(run.status).toBe("completed");
+        const bigSeq =
+          events.find((r) => r.event.type === "node.completed" && r.event.output?.length === OUTPUT_CHARS)?.seq ?? 0;
+        expect(bigSeq).toBeGreaterThan(0);
+        // Either the record arrives, or the feed was dropped twice (the old loop): whichever comes first.
+        await page.until(
+          (m): m is PageMessage =>
+            pageRecords([m]).some((r) => r.seq === bigSeq) || feedChanges(page.messages).drops >= 2,
+        );
+        const seen = feedChanges(page.messages);
+        expect(seen.drops).toBe(0);
+        const record = pageRecords(page.messages).find((r) => r.seq === bigSeq)!;
+        const event = record.event as LogEntry["event"] & { output: string; feedCut: FeedCut };
+        expect(event.feedCut).toEqual({
+          recordBytes: expect.any(Number),
+          limitBytes: FEED_LIMITS.recordBytes,
+          fields: { output: { chars: OUTPUT_CHARS } },
+        });
+        expect(event.feedCut.recordBytes).toBeGreaterThan(FEED_LIMITS.messageBytes);
+        expect(event.output).toBe(
+          `${"o".repeat(FEED_LIMITS.keptChars)}… [cut by the inspector feed: ${OUTPUT_CHARS} chars in all]`,
+        );
+        expect(event).toMatchObject({ type: "node.completed", threadId, runId: run.runId, status: "completed" });
 
-      // The feed stays up: the next run streams to the page on the same connection.
-      const next = await rt.waitForRun((await rt.sendMessage({ threadId, text: "small talk" })).runId);
-      await page.until(
-        (m): m is Log =>
-          isLog(m) && m.records.some((r) => r.event.type === "run.terminal" && r.event.runId === next.runId),
-      );
-      expect(feedChanges(page.messages)).toEqual(seen);
-    } finally {
-      page.close();
-      await cleanup();
-    }
-  }, 120_000);
+        // The feed stays up: the next run streams to the page on the same connection.
+        const next = await rt.waitForRun((await rt.sendMessage({ threadId, text: "small talk" })).runId);
+        await page.until(
+          (m): m is Log =>
+            isLog(m) && m.records.some((r) => r.event.type === "run.terminal" && r.event.runId === next.runId),
+        );
+        expect(feedChanges(page.messages)).toEqual(seen);
+      } finally {
+        page.close();
+        await cleanup();
+      }
+    },
+    120_000,
+  );
 
-  it("reopening a directory that holds such a record: the resend from seq 1 goes through once, the record cut", async () => {
-    const first = await openInspected();
-    const { threadId } = await first.rt.createThread({ providerTarget: "s" });
-    await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "[big] once" })).runId);
-    const bigSeq = first.events.find(
-      (r) => r.event.type === "node.completed" && r.event.output?.length === OUTPUT_CHARS,
-    )!.seq;
-    const head = first.rt.views.head;
-    await first.rt.close();
-    const { rt, url, cleanup } = await openInspected(first.dataDir);
-    const page = await pageClient(pageSocketUrl(url));
-    try {
-      const last = rt.views.head; // what the reopen itself recorded is in the resend too
-      expect(last).toBeGreaterThanOrEqual(head);
-      await page.until(
-        (_m): _m is PageMessage =>
-          pageRecords(page.messages).some((r) => r.seq === last) || feedChanges(page.messages).drops >= 2,
-      );
-      expect(feedChanges(page.messages).drops).toBe(0);
-      const seqs = pageRecords(page.messages).map((r) => r.seq);
-      // each record once, in order: no second resend
-      expect(seqs).toEqual(Array.from({ length: last }, (_, i) => i + 1));
-      const big = pageRecords(page.messages).find((r) => r.seq === bigSeq)!.event as LogEntry["event"] & {
-        feedCut: FeedCut;
-      };
-      expect(big.feedCut.fields).toEqual({ output: { chars: OUTPUT_CHARS } });
-    } finally {
-      page.close();
-      await cleanup();
-    }
-  }, 120_000);
+  it(
+    "reopening a directory that holds such a record: " + "the resend from seq 1 goes through once, the record cut",
+    async () => {
+      const first = await openInspected();
+      const { threadId } = await first.rt.createThread({ providerTarget: "s" });
+      await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "[big] once" })).runId);
+      const bigSeq = first.events.find(
+        (r) => r.event.type === "node.completed" && r.event.output?.length === OUTPUT_CHARS,
+      )!.seq;
+      const head = first.rt.views.head;
+      await first.rt.close();
+      const { rt, url, cleanup } = await openInspected(first.dataDir);
+      const page = await pageClient(pageSocketUrl(url));
+      try {
+        const last = rt.views.head; // what the reopen itself recorded is in the resend too
+        expect(last).toBeGreaterThanOrEqual(head);
+        await page.until(
+          (_m): _m is PageMessage =>
+            pageRecords(page.messages).some((r) => r.seq === last) || feedChanges(page.messages).drops >= 2,
+        );
+        expect(feedChanges(page.messages).drops).toBe(0);
+        const seqs = pageRecords(page.messages).map((r) => r.seq);
+        // each record once, in order: no second resend
+        expect(seqs).toEqual(Array.from({ length: last }, (_, i) => i + 1));
+        const big = pageRecords(page.messages).find((r) => r.seq === bigSeq)!.event as LogEntry["event"] & {
+          feedCut: FeedCut;
+        };
+        expect(big.feedCut.fields).toEqual({ output: { chars: OUTPUT_CHARS } });
+      } finally {
+        page.close();
+        await cleanup();
+      }
+    },
+    120_000,
+  );
 });
 
 describe("fitRecord and LogBatcher", () => {

@@ -75,65 +75,69 @@ describe("live inspector in Chromium", () => {
     expect(outcome).toBe("closed 1006");
   });
 
-  it("shows the actor tree and the run's state as it streams, waits on an approval answered from the page, and completes", async () => {
-    const { page } = browser;
-    browser.errors.length = 0; // the refusals above were logged by the page on purpose
-    await page.goto(url);
-    await page.locator('[data-testid=connection][data-state="connected"]').waitFor(WAIT);
-    // The token is in the page's path, nowhere else: no cookie (cookies reach every port of 127.0.0.1).
-    expect(await browser.context.cookies()).toEqual([]);
-    expect(page.url()).toBe(url);
+  it(
+    "shows the actor tree and the run's state as it streams, " +
+      "waits on an approval answered from the page, and completes",
+    async () => {
+      const { page } = browser;
+      browser.errors.length = 0; // the refusals above were logged by the page on purpose
+      await page.goto(url);
+      await page.locator('[data-testid=connection][data-state="connected"]').waitFor(WAIT);
+      // The token is in the page's path, nowhere else: no cookie (cookies reach every port of 127.0.0.1).
+      expect(await browser.context.cookies()).toEqual([]);
+      expect(page.url()).toBe(url);
 
-    const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Fix the date bug" });
-    const { runId } = await rt.sendMessage({ threadId, text: "[approve] fix the failing date test" });
+      const { threadId } = await rt.createThread({ providerTarget: "scripted", title: "Fix the date bug" });
+      const { runId } = await rt.sendMessage({ threadId, text: "[approve] fix the failing date test" });
 
-    // Streaming, held at the gate: the run's machine is in active.running.
-    await page.locator(`${actor(runId)}[data-state="active.running"]`).waitFor(WAIT);
-    await page.locator(`${actor(threadId)}[data-state="busy"]`).waitFor(WAIT);
-    await page.locator(actor(runId)).click();
-    await page.locator(current("active.running")).waitFor(WAIT);
-    await expect
-      .poll(() => page.locator("[data-testid=statechart] svg").getAttribute("data-machine"), WAIT)
-      .toBe("run");
+      // Streaming, held at the gate: the run's machine is in active.running.
+      await page.locator(`${actor(runId)}[data-state="active.running"]`).waitFor(WAIT);
+      await page.locator(`${actor(threadId)}[data-state="busy"]`).waitFor(WAIT);
+      await page.locator(actor(runId)).click();
+      await page.locator(current("active.running")).waitFor(WAIT);
+      await expect
+        .poll(() => page.locator("[data-testid=statechart] svg").getAttribute("data-machine"), WAIT)
+        .toBe("run");
 
-    // Every kind of actor the run involves is in the tree.
-    for (const kind of ["target", "session", "providerThread", "thread", "run", "attempt"]) {
-      await page.locator(`[data-testid=actor][data-kind="${kind}"]`).first().waitFor(WAIT);
-    }
+      // Every kind of actor the run involves is in the tree.
+      for (const kind of ["target", "session", "providerThread", "thread", "run", "attempt"]) {
+        await page.locator(`[data-testid=actor][data-kind="${kind}"]`).first().waitFor(WAIT);
+      }
 
-    // The command asks for approval: the run waits, the request is respondable.
-    backend.openGate("streaming");
-    const opened = await nextEvent(rt, "request.opened", (e) => e.runId === runId);
-    const request = page.locator(`[data-testid=request][data-request-id="${opened.event.requestId}"]`);
-    await request.and(page.locator('[data-state="respondable"]')).waitFor(WAIT);
-    await page.locator(`${actor(runId)}[data-state="active.waiting"]`).waitFor(WAIT);
-    await page.locator(current("active.waiting")).waitFor(WAIT);
-    await page.locator(`${actor(opened.event.requestId)}[data-state="pending"]`).waitFor(WAIT);
-    await page.locator('[data-testid=event][data-type="request.opened"]').first().waitFor(WAIT);
-    await mkdir(ARTIFACTS, { recursive: true });
-    await page.screenshot({ path: join(ARTIFACTS, "inspector-mid-run.png"), fullPage: true });
+      // The command asks for approval: the run waits, the request is respondable.
+      backend.openGate("streaming");
+      const opened = await nextEvent(rt, "request.opened", (e) => e.runId === runId);
+      const request = page.locator(`[data-testid=request][data-request-id="${opened.event.requestId}"]`);
+      await request.and(page.locator('[data-state="respondable"]')).waitFor(WAIT);
+      await page.locator(`${actor(runId)}[data-state="active.waiting"]`).waitFor(WAIT);
+      await page.locator(current("active.waiting")).waitFor(WAIT);
+      await page.locator(`${actor(opened.event.requestId)}[data-state="pending"]`).waitFor(WAIT);
+      await page.locator('[data-testid=event][data-type="request.opened"]').first().waitFor(WAIT);
+      await mkdir(ARTIFACTS, { recursive: true });
+      await page.screenshot({ path: join(ARTIFACTS, "inspector-mid-run.png"), fullPage: true });
 
-    // Approved from the page: the run goes on to the end.
-    await request.locator("[data-testid=approve]").click();
-    const run = await rt.waitForRun(runId);
-    expect(run.status).toBe("completed");
-    const resolved = await nextEvent(rt, "request.resolved", (e) => e.requestId === opened.event.requestId);
-    expect(resolved.event).toMatchObject({ by: "user", response: { kind: "decision", decision: "accept" } });
-    await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
-    await page.locator(current("completed")).waitFor(WAIT);
-    await page.locator(`${actor(threadId)}[data-state="idle"]`).waitFor(WAIT);
-    await request.waitFor({ state: "detached", ...WAIT });
+      // Approved from the page: the run goes on to the end.
+      await request.locator("[data-testid=approve]").click();
+      const run = await rt.waitForRun(runId);
+      expect(run.status).toBe("completed");
+      const resolved = await nextEvent(rt, "request.resolved", (e) => e.requestId === opened.event.requestId);
+      expect(resolved.event).toMatchObject({ by: "user", response: { kind: "decision", decision: "accept" } });
+      await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
+      await page.locator(current("completed")).waitFor(WAIT);
+      await page.locator(`${actor(threadId)}[data-state="idle"]`).waitFor(WAIT);
+      await request.waitFor({ state: "detached", ...WAIT });
 
-    // The timeline, filtered to this run, shows only its events, with their seq.
-    await page.locator("[data-testid=filter-run]").selectOption(runId);
-    const rows = page.locator("[data-testid=event]");
-    await page.locator('[data-testid=event][data-type="run.terminal"]').waitFor(WAIT);
-    const runIds = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-run-id")));
-    expect(new Set(runIds)).toEqual(new Set([runId]));
-    const seqs = await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute("data-seq"))));
-    expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
-    await page.locator("[data-testid=filter-run]").selectOption("");
-  });
+      // The timeline, filtered to this run, shows only its events, with their seq.
+      await page.locator("[data-testid=filter-run]").selectOption(runId);
+      const rows = page.locator("[data-testid=event]");
+      await page.locator('[data-testid=event][data-type="run.terminal"]').waitFor(WAIT);
+      const runIds = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-run-id")));
+      expect(new Set(runIds)).toEqual(new Set([runId]));
+      const seqs = await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute("data-seq"))));
+      expect(seqs).toEqual([...seqs].sort((a, b) => b - a));
+      await page.locator("[data-testid=filter-run]").selectOption("");
+    },
+  );
 
   it("shows the degradation when a steer meets a provider without native steering", async () => {
     const { page } = browser;
@@ -229,109 +233,113 @@ describe("live inspector in Chromium", () => {
     }
   });
 
-  it("answers a Claude-shaped question (its id is its text) without the page ever holding that text, and keeps each request's refusal to that request until it settles", async () => {
-    // The runtime's side is played by the test, so it can refuse an answer at will.
-    const server = await startInspectorServer();
-    const producer = await fakeProducer(server.feedUrl);
-    const question = "Should I delete prod?";
-    const secrets = [question, "Danger", "Yes, drop it", "Drops every table", "List the secret folder"];
-    const at = new Date().toISOString();
-    const records: LogEntry[] = [
-      { type: "thread.created", threadId: "thr_c", title: "Claude", providerTarget: "claude" },
-      { type: "run.created", threadId: "thr_c", runId: "run_c", ordinal: 1 },
-      {
-        type: "request.opened",
-        threadId: "thr_c",
-        runId: "run_c",
-        requestId: "req_q",
-        payload: {
-          kind: "user_input",
-          questions: [
-            {
-              id: question,
-              question,
-              header: "Danger",
-              options: [{ label: "Yes, drop it", description: "Drops every table" }],
-            },
-          ],
+  it(
+    "answers a Claude-shaped question (its id is its text) without the page ever holding that text, " +
+      "and keeps each request's refusal to that request until it settles",
+    async () => {
+      // The runtime's side is played by the test, so it can refuse an answer at will.
+      const server = await startInspectorServer();
+      const producer = await fakeProducer(server.feedUrl);
+      const question = "Should I delete prod?";
+      const secrets = [question, "Danger", "Yes, drop it", "Drops every table", "List the secret folder"];
+      const at = new Date().toISOString();
+      const records: LogEntry[] = [
+        { type: "thread.created", threadId: "thr_c", title: "Claude", providerTarget: "claude" },
+        { type: "run.created", threadId: "thr_c", runId: "run_c", ordinal: 1 },
+        {
+          type: "request.opened",
+          threadId: "thr_c",
+          runId: "run_c",
+          requestId: "req_q",
+          payload: {
+            kind: "user_input",
+            questions: [
+              {
+                id: question,
+                question,
+                header: "Danger",
+                options: [{ label: "Yes, drop it", description: "Drops every table" }],
+              },
+            ],
+          },
         },
-      },
-      {
-        type: "request.opened",
+        {
+          type: "request.opened",
+          threadId: "thr_c",
+          runId: "run_c",
+          requestId: "req_a",
+          payload: { kind: "command", command: "ls", reason: "List the secret folder" },
+        },
+        {
+          type: "request.opened",
+          threadId: "thr_c",
+          runId: "run_c",
+          requestId: "req_b",
+          payload: { kind: "command", command: "pwd" },
+        },
+      ].map((event, i) => ({ seq: i + 1, at, event }));
+      producer.send({ kind: "log", records });
+      producer.send({
+        kind: "affordances",
         threadId: "thr_c",
-        runId: "run_c",
-        requestId: "req_a",
-        payload: { kind: "command", command: "ls", reason: "List the secret folder" },
-      },
-      {
-        type: "request.opened",
-        threadId: "thr_c",
-        runId: "run_c",
-        requestId: "req_b",
-        payload: { kind: "command", command: "pwd" },
-      },
-    ].map((event, i) => ({ seq: i + 1, at, event }));
-    producer.send({ kind: "log", records });
-    producer.send({
-      kind: "affordances",
-      threadId: "thr_c",
-      value: { requests: ["req_q", "req_a", "req_b"].map((requestId) => ({ requestId, state: "respondable" })) },
-    });
-    const { page } = browser;
-    const request = (id: string) =>
-      page.locator(`[data-testid=request][data-request-id="${id}"][data-state="respondable"]`);
-    const answered = (id: string) =>
-      producer.until((c) => c.command.requestId === id && !handled.has(c.id)).then((c) => (handled.add(c.id), c));
-    const handled = new Set<string>();
-    const settle = (c: FeedCommand, error: string | null) =>
-      producer.send({ kind: "respond.result", id: c.id, ok: error === null, error });
-    browser.errors.length = 0; // the previous test's refusals were logged by the page on purpose
-    try {
-      await page.goto(server.url);
-      for (const id of ["req_q", "req_a", "req_b"]) await request(id).waitFor(WAIT);
-      await page.locator('[data-testid=event][data-type="request.opened"]').first().waitFor(WAIT);
-      const html = await page.content();
-      for (const secret of secrets) expect(html, secret).not.toContain(secret);
-      const input = request("req_q").locator("[data-testid=answer]");
-      expect(await input.getAttribute("placeholder")).toBe("answer to ‹question 1›");
+        value: { requests: ["req_q", "req_a", "req_b"].map((requestId) => ({ requestId, state: "respondable" })) },
+      });
+      const { page } = browser;
+      const request = (id: string) =>
+        page.locator(`[data-testid=request][data-request-id="${id}"][data-state="respondable"]`);
+      const answered = (id: string) =>
+        producer.until((c) => c.command.requestId === id && !handled.has(c.id)).then((c) => (handled.add(c.id), c));
+      const handled = new Set<string>();
+      const settle = (c: FeedCommand, error: string | null) =>
+        producer.send({ kind: "respond.result", id: c.id, ok: error === null, error });
+      browser.errors.length = 0; // the previous test's refusals were logged by the page on purpose
+      try {
+        await page.goto(server.url);
+        for (const id of ["req_q", "req_a", "req_b"]) await request(id).waitFor(WAIT);
+        await page.locator('[data-testid=event][data-type="request.opened"]').first().waitFor(WAIT);
+        const html = await page.content();
+        for (const secret of secrets) expect(html, secret).not.toContain(secret);
+        const input = request("req_q").locator("[data-testid=answer]");
+        expect(await input.getAttribute("placeholder")).toBe("answer to ‹question 1›");
 
-      // Answered from the page by placeholder; the runtime gets it keyed by the real id.
-      await input.fill("no");
-      await request("req_q").locator("[data-testid=submit-answers]").click();
-      const answer = await answered("req_q");
-      expect(answer.command.response).toEqual({ kind: "answers", answers: { [question]: "no" } });
-      settle(answer, null);
+        // Answered from the page by placeholder; the runtime gets it keyed by the real id.
+        await input.fill("no");
+        await request("req_q").locator("[data-testid=submit-answers]").click();
+        const answer = await answered("req_q");
+        expect(answer.command.response).toEqual({ kind: "answers", answers: { [question]: "no" } });
+        settle(answer, null);
 
-      // The runtime refuses the answer to req_a: the error shows on req_a, which can be answered again.
-      await request("req_a").locator("[data-testid=approve]").click();
-      const first = await answered("req_a");
-      await request("req_a").locator("[data-testid=approve]:disabled").waitFor(WAIT); // in flight
-      settle(first, "stale: try again");
-      await request("req_a").locator('[data-testid=respond-error]:has-text("stale: try again")').waitFor(WAIT);
-      await request("req_a").locator("[data-testid=approve]:enabled").waitFor(WAIT);
+        // The runtime refuses the answer to req_a: the error shows on req_a, which can be answered again.
+        await request("req_a").locator("[data-testid=approve]").click();
+        const first = await answered("req_a");
+        await request("req_a").locator("[data-testid=approve]:disabled").waitFor(WAIT); // in flight
+        settle(first, "stale: try again");
+        await request("req_a").locator('[data-testid=respond-error]:has-text("stale: try again")').waitFor(WAIT);
+        await request("req_a").locator("[data-testid=approve]:enabled").waitFor(WAIT);
 
-      // req_b in flight does not wear req_a's error.
-      await request("req_b").locator("[data-testid=approve]").click();
-      const second = await answered("req_b");
-      await request("req_b").locator("[data-testid=approve]:disabled").waitFor(WAIT);
-      expect(await request("req_b").locator("[data-testid=respond-error]").count()).toBe(0);
-      settle(second, null);
-      await request("req_b").locator("[data-testid=approve]:enabled").waitFor(WAIT);
-      expect(await request("req_b").locator("[data-testid=respond-error]").count()).toBe(0);
-      expect(await request("req_a").locator("[data-testid=respond-error]").count()).toBe(1);
+        // req_b in flight does not wear req_a's error.
+        await request("req_b").locator("[data-testid=approve]").click();
+        const second = await answered("req_b");
+        await request("req_b").locator("[data-testid=approve]:disabled").waitFor(WAIT);
+        expect(await request("req_b").locator("[data-testid=respond-error]").count()).toBe(0);
+        settle(second, null);
+        await request("req_b").locator("[data-testid=approve]:enabled").waitFor(WAIT);
+        expect(await request("req_b").locator("[data-testid=respond-error]").count()).toBe(0);
+        expect(await request("req_a").locator("[data-testid=respond-error]").count()).toBe(1);
 
-      // Answered again and accepted: req_a's error is gone.
-      await request("req_a").locator("[data-testid=approve]").click();
-      await request("req_a")
-        .locator("[data-testid=respond-error]")
-        .waitFor({ state: "detached", ...WAIT });
-      settle(await answered("req_a"), null);
-      await request("req_a").locator("[data-testid=approve]:enabled").waitFor(WAIT);
-      expect(await page.locator("[data-testid=respond-error]").count()).toBe(0);
-      expect(browser.errors).toEqual([]);
-    } finally {
-      producer.close();
-      await server.close();
-    }
-  });
+        // Answered again and accepted: req_a's error is gone.
+        await request("req_a").locator("[data-testid=approve]").click();
+        await request("req_a")
+          .locator("[data-testid=respond-error]")
+          .waitFor({ state: "detached", ...WAIT });
+        settle(await answered("req_a"), null);
+        await request("req_a").locator("[data-testid=approve]:enabled").waitFor(WAIT);
+        expect(await page.locator("[data-testid=respond-error]").count()).toBe(0);
+        expect(browser.errors).toEqual([]);
+      } finally {
+        producer.close();
+        await server.close();
+      }
+    },
+  );
 });

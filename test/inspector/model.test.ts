@@ -71,60 +71,74 @@ describe("inspector model", () => {
     }),
   ];
 
-  it("builds the tree from the log: targets with sessions and provider threads, threads with runs, attempts and requests", () => {
-    const model = new InspectorModel(null);
-    expect(model.append(log)).toHaveLength(log.length);
-    expect(model.append(log.slice(0, 3))).toEqual([]); // duplicates by seq are ignored
-    const [target, thread] = model.tree();
-    expect(target).toMatchObject({
-      kind: "target",
-      id: "target:s",
-      children: [
-        {
-          kind: "session",
-          id: "ses_1",
-          state: "starting",
-          children: [{ kind: "providerThread", id: "pth_1", state: "active" }],
-        },
-      ],
-    });
-    expect(thread).toMatchObject({
-      kind: "thread",
-      id: "thr_1",
-      state: "busy",
-      children: [{ kind: "run", id: "run_1", state: "active.running" }],
-    });
-    expect(thread!.children[0]!.children.map((c) => [c.kind, c.id, c.status])).toEqual([
-      ["attempt", "att_1", "running"],
-      ["request", "req_1", "pending"],
-      ["request", "req_2", "pending"],
-    ]);
-    // A live actor's reported state wins over the one derived from the log.
-    model.actors.set("run_1", { id: "run_1", machine: "run", state: "active.waiting", status: "active", context: {} });
-    expect(model.tree()[1]!.children[0]).toMatchObject({ machine: "run", state: "active.waiting" });
-  });
+  it(
+    "builds the tree from the log: " +
+      "targets with sessions and provider threads, threads with runs, attempts and requests",
+    () => {
+      const model = new InspectorModel(null);
+      expect(model.append(log)).toHaveLength(log.length);
+      expect(model.append(log.slice(0, 3))).toEqual([]); // duplicates by seq are ignored
+      const [target, thread] = model.tree();
+      expect(target).toMatchObject({
+        kind: "target",
+        id: "target:s",
+        children: [
+          {
+            kind: "session",
+            id: "ses_1",
+            state: "starting",
+            children: [{ kind: "providerThread", id: "pth_1", state: "active" }],
+          },
+        ],
+      });
+      expect(thread).toMatchObject({
+        kind: "thread",
+        id: "thr_1",
+        state: "busy",
+        children: [{ kind: "run", id: "run_1", state: "active.running" }],
+      });
+      expect(thread!.children[0]!.children.map((c) => [c.kind, c.id, c.status])).toEqual([
+        ["attempt", "att_1", "running"],
+        ["request", "req_1", "pending"],
+        ["request", "req_2", "pending"],
+      ]);
+      // A live actor's reported state wins over the one derived from the log.
+      model.actors.set("run_1", {
+        id: "run_1",
+        machine: "run",
+        state: "active.waiting",
+        status: "active",
+        context: {},
+      });
+      expect(model.tree()[1]!.children[0]).toMatchObject({ machine: "run", state: "active.waiting" });
+    },
+  );
 
-  it("marks pending requests respondable or expired as the affordances say, and lets the log win once a request is settled", () => {
-    const model = new InspectorModel(null);
-    model.append(log);
-    expect(model.requests().map((r) => r.state)).toEqual(["pending", "pending"]);
-    model.affordances.set("thr_1", {
-      requests: [
-        { requestId: "req_1", state: "respondable" },
-        { requestId: "req_2", state: "expired" },
-      ],
-    });
-    expect(model.requests().map((r) => r.state)).toEqual(["respondable", "expired"]);
-    model.append([
-      rec({
-        type: "request.resolved",
-        threadId: "thr_1",
-        runId: "run_1",
-        requestId: "req_1",
-        by: "user",
-        response: null,
-      }),
-    ]);
-    expect(model.requests().map((r) => r.state)).toEqual(["resolved", "expired"]);
-  });
+  it(
+    "marks pending requests respondable or expired as the affordances say, " +
+      "and lets the log win once a request is settled",
+    () => {
+      const model = new InspectorModel(null);
+      model.append(log);
+      expect(model.requests().map((r) => r.state)).toEqual(["pending", "pending"]);
+      model.affordances.set("thr_1", {
+        requests: [
+          { requestId: "req_1", state: "respondable" },
+          { requestId: "req_2", state: "expired" },
+        ],
+      });
+      expect(model.requests().map((r) => r.state)).toEqual(["respondable", "expired"]);
+      model.append([
+        rec({
+          type: "request.resolved",
+          threadId: "thr_1",
+          runId: "run_1",
+          requestId: "req_1",
+          by: "user",
+          response: null,
+        }),
+      ]);
+      expect(model.requests().map((r) => r.state)).toEqual(["resolved", "expired"]);
+    },
+  );
 });

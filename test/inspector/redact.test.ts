@@ -130,87 +130,95 @@ describe("inspector redaction", () => {
     expect([...RUNTIME_REASONS].sort()).toEqual([...new Set(domain)].sort());
   });
 
-  it("keeps the reasons the runtime names itself (how the log shows a steer restarted an attempt) while hiding text", () => {
-    const restarted = { type: "attempt.started", attemptId: "att_2", reason: "steering_restart" };
-    const handoff = { type: "handoff.created", reason: "rollback_divergent", text: "the history" };
-    expect(redactEvent(restarted, false)).toEqual(restarted);
-    expect(redactEvent(handoff, false)).toEqual({
-      type: "handoff.created",
-      reason: "rollback_divergent",
-      text: "‹hidden: 11 chars›",
-    });
-    expect(redactEvent({ type: "request.closed", reason: "steering_restart, said the model" }, false).reason).toBe(
-      "‹hidden: 32 chars›",
-    );
-  });
+  it(
+    "keeps the reasons the runtime names itself " +
+      "(how the log shows a steer restarted an attempt) while hiding text",
+    () => {
+      const restarted = { type: "attempt.started", attemptId: "att_2", reason: "steering_restart" };
+      const handoff = { type: "handoff.created", reason: "rollback_divergent", text: "the history" };
+      expect(redactEvent(restarted, false)).toEqual(restarted);
+      expect(redactEvent(handoff, false)).toEqual({
+        type: "handoff.created",
+        reason: "rollback_divergent",
+        text: "‹hidden: 11 chars›",
+      });
+      expect(redactEvent({ type: "request.closed", reason: "steering_restart, said the model" }, false).reason).toBe(
+        "‹hidden: 32 chars›",
+      );
+    },
+  );
 
-  it("hides what a model wrote into a Claude-shaped question (its id is its text) and a command's reason, and maps answers back to the real ids", () => {
-    const question = "Should I delete prod?";
-    const opened = {
-      type: "request.opened",
-      threadId: "thr_1",
-      runId: "run_1",
-      requestId: "req_1",
-      payload: {
-        kind: "user_input",
-        questions: [
-          {
-            id: question,
-            question,
-            header: "Danger",
-            options: [{ label: "Yes, drop it", description: "Deletes every table in production" }, { label: "No" }],
-            multiSelect: false,
-          },
-          { id: "Which region?", question: "Which region?" },
-        ],
-      },
-    };
-    const command = {
-      type: "request.opened",
-      requestId: "req_2",
-      payload: { kind: "command", command: "rm -rf build", reason: "Clean the build output before the release" },
-    };
-    const closed = {
-      type: "request.closed",
-      requestId: "req_2",
-      status: "expired",
-      reason: "the model gave up on the release",
-    };
-    const words = [
-      question,
-      "Danger",
-      "Yes, drop it",
-      "Deletes every table",
-      "Which region?",
-      "Clean the build output",
-      "gave up on the release",
-    ];
+  it(
+    "hides what a model wrote into a Claude-shaped question (its id is its text) " +
+      "and a command's reason, and maps answers back to the real ids",
+    () => {
+      const question = "Should I delete prod?";
+      const opened = {
+        type: "request.opened",
+        threadId: "thr_1",
+        runId: "run_1",
+        requestId: "req_1",
+        payload: {
+          kind: "user_input",
+          questions: [
+            {
+              id: question,
+              question,
+              header: "Danger",
+              options: [{ label: "Yes, drop it", description: "Deletes every table in production" }, { label: "No" }],
+              multiSelect: false,
+            },
+            { id: "Which region?", question: "Which region?" },
+          ],
+        },
+      };
+      const command = {
+        type: "request.opened",
+        requestId: "req_2",
+        payload: { kind: "command", command: "rm -rf build", reason: "Clean the build output before the release" },
+      };
+      const closed = {
+        type: "request.closed",
+        requestId: "req_2",
+        status: "expired",
+        reason: "the model gave up on the release",
+      };
+      const words = [
+        question,
+        "Danger",
+        "Yes, drop it",
+        "Deletes every table",
+        "Which region?",
+        "Clean the build output",
+        "gave up on the release",
+      ];
 
-    const hidden = JSON.stringify([opened, command, closed].map((e) => redactEvent(e, false)));
-    for (const w of words) expect(hidden, w).not.toContain(w);
-    expect(redactEvent(opened, false).payload.questions.map((q) => q.id)).toEqual([questionKey(0), questionKey(1)]);
-    expect(redactEvent(opened, false).payload.questions[0]).toMatchObject({
-      question: `‹hidden: ${question.length} chars›`,
-      header: "‹hidden: 6 chars›",
-      options: [{ label: "‹hidden: 12 chars›" }, { label: "‹hidden: 2 chars›" }],
-      multiSelect: false,
-    });
-    expect(redactEvent(command, false).payload).toEqual({
-      kind: "command",
-      command: "rm -rf build",
-      reason: "‹hidden: 41 chars›",
-    });
-    // The original is untouched; with showText everything is there (credentials masked).
-    expect(opened.payload.questions[0]!.id).toBe(question);
-    const shown = JSON.stringify([opened, command, closed].map((e) => redactEvent(e, true)));
-    for (const w of words) expect(shown, w).toContain(w);
+      const hidden = JSON.stringify([opened, command, closed].map((e) => redactEvent(e, false)));
+      for (const w of words) expect(hidden, w).not.toContain(w);
+      expect(redactEvent(opened, false).payload.questions.map((q) => q.id)).toEqual([questionKey(0), questionKey(1)]);
+      expect(redactEvent(opened, false).payload.questions[0]).toMatchObject({
+        question: `‹hidden: ${question.length} chars›`,
+        header: "‹hidden: 6 chars›",
+        options: [{ label: "‹hidden: 12 chars›" }, { label: "‹hidden: 2 chars›" }],
+        multiSelect: false,
+      });
+      expect(redactEvent(command, false).payload).toEqual({
+        kind: "command",
+        command: "rm -rf build",
+        reason: "‹hidden: 41 chars›",
+      });
+      // The original is untouched; with showText everything is there (credentials masked).
+      expect(opened.payload.questions[0]!.id).toBe(question);
+      const shown = JSON.stringify([opened, command, closed].map((e) => redactEvent(e, true)));
+      for (const w of words) expect(shown, w).toContain(w);
 
-    // The page answers by placeholder; the runtime gets the real ids. A key of no question is refused.
-    expect(answersByQuestionId(opened, { [questionKey(0)]: "No", [questionKey(1)]: "eu-west-1" })).toEqual({
-      [question]: "No",
-      "Which region?": "eu-west-1",
-    });
-    expect(() => answersByQuestionId(opened, { [question]: "No" })).toThrow(/no question/);
-    expect(() => answersByQuestionId(opened, { [questionKey(2)]: "x" })).toThrow(/no question/);
-  });
+      // The page answers by placeholder; the runtime gets the real ids. A key of no question is refused.
+      expect(answersByQuestionId(opened, { [questionKey(0)]: "No", [questionKey(1)]: "eu-west-1" })).toEqual({
+        [question]: "No",
+        "Which region?": "eu-west-1",
+      });
+      expect(() => answersByQuestionId(opened, { [question]: "No" })).toThrow(/no question/);
+      expect(() => answersByQuestionId(opened, { [questionKey(2)]: "x" })).toThrow(/no question/);
+    },
+  );
 });

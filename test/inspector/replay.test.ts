@@ -63,79 +63,84 @@ const actor = (id: string) => `[data-testid=actor][data-actor-id="${id}"]`;
 const seqOf = (match: (r: LogEntry) => boolean) => records.find(match)!.seq;
 
 describe("replay", () => {
-  it("steps backwards and forwards through a recorded data directory, rebuilding states, without touching it", async () => {
-    const before = await readFile(join(dataDir, "events.jsonl"), "utf8");
-    const stop = new AbortController();
-    let output = "";
-    const serving = runInspect({
-      port: 0,
-      dataDir: "unused",
-      replay: dataDir,
-      showText: false,
-      yes: false,
-      write: (t) => (output += t),
-      signal: stop.signal,
-    });
-    try {
-      await expect.poll(() => /http:\S+/.exec(output)?.[0], WAIT).toBeTruthy();
-      const url = /http:\S+/.exec(output)![0];
-      const { page } = browser;
-      await page.goto(url);
-      await page.locator('[data-testid=connection][data-state="replay"]').waitFor(WAIT);
-      const head = records.at(-1)!.seq;
-      const position = page.locator("[data-testid=replay-position]");
-      await page.locator(`[data-testid=replay-position][data-seq="${head}"]`).waitFor(WAIT);
-      // Serving the replay, with the page on it: the data directory has no lock (none was taken).
-      await expect(stat(join(dataDir, "LOCK"))).rejects.toMatchObject({ code: "ENOENT" });
+  it(
+    "steps backwards and forwards through a recorded data directory, " + "rebuilding states, without touching it",
+    async () => {
+      const before = await readFile(join(dataDir, "events.jsonl"), "utf8");
+      const stop = new AbortController();
+      let output = "";
+      const serving = runInspect({
+        port: 0,
+        dataDir: "unused",
+        replay: dataDir,
+        showText: false,
+        yes: false,
+        write: (t) => (output += t),
+        signal: stop.signal,
+      });
+      try {
+        await expect.poll(() => /http:\S+/.exec(output)?.[0], WAIT).toBeTruthy();
+        const url = /http:\S+/.exec(output)![0];
+        const { page } = browser;
+        await page.goto(url);
+        await page.locator('[data-testid=connection][data-state="replay"]').waitFor(WAIT);
+        const head = records.at(-1)!.seq;
+        const position = page.locator("[data-testid=replay-position]");
+        await page.locator(`[data-testid=replay-position][data-seq="${head}"]`).waitFor(WAIT);
+        // Serving the replay, with the page on it: the data directory has no lock (none was taken).
+        await expect(stat(join(dataDir, "LOCK"))).rejects.toMatchObject({ code: "ENOENT" });
 
-      // At the end: the first run completed, the degradation fired.
-      await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
-      await page.locator('[data-testid=degradation][data-policy="steer_by_interrupt_restart"]').waitFor(WAIT);
-      await page.locator(actor(runId)).click();
-      await page.locator('[data-testid=statechart] g[data-state-path="completed"][data-current="true"]').waitFor(WAIT);
+        // At the end: the first run completed, the degradation fired.
+        await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
+        await page.locator('[data-testid=degradation][data-policy="steer_by_interrupt_restart"]').waitFor(WAIT);
+        await page.locator(actor(runId)).click();
+        await page
+          .locator('[data-testid=statechart] g[data-state-path="completed"][data-current="true"]')
+          .waitFor(WAIT);
 
-      // Back to the moment the run started waiting on its approval.
-      const waiting = seqOf(
-        (r) => r.event.type === "run.state" && r.event.runId === runId && r.event.status === "waiting",
-      );
-      await page.locator("[data-testid=replay-slider]").fill(String(waiting));
-      await page.locator(`[data-testid=replay-position][data-seq="${waiting}"]`).waitFor(WAIT);
-      await page.locator(`${actor(runId)}[data-state="active.waiting"]`).waitFor(WAIT);
-      await page
-        .locator('[data-testid=statechart] g[data-state-path="active.waiting"][data-current="true"]')
-        .waitFor(WAIT);
-      await page.locator('[data-testid=request][data-state="pending"]').waitFor(WAIT);
-      expect(await page.locator("[data-testid=request] button").count()).toBe(0); // replay answers nothing
-      expect(await page.locator("[data-testid=degradation]").count()).toBe(0);
-      // The timeline shows the log up to here and no further.
-      await page.locator(`[data-testid=event][data-seq="${waiting}"]`).waitFor(WAIT);
-      expect(await page.locator(`[data-testid=event][data-seq="${waiting + 1}"]`).count()).toBe(0);
+        // Back to the moment the run started waiting on its approval.
+        const waiting = seqOf(
+          (r) => r.event.type === "run.state" && r.event.runId === runId && r.event.status === "waiting",
+        );
+        await page.locator("[data-testid=replay-slider]").fill(String(waiting));
+        await page.locator(`[data-testid=replay-position][data-seq="${waiting}"]`).waitFor(WAIT);
+        await page.locator(`${actor(runId)}[data-state="active.waiting"]`).waitFor(WAIT);
+        await page
+          .locator('[data-testid=statechart] g[data-state-path="active.waiting"][data-current="true"]')
+          .waitFor(WAIT);
+        await page.locator('[data-testid=request][data-state="pending"]').waitFor(WAIT);
+        expect(await page.locator("[data-testid=request] button").count()).toBe(0); // replay answers nothing
+        expect(await page.locator("[data-testid=degradation]").count()).toBe(0);
+        // The timeline shows the log up to here and no further.
+        await page.locator(`[data-testid=event][data-seq="${waiting}"]`).waitFor(WAIT);
+        expect(await page.locator(`[data-testid=event][data-seq="${waiting + 1}"]`).count()).toBe(0);
 
-      // One step back: still running; one step forward: waiting again.
-      await page.locator("[data-testid=replay-back]").click();
-      await page.locator(`[data-testid=replay-position][data-seq="${waiting - 1}"]`).waitFor(WAIT);
-      await page.locator(`${actor(runId)}[data-state="active.running"]`).waitFor(WAIT);
-      await page
-        .locator('[data-testid=statechart] g[data-state-path="active.running"][data-current="true"]')
-        .waitFor(WAIT);
-      await page.locator("[data-testid=replay-forward]").click();
-      await page.locator(`${actor(runId)}[data-state="active.waiting"]`).waitFor(WAIT);
+        // One step back: still running; one step forward: waiting again.
+        await page.locator("[data-testid=replay-back]").click();
+        await page.locator(`[data-testid=replay-position][data-seq="${waiting - 1}"]`).waitFor(WAIT);
+        await page.locator(`${actor(runId)}[data-state="active.running"]`).waitFor(WAIT);
+        await page
+          .locator('[data-testid=statechart] g[data-state-path="active.running"][data-current="true"]')
+          .waitFor(WAIT);
+        await page.locator("[data-testid=replay-forward]").click();
+        await page.locator(`${actor(runId)}[data-state="active.waiting"]`).waitFor(WAIT);
 
-      // The very start: nothing exists yet. The end: everything again.
-      await page.locator("[data-testid=replay-start]").click();
-      await page.locator('[data-testid=replay-position][data-seq="0"]').waitFor(WAIT);
-      await page.locator(actor(runId)).waitFor({ state: "detached", ...WAIT });
-      await page.locator("[data-testid=replay-end]").click();
-      await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
-      expect(await position.textContent()).toContain(`seq ${head} / ${head}`);
-      expect(browser.errors).toEqual([]);
-    } finally {
-      stop.abort();
-      await serving;
-    }
-    // Read-only: the log is byte for byte what the runtime left.
-    expect(await readFile(join(dataDir, "events.jsonl"), "utf8")).toBe(before);
-  });
+        // The very start: nothing exists yet. The end: everything again.
+        await page.locator("[data-testid=replay-start]").click();
+        await page.locator('[data-testid=replay-position][data-seq="0"]').waitFor(WAIT);
+        await page.locator(actor(runId)).waitFor({ state: "detached", ...WAIT });
+        await page.locator("[data-testid=replay-end]").click();
+        await page.locator(`${actor(runId)}[data-state="completed"]`).waitFor(WAIT);
+        expect(await position.textContent()).toContain(`seq ${head} / ${head}`);
+        expect(browser.errors).toEqual([]);
+      } finally {
+        stop.abort();
+        await serving;
+      }
+      // Read-only: the log is byte for byte what the runtime left.
+      expect(await readFile(join(dataDir, "events.jsonl"), "utf8")).toBe(before);
+    },
+  );
 
   it("replays a directory a live runtime holds, without disturbing its lock or its work", async () => {
     const { dir, cleanup } = await tempDir("tiller-replay-held-");

@@ -182,195 +182,212 @@ describe("inspector server", () => {
     }
   });
 
-  it("survives bad frames (too large, invalid UTF-8, unmasked) from a client holding the token, and keeps serving the others", async () => {
-    // In a process of its own: an unheard socket error is an uncaught exception, which ends a process.
-    const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fixtures", "serve.ts")], {
-      cwd: join(import.meta.dirname, "..", ".."),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout!.on("data", (d) => (stdout += d));
-    child.stderr!.on("data", (d) => (stderr += d));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-    // Each step fails at once, saying why, if the server process died meanwhile.
-    const died = exited.then((code) => Promise.reject(new Error(`the server process exited (${code}): ${stderr}`)));
-    died.catch(() => undefined);
-    const alive = <T>(step: Promise<T>): Promise<T> => Promise.race([step, died]);
-    try {
-      await expect.poll(() => stdout.includes("\n"), WAIT).toBe(true);
-      const { url, feedUrl } = JSON.parse(stdout.split("\n")[0]!) as { url: string; feedUrl: string };
-      const bystander = await alive(pageClient(pageSocketUrl(url)));
-      const closeCode = (ws: WebSocket) => new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
-      const opened = async (address: string) => {
-        const ws = new WebSocket(address);
-        ws.on("error", () => undefined);
-        await alive(new Promise((resolve) => ws.once("open", resolve)));
-        return ws;
-      };
-
-      // 2 MB to the page socket, whose limit is 1 MB.
-      const big = await opened(pageSocketUrl(url));
-      const bigClosed = closeCode(big);
-      big.send("x".repeat(2 << 20));
-      // ws sends its close code (1009: too big) before the server terminates the socket, unless the socket goes first.
-      expect([1009, 1006]).toContain(await alive(bigClosed));
-
-      // A text frame that is not UTF-8, on the feed.
-      const garbled = await opened(feedUrl);
-      const garbledClosed = closeCode(garbled);
-      garbled.send(Buffer.from([0xc3, 0x28, 0xff]), { binary: false });
-      expect([1007, 1006]).toContain(await alive(garbledClosed));
-
-      // An unmasked frame (a client must mask), written by hand after a valid handshake.
-      const { port, pathname } = new URL(url);
-      const raw = connect({ host: "127.0.0.1", port: Number(port) });
-      raw.on("error", () => undefined);
-      let answer = "";
-      raw.on("data", (d) => (answer += d.toString("latin1")));
-      raw.write(
-        `GET ${pathname}ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
-      );
-      await expect.poll(() => answer.includes("\r\n\r\n"), WAIT).toBe(true);
-      expect(answer.startsWith("HTTP/1.1 101")).toBe(true);
-      const rawClosed = new Promise((resolve) => raw.once("close", resolve));
-      raw.write(Buffer.from([0x81, 0x02, 0x68, 0x69]));
-      await alive(rawClosed);
-
-      // The process is alive and serves: HTTP, a new page socket, and the one that was there all along.
-      expect(child.exitCode).toBeNull();
-      expect((await alive(fetch(url))).status).toBe(200);
-      const fresh = await alive(pageClient(pageSocketUrl(url)));
-      await fresh.until((m): m is Extract<PageMessage, { kind: "hello" }> => m.kind === "hello");
-      fresh.close();
-      expect(bystander.ws.readyState).toBe(WebSocket.OPEN);
-      const producer = await fakeProducer(feedUrl);
-      await bystander.until((m): m is Extract<PageMessage, { kind: "hello" }> => m.kind === "hello" && m.connected);
-      producer.close();
-      bystander.close();
-      expect(child.exitCode).toBeNull();
-      expect(stderr).not.toMatch(/Error/);
-    } finally {
-      child.kill("SIGTERM");
-      await exited;
-    }
-  });
-
-  it("forgets an actor once it finished and its final state was sent: a reconnect resends live actors only", async () => {
-    // A stand-in server that records what the feed sends on each connection.
-    const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
-    await new Promise((resolve) => wss.once("listening", resolve));
-    const connections: Array<{ ws: WebSocket; messages: FeedMessage[] }> = [];
-    let arrived: () => void = () => undefined;
-    wss.on("connection", (ws) => {
-      const connection = { ws, messages: [] as FeedMessage[] };
-      connections.push(connection);
-      ws.on("message", (d) => {
-        connection.messages.push(JSON.parse(d.toString()) as FeedMessage);
-        arrived();
+  it(
+    "survives bad frames (too large, invalid UTF-8, unmasked) " +
+      "from a client holding the token, and keeps serving the others",
+    async () => {
+      // In a process of its own: an unheard socket error is an uncaught exception, which ends a process.
+      const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "fixtures", "serve.ts")], {
+        cwd: join(import.meta.dirname, "..", ".."),
+        stdio: ["ignore", "pipe", "pipe"],
       });
-    });
-    const until = (test: () => boolean) =>
-      new Promise<void>((resolve) => {
-        const check = () => (test() ? resolve() : void (arrived = check));
-        check();
-      });
-    const feed = createInspectorFeed({
-      url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/`,
-      reconnect: { minMs: 20, maxMs: 200 },
-    });
-    const approving = keyedScript({
-      "[ask]": [
-        { type: "command", command: "ls", output: "x", approval: true },
-        { type: "text", text: "done" },
-      ],
-    });
-    const { rt, cleanup } = await openTestRuntime(
-      { s: createScriptedAdapter({ script: approving }) },
-      { inspect: feed.inspect },
-    );
-    type Actor = Extract<FeedMessage, { kind: "actor" }>;
-    const actorsOf = (i: number) => (connections[i]?.messages ?? []).filter((m): m is Actor => m.kind === "actor");
-    try {
-      feed.attach(rt as unknown as InspectedRuntime, await testCatalog(), ["s"]);
-      rt.subscribe({ afterSeq: 0 }, ({ event }) => {
-        if (event.type === "request.opened")
-          void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } });
-      });
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const runs: string[] = [];
-      for (const text of ["[ask] one", "[ask] two"]) {
-        const { runId } = await rt.sendMessage({ threadId, text });
-        runs.push(runId);
-        await rt.waitForRun(runId);
+      let stdout = "";
+      let stderr = "";
+      child.stdout!.on("data", (d) => (stdout += d));
+      child.stderr!.on("data", (d) => (stderr += d));
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      // Each step fails at once, saying why, if the server process died meanwhile.
+      const died = exited.then((code) => Promise.reject(new Error(`the server process exited (${code}): ${stderr}`)));
+      died.catch(() => undefined);
+      const alive = <T>(step: Promise<T>): Promise<T> => Promise.race([step, died]);
+      try {
+        await expect.poll(() => stdout.includes("\n"), WAIT).toBe(true);
+        const { url, feedUrl } = JSON.parse(stdout.split("\n")[0]!) as { url: string; feedUrl: string };
+        const bystander = await alive(pageClient(pageSocketUrl(url)));
+        const closeCode = (ws: WebSocket) =>
+          new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
+        const opened = async (address: string) => {
+          const ws = new WebSocket(address);
+          ws.on("error", () => undefined);
+          await alive(new Promise((resolve) => ws.once("open", resolve)));
+          return ws;
+        };
+
+        // 2 MB to the page socket, whose limit is 1 MB.
+        const big = await opened(pageSocketUrl(url));
+        const bigClosed = closeCode(big);
+        big.send("x".repeat(2 << 20));
+        // ws sends its close code (1009: too big) before the server terminates the socket, unless the socket goes
+        // first.
+        expect([1009, 1006]).toContain(await alive(bigClosed));
+
+        // A text frame that is not UTF-8, on the feed.
+        const garbled = await opened(feedUrl);
+        const garbledClosed = closeCode(garbled);
+        garbled.send(Buffer.from([0xc3, 0x28, 0xff]), { binary: false });
+        expect([1007, 1006]).toContain(await alive(garbledClosed));
+
+        // An unmasked frame (a client must mask), written by hand after a valid handshake.
+        const { port, pathname } = new URL(url);
+        const raw = connect({ host: "127.0.0.1", port: Number(port) });
+        raw.on("error", () => undefined);
+        let answer = "";
+        raw.on("data", (d) => (answer += d.toString("latin1")));
+        raw.write(
+          `GET ${pathname}ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+            `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+        );
+        await expect.poll(() => answer.includes("\r\n\r\n"), WAIT).toBe(true);
+        expect(answer.startsWith("HTTP/1.1 101")).toBe(true);
+        const rawClosed = new Promise((resolve) => raw.once("close", resolve));
+        raw.write(Buffer.from([0x81, 0x02, 0x68, 0x69]));
+        await alive(rawClosed);
+
+        // The process is alive and serves: HTTP, a new page socket, and the one that was there all along.
+        expect(child.exitCode).toBeNull();
+        expect((await alive(fetch(url))).status).toBe(200);
+        const fresh = await alive(pageClient(pageSocketUrl(url)));
+        await fresh.until((m): m is Extract<PageMessage, { kind: "hello" }> => m.kind === "hello");
+        fresh.close();
+        expect(bystander.ws.readyState).toBe(WebSocket.OPEN);
+        const producer = await fakeProducer(feedUrl);
+        await bystander.until((m): m is Extract<PageMessage, { kind: "hello" }> => m.kind === "hello" && m.connected);
+        producer.close();
+        bystander.close();
+        expect(child.exitCode).toBeNull();
+        expect(stderr).not.toMatch(/Error/);
+      } finally {
+        child.kill("SIGTERM");
+        await exited;
       }
-      // The first connection saw each run and each request end (its final state sent).
-      await until(() => runs.every((id) => actorsOf(0).some((a) => a.id === id && a.status === "done")));
-      await until(() => actorsOf(0).filter((a) => a.machine === "request" && a.status === "done").length === 2);
-      const finished = new Set(
-        actorsOf(0)
-          .filter((a) => a.status !== "active")
-          .map((a) => a.id),
-      );
+    },
+  );
 
-      // The connection drops; the feed reconnects and sends its whole picture again.
-      connections[0]!.ws.terminate();
-      await until(() => (connections[1]?.messages ?? []).some((m) => m.kind === "capabilities"));
-      const resent = actorsOf(1);
-      expect(resent.some((a) => a.id === threadId && a.machine === "thread")).toBe(true); // still alive: still sent
-      expect(resent.some((a) => a.machine === "session")).toBe(true);
-      expect(resent.filter((a) => finished.has(a.id))).toEqual([]);
-      expect(resent.filter((a) => a.status !== "active")).toEqual([]);
-      // The log, which keeps the history, is resent whole: both runs' ends are in it.
-      const logged = () => (connections[1]?.messages ?? []).flatMap((m) => (m.kind === "log" ? m.records : []));
-      await until(() =>
-        runs.every((id) => logged().some((r) => r.event.type === "run.terminal" && r.event.runId === id)),
+  it(
+    "forgets an actor once it finished and its final state was sent: " + "a reconnect resends live actors only",
+    async () => {
+      // A stand-in server that records what the feed sends on each connection.
+      const wss = new WebSocketServer({ port: 0, host: "127.0.0.1" });
+      await new Promise((resolve) => wss.once("listening", resolve));
+      const connections: Array<{ ws: WebSocket; messages: FeedMessage[] }> = [];
+      let arrived: () => void = () => undefined;
+      wss.on("connection", (ws) => {
+        const connection = { ws, messages: [] as FeedMessage[] };
+        connections.push(connection);
+        ws.on("message", (d) => {
+          connection.messages.push(JSON.parse(d.toString()) as FeedMessage);
+          arrived();
+        });
+      });
+      const until = (test: () => boolean) =>
+        new Promise<void>((resolve) => {
+          const check = () => (test() ? resolve() : void (arrived = check));
+          check();
+        });
+      const feed = createInspectorFeed({
+        url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/`,
+        reconnect: { minMs: 20, maxMs: 200 },
+      });
+      const approving = keyedScript({
+        "[ask]": [
+          { type: "command", command: "ls", output: "x", approval: true },
+          { type: "text", text: "done" },
+        ],
+      });
+      const { rt, cleanup } = await openTestRuntime(
+        { s: createScriptedAdapter({ script: approving }) },
+        { inspect: feed.inspect },
       );
-    } finally {
-      feed.close();
-      await cleanup();
-      await new Promise((resolve) => wss.close(resolve));
-    }
-  });
+      type Actor = Extract<FeedMessage, { kind: "actor" }>;
+      const actorsOf = (i: number) => (connections[i]?.messages ?? []).filter((m): m is Actor => m.kind === "actor");
+      try {
+        feed.attach(rt as unknown as InspectedRuntime, await testCatalog(), ["s"]);
+        rt.subscribe({ afterSeq: 0 }, ({ event }) => {
+          if (event.type === "request.opened")
+            void rt.respond({ requestId: event.requestId, response: { kind: "decision", decision: "accept" } });
+        });
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const runs: string[] = [];
+        for (const text of ["[ask] one", "[ask] two"]) {
+          const { runId } = await rt.sendMessage({ threadId, text });
+          runs.push(runId);
+          await rt.waitForRun(runId);
+        }
+        // The first connection saw each run and each request end (its final state sent).
+        await until(() => runs.every((id) => actorsOf(0).some((a) => a.id === id && a.status === "done")));
+        await until(() => actorsOf(0).filter((a) => a.machine === "request" && a.status === "done").length === 2);
+        const finished = new Set(
+          actorsOf(0)
+            .filter((a) => a.status !== "active")
+            .map((a) => a.id),
+        );
+
+        // The connection drops; the feed reconnects and sends its whole picture again.
+        connections[0]!.ws.terminate();
+        await until(() => (connections[1]?.messages ?? []).some((m) => m.kind === "capabilities"));
+        const resent = actorsOf(1);
+        expect(resent.some((a) => a.id === threadId && a.machine === "thread")).toBe(true); // still alive: still sent
+        expect(resent.some((a) => a.machine === "session")).toBe(true);
+        expect(resent.filter((a) => finished.has(a.id))).toEqual([]);
+        expect(resent.filter((a) => a.status !== "active")).toEqual([]);
+        // The log, which keeps the history, is resent whole: both runs' ends are in it.
+        const logged = () => (connections[1]?.messages ?? []).flatMap((m) => (m.kind === "log" ? m.records : []));
+        await until(() =>
+          runs.every((id) => logged().some((r) => r.event.type === "run.terminal" && r.event.runId === id)),
+        );
+      } finally {
+        feed.close();
+        await cleanup();
+        await new Promise((resolve) => wss.close(resolve));
+      }
+    },
+  );
 
   for (const showText of [false, true]) {
-    it(`${showText ? "shows text with showText, still masking credentials" : "hides prompts, message text and output by default, and masks credentials"}`, async () => {
-      let url = "";
-      const { rt, dataDir, cleanup } = await openTestRuntime(
-        { s: createScriptedAdapter({ script }) },
-        { inspect: { showText, onListening: (u) => (url = u) } },
-      );
-      try {
-        const { threadId } = await rt.createThread({ providerTarget: "s" });
-        const { runId } = await rt.sendMessage({ threadId, text: "[talk] tell me a secret" });
-        await rt.waitForRun(runId);
-        const client = await pageClient(pageSocketUrl(url));
+    it(
+      showText
+        ? "shows text with showText, still masking credentials"
+        : "hides prompts, message text and output by default, and masks credentials",
+      async () => {
+        let url = "";
+        const { rt, dataDir, cleanup } = await openTestRuntime(
+          { s: createScriptedAdapter({ script }) },
+          { inspect: { showText, onListening: (u) => (url = u) } },
+        );
         try {
-          await client.until(
-            viewWith((v) => v.tree.some((n) => n.id === threadId && n.children.some((r) => r.status === "completed"))),
-          );
-          const sent = JSON.stringify(client.messages);
-          expect(
-            client.messages
-              .filter(isLog)
-              .flatMap((m) => m.records)
-              .some((r) => r.event.type === "run.terminal"),
-          ).toBe(true);
-          expect(sent.includes(SECRET_TEXT)).toBe(showText);
-          expect(sent.includes("tell me a secret")).toBe(showText);
-          expect(sent).not.toContain(CREDENTIAL);
-          expect(sent).toContain("x-api-key: [redacted]");
-          if (!showText) expect(sent).toContain(`‹hidden: ${SECRET_TEXT.length} chars›`);
+          const { threadId } = await rt.createThread({ providerTarget: "s" });
+          const { runId } = await rt.sendMessage({ threadId, text: "[talk] tell me a secret" });
+          await rt.waitForRun(runId);
+          const client = await pageClient(pageSocketUrl(url));
+          try {
+            await client.until(
+              viewWith((v) =>
+                v.tree.some((n) => n.id === threadId && n.children.some((r) => r.status === "completed")),
+              ),
+            );
+            const sent = JSON.stringify(client.messages);
+            expect(
+              client.messages
+                .filter(isLog)
+                .flatMap((m) => m.records)
+                .some((r) => r.event.type === "run.terminal"),
+            ).toBe(true);
+            expect(sent.includes(SECRET_TEXT)).toBe(showText);
+            expect(sent.includes("tell me a secret")).toBe(showText);
+            expect(sent).not.toContain(CREDENTIAL);
+            expect(sent).toContain("x-api-key: [redacted]");
+            if (!showText) expect(sent).toContain(`‹hidden: ${SECRET_TEXT.length} chars›`);
+          } finally {
+            client.close();
+          }
+          // The token never reaches the event log.
+          const token = tokenOf(url);
+          expect(await readFile(`${dataDir}/events.jsonl`, "utf8")).not.toContain(token);
         } finally {
-          client.close();
+          await cleanup();
         }
-        // The token never reaches the event log.
-        const token = tokenOf(url);
-        expect(await readFile(`${dataDir}/events.jsonl`, "utf8")).not.toContain(token);
-      } finally {
-        await cleanup();
-      }
-    });
+      },
+    );
   }
 
   it("keeps a runtime's feed across a restart of the server and of the runtime", async () => {

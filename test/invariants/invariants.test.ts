@@ -191,33 +191,36 @@ describe("invariant 6: commands target app ids; adapters get native refs at the 
 });
 
 describe("invariant 7: a missing capability is a named policy with a typed result", () => {
-  it("refuses a steer the provider cannot do, and falls back to a session stop for interrupt when allowed", async () => {
-    const adapter = createScriptedAdapter({
-      capabilities: {
-        turns: { supportsActiveSteering: false, supportsSteeringByInterruptRestart: false, supportsInterrupt: false },
-      },
-      script: () => hang,
-    });
-    const { rt, events, cleanup } = await openTestRuntime({ scripted: adapter }, { allowSessionStopInterrupt: true });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "scripted" });
-      const { runId } = await rt.sendMessage({ threadId, text: "go" });
-      await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-      await expect(rt.sendMessage({ threadId, text: "turn", mode: "steer" })).rejects.toMatchObject({
-        code: "capability_unsupported",
-        capability: "turns.supportsActiveSteering",
+  it(
+    "refuses a steer the provider cannot do, " + "and falls back to a session stop for interrupt when allowed",
+    async () => {
+      const adapter = createScriptedAdapter({
+        capabilities: {
+          turns: { supportsActiveSteering: false, supportsSteeringByInterruptRestart: false, supportsInterrupt: false },
+        },
+        script: () => hang,
       });
-      expect(await rt.interrupt({ runId })).toMatchObject({ via: "session_stop" });
-      const run = await rt.waitForRun(runId);
-      expect([run.status, run.reason]).toEqual(["interrupted", "session_stopped_for_interrupt"]);
-      expect(ofType(events, "policy.applied").map((e) => [e.policy, e.outcome])).toEqual([
-        ["steer_unsupported", "refused"],
-        ["interrupt_by_session_stop", "fallback"],
-      ]);
-    } finally {
-      await cleanup();
-    }
-  });
+      const { rt, events, cleanup } = await openTestRuntime({ scripted: adapter }, { allowSessionStopInterrupt: true });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "scripted" });
+        const { runId } = await rt.sendMessage({ threadId, text: "go" });
+        await nextEvent(rt, "node.delta", (e) => e.runId === runId);
+        await expect(rt.sendMessage({ threadId, text: "turn", mode: "steer" })).rejects.toMatchObject({
+          code: "capability_unsupported",
+          capability: "turns.supportsActiveSteering",
+        });
+        expect(await rt.interrupt({ runId })).toMatchObject({ via: "session_stop" });
+        const run = await rt.waitForRun(runId);
+        expect([run.status, run.reason]).toEqual(["interrupted", "session_stopped_for_interrupt"]);
+        expect(ofType(events, "policy.applied").map((e) => [e.policy, e.outcome])).toEqual([
+          ["steer_unsupported", "refused"],
+          ["interrupt_by_session_stop", "fallback"],
+        ]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   it("refuses an interrupt when stopping the session is not allowed", async () => {
     // The turn waits at a gate, not for a while: the refusal must meet a running run on any disk.

@@ -61,18 +61,22 @@ describe("context delivery decision", () => {
     });
   });
 
-  it("a provider that accepts no context at all is refused, never handed a conversation it cannot see: the named refusal", () => {
-    const none = context({
-      acceptsDeveloperContext: false,
-      acceptsSystemContext: false,
-      acceptsSyntheticUserContext: false,
-    });
-    expect(delivery(none)).toMatchObject({ value: "refused", policy: "handoff_unsupported" });
-    expect(DEGRADATIONS.handoff_unsupported).toMatchObject({
-      capability: "context.acceptsSyntheticUserContext",
-      outcome: "refused",
-    });
-  });
+  it(
+    "a provider that accepts no context at all is refused, " +
+      "never handed a conversation it cannot see: the named refusal",
+    () => {
+      const none = context({
+        acceptsDeveloperContext: false,
+        acceptsSystemContext: false,
+        acceptsSyntheticUserContext: false,
+      });
+      expect(delivery(none)).toMatchObject({ value: "refused", policy: "handoff_unsupported" });
+      expect(DEGRADATIONS.handoff_unsupported).toMatchObject({
+        capability: "context.acceptsSyntheticUserContext",
+        outcome: "refused",
+      });
+    },
+  );
 
   it("decide() is what the runtime reads: the final state's name and its policy", () => {
     const none = context({

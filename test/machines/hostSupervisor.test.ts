@@ -81,17 +81,20 @@ beforeEach(() => {
 afterEach(() => vi.useRealTimers());
 
 describe("host supervisor: start and reuse", () => {
-  it("the first acquire starts generation 1 within the startup timeout; once it is up, ready is announced", async () => {
-    const h = open();
-    expect([h.state(), h.starts]).toEqual(["idle", []]);
-    h.send({ type: "ACQUIRE" });
-    expect(h.state()).toBe("starting");
-    expect(h.starts).toEqual([expect.objectContaining({ generation: 1, timeoutMs: 5_000 })]);
-    expect(h.emitted).toEqual([]);
-    await h.up();
-    expect(h.state()).toBe("ready");
-    expect(h.emitted).toEqual([{ type: "ready", generation: 1 }]);
-  });
+  it(
+    "the first acquire starts generation 1 within the startup timeout; " + "once it is up, ready is announced",
+    async () => {
+      const h = open();
+      expect([h.state(), h.starts]).toEqual(["idle", []]);
+      h.send({ type: "ACQUIRE" });
+      expect(h.state()).toBe("starting");
+      expect(h.starts).toEqual([expect.objectContaining({ generation: 1, timeoutMs: 5_000 })]);
+      expect(h.emitted).toEqual([]);
+      await h.up();
+      expect(h.state()).toBe("ready");
+      expect(h.emitted).toEqual([{ type: "ready", generation: 1 }]);
+    },
+  );
 
   it("acquires while it starts wait for that same start: one process, and each of them holds a lease", async () => {
     const h = open();
@@ -117,45 +120,55 @@ describe("host supervisor: start and reuse", () => {
 });
 
 describe("host supervisor: idle release", () => {
-  it("with no lease left it stops the process after the idle TTL, not before; the next acquire starts a new generation", async () => {
-    const h = await ready();
-    h.send({ type: "ACQUIRE" });
-    h.send({ type: "RELEASE", generation: 1 });
-    expect(h.state()).toBe("ready");
-    h.send({ type: "RELEASE", generation: 1 });
-    expect(h.state()).toBe("idleCountdown");
-    await vi.advanceTimersByTimeAsync(POLICY.idleTtlMs - 1);
-    expect(h.emitted).toEqual([]);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(h.emitted).toEqual([{ type: "stopProcess", generation: 1, reason: "idle" }]);
-    expect(h.state()).toBe("idle");
-    h.send({ type: "ACQUIRE" });
-    expect(h.generations()).toEqual([1, 2]);
-  });
+  it(
+    "with no lease left it stops the process after the idle TTL, " +
+      "not before; the next acquire starts a new generation",
+    async () => {
+      const h = await ready();
+      h.send({ type: "ACQUIRE" });
+      h.send({ type: "RELEASE", generation: 1 });
+      expect(h.state()).toBe("ready");
+      h.send({ type: "RELEASE", generation: 1 });
+      expect(h.state()).toBe("idleCountdown");
+      await vi.advanceTimersByTimeAsync(POLICY.idleTtlMs - 1);
+      expect(h.emitted).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(h.emitted).toEqual([{ type: "stopProcess", generation: 1, reason: "idle" }]);
+      expect(h.state()).toBe("idle");
+      h.send({ type: "ACQUIRE" });
+      expect(h.generations()).toEqual([1, 2]);
+    },
+  );
 
-  it("an acquire before the TTL runs out keeps the same process, and the TTL starts over at the next release", async () => {
-    const h = await ready();
-    h.send({ type: "RELEASE", generation: 1 });
-    await vi.advanceTimersByTimeAsync(POLICY.idleTtlMs - 1);
-    h.send({ type: "ACQUIRE" });
-    expect([h.state(), h.generations()]).toEqual(["ready", [1]]);
-    await vi.advanceTimersByTimeAsync(POLICY.idleTtlMs * 2);
-    expect(h.emitted).toEqual([]);
-    h.send({ type: "RELEASE", generation: 1 });
-    await vi.advanceTimersByTimeAsync(POLICY.idleTtlMs - 1);
-    expect(h.emitted).toEqual([]);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(h.emitted).toEqual([{ type: "stopProcess", generation: 1, reason: "idle" }]);
-  });
+  it(
+    "an acquire before the TTL runs out keeps the same process, " + "and the TTL starts over at the next release",
+    async () => {
+      const h = await ready();
+      h.send({ type: "RELEASE", generation: 1 });
+      await vi.advanceTimersByTimeAsync(POLICY.idleTtlMs - 1);
+      h.send({ type: "ACQUIRE" });
+      expect([h.state(), h.generations()]).toEqual(["ready", [1]]);
+      await vi.advanceTimersByTimeAsync(POLICY.idleTtlMs * 2);
+      expect(h.emitted).toEqual([]);
+      h.send({ type: "RELEASE", generation: 1 });
+      await vi.advanceTimersByTimeAsync(POLICY.idleTtlMs - 1);
+      expect(h.emitted).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(h.emitted).toEqual([{ type: "stopProcess", generation: 1, reason: "idle" }]);
+    },
+  );
 
-  it("an idle host that exits on its own is simply gone: no loss to announce, and the next acquire starts at once", async () => {
-    const h = await ready();
-    h.send({ type: "RELEASE", generation: 1 });
-    h.send({ type: "EXITED", generation: 1, reason: "code 0" });
-    expect([h.state(), h.emitted]).toEqual(["idle", []]);
-    h.send({ type: "ACQUIRE" });
-    expect([h.state(), h.generations()]).toEqual(["starting", [1, 2]]);
-  });
+  it(
+    "an idle host that exits on its own is simply gone: " + "no loss to announce, and the next acquire starts at once",
+    async () => {
+      const h = await ready();
+      h.send({ type: "RELEASE", generation: 1 });
+      h.send({ type: "EXITED", generation: 1, reason: "code 0" });
+      expect([h.state(), h.emitted]).toEqual(["idle", []]);
+      h.send({ type: "ACQUIRE" });
+      expect([h.state(), h.generations()]).toEqual(["starting", [1, 2]]);
+    },
+  );
 
   it("an idle host that becomes unreachable is stopped", async () => {
     const h = await ready();
@@ -167,20 +180,24 @@ describe("host supervisor: idle release", () => {
 });
 
 describe("host supervisor: crashes and generations", () => {
-  it("a crash of the host in use is announced lost; the next acquire restarts it after a backoff, as a new generation", async () => {
-    const h = await ready();
-    h.send({ type: "EXITED", generation: 1, reason: "host process exited (SIGKILL)" });
-    expect(h.emitted).toEqual([{ type: "lost", generation: 1, reason: "host process exited (SIGKILL)" }]);
-    expect(h.state()).toBe("idle");
-    h.send({ type: "ACQUIRE" });
-    expect(h.state()).toBe("backoff");
-    await vi.advanceTimersByTimeAsync(POLICY.backoffMs[0]! - 1);
-    expect(h.generations()).toEqual([1]);
-    await vi.advanceTimersByTimeAsync(1);
-    expect(h.generations()).toEqual([1, 2]);
-    await h.up();
-    expect(h.emitted.at(-1)).toEqual({ type: "ready", generation: 2 });
-  });
+  it(
+    "a crash of the host in use is announced lost; " +
+      "the next acquire restarts it after a backoff, as a new generation",
+    async () => {
+      const h = await ready();
+      h.send({ type: "EXITED", generation: 1, reason: "host process exited (SIGKILL)" });
+      expect(h.emitted).toEqual([{ type: "lost", generation: 1, reason: "host process exited (SIGKILL)" }]);
+      expect(h.state()).toBe("idle");
+      h.send({ type: "ACQUIRE" });
+      expect(h.state()).toBe("backoff");
+      await vi.advanceTimersByTimeAsync(POLICY.backoffMs[0]! - 1);
+      expect(h.generations()).toEqual([1]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(h.generations()).toEqual([1, 2]);
+      await h.up();
+      expect(h.emitted.at(-1)).toEqual({ type: "ready", generation: 2 });
+    },
+  );
 
   it("a host alive but unreachable is lost, and its process stopped", async () => {
     const h = await ready();
@@ -257,21 +274,25 @@ describe("host supervisor: restart budget", () => {
     await h.down("third");
   }
 
-  it("one failure past the budget within the window makes the host unavailable, with a typed reason, and starts nothing more", async () => {
-    const h = open();
-    await spend(h);
-    expect(h.generations()).toEqual([1, 2, 3]);
-    expect(h.state()).toBe("unavailable");
-    expect(h.emitted.at(-1)).toEqual({
-      type: "unavailable",
-      reason: expect.stringMatching(/^alpha: host restart budget spent .*third/),
-    });
-    h.clear();
-    h.send({ type: "ACQUIRE" });
-    expect(h.emitted).toEqual([{ type: "unavailable", reason: expect.stringContaining("restart budget spent") }]);
-    await vi.advanceTimersByTimeAsync(POLICY.backoffMs[1]! * 10);
-    expect(h.generations()).toEqual([1, 2, 3]);
-  });
+  it(
+    "one failure past the budget within the window makes the host unavailable, " +
+      "with a typed reason, and starts nothing more",
+    async () => {
+      const h = open();
+      await spend(h);
+      expect(h.generations()).toEqual([1, 2, 3]);
+      expect(h.state()).toBe("unavailable");
+      expect(h.emitted.at(-1)).toEqual({
+        type: "unavailable",
+        reason: expect.stringMatching(/^alpha: host restart budget spent .*third/),
+      });
+      h.clear();
+      h.send({ type: "ACQUIRE" });
+      expect(h.emitted).toEqual([{ type: "unavailable", reason: expect.stringContaining("restart budget spent") }]);
+      await vi.advanceTimersByTimeAsync(POLICY.backoffMs[1]! * 10);
+      expect(h.generations()).toEqual([1, 2, 3]);
+    },
+  );
 
   it("once the failures age out of the window, the next acquire tries again, for that caller alone", async () => {
     const h = open();

@@ -93,24 +93,28 @@ describe("provider-thread machine", () => {
     expect(m.records).toMatchObject([{ type: "provider_thread.bound", providerThreadId: "pth_old", via: "resumed" }]);
   });
 
-  it("a stored thread that missed runs is resumed when the provider takes a delta, refreshed with a full summary when it does not", () => {
-    const delta = open();
-    delta.load({ stored, missedRuns: true });
-    expect(delta.call()).toBe("resume");
-    expect(delta.records).toEqual([]);
+  it(
+    "a stored thread that missed runs is resumed when the provider takes a delta, " +
+      "refreshed with a full summary when it does not",
+    () => {
+      const delta = open();
+      delta.load({ stored, missedRuns: true });
+      expect(delta.call()).toBe("resume");
+      expect(delta.records).toEqual([]);
 
-    const m = open();
-    m.load({ stored, missedRuns: true, capabilities: noDelta });
-    expect([m.actor.getSnapshot().value, m.call()]).toEqual(["refreshing", "create"]);
-    m.bind();
-    expect(m.types()).toEqual(["policy:handoff_fresh_thread", "provider_thread.bound"]);
-    expect(m.records[0]).toMatchObject({
-      capability: "context.supportsDeltaHandoff",
-      outcome: "fallback",
-      threadId: "thr_1",
-    });
-    expect(m.records[1]).toMatchObject({ via: "refreshed", providerThreadId: "pth_new" });
-  });
+      const m = open();
+      m.load({ stored, missedRuns: true, capabilities: noDelta });
+      expect([m.actor.getSnapshot().value, m.call()]).toEqual(["refreshing", "create"]);
+      m.bind();
+      expect(m.types()).toEqual(["policy:handoff_fresh_thread", "provider_thread.bound"]);
+      expect(m.records[0]).toMatchObject({
+        capability: "context.supportsDeltaHandoff",
+        outcome: "fallback",
+        threadId: "thr_1",
+      });
+      expect(m.records[1]).toMatchObject({ via: "refreshed", providerThreadId: "pth_new" });
+    },
+  );
 
   it("after a divergent rollback a fresh thread is realigned from the app's history, whatever else holds", () => {
     const m = open();
@@ -164,31 +168,35 @@ describe("provider-thread machine", () => {
     expect(m.records[2]).toMatchObject({ via: "created" });
   });
 
-  it("a fork is portable when the provider cannot fork, the parent did not run here, or the point has no native turn id", () => {
-    const cases: Array<[string, NonNullable<LoadSituation["fork"]>]> = [
-      ["cannot fork a thread", fork(defineCapabilities({ threads: { canForkThread: false } }))!],
-      [
-        "cannot fork from a turn",
-        fork(defineCapabilities({ threads: { canForkFromTurn: false } }), {
-          fromInside: true,
-          capability: "threads.canForkFromTurn",
-        })!,
-      ],
-      ["parent elsewhere", fork(fullCapabilities(), { parentRanHere: false })!],
-      ["no fork point", fork(fullCapabilities(), { fromInside: true, hasForkPointRef: false })!],
-      ["adapter cannot fork", fork(fullCapabilities(), { adapterForks: false })!],
-    ];
-    for (const [name, situation] of cases) {
-      const m = open();
-      m.load({ fork: situation });
-      expect([name, m.actor.getSnapshot().value]).toEqual([name, "forkingPortably"]);
-      expect(m.records[0]).toMatchObject({
-        type: "policy.applied",
-        policy: "synthetic_fork",
-        capability: situation.capability,
-      });
-    }
-  });
+  it(
+    "a fork is portable when the provider cannot fork, " +
+      "the parent did not run here, or the point has no native turn id",
+    () => {
+      const cases: Array<[string, NonNullable<LoadSituation["fork"]>]> = [
+        ["cannot fork a thread", fork(defineCapabilities({ threads: { canForkThread: false } }))!],
+        [
+          "cannot fork from a turn",
+          fork(defineCapabilities({ threads: { canForkFromTurn: false } }), {
+            fromInside: true,
+            capability: "threads.canForkFromTurn",
+          })!,
+        ],
+        ["parent elsewhere", fork(fullCapabilities(), { parentRanHere: false })!],
+        ["no fork point", fork(fullCapabilities(), { fromInside: true, hasForkPointRef: false })!],
+        ["adapter cannot fork", fork(fullCapabilities(), { adapterForks: false })!],
+      ];
+      for (const [name, situation] of cases) {
+        const m = open();
+        m.load({ fork: situation });
+        expect([name, m.actor.getSnapshot().value]).toEqual([name, "forkingPortably"]);
+        expect(m.records[0]).toMatchObject({
+          type: "policy.applied",
+          policy: "synthetic_fork",
+          capability: situation.capability,
+        });
+      }
+    },
+  );
 
   it("runs turns while loaded; a session loss unloads it, and the next load decides again for the new session", () => {
     const m = open();

@@ -37,37 +37,45 @@ function open(kind: RequestKind = "command", responseCapability: ResponseCapabil
 const where = { threadId: "thr_1", runId: "run_1", requestId: "req_1" };
 
 describe("request machine", () => {
-  it("an answer through the live host generation that asked is delivered; it is the user's once the provider took it", () => {
-    const r = open();
-    expect(r.state()).toBe("pending");
-    r.respond(accept, 3);
-    expect(r.state()).toBe("responding");
-    expect(r.effects()).toEqual([{ type: "respond", requestId: "req_1", response: accept }]);
-    expect(r.outcomes()).toEqual([{ command: "respond", requestId: "req_1", accepted: true }]);
-    expect(r.records()).toEqual([]);
-    r.actor.send({ type: "RESPONDED" });
-    expect([r.state(), r.actor.getSnapshot().status]).toEqual(["resolved", "done"]);
-    expect(r.records()).toEqual([{ type: "request.resolved", ...where, by: "user", response: accept }]);
-  });
+  it(
+    "an answer through the live host generation that asked is delivered; " +
+      "it is the user's once the provider took it",
+    () => {
+      const r = open();
+      expect(r.state()).toBe("pending");
+      r.respond(accept, 3);
+      expect(r.state()).toBe("responding");
+      expect(r.effects()).toEqual([{ type: "respond", requestId: "req_1", response: accept }]);
+      expect(r.outcomes()).toEqual([{ command: "respond", requestId: "req_1", accepted: true }]);
+      expect(r.records()).toEqual([]);
+      r.actor.send({ type: "RESPONDED" });
+      expect([r.state(), r.actor.getSnapshot().status]).toEqual(["resolved", "done"]);
+      expect(r.records()).toEqual([{ type: "request.resolved", ...where, by: "user", response: accept }]);
+    },
+  );
 
-  it("a question takes answers and an approval a decision: another shape is a conflict, and the request stays answerable", () => {
-    const q = open("user_input");
-    q.respond(accept);
-    expect(q.outcomes()).toEqual([
-      { command: "respond", refused: "conflict", detail: expect.stringContaining("answers") },
-    ]);
-    expect([q.state(), q.effects(), q.records()]).toEqual(["pending", [], []]);
-    q.respond(answers);
-    expect(q.state()).toBe("responding");
-    expect(q.effects()).toEqual([{ type: "respond", requestId: "req_1", response: answers }]);
+  it(
+    "a question takes answers and an approval a decision: " +
+      "another shape is a conflict, and the request stays answerable",
+    () => {
+      const q = open("user_input");
+      q.respond(accept);
+      expect(q.outcomes()).toEqual([
+        { command: "respond", refused: "conflict", detail: expect.stringContaining("answers") },
+      ]);
+      expect([q.state(), q.effects(), q.records()]).toEqual(["pending", [], []]);
+      q.respond(answers);
+      expect(q.state()).toBe("responding");
+      expect(q.effects()).toEqual([{ type: "respond", requestId: "req_1", response: answers }]);
 
-    const a = open("file_change");
-    a.respond(answers);
-    expect(a.outcomes()).toEqual([
-      { command: "respond", refused: "conflict", detail: expect.stringContaining("decision") },
-    ]);
-    expect(a.state()).toBe("pending");
-  });
+      const a = open("file_change");
+      a.respond(answers);
+      expect(a.outcomes()).toEqual([
+        { command: "respond", refused: "conflict", detail: expect.stringContaining("decision") },
+      ]);
+      expect(a.state()).toBe("pending");
+    },
+  );
 
   it("an answer after the host generation that asked is gone is refused not_resumable, and the request expires", () => {
     for (const generation of [4, null]) {

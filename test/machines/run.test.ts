@@ -59,24 +59,28 @@ describe("run machine: lifecycle", () => {
     expect(started.state()).toEqual({ active: "running" });
   });
 
-  it("the active attempt's provider events are recorded as they come; another attempt's are fenced, never applied", () => {
-    const r = running();
-    r.actor.send({ type: "PROVIDER", attemptId: r.first.attemptId, event: r.delta(r.first.attemptId, "hi") });
-    r.actor.send({ type: "PROVIDER", attemptId: "att_stale", event: r.delta("att_stale", "late") });
-    expect(r.records()).toEqual([
-      r.delta(r.first.attemptId, "hi"),
-      {
-        type: "event.fenced",
-        threadId: "thr_1",
-        runId: "run_1",
-        attemptId: "att_stale",
-        providerEventType: "node.delta",
-      },
-    ]);
-  });
+  it(
+    "the active attempt's provider events are recorded as they come; " + "another attempt's are fenced, never applied",
+    () => {
+      const r = running();
+      r.actor.send({ type: "PROVIDER", attemptId: r.first.attemptId, event: r.delta(r.first.attemptId, "hi") });
+      r.actor.send({ type: "PROVIDER", attemptId: "att_stale", event: r.delta("att_stale", "late") });
+      expect(r.records()).toEqual([
+        r.delta(r.first.attemptId, "hi"),
+        {
+          type: "event.fenced",
+          threadId: "thr_1",
+          runId: "run_1",
+          attemptId: "att_stale",
+          providerEventType: "node.delta",
+        },
+      ]);
+    },
+  );
 
   it.each(["completed", "interrupted", "failed", "cancelled"] as const)(
-    "the active attempt's root terminal (%s) ends the run with that status: settled first, then the attempt and run terminals, then the thread is told",
+    "the active attempt's root terminal (%s) ends the run with that status: " +
+      "settled first, then the attempt and run terminals, then the thread is told",
     (status) => {
       const r = running();
       const failure =
@@ -195,39 +199,43 @@ describe("run machine: lifecycle", () => {
     });
   });
 
-  it("a queued run cancelled or interrupted never started: no attempt, nothing to settle; the interrupt is answered not_started", () => {
-    const c = open();
-    c.actor.send({ type: "CANCEL", reason: "thread_deleted" });
-    expect(c.state()).toBe("cancelled");
-    expect(c.emitted).toEqual([
-      {
-        type: "record",
-        event: {
+  it(
+    "a queued run cancelled or interrupted never started: " +
+      "no attempt, nothing to settle; the interrupt is answered not_started",
+    () => {
+      const c = open();
+      c.actor.send({ type: "CANCEL", reason: "thread_deleted" });
+      expect(c.state()).toBe("cancelled");
+      expect(c.emitted).toEqual([
+        {
+          type: "record",
+          event: {
+            type: "run.terminal",
+            threadId: "thr_1",
+            runId: "run_1",
+            status: "cancelled",
+            reason: "thread_deleted",
+            failure: null,
+          },
+        },
+        { type: "effect", effect: { type: "runFinished", threadId: "thr_1", runId: "run_1" } },
+      ]);
+
+      const i = open();
+      i.actor.send({ type: "INTERRUPT" });
+      expect(i.records()).toEqual([
+        { type: "interrupt.requested", threadId: "thr_1", runId: "run_1", attemptId: null, via: "not_started" },
+        {
           type: "run.terminal",
           threadId: "thr_1",
           runId: "run_1",
           status: "cancelled",
-          reason: "thread_deleted",
+          reason: "interrupted_before_start",
           failure: null,
         },
-      },
-      { type: "effect", effect: { type: "runFinished", threadId: "thr_1", runId: "run_1" } },
-    ]);
-
-    const i = open();
-    i.actor.send({ type: "INTERRUPT" });
-    expect(i.records()).toEqual([
-      { type: "interrupt.requested", threadId: "thr_1", runId: "run_1", attemptId: null, via: "not_started" },
-      {
-        type: "run.terminal",
-        threadId: "thr_1",
-        runId: "run_1",
-        status: "cancelled",
-        reason: "interrupted_before_start",
-        failure: null,
-      },
-    ]);
-    expect(i.outcomes()).toEqual([{ command: "interrupt", via: "not_started", runId: "run_1" }]);
-    expect(i.emitted.some((e) => e.type === "settle")).toBe(false);
-  });
+      ]);
+      expect(i.outcomes()).toEqual([{ command: "interrupt", via: "not_started", runId: "run_1" }]);
+      expect(i.emitted.some((e) => e.type === "settle")).toBe(false);
+    },
+  );
 });

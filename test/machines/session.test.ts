@@ -88,39 +88,46 @@ beforeEach(() => {
 afterEach(() => vi.useRealTimers());
 
 describe("session machine", () => {
-  it("starts by its invoked provider call: records the record it announced, signals ready, and arms the idle deadline", async () => {
-    const h = open();
-    expect(h.actor.getSnapshot().value).toBe("starting");
-    await started(h);
-    expect(h.records[0]).toMatchObject({
-      type: "session.started",
-      sessionId: "ses_1",
-      providerTarget: "alpha",
-      hostGeneration: 3,
-    });
-    expect(h.signals).toEqual([
-      { type: "ready", sessionId: "ses_1", capabilities: fullCapabilities(), hostGeneration: 3 },
-    ]);
-    expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
-    expect(h.actor.getSnapshot().context.deadline).toBe(1_000_000 + IDLE_MS);
-  });
+  it(
+    "starts by its invoked provider call: " +
+      "records the record it announced, signals ready, and arms the idle deadline",
+    async () => {
+      const h = open();
+      expect(h.actor.getSnapshot().value).toBe("starting");
+      await started(h);
+      expect(h.records[0]).toMatchObject({
+        type: "session.started",
+        sessionId: "ses_1",
+        providerTarget: "alpha",
+        hostGeneration: 3,
+      });
+      expect(h.signals).toEqual([
+        { type: "ready", sessionId: "ses_1", capabilities: fullCapabilities(), hostGeneration: 3 },
+      ]);
+      expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
+      expect(h.actor.getSnapshot().context.deadline).toBe(1_000_000 + IDLE_MS);
+    },
+  );
 
-  it("a provider without plan updates or approvals gets its session-wide degradations recorded once, at start", async () => {
-    const h = open();
-    const approvals = {
-      supportsCommandApproval: false,
-      supportsFileReadApproval: false,
-      supportsFileChangeApproval: false,
-      supportsApplyPatchApproval: false,
-    };
-    await started(h, defineCapabilities({ planning: { emitsPlanUpdated: false }, approvals }));
-    const policies = h.records.flatMap((r) => (r.type === "policy.applied" ? [r.policy] : []));
-    expect(policies).toEqual(["approvals_by_sandbox", "no_plan_artifacts"]);
-    expect(h.records.find((r) => r.type === "policy.applied")).toMatchObject({
-      threadId: null,
-      detail: expect.stringContaining("workspace-write"),
-    });
-  });
+  it(
+    "a provider without plan updates or approvals gets " + "its session-wide degradations recorded once, at start",
+    async () => {
+      const h = open();
+      const approvals = {
+        supportsCommandApproval: false,
+        supportsFileReadApproval: false,
+        supportsFileChangeApproval: false,
+        supportsApplyPatchApproval: false,
+      };
+      await started(h, defineCapabilities({ planning: { emitsPlanUpdated: false }, approvals }));
+      const policies = h.records.flatMap((r) => (r.type === "policy.applied" ? [r.policy] : []));
+      expect(policies).toEqual(["approvals_by_sandbox", "no_plan_artifacts"]);
+      expect(h.records.find((r) => r.type === "policy.applied")).toMatchObject({
+        threadId: null,
+        detail: expect.stringContaining("workspace-write"),
+      });
+    },
+  );
 
   it("a failed start ends in error: the caller gets the provider's own error, the log a redacted message", async () => {
     const h = open();
@@ -192,22 +199,25 @@ describe("session machine", () => {
     expect(h.stops).toEqual(["ses_1"]);
   });
 
-  it("retires when its thread asks for a model the provider cannot switch to in session; keeps running otherwise", async () => {
-    const switching = open();
-    await started(switching);
-    switching.actor.send({ type: "USE_MODEL", model: "model-b" });
-    expect(switching.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
+  it(
+    "retires when its thread asks for a model the provider cannot switch to in session; " + "keeps running otherwise",
+    async () => {
+      const switching = open();
+      await started(switching);
+      switching.actor.send({ type: "USE_MODEL", model: "model-b" });
+      expect(switching.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
 
-    const h = open({ declared: noSwitch });
-    await started(h, noSwitch);
-    h.actor.send({ type: "USE_MODEL", model: "model-a" });
-    expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
-    h.actor.send({ type: "USE_MODEL", model: "model-b" });
-    expect(h.actor.getSnapshot().value).toBe("retiring");
-    expect(h.signals.at(-1)).toEqual({ type: "stopping", sessionId: "ses_1", reason: "retired" });
-    await settled();
-    expect(h.stops).toEqual(["ses_1"]);
-  });
+      const h = open({ declared: noSwitch });
+      await started(h, noSwitch);
+      h.actor.send({ type: "USE_MODEL", model: "model-a" });
+      expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
+      h.actor.send({ type: "USE_MODEL", model: "model-b" });
+      expect(h.actor.getSnapshot().value).toBe("retiring");
+      expect(h.signals.at(-1)).toEqual({ type: "stopping", sessionId: "ses_1", reason: "retired" });
+      await settled();
+      expect(h.stops).toEqual(["ses_1"]);
+    },
+  );
 
   it("asked to retire while still starting, it retires as soon as it started (its start still recorded)", async () => {
     const h = open({ declared: noSwitch });

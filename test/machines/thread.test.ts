@@ -91,33 +91,37 @@ describe("thread machine: runs and follow-ups", () => {
     expect(rebuilt.records()[0]).toMatchObject({ type: "run.created", ordinal: 7 });
   });
 
-  it("a queued follow-up waits for the turn boundary, never mid-turn; the runtime holds it when the provider cannot queue, and says so", () => {
-    const t = open();
-    t.submit("run_1");
-    t.submit("run_2", "queue");
-    t.submit("run_3", "queue");
-    expect(t.outcomes().slice(1)).toEqual([
-      { command: "submit", disposition: "queued", runId: "run_2", queuePosition: 1 },
-      { command: "submit", disposition: "queued", runId: "run_3", queuePosition: 2 },
-    ]);
-    expect(t.started()).toEqual(["run_1"]);
-    expect(t.policies()).toEqual([
-      expect.objectContaining({
-        policy: "queue_held_by_runtime",
-        capability: "turns.supportsQueuedMessages",
-        outcome: "fallback",
-        threadId: "thr_1",
-        runId: "run_2",
-      }),
-      expect.objectContaining({ policy: "queue_held_by_runtime", runId: "run_3" }),
-    ]);
-    t.actor.send({ type: "RUN_FINISHED", runId: "run_1" });
-    expect(t.started()).toEqual(["run_1", "run_2"]);
-    t.actor.send({ type: "RUN_FINISHED", runId: "run_2" });
-    expect(t.started()).toEqual(["run_1", "run_2", "run_3"]);
-    t.actor.send({ type: "RUN_FINISHED", runId: "run_3" });
-    expect(t.state()).toBe("idle");
-  });
+  it(
+    "a queued follow-up waits for the turn boundary, never mid-turn; " +
+      "the runtime holds it when the provider cannot queue, and says so",
+    () => {
+      const t = open();
+      t.submit("run_1");
+      t.submit("run_2", "queue");
+      t.submit("run_3", "queue");
+      expect(t.outcomes().slice(1)).toEqual([
+        { command: "submit", disposition: "queued", runId: "run_2", queuePosition: 1 },
+        { command: "submit", disposition: "queued", runId: "run_3", queuePosition: 2 },
+      ]);
+      expect(t.started()).toEqual(["run_1"]);
+      expect(t.policies()).toEqual([
+        expect.objectContaining({
+          policy: "queue_held_by_runtime",
+          capability: "turns.supportsQueuedMessages",
+          outcome: "fallback",
+          threadId: "thr_1",
+          runId: "run_2",
+        }),
+        expect.objectContaining({ policy: "queue_held_by_runtime", runId: "run_3" }),
+      ]);
+      t.actor.send({ type: "RUN_FINISHED", runId: "run_1" });
+      expect(t.started()).toEqual(["run_1", "run_2"]);
+      t.actor.send({ type: "RUN_FINISHED", runId: "run_2" });
+      expect(t.started()).toEqual(["run_1", "run_2", "run_3"]);
+      t.actor.send({ type: "RUN_FINISHED", runId: "run_3" });
+      expect(t.state()).toBe("idle");
+    },
+  );
 
   it("a provider that queues follow-ups itself gets no degradation record", () => {
     const queues = defineCapabilities({ turns: { supportsQueuedMessages: true } });
@@ -149,16 +153,20 @@ describe("thread machine: runs and follow-ups", () => {
     expect(q.effects().map((e) => e.type)).toEqual(["startRun"]);
   });
 
-  it("`auto` reads the record the active run's session announced, not the one declared at submit (and only the active run's)", () => {
-    const t = open();
-    t.submit("run_1");
-    t.actor.send({ type: "RUN_CAPABILITIES", runId: "run_other", capabilities: noSteer });
-    t.submit("run_2", "auto");
-    expect(t.outcomes()[1]).toMatchObject({ disposition: "steer" });
-    t.actor.send({ type: "RUN_CAPABILITIES", runId: "run_1", capabilities: noSteer });
-    t.submit("run_3", "auto");
-    expect(t.outcomes()[2]).toMatchObject({ disposition: "queued", runId: "run_3" });
-  });
+  it(
+    "`auto` reads the record the active run's session announced, " +
+      "not the one declared at submit (and only the active run's)",
+    () => {
+      const t = open();
+      t.submit("run_1");
+      t.actor.send({ type: "RUN_CAPABILITIES", runId: "run_other", capabilities: noSteer });
+      t.submit("run_2", "auto");
+      expect(t.outcomes()[1]).toMatchObject({ disposition: "steer" });
+      t.actor.send({ type: "RUN_CAPABILITIES", runId: "run_1", capabilities: noSteer });
+      t.submit("run_3", "auto");
+      expect(t.outcomes()[2]).toMatchObject({ disposition: "queued", runId: "run_3" });
+    },
+  );
 
   it("`steer` always goes to the active run, which decides how (natively or by interrupt-restart)", () => {
     const t = open();
@@ -227,51 +235,58 @@ describe("thread machine: runs and follow-ups", () => {
     expect(t.started()).toEqual(["run_1", "run_3"]);
   });
 
-  it("after a restart, RESUME starts the queue recovered from the log, in order; with nothing queued it stays idle", () => {
-    const queue = [
-      { runId: "run_3", capabilities: fullCapabilities() },
-      { runId: "run_4", capabilities: fullCapabilities() },
-    ];
-    const t = open({ queue, nextOrdinal: 5 });
-    expect(t.state()).toBe("idle");
-    t.actor.send({ type: "RESUME" });
-    expect(t.state()).toBe("busy");
-    expect(t.started()).toEqual(["run_3"]);
-    t.actor.send({ type: "RUN_FINISHED", runId: "run_3" });
-    expect(t.started()).toEqual(["run_3", "run_4"]);
+  it(
+    "after a restart, RESUME starts the queue recovered from the log, " + "in order; with nothing queued it stays idle",
+    () => {
+      const queue = [
+        { runId: "run_3", capabilities: fullCapabilities() },
+        { runId: "run_4", capabilities: fullCapabilities() },
+      ];
+      const t = open({ queue, nextOrdinal: 5 });
+      expect(t.state()).toBe("idle");
+      t.actor.send({ type: "RESUME" });
+      expect(t.state()).toBe("busy");
+      expect(t.started()).toEqual(["run_3"]);
+      t.actor.send({ type: "RUN_FINISHED", runId: "run_3" });
+      expect(t.started()).toEqual(["run_3", "run_4"]);
 
-    const empty = open();
-    empty.actor.send({ type: "RESUME" });
-    expect([empty.state(), empty.effects()]).toEqual(["idle", []]);
-  });
+      const empty = open();
+      empty.actor.send({ type: "RESUME" });
+      expect([empty.state(), empty.effects()]).toEqual(["idle", []]);
+    },
+  );
 });
 
 describe("thread machine: model changes", () => {
-  it("a model change stays in the session where the provider can switch; otherwise it gets a new provider session, named", () => {
-    const t = open();
-    t.actor.send({ type: "CHANGE_MODEL", model: "model-b", capabilities: fullCapabilities() });
-    expect(t.records()).toEqual([
-      { type: "thread.model_changed", threadId: "thr_1", model: "model-b", via: "in_session" },
-    ]);
+  it(
+    "a model change stays in the session where the provider can switch; " +
+      "otherwise it gets a new provider session, named",
+    () => {
+      const t = open();
+      t.actor.send({ type: "CHANGE_MODEL", model: "model-b", capabilities: fullCapabilities() });
+      expect(t.records()).toEqual([
+        { type: "thread.model_changed", threadId: "thr_1", model: "model-b", via: "in_session" },
+      ]);
 
-    const n = open();
-    n.submit("run_1");
-    n.clear();
-    const noSwitch = defineCapabilities({ sessions: { supportsModelSwitchInSession: false } });
-    n.actor.send({ type: "CHANGE_MODEL", model: "model-b", capabilities: noSwitch });
-    expect(n.records()).toEqual([
-      expect.objectContaining({
-        type: "policy.applied",
-        policy: "model_switch_new_session",
-        capability: "sessions.supportsModelSwitchInSession",
-        outcome: "fallback",
-        threadId: "thr_1",
-        runId: null,
-      }),
-      { type: "thread.model_changed", threadId: "thr_1", model: "model-b", via: "new_session" },
-    ]);
-    expect(n.state()).toBe("busy");
-  });
+      const n = open();
+      n.submit("run_1");
+      n.clear();
+      const noSwitch = defineCapabilities({ sessions: { supportsModelSwitchInSession: false } });
+      n.actor.send({ type: "CHANGE_MODEL", model: "model-b", capabilities: noSwitch });
+      expect(n.records()).toEqual([
+        expect.objectContaining({
+          type: "policy.applied",
+          policy: "model_switch_new_session",
+          capability: "sessions.supportsModelSwitchInSession",
+          outcome: "fallback",
+          threadId: "thr_1",
+          runId: null,
+        }),
+        { type: "thread.model_changed", threadId: "thr_1", model: "model-b", via: "new_session" },
+      ]);
+      expect(n.state()).toBe("busy");
+    },
+  );
 });
 
 describe("thread machine: rollback", () => {
@@ -313,21 +328,24 @@ describe("thread machine: rollback", () => {
     }
   });
 
-  it("a provider that cannot roll back: files restored from the checkpoint, the provider thread divergent, named", () => {
-    const t = open();
-    t.rollback({ capabilities: defineCapabilities({ threads: { canRollbackThread: false } }) });
-    expect(t.policies()).toEqual([
-      expect.objectContaining({
-        policy: "rollback_divergent",
-        capability: "threads.canRollbackThread",
-        outcome: "fallback",
-        runId: "run_1",
-        detail: expect.stringContaining("cannot roll"),
-      }),
-    ]);
-    expect(t.effects()).toEqual([{ type: "rollbackThread", threadId: "thr_1", toRunId: "run_1", via: "divergent" }]);
-    expect(t.outcomes()).toEqual([{ command: "rollback", via: "divergent", threadId: "thr_1" }]);
-  });
+  it(
+    "a provider that cannot roll back: " + "files restored from the checkpoint, the provider thread divergent, named",
+    () => {
+      const t = open();
+      t.rollback({ capabilities: defineCapabilities({ threads: { canRollbackThread: false } }) });
+      expect(t.policies()).toEqual([
+        expect.objectContaining({
+          policy: "rollback_divergent",
+          capability: "threads.canRollbackThread",
+          outcome: "fallback",
+          runId: "run_1",
+          detail: expect.stringContaining("cannot roll"),
+        }),
+      ]);
+      expect(t.effects()).toEqual([{ type: "rollbackThread", threadId: "thr_1", toRunId: "run_1", via: "divergent" }]);
+      expect(t.outcomes()).toEqual([{ command: "rollback", via: "divergent", threadId: "thr_1" }]);
+    },
+  );
 
   it("later runs on another provider thread make it divergent even where the provider can roll back", () => {
     const t = open();

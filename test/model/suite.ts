@@ -158,7 +158,8 @@ export async function runSuite(models: PolicyModel[], onPath?: (r: PathResult) =
     }
     const failed = results.filter((r) => r.model === model.name && r.error).length;
     lines.push(
-      `${model.name.padEnd(16)} reads ${Object.keys(model.reads).join(", ")}: ${combos.length} combinations, ${paths} paths${failed ? `, ${failed} FAILED` : ""}`,
+      `${model.name.padEnd(16)} reads ${Object.keys(model.reads).join(", ")}: ` +
+        `${combos.length} combinations, ${paths} paths${failed ? `, ${failed} FAILED` : ""}`,
     );
   }
   lines.push("", `${"degradation transition".padEnd(28)} ${"capability".padEnd(44)} paths`);

@@ -14,27 +14,31 @@ import { hang, noApprovals, policies, rejectsWith, row, scripted, streaming } fr
  */
 
 describe("interrupt and steer degradations", () => {
-  it("interrupt_by_session_stop: no native interrupt, allowed by option: the session stops and the run ends interrupted", async () => {
-    const { rt, events, cleanup } = await openTestRuntime(
-      { s: scripted({ turns: { supportsInterrupt: false } }, () => hang) },
-      { allowSessionStopInterrupt: true },
-    );
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const { runId } = await rt.sendMessage({ threadId, text: "go" });
-      await streaming(rt, runId);
-      expect(await rt.interrupt({ runId })).toMatchObject({ runId, via: "session_stop" });
-      const run = await rt.waitForRun(runId);
-      expect(run.status).toBe("interrupted");
-      expect(policies(events, "interrupt_by_session_stop").map(row)).toEqual([
-        [threadId, runId, "turns.supportsInterrupt", "fallback"],
-      ]);
-      expect(run.fallbacks.map((f) => f.policy)).toContain("interrupt_by_session_stop");
-      expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["session_stop"]);
-    } finally {
-      await cleanup();
-    }
-  });
+  it(
+    "interrupt_by_session_stop: no native interrupt, allowed by option: " +
+      "the session stops and the run ends interrupted",
+    async () => {
+      const { rt, events, cleanup } = await openTestRuntime(
+        { s: scripted({ turns: { supportsInterrupt: false } }, () => hang) },
+        { allowSessionStopInterrupt: true },
+      );
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const { runId } = await rt.sendMessage({ threadId, text: "go" });
+        await streaming(rt, runId);
+        expect(await rt.interrupt({ runId })).toMatchObject({ runId, via: "session_stop" });
+        const run = await rt.waitForRun(runId);
+        expect(run.status).toBe("interrupted");
+        expect(policies(events, "interrupt_by_session_stop").map(row)).toEqual([
+          [threadId, runId, "turns.supportsInterrupt", "fallback"],
+        ]);
+        expect(run.fallbacks.map((f) => f.policy)).toContain("interrupt_by_session_stop");
+        expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["session_stop"]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   it("interrupt_unsupported: without the option the interrupt is refused and the run keeps running", async () => {
     const { rt, events, cleanup } = await openTestRuntime({
@@ -111,35 +115,38 @@ describe("interrupt and steer degradations", () => {
     }
   });
 
-  it("queue_held_by_runtime: the queued message waits in the runtime and starts after the first run's terminal", async () => {
-    const script = keyedScript({ "[hang]": hang });
-    const { rt, events, cleanup } = await openTestRuntime({
-      s: scripted({ turns: { supportsQueuedMessages: false } }, script),
-    });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const first = await rt.sendMessage({ threadId, text: "[hang] first" });
-      await streaming(rt, first.runId);
-      const second = await rt.sendMessage({ threadId, text: "second", mode: "queue" });
-      expect(second).toMatchObject({ disposition: "queued", queuePosition: 1, via: null });
-      expect(second.runId).not.toBe(first.runId);
-      expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["running", "queued"]);
-      expect(policies(events, "queue_held_by_runtime").map(row)).toEqual([
-        [threadId, second.runId, "turns.supportsQueuedMessages", "fallback"],
-      ]);
+  it(
+    "queue_held_by_runtime: " + "the queued message waits in the runtime and starts after the first run's terminal",
+    async () => {
+      const script = keyedScript({ "[hang]": hang });
+      const { rt, events, cleanup } = await openTestRuntime({
+        s: scripted({ turns: { supportsQueuedMessages: false } }, script),
+      });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const first = await rt.sendMessage({ threadId, text: "[hang] first" });
+        await streaming(rt, first.runId);
+        const second = await rt.sendMessage({ threadId, text: "second", mode: "queue" });
+        expect(second).toMatchObject({ disposition: "queued", queuePosition: 1, via: null });
+        expect(second.runId).not.toBe(first.runId);
+        expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["running", "queued"]);
+        expect(policies(events, "queue_held_by_runtime").map(row)).toEqual([
+          [threadId, second.runId, "turns.supportsQueuedMessages", "fallback"],
+        ]);
 
-      await rt.interrupt({ runId: first.runId });
-      expect((await rt.waitForRun(first.runId)).status).toBe("interrupted");
-      const run = await rt.waitForRun(second.runId);
-      expect([run.status, said(run.items)]).toEqual(["completed", "You said: second"]);
-      const at = (type: string, runId: string) =>
-        events.findIndex((r) => r.event.type === type && "runId" in r.event && r.event.runId === runId);
-      expect(at("run.terminal", first.runId)).toBeGreaterThanOrEqual(0);
-      expect(at("attempt.started", second.runId)).toBeGreaterThan(at("run.terminal", first.runId));
-    } finally {
-      await cleanup();
-    }
-  });
+        await rt.interrupt({ runId: first.runId });
+        expect((await rt.waitForRun(first.runId)).status).toBe("interrupted");
+        const run = await rt.waitForRun(second.runId);
+        expect([run.status, said(run.items)]).toEqual(["completed", "You said: second"]);
+        const at = (type: string, runId: string) =>
+          events.findIndex((r) => r.event.type === type && "runId" in r.event && r.event.runId === runId);
+        expect(at("run.terminal", first.runId)).toBeGreaterThanOrEqual(0);
+        expect(at("attempt.started", second.runId)).toBeGreaterThan(at("run.terminal", first.runId));
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 });
 
 describe("fork and handoff degradations", () => {
@@ -237,58 +244,64 @@ describe("fork and handoff degradations", () => {
     }
   });
 
-  it("handoff_as_user_context: a target without system or developer context gets the handoff as a user message", async () => {
-    const backend = new ScriptedBackend();
-    const b = scripted(
-      { context: { acceptsSystemContext: false, acceptsDeveloperContext: false, acceptsSyntheticUserContext: true } },
-      undefined,
-      backend,
-    );
-    const { rt, events, cleanup } = await openTestRuntime({ a: scripted(), b });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "a" });
-      await rt.waitForRun((await rt.sendMessage({ threadId, text: "first question" })).runId);
-      const run = await rt.waitForRun(
-        (await rt.sendMessage({ threadId, text: "second question", providerTarget: "b" })).runId,
+  it(
+    "handoff_as_user_context: " + "a target without system or developer context gets the handoff as a user message",
+    async () => {
+      const backend = new ScriptedBackend();
+      const b = scripted(
+        { context: { acceptsSystemContext: false, acceptsDeveloperContext: false, acceptsSyntheticUserContext: true } },
+        undefined,
+        backend,
       );
-      expect([run.status, said(run.items)]).toEqual(["completed", "You said: second question"]);
-      expect(policies(events, "handoff_as_user_context").map(row)).toEqual([
-        [threadId, run.runId, "context.acceptsDeveloperContext", "fallback"],
-      ]);
-      const turns = [...backend.threads.values()].flatMap((t) => t.turns);
-      expect(turns.map((t) => [t.userText, t.context?.kind, t.context?.delivery])).toEqual([
-        ["second question", "handoff", "synthetic_user"],
-      ]);
-      expect(turns[0]!.context!.text).toContain("first question");
-      expect(ofType(events, "handoff.created").map((h) => [h.toTarget, h.reason, h.runId])).toEqual([
-        ["b", "provider_switch", run.runId],
-      ]);
-    } finally {
-      await cleanup();
-    }
-  });
+      const { rt, events, cleanup } = await openTestRuntime({ a: scripted(), b });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "a" });
+        await rt.waitForRun((await rt.sendMessage({ threadId, text: "first question" })).runId);
+        const run = await rt.waitForRun(
+          (await rt.sendMessage({ threadId, text: "second question", providerTarget: "b" })).runId,
+        );
+        expect([run.status, said(run.items)]).toEqual(["completed", "You said: second question"]);
+        expect(policies(events, "handoff_as_user_context").map(row)).toEqual([
+          [threadId, run.runId, "context.acceptsDeveloperContext", "fallback"],
+        ]);
+        const turns = [...backend.threads.values()].flatMap((t) => t.turns);
+        expect(turns.map((t) => [t.userText, t.context?.kind, t.context?.delivery])).toEqual([
+          ["second question", "handoff", "synthetic_user"],
+        ]);
+        expect(turns[0]!.context!.text).toContain("first question");
+        expect(ofType(events, "handoff.created").map((h) => [h.toTarget, h.reason, h.runId])).toEqual([
+          ["b", "provider_switch", run.runId],
+        ]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
-  it("handoff_unsupported: switching to a target that takes no context is refused before any run is recorded", async () => {
-    const b = scripted({
-      context: { acceptsSystemContext: false, acceptsDeveloperContext: false, acceptsSyntheticUserContext: false },
-    });
-    const { rt, events, cleanup } = await openTestRuntime({ a: scripted(), b });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "a" });
-      await rt.waitForRun((await rt.sendMessage({ threadId, text: "first" })).runId);
-      const error = await rejectsWith(
-        rt.sendMessage({ threadId, text: "to b", providerTarget: "b" }),
-        "capability_unsupported",
-      );
-      expect(error.details).toMatchObject({ capability: "context.acceptsSyntheticUserContext" });
-      const policy = await nextEvent(rt, "policy.applied", (e) => e.policy === "handoff_unsupported");
-      expect(row(policy.event)).toEqual([threadId, null, "context.acceptsSyntheticUserContext", "refused"]);
-      expect((await rt.readThread(threadId)).runs.map((r) => r.providerTarget)).toEqual(["a"]);
-      expect(ofType(events, "run.created").map((e) => e.providerTarget)).toEqual(["a"]);
-    } finally {
-      await cleanup();
-    }
-  });
+  it(
+    "handoff_unsupported: " + "switching to a target that takes no context is refused before any run is recorded",
+    async () => {
+      const b = scripted({
+        context: { acceptsSystemContext: false, acceptsDeveloperContext: false, acceptsSyntheticUserContext: false },
+      });
+      const { rt, events, cleanup } = await openTestRuntime({ a: scripted(), b });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "a" });
+        await rt.waitForRun((await rt.sendMessage({ threadId, text: "first" })).runId);
+        const error = await rejectsWith(
+          rt.sendMessage({ threadId, text: "to b", providerTarget: "b" }),
+          "capability_unsupported",
+        );
+        expect(error.details).toMatchObject({ capability: "context.acceptsSyntheticUserContext" });
+        const policy = await nextEvent(rt, "policy.applied", (e) => e.policy === "handoff_unsupported");
+        expect(row(policy.event)).toEqual([threadId, null, "context.acceptsSyntheticUserContext", "refused"]);
+        expect((await rt.readThread(threadId)).runs.map((r) => r.providerTarget)).toEqual(["a"]);
+        expect(ofType(events, "run.created").map((e) => e.providerTarget)).toEqual(["a"]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 });
 
 describe("session-wide and artifact degradations", () => {
@@ -435,35 +448,39 @@ describe("session-wide and artifact degradations", () => {
 });
 
 describe("requests_expire_on_restart", () => {
-  it("a request pending when the runtime died expires as not_resumable on reopen, and answering it is refused", async () => {
-    // The runtime runs in a child process that is SIGKILLed with the approval pending (shared with the model-based
-    // suite).
-    const world = await crashedWorld({ "main.sessions.pendingRequestsSurviveRestart": false });
-    try {
-      const { rt } = world;
-      const [requestId] = [...rt.views.requests.keys()];
-      const request = rt.views.requests.get(requestId!)!;
-      expect(request.status).toBe("expired");
-      expect(request.closedReason).toMatch(/^not_resumable/);
-      const policy = await nextEvent(rt, "policy.applied", (e) => e.policy === "requests_expire_on_restart");
-      expect(row(policy.event)).toEqual([
-        request.threadId,
-        request.runId,
-        "sessions.pendingRequestsSurviveRestart",
-        "fallback",
-      ]);
-      const snapshot = await rt.readThread(request.threadId);
-      expect(snapshot.pendingRequests).toEqual([]);
-      expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([["cancelled", "runtime_restarted"]]);
-      expect(rt.affordances(request.threadId).requests).toEqual([{ requestId, kind: "command", state: "expired" }]);
-      await rejectsWith(
-        rt.respond({ requestId: requestId!, response: { kind: "decision", decision: "accept" } }),
-        "not_resumable",
-      );
-    } finally {
-      await world.close();
-    }
-  }, 60_000);
+  it(
+    "a request pending when the runtime died expires as not_resumable on reopen, " + "and answering it is refused",
+    async () => {
+      // The runtime runs in a child process that is SIGKILLed with the approval pending (shared with the model-based
+      // suite).
+      const world = await crashedWorld({ "main.sessions.pendingRequestsSurviveRestart": false });
+      try {
+        const { rt } = world;
+        const [requestId] = [...rt.views.requests.keys()];
+        const request = rt.views.requests.get(requestId!)!;
+        expect(request.status).toBe("expired");
+        expect(request.closedReason).toMatch(/^not_resumable/);
+        const policy = await nextEvent(rt, "policy.applied", (e) => e.policy === "requests_expire_on_restart");
+        expect(row(policy.event)).toEqual([
+          request.threadId,
+          request.runId,
+          "sessions.pendingRequestsSurviveRestart",
+          "fallback",
+        ]);
+        const snapshot = await rt.readThread(request.threadId);
+        expect(snapshot.pendingRequests).toEqual([]);
+        expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([["cancelled", "runtime_restarted"]]);
+        expect(rt.affordances(request.threadId).requests).toEqual([{ requestId, kind: "command", state: "expired" }]);
+        await rejectsWith(
+          rt.respond({ requestId: requestId!, response: { kind: "decision", decision: "accept" } }),
+          "not_resumable",
+        );
+      } finally {
+        await world.close();
+      }
+    },
+    60_000,
+  );
 });
 
 describe("affordances", () => {

@@ -172,77 +172,87 @@ describe("rollback with git checkpoints in a user repository", () => {
     }
   });
 
-  it("without provider rollback: files restored, the provider thread is divergent and rebuilt on the next run", async () => {
-    const s = await threeRuns({ threads: { canRollbackThread: false } });
-    const { rt, events, threadId, r1, r2, r3 } = s;
-    try {
-      expect(rt.affordances(threadId).rollback.find((r) => r.toRunId === r1.runId)).toMatchObject({
-        provider: "divergent",
-        available: true,
-      });
-      const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
-      expect(receipt).toMatchObject({
-        rolledBackRunIds: [r2.runId, r3.runId],
-        provider: "divergent",
-        filesRestored: true,
-      });
-      expect(policies(events, "rollback_divergent").map(row)).toEqual([
-        [threadId, r1.runId, "threads.canRollbackThread", "fallback"],
-      ]);
-      await expectFilesRestored(s);
-      const old = r1.attempts[0]!.providerThreadId!;
-      expect(ofType(events, "rollback.applied").map((e) => e.divergentProviderThreadIds)).toEqual([[old]]);
-      expect([...s.backend.threads.values()].flatMap((t) => t.turns)).toHaveLength(3); // the provider kept them
+  it(
+    "without provider rollback: files restored, " + "the provider thread is divergent and rebuilt on the next run",
+    async () => {
+      const s = await threeRuns({ threads: { canRollbackThread: false } });
+      const { rt, events, threadId, r1, r2, r3 } = s;
+      try {
+        expect(rt.affordances(threadId).rollback.find((r) => r.toRunId === r1.runId)).toMatchObject({
+          provider: "divergent",
+          available: true,
+        });
+        const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
+        expect(receipt).toMatchObject({
+          rolledBackRunIds: [r2.runId, r3.runId],
+          provider: "divergent",
+          filesRestored: true,
+        });
+        expect(policies(events, "rollback_divergent").map(row)).toEqual([
+          [threadId, r1.runId, "threads.canRollbackThread", "fallback"],
+        ]);
+        await expectFilesRestored(s);
+        const old = r1.attempts[0]!.providerThreadId!;
+        expect(ofType(events, "rollback.applied").map((e) => e.divergentProviderThreadIds)).toEqual([[old]]);
+        expect([...s.backend.threads.values()].flatMap((t) => t.turns)).toHaveLength(3); // the provider kept them
 
-      const r4 = await run(rt, threadId, "[r4] after");
-      expect(r4.status).toBe("completed");
-      const bound = ofType(events, "provider_thread.bound");
-      expect(bound.map((b) => b.via)).toEqual(["created", "realigned"]);
-      expect(bound[1]!.providerThreadId).not.toBe(old);
-      expect(r4.attempts[0]!.providerThreadId).toBe(bound[1]!.providerThreadId);
-      expect(policies(events, "divergent_thread_rebuilt").map(row)).toEqual([
-        [threadId, null, "threads.canRollbackThread", "fallback"],
-      ]);
-      const handoffs = ofType(events, "handoff.created");
-      expect(handoffs.map((h) => [h.reason, h.runId, h.coveredRunIds])).toEqual([
-        ["rollback_divergent", r4.runId, [r1.runId]],
-      ]);
-      const text = handoffs[0]!.text;
-      expect(text).toContain("[r1] first");
-      for (const gone of ["[r2]", "second", "wrote two", "[r3]", "third", "wrote three"])
-        expect(text).not.toContain(gone);
-      const fresh = s.backend.threads.get(bound[1]!.resumeCursor)!;
-      expect(fresh.turns.map((t) => [t.userText, t.context?.kind])).toEqual([["[r4] after", "rebuild"]]);
-    } finally {
-      await s.cleanup();
-    }
-  });
+        const r4 = await run(rt, threadId, "[r4] after");
+        expect(r4.status).toBe("completed");
+        const bound = ofType(events, "provider_thread.bound");
+        expect(bound.map((b) => b.via)).toEqual(["created", "realigned"]);
+        expect(bound[1]!.providerThreadId).not.toBe(old);
+        expect(r4.attempts[0]!.providerThreadId).toBe(bound[1]!.providerThreadId);
+        expect(policies(events, "divergent_thread_rebuilt").map(row)).toEqual([
+          [threadId, null, "threads.canRollbackThread", "fallback"],
+        ]);
+        const handoffs = ofType(events, "handoff.created");
+        expect(handoffs.map((h) => [h.reason, h.runId, h.coveredRunIds])).toEqual([
+          ["rollback_divergent", r4.runId, [r1.runId]],
+        ]);
+        const text = handoffs[0]!.text;
+        expect(text).toContain("[r1] first");
+        for (const gone of ["[r2]", "second", "wrote two", "[r3]", "third", "wrote three"])
+          expect(text).not.toContain(gone);
+        const fresh = s.backend.threads.get(bound[1]!.resumeCursor)!;
+        expect(fresh.turns.map((t) => [t.userText, t.context?.kind])).toEqual([["[r4] after", "rebuild"]]);
+      } finally {
+        await s.cleanup();
+      }
+    },
+  );
 
-  it("without checkpoints or provider rollback: refused as capability_unsupported; with an active run: conflict", async () => {
-    const { rt, events, cleanup } = await openTestRuntime(
-      { s: scripted({ threads: { canRollbackThread: false } }, script) },
-      { checkpoints: false },
-    );
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const r1 = await run(rt, threadId, "first");
-      await run(rt, threadId, "second");
-      expect(rt.affordances(threadId).rollback).toEqual([]);
-      const error = await rejectsWith(rt.rollback({ threadId, toRunId: r1.runId }), "capability_unsupported");
-      expect(error.details).toMatchObject({ capability: "checkpointing.appCanCheckpointFilesystem" });
-      const policy = await nextEvent(rt, "policy.applied", (e) => e.policy === "rollback_unsupported");
-      expect(row(policy.event)).toEqual([threadId, r1.runId, "checkpointing.appCanCheckpointFilesystem", "refused"]);
-      expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "completed"]);
+  it(
+    "without checkpoints or provider rollback: " + "refused as capability_unsupported; with an active run: conflict",
+    async () => {
+      const { rt, events, cleanup } = await openTestRuntime(
+        { s: scripted({ threads: { canRollbackThread: false } }, script) },
+        { checkpoints: false },
+      );
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const r1 = await run(rt, threadId, "first");
+        await run(rt, threadId, "second");
+        expect(rt.affordances(threadId).rollback).toEqual([]);
+        const error = await rejectsWith(rt.rollback({ threadId, toRunId: r1.runId }), "capability_unsupported");
+        expect(error.details).toMatchObject({ capability: "checkpointing.appCanCheckpointFilesystem" });
+        const policy = await nextEvent(rt, "policy.applied", (e) => e.policy === "rollback_unsupported");
+        expect(row(policy.event)).toEqual([threadId, r1.runId, "checkpointing.appCanCheckpointFilesystem", "refused"]);
+        expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "completed"]);
 
-      const { runId } = await rt.sendMessage({ threadId, text: "[hang]" });
-      await streaming(rt, runId);
-      await rejectsWith(rt.rollback({ threadId, toRunId: r1.runId }), "conflict");
-      expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "completed", "running"]);
-      expect(ofType(events, "rollback.applied")).toEqual([]);
-    } finally {
-      await cleanup();
-    }
-  });
+        const { runId } = await rt.sendMessage({ threadId, text: "[hang]" });
+        await streaming(rt, runId);
+        await rejectsWith(rt.rollback({ threadId, toRunId: r1.runId }), "conflict");
+        expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual([
+          "completed",
+          "completed",
+          "running",
+        ]);
+        expect(ofType(events, "rollback.applied")).toEqual([]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   it("an active run blocks a rollback that checkpoints could otherwise do (conflict)", async () => {
     const work = await tempDir("tiller-rollback-busy-");
@@ -308,39 +318,49 @@ describe("nested checkpoint scopes", () => {
 });
 
 describe("what a rollback restores, and what it never touches", () => {
-  it("files ignored through info/exclude or the user's global excludes file are never captured, and a rollback leaves them as they are", async () => {
-    const repo = await userRepo();
-    await put(home.home, { ".gitconfig": "[core]\n\texcludesFile = ~/global-ignore\n", "global-ignore": "*.bak\n" });
-    await put(repo.dir, { ".git/info/exclude": "*.local\n", "settings.local": "mine\n", "notes.bak": "old notes\n" });
-    const { rt, events, cleanup } = await openTestRuntime({ s: scripted({}, script) }, { checkpoints: true });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s", cwd: repo.dir });
-      const r1 = await run(rt, threadId, "[r1] first");
-      await put(repo.dir, { "settings.local": "edited after run 1\n", "late.local": "late\n", "draft.bak": "draft\n" });
-      await run(rt, threadId, "[r2] second");
-      await put(repo.dir, { "later.local": "later\n" });
-      const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
-      expect(receipt).toMatchObject({ filesRestored: true });
-      expect(receipt.files.map((f) => f.path).sort()).toEqual(["one.txt", "two.txt"]);
+  it(
+    "files ignored through info/exclude or the user's global excludes file " +
+      "are never captured, and a rollback leaves them as they are",
+    async () => {
+      const repo = await userRepo();
+      await put(home.home, { ".gitconfig": "[core]\n\texcludesFile = ~/global-ignore\n", "global-ignore": "*.bak\n" });
+      await put(repo.dir, { ".git/info/exclude": "*.local\n", "settings.local": "mine\n", "notes.bak": "old notes\n" });
+      const { rt, events, cleanup } = await openTestRuntime({ s: scripted({}, script) }, { checkpoints: true });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s", cwd: repo.dir });
+        const r1 = await run(rt, threadId, "[r1] first");
+        await put(repo.dir, {
+          "settings.local": "edited after run 1\n",
+          "late.local": "late\n",
+          "draft.bak": "draft\n",
+        });
+        await run(rt, threadId, "[r2] second");
+        await put(repo.dir, { "later.local": "later\n" });
+        const receipt = await rt.rollback({ threadId, toRunId: r1.runId });
+        expect(receipt).toMatchObject({ filesRestored: true });
+        expect(receipt.files.map((f) => f.path).sort()).toEqual(["one.txt", "two.txt"]);
 
-      const ignored = ["settings.local", "notes.bak", "late.local", "draft.bak", "later.local"];
-      const captured = ofType(events, "checkpoint.captured").flatMap((c) => c.files.map((f) => f.path));
-      expect(captured.filter((path) => ignored.includes(path))).toEqual([]);
-      expect(await snapshotFiles(repo.dir, [".git", "node_modules"])).toMatchObject({
-        "settings.local": "edited after run 1\n",
-        "notes.bak": "old notes\n",
-        "late.local": "late\n",
-        "draft.bak": "draft\n",
-        "later.local": "later\n",
-        "one.txt": "one\n",
-      });
-      expect(await readFile(join(home.home, ".gitconfig"), "utf8")).toBe("[core]\n\texcludesFile = ~/global-ignore\n");
-    } finally {
-      await cleanup();
-      await repo.cleanup();
-      await rm(join(home.home, ".gitconfig"));
-    }
-  });
+        const ignored = ["settings.local", "notes.bak", "late.local", "draft.bak", "later.local"];
+        const captured = ofType(events, "checkpoint.captured").flatMap((c) => c.files.map((f) => f.path));
+        expect(captured.filter((path) => ignored.includes(path))).toEqual([]);
+        expect(await snapshotFiles(repo.dir, [".git", "node_modules"])).toMatchObject({
+          "settings.local": "edited after run 1\n",
+          "notes.bak": "old notes\n",
+          "late.local": "late\n",
+          "draft.bak": "draft\n",
+          "later.local": "later\n",
+          "one.txt": "one\n",
+        });
+        expect(await readFile(join(home.home, ".gitconfig"), "utf8")).toBe(
+          "[core]\n\texcludesFile = ~/global-ignore\n",
+        );
+      } finally {
+        await cleanup();
+        await repo.cleanup();
+        await rm(join(home.home, ".gitconfig"));
+      }
+    },
+  );
 
   it("a 0600 file comes back 0600 and a script keeps its exact executable bits", async () => {
     const work = await tempDir("tiller-rollback-modes-");

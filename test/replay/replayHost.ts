@@ -62,7 +62,11 @@ export function runReplayHost(name: string, prefix: string, dialect: ReplayDiale
     if (reportPath) writeFileSync(reportPath, JSON.stringify({ fixture, expected, matched, ...extra }, null, 2));
   };
   function fail(reason: string, got: unknown, want: unknown): never {
-    const message = `${name}: ${reason}\n  fixture: ${fixture} (client frame ${matched + 1} of ${expected})\n  client sent: ${JSON.stringify(got)}\n  recorded:    ${JSON.stringify(want)}\n`;
+    const message =
+      `${name}: ${reason}\n` +
+      `  fixture: ${fixture} (client frame ${matched + 1} of ${expected})\n` +
+      `  client sent: ${JSON.stringify(got)}\n` +
+      `  recorded:    ${JSON.stringify(want)}\n`;
     process.stderr.write(message);
     report({ error: message });
     process.exit(1);

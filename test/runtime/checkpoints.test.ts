@@ -52,39 +52,44 @@ describe("run checkpoints", () => {
     }
   });
 
-  it("run 2's baseline has run 1's final checkpoint as parent and does not repeat run 1's change (review)", async () => {
-    const work = await tempDir("tiller-review-ckparent-");
-    const script = keyedScript({
-      "[w]": [
-        { type: "file_change", path: "b.txt", diff: "+b", content: "b" },
-        { type: "text", text: "w" },
-      ],
-    });
-    const { rt, cleanup } = await openTestRuntime({ a: scripted({}, script) }, { checkpoints: true });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "a", cwd: work.dir });
-      const s1 = await rt.sendMessage({ threadId, text: "[w] one" });
-      const s2 = await rt.sendMessage({ threadId, text: "two", mode: "queue" });
-      expect((await rt.waitForRun(s2.runId)).status).toBe("completed");
-      expect((await rt.waitForRun(s1.runId)).status).toBe("completed");
-      await rt.readThread(threadId);
-      const of = (runId: string, phase: string) =>
-        rt.views.checkpointsOf(threadId).find((c) => c.runId === runId && c.phase === phase && c.scope === "root_run")!;
-      const [b1, f1, b2, f2] = [
-        of(s1.runId, "baseline"),
-        of(s1.runId, "final"),
-        of(s2.runId, "baseline"),
-        of(s2.runId, "final"),
-      ];
-      expect(f1.parentCheckpointId).toBe(b1.checkpointId);
-      expect(b2.parentCheckpointId).toBe(f1.checkpointId);
-      expect(f2.parentCheckpointId).toBe(b2.checkpointId);
-      expect(f1.files.map((f) => f.path)).toEqual(["b.txt"]);
-      expect(b2.files).toEqual([]);
-      expect(f2.files).toEqual([]);
-    } finally {
-      await cleanup();
-      await work.cleanup();
-    }
-  });
+  it(
+    "run 2's baseline has run 1's final checkpoint as parent " + "and does not repeat run 1's change (review)",
+    async () => {
+      const work = await tempDir("tiller-review-ckparent-");
+      const script = keyedScript({
+        "[w]": [
+          { type: "file_change", path: "b.txt", diff: "+b", content: "b" },
+          { type: "text", text: "w" },
+        ],
+      });
+      const { rt, cleanup } = await openTestRuntime({ a: scripted({}, script) }, { checkpoints: true });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "a", cwd: work.dir });
+        const s1 = await rt.sendMessage({ threadId, text: "[w] one" });
+        const s2 = await rt.sendMessage({ threadId, text: "two", mode: "queue" });
+        expect((await rt.waitForRun(s2.runId)).status).toBe("completed");
+        expect((await rt.waitForRun(s1.runId)).status).toBe("completed");
+        await rt.readThread(threadId);
+        const of = (runId: string, phase: string) =>
+          rt.views
+            .checkpointsOf(threadId)
+            .find((c) => c.runId === runId && c.phase === phase && c.scope === "root_run")!;
+        const [b1, f1, b2, f2] = [
+          of(s1.runId, "baseline"),
+          of(s1.runId, "final"),
+          of(s2.runId, "baseline"),
+          of(s2.runId, "final"),
+        ];
+        expect(f1.parentCheckpointId).toBe(b1.checkpointId);
+        expect(b2.parentCheckpointId).toBe(f1.checkpointId);
+        expect(f2.parentCheckpointId).toBe(b2.checkpointId);
+        expect(f1.files.map((f) => f.path)).toEqual(["b.txt"]);
+        expect(b2.files).toEqual([]);
+        expect(f2.files).toEqual([]);
+      } finally {
+        await cleanup();
+        await work.cleanup();
+      }
+    },
+  );
 });

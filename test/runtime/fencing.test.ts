@@ -90,46 +90,50 @@ describe("a provider event that trails its turn's terminal", () => {
     [true, "turn.started"],
     [true, "item.delta"],
   ] as const) {
-    it(`is fenced for its own run and never lands in the next run (${sameThread ? "same" : "another"} app thread, same session; arrives after the next turn's ${after}) (review s7)`, async () => {
-      const trailing = trailingDelta(createScriptedAdapter({ script }), late, after);
-      const { rt, events, cleanup } = await openTestRuntime({ p: trailing.adapter });
-      try {
-        const a = await rt.createThread({ providerTarget: "p" });
-        const b = sameThread ? a : await rt.createThread({ providerTarget: "p" });
-        const ra = await rt.sendMessage({ threadId: a.threadId, text: "A" });
-        const runA = await rt.waitForRun(ra.runId);
-        expect([runA.status, said(runA.items)]).toEqual(["completed", "A reply"]);
+    it(
+      `is fenced for its own run and never lands in the next run (${sameThread ? "same" : "another"} app thread, ` +
+        `same session; arrives after the next turn's ${after}) (review s7)`,
+      async () => {
+        const trailing = trailingDelta(createScriptedAdapter({ script }), late, after);
+        const { rt, events, cleanup } = await openTestRuntime({ p: trailing.adapter });
+        try {
+          const a = await rt.createThread({ providerTarget: "p" });
+          const b = sameThread ? a : await rt.createThread({ providerTarget: "p" });
+          const ra = await rt.sendMessage({ threadId: a.threadId, text: "A" });
+          const runA = await rt.waitForRun(ra.runId);
+          expect([runA.status, said(runA.items)]).toEqual(["completed", "A reply"]);
 
-        const rb = await rt.sendMessage({ threadId: b.threadId, text: "B" });
-        expect(rb.disposition).toBe("started");
-        await trailing.consumed;
-        await nextEvent(rt, "node.delta", (e) => e.runId === rb.runId);
-        const snapshot = await rt.readThread(b.threadId);
-        const runB = snapshot.runs.find((r) => r.runId === rb.runId)!;
-        expect(runB.status).toBe("running");
-        expect(itemsOf(runB.items)).toEqual(["user_message:B", "assistant_message:b-working"]);
-        // Recorded as fenced for its own run, applied nowhere (nor to its own run after its end).
-        expect(ofType(events, "event.fenced")).toEqual([
-          {
-            type: "event.fenced",
-            threadId: a.threadId,
-            runId: ra.runId,
-            attemptId: runA.attempts[0]!.attemptId,
-            providerEventType: "item.delta",
-          },
-        ]);
-        expect(ofType(events, "node.delta").filter((d) => d.delta.includes("late text"))).toEqual([]);
-        expect(said((await rt.readThread(a.threadId)).runs.find((r) => r.runId === ra.runId)!.items)).toBe("A reply");
-        expect(ofType(events, "session.started")).toHaveLength(1);
-        expect(ofType(events, "warning")).toEqual([]);
+          const rb = await rt.sendMessage({ threadId: b.threadId, text: "B" });
+          expect(rb.disposition).toBe("started");
+          await trailing.consumed;
+          await nextEvent(rt, "node.delta", (e) => e.runId === rb.runId);
+          const snapshot = await rt.readThread(b.threadId);
+          const runB = snapshot.runs.find((r) => r.runId === rb.runId)!;
+          expect(runB.status).toBe("running");
+          expect(itemsOf(runB.items)).toEqual(["user_message:B", "assistant_message:b-working"]);
+          // Recorded as fenced for its own run, applied nowhere (nor to its own run after its end).
+          expect(ofType(events, "event.fenced")).toEqual([
+            {
+              type: "event.fenced",
+              threadId: a.threadId,
+              runId: ra.runId,
+              attemptId: runA.attempts[0]!.attemptId,
+              providerEventType: "item.delta",
+            },
+          ]);
+          expect(ofType(events, "node.delta").filter((d) => d.delta.includes("late text"))).toEqual([]);
+          expect(said((await rt.readThread(a.threadId)).runs.find((r) => r.runId === ra.runId)!.items)).toBe("A reply");
+          expect(ofType(events, "session.started")).toHaveLength(1);
+          expect(ofType(events, "warning")).toEqual([]);
 
-        await rt.interrupt({ runId: rb.runId });
-        const endedB = await rt.waitForRun(rb.runId);
-        expect(endedB.status).toBe("interrupted");
-        expect(said(endedB.items)).toBe("b-working");
-      } finally {
-        await cleanup();
-      }
-    });
+          await rt.interrupt({ runId: rb.runId });
+          const endedB = await rt.waitForRun(rb.runId);
+          expect(endedB.status).toBe("interrupted");
+          expect(said(endedB.items)).toBe("b-working");
+        } finally {
+          await cleanup();
+        }
+      },
+    );
   }
 });

@@ -80,77 +80,84 @@ describe("handoffs on provider switches", () => {
     }
   });
 
-  it("a handoff carried by a turn while a later run is queued appears in the run whose turn carried it (review s2)", async () => {
-    const alpha = createScriptedAdapter({
-      script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `alpha: ${text}` }]),
-    });
-    const beta = createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `beta: ${text}` }] });
-    const { rt, events, cleanup } = await openTestRuntime({ alpha, beta });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "alpha" });
-      const r1 = await rt.sendMessage({ threadId, text: "one" });
-      await nextEvent(rt, "node.delta", (e) => e.runId === r1.runId);
-      const r2 = await rt.sendMessage({ threadId, text: "two", providerTarget: "beta", mode: "queue" });
-      const r3 = await rt.sendMessage({ threadId, text: "three", providerTarget: "beta", mode: "queue" });
-      expect([r2.queuePosition, r3.queuePosition]).toEqual([1, 2]);
-      await rt.interrupt({ runId: r1.runId });
-      await rt.waitForRun(r2.runId);
-      await rt.waitForRun(r3.runId);
-      const snapshot = await rt.readThread(threadId);
-      expect(snapshot.runs.map((r) => [r.ordinal, r.status, r.items.map((i) => i.kind)])).toEqual([
-        [1, "interrupted", ["user_message", "assistant_message", "interrupt_request"]],
-        [2, "completed", ["user_message", "handoff", "assistant_message"]],
-        [3, "completed", ["user_message", "assistant_message"]],
-      ]);
-      const handoffs = ofType(events, "handoff.created");
-      expect(handoffs.map((h) => [h.runId, h.toTarget, h.coveredRunOrdinals])).toEqual([[r2.runId, "beta", [1]]]);
-    } finally {
-      await cleanup();
-    }
-  });
-
-  it("after a provider thread was rebuilt for a failed resume, later switches back to it are provider_switch deltas, not resume_failed (review s13)", async () => {
-    const first = await openTestRuntime({ alpha: createScriptedAdapter(), beta: createScriptedAdapter() });
-    const { threadId } = await first.rt.createThread({ providerTarget: "alpha" });
-    await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "one" })).runId);
-    await first.rt.close();
-
-    // A new backend: the stored cursor is unknown there, so the resume fails and alpha rebuilds.
-    const alpha = recordCalls(createScriptedAdapter());
-    const second = await openTestRuntime(
-      { alpha: alpha.adapter, beta: createScriptedAdapter() },
-      { dataDir: first.dataDir },
-    );
-    try {
-      const { rt, events } = second;
-      for (const [text, providerTarget] of [
-        ["two", "alpha"],
-        ["three", "beta"],
-        ["four", "alpha"],
-      ] as const) {
-        expect((await rt.waitForRun((await rt.sendMessage({ threadId, text, providerTarget })).runId)).status).toBe(
-          "completed",
-        );
+  it(
+    "a handoff carried by a turn while a later run is queued " + "appears in the run whose turn carried it (review s2)",
+    async () => {
+      const alpha = createScriptedAdapter({
+        script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `alpha: ${text}` }]),
+      });
+      const beta = createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `beta: ${text}` }] });
+      const { rt, events, cleanup } = await openTestRuntime({ alpha, beta });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "alpha" });
+        const r1 = await rt.sendMessage({ threadId, text: "one" });
+        await nextEvent(rt, "node.delta", (e) => e.runId === r1.runId);
+        const r2 = await rt.sendMessage({ threadId, text: "two", providerTarget: "beta", mode: "queue" });
+        const r3 = await rt.sendMessage({ threadId, text: "three", providerTarget: "beta", mode: "queue" });
+        expect([r2.queuePosition, r3.queuePosition]).toEqual([1, 2]);
+        await rt.interrupt({ runId: r1.runId });
+        await rt.waitForRun(r2.runId);
+        await rt.waitForRun(r3.runId);
+        const snapshot = await rt.readThread(threadId);
+        expect(snapshot.runs.map((r) => [r.ordinal, r.status, r.items.map((i) => i.kind)])).toEqual([
+          [1, "interrupted", ["user_message", "assistant_message", "interrupt_request"]],
+          [2, "completed", ["user_message", "handoff", "assistant_message"]],
+          [3, "completed", ["user_message", "assistant_message"]],
+        ]);
+        const handoffs = ofType(events, "handoff.created");
+        expect(handoffs.map((h) => [h.runId, h.toTarget, h.coveredRunOrdinals])).toEqual([[r2.runId, "beta", [1]]]);
+      } finally {
+        await cleanup();
       }
-      // Returning to alpha re-decides how it catches up: it takes deltas, so its thread is resumed.
-      expect(ofType(events, "provider_thread.bound").map((b) => [b.providerTarget, b.via])).toEqual([
-        ["alpha", "rebuilt"],
-        ["beta", "created"],
-        ["alpha", "resumed"],
-      ]);
-      const handoffs = ofType(events, "handoff.created");
-      expect(handoffs.map((h) => [h.toTarget, h.reason, h.strategy, h.coveredRunOrdinals])).toEqual([
-        ["alpha", "resume_failed", "full_thread_summary", [1]],
-        ["beta", "provider_switch", "full_thread_summary", [1, 2]],
-        ["alpha", "provider_switch", "delta_since_last_seen", [3]],
-      ]);
-      const contexts = alpha.calls.filter((c) => c.method === "sendRun").map((c) => c.input.context);
-      expect(contexts.map((c) => c?.kind ?? null)).toEqual(["rebuild", "handoff"]);
-      expect(contexts[1]).toEqual({ kind: "handoff", text: handoffs[2]!.text, delivery: "developer" });
-      expect(handoffs[2]!.text).toContain("user: three");
-      expect(handoffs[2]!.text).not.toContain("user: two");
-    } finally {
-      await second.cleanup();
-    }
-  });
+    },
+  );
+
+  it(
+    "after a provider thread was rebuilt for a failed resume, " +
+      "later switches back to it are provider_switch deltas, not resume_failed (review s13)",
+    async () => {
+      const first = await openTestRuntime({ alpha: createScriptedAdapter(), beta: createScriptedAdapter() });
+      const { threadId } = await first.rt.createThread({ providerTarget: "alpha" });
+      await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "one" })).runId);
+      await first.rt.close();
+
+      // A new backend: the stored cursor is unknown there, so the resume fails and alpha rebuilds.
+      const alpha = recordCalls(createScriptedAdapter());
+      const second = await openTestRuntime(
+        { alpha: alpha.adapter, beta: createScriptedAdapter() },
+        { dataDir: first.dataDir },
+      );
+      try {
+        const { rt, events } = second;
+        for (const [text, providerTarget] of [
+          ["two", "alpha"],
+          ["three", "beta"],
+          ["four", "alpha"],
+        ] as const) {
+          expect((await rt.waitForRun((await rt.sendMessage({ threadId, text, providerTarget })).runId)).status).toBe(
+            "completed",
+          );
+        }
+        // Returning to alpha re-decides how it catches up: it takes deltas, so its thread is resumed.
+        expect(ofType(events, "provider_thread.bound").map((b) => [b.providerTarget, b.via])).toEqual([
+          ["alpha", "rebuilt"],
+          ["beta", "created"],
+          ["alpha", "resumed"],
+        ]);
+        const handoffs = ofType(events, "handoff.created");
+        expect(handoffs.map((h) => [h.toTarget, h.reason, h.strategy, h.coveredRunOrdinals])).toEqual([
+          ["alpha", "resume_failed", "full_thread_summary", [1]],
+          ["beta", "provider_switch", "full_thread_summary", [1, 2]],
+          ["alpha", "provider_switch", "delta_since_last_seen", [3]],
+        ]);
+        const contexts = alpha.calls.filter((c) => c.method === "sendRun").map((c) => c.input.context);
+        expect(contexts.map((c) => c?.kind ?? null)).toEqual(["rebuild", "handoff"]);
+        expect(contexts[1]).toEqual({ kind: "handoff", text: handoffs[2]!.text, delivery: "developer" });
+        expect(handoffs[2]!.text).toContain("user: three");
+        expect(handoffs[2]!.text).not.toContain("user: two");
+      } finally {
+        await second.cleanup();
+      }
+    },
+  );
 });

@@ -18,50 +18,57 @@ import {
  */
 
 describe("interrupts", () => {
-  it("an interrupt the provider failed to take once is retried while the turn is live, and delivered (review a4)", async () => {
-    const base = createScriptedAdapter({ script: () => hang });
-    const { adapter, calls } = interruptFailsOnce(base, "ECONNRESET (transient)");
-    const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const { runId } = await rt.sendMessage({ threadId, text: "go" });
-      await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-      expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
-      const run = await rt.waitForRun(runId);
-      expect(run.status).toBe("interrupted");
-      expect(calls()).toBe(2);
-      expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["native"]);
-      expect(ofType(events, "interrupt.failed")).toEqual([]);
-    } finally {
-      await cleanup();
-    }
-  });
+  it(
+    "an interrupt the provider failed to take once is " + "retried while the turn is live, and delivered (review a4)",
+    async () => {
+      const base = createScriptedAdapter({ script: () => hang });
+      const { adapter, calls } = interruptFailsOnce(base, "ECONNRESET (transient)");
+      const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const { runId } = await rt.sendMessage({ threadId, text: "go" });
+        await nextEvent(rt, "node.delta", (e) => e.runId === runId);
+        expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
+        const run = await rt.waitForRun(runId);
+        expect(run.status).toBe("interrupted");
+        expect(calls()).toBe(2);
+        expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["native"]);
+        expect(ofType(events, "interrupt.failed")).toEqual([]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
-  it("an interrupt the provider never takes is reported as interrupt.failed (reason, tries), and stays available (review a4b)", async () => {
-    const base = createScriptedAdapter({ script: () => hang });
-    const { adapter, calls } = interruptFails(base, 6, "ECONNRESET (down)");
-    const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const { runId } = await rt.sendMessage({ threadId, text: "go" });
-      await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-      expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
-      const failed = await nextEvent(rt, "interrupt.failed", (e) => e.runId === runId);
-      expect(failed.event).toMatchObject({ reason: "ECONNRESET (down)", attempts: 6 });
-      expect(calls()).toBe(6);
-      expect((await rt.readThread(threadId)).runs[0]!.status).toBe("running");
-      expect(rt.affordances(threadId).interrupt).toMatchObject({ state: "available", runId });
-      expect(ofType(events, "interrupt.acknowledged")).toEqual([]);
+  it(
+    "an interrupt the provider never takes is reported as interrupt.failed (reason, tries), " +
+      "and stays available (review a4b)",
+    async () => {
+      const base = createScriptedAdapter({ script: () => hang });
+      const { adapter, calls } = interruptFails(base, 6, "ECONNRESET (down)");
+      const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const { runId } = await rt.sendMessage({ threadId, text: "go" });
+        await nextEvent(rt, "node.delta", (e) => e.runId === runId);
+        expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
+        const failed = await nextEvent(rt, "interrupt.failed", (e) => e.runId === runId);
+        expect(failed.event).toMatchObject({ reason: "ECONNRESET (down)", attempts: 6 });
+        expect(calls()).toBe(6);
+        expect((await rt.readThread(threadId)).runs[0]!.status).toBe("running");
+        expect(rt.affordances(threadId).interrupt).toMatchObject({ state: "available", runId });
+        expect(ofType(events, "interrupt.acknowledged")).toEqual([]);
 
-      expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
-      const run = await rt.waitForRun(runId);
-      expect(run.status).toBe("interrupted");
-      expect(calls()).toBe(7);
-      expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["native", "native"]);
-    } finally {
-      await cleanup();
-    }
-  });
+        expect(await rt.interrupt({ runId })).toMatchObject({ via: "native" });
+        const run = await rt.waitForRun(runId);
+        expect(run.status).toBe("interrupted");
+        expect(calls()).toBe(7);
+        expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["native", "native"]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   it("an interrupt asked while starting is delivered as a session stop once the turn runs (review a6)", async () => {
     const held = holdSessionStart(

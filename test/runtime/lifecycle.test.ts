@@ -133,26 +133,30 @@ describe("runtime lifecycle", () => {
 describe("an adapter whose close() throws, or that has none", () => {
   /** `endsStream`: whether the failing close() still ended the adapter's event stream first. */
   for (const endsStream of [true, false]) {
-    it(`still releases the data directory (close throws ${endsStream ? "after" : "before"} ending its event stream) (review a9)`, async () => {
-      const base = createScriptedAdapter();
-      const adapter = override(base, {
-        close: async () => {
-          if (endsStream) await base.close();
-          throw new Error("could not stop the provider host");
-        },
-      });
-      const first = await openTestRuntime({ s: adapter });
-      const { threadId } = await first.rt.createThread({ providerTarget: "s" });
-      await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "hi" })).runId);
-      await first.rt.close();
-      expect(first.rt.closed).toBe(true);
-      const second = await openTestRuntime({ s: createScriptedAdapter() }, { dataDir: first.dataDir });
-      try {
-        expect(second.rt.listThreads().map((t) => t.threadId)).toEqual([threadId]);
-      } finally {
-        await second.cleanup();
-      }
-    });
+    it(
+      `still releases the data directory (close throws ` +
+        `${endsStream ? "after" : "before"} ending its event stream) (review a9)`,
+      async () => {
+        const base = createScriptedAdapter();
+        const adapter = override(base, {
+          close: async () => {
+            if (endsStream) await base.close();
+            throw new Error("could not stop the provider host");
+          },
+        });
+        const first = await openTestRuntime({ s: adapter });
+        const { threadId } = await first.rt.createThread({ providerTarget: "s" });
+        await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "hi" })).runId);
+        await first.rt.close();
+        expect(first.rt.closed).toBe(true);
+        const second = await openTestRuntime({ s: createScriptedAdapter() }, { dataDir: first.dataDir });
+        try {
+          expect(second.rt.listThreads().map((t) => t.threadId)).toEqual([threadId]);
+        } finally {
+          await second.cleanup();
+        }
+      },
+    );
   }
 
   it("an adapter without close() is refused at open, without locking the directory (review a9)", async () => {

@@ -49,50 +49,53 @@ describe("a bad provider frame is a protocol_error warning, never the end of the
     }
   });
 
-  it("rejects a non-JSON-serializable tool input without crashing, and the log stays readable (review a14/a15)", async () => {
-    const base = createScriptedAdapter({
-      script: () => [
-        { type: "tool", name: "t", output: "o" },
-        { type: "text", text: "done" },
-      ],
-    });
-    const adapter = override(base, {
-      streamEvents: () => ({
-        async *[Symbol.asyncIterator]() {
-          for await (const e of base.streamEvents()) {
-            if (e.event.type === "item.started" && e.event.kind === "tool_call") {
-              const input: Record<string, unknown> = { a: 1 };
-              input.self = input; // e.g. an SDK object handed through as tool input
-              yield { ...e, event: { ...e.event, detail: { ...e.event.detail, input } } };
-            } else yield e;
-          }
-        },
-      }),
-    });
-    const first = await openTestRuntime({ s: adapter });
-    let threadId: string;
-    try {
-      ({ threadId } = await first.rt.createThread({ providerTarget: "s" }));
-      const run = await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "hello" })).runId);
-      expect(run.status).toBe("completed");
-      expect(run.items.find((i) => i.kind === "assistant_message")?.text).toBe("done");
-      const warnings = ofType(first.events, "warning").map((w) => w.message);
-      expect(warnings).toEqual([
-        expect.stringMatching(/^protocol_error: s sent an invalid item\.started event: must be JSON-serializable/),
-      ]);
-      expect(first.rt.actors.runs.has(run.runId)).toBe(false);
-      const again = await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "again" })).runId);
-      expect(again.status).toBe("completed");
-    } finally {
-      await first.rt.close();
-    }
+  it(
+    "rejects a non-JSON-serializable tool input without crashing, " + "and the log stays readable (review a14/a15)",
+    async () => {
+      const base = createScriptedAdapter({
+        script: () => [
+          { type: "tool", name: "t", output: "o" },
+          { type: "text", text: "done" },
+        ],
+      });
+      const adapter = override(base, {
+        streamEvents: () => ({
+          async *[Symbol.asyncIterator]() {
+            for await (const e of base.streamEvents()) {
+              if (e.event.type === "item.started" && e.event.kind === "tool_call") {
+                const input: Record<string, unknown> = { a: 1 };
+                input.self = input; // e.g. an SDK object handed through as tool input
+                yield { ...e, event: { ...e.event, detail: { ...e.event.detail, input } } };
+              } else yield e;
+            }
+          },
+        }),
+      });
+      const first = await openTestRuntime({ s: adapter });
+      let threadId: string;
+      try {
+        ({ threadId } = await first.rt.createThread({ providerTarget: "s" }));
+        const run = await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "hello" })).runId);
+        expect(run.status).toBe("completed");
+        expect(run.items.find((i) => i.kind === "assistant_message")?.text).toBe("done");
+        const warnings = ofType(first.events, "warning").map((w) => w.message);
+        expect(warnings).toEqual([
+          expect.stringMatching(/^protocol_error: s sent an invalid item\.started event: must be JSON-serializable/),
+        ]);
+        expect(first.rt.actors.runs.has(run.runId)).toBe(false);
+        const again = await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "again" })).runId);
+        expect(again.status).toBe("completed");
+      } finally {
+        await first.rt.close();
+      }
 
-    // Nothing unserializable reached the log: it reopens.
-    const second = await openTestRuntime({ s: createScriptedAdapter() }, { dataDir: first.dataDir });
-    try {
-      expect(second.rt.listThreads()).toEqual([expect.objectContaining({ threadId, runs: 2 })]);
-    } finally {
-      await second.cleanup();
-    }
-  });
+      // Nothing unserializable reached the log: it reopens.
+      const second = await openTestRuntime({ s: createScriptedAdapter() }, { dataDir: first.dataDir });
+      try {
+        expect(second.rt.listThreads()).toEqual([expect.objectContaining({ threadId, runs: 2 })]);
+      } finally {
+        await second.cleanup();
+      }
+    },
+  );
 });

@@ -9,54 +9,58 @@ import { deferred, nextEvent, ofType, openTestRuntime, override, recordCalls, sa
  */
 
 describe("the queue", () => {
-  it("a restart runs ahead of an older queued run, and a provider returning later still gets the run it missed (review s4)", async () => {
-    const alpha = recordCalls(
-      createScriptedAdapter({
-        script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `alpha: ${text}` }]),
-      }),
-    );
-    const beta = createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `beta: ${text}` }] });
-    const { rt, events, cleanup } = await openTestRuntime({ alpha: alpha.adapter, beta });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "alpha" });
-      const r1 = await rt.sendMessage({ threadId, text: "one" });
-      await nextEvent(rt, "node.delta", (e) => e.runId === r1.runId);
-      const r2 = await rt.sendMessage({ threadId, text: "beta fact 99", providerTarget: "beta", mode: "queue" });
-      const r3 = await rt.sendMessage({ threadId, text: "redo", providerTarget: "alpha", mode: "restart" });
-      expect(r3.disposition).toBe("restarting");
-      await rt.waitForRun(r2.runId);
-      await rt.waitForRun(r3.runId);
-      const r4 = await rt.waitForRun(
-        (await rt.sendMessage({ threadId, text: "what did beta learn?", providerTarget: "alpha" })).runId,
+  it(
+    "a restart runs ahead of an older queued run, " +
+      "and a provider returning later still gets the run it missed (review s4)",
+    async () => {
+      const alpha = recordCalls(
+        createScriptedAdapter({
+          script: ({ text }) => (text === "one" ? hang : [{ type: "text", text: `alpha: ${text}` }]),
+        }),
       );
-      expect(r4.status).toBe("completed");
+      const beta = createScriptedAdapter({ script: ({ text }) => [{ type: "text", text: `beta: ${text}` }] });
+      const { rt, events, cleanup } = await openTestRuntime({ alpha: alpha.adapter, beta });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "alpha" });
+        const r1 = await rt.sendMessage({ threadId, text: "one" });
+        await nextEvent(rt, "node.delta", (e) => e.runId === r1.runId);
+        const r2 = await rt.sendMessage({ threadId, text: "beta fact 99", providerTarget: "beta", mode: "queue" });
+        const r3 = await rt.sendMessage({ threadId, text: "redo", providerTarget: "alpha", mode: "restart" });
+        expect(r3.disposition).toBe("restarting");
+        await rt.waitForRun(r2.runId);
+        await rt.waitForRun(r3.runId);
+        const r4 = await rt.waitForRun(
+          (await rt.sendMessage({ threadId, text: "what did beta learn?", providerTarget: "alpha" })).runId,
+        );
+        expect(r4.status).toBe("completed");
 
-      // alpha, back after beta's run, is told what it missed.
-      const last = alpha.calls.filter((c) => c.method === "sendRun").at(-1)!.input;
-      expect(last.text).toBe("what did beta learn?");
-      expect(last.context).toMatchObject({ kind: "handoff", delivery: "developer" });
-      expect(last.context.text).toContain("user: beta fact 99");
+        // alpha, back after beta's run, is told what it missed.
+        const last = alpha.calls.filter((c) => c.method === "sendRun").at(-1)!.input;
+        expect(last.text).toBe("what did beta learn?");
+        expect(last.context).toMatchObject({ kind: "handoff", delivery: "developer" });
+        expect(last.context.text).toContain("user: beta fact 99");
 
-      const snapshot = await rt.readThread(threadId);
-      expect(snapshot.runs.map((r) => `${r.ordinal}:${r.providerTarget}:${r.status}`)).toEqual([
-        "1:alpha:interrupted",
-        "2:beta:completed",
-        "3:alpha:completed",
-        "4:alpha:completed",
-      ]);
-      // The restart ran ahead of the older queued run.
-      expect(ofType(events, "run.terminal").map((e) => e.runId)).toEqual([r1.runId, r3.runId, r2.runId, r4.runId]);
-      const handoffs = ofType(events, "handoff.created");
-      expect(handoffs.map((h) => [h.runId, h.toTarget, h.coveredRunOrdinals])).toEqual([
-        [r2.runId, "beta", [1, 3]],
-        [r4.runId, "alpha", [2]],
-      ]);
-      expect(last.context.text).toBe(handoffs[1]!.text);
-      expect(last.context.text).not.toContain("user: redo");
-    } finally {
-      await cleanup();
-    }
-  });
+        const snapshot = await rt.readThread(threadId);
+        expect(snapshot.runs.map((r) => `${r.ordinal}:${r.providerTarget}:${r.status}`)).toEqual([
+          "1:alpha:interrupted",
+          "2:beta:completed",
+          "3:alpha:completed",
+          "4:alpha:completed",
+        ]);
+        // The restart ran ahead of the older queued run.
+        expect(ofType(events, "run.terminal").map((e) => e.runId)).toEqual([r1.runId, r3.runId, r2.runId, r4.runId]);
+        const handoffs = ofType(events, "handoff.created");
+        expect(handoffs.map((h) => [h.runId, h.toTarget, h.coveredRunOrdinals])).toEqual([
+          [r2.runId, "beta", [1, 3]],
+          [r4.runId, "alpha", [2]],
+        ]);
+        expect(last.context.text).toBe(handoffs[1]!.text);
+        expect(last.context.text).not.toContain("user: redo");
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   it.each([
     ["starting", false],

@@ -28,41 +28,44 @@ function heldRollback(caps: CapabilityOverrides, backend: ScriptedBackend) {
 }
 
 describe("rollback and the provider's conversation", () => {
-  it("rolling back the run that carried a handoff makes the next run on that target carry one again (review)", async () => {
-    const a = new ScriptedBackend();
-    const b = new ScriptedBackend();
-    const { rt, events, cleanup } = await openTestRuntime({
-      a: scripted({}, undefined, a),
-      b: scripted({}, undefined, b),
-    });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "a" });
-      const r1 = await sendAndWait(rt, threadId, "one");
-      const r2 = await sendAndWait(rt, threadId, "two");
-      const r3 = await sendAndWait(rt, threadId, "three", { providerTarget: "b" });
-      expect([r1.status, r2.status, r3.status]).toEqual(["completed", "completed", "completed"]);
-      expect(allTurns(b)).toEqual([[["three", "handoff"]]]);
+  it(
+    "rolling back the run that carried a handoff makes " + "the next run on that target carry one again (review)",
+    async () => {
+      const a = new ScriptedBackend();
+      const b = new ScriptedBackend();
+      const { rt, events, cleanup } = await openTestRuntime({
+        a: scripted({}, undefined, a),
+        b: scripted({}, undefined, b),
+      });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "a" });
+        const r1 = await sendAndWait(rt, threadId, "one");
+        const r2 = await sendAndWait(rt, threadId, "two");
+        const r3 = await sendAndWait(rt, threadId, "three", { providerTarget: "b" });
+        expect([r1.status, r2.status, r3.status]).toEqual(["completed", "completed", "completed"]);
+        expect(allTurns(b)).toEqual([[["three", "handoff"]]]);
 
-      const receipt = await rt.rollback({ threadId, toRunId: r2.runId });
-      expect(receipt).toMatchObject({ provider: "rolled_back", rolledBackRunIds: [r3.runId] });
-      expect(allTurns(b)).toEqual([[]]);
+        const receipt = await rt.rollback({ threadId, toRunId: r2.runId });
+        expect(receipt).toMatchObject({ provider: "rolled_back", rolledBackRunIds: [r3.runId] });
+        expect(allTurns(b)).toEqual([[]]);
 
-      const r4 = await sendAndWait(rt, threadId, "four");
-      expect([r4.status, r4.providerTarget]).toEqual(["completed", "b"]);
-      const four = holding(b, "four").turns.find((t) => t.userText === "four")!;
-      expect(four.context).not.toBeNull();
-      expect(four.context!.kind).toBe("handoff");
-      expect(four.context!.text).toContain("one");
-      expect(four.context!.text).toContain("two");
-      const handoffs = ofType(events, "handoff.created");
-      expect(handoffs.map((h) => [h.runId, h.toTarget, h.coveredRunIds])).toEqual([
-        [r3.runId, "b", [r1.runId, r2.runId]],
-        [r4.runId, "b", [r1.runId, r2.runId]],
-      ]);
-    } finally {
-      await cleanup();
-    }
-  });
+        const r4 = await sendAndWait(rt, threadId, "four");
+        expect([r4.status, r4.providerTarget]).toEqual(["completed", "b"]);
+        const four = holding(b, "four").turns.find((t) => t.userText === "four")!;
+        expect(four.context).not.toBeNull();
+        expect(four.context!.kind).toBe("handoff");
+        expect(four.context!.text).toContain("one");
+        expect(four.context!.text).toContain("two");
+        const handoffs = ofType(events, "handoff.created");
+        expect(handoffs.map((h) => [h.runId, h.toTarget, h.coveredRunIds])).toEqual([
+          [r3.runId, "b", [r1.runId, r2.runId]],
+          [r4.runId, "b", [r1.runId, r2.runId]],
+        ]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   it("a fork made before its parent is rolled back still inherits the rolled-back run (review)", async () => {
     const backend = new ScriptedBackend();
@@ -96,93 +99,100 @@ describe("rollback and the provider's conversation", () => {
     }
   });
 
-  it("closing the runtime while a rollback is in flight: after reopen the app and the provider agree (review)", async () => {
-    const backend = new ScriptedBackend();
-    const held = heldRollback({}, backend);
-    const first = await openTestRuntime({ a: held.adapter });
-    try {
-      const { threadId } = await first.rt.createThread({ providerTarget: "a" });
-      const r1 = await sendAndWait(first.rt, threadId, "one");
-      const r2 = await sendAndWait(first.rt, threadId, "two");
-      const rollback = rejection(first.rt.rollback({ threadId, toRunId: r1.runId }));
-      await held.called;
-      const closing = first.rt.close();
-      held.release();
-      await closing;
-      // The caller hears that the runtime closed (its receipt could not be recorded), but the rollback itself is.
-      const error = await rollback;
-      expect(error).toBeInstanceOf(TillerError);
-      expect((error as TillerError).code).toBe("closed");
-      expect(allTurns(backend)).toEqual([[["one", null]]]);
-
-      const { rt, events, cleanup } = await openTestRuntime(
-        { a: scripted({}, undefined, backend) },
-        { dataDir: first.dataDir },
-      );
+  it(
+    "closing the runtime while a rollback is in flight: " + "after reopen the app and the provider agree (review)",
+    async () => {
+      const backend = new ScriptedBackend();
+      const held = heldRollback({}, backend);
+      const first = await openTestRuntime({ a: held.adapter });
       try {
-        expect((await rt.readThread(threadId)).runs.map((r) => [r.runId, r.status])).toEqual([
-          [r1.runId, "completed"],
-          [r2.runId, "rolled_back"],
+        const { threadId } = await first.rt.createThread({ providerTarget: "a" });
+        const r1 = await sendAndWait(first.rt, threadId, "one");
+        const r2 = await sendAndWait(first.rt, threadId, "two");
+        const rollback = rejection(first.rt.rollback({ threadId, toRunId: r1.runId }));
+        await held.called;
+        const closing = first.rt.close();
+        held.release();
+        await closing;
+        // The caller hears that the runtime closed (its receipt could not be recorded), but the rollback itself is.
+        const error = await rollback;
+        expect(error).toBeInstanceOf(TillerError);
+        expect((error as TillerError).code).toBe("closed");
+        expect(allTurns(backend)).toEqual([[["one", null]]]);
+
+        const { rt, events, cleanup } = await openTestRuntime(
+          { a: scripted({}, undefined, backend) },
+          { dataDir: first.dataDir },
+        );
+        try {
+          expect((await rt.readThread(threadId)).runs.map((r) => [r.runId, r.status])).toEqual([
+            [r1.runId, "completed"],
+            [r2.runId, "rolled_back"],
+          ]);
+          const r3 = await sendAndWait(rt, threadId, "three");
+          expect(r3.status).toBe("completed");
+          // The provider thread holds exactly runs 1 and 3: nothing missing, nothing rolled back.
+          expect(allTurns(backend)).toEqual([
+            [
+              ["one", null],
+              ["three", null],
+            ],
+          ]);
+          expect(r3.attempts[0]!.providerThreadId).toBe(r1.attempts[0]!.providerThreadId);
+          expect(ofType(events, "handoff.created")).toEqual([]);
+        } finally {
+          await cleanup();
+        }
+      } finally {
+        held.release();
+        await first.cleanup();
+      }
+    },
+  );
+
+  it(
+    "a message sent while a rollback is in flight is queued and runs after it; " +
+      "a second rollback is refused (review)",
+    async () => {
+      const backend = new ScriptedBackend();
+      const held = heldRollback({}, backend);
+      const { rt, cleanup } = await openTestRuntime({ a: held.adapter });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "a" });
+        const r1 = await sendAndWait(rt, threadId, "one");
+        const r2 = await sendAndWait(rt, threadId, "two");
+        const rollback = rt.rollback({ threadId, toRunId: r1.runId });
+        await held.called;
+        const sent = await rt.sendMessage({ threadId, text: "three" });
+        expect(sent).toMatchObject({ disposition: "queued", queuePosition: 1 });
+        await rejectsWith(rt.rollback({ threadId, toRunId: r1.runId }), "conflict");
+        expect(allTurns(backend)).toEqual([
+          [
+            ["one", null],
+            ["two", null],
+          ],
         ]);
-        const r3 = await sendAndWait(rt, threadId, "three");
+        held.release();
+        expect(await rollback).toMatchObject({ provider: "rolled_back", rolledBackRunIds: [r2.runId] });
+        const r3 = await rt.waitForRun(sent.runId);
         expect(r3.status).toBe("completed");
-        // The provider thread holds exactly runs 1 and 3: nothing missing, nothing rolled back.
         expect(allTurns(backend)).toEqual([
           [
             ["one", null],
             ["three", null],
           ],
         ]);
-        expect(r3.attempts[0]!.providerThreadId).toBe(r1.attempts[0]!.providerThreadId);
-        expect(ofType(events, "handoff.created")).toEqual([]);
+        expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual([
+          "completed",
+          "rolled_back",
+          "completed",
+        ]);
       } finally {
+        held.release();
         await cleanup();
       }
-    } finally {
-      held.release();
-      await first.cleanup();
-    }
-  });
-
-  it("a message sent while a rollback is in flight is queued and runs after it; a second rollback is refused (review)", async () => {
-    const backend = new ScriptedBackend();
-    const held = heldRollback({}, backend);
-    const { rt, cleanup } = await openTestRuntime({ a: held.adapter });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "a" });
-      const r1 = await sendAndWait(rt, threadId, "one");
-      const r2 = await sendAndWait(rt, threadId, "two");
-      const rollback = rt.rollback({ threadId, toRunId: r1.runId });
-      await held.called;
-      const sent = await rt.sendMessage({ threadId, text: "three" });
-      expect(sent).toMatchObject({ disposition: "queued", queuePosition: 1 });
-      await rejectsWith(rt.rollback({ threadId, toRunId: r1.runId }), "conflict");
-      expect(allTurns(backend)).toEqual([
-        [
-          ["one", null],
-          ["two", null],
-        ],
-      ]);
-      held.release();
-      expect(await rollback).toMatchObject({ provider: "rolled_back", rolledBackRunIds: [r2.runId] });
-      const r3 = await rt.waitForRun(sent.runId);
-      expect(r3.status).toBe("completed");
-      expect(allTurns(backend)).toEqual([
-        [
-          ["one", null],
-          ["three", null],
-        ],
-      ]);
-      expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual([
-        "completed",
-        "rolled_back",
-        "completed",
-      ]);
-    } finally {
-      held.release();
-      await cleanup();
-    }
-  });
+    },
+  );
 
   it("a rollback is refused while another thread with the same directory has an active run (review)", async () => {
     const work = await tempDir("tiller-review-shared-");

@@ -45,37 +45,40 @@ describe("a provider session lost with a run active and another queued", () => {
 });
 
 describe("a target whose event stream ends", () => {
-  it("fails its running run with a warning, and a later run fails host_unavailable instead of hanging (review s12)", async () => {
-    const base = createScriptedAdapter({ script: () => hang });
-    const adapter = override(base, {
-      streamEvents: () => ({
-        async *[Symbol.asyncIterator]() {
-          for await (const e of base.streamEvents()) {
-            yield e;
-            if (e.event.type === "item.delta") return; // the provider host died
-          }
-        },
-      }),
-    });
-    const { rt, events, cleanup } = await openTestRuntime({ p: adapter });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "p" });
-      const r1 = await rt.sendMessage({ threadId, text: "go" });
-      const run1 = await rt.waitForRun(r1.runId);
-      expect([run1.status, run1.reason]).toEqual(["failed", "provider_session_lost"]);
-      expect(run1.failure?.message).toMatch(/provider event stream ended/);
-      expect(rt.actors.runs.has(r1.runId)).toBe(false);
-      expect(ofType(events, "warning").map((w) => w.message)).toEqual(["p: provider event stream ended"]);
+  it(
+    "fails its running run with a warning, " + "and a later run fails host_unavailable instead of hanging (review s12)",
+    async () => {
+      const base = createScriptedAdapter({ script: () => hang });
+      const adapter = override(base, {
+        streamEvents: () => ({
+          async *[Symbol.asyncIterator]() {
+            for await (const e of base.streamEvents()) {
+              yield e;
+              if (e.event.type === "item.delta") return; // the provider host died
+            }
+          },
+        }),
+      });
+      const { rt, events, cleanup } = await openTestRuntime({ p: adapter });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "p" });
+        const r1 = await rt.sendMessage({ threadId, text: "go" });
+        const run1 = await rt.waitForRun(r1.runId);
+        expect([run1.status, run1.reason]).toEqual(["failed", "provider_session_lost"]);
+        expect(run1.failure?.message).toMatch(/provider event stream ended/);
+        expect(rt.actors.runs.has(r1.runId)).toBe(false);
+        expect(ofType(events, "warning").map((w) => w.message)).toEqual(["p: provider event stream ended"]);
 
-      const r2 = await rt.sendMessage({ threadId, text: "next" });
-      const run2 = await rt.waitForRun(r2.runId);
-      expect(run2.status).toBe("failed");
-      expect(run2.failure).toMatchObject({ failureClass: "host_unavailable" });
-      expect(run2.failure?.message).toMatch(/^p is unavailable: provider event stream ended/);
-      // Only the first session was ever started: the dead target starts no more.
-      expect(ofType(events, "session.started")).toHaveLength(1);
-    } finally {
-      await cleanup();
-    }
-  });
+        const r2 = await rt.sendMessage({ threadId, text: "next" });
+        const run2 = await rt.waitForRun(r2.runId);
+        expect(run2.status).toBe("failed");
+        expect(run2.failure).toMatchObject({ failureClass: "host_unavailable" });
+        expect(run2.failure?.message).toMatch(/^p is unavailable: provider event stream ended/);
+        // Only the first session was ever started: the dead target starts no more.
+        expect(ofType(events, "session.started")).toHaveLength(1);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 });

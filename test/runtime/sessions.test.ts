@@ -34,33 +34,37 @@ function gatedLoads(adapter: ProviderAdapter) {
 }
 
 describe("sessions", () => {
-  it("a turn claims its session before its provider thread loads: the shared session is running, with no idle deadline, while the load waits", async () => {
-    const gated = gatedLoads(createScriptedAdapter());
-    const { rt, events, cleanup } = await openTestRuntime({ alpha: gated.adapter }, { sessionIdleMs: 60_000 });
-    try {
-      const a = await rt.createThread({ providerTarget: "alpha" });
-      await rt.waitForRun((await rt.sendMessage({ threadId: a.threadId, text: "one" })).runId);
-      const [session] = [...rt.actors.sessions.values()];
-      expect(session!.getSnapshot().value).toEqual({ ready: "countingDown" });
+  it(
+    "a turn claims its session before its provider thread loads: " +
+      "the shared session is running, with no idle deadline, while the load waits",
+    async () => {
+      const gated = gatedLoads(createScriptedAdapter());
+      const { rt, events, cleanup } = await openTestRuntime({ alpha: gated.adapter }, { sessionIdleMs: 60_000 });
+      try {
+        const a = await rt.createThread({ providerTarget: "alpha" });
+        await rt.waitForRun((await rt.sendMessage({ threadId: a.threadId, text: "one" })).runId);
+        const [session] = [...rt.actors.sessions.values()];
+        expect(session!.getSnapshot().value).toEqual({ ready: "countingDown" });
 
-      // A second thread shares the session; its provider thread is loaded while the session idles.
-      const b = await rt.createThread({ providerTarget: "alpha" });
-      const held = gated.holdNext();
-      const run = await rt.sendMessage({ threadId: b.threadId, text: "two" });
-      await held;
-      expect(rt.actors.sessions.size).toBe(1);
-      const during = session!.getSnapshot();
-      expect([during.value, during.context.claims, during.context.deadline]).toEqual(["running", 1, null]);
+        // A second thread shares the session; its provider thread is loaded while the session idles.
+        const b = await rt.createThread({ providerTarget: "alpha" });
+        const held = gated.holdNext();
+        const run = await rt.sendMessage({ threadId: b.threadId, text: "two" });
+        await held;
+        expect(rt.actors.sessions.size).toBe(1);
+        const during = session!.getSnapshot();
+        expect([during.value, during.context.claims, during.context.deadline]).toEqual(["running", 1, null]);
 
-      gated.release();
-      expect((await rt.waitForRun(run.runId)).status).toBe("completed");
-      const after = session!.getSnapshot();
-      expect([after.value, after.context.claims]).toEqual([{ ready: "countingDown" }, 0]);
-      expect(ofType(events, "session.state").map((e) => e.status)).toEqual(["running", "ready", "running", "ready"]);
-    } finally {
-      await cleanup();
-    }
-  });
+        gated.release();
+        expect((await rt.waitForRun(run.runId)).status).toBe("completed");
+        const after = session!.getSnapshot();
+        expect([after.value, after.context.claims]).toEqual([{ ready: "countingDown" }, 0]);
+        expect(ofType(events, "session.state").map((e) => e.status)).toEqual(["running", "ready", "running", "ready"]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   it("sessions that ended are let go: a runtime whose sessions keep idling out holds only the live one", async () => {
     const { rt, cleanup } = await openTestRuntime({ alpha: createScriptedAdapter() }, { sessionIdleMs: 1 });

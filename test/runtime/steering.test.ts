@@ -57,41 +57,45 @@ describe("a steer while an interrupt is on its way", () => {
 });
 
 describe("steering by interrupt-restart", () => {
-  it("a session that announces no native steering steers by interrupt-restart, never through a missing steerRun (review a17)", async () => {
-    let turns = 0;
-    const base = createScriptedAdapter({
-      capabilities: { turns: { supportsActiveSteering: false } },
-      script: ({ text }) => (turns++ === 0 ? hang : [{ type: "text", text: `steered: ${text}` }]),
-    });
-    expect(base.steerRun).toBeUndefined();
-    // Declared: steering supported (e.g. an older host binary announces less at handshake).
-    const declared: ProviderCapabilities = fullCapabilities();
-    const adapter = override(base, { getCapabilities: () => declared });
-    const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
-    try {
-      expect(rt.capabilities("s").turns.supportsActiveSteering).toBe(true);
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const { runId } = await rt.sendMessage({ threadId, text: "go" });
-      await nextEvent(rt, "node.delta", (e) => e.runId === runId);
-      expect(rt.capabilities("s").turns.supportsActiveSteering).toBe(false);
-      expect(await rt.sendMessage({ threadId, text: "go left", mode: "steer" })).toMatchObject({
-        disposition: "steered",
-        via: "interrupt_restart",
-        runId,
+  it(
+    "a session that announces no native steering steers by interrupt-restart, " +
+      "never through a missing steerRun (review a17)",
+    async () => {
+      let turns = 0;
+      const base = createScriptedAdapter({
+        capabilities: { turns: { supportsActiveSteering: false } },
+        script: ({ text }) => (turns++ === 0 ? hang : [{ type: "text", text: `steered: ${text}` }]),
       });
-      const run = await rt.waitForRun(runId);
-      expect(run.status).toBe("completed");
-      expect(run.attempts.map((a) => [a.ordinal, a.reason, a.status])).toEqual([
-        [1, "initial", "superseded"],
-        [2, "steering_restart", "completed"],
-      ]);
-      expect(run.items.at(-1)?.text).toBe("steered: go left");
-      expect(ofType(events, "steer.applied").map((e) => e.via)).toEqual(["interrupt_restart"]);
-      expect(ofType(events, "warning")).toEqual([]);
-    } finally {
-      await cleanup();
-    }
-  });
+      expect(base.steerRun).toBeUndefined();
+      // Declared: steering supported (e.g. an older host binary announces less at handshake).
+      const declared: ProviderCapabilities = fullCapabilities();
+      const adapter = override(base, { getCapabilities: () => declared });
+      const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
+      try {
+        expect(rt.capabilities("s").turns.supportsActiveSteering).toBe(true);
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const { runId } = await rt.sendMessage({ threadId, text: "go" });
+        await nextEvent(rt, "node.delta", (e) => e.runId === runId);
+        expect(rt.capabilities("s").turns.supportsActiveSteering).toBe(false);
+        expect(await rt.sendMessage({ threadId, text: "go left", mode: "steer" })).toMatchObject({
+          disposition: "steered",
+          via: "interrupt_restart",
+          runId,
+        });
+        const run = await rt.waitForRun(runId);
+        expect(run.status).toBe("completed");
+        expect(run.attempts.map((a) => [a.ordinal, a.reason, a.status])).toEqual([
+          [1, "initial", "superseded"],
+          [2, "steering_restart", "completed"],
+        ]);
+        expect(run.items.at(-1)?.text).toBe("steered: go left");
+        expect(ofType(events, "steer.applied").map((e) => e.via)).toEqual(["interrupt_restart"]);
+        expect(ofType(events, "warning")).toEqual([]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   it("a steer whose interrupt fails leaves attempt 1 running; a later interrupt works (review a7)", async () => {
     const base = createScriptedAdapter({
@@ -130,37 +134,40 @@ describe("steering by interrupt-restart", () => {
 });
 
 describe("steering a run that is still starting", () => {
-  it("an auto follow-up is deferred on a natively steerable provider and applied once the turn runs (review a11)", async () => {
-    const held = holdSessionStart(
-      createScriptedAdapter({
-        script: () => [
-          { type: "command", command: "make", output: "ok", approval: true },
-          { type: "text", text: "done" },
-        ],
-      }),
-    );
-    const { rt, events, cleanup } = await openTestRuntime({ s: held.adapter });
-    try {
-      const { threadId } = await rt.createThread({ providerTarget: "s" });
-      const first = await rt.sendMessage({ threadId, text: "first" });
-      expect((await rt.readThread(threadId)).runs[0]!.status).toBe("starting");
-      const second = await rt.sendMessage({ threadId, text: "second (auto)" });
-      expect(second).toMatchObject({ disposition: "steered", via: "native", runId: first.runId });
-      expect(ofType(events, "steer.applied")).toEqual([]); // not before the provider took it
-      held.release();
-      const applied = await nextEvent(rt, "steer.applied", (e) => e.runId === first.runId);
-      expect(applied.event).toMatchObject({ text: "second (auto)", via: "native" });
-      const opened = await nextEvent(rt, "request.opened", (e) => e.runId === first.runId);
-      await rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } });
-      const run = await rt.waitForRun(first.runId);
-      expect(run.status).toBe("completed");
-      expect(said(run.items)).toContain("(steered: second (auto))");
-      expect(ofType(events, "run.created")).toHaveLength(1);
-      expect(ofType(events, "warning")).toEqual([]);
-    } finally {
-      await cleanup();
-    }
-  });
+  it(
+    "an auto follow-up is deferred on a natively steerable provider " + "and applied once the turn runs (review a11)",
+    async () => {
+      const held = holdSessionStart(
+        createScriptedAdapter({
+          script: () => [
+            { type: "command", command: "make", output: "ok", approval: true },
+            { type: "text", text: "done" },
+          ],
+        }),
+      );
+      const { rt, events, cleanup } = await openTestRuntime({ s: held.adapter });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "s" });
+        const first = await rt.sendMessage({ threadId, text: "first" });
+        expect((await rt.readThread(threadId)).runs[0]!.status).toBe("starting");
+        const second = await rt.sendMessage({ threadId, text: "second (auto)" });
+        expect(second).toMatchObject({ disposition: "steered", via: "native", runId: first.runId });
+        expect(ofType(events, "steer.applied")).toEqual([]); // not before the provider took it
+        held.release();
+        const applied = await nextEvent(rt, "steer.applied", (e) => e.runId === first.runId);
+        expect(applied.event).toMatchObject({ text: "second (auto)", via: "native" });
+        const opened = await nextEvent(rt, "request.opened", (e) => e.runId === first.runId);
+        await rt.respond({ requestId: opened.event.requestId, response: { kind: "decision", decision: "accept" } });
+        const run = await rt.waitForRun(first.runId);
+        expect(run.status).toBe("completed");
+        expect(said(run.items)).toContain("(steered: second (auto))");
+        expect(ofType(events, "run.created")).toHaveLength(1);
+        expect(ofType(events, "warning")).toEqual([]);
+      } finally {
+        await cleanup();
+      }
+    },
+  );
 
   it("a second steer is refused with conflict; the first is applied (review s1)", async () => {
     const held = holdSessionStart(createScriptedAdapter({ script: () => hang }));

@@ -60,21 +60,24 @@ const holderOf = async (path: string) =>
   JSON.parse(await readFile(path, "utf8")) as { pid: number; nonce: string; startTime: string | null };
 
 describe("acquireDataDirLock", () => {
-  it("writes a LOCK naming this process (pid, kernel start time, boot, nonce), mode 0600, creating the directory", async () => {
-    const dataDir = join(dir, "data");
-    const lock = await acquire(dataDir);
-    expect(lock.path).toBe(join(dataDir, "LOCK"));
-    const content = JSON.parse(await readFile(lock.path, "utf8")) as Record<string, unknown>;
-    expect(content).toMatchObject({
-      pid: process.pid,
-      startTime: await processStartTime(process.pid),
-      bootId,
-      nonce: expect.stringMatching(/^[0-9a-f]{32}$/),
-    });
-    expect(Number.isNaN(Date.parse(content.acquiredAt as string))).toBe(false);
-    expect((await stat(lock.path)).mode & 0o777).toBe(0o600);
-    expect(await readdir(dataDir)).toEqual(["LOCK"]); // no temp file left behind
-  });
+  it(
+    "writes a LOCK naming this process (pid, kernel start time, " + "boot, nonce), mode 0600, creating the directory",
+    async () => {
+      const dataDir = join(dir, "data");
+      const lock = await acquire(dataDir);
+      expect(lock.path).toBe(join(dataDir, "LOCK"));
+      const content = JSON.parse(await readFile(lock.path, "utf8")) as Record<string, unknown>;
+      expect(content).toMatchObject({
+        pid: process.pid,
+        startTime: await processStartTime(process.pid),
+        bootId,
+        nonce: expect.stringMatching(/^[0-9a-f]{32}$/),
+      });
+      expect(Number.isNaN(Date.parse(content.acquiredAt as string))).toBe(false);
+      expect((await stat(lock.path)).mode & 0o777).toBe(0o600);
+      expect(await readdir(dataDir)).toEqual(["LOCK"]); // no temp file left behind
+    },
+  );
 
   it("makes the LOCK 0600 whatever the umask", async () => {
     const previous = process.umask(0o277); // would leave 0400
