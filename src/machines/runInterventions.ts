@@ -1,6 +1,6 @@
 import { enqueueActions } from "xstate";
 import { effect, outcome, policyApplied, record, refuseUnsupported } from "./emitted.js";
-import { activeAttempt, runBase, steerDropped } from "./runModel.js";
+import { activeAttempt, runBase, steerDropped, type RunContext, type RunEvent } from "./runModel.js";
 
 /**
  * What a caller can do to a running turn, and what the run does when the provider cannot:
@@ -8,6 +8,14 @@ import { activeAttempt, runBase, steerDropped } from "./runModel.js";
  * (natively, by interrupt-restart as a new attempt, deferred while the turn starts, or
  * refused). Every fallback and refusal is recorded as a named policy.
  */
+
+/** The provider never took the interrupt: the typed record of it, with the tries it took. */
+function interruptFailed(context: RunContext, event: Extract<RunEvent, { type: "INTERRUPT_FAILED" }>) {
+  const { threadId, runId } = context;
+  const { attemptId, message: reason, attempts } = event;
+  return record({ type: "interrupt.failed", threadId, runId, attemptId, reason, attempts });
+}
+
 export const runInterventions = runBase.extend({
   actions: {
     /** Ask the provider to stop the turn, now (`deliver`) or once it runs; the terminal decides. */
@@ -48,17 +56,7 @@ export const runInterventions = runBase.extend({
     recordInterruptFailure: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "INTERRUPT_FAILED") return;
       enqueue.assign({ interrupt: "none" });
-      const { threadId, runId } = context;
-      enqueue.emit(
-        record({
-          type: "interrupt.failed",
-          threadId,
-          runId,
-          attemptId: event.attemptId,
-          reason: event.message,
-          attempts: event.attempts,
-        }),
-      );
+      enqueue.emit(interruptFailed(context, event));
     }),
     refuseInterrupt: enqueueActions(({ context, enqueue }) => {
       const detail = "provider cannot interrupt a turn and stopping its session is not allowed";
@@ -136,17 +134,8 @@ export const runInterventions = runBase.extend({
         pendingSteer: null,
         interrupt: "none",
       });
+      enqueue.emit(interruptFailed(context, event));
       const { threadId, runId } = context;
-      enqueue.emit(
-        record({
-          type: "interrupt.failed",
-          threadId,
-          runId,
-          attemptId: event.attemptId,
-          reason: event.message,
-          attempts: event.attempts,
-        }),
-      );
       const message = `steer was not delivered: the active attempt could not be interrupted (${event.message})`;
       enqueue.emit(record({ type: "warning", threadId, runId, message }));
     }),

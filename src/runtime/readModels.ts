@@ -1,5 +1,5 @@
 import { createStore } from "@xstate/store";
-import type { DispatchMode, Failure, Lineage, RunStatus } from "../domain/entities.js";
+import type { DispatchMode, Failure, RunStatus } from "../domain/entities.js";
 import type { DomainEvent, DomainEventType } from "../domain/events.js";
 import {
   isTerminalRunStatus,
@@ -50,13 +50,10 @@ export interface RunSummary {
 }
 
 /** A thread without its streamed content. */
-export interface ThreadModel {
-  threadId: string;
-  title: string;
-  cwd: string;
-  providerTarget: string;
-  model: string | null;
-  lineage: Lineage | null;
+export interface ThreadModel extends Pick<
+  ThreadView,
+  "threadId" | "title" | "cwd" | "providerTarget" | "model" | "lineage"
+> {
   status: "idle" | "active";
   runs: readonly RunSummary[];
   /** Structured artifacts exist in the thread (the plan and todo panels of `affordances`). */
