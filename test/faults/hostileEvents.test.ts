@@ -83,7 +83,8 @@ describe("hostile events from a real host process", () => {
       try {
         const { threadId } = await rt.createThread({ providerTarget: "s" });
         const { runId } = await rt.sendMessage({ threadId, text: "[gate] hold on" });
-        await nextEvent(rt, "node.delta", (e) => e.runId === runId);
+        // The turn's first message is complete: nothing more comes from it until the gate opens.
+        await nextEvent(rt, "node.completed", (e) => e.runId === runId);
         const [sessionId] = rt.views.sessions.keys();
         const records = await sentinel(rt, () =>
           adapter.debug("debug.emitRaw", {
