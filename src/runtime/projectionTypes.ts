@@ -13,7 +13,7 @@ import type {
 import type { DomainEventOf } from "../domain/events.js";
 import type { RequestKind, RequestPayload, RequestResponse, TurnItemKind } from "../domain/items.js";
 
-/** The shapes of the read models (folded in projections.ts). */
+/** The shapes of the read models (folded in projections.ts and projectionRuns.ts). */
 
 export interface TurnItem {
   /** Node id for provider items; message or event-derived id for runtime items. */

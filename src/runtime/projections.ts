@@ -1,6 +1,5 @@
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
-import { TerminalRunStatusSchema, type RunStatus } from "../domain/entities.js";
-import { TURN_ITEM_KIND_OF_NODE } from "../domain/items.js";
+import { addItem, foldRun, isTerminalRunStatus, type RunModels } from "./projectionRuns.js";
 import type {
   CheckpointView,
   HandoffRecord,
@@ -14,10 +13,13 @@ import type {
 import type { LogRecord } from "./store/eventLog.js";
 
 export type * from "./projectionTypes.js";
+export { isTerminalRunStatus };
 
 /**
  * Read models folded from the log. The same fold runs live and on reopen, so what a
- * caller reads after a crash is exactly what it could have read before.
+ * caller reads after a crash is exactly what it could have read before. Runs, their
+ * transcript items and requests are folded in projectionRuns.ts; threads, provider threads,
+ * handoffs, transfers, sessions, checkpoints and receipts here.
  */
 
 /** Event fields that carry an allocated app id. */
@@ -47,9 +49,6 @@ const INTRODUCES_IDS: ReadonlySet<DomainEvent["type"]> = new Set([
   "command.receipt",
 ]);
 
-const TERMINAL: ReadonlySet<RunStatus> = new Set(TerminalRunStatusSchema.options);
-export const isTerminalRunStatus = (status: RunStatus): boolean => TERMINAL.has(status);
-
 export class Projections {
   readonly threads = new Map<string, ThreadView>();
   readonly runs = new Map<string, RunView>();
@@ -71,6 +70,13 @@ export class Projections {
   readonly rollbacksInFlight = new Map<string, string>();
   #threadCheckpoints = new Map<string, CheckpointView[]>();
   #items = new Map<string, TurnItem>();
+  /** What the run fold (projectionRuns.ts) reads and writes: these maps, and every transcript item by id. */
+  readonly #runModels: RunModels = {
+    threads: this.threads,
+    runs: this.runs,
+    requests: this.requests,
+    items: this.#items,
+  };
   /** Every app id the log has used, so an id source that restarts never reissues one. */
   #knownIds = new Set<string>();
   /** (app thread, target) pairs whose provider thread was closed as broken. */
@@ -94,83 +100,33 @@ export class Projections {
       }
     }
     const thread = "threadId" in event && event.threadId ? this.threads.get(event.threadId) : undefined;
-    const run = "runId" in event && event.runId ? this.runs.get(event.runId) : undefined;
     switch (event.type) {
       case "thread.created": {
         const { type: _t, ...fields } = event;
         this.threads.set(event.threadId, { ...fields, runs: [] });
         return;
       }
-      case "run.created": {
-        const view: RunView = {
-          runId: event.runId,
-          threadId: event.threadId,
-          ordinal: event.ordinal,
-          status: "queued",
-          providerTarget: event.providerTarget,
-          model: thread?.model ?? null,
-          mode: event.mode,
-          text: event.text,
-          reason: null,
-          failure: null,
-          attempts: [],
-          items: [],
-          fallbacks: [],
-        };
-        this.runs.set(event.runId, view);
-        thread?.runs.push(view);
-        const intent =
-          event.mode === "queue" || thread?.runs.some((r) => r !== view && !isTerminalRunStatus(r.status))
-            ? "queued"
-            : "turn_start";
-        this.#addItem(view, {
-          id: event.userMessageId,
-          kind: "user_message",
-          status: "complete",
-          attemptId: null,
-          parentId: null,
-          seq,
-          text: event.text,
-          intent,
-        });
-        return;
-      }
+      case "run.created":
       case "run.state":
-        if (run) run.status = event.status;
-        return;
       case "run.terminal":
-        if (!run) return;
-        Object.assign(run, { status: event.status, reason: event.reason, failure: event.failure });
-        if (event.failure)
-          this.#addItem(run, {
-            id: `err_${seq}`,
-            kind: "error",
-            status: "complete",
-            attemptId: null,
-            parentId: null,
-            seq,
-            text: event.failure.message,
-          });
-        return;
       case "attempt.started":
-        run?.attempts.push({
-          attemptId: event.attemptId,
-          ordinal: event.ordinal,
-          reason: event.reason,
-          status: "running",
-          providerThreadId: null,
-          providerTurnId: null,
-          nativeTurnRef: null,
-        });
-        return;
+      case "attempt.terminal":
+      case "node.started":
+      case "node.delta":
+      case "node.completed":
+      case "plan.updated":
+      case "todo.updated":
+      case "plan.proposed":
+      case "request.opened":
+      case "request.resolved":
+      case "request.closed":
+      case "interrupt.requested":
+      case "interrupt.failed":
+      case "steer.applied":
+      case "policy.applied":
+        return foldRun(this.#runModels, event, seq);
       case "attempt.turn_bound": {
-        const attempt = run?.attempts.find((a) => a.attemptId === event.attemptId);
-        if (attempt)
-          Object.assign(attempt, {
-            providerThreadId: event.providerThreadId,
-            providerTurnId: event.providerTurnId,
-            nativeTurnRef: event.nativeTurnRef,
-          });
+        foldRun(this.#runModels, event, seq);
         const providerThread = this.providerThreadsById.get(event.providerThreadId);
         if (providerThread) {
           providerThread.seenRunIds.add(event.runId);
@@ -180,149 +136,6 @@ export class Projections {
             for (const runId of handoff.coveredRunIds) providerThread.seenRunIds.add(runId);
           }
         }
-        return;
-      }
-      case "attempt.terminal": {
-        const attempt = run?.attempts.find((a) => a.attemptId === event.attemptId);
-        if (attempt) attempt.status = event.status;
-        return;
-      }
-      case "node.started": {
-        const kind = TURN_ITEM_KIND_OF_NODE[event.kind];
-        if (!run || !kind) return;
-        const detail = event.detail ? (event.detail as Record<string, unknown>) : undefined;
-        const known = this.#items.get(event.nodeId);
-        if (known) {
-          // The same node announced again (its start came after its first delta): one item, updated in place.
-          if (run.items.includes(known))
-            Object.assign(
-              known,
-              { parentId: event.parentNodeId },
-              detail ? { detail: { ...known.detail, ...detail } } : {},
-            );
-          return;
-        }
-        this.#addItem(run, {
-          id: event.nodeId,
-          kind,
-          status: "streaming",
-          attemptId: event.attemptId,
-          parentId: event.parentNodeId,
-          seq,
-          ...(detail ? { detail } : {}),
-        });
-        return;
-      }
-      case "node.delta": {
-        const item = this.#items.get(event.nodeId);
-        if (!item) return;
-        if (event.stream === "text") item.text = (item.text ?? "") + event.delta;
-        else item.output = (item.output ?? "") + event.delta;
-        return;
-      }
-      case "node.completed": {
-        const item = this.#items.get(event.nodeId);
-        if (!item) return;
-        item.status = "complete";
-        if (event.text !== null && item.kind !== "subagent") item.text = event.text;
-        if (event.text !== null && item.kind === "subagent") item.result = event.text;
-        if (event.output !== null) item.output = event.output;
-        item.detail = {
-          ...item.detail,
-          status: event.status,
-          ...(event.exitCode !== null ? { exitCode: event.exitCode } : {}),
-        };
-        return;
-      }
-      case "plan.updated":
-      case "todo.updated":
-      case "plan.proposed": {
-        const item = this.#items.get(event.nodeId);
-        if (!item) return;
-        if (event.type === "plan.proposed") Object.assign(item, { kind: "proposed_plan", text: event.text });
-        else
-          item.detail =
-            event.type === "todo.updated"
-              ? { items: event.items }
-              : { steps: event.steps, explanation: event.explanation };
-        return;
-      }
-      case "request.opened":
-        this.requests.set(event.requestId, {
-          requestId: event.requestId,
-          threadId: event.threadId,
-          runId: event.runId,
-          nodeId: event.nodeId,
-          kind: event.payload.kind,
-          payload: event.payload,
-          status: "pending",
-          responseCapability: event.responseCapability,
-          response: null,
-          closedReason: null,
-        });
-        return;
-      case "request.resolved":
-      case "request.closed": {
-        const request = this.requests.get(event.requestId);
-        if (!request) return;
-        if (event.type === "request.resolved") Object.assign(request, { status: "resolved", response: event.response });
-        else Object.assign(request, { status: event.status, closedReason: event.reason });
-        const item = this.#items.get(request.nodeId);
-        if (item)
-          Object.assign(item, {
-            status: "complete",
-            result: request.status === "resolved" ? "resolved" : request.status,
-          });
-        return;
-      }
-      case "interrupt.requested":
-        if (run)
-          this.#addItem(run, {
-            id: `int_${seq}`,
-            kind: "interrupt_request",
-            status: "complete",
-            attemptId: event.attemptId,
-            parentId: null,
-            seq,
-            detail: { via: event.via },
-          });
-        return;
-      case "interrupt.failed":
-        if (run)
-          this.#addItem(run, {
-            id: `int_${seq}`,
-            kind: "interrupt_result",
-            status: "complete",
-            attemptId: event.attemptId,
-            parentId: null,
-            seq,
-            detail: { delivered: false, reason: event.reason, attempts: event.attempts },
-          });
-        return;
-      case "steer.applied": {
-        if (!run) return;
-        const item: TurnItem = {
-          id: event.messageId,
-          kind: "user_message",
-          status: "complete",
-          attemptId: event.attemptId,
-          parentId: null,
-          seq,
-          text: event.text,
-          intent: "steer",
-          detail: { via: event.via },
-        };
-        // Where the user steered, not where the provider's acknowledgement landed.
-        const at = event.sentAfterSeq === undefined ? -1 : run.items.findIndex((i) => i.seq > event.sentAfterSeq!);
-        if (at < 0) return this.#addItem(run, item);
-        run.items.splice(at, 0, item);
-        this.#items.set(item.id, item);
-        return;
-      }
-      case "policy.applied": {
-        const target = event.runId ? this.runs.get(event.runId) : undefined;
-        const { policy, capability, outcome, detail } = event;
-        target?.fallbacks.push({ policy, capability, outcome, detail });
         return;
       }
       case "provider_thread.bound": {
@@ -364,7 +177,7 @@ export class Projections {
         ]);
         const carrier = this.runs.get(event.runId);
         if (carrier)
-          this.#addItem(carrier, {
+          addItem(this.#runModels, carrier, {
             id: event.handoffId,
             kind: "handoff",
             status: "complete",
@@ -492,11 +305,6 @@ export class Projections {
           (c) => c.runId === runId && c.scope === "root_run" && c.phase === "final" && c.status === "ready",
         )
       : undefined;
-  }
-
-  #addItem(run: RunView, item: TurnItem): void {
-    run.items.push(item);
-    this.#items.set(item.id, item);
   }
 
   /** A turn item by its id (node id for provider items). */
