@@ -1,5 +1,4 @@
 import { join, resolve } from "node:path";
-import { z } from "zod";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import {
   CreateThreadInputSchema,
@@ -26,14 +25,10 @@ import {
   type SubscribeInput,
 } from "../domain/commands.js";
 import {
-  ClosedError,
   ConflictError,
   InvalidInputError,
   NotFoundError,
-  NotResumableError,
   StoreFailedError,
-  TillerError,
-  TimeoutError,
   isFileSystemError,
 } from "../domain/errors.js";
 import { isUrgentEvent, threadOf, type DomainEvent } from "../domain/events.js";
@@ -41,48 +36,34 @@ import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
 import type { Actors } from "./actors.js";
 import type { Subscriber, TillerRuntime, WaitForRunOptions } from "./api.js";
 import { affordancesOf, type Affordances } from "./affordances.js";
+import { assertNotFailed, assertOpen, findTarget, findThread } from "./commands/checks.js";
+import { interrupt } from "./commands/interrupt.js";
+import { respond } from "./commands/respond.js";
+import { rollback } from "./commands/rollback.js";
+import { sendMessage } from "./commands/submit.js";
+import { createThread, forkThread } from "./commands/threads.js";
 import { Dispatcher } from "./dispatch.js";
-import { planRollback, rollbackRequest, sharedDirectoryBusy, type RollbackReceipt } from "./rollback.js";
+import type { RollbackReceipt } from "./rollback.js";
 import { threadSnapshot, type ThreadSnapshot } from "./snapshot.js";
-
-export type { ThreadSnapshot } from "./snapshot.js";
-import { submitMessage } from "./submit.js";
-import { expectOutcome, refusal } from "./outcomes.js";
-import { Projections, isTerminalRunStatus, type RunView, type ThreadView } from "./projections.js";
+import { Projections, isTerminalRunStatus, type RunView } from "./projections.js";
 import { ReadModelStore, type ReadModelSelector } from "./readModels.js";
 import { HostRegistry } from "./hosts/registry.js";
 import { failureReporter, validateOptions, type RuntimeOptions } from "./options.js";
 import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "./inspector.js";
+import { shutDown } from "./shutdown.js";
+import { WaitForRunOptionsSchema, runEndedWithin } from "./waitForRun.js";
 import { reportCutTail, reportReaped, restoreRuntime } from "./recovery.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
 import { openRuntimeMeta } from "./store/meta.js";
-import { assertDirectory, preparePrivateDir } from "./store/files.js";
+import { preparePrivateDir } from "./store/files.js";
 import type { StateDocument } from "./store/documents.js";
 import type { RuntimeMeta } from "./store/meta.js";
-import type { Target } from "./targets.js";
 
+export type { ThreadSnapshot } from "./snapshot.js";
 export type { RuntimeOptions } from "./options.js";
 
 export type { Subscriber, TillerRuntime, WaitForRunOptions } from "./api.js";
-
-const WaitForRunOptionsSchema = z.strictObject({
-  timeoutMs: z.number().int().positive().max(2_147_483_647).optional(),
-  signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "expected an AbortSignal").optional(),
-});
-
-/** How long `close()` waits for provider calls that are still in flight. */
-const CLOSE_GRACE_MS = 5_000;
-/** `work`, or `fallback()` once `CLOSE_GRACE_MS` passed; the timer never outlives the race. */
-async function withGrace<T>(work: Promise<T>, fallback: () => T): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const grace = new Promise<T>((done) => (timer = setTimeout(() => done(fallback()), CLOSE_GRACE_MS)));
-  try {
-    return await Promise.race([work, grace]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * The runtime: one writer of one data directory. Commands go API -> thread/run/request
@@ -237,170 +218,54 @@ export class Runtime implements TillerRuntime {
     this.#pumps = await restoreRuntime(this.#d, this.log);
   }
 
-  // ---- public API --------------------------------------------------------------------
+  // ---- public API: parsed here, run by src/runtime/commands/ under `#command` ------------
   async createThread(input: CreateThreadInput): Promise<CreateThreadReceipt> {
     const p = parseInput(CreateThreadInputSchema, input);
-    return this.#command(p.commandId, "createThread", async () => {
-      this.#target(p.providerTarget, "providerTarget");
-      const cwd = resolve(p.cwd ?? process.cwd());
-      await assertDirectory(cwd, "cwd");
-      this.#assertOpen();
-      const threadId = this.ids.next("thr");
-      this.#d.run(() =>
-        this.#d.commit({
-          type: "thread.created",
-          threadId,
-          title: p.title ?? "Untitled thread",
-          cwd,
-          providerTarget: p.providerTarget,
-          model: p.model ?? null,
-          lineage: null,
-        }),
-      );
-      this.#d.spawnThread(threadId, 1, []);
-      return { threadId };
-    });
+    return this.#command(p.commandId, "createThread", () => createThread(this.#d, p));
   }
 
   async sendMessage(input: SendMessageInput): Promise<SendMessageReceipt> {
     const p = parseInput(SendMessageInputSchema, input);
-    return this.#command(p.commandId, "sendMessage", () => {
-      const thread = this.#thread(p.threadId);
-      const providerTarget = p.providerTarget ?? thread.runs.at(-1)?.providerTarget ?? thread.providerTarget;
-      const target = this.#target(providerTarget, "providerTarget");
-      return submitMessage(this.#d, thread, target, p);
-    });
+    return this.#command(p.commandId, "sendMessage", () => sendMessage(this.#d, p));
   }
 
   async interrupt(input: InterruptInput): Promise<InterruptReceipt> {
     const p = parseInput(InterruptInputSchema, input);
-    return this.#command(p.commandId, "interrupt", () => {
-      const actor = this.#d.actors.runs.get(p.runId);
-      if (!actor) throw this.#runGone(p.runId);
-      const result = expectOutcome(
-        this.#d.run(() => actor.send({ type: "INTERRUPT" })),
-        "interrupt",
-      );
-      if (!("via" in result)) throw refusal(result);
-      return { runId: p.runId, via: result.via };
-    });
+    return this.#command(p.commandId, "interrupt", () => interrupt(this.#d, p));
   }
 
   async respond(input: RespondInput): Promise<RespondReceipt> {
     const p = parseInput(RespondInputSchema, input);
-    return this.#command(p.commandId, "respond", () => {
-      const actor = this.#d.actors.requests.get(p.requestId);
-      const view = this.#d.views.requests.get(p.requestId);
-      if (!view) throw new NotFoundError("request", p.requestId);
-      if (!actor) {
-        if (view.status === "expired")
-          throw new NotResumableError(`request ${p.requestId} expired (${view.closedReason})`, {
-            requestId: p.requestId,
-          });
-        throw new ConflictError(`request ${p.requestId} is already ${view.status}`, {
-          requestId: p.requestId,
-          status: view.status,
-        });
-      }
-      const result = expectOutcome(
-        this.#d.run(() =>
-          actor.send({ type: "RESPOND", response: p.response, hostGeneration: this.#d.generationOf(view) }),
-        ),
-        "respond",
-      );
-      if (!("accepted" in result)) throw refusal(result);
-      return { requestId: p.requestId, status: "accepted" as const };
-    });
+    return this.#command(p.commandId, "respond", () => respond(this.#d, p));
   }
 
-  /** Invariant 9: the fork's lineage is recorded now; native vs portable is decided at its first run. */
   async forkThread(input: ForkThreadInput): Promise<ForkReceipt> {
     const p = parseInput(ForkThreadInputSchema, input);
-    return this.#command(p.commandId, "forkThread", () => {
-      const parent = this.#thread(p.threadId);
-      // By default the fork starts after the last run that still counts (rolled-back runs do not).
-      const from = p.afterRunId
-        ? parent.runs.find((r) => r.runId === p.afterRunId)
-        : parent.runs.filter((r) => r.status !== "rolled_back").at(-1);
-      if (p.afterRunId && !from) throw new NotFoundError("run", p.afterRunId);
-      if (from && (!isTerminalRunStatus(from.status) || from.status === "rolled_back")) {
-        throw new ConflictError(`run ${from.runId} is ${from.status}; forks start only from a finished run`, {
-          runId: from.runId,
-        });
-      }
-      const providerTarget = p.providerTarget ?? from?.providerTarget ?? parent.providerTarget;
-      this.#target(providerTarget, "providerTarget");
-      const threadId = this.ids.next("thr");
-      const transferId = this.ids.next("xfr");
-      const forkedFromRunId = from?.runId ?? null;
-      this.#d.run(() => {
-        this.#d.commit({
-          type: "thread.created",
-          threadId,
-          title: p.title ?? `Fork of ${parent.title}`,
-          cwd: parent.cwd,
-          providerTarget,
-          model: parent.model,
-          lineage: { parentThreadId: parent.threadId, relation: "fork", forkedFromRunId },
-        });
-        this.#d.commit({
-          type: "fork.recorded",
-          threadId,
-          parentThreadId: parent.threadId,
-          forkedFromRunId,
-          transferId,
-        });
-      });
-      this.#d.spawnThread(threadId, 1, []);
-      return { threadId, parentThreadId: parent.threadId, transferId };
-    });
+    return this.#command(p.commandId, "forkThread", () => forkThread(this.#d, p));
   }
 
-  /**
-   * Roll the thread back to the end of run `toRunId`: the provider's conversation first where
-   * it can, then the run's filesystem checkpoint; later runs become `rolled_back`. Without
-   * provider rollback the provider thread is marked divergent and rebuilt on the next run.
-   */
   async rollback(input: RollbackInput): Promise<RollbackReceipt & { commandId: string }> {
     const p = parseInput(RollbackInputSchema, input);
-    return this.#command(p.commandId, "rollback", async () => {
-      this.#thread(p.threadId);
-      // A run's final checkpoint is written just after its terminal: a rollback to it waits for it.
-      await this.#d.checkpoints.settled();
-      const busy = sharedDirectoryBusy(this.#d, p.threadId);
-      if (busy)
-        throw new ConflictError(
-          `thread ${busy} is working in the same directory; restoring files now would rewrite its work`,
-          { threadId: busy },
-        );
-      const request = rollbackRequest(this.#d, planRollback(this.#d, p.threadId, p.toRunId));
-      const threadActor = this.#d.actors.threads.get(p.threadId)!;
-      const result = expectOutcome(
-        this.#d.run(() => threadActor.send({ type: "ROLLBACK", ...request })),
-        "rollback",
-      );
-      if (!("via" in result)) throw refusal(result);
-      return this.#d.rollbacks.get(p.threadId)!;
-    });
+    return this.#command(p.commandId, "rollback", () => rollback(this.#d, p));
   }
 
   /** What a client may offer for this thread now (fork, interrupt, rollback, approvals, panels), and why not. */
   affordances(threadId: string): Affordances {
-    this.#assertOpen();
-    this.#thread(parseInput(ThreadIdSchema, threadId));
+    assertOpen(this.#d);
+    findThread(this.#d, parseInput(ThreadIdSchema, threadId));
     return affordancesOf(this.#d, threadId, this.#allowSessionStop);
   }
 
   /** A consistent read model of one thread at `seq`, returned once `seq` is durable. */
   async readThread(threadId: string): Promise<ThreadSnapshot> {
-    this.#assertOpen();
-    const snapshot = threadSnapshot(this.#d, this.#thread(parseInput(ThreadIdSchema, threadId)));
+    assertOpen(this.#d);
+    const snapshot = threadSnapshot(this.#d, findThread(this.#d, parseInput(ThreadIdSchema, threadId)));
     await this.log.whenDurable(snapshot.seq);
     return snapshot;
   }
 
   listThreads(): Array<{ threadId: string; title: string; providerTarget: string; runs: number }> {
-    this.#assertOpen();
+    assertOpen(this.#d);
     return [...this.#d.views.threads.values()].map((t) => ({
       threadId: t.threadId,
       title: t.title,
@@ -411,8 +276,8 @@ export class Runtime implements TillerRuntime {
 
   /** The capability record in force for a target (the live session's, else the adapter's declared one). */
   capabilities(providerTarget: string): ProviderCapabilities {
-    this.#assertOpen();
-    return structuredClone(this.#target(providerTarget, "providerTarget").capabilities());
+    assertOpen(this.#d);
+    return structuredClone(findTarget(this.#d, providerTarget, "providerTarget").capabilities());
   }
 
   /**
@@ -420,7 +285,7 @@ export class Runtime implements TillerRuntime {
    * delta), as frozen copies once durable. See TillerRuntime.select.
    */
   select<T>(selector: ReadModelSelector<T>, listener: (value: T) => void, equal?: (a: T, b: T) => boolean): () => void {
-    this.#assertOpen();
+    assertOpen(this.#d);
     if (typeof selector !== "function") throw new InvalidInputError("selector", "expected a function");
     if (typeof listener !== "function") throw new InvalidInputError("listener", "expected a function");
     if (equal !== undefined && typeof equal !== "function") throw new InvalidInputError("equal", "expected a function");
@@ -429,9 +294,9 @@ export class Runtime implements TillerRuntime {
 
   /** Durable events after `afterSeq` (all threads, or one), then live ones, in order, once each. */
   subscribe(input: SubscribeInput, listener: Subscriber): () => void {
-    this.#assertOpen();
+    assertOpen(this.#d);
     const p = parseInput(SubscribeInputSchema, input);
-    if (p.threadId) this.#thread(p.threadId);
+    if (p.threadId) findThread(this.#d, p.threadId);
     if (p.afterSeq > this.log.head) throw new InvalidInputError("afterSeq", `is beyond the log head ${this.log.head}`);
     const filter = p.threadId ? (r: LogRecord<DomainEvent>) => threadOf(r.event) === p.threadId : undefined;
     return this.log.subscribe(p.afterSeq, listener, filter);
@@ -442,76 +307,30 @@ export class Runtime implements TillerRuntime {
    * and `signal` with its reason (the run itself goes on); a failed store rejects at once.
    */
   async waitForRun(runId: string, options: WaitForRunOptions = {}): Promise<RunView> {
-    this.#assertOpen();
+    assertOpen(this.#d);
     const run = this.#d.views.runs.get(parseInput(RunIdSchema, runId));
     if (!run) throw new NotFoundError("run", runId);
-    const { timeoutMs, signal } = parseInput(WaitForRunOptionsSchema, options);
-    if (!isTerminalRunStatus(run.status)) {
-      const stop = new AbortController();
-      const onAbort = () => stop.abort(signal!.reason);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      if (signal?.aborted) onAbort();
-      const timer =
-        timeoutMs === undefined
-          ? undefined
-          : setTimeout(
-              () =>
-                stop.abort(new TimeoutError(`run ${runId} did not end within ${timeoutMs} ms`, { runId, timeoutMs })),
-              timeoutMs,
-            );
-      try {
-        await this.#d.runEnded(runId, stop.signal);
-      } finally {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-      }
-    }
-    this.#assertNotFailed();
+    const wait = parseInput(WaitForRunOptionsSchema, options);
+    if (!isTerminalRunStatus(run.status)) await runEndedWithin(this.#d, runId, wait);
+    assertNotFailed(this.#d);
     await this.#d.checkpoints.settled(runId);
     await this.log.whenDurable();
     return structuredClone(this.#d.views.runs.get(runId)!);
   }
 
-  /** Stops providers, cancels what is still running (nothing is left "running"), flushes, unlocks. */
-  /** A second call (while the first still closes, or after) resolves when the directory is given back. */
+  /**
+   * Stops providers, cancels what is still running (nothing is left "running"), flushes, unlocks
+   * (src/runtime/shutdown.ts). A second call (while the first still closes, or after) resolves
+   * when the directory is given back.
+   */
   close(): Promise<void> {
     this.#closing ??= this.#close();
     return this.#closing;
   }
 
-  async #close(): Promise<void> {
-    // Queued runs first, so cancelling an active run does not start the next one.
-    const byQueued = [...this.#d.actors.runs.values()].sort(
-      (a, b) => Number(b.getSnapshot().matches("queued")) - Number(a.getSnapshot().matches("queued")),
-    );
-    this.#d.run(() => {
-      for (const actor of byQueued) actor.send({ type: "CANCEL", reason: "runtime_closed" });
-    });
-    this.#d.close();
-    for (const target of this.#d.targets.values()) target.stopSessions();
-    // A failed store already told its failure (onFailure); closing still gives everything back.
-    const failed = () => this.#d.fault !== undefined;
-    try {
-      // An adapter whose host hangs cannot hold the directory: its close gets the same grace.
-      const closes = await withGrace(
-        Promise.allSettled([...this.#d.targets.values()].map(async (t) => t.adapter.close())),
-        () => [...this.#d.targets.values()].map(() => ({ status: "rejected" as const, reason: "timeout" })),
-      );
-      // Provider calls still in flight get a grace period; a call that never settles cannot hold the directory.
-      await withGrace(this.#d.effects.settle(), () => undefined);
-      // An adapter that failed to close may never end its event stream: do not wait for it.
-      await Promise.allSettled(this.#pumps.filter((_, i) => closes[i]?.status === "fulfilled"));
-      await this.#d.checkpoints.close().finally(() => this.hosts.close());
-      await this.log.close().catch((error: unknown) => {
-        if (!failed()) throw error;
-      });
-      if (!failed()) await this.meta.update((d) => void (d.closedCleanly = true));
-    } finally {
-      await this.#inspector?.close();
-      await this.lock.release().catch((error: unknown) => {
-        if (!failed()) throw error;
-      });
-    }
+  #close(): Promise<void> {
+    const { hosts, log, meta, lock } = this;
+    return shutDown({ d: this.#d, pumps: this.#pumps, inspector: this.#inspector, hosts, log, meta, lock });
   }
 
   // ---- helpers -------------------------------------------------------------------------
@@ -526,7 +345,7 @@ export class Runtime implements TillerRuntime {
     command: string,
     fn: () => R | Promise<R>,
   ): Promise<R & { commandId: string }> {
-    this.#assertOpen();
+    assertOpen(this.#d);
     if (commandId) {
       const running = this.#inflight.get(commandId) ?? this.#d.views.receipts.get(commandId);
       if (running) {
@@ -540,7 +359,7 @@ export class Runtime implements TillerRuntime {
     const id = commandId ?? this.ids.next("cmd");
     const done = (async () => {
       const receipt = { commandId: id, ...(await fn()) };
-      this.#assertOpen();
+      assertOpen(this.#d);
       this.#d.run(() => this.#d.commit({ type: "command.receipt", commandId: id, command, receipt }));
       await this.log.whenDurable();
       return receipt;
@@ -552,38 +371,5 @@ export class Runtime implements TillerRuntime {
     } finally {
       this.#inflight.delete(id);
     }
-  }
-
-  #thread(threadId: string): ThreadView {
-    const thread = this.#d.views.threads.get(threadId);
-    if (!thread) throw new NotFoundError("thread", threadId);
-    return thread;
-  }
-
-  #target(id: string, field?: string): Target {
-    const target = this.#d.targets.get(id);
-    if (target) return target;
-    if (field)
-      throw new InvalidInputError(
-        field,
-        `unknown provider target "${id}" (configured: ${[...this.#d.targets.keys()].join(", ")})`,
-      );
-    throw new NotFoundError("provider target", id);
-  }
-
-  #runGone(runId: string): TillerError {
-    const run = this.#d.views.runs.get(runId);
-    return run
-      ? new ConflictError(`run ${runId} is already ${run.status}`, { runId, status: run.status })
-      : new NotFoundError("run", runId);
-  }
-
-  #assertOpen(): void {
-    this.#assertNotFailed();
-    if (this.#d.closed) throw new ClosedError();
-  }
-
-  #assertNotFailed(): void {
-    if (this.#d.fault !== undefined) throw StoreFailedError.from(this.#d.fault, "writing the event log");
   }
 }

@@ -1,5 +1,5 @@
-import { CapabilityUnsupportedError, ConflictError, NotResumableError, type TillerError } from "../domain/errors.js";
-import type { Outcome } from "../machines/emitted.js";
+import { CapabilityUnsupportedError, ConflictError, NotResumableError, type TillerError } from "../../domain/errors.js";
+import type { Outcome } from "../../machines/emitted.js";
 
 /** Turning what the machines decided into typed results (or typed errors) for API callers. */
 

@@ -1,10 +1,14 @@
-import type { SendMessageInput, SendMessageReceipt } from "../domain/commands.js";
-import { policyEvent } from "../machines/emitted.js";
-import type { DomainEvent } from "../domain/events.js";
-import type { IdSource } from "../domain/ids.js";
-import type { Outcome } from "../machines/emitted.js";
-import type { Actors } from "./actors.js";
-import type { Projections } from "./projections.js";
+import type { z } from "zod";
+import type { SendMessageInput, SendMessageInputSchema, SendMessageReceipt } from "../../domain/commands.js";
+import type { DomainEvent } from "../../domain/events.js";
+import type { IdSource } from "../../domain/ids.js";
+import { policyEvent, type Outcome } from "../../machines/emitted.js";
+import type { Actors } from "../actors.js";
+import { contextDelivery, handoffRefusal, needsHandoff } from "../handoff.js";
+import type { Projections, ThreadView } from "../projections.js";
+import type { Target } from "../targets.js";
+import { findTarget, findThread } from "./checks.js";
+import { expectOutcome, refusal } from "./outcomes.js";
 
 /** What submitting a message needs: the thread actors, the read model, ids, and the dispatcher's step. */
 export interface SubmitHost {
@@ -14,12 +18,24 @@ export interface SubmitHost {
   run(fn: () => void): Outcome[];
   commit(event: DomainEvent): void;
 }
-import { contextDelivery, handoffRefusal, needsHandoff } from "./handoff.js";
-import { expectOutcome, refusal } from "./outcomes.js";
-import type { ThreadView } from "./projections.js";
-import type { Target } from "./targets.js";
+
+/** Sending a message also picks its target, so it reads the configured targets too. */
+export interface SendMessageHost extends SubmitHost {
+  readonly targets: ReadonlyMap<string, Target>;
+}
 
 type Parsed = Omit<SendMessageInput, "mode" | "commandId"> & { mode: NonNullable<SendMessageInput["mode"]> };
+
+/** The target: the one asked for, else the thread's last run's, else the thread's. */
+export function sendMessage(
+  d: SendMessageHost,
+  p: z.output<typeof SendMessageInputSchema>,
+): Omit<SendMessageReceipt, "commandId"> {
+  const thread = findThread(d, p.threadId);
+  const providerTarget = p.providerTarget ?? thread.runs.at(-1)?.providerTarget ?? thread.providerTarget;
+  const target = findTarget(d, providerTarget, "providerTarget");
+  return submitMessage(d, thread, target, p);
+}
 
 /**
  * A user message to a thread, as the thread machine decides it: a new run (started or
