@@ -1,0 +1,172 @@
+import type { ProviderCapabilities } from "../../capabilities/schema.js";
+import type { ProviderEvent } from "../../adapters/contract.js";
+import type { NodeKind, ProviderItemKind } from "../../domain/items.js";
+import type { DomainEvent } from "../../domain/events.js";
+import {
+  applied,
+  findNode,
+  nodeById,
+  nodeStartedEvent,
+  scopeOf,
+  startNode,
+  type NodeEntry,
+  type Routed,
+  type TurnBinding,
+} from "./correlation.js";
+
+/**
+ * A turn's item and artifact nodes from the provider's item and plan events: started once (a delta or completion that
+ * comes first opens its node, which the start then claims), completed once, duplicates dropped as the `identity`
+ * capability says what a native ref names.
+ */
+
+type EventOf<T extends ProviderEvent["type"]> = Extract<ProviderEvent, { type: T }>;
+
+export function itemStarted(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  event: EventOf<"item.started">,
+): Routed[] {
+  const { kind } = event; // a provider item kind is its node's kind
+  const earlier = startedBefore(binding, caps, kind, event.itemRef, undefined);
+  if (earlier === "duplicate") return [];
+  // A node its delta or completion brought first is this item: announced again with what the start knows (detail,
+  // parent), never a second node.
+  const node = earlier ?? startNode(binding, caps.identity.nativeItemIds, kind, event.itemRef, event.detail?.toolName);
+  node.announced = true;
+  return [
+    applied(binding, {
+      ...nodeStartedEvent(binding, node, providerTarget, event.parentItemRef, event.threadRef),
+      detail: event.detail ?? null,
+    }),
+  ];
+}
+
+export function itemDelta(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  event: EventOf<"item.delta">,
+): Routed[] {
+  const { node, started } = openNode(binding, caps, providerTarget, event.kind, event.itemRef, event.threadRef);
+  return [
+    ...started,
+    applied(binding, {
+      type: "node.delta",
+      ...scopeOf(binding),
+      nodeId: node.nodeId,
+      stream: event.stream,
+      delta: event.delta,
+    }),
+  ];
+}
+
+export function itemCompleted(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  event: EventOf<"item.completed">,
+): Routed[] {
+  const { node, started } = openNode(binding, caps, providerTarget, event.kind, event.itemRef, event.threadRef);
+  if (!node.open) return []; // completed already: a duplicated or late completion changes nothing
+  node.open = false;
+  const completed: DomainEvent = {
+    type: "node.completed",
+    ...scopeOf(binding),
+    nodeId: node.nodeId,
+    status: event.status,
+    text: event.text ?? null,
+    output: event.output ?? null,
+    exitCode: event.exitCode ?? null,
+    settledBy: "provider",
+  };
+  return [...started, applied(binding, completed)];
+}
+
+/** A plan update, a proposed plan or a todo list: the turn's artifact node of that kind and its new content. */
+export function artifactUpdated(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  event: EventOf<"plan.updated" | "plan.proposed" | "todo.updated">,
+): Routed[] {
+  const kind: NodeKind = event.type === "todo.updated" ? "todo_list" : "plan";
+  const variant = event.type === "plan.proposed" ? "proposed" : "live";
+  const { node, started } = artifactNode(binding, caps, providerTarget, kind, variant, event.itemRef, event.threadRef);
+  const ids = { ...scopeOf(binding), nodeId: node.nodeId };
+  const domain: DomainEvent =
+    event.type === "todo.updated"
+      ? { type: "todo.updated", ...ids, items: event.items }
+      : event.type === "plan.proposed"
+        ? { type: "plan.proposed", ...ids, text: event.text }
+        : { type: "plan.updated", ...ids, explanation: event.explanation ?? null, steps: event.steps };
+  return [...started, applied(binding, domain)];
+}
+
+/** The node a delta/completion refers to; started implicitly (once) when the provider has not said, or not yet. */
+export function openNode(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  kind: ProviderItemKind,
+  ref: string | undefined,
+  threadRef: string | undefined,
+): { node: NodeEntry; started: Routed[] } {
+  const found = findNode(binding, kind, ref, caps.identity.nativeItemIds);
+  if (found && (found.open || ref)) return { node: found, started: [] };
+  const node = startNode(binding, caps.identity.nativeItemIds, kind, ref);
+  node.announced = false;
+  return {
+    node,
+    started: [applied(binding, nodeStartedEvent(binding, node, providerTarget, undefined, threadRef))],
+  };
+}
+
+/**
+ * What a start refers to that the turn already holds: a node its deltas, completion or child
+ * thread brought first (claimed by the start), the same item started again ("duplicate"), or
+ * nothing (a new node). A native ref names one item while it is open, and for ever when the
+ * identity is strong; a weak or absent identity may reuse a ref once its item completed.
+ * Without refs only an open, unannounced node of the same kind can be the one starting.
+ */
+export function startedBefore(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  kind: NodeKind,
+  ref: string | undefined,
+  childThreadRef: string | undefined,
+): NodeEntry | "duplicate" | undefined {
+  const known =
+    (ref ? findNode(binding, kind, ref, caps.identity.nativeItemIds) : undefined) ??
+    (childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined);
+  if (known) {
+    if (!known.announced) return known;
+    return caps.identity.nativeItemIds === "strong" || known.open ? "duplicate" : undefined;
+  }
+  if (ref || childThreadRef) return undefined;
+  return binding.nodes.findLast((n) => n.open && !n.announced && n.kind === kind && n.ref === null);
+}
+
+/** Plans and todo lists are one node per turn (per native item when plan deltas have ids). */
+function artifactNode(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  kind: NodeKind,
+  variant: string,
+  ref: string | undefined,
+  threadRef: string | undefined,
+): { node: NodeEntry; started: Routed[] } {
+  const usesRef = ref && caps.planning.planDeltasHaveItemIds ? ref : undefined;
+  const found = usesRef
+    ? binding.nodes.find((n) => n.ref === usesRef)
+    : binding.nodes.find((n) => n.kind === kind && n.variant === variant);
+  if (found) return { node: found, started: [] };
+  const node = startNode(binding, caps.identity.nativeItemIds, kind, usesRef, variant);
+  node.variant = variant;
+  return {
+    node,
+    started: [applied(binding, nodeStartedEvent(binding, node, providerTarget, undefined, threadRef))],
+  };
+}

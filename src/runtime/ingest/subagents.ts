@@ -1,0 +1,133 @@
+import type { ProviderCapabilities } from "../../capabilities/schema.js";
+import type { ProviderEvent } from "../../adapters/contract.js";
+import type { TurnTerminalStatus } from "../../domain/entities.js";
+import { derivedId } from "../../domain/ids.js";
+import {
+  applied,
+  nodeById,
+  nodeStartedEvent,
+  scopeOf,
+  startNode,
+  type NodeEntry,
+  type Routed,
+  type TurnBinding,
+} from "./correlation.js";
+import { startedBefore } from "./nodes.js";
+import type { TurnBindings } from "./turnBindings.js";
+
+/**
+ * Subagents and their child threads: a subagent node per subagent the provider announces, or per child thread it
+ * never announced (adopted by the one open turn); closed by its own completion, or by its child turn's end when the
+ * provider has no subagent lifecycle. A child turn ending never ends the run.
+ */
+
+type EventOf<T extends ProviderEvent["type"]> = Extract<ProviderEvent, { type: T }>;
+
+export function subagentStarted(
+  turns: TurnBindings,
+  sessionId: string,
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  event: EventOf<"subagent.started">,
+): Routed[] {
+  const earlier = startedBefore(binding, caps, "subagent", event.itemRef, event.childThreadRef);
+  if (earlier === "duplicate") return [];
+  // Its child thread's events may have come first (an adopted child): that node is this subagent.
+  const node = earlier ?? startNode(binding, caps.identity.nativeItemIds, "subagent", event.itemRef, event.agent);
+  node.announced = true;
+  if (event.itemRef) binding.byRef.set(event.itemRef, node);
+  if (node.open && !binding.subagents.includes(node.nodeId)) binding.subagents.push(node.nodeId);
+  if (event.childThreadRef) {
+    binding.childThreads.set(event.childThreadRef, node.nodeId);
+    // the provider reuses it for this turn
+    turns.reclaimChildThread(sessionId, event.childThreadRef);
+  }
+  const started = nodeStartedEvent(binding, node, providerTarget, undefined, event.threadRef);
+  return [applied(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } })];
+}
+
+export function subagentCompleted(binding: TurnBinding, event: EventOf<"subagent.completed">): Routed[] {
+  // By its own refs when it names any (an unknown one closes nothing), else the innermost open subagent.
+  const named = event.itemRef !== undefined || event.childThreadRef !== undefined;
+  const node = named
+    ? subagentNamed(binding, event.itemRef, event.childThreadRef)
+    : nodeById(binding, binding.subagents.at(-1));
+  if (!node || !node.open) return [];
+  return [closeSubagent(binding, node, event.status, event.result ?? null)];
+}
+
+/**
+ * A child thread the provider never announced (no subagent lifecycle events): when exactly
+ * one turn is open in the session, it is that turn's subagent; shown as a subagent node.
+ */
+export function adoptChildThread(
+  turns: TurnBindings,
+  sessionId: string,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  threadRef: string | undefined,
+  out: Routed[],
+): TurnBinding | undefined {
+  if (!threadRef || !caps.subagents.supportsSubagents) return undefined;
+  if (turns.isKnownThread(sessionId, threadRef)) return undefined;
+  const open = turns.openIn(sessionId);
+  if (open.length !== 1) return undefined;
+  const binding = open[0]!;
+  // Not announced: the subagent.started that may still come for this child thread claims it.
+  const node: NodeEntry = {
+    nodeId: derivedId("nod", binding.providerTurnId, `child:${threadRef}`),
+    kind: "subagent",
+    ref: threadRef,
+    open: true,
+    announced: false,
+  };
+  binding.nodes.push(node);
+  binding.childThreads.set(threadRef, node.nodeId);
+  out.push(
+    applied(binding, { ...nodeStartedEvent(binding, node, providerTarget, undefined, undefined), detail: null }),
+  );
+  return binding;
+}
+
+export function childTurnEnded(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  childThreadRef: string,
+  status: TurnTerminalStatus,
+): Routed[] {
+  // Invariant 3: a child turn ending closes (at most) its subagent node, never the run.
+  if (caps.subagents.emitsSubagentLifecycle) return [];
+  const node = nodeById(binding, binding.childThreads.get(childThreadRef));
+  return node?.open ? [closeSubagent(binding, node, status, null)] : [];
+}
+
+function subagentNamed(
+  binding: TurnBinding,
+  itemRef: string | undefined,
+  childThreadRef: string | undefined,
+): NodeEntry | undefined {
+  const byRef = itemRef ? binding.byRef.get(itemRef) : undefined;
+  if (byRef?.kind === "subagent") return byRef;
+  return childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined;
+}
+
+function closeSubagent(
+  binding: TurnBinding,
+  node: NodeEntry,
+  status: TurnTerminalStatus,
+  result: string | null,
+): Routed {
+  node.open = false;
+  binding.subagents = binding.subagents.filter((id) => id !== node.nodeId);
+  return applied(binding, {
+    type: "node.completed",
+    ...scopeOf(binding),
+    nodeId: node.nodeId,
+    status,
+    text: result,
+    output: null,
+    exitCode: null,
+    settledBy: "provider",
+  });
+}

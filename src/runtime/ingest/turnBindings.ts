@@ -1,0 +1,142 @@
+import type { ProviderEvent } from "../../adapters/contract.js";
+import type { TurnBinding } from "./correlation.js";
+
+/**
+ * The turns the normalizer knows, and which one an event belongs to: by native turn ref, by the provider thread's
+ * current turn, or by a child thread it holds. Turns of finished runs are remembered (bounded) so their late events
+ * are fenced instead of being taken for another turn's.
+ */
+
+const RELEASED_TURNS_KEPT = 1024;
+
+/** The run a released turn (or child thread) belonged to: where its late events are recorded as fenced. */
+export interface ReleasedOwner {
+  threadId: string;
+  runId: string;
+  attemptId: string;
+}
+
+/** Routing key of a provider thread: its native ref when exposed, else its session. */
+export function threadKey(sessionId: string, threadRef: string | null | undefined): string {
+  return threadRef ? `${sessionId}\u0000${threadRef}` : sessionId;
+}
+
+export class TurnBindings {
+  /** Provider thread (by session + native ref, or session alone without ids) -> current binding. */
+  #current = new Map<string, TurnBinding>();
+  #byTurnRef = new Map<string, TurnBinding>();
+  #byAttempt = new Map<string, TurnBinding>();
+  /** Turns of finished runs, by native turn ref (bounded): their late events are fenced. */
+  #released = new Map<string, ReleasedOwner>();
+  /** Child threads (subagents) of finished runs, by thread key (bounded): fenced too, never adopted by a later turn. */
+  #releasedChildThreads = new Map<string, ReleasedOwner>();
+  /** Top-level provider threads seen in each session: never mistaken for a subagent's thread. */
+  #knownThreads = new Set<string>();
+
+  /** The binding is its provider thread's current turn, and its attempt's. */
+  add(binding: TurnBinding): void {
+    const key = threadKey(binding.sessionId, binding.threadRef);
+    this.#current.set(key, binding);
+    if (binding.threadRef) this.#knownThreads.add(key);
+    this.#byAttempt.set(binding.attemptId, binding);
+  }
+
+  /**
+   * The provider accepted the turn and (maybe) told us its native id. Its reply is the word on
+   * which turn is ours: a different ref the turn took from an event before the reply named
+   * another turn, whose later events are then not this turn's.
+   */
+  accept(attemptId: string, nativeTurnRef: string | null): TurnBinding | undefined {
+    const binding = this.#byAttempt.get(attemptId);
+    if (!binding || !nativeTurnRef) return binding;
+    if (binding.nativeTurnRef && binding.nativeTurnRef !== nativeTurnRef)
+      this.#byTurnRef.delete(`${binding.sessionId}\u0000${binding.nativeTurnRef}`);
+    this.#bindTurnRef(binding, nativeTurnRef);
+    return binding;
+  }
+
+  ofAttempt(attemptId: string): TurnBinding | undefined {
+    return this.#byAttempt.get(attemptId);
+  }
+
+  /** Forget an attempt once its run is terminal (keeps memory flat for long-lived runtimes). */
+  release(attemptId: string): void {
+    const binding = this.#byAttempt.get(attemptId);
+    if (!binding) return;
+    this.#byAttempt.delete(attemptId);
+    const owner = { threadId: binding.threadId, runId: binding.runId, attemptId };
+    if (binding.nativeTurnRef) {
+      const refKey = `${binding.sessionId}\u0000${binding.nativeTurnRef}`;
+      this.#byTurnRef.delete(refKey);
+      remember(this.#released, refKey, owner);
+    }
+    for (const childThreadRef of binding.childThreads.keys())
+      remember(this.#releasedChildThreads, threadKey(binding.sessionId, childThreadRef), owner);
+    const key = threadKey(binding.sessionId, binding.threadRef);
+    if (this.#current.get(key) === binding) this.#current.delete(key);
+  }
+
+  /** The finished run whose turn or child thread the event names: the event is late, and fenced. */
+  lateOwner(sessionId: string, event: Exclude<ProviderEvent, { type: "session.state" }>): ReleasedOwner | undefined {
+    return (
+      (event.turnRef ? this.#released.get(`${sessionId}\u0000${event.turnRef}`) : undefined) ??
+      (event.threadRef ? this.#releasedChildThreads.get(threadKey(sessionId, event.threadRef)) : undefined)
+    );
+  }
+
+  /** A child thread a subagent of this turn starts on again is this turn's, no longer fenced. */
+  reclaimChildThread(sessionId: string, childThreadRef: string): void {
+    this.#releasedChildThreads.delete(threadKey(sessionId, childThreadRef));
+  }
+
+  /** The session's turns that are still open (their provider threads' current turns). */
+  openIn(sessionId: string): TurnBinding[] {
+    return [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
+  }
+
+  /** A top-level provider thread of the session (never a subagent's). */
+  isKnownThread(sessionId: string, threadRef: string): boolean {
+    return this.#knownThreads.has(threadKey(sessionId, threadRef));
+  }
+
+  /** Which turn an event belongs to: by native turn ref when given, else the thread's current turn. */
+  locate(sessionId: string, event: Exclude<ProviderEvent, { type: "session.state" }>): TurnBinding | undefined {
+    if (event.turnRef) {
+      const byRef = this.#byTurnRef.get(`${sessionId}\u0000${event.turnRef}`);
+      if (byRef) return byRef;
+    }
+    if (event.threadRef) {
+      const current = this.#current.get(threadKey(sessionId, event.threadRef));
+      if (current) return this.#sameTurn(current, event.turnRef);
+      // A child thread stays its turn's while that turn's run lives, even once a later attempt is current (its late
+      // events are fenced there).
+      for (const binding of this.#byAttempt.values()) {
+        if (binding.sessionId === sessionId && binding.childThreads.has(event.threadRef)) return binding;
+      }
+      return undefined;
+    }
+    const current = this.#current.get(sessionId);
+    return current && this.#sameTurn(current, event.turnRef);
+  }
+
+  /**
+   * The thread's current turn, unless the event names another turn (whatever arrives first); an unbound turn takes the
+   * first ref seen.
+   */
+  #sameTurn(current: TurnBinding, turnRef: string | undefined): TurnBinding | undefined {
+    if (turnRef && current.nativeTurnRef && turnRef !== current.nativeTurnRef) return undefined;
+    if (turnRef && !current.nativeTurnRef) this.#bindTurnRef(current, turnRef);
+    return current;
+  }
+
+  #bindTurnRef(binding: TurnBinding, ref: string): void {
+    binding.nativeTurnRef = ref;
+    this.#byTurnRef.set(`${binding.sessionId}\u0000${ref}`, binding);
+  }
+}
+
+/** Remembers a finished turn's ref (or child thread), forgetting the oldest beyond the bound. */
+function remember(map: Map<string, ReleasedOwner>, key: string, owner: ReleasedOwner): void {
+  map.set(key, owner);
+  if (map.size > RELEASED_TURNS_KEPT) map.delete(map.keys().next().value!);
+}
