@@ -1,0 +1,77 @@
+import type { ProviderCapabilities } from "../../capabilities/schema.js";
+import type { RequestPayload, RequestResponse } from "../../domain/items.js";
+import type { ScriptedBackend } from "./backend.js";
+import type { Emit, Scope } from "./turnItems.js";
+import { TurnInterrupted } from "./turnWaits.js";
+
+/**
+ * A scripted turn's requests (approvals and questions): asked only where the capability
+ * record says the provider can ask them, held open until the runtime answers or the turn
+ * is interrupted.
+ */
+
+export interface PendingRequest {
+  requestRef: string | undefined;
+  ordinal: number;
+  answer: (response: RequestResponse) => void;
+}
+
+export class TurnRequests {
+  readonly pending: PendingRequest[] = [];
+  #requestCounter = 0;
+
+  constructor(
+    private readonly caps: ProviderCapabilities,
+    private readonly backend: ScriptedBackend,
+    private readonly emit: Emit,
+    private readonly signal: AbortSignal,
+    /** The thread and turn refs an event in this scope carries (the turn's items decide). */
+    private readonly where: (scope: Scope) => { threadRef?: string; turnRef?: string },
+  ) {}
+
+  canAsk(kind: "command" | "file_change", scope: Scope): boolean {
+    const a = this.caps.approvals;
+    if (scope.inSubagent && !a.approvalsCanOriginateFromSubagents) return false;
+    return kind === "command" ? a.supportsCommandApproval : a.supportsFileChangeApproval;
+  }
+
+  async approve(request: RequestPayload, itemRef: string | undefined, scope: Scope): Promise<boolean> {
+    const response = await this.ask(request, itemRef, scope);
+    return (
+      response.kind === "decision" && (response.decision === "accept" || response.decision === "accept_for_session")
+    );
+  }
+
+  ask(request: RequestPayload, itemRef: string | undefined, scope: Scope): Promise<RequestResponse> {
+    const { identity, approvals } = this.caps;
+    const requestRef =
+      identity.nativeRequestIds !== "none" && approvals.approvalsHaveNativeRequestIds
+        ? this.backend.nextId("sreq")
+        : undefined;
+    this.#requestCounter += 1;
+    const ordinal = this.#requestCounter;
+    return new Promise<RequestResponse>((resolve, reject) => {
+      const onAbort = () => reject(new TurnInterrupted());
+      this.signal.addEventListener("abort", onAbort, { once: true });
+      this.pending.push({
+        requestRef,
+        ordinal,
+        answer: (response) => {
+          this.signal.removeEventListener("abort", onAbort);
+          this.pending.splice(
+            this.pending.findIndex((p) => p.ordinal === ordinal),
+            1,
+          );
+          this.emit({
+            type: "request.resolved",
+            ...this.where(scope),
+            requestRef,
+            outcome: response.kind === "decision" ? response.decision : "answered",
+          });
+          resolve(response);
+        },
+      });
+      this.emit({ type: "request.opened", ...this.where(scope), requestRef, itemRef, request });
+    });
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * Waiting inside a scripted turn. Every wait gives way to an interrupt (it rejects with
+ * TurnInterrupted), so an interrupt reaches a turn whatever step its script is on.
+ */
+
+export class TurnInterrupted extends Error {}
+
+export function checkAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw new TurnInterrupted();
+}
+
+/** Waits for `opened` unless the turn is interrupted first. */
+export function until(signal: AbortSignal, opened: Promise<void>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new TurnInterrupted());
+    const onAbort = () => reject(new TurnInterrupted());
+    signal.addEventListener("abort", onAbort, { once: true });
+    void opened.then(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    });
+  });
+}
+
+/** Waits `ms` (null: forever) unless the turn is interrupted first. */
+export function wait(signal: AbortSignal, ms: number | null): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new TurnInterrupted());
+    const done = () => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    };
+    const timer = ms === null ? null : ms === 0 ? setImmediate(done) : setTimeout(done, ms);
+    const onAbort = () => {
+      if (timer !== null) {
+        clearTimeout(timer as NodeJS.Timeout);
+        clearImmediate(timer as NodeJS.Immediate);
+      }
+      reject(new TurnInterrupted());
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
