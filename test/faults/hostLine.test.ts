@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { StdioChannel } from "../../src/runtime/hosts/channel.js";
+import { StdioChannel } from "../../src/runtime/hosts/stdioChannel.js";
 import { FrameRing } from "../../src/runtime/hosts/ring.js";
 import { alive, killIfAlive } from "./helpers.js";
 

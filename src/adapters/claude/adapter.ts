@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
-import { StdioChannel } from "../../runtime/hosts/channel.js";
+import { StdioChannel } from "../../runtime/hosts/stdioChannel.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import { nodeHostScript } from "../../runtime/hosts/script.js";
 import type { HostSpec } from "../../runtime/hosts/registry.js";

@@ -1,5 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { StdioChannel } from "../../runtime/hosts/channel.js";
+import { StdioChannel } from "../../runtime/hosts/stdioChannel.js";
 import type { RpcMessage } from "../../runtime/hosts/jsonRpc.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
 

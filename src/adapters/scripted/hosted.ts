@@ -2,16 +2,10 @@ import { randomBytes } from "node:crypto";
 import type { CapabilityOverrides, ProviderCapabilities } from "../../capabilities/index.js";
 import { HostUnavailableError } from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
-import {
-  frameTooLarge,
-  readDiagnostics,
-  resolveLimits,
-  StdioChannel,
-  WebSocketChannel,
-  type ChannelLimits,
-  type ReconnectPolicy,
-  type RpcChannel,
-} from "../../runtime/hosts/channel.js";
+import { frameTooLarge, readDiagnostics, resolveLimits, type ChannelLimits } from "../../runtime/hosts/frameLimits.js";
+import type { RpcChannel } from "../../runtime/hosts/rpcChannel.js";
+import { StdioChannel } from "../../runtime/hosts/stdioChannel.js";
+import { WebSocketChannel, type ReconnectPolicy } from "../../runtime/hosts/webSocketChannel.js";
 import { readLines } from "../../runtime/hosts/lines.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import { nodeHostScript } from "../../runtime/hosts/script.js";

@@ -3,7 +3,7 @@ import { realpath, stat } from "node:fs/promises";
 import { createActor, fromPromise, type Actor, type InspectionEvent } from "xstate";
 import { HostUnavailableError } from "../../domain/errors.js";
 import { hostSupervisorMachine, type SupervisorEmitted, type SupervisorPolicy } from "../../machines/hostSupervisor.js";
-import type { RpcChannel } from "./channel.js";
+import type { RpcChannel } from "./rpcChannel.js";
 import { killGroup, spawnHost, stopProcessGroup, type SpawnedHost, type SpawnSpec } from "./process.js";
 import { HOST_INSTANCE_VARIABLE, HostRecordStore, type HostRecord } from "./records.js";
 import { FrameRing } from "./ring.js";
