@@ -39,8 +39,8 @@ export interface SessionContext extends SessionInput {
   claims: number;
   /** When an idle session is stopped (ms since the epoch); null while in use or never. */
   deadline: number | null;
-  /** A retirement asked for while the session was still starting. */
-  retireWhenStarted: boolean;
+  /** A retirement asked for while the session was starting or in use: it retires once started, or once released. */
+  retireRequested: boolean;
   lastError: string | null;
 }
 
@@ -115,7 +115,8 @@ export const sessionMachine = setup({
   guards: {
     isLastClaim: ({ context }) => context.claims <= 1,
     releasesWhenIdle: ({ context }) => context.idleMs !== null,
-    retireWhenStarted: ({ context }) => context.retireWhenStarted,
+    retireRequested: ({ context }) => context.retireRequested,
+    isLastClaimOfRetiring: ({ context }) => context.retireRequested && context.claims <= 1,
     /**
      * A per-thread session asked for another model that the provider cannot switch to in
      * session: a new session is started for it, this one retires.
@@ -191,7 +192,7 @@ export const sessionMachine = setup({
     claim: assign({ claims: ({ context }) => context.claims + 1, deadline: null }),
     release: assign({ claims: ({ context }) => Math.max(0, context.claims - 1) }),
     armIdleDeadline: assign({ deadline: ({ context }) => now() + (context.idleMs ?? 0) }),
-    askToRetire: assign({ retireWhenStarted: true }),
+    askToRetire: assign({ retireRequested: true }),
   },
 }).createMachine({
   id: "session",
@@ -201,7 +202,7 @@ export const sessionMachine = setup({
     hostGeneration: null,
     claims: 0,
     deadline: null,
-    retireWhenStarted: false,
+    retireRequested: false,
     lastError: null,
   }),
   initial: "starting",
@@ -217,7 +218,7 @@ export const sessionMachine = setup({
         }),
         onDone: [
           {
-            guard: "retireWhenStarted",
+            guard: "retireRequested",
             target: "retiring",
             actions: ["recordStarted", "recordSessionPolicies", "announceReady"],
           },
@@ -254,6 +255,8 @@ export const sessionMachine = setup({
       on: {
         CLAIM: { actions: "claim" },
         RELEASE: [
+          // The turn using it finishes first; the thread's next turn already has its new session.
+          { guard: "isLastClaimOfRetiring", target: "retiring", actions: "release" },
           {
             guard: "isLastClaim",
             target: "ready",
@@ -261,7 +264,7 @@ export const sessionMachine = setup({
           },
           { actions: "release" },
         ],
-        USE_MODEL: { guard: "modelNeedsNewSession", target: "retiring" },
+        USE_MODEL: { guard: "modelNeedsNewSession", actions: "askToRetire" },
       },
     },
     /**

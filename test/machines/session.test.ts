@@ -219,6 +219,22 @@ describe("session machine", () => {
     },
   );
 
+  it("asked to retire while a turn uses it, it retires once the turn gives it back, never under the turn", async () => {
+    const h = open({ declared: noSwitch });
+    await started(h, noSwitch);
+    h.actor.send({ type: "CLAIM" });
+    h.actor.send({ type: "USE_MODEL", model: "model-b" });
+    expect(h.actor.getSnapshot().value).toBe("running");
+    h.actor.send({ type: "CLAIM" });
+    h.actor.send({ type: "RELEASE" });
+    expect(h.actor.getSnapshot().value).toBe("running");
+    expect(h.stops).toEqual([]);
+    h.actor.send({ type: "RELEASE" });
+    expect(h.actor.getSnapshot().value).toBe("retiring");
+    await settled();
+    expect(h.stops).toEqual(["ses_1"]);
+  });
+
   it("asked to retire while still starting, it retires as soon as it started (its start still recorded)", async () => {
     const h = open({ declared: noSwitch });
     h.actor.send({ type: "USE_MODEL", model: "model-b" });
