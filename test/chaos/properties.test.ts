@@ -33,6 +33,7 @@ import {
   TurnExpectations,
   type ChaosWorld,
 } from "./propertiesHarness.js";
+import { params } from "./seed.js";
 import { tallyChaos } from "./tally.js";
 
 /**
@@ -45,17 +46,6 @@ import { tallyChaos } from "./tally.js";
  * Replay a failure with TILLER_CHAOS_SEED=<seed> (and TILLER_CHAOS_PATH=<path>) from its report;
  * TILLER_CHAOS_RUNS scales the number of generated cases.
  */
-
-const seed = process.env.TILLER_CHAOS_SEED
-  ? Number(process.env.TILLER_CHAOS_SEED)
-  : Math.floor(Math.random() * 2 ** 31);
-const path = process.env.TILLER_CHAOS_PATH;
-const scale = Number(process.env.TILLER_CHAOS_RUNS ?? 1);
-const params = (numRuns: number): fc.Parameters<unknown> => ({
-  seed,
-  ...(path ? { path } : {}),
-  numRuns: Math.max(1, Math.round(numRuns * scale)),
-});
 
 /**
  * Log-level invariants: seq gap-free, one terminal per run, nothing applied after it, nodes once and closed before it.

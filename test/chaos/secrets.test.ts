@@ -4,6 +4,7 @@ import { InspectorHub, type PageClient } from "../../inspector/server/hub.js";
 import type { LogEntry, PageMessage } from "../../inspector/server/protocol.js";
 import { maskCredentials } from "../../src/domain/credentials.js";
 import { redact } from "../../src/domain/redact.js";
+import { scaled, seed } from "./seed.js";
 import { FrameRing } from "../../src/runtime/hosts/ring.js";
 import { CREDENTIAL_CORPUS, NOT_SECRETS, type CredentialShape } from "./secretCorpus.js";
 import { tallyChaos } from "./tally.js";
@@ -19,11 +20,8 @@ import { tallyChaos } from "./tally.js";
  * number of random cuts.
  */
 
-const seed = process.env.TILLER_CHAOS_SEED
-  ? Number(process.env.TILLER_CHAOS_SEED)
-  : Math.floor(Math.random() * 2 ** 31);
 /** Random cuts of each shape into deltas, per shape (TILLER_CHAOS_RUNS scales them). */
-const CUTS_PER_SHAPE = Math.max(1, Math.round(25 * Number(process.env.TILLER_CHAOS_RUNS ?? 1)));
+const CUTS_PER_SHAPE = scaled(25);
 
 /** The secret whole, or any 8 characters of it in a row, found in `outputs`. */
 function leaks(secret: string, outputs: readonly string[]): string[] {

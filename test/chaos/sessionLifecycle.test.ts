@@ -1,8 +1,6 @@
 import { rm } from "node:fs/promises";
 import fc from "fast-check";
 import { describe, it } from "vitest";
-import type { ProviderAdapter, ProviderAdapterEvent } from "../../src/adapters/contract.js";
-import { EventQueue } from "../../src/adapters/eventQueue.js";
 import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
 import { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
 import { keyedScript } from "../../src/adapters/scripted/script.js";
@@ -11,8 +9,9 @@ import type { DomainEvent } from "../../src/domain/events.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
 import { readLog } from "./propertiesHarness.js";
+import { params, seed } from "./seed.js";
 import { tallyChaos } from "./tally.js";
-import { openTestRuntime } from "../support/runtime.js";
+import { openTestRuntime, withInjectedFrames } from "../support/runtime.js";
 
 /**
  * Chaos over the session lifecycle, through the real runtime and the scripted provider (doubles
@@ -26,17 +25,6 @@ import { openTestRuntime } from "../support/runtime.js";
  * Replay a failure with TILLER_CHAOS_SEED=<seed> (and TILLER_CHAOS_PATH=<path>) from its report;
  * TILLER_CHAOS_RUNS scales the number of generated cases.
  */
-
-const seed = process.env.TILLER_CHAOS_SEED
-  ? Number(process.env.TILLER_CHAOS_SEED)
-  : Math.floor(Math.random() * 2 ** 31);
-const path = process.env.TILLER_CHAOS_PATH;
-const scale = Number(process.env.TILLER_CHAOS_RUNS ?? 1);
-const params = (numRuns: number): fc.Parameters<unknown> => ({
-  seed,
-  ...(path ? { path } : {}),
-  numRuns: Math.max(1, Math.round(numRuns * scale)),
-});
 
 /** A bound on every wait: a stuck run fails the property with a message instead of hanging it. */
 const WAIT_MS = 15_000;
@@ -56,24 +44,6 @@ const script = keyedScript({
     { type: "text", text: "past g2" },
   ],
 });
-
-/** The adapter, with frames the test can put on its event stream (a provider that says its session died). */
-function withInjectedFrames(inner: ProviderAdapter) {
-  const merged = new EventQueue<ProviderAdapterEvent>();
-  let started = false;
-  const adapter = Object.create(inner) as ProviderAdapter;
-  adapter.streamEvents = () => {
-    if (!started) {
-      started = true;
-      void (async () => {
-        for await (const frame of inner.streamEvents()) merged.push(frame);
-        merged.close();
-      })();
-    }
-    return merged;
-  };
-  return { adapter, inject: (frame: ProviderAdapterEvent) => merged.push(frame) };
-}
 
 type Op =
   | {

@@ -1,8 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ProviderAdapter, ProviderAdapterEvent } from "../../src/adapters/contract.js";
-import { EventQueue } from "../../src/adapters/eventQueue.js";
 import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
-import { nextEvent } from "../support/runtime.js";
+import { nextEvent, withInjectedFrames } from "../support/runtime.js";
 import { hosted, openFaultRuntime } from "./helpers.js";
 import type { DomainEvent } from "../../src/domain/events.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
@@ -108,24 +106,6 @@ describe("hostile events from a real host process", () => {
     60_000,
   );
 });
-
-/** An in-process adapter whose event stream also carries frames a test injects. */
-function withInjectedFrames(inner: ProviderAdapter) {
-  const merged = new EventQueue<ProviderAdapterEvent>();
-  let started = false;
-  const adapter = Object.create(inner) as ProviderAdapter;
-  adapter.streamEvents = () => {
-    if (!started) {
-      started = true;
-      void (async () => {
-        for await (const frame of inner.streamEvents()) merged.push(frame);
-        merged.close();
-      })();
-    }
-    return merged;
-  };
-  return { adapter, inject: (frame: unknown) => merged.push(frame as ProviderAdapterEvent) };
-}
 
 const hostile = (what: string): never => {
   throw new Error(`hostile getter: ${what}`);

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sequentialIds, type RuntimeOptions, type TillerRuntime } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent } from "../../src/adapters/contract.js";
+import { EventQueue } from "../../src/adapters/eventQueue.js";
 import type { DomainEvent, DomainEventOf, DomainEventType } from "../../src/domain/events.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
@@ -169,4 +170,28 @@ export async function until(what: string, condition: () => boolean, limitMs = 20
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
+}
+
+/**
+ * An in-process adapter whose event stream also carries frames a test injects (hostile frames,
+ * or a provider saying its session died).
+ */
+export function withInjectedFrames(inner: ProviderAdapter): {
+  adapter: ProviderAdapter;
+  inject: (frame: unknown) => void;
+} {
+  const merged = new EventQueue<ProviderAdapterEvent>();
+  let started = false;
+  const adapter = Object.create(inner) as ProviderAdapter;
+  adapter.streamEvents = () => {
+    if (!started) {
+      started = true;
+      void (async () => {
+        for await (const frame of inner.streamEvents()) merged.push(frame);
+        merged.close();
+      })();
+    }
+    return merged;
+  };
+  return { adapter, inject: (frame) => merged.push(frame as ProviderAdapterEvent) };
 }
