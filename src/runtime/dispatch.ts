@@ -94,7 +94,7 @@ export class Dispatcher implements TargetHost {
   close(): void {
     this.#closed = true;
     this.effects.turns.close();
-    this.effects.watchdog.close();
+    this.effects.silentTurns.close();
     for (const waiters of this.#runWaiters.values()) waiters.forEach((w) => w.resolve());
   }
 

@@ -9,7 +9,7 @@ import { performRollback, type RollbackHost, type RollbackReceipt } from "./roll
 import type { Target } from "./targets.js";
 import type { AttemptTracking } from "./ingest/inbound.js";
 import { TurnStarts } from "./turnStarts.js";
-import { TurnWatchdog, withinLimit } from "./watchdog.js";
+import { SilentTurns } from "./silentTurns.js";
 
 /** What effects need of the runtime beyond rollback's port: lifecycle, settings, and where errors with no caller go. */
 export interface EffectsHost extends RollbackHost {
@@ -22,12 +22,6 @@ export interface EffectsHost extends RollbackHost {
 
 /** How long an interrupt is held for the provider to announce its turn before it is sent anyway. */
 const TURN_START_HOLD_MS = 30_000;
-/**
- * How long the watchdog waits for a provider to say whether a silent turn is alive (no answer counts as "cannot say").
- */
-const PROBE_LIMIT_MS = 30_000;
-/** How long a turn its provider calls ended may take to deliver its terminal before the watchdog fails it. */
-const TERMINAL_GRACE_MS = 1_000;
 /** Pauses between retries of an interrupt the provider refused while its turn was live (6 tries in all). */
 const INTERRUPT_RETRY_PAUSES_MS = [25, 50, 100, 200, 400];
 
@@ -43,15 +37,10 @@ export class Effects implements AttemptTracking {
   /** Which attempts' turns the provider has announced (interrupts wait on it). */
   readonly turns = new TurnStarts();
   /** Turns that go silent are checked, never left running forever. */
-  readonly watchdog: TurnWatchdog;
-  /** The run each watched attempt belongs to. */
-  readonly #watchedRuns = new Map<string, string>();
+  readonly silentTurns: SilentTurns;
 
   constructor(private readonly rt: EffectsHost) {
-    this.watchdog = new TurnWatchdog(rt.turnSilenceMs, (attemptId) => {
-      const runId = this.#watchedRuns.get(attemptId);
-      if (runId) this.#track(this.#turnSilent(runId, attemptId));
-    });
+    this.silentTurns = new SilentTurns(rt, this.turns, (check) => this.#track(check));
   }
 
   enqueue(effect: Effect): void {
@@ -159,7 +148,7 @@ export class Effects implements AttemptTracking {
       rt.run(() => void (context = target.contextForNextTurn(threadId, runId, loaded, session)));
       sent = { sessionId: session.sessionId, thread: loaded.handle };
       // Silence counts from here: starting a host or a session has its own timeouts.
-      this.#watch(runId, attemptId);
+      this.silentTurns.watch(runId, attemptId);
       const { turnRef } = await target.adapter.sendRun({
         sessionId: session.sessionId,
         thread: loaded.handle,
@@ -270,70 +259,6 @@ export class Effects implements AttemptTracking {
     this.rt.act(() => this.rt.actors.runs.get(runId)?.send(event));
   }
 
-  #watch(runId: string, attemptId: string): void {
-    this.#watchedRuns.set(attemptId, runId);
-    this.watchdog.watch(attemptId);
-  }
-
-  #unwatch(attemptId: string): void {
-    this.#watchedRuns.delete(attemptId);
-    this.watchdog.stop(attemptId);
-  }
-
-  /**
-   * A turn said nothing for the silence limit. Waiting on an approval is silence by design;
-   * otherwise the provider is asked whether the turn is alive, and a turn it cannot vouch for
-   * fails the run (`turn_silent`) and is stopped (best effort), so the thread can go on.
-   */
-  async #turnSilent(runId: string, attemptId: string): Promise<void> {
-    const { rt } = this;
-    const actor = rt.actors.runs.get(runId);
-    const context = actor?.getSnapshot().context;
-    // The active attempt's turn, or the superseded one a restart still waits for.
-    if (!context || !(ownsRun(context, attemptId) || context.supersededAttemptId === attemptId))
-      return this.#unwatch(attemptId);
-    if (actor.getSnapshot().matches({ active: "waiting" })) return this.watchdog.watch(attemptId);
-    // Every answer is checked against now: the turn may have ended, or the runtime closed, meanwhile.
-    const stillWatched = () => !rt.closed && this.#watchedRuns.get(attemptId) === runId;
-    const rearm = () => void (stillWatched() && this.watchdog.watch(attemptId));
-    const target = this.#targetOfRun(runId);
-    const binding = target.normalizer.binding(attemptId);
-    const session = binding && target.session(binding.sessionId);
-    let why = "the provider cannot say whether the turn is alive";
-    if (binding && session && target.adapter.isTurnAlive) {
-      const limitMs = Math.min(rt.turnSilenceMs ?? PROBE_LIMIT_MS, PROBE_LIMIT_MS);
-      try {
-        const alive = await withinLimit(limitMs, async () => {
-          const loaded = await target.ensureThread(binding.threadId, session);
-          return target.adapter.isTurnAlive!({
-            sessionId: binding.sessionId,
-            thread: loaded.handle,
-            turnRef: binding.nativeTurnRef,
-          });
-        });
-        if (alive) return rearm();
-        if (!stillWatched()) return;
-        // A turn that just ended has its terminal on the way: give the stream a moment to deliver it.
-        if ((await this.turns.pause(attemptId, TERMINAL_GRACE_MS)) === "ended") return;
-        why = "the provider says the turn is no longer running";
-      } catch (error) {
-        why = `the provider could not be asked: ${redact(error instanceof Error ? error.message : String(error))}`;
-      }
-    } else if (!binding) {
-      why = "the provider never accepted the turn";
-    }
-    if (!stillWatched()) return;
-    const message = `the turn sent nothing for ${rt.turnSilenceMs} ms and ${why}`;
-    rt.act(() => rt.actors.runs.get(runId)?.send({ type: "TURN_SILENT", attemptId, message }));
-    if (binding && session) {
-      const loaded = await target.ensureThread(binding.threadId, session).catch(() => null);
-      if (loaded)
-        await target.adapter
-          .interrupt({ sessionId: binding.sessionId, thread: loaded.handle, turnRef: binding.nativeTurnRef })
-          .catch(() => undefined);
-    }
-  }
-
   async #respond(effect: Extract<Effect, { type: "respond" }>): Promise<void> {
     const { rt } = this;
     const view = rt.views.requests.get(effect.requestId)!;
@@ -389,18 +314,18 @@ export class Effects implements AttemptTracking {
   /** The provider said something for this attempt: its turn has started, and it is not silent. */
   sawEvent(attemptId: string): void {
     this.turns.sawEvent(attemptId);
-    this.watchdog.touch(attemptId);
+    this.silentTurns.touch(attemptId);
   }
 
   /** The attempt's completion barrier ran: nothing waits on its turn any more. */
   attemptEnded(attemptId: string): void {
     this.turns.ended(attemptId);
-    this.#unwatch(attemptId);
+    this.silentTurns.unwatch(attemptId);
   }
 
   /** Its run ended: its bookkeeping goes. */
   forgetAttempt(attemptId: string): void {
     this.turns.forget(attemptId);
-    this.#unwatch(attemptId);
+    this.silentTurns.unwatch(attemptId);
   }
 }
