@@ -39,8 +39,8 @@ interface Thread {
   forkOf: string | null;
   /** Claude has taken up the prompt in flight (a message of its turn came). */
   running: boolean;
-  /** An interrupt that came before Claude took up the prompt: sent as soon as it does. */
-  interruptHeld: boolean;
+  /** An interrupt that came before Claude took up the prompt: sent as soon as it does, or when this timer fires. */
+  heldInterrupt: NodeJS.Timeout | null;
   /** When the turn in flight was asked to stop (null: it was not). */
   interruptedAt: number | null;
 }
@@ -83,7 +83,7 @@ function open(params: OpenParams): Thread {
     retried: false,
     forkOf: params.fork ?? null,
     running: false,
-    interruptHeld: false,
+    heldInterrupt: null,
     interruptedAt: null,
   } as Thread;
   const resumeOptions = params.fork
@@ -144,14 +144,10 @@ function open(params: OpenParams): Thread {
         // session-state messages to itself).
         if (thread.prompt !== null && !thread.running && message.type !== "result") await tookUpPrompt(thread);
         for (const event of mapper.map(message)) {
-          if (event.type === "turn.terminal")
-            Object.assign(thread, {
-              prompt: null,
-              retried: false,
-              running: false,
-              interruptHeld: false,
-              interruptedAt: null,
-            });
+          if (event.type === "turn.terminal") {
+            Object.assign(thread, { prompt: null, retried: false, running: false, interruptedAt: null });
+            dropHeldInterrupt(thread);
+          }
           emit(thread, event);
         }
       }
@@ -169,17 +165,23 @@ function open(params: OpenParams): Thread {
 /** Claude took up the prompt in flight: an interrupt held for it goes out now. */
 async function tookUpPrompt(thread: Thread): Promise<void> {
   thread.running = true;
-  if (thread.interruptHeld) await sendHeldInterrupt(thread);
+  if (thread.heldInterrupt) await sendHeldInterrupt(thread);
 }
 
 /** Holds an interrupt until Claude takes up the prompt, or INTERRUPT_GRACE_MS at the most. */
 function holdInterrupt(thread: Thread): void {
-  thread.interruptHeld = true;
-  setTimeout(() => void (thread.interruptHeld && sendHeldInterrupt(thread)), INTERRUPT_GRACE_MS).unref();
+  // One timer per held interrupt: a timer of an earlier turn's interrupt must never send this one early.
+  dropHeldInterrupt(thread);
+  thread.heldInterrupt = setTimeout(() => void sendHeldInterrupt(thread), INTERRUPT_GRACE_MS).unref();
+}
+
+function dropHeldInterrupt(thread: Thread): void {
+  if (thread.heldInterrupt) clearTimeout(thread.heldInterrupt);
+  thread.heldInterrupt = null;
 }
 
 async function sendHeldInterrupt(thread: Thread): Promise<void> {
-  thread.interruptHeld = false;
+  dropHeldInterrupt(thread);
   await thread.query
     .interrupt()
     .catch((error: unknown) =>
@@ -195,6 +197,7 @@ async function sendHeldInterrupt(thread: Thread): Promise<void> {
  */
 async function wentAway(thread: Thread, reason: string): Promise<void> {
   const { cursor, prompt } = thread;
+  dropHeldInterrupt(thread); // this process cannot take it: it carries over below, if the turn does
   threads.delete(cursor);
   gone.set(cursor, { thread, reason });
   if (prompt !== null && !thread.retried && lastPrompt(await transcript(thread)) !== prompt) {
