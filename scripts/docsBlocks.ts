@@ -9,13 +9,6 @@
  * the docs tests fail while a block differs from what its generator would write now.
  */
 
-export interface GeneratedBlock {
-  /** Repository-relative path of the Markdown file that holds the block. */
-  file: string;
-  name: string;
-  render: () => string;
-}
-
 export function beginMarker(name: string): string {
   return `<!-- BEGIN GENERATED ${name} (npm run docs) -->`;
 }

@@ -5,7 +5,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 
-export const MAX_LINE = 120;
+const MAX_LINE = 120;
 const ROOTS = ["src", "test", "bench", "scripts", "examples", "inspector/server", "inspector/page", "bin"];
 
 async function files(dir: string): Promise<string[]> {

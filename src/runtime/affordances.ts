@@ -95,7 +95,7 @@ export function affordancesOf(
       return { afterRunId: run.runId, source: "unavailable", reason: "the run was rolled back" };
     if (!isTerminalRunStatus(run.status))
       return { afterRunId: run.runId, source: "unavailable", reason: `not a stable point (run is ${run.status})` };
-    const situation = forkSituation(
+    const { situation } = forkSituation(
       rt.views,
       providerTarget,
       { parentThreadId: threadId, forkedFromRunId: run.runId },

@@ -6,7 +6,7 @@ import type { Effect } from "../machines/emitted.js";
 import { ownsRun } from "../machines/run.js";
 import { Actors } from "./actors.js";
 import { performRollback, type RollbackHost, type RollbackReceipt } from "./rollback.js";
-import type { Target } from "./targets.js";
+import { targetOfRun, type Target } from "./targets.js";
 import type { AttemptTracking } from "./ingest/inbound.js";
 import { TurnStarts } from "./turnStarts.js";
 import { SilentTurns } from "./silentTurns.js";
@@ -95,16 +95,11 @@ export class Effects implements AttemptTracking {
     });
   }
 
-  #targetOfRun(runId: string): Target {
-    const run = this.rt.views.runs.get(runId)!;
-    return this.rt.targets.get(run.providerTarget)!;
-  }
-
   /** Session, provider thread (resumed, forked or created), then the turn itself. */
   async #startTurn(effect: Extract<Effect, { type: "startTurn" }>): Promise<void> {
     const { rt } = this;
     const { threadId, runId, attemptId, text } = effect;
-    const target = this.#targetOfRun(runId);
+    const target = targetOfRun(this.rt, runId);
     const thread = rt.views.threads.get(threadId)!;
     let sent: { sessionId: string; thread: ProviderThreadAddress } | null = null;
     // The session is claimed from the moment the turn has it (no idle stop under a turn being set
@@ -231,10 +226,9 @@ export class Effects implements AttemptTracking {
    */
   async #interruptTurn(effect: Extract<Effect, { type: "interruptTurn" | "stopSession" }>): Promise<void> {
     const { runId, attemptId } = effect;
-    const target = this.#targetOfRun(runId);
+    const target = targetOfRun(this.rt, runId);
     target.normalizer.noteInterruptSent(attemptId);
-    const binding = target.normalizer.binding(attemptId);
-    const caps = (binding && target.session(binding.sessionId)?.capabilities) ?? target.capabilities();
+    const caps = target.capabilitiesOfAttempt(attemptId);
     if (effect.type === "interruptTurn" && interruptWaitsForTurnStart(caps)) {
       if ((await this.turns.untilStarted(attemptId, TURN_START_HOLD_MS)) === "ended") return; // its terminal came first
     }
@@ -262,7 +256,7 @@ export class Effects implements AttemptTracking {
   async #respond(effect: Extract<Effect, { type: "respond" }>): Promise<void> {
     const { rt } = this;
     const view = rt.views.requests.get(effect.requestId)!;
-    const target = this.#targetOfRun(view.runId);
+    const target = targetOfRun(this.rt, view.runId);
     const attemptId = rt.actors.runs.get(view.runId)?.getSnapshot().context.activeAttemptId ?? null;
     const address = attemptId ? target.normalizer.requestAddress(attemptId, effect.requestId) : null;
     const binding = attemptId ? target.normalizer.binding(attemptId) : undefined;
@@ -296,7 +290,7 @@ export class Effects implements AttemptTracking {
       address: { sessionId: string; thread: ProviderThreadAddress; turnRef: string | null },
     ) => Promise<unknown>,
   ): Promise<true | string> {
-    const target = this.#targetOfRun(runId);
+    const target = targetOfRun(this.rt, runId);
     const binding = target.normalizer.binding(attemptId);
     const session = binding && target.session(binding.sessionId);
     try {

@@ -114,7 +114,11 @@ export function needsHandoff(
   const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, providerTarget));
   const transfer = views.pendingTransfer(threadId);
   // A fork that will be realised natively carries its history in the provider's own copy.
-  if (!stored && transfer && forksNatively(forkSituation(views, providerTarget, transfer, capabilities, adapterForks)))
+  if (
+    !stored &&
+    transfer &&
+    forksNatively(forkSituation(views, providerTarget, transfer, capabilities, adapterForks).situation)
+  )
     return false;
   if (!stored || stored.divergent) return history.length > 0;
   const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
@@ -253,5 +257,5 @@ export function forkSituation(
     parentProviderThreadId: parentThread?.providerThreadId ?? null,
     runCount: runs.length,
   };
-  return { ...situation, parentThread, runs, afterTurnRef };
+  return { situation, parentThread, runs, afterTurnRef };
 }

@@ -53,8 +53,7 @@ export function addItem(models: RunModels, run: RunView, item: TurnItem): void {
  * Folds one run event into the run models. Of `attempt.turn_bound` only the attempt's binding is folded here; what its
  * provider thread has now seen is folded in projections.ts.
  */
-export function foldRun(models: RunModels, event: RunEvent, seq: number): void {
-  const thread = "threadId" in event && event.threadId ? models.threads.get(event.threadId) : undefined;
+export function foldRun(models: RunModels, event: RunEvent, seq: number, thread: ThreadView | undefined): void {
   const run = "runId" in event && event.runId ? models.runs.get(event.runId) : undefined;
   switch (event.type) {
     case "run.created": {

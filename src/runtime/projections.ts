@@ -124,9 +124,9 @@ export class Projections {
       case "interrupt.failed":
       case "steer.applied":
       case "policy.applied":
-        return foldRun(this.#runModels, event, seq);
+        return foldRun(this.#runModels, event, seq, thread);
       case "attempt.turn_bound": {
-        foldRun(this.#runModels, event, seq);
+        foldRun(this.#runModels, event, seq, thread);
         const providerThread = this.providerThreadsById.get(event.providerThreadId);
         if (providerThread) {
           providerThread.seenRunIds.add(event.runId);

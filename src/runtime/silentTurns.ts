@@ -2,7 +2,7 @@ import { redact } from "../domain/redact.js";
 import { ownsRun } from "../machines/run.js";
 import type { Actors } from "./actors.js";
 import type { Projections } from "./projections.js";
-import type { Target } from "./targets.js";
+import { targetOfRun, type Target } from "./targets.js";
 import type { TurnStarts } from "./turnStarts.js";
 import { TurnWatchdog, withinLimit } from "./watchdog.js";
 
@@ -81,8 +81,7 @@ export class SilentTurns {
     // Every answer is checked against now: the turn may have ended, or the runtime closed, meanwhile.
     const stillWatched = () => !rt.closed && this.#watchedRuns.get(attemptId) === runId;
     const rearm = () => void (stillWatched() && this.#watchdog.watch(attemptId));
-    const run = rt.views.runs.get(runId)!;
-    const target = rt.targets.get(run.providerTarget)!;
+    const target = targetOfRun(rt, runId);
     const binding = target.normalizer.binding(attemptId);
     const session = binding && target.session(binding.sessionId);
     let why = "the provider cannot say whether the turn is alive";

@@ -70,6 +70,15 @@ interface ThreadLoad {
   promise: Promise<LoadedThread>;
 }
 
+/** The target a run is on. */
+export function targetOfRun(
+  host: { readonly views: Projections; readonly targets: ReadonlyMap<string, Target> },
+  runId: string,
+): Target {
+  const run = host.views.runs.get(runId)!;
+  return host.targets.get(run.providerTarget)!;
+}
+
 export class Target {
   readonly normalizer: Normalizer;
   readonly declared: ProviderCapabilities;
@@ -115,6 +124,12 @@ export class Target {
     return first?.capabilities ?? this.declared;
   }
 
+  /** The record in force for an attempt's turn: its session's, else the target's. */
+  capabilitiesOfAttempt(attemptId: string): ProviderCapabilities {
+    const binding = this.normalizer.binding(attemptId);
+    return (binding && this.session(binding.sessionId)?.capabilities) ?? this.capabilities();
+  }
+
   markUnavailable(reason: string): void {
     this.#unavailable = reason;
   }
@@ -131,10 +146,8 @@ export class Target {
       );
     const { owner, key } = sessionSlot(this.declared, threadId, model);
     if (owner !== "") {
-      for (const [other, slot] of this.#slots) {
-        if (other.startsWith(`${owner}\u0000`))
-          this.host.act(() => Actors.sendIfActive(slot.actor, { type: "USE_MODEL", model }));
-      }
+      const mine = [...this.#slots].filter(([other]) => other.startsWith(`${owner}\u0000`));
+      this.host.act(() => mine.forEach(([, slot]) => Actors.sendIfActive(slot.actor, { type: "USE_MODEL", model })));
     }
     const cached = this.#slots.get(key);
     if (cached) return cached.ready;
@@ -296,6 +309,7 @@ export class Target {
     const { views } = this.host;
     const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, this.id));
     const transfer = views.pendingTransfer(threadId);
+    // A fork's first run: the inputs of the decision, and what realising it natively needs (parent, fork point).
     const forking =
       !stored && transfer
         ? forkSituation(views, this.id, transfer, session.capabilities, !!this.adapter.forkThread)
@@ -308,21 +322,7 @@ export class Target {
       divergent: stored?.divergent ?? false,
       missedRuns: !!stored && historyRuns(views, threadId).some((r) => !stored.seenRunIds.has(r.runId)),
       hadBroken: views.hadBrokenProviderThread(threadId, this.id),
-      fork:
-        forking && transfer
-          ? {
-              transferId: transfer.transferId,
-              capabilities: forking.capabilities,
-              fromInside: forking.fromInside,
-              parentRanHere: forking.parentRanHere,
-              adapterForks: forking.adapterForks,
-              hasForkPointRef: forking.hasForkPointRef,
-              why: forking.why,
-              capability: forking.capability,
-              parentProviderThreadId: forking.parentProviderThreadId,
-              runCount: forking.runCount,
-            }
-          : null,
+      fork: forking && transfer ? { ...forking.situation, transferId: transfer.transferId } : null,
     };
     // Both from the log: after a restart the adapter has never seen the parent, and must not guess where it lives.
     const fork = parent

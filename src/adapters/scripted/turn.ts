@@ -10,9 +10,6 @@ import { type Emit, type Scope, TurnItems } from "./turnItems.js";
 import { type PendingRequest, TurnRequests } from "./turnRequests.js";
 import { checkAborted, TurnInterrupted, until, wait } from "./turnWaits.js";
 
-export { TurnInterrupted } from "./turnWaits.js";
-export type { PendingRequest } from "./turnRequests.js";
-
 /**
  * One scripted turn in flight. It emits exactly what the capability record declares:
  * refs only where identity exposes them, no approvals the provider cannot ask, no plan

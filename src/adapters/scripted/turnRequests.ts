@@ -3,6 +3,7 @@ import type { RequestPayload, RequestResponse } from "../../domain/items.js";
 import type { ScriptedBackend } from "./backend.js";
 import type { Emit, Scope } from "./turnItems.js";
 import { TurnInterrupted } from "./turnWaits.js";
+import { supportsApprovalFor } from "../../capabilities/predicates.js";
 
 /**
  * A scripted turn's requests (approvals and questions): asked only where the capability
@@ -30,9 +31,8 @@ export class TurnRequests {
   ) {}
 
   canAsk(kind: "command" | "file_change", scope: Scope): boolean {
-    const a = this.caps.approvals;
-    if (scope.inSubagent && !a.approvalsCanOriginateFromSubagents) return false;
-    return kind === "command" ? a.supportsCommandApproval : a.supportsFileChangeApproval;
+    if (scope.inSubagent && !this.caps.approvals.approvalsCanOriginateFromSubagents) return false;
+    return supportsApprovalFor(this.caps, kind);
   }
 
   async approve(request: RequestPayload, itemRef: string | undefined, scope: Scope): Promise<boolean> {

@@ -6,7 +6,7 @@ import { policyEvent, type MachineEmitted } from "../../machines/emitted.js";
 import { ownsRun, type RunContext, type RunEvent } from "../../machines/run.js";
 import { Actors } from "../actors.js";
 import type { Projections } from "../projections.js";
-import type { Target } from "../targets.js";
+import { targetOfRun, type Target } from "../targets.js";
 import { readFrame, safeString } from "./frames.js";
 import type { Routed } from "./normalizer.js";
 
@@ -157,10 +157,10 @@ export class Inbound {
   settleAttempt(settle: Settle): void {
     const { rt } = this;
     this.attempts.attemptEnded(settle.attemptId);
-    const target = this.#targetOfRun(settle.runId);
+    const target = targetOfRun(this.rt, settle.runId);
     const open = target.normalizer.takeOpenNodes(settle.attemptId);
     const binding = target.normalizer.binding(settle.attemptId);
-    const caps = (binding && target.session(binding.sessionId)?.capabilities) ?? target.capabilities();
+    const caps = target.capabilitiesOfAttempt(settle.attemptId);
     if (closesMessagesAtRootTerminal(caps) && open.some((n) => n.kind === "assistant_message")) {
       const detail =
         "the provider sends no message-completed events: its assistant messages are closed at the root terminal";
@@ -195,23 +195,19 @@ export class Inbound {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
     }
     if (binding) {
-      Actors.sendIfActive(rt.actors.providerThread(binding.threadId, target.id), { type: "TURN_ENDED" });
+      const threadActor = rt.actors.providerThreads.get(Actors.providerThreadKey(binding.threadId, target.id));
+      Actors.sendIfActive(threadActor, { type: "TURN_ENDED" });
       target.release(binding.sessionId);
     }
   }
 
   /** A run ended: drop its attempts' correlation state. */
   releaseRun(context: RunContext): void {
-    const target = this.#targetOfRun(context.runId);
+    const target = targetOfRun(this.rt, context.runId);
     for (const attempt of context.attempts) {
       target.normalizer.release(attempt.attemptId);
       this.attempts.forgetAttempt(attempt.attemptId);
     }
-  }
-
-  #targetOfRun(runId: string): Target {
-    const run = this.rt.views.runs.get(runId)!;
-    return this.rt.targets.get(run.providerTarget)!;
   }
 }
 

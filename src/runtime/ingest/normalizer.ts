@@ -12,7 +12,7 @@ import { applied, toRun, type Routed, type TurnBinding } from "./correlation.js"
 import { artifactUpdated, itemCompleted, itemDelta, itemStarted } from "./nodes.js";
 import { requestAddress, requestOpened, requestResolved } from "./requests.js";
 import { adoptChildThread, childTurnEnded, subagentCompleted, subagentStarted } from "./subagents.js";
-import { threadKey, TurnBindings } from "./turnBindings.js";
+import { TurnBindings } from "./turnBindings.js";
 
 /**
  * Native frames, already shaped as ProviderEvents, become app-addressed events here, once.
@@ -35,11 +35,6 @@ export class Normalizer {
 
   private capabilities(sessionId: string): ProviderCapabilities {
     return this.session(sessionId).capabilities;
-  }
-
-  /** Routing key of a provider thread: its native ref when exposed, else its session. */
-  static threadKey(sessionId: string, threadRef: string | null | undefined): string {
-    return threadKey(sessionId, threadRef);
   }
 
   /** Called before `sendRun`: the next turn on this provider thread belongs to this attempt. */
