@@ -117,6 +117,87 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "requests pending when their session restarts expire as not_resumable",
   },
+  assistant_text_at_completion: {
+    capability: "streaming.streamsAssistantText",
+    outcome: "fallback",
+    summary: "no streamed assistant text: the message arrives whole at its completion, as one delta",
+  },
+  reasoning_at_completion: {
+    capability: "streaming.streamsReasoning",
+    outcome: "fallback",
+    summary: "no streamed reasoning: the reasoning arrives whole at its completion, as one delta",
+  },
+  tool_output_at_completion: {
+    capability: "streaming.streamsToolOutput",
+    outcome: "fallback",
+    summary: "no streamed tool output: a tool's output arrives whole at its completion",
+  },
+  plan_text_at_completion: {
+    capability: "streaming.streamsPlanText",
+    outcome: "fallback",
+    summary: "no streamed plan text: a plan arrives whole when it is updated",
+  },
+  tool_ids_by_ordinal: {
+    capability: "tools.exposesToolItemIds",
+    outcome: "fallback",
+    summary: "no tool item ids: tool calls are correlated by their ordinal in the turn",
+  },
+  tool_start_synthesised: {
+    capability: "tools.emitsToolStarted",
+    outcome: "fallback",
+    summary: "no tool-started events: the normalizer starts a tool item when its first event or completion arrives",
+  },
+  tools_closed_at_terminal: {
+    capability: "tools.emitsToolCompleted",
+    outcome: "fallback",
+    summary: "no tool-completed events: tool items close at the root terminal",
+  },
+  no_tool_output: {
+    capability: "tools.emitsToolOutput",
+    outcome: "fallback",
+    summary: "no tool output events: tool items carry no output",
+  },
+  mcp_tools_unavailable: {
+    capability: "tools.supportsMcpTools",
+    outcome: "refused",
+    summary: "no MCP tools: an MCP tool call the provider reports is a protocol warning, shown as a plain tool",
+  },
+  dynamic_tools_unsupported: {
+    capability: "tools.supportsDynamicToolCallbacks",
+    outcome: "refused",
+    summary: "no dynamic tool callbacks: the embedder's tools cannot be offered to this provider",
+  },
+  undeclared_request_declined: {
+    capability: "approvals.supportsCommandApproval",
+    outcome: "refused",
+    summary: "a request of a kind the record does not declare: a protocol warning, declined, never shown",
+  },
+  requests_by_turn_ordinal: {
+    capability: "approvals.approvalsHaveNativeRequestIds",
+    outcome: "fallback",
+    summary: "no native request ids: requests are correlated by their turn and ordinal",
+  },
+  requests_expire_on_host_loss: {
+    capability: "approvals.approvalCallbacksAreLiveOnly",
+    outcome: "fallback",
+    summary: "approval callbacks are live only: requests pending when their host goes away expire",
+  },
+  subagent_request_at_root: {
+    capability: "approvals.approvalsCanOriginateFromSubagents",
+    outcome: "fallback",
+    summary:
+      "the record says requests never come from subagents: one that does is a protocol warning, hung at the root",
+  },
+  turn_refs_as_evidence: {
+    capability: "identity.nativeTurnIds",
+    outcome: "fallback",
+    summary: "weak or no native turn ids: a turn ref is evidence, never trusted alone for routing or fencing",
+  },
+  plan_deltas_by_ordinal: {
+    capability: "planning.planDeltasHaveItemIds",
+    outcome: "fallback",
+    summary: "plan deltas carry no item ids: they go to the turn's live plan by ordinal",
+  },
 } as const satisfies Record<string, { capability: string; outcome: "fallback" | "refused"; summary: string }>;
 
 export type PolicyName = keyof typeof DEGRADATIONS;
