@@ -2,6 +2,7 @@ import { setup, type AnyStateMachine, type MachineSnapshot } from "xstate";
 import { getSimplePaths } from "xstate/graph";
 import { DEGRADATIONS, POLICY_NAMES, type PolicyName, type RuntimeOptions } from "../../src/index.js";
 import { logViolations, settledViolations } from "./invariants.js";
+import { SEED_FIELDS } from "./seed.js";
 import { World, type Flags } from "./world.js";
 
 /**
@@ -169,6 +170,74 @@ export async function runSuite(models: PolicyModel[], onPath?: (r: PathResult) =
     if (count > 0) covered += 1;
     lines.push(`${name.padEnd(28)} ${DEGRADATIONS[name].capability.padEnd(44)} ${count}`);
   }
-  lines.push("", `degradation transitions covered: ${covered}/${POLICY_NAMES.length}`);
   return { lines, failures: results.filter((r) => r.error), covered, total: POLICY_NAMES.length };
+}
+
+/** What a step's state expects, as far as it can be read without a world (policies that read only the flags). */
+function staticExpectation(state: MachineSnapshot<any, any, any, any, any, any, any, any>, flags: Flags) {
+  const expect = expectationOf(state);
+  let policies: readonly string[] = [];
+  try {
+    policies = typeof expect.policies === "function" ? expect.policies({ flags } as World) : (expect.policies ?? []);
+  } catch {
+    policies = ["(read from the world)"];
+  }
+  return { policies: [...policies].sort(), refused: expect.refused ?? null };
+}
+
+/** A path as the model expects it: each step's event, the state it reaches, the degradations and refusal there. */
+function describePath(steps: Array<{ state: any; event: { type: string } }>, flags: Flags): string {
+  return steps
+    .filter((s) => !s.event.type.startsWith("xstate."))
+    .map((s) => {
+      const { policies, refused } = staticExpectation(s.state, flags);
+      const notes = [...policies, ...(refused ? [`refused ${refused}`] : [])];
+      return `${s.event.type} → ${JSON.stringify(s.state.value)}${notes.length ? ` [${notes.join(", ")}]` : ""}`;
+    })
+    .join("; ");
+}
+
+/** The degradations some generated path of some model expects (the paths are replayed, so they are also observed). */
+export function expectedDegradations(models: PolicyModel[]): Set<string> {
+  const names = new Set<string>();
+  for (const model of models)
+    for (const flags of combinations(model.reads))
+      for (const path of pathsOf(model, flags))
+        for (const step of path.steps) for (const p of staticExpectation(step.state, flags).policies) names.add(p);
+  return names;
+}
+
+export interface FieldGovernance {
+  field: string;
+  /** How flipping the field changes a model's expected path, or null when no model shows a change. */
+  shownBy: { model: string; flag: string; from: string; to: string; path: string; instead: string } | null;
+}
+
+/**
+ * For every field of the seed's record: a model that reads it and a generated path that
+ * changes when only that field flips (a different state, degradation or refusal). Every path
+ * is replayed against the real runtime, so the change is the runtime's behaviour, not the model's.
+ */
+export function fieldGovernance(models: PolicyModel[]): FieldGovernance[] {
+  return SEED_FIELDS.map((field) => ({ field, shownBy: firstChange(models, field) }));
+}
+
+function firstChange(models: PolicyModel[], field: string): FieldGovernance["shownBy"] {
+  for (const model of models) {
+    for (const flag of Object.keys(model.reads).filter((k) => k.split(".").slice(1).join(".") === field)) {
+      for (const flags of combinations(model.reads)) {
+        const mine = pathsOf(model, flags).map((p) => describePath(p.steps as never, flags));
+        for (const other of model.reads[flag]!.filter((v) => v !== flags[flag])) {
+          const flipped = { ...flags, [flag]: other };
+          const theirs = pathsOf(model, flipped).map((p) => describePath(p.steps as never, flipped));
+          const changed = mine.find((p) => !theirs.includes(p));
+          if (changed === undefined) continue;
+          const events = (p: string) => p.replace(/ → [^;]*/g, "");
+          const instead = theirs.find((p) => events(p) === events(changed)) ?? "(no such path)";
+          return { model: model.name, flag, from: String(flags[flag]), to: String(other), path: changed, instead };
+        }
+      }
+    }
+  }
+  return null;
 }

@@ -1,15 +1,6 @@
-import {
-  canInterrupt,
-  canQueueNatively,
-  canSteerByInterruptRestart,
-  canSteerNatively,
-  canSwitchModelInSession,
-  closesMessagesAtRootTerminal,
-  hasStructuredApprovals,
-  reportsTurnTerminals,
-} from "../../../src/index.js";
+import { record, seed } from "../seed.js";
 import { modelMachine, type PolicyModel } from "../suite.js";
-import { capsOf, type World } from "../world.js";
+import type { World } from "../world.js";
 
 /**
  * Models of the policies a single run meets: interrupt, steer, queue, terminals, messages, approvals, artifacts, model
@@ -33,8 +24,9 @@ export const interruptModel: PolicyModel = {
   machine: modelMachine(
     "interrupt",
     {
-      canInterrupt: (f) => canInterrupt(capsOf(f)),
-      mayStopSession: (f) => f["runtime.allowSessionStopInterrupt"] === true,
+      canInterrupt: (f) => seed.interrupt(record(f), false) === "native",
+      mayStopSession: (f) =>
+        seed.interrupt(record(f), f["runtime.allowSessionStopInterrupt"] === true) === "stop_session",
     },
     {
       idle: { on: { SEND: "running" } },
@@ -78,8 +70,8 @@ export const steerModel: PolicyModel = {
   machine: modelMachine(
     "steer",
     {
-      canSteerNatively: (f) => canSteerNatively(capsOf(f)),
-      canSteerByInterruptRestart: (f) => canSteerByInterruptRestart(capsOf(f)),
+      canSteerNatively: (f) => seed.steer(record(f)) === "native",
+      canSteerByInterruptRestart: (f) => seed.steer(record(f)) === "interrupt_restart",
     },
     {
       idle: { on: { SEND: "running" } },
@@ -126,7 +118,7 @@ export const queueModel: PolicyModel = {
   reads: { "main.turns.supportsQueuedMessages": B },
   machine: modelMachine(
     "queue",
-    { canQueueNatively: (f) => canQueueNatively(capsOf(f)) },
+    { canQueueNatively: (f) => seed.queue(record(f)) === "provider" },
     {
       idle: { on: { SEND: "running" } },
       running: {
@@ -157,8 +149,8 @@ export const terminalModel: PolicyModel = {
   machine: modelMachine(
     "terminals",
     {
-      reportsTurnTerminals: (f) => reportsTurnTerminals(capsOf(f)),
-      strong: (f) => capsOf(f).turns.terminalStatusQuality === "strong",
+      reportsTurnTerminals: (f) => seed.terminal(record(f)) !== "inferred",
+      strong: (f) => seed.terminal(record(f)) === "strong",
     },
     {
       idle: { on: { SEND: "running" } },
@@ -183,7 +175,7 @@ export const messageModel: PolicyModel = {
   reads: { "main.streaming.emitsMessageCompleted": B, "main.streaming.streamsAssistantText": B },
   machine: modelMachine(
     "messages",
-    { closedByRuntime: (f) => closesMessagesAtRootTerminal(capsOf(f)) && capsOf(f).streaming.streamsAssistantText },
+    { closedByRuntime: (f) => seed.closesMessagesAtTerminal(record(f)) },
     {
       idle: { on: { SEND: "running" } },
       running: {
@@ -224,8 +216,8 @@ export const approvalModel: PolicyModel = {
   machine: modelMachine(
     "approvals",
     {
-      asksForCommands: (f) => capsOf(f).approvals.supportsCommandApproval,
-      hasStructuredApprovals: (f) => hasStructuredApprovals(capsOf(f)),
+      asksForCommands: (f) => seed.asksForCommands(record(f)),
+      hasStructuredApprovals: (f) => seed.approvals(record(f)) === "structured",
     },
     {
       idle: {
@@ -335,7 +327,7 @@ export const modelSwitchModel: PolicyModel = {
   reads: { "main.sessions.supportsModelSwitchInSession": B },
   machine: modelMachine(
     "modelSwitch",
-    { canSwitchModelInSession: (f) => canSwitchModelInSession(capsOf(f)) },
+    { canSwitchModelInSession: (f) => seed.modelSwitch(record(f)) === "in_session" },
     {
       idle: { on: { SEND: "running" } },
       running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "first" } },

@@ -3,15 +3,9 @@ import { existsSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  canForkNatively,
-  canRollbackProvider,
-  canVerifyProviderRollback,
-  requestsSurviveRestart,
-} from "../../../src/index.js";
-import { contextDelivery as contextDeliveryOf } from "../../../src/runtime/handoff.js";
+import { record, seed } from "../seed.js";
 import { modelMachine, type PolicyModel } from "../suite.js";
-import { capsOf, World, type Flags } from "../world.js";
+import { World, type Flags } from "../world.js";
 
 /** Models of the policies a thread meets: fork, rollback, nested checkpoints, provider switch, request expiry. */
 
@@ -48,7 +42,10 @@ export const forkModel: PolicyModel = {
   reads: { "main.threads.canForkThread": B, "main.threads.canForkFromTurn": B },
   machine: modelMachine(
     "fork",
-    { forksLatest: (f) => canForkNatively(capsOf(f), false), forksInside: (f) => canForkNatively(capsOf(f), true) },
+    {
+      forksLatest: (f) => seed.forksNatively(record(f), false),
+      forksInside: (f) => seed.forksNatively(record(f), true),
+    },
     {
       ...twoRuns({ FORK: "forkedLatest", FORK_INSIDE: "forkedInside" }, { FORK: "forkRefused" }),
       forkRefused: { meta: { expect: { refused: "conflict" } }, on: { FINISH: "two" } },
@@ -92,6 +89,10 @@ export const forkModel: PolicyModel = {
   },
 };
 
+/** The app can restore files: checkpoints are on and the provider's working tree can be checkpointed. */
+const hasCheckpoint = (f: Flags) =>
+  f["runtime.checkpoints"] === true && record(f).on("checkpointing.appCanCheckpointFilesystem");
+
 const filesAfterRun1 = (w: World) => existsSync(join(w.cwd, "file-1.txt")) && !existsSync(join(w.cwd, "file-2.txt"));
 
 export const rollbackModel: PolicyModel = {
@@ -105,9 +106,9 @@ export const rollbackModel: PolicyModel = {
   machine: modelMachine(
     "rollback",
     {
-      canRollbackProvider: (f) => canRollbackProvider(capsOf(f)),
-      verifiesRollback: (f) => canRollbackProvider(capsOf(f)) && canVerifyProviderRollback(capsOf(f)),
-      hasCheckpoint: (f) => f["runtime.checkpoints"] === true && capsOf(f).checkpointing.appCanCheckpointFilesystem,
+      canRollbackProvider: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "trusted",
+      verifiesRollback: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "verified",
+      hasCheckpoint: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "divergent",
     },
     {
       ...twoRuns(
@@ -214,7 +215,7 @@ export const nestedCheckpointModel: PolicyModel = {
   reads: { "main.checkpointing.supportsNestedCheckpointScopes": B, "runtime.checkpoints": [true] },
   machine: modelMachine(
     "nested",
-    { nested: (f) => capsOf(f).checkpointing.supportsNestedCheckpointScopes },
+    { nested: (f) => seed.nestedCheckpoints(record(f)) },
     {
       idle: { on: { SEND: [{ guard: "nested", target: "nestedScope" }, { target: "rootOnly" }] } },
       nestedScope: {
@@ -279,9 +280,9 @@ export const providerSwitchModel: PolicyModel = {
   machine: modelMachine(
     "providerSwitch",
     {
-      bTakesContext: (f) => ["developer", "system"].includes(contextDeliveryOf(capsOf(f, "b")) ?? ""),
-      bTakesUserContext: (f) => contextDeliveryOf(capsOf(f, "b")) === "synthetic_user",
-      aTakesDelta: (f) => capsOf(f, "a").context.supportsDeltaHandoff,
+      bTakesContext: (f) => ["developer", "system"].includes(seed.delivery(record(f, "b"))),
+      bTakesUserContext: (f) => seed.delivery(record(f, "b")) === "synthetic_user",
+      aTakesDelta: (f) => seed.returnsWithDelta(record(f, "a")),
     },
     {
       idle: { on: { SEND: "r1" } },
@@ -300,7 +301,10 @@ export const providerSwitchModel: PolicyModel = {
         meta: {
           expect: {
             until: runIs("running"),
-            check: (w: World) => must(bReceived(w) !== "synthetic_user", "context went in as a user message"),
+            check: (w: World) => {
+              const wanted = seed.delivery(record(w.flags, "b"));
+              must(bReceived(w) === wanted, `b got ${bReceived(w)} context, the seed says ${wanted}`);
+            },
           },
         },
         on: { FINISH: "doneB" },
@@ -397,7 +401,7 @@ export const requestExpiryModel: PolicyModel = {
   open: crashedWorld,
   machine: modelMachine(
     "requestExpiry",
-    { survives: (f) => requestsSurviveRestart(capsOf(f)) },
+    { survives: (f) => seed.requestsSurviveRestart(record(f)) },
     {
       idle: { on: { RECOVERED: [{ guard: "survives", target: "recovered" }, { target: "expired" }] } },
       recovered: { meta: { expect: { until: runIs("cancelled") } }, on: { RESPOND: "notResumable" } },

@@ -1,0 +1,216 @@
+import type { Flags } from "./world.js";
+
+/**
+ * What the capability seed (`../shared/seeds/provider-capability-system.md`) and Tiller's
+ * degradation table (docs/degradations.md) say a record makes the runtime do, written here
+ * from those texts and never imported from `src/`: a predicate that goes wrong in the runtime
+ * then disagrees with the model instead of moving the expectation along with the behaviour.
+ *
+ * A record is read from the path's flags: `<target>.<group>.<field>`, and where a path does not
+ * set a field, the value the model world's base record gives it (`BASE`, below; the same
+ * values as the scripted provider's full record, restated here so they are the model's own).
+ */
+
+type Value = boolean | string | number | null;
+
+/** The base record of a model world, per field (the full record: everything a provider could offer). */
+const BASE: Record<string, Value> = {
+  "sessions.supportsMultipleProviderThreadsPerSession": true,
+  "sessions.supportsModelSwitchInSession": true,
+  "sessions.supportsProviderSwitchingViaHandoff": true,
+  "sessions.supportsRuntimeModeSwitchInSession": true,
+  "sessions.pendingRequestsSurviveRestart": false,
+  "threads.canCreateEmptyThread": true,
+  "threads.canReadThreadSnapshot": true,
+  "threads.canRollbackThread": true,
+  "threads.canForkThread": true,
+  "threads.canForkFromTurn": true,
+  "threads.canForkFromSubagentThread": true,
+  "threads.exposesNativeThreadId": true,
+  "turns.exposesNativeTurnId": true,
+  "turns.emitsTurnStarted": true,
+  "turns.emitsTurnCompleted": true,
+  "turns.supportsInterrupt": true,
+  "turns.supportsActiveSteering": true,
+  "turns.supportsSteeringByInterruptRestart": true,
+  "turns.supportsQueuedMessages": false,
+  "turns.terminalStatusQuality": "strong",
+  "streaming.streamsAssistantText": true,
+  "streaming.streamsReasoning": true,
+  "streaming.streamsToolOutput": true,
+  "streaming.streamsPlanText": true,
+  "streaming.emitsMessageCompleted": true,
+  "tools.exposesToolItemIds": true,
+  "tools.emitsToolStarted": true,
+  "tools.emitsToolCompleted": true,
+  "tools.emitsToolOutput": true,
+  "tools.supportsMcpTools": false,
+  "tools.supportsDynamicToolCallbacks": false,
+  "approvals.supportsCommandApproval": true,
+  "approvals.supportsFileReadApproval": false,
+  "approvals.supportsFileChangeApproval": true,
+  "approvals.supportsApplyPatchApproval": true,
+  "approvals.approvalsHaveNativeRequestIds": true,
+  "approvals.approvalCallbacksAreLiveOnly": true,
+  "approvals.approvalsCanOriginateFromSubagents": true,
+  "planning.emitsPlanUpdated": true,
+  "planning.emitsTodoList": true,
+  "planning.emitsProposedPlan": true,
+  "planning.supportsStructuredQuestions": true,
+  "planning.planDeltasHaveItemIds": true,
+  "subagents.supportsSubagents": true,
+  "subagents.exposesSubagentThreadIds": true,
+  "subagents.emitsSubagentLifecycle": true,
+  "subagents.canWaitForSubagents": true,
+  "subagents.canCloseSubagents": true,
+  "subagents.canForkSubagentThread": false,
+  "context.acceptsSystemContext": true,
+  "context.acceptsDeveloperContext": true,
+  "context.acceptsSyntheticUserContext": true,
+  "context.canGenerateSummaries": false,
+  "context.canConsumeHandoffSummaries": true,
+  "context.supportsDeltaHandoff": true,
+  "context.supportsFullThreadHandoff": true,
+  "context.maxRecommendedHandoffChars": 16_000,
+  "checkpointing.appCanCheckpointFilesystem": true,
+  "checkpointing.supportsNestedCheckpointScopes": false,
+  "checkpointing.providerCanRollbackConversation": true,
+  "checkpointing.providerRollbackReturnsSnapshot": true,
+  "checkpointing.providerCanReadConversationSnapshot": true,
+  "identity.nativeThreadIds": "strong",
+  "identity.nativeTurnIds": "strong",
+  "identity.nativeItemIds": "strong",
+  "identity.nativeRequestIds": "strong",
+};
+
+/** Every field of the seed's record, as `group.field` (66 of them). */
+export const SEED_FIELDS = Object.keys(BASE);
+
+/** One target's record as the seed's fields, read from a path's flags. */
+export class SeedRecord {
+  constructor(
+    private readonly flags: Flags,
+    private readonly target = "main",
+  ) {}
+
+  get(field: string): Value {
+    const key = `${this.target}.${field}`;
+    if (key in this.flags) return this.flags[key]!;
+    if (!(field in BASE)) throw new Error(`the seed has no field ${field}`);
+    return BASE[field]!;
+  }
+
+  on(field: string): boolean {
+    return this.get(field) === true;
+  }
+}
+
+export const record = (flags: Flags, target = "main") => new SeedRecord(flags, target);
+
+/**
+ * The seed's policies, one function per decision. Each cites the sentence of the seed (or
+ * the degradation table) it encodes.
+ */
+export const seed = {
+  /** "interrupt unsupported -> stop session if allowed, otherwise mark unsupported". */
+  interrupt(r: SeedRecord, stopAllowed: boolean): "native" | "stop_session" | "unsupported" {
+    if (r.on("turns.supportsInterrupt")) return "native";
+    return stopAllowed ? "stop_session" : "unsupported";
+  },
+
+  /**
+   * "supportsActiveSteering means the provider can modify an in-flight turn directly";
+   * "active steering unsupported -> interrupt active turn and restart the run as a steering
+   * replacement attempt" — which needs an interrupt, and the provider's consent to it.
+   */
+  steer(r: SeedRecord): "native" | "interrupt_restart" | "unsupported" {
+    if (r.on("turns.supportsActiveSteering")) return "native";
+    if (r.on("turns.supportsSteeringByInterruptRestart") && r.on("turns.supportsInterrupt")) return "interrupt_restart";
+    return "unsupported";
+  },
+
+  /** A provider that queues follow-ups takes them itself; otherwise the runtime holds them to the turn boundary. */
+  queue(r: SeedRecord): "provider" | "runtime" {
+    return r.on("turns.supportsQueuedMessages") ? "provider" : "runtime";
+  },
+
+  /**
+   * "If terminalStatusQuality is weak, ... use adapter policy to infer terminal state, but
+   * still mark correlation strength accordingly"; with no turn terminal at all the runtime infers it.
+   */
+  terminal(r: SeedRecord): "strong" | "weak" | "inferred" {
+    if (!r.on("turns.emitsTurnCompleted")) return "inferred";
+    return r.get("turns.terminalStatusQuality") === "strong" ? "strong" : "weak";
+  },
+
+  /** "If message completion is not emitted, the normalizer closes assistant messages at root run terminal." */
+  closesMessagesAtTerminal(r: SeedRecord): boolean {
+    return !r.on("streaming.emitsMessageCompleted") && r.on("streaming.streamsAssistantText");
+  },
+
+  /** "structured approvals unsupported -> provider runs under configured sandbox policy; no approval UI". */
+  approvals(r: SeedRecord): "structured" | "sandbox_only" {
+    const kinds = ["Command", "FileRead", "FileChange", "ApplyPatch"];
+    return kinds.some((k) => r.on(`approvals.supports${k}Approval`)) ? "structured" : "sandbox_only";
+  },
+
+  /** Asks before a command runs. */
+  asksForCommands(r: SeedRecord): boolean {
+    return r.on("approvals.supportsCommandApproval");
+  },
+
+  /** "If model switching is unsupported, start a new provider session." */
+  modelSwitch(r: SeedRecord): "in_session" | "new_session" {
+    return r.on("sessions.supportsModelSwitchInSession") ? "in_session" : "new_session";
+  },
+
+  /** "fork unsupported -> synthetic fork from app projection"; a fork from inside a thread needs fork-from-turn. */
+  forksNatively(r: SeedRecord, fromInside: boolean): boolean {
+    return r.on("threads.canForkThread") && (!fromInside || r.on("threads.canForkFromTurn"));
+  },
+
+  /**
+   * "If provider rollback is unsupported, filesystem rollback can still happen, but provider
+   * conversation state must be restarted or marked divergent." A rollback is checked when the
+   * provider returns or lets the runtime read the conversation afterwards; otherwise it is trusted.
+   */
+  rollback(r: SeedRecord, hasCheckpoint: boolean): "verified" | "trusted" | "divergent" | "unsupported" {
+    if (r.on("threads.canRollbackThread")) {
+      const readable =
+        r.on("threads.canReadThreadSnapshot") && r.on("checkpointing.providerCanReadConversationSnapshot");
+      return readable ? "verified" : "trusted";
+    }
+    return hasCheckpoint ? "divergent" : "unsupported";
+  },
+
+  /** "nested checkpoint unsupported -> capture only root-run checkpoint and record child filesystem activity as uncheckpointed". */
+  nestedCheckpoints(r: SeedRecord): boolean {
+    return r.on("checkpointing.supportsNestedCheckpointScopes");
+  },
+
+  /**
+   * How a handoff reaches a provider: developer context first (the instructions channel a
+   * coding agent reads as the app's), then system context, then — "provider switching should
+   * require synthetic user context or be marked unsupported" — a user message, else refused.
+   */
+  delivery(r: SeedRecord): "developer" | "system" | "synthetic_user" | "refused" {
+    if (r.on("context.acceptsDeveloperContext")) return "developer";
+    if (r.on("context.acceptsSystemContext")) return "system";
+    if (r.on("context.acceptsSyntheticUserContext")) return "synthetic_user";
+    return "refused";
+  },
+
+  /**
+   * "If supportsDeltaHandoff is available, return to a previous provider thread with a summary
+   * of only off-provider runs. If delta handoff is unsupported ..., create a new provider thread
+   * with a full thread summary."
+   */
+  returnsWithDelta(r: SeedRecord): boolean {
+    return r.on("context.supportsDeltaHandoff");
+  },
+
+  /** "If pending requests do not survive restart, mark old requests not_resumable." */
+  requestsSurviveRestart(r: SeedRecord): boolean {
+    return r.on("sessions.pendingRequestsSurviveRestart");
+  },
+};
