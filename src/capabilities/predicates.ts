@@ -83,10 +83,14 @@ export const hasStructuredApprovals = (c: Caps): boolean =>
   c.approvals.supportsFileChangeApproval ||
   c.approvals.supportsApplyPatchApproval;
 
-/** The provider takes context other than a user message (for handoffs and rebuilds). */
-export const acceptsExplicitContext = (c: Caps): boolean =>
-  c.context.acceptsSystemContext || c.context.acceptsDeveloperContext || c.context.canConsumeHandoffSummaries;
+/** The provider takes part in switching: a conversation may move to it from another provider, or away from it. */
+export const switchesProvidersViaHandoff = (c: Caps): boolean => c.sessions.supportsProviderSwitchingViaHandoff;
 
-/** A handoff can still be delivered, as synthetic user context if nothing else. */
-export const canReceiveHandoff = (c: Caps): boolean =>
-  acceptsExplicitContext(c) || c.context.acceptsSyntheticUserContext;
+/** The provider can continue a conversation from a summary of runs it did not see (else only from its own turns). */
+export const consumesHandoffSummaries = (c: Caps): boolean => c.context.canConsumeHandoffSummaries;
+
+/** A thread that saw part of the conversation can be told only what it missed. */
+export const takesDeltaHandoff = (c: Caps): boolean => c.context.supportsDeltaHandoff;
+
+/** A fresh thread can be told the whole conversation so far. */
+export const takesFullThreadHandoff = (c: Caps): boolean => c.context.supportsFullThreadHandoff;

@@ -1,4 +1,9 @@
 import { createActor, setup, type AnyStateMachine } from "xstate";
+import {
+  consumesHandoffSummaries,
+  switchesProvidersViaHandoff,
+  takesFullThreadHandoff,
+} from "../capabilities/predicates.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { PolicyName } from "./policies.js";
 
@@ -48,5 +53,55 @@ export const contextDeliveryPolicy = setup({
     system: { type: "final" },
     synthetic_user: { type: "final", meta: { policy: "handoff_as_user_context" } },
     refused: { type: "final", meta: { policy: "handoff_unsupported" } },
+  },
+});
+
+/** What the next turn on a target must be told: nothing, what its thread missed, or the whole conversation. */
+export type HandoffNeed = "none" | "delta" | "full";
+
+export interface HandoffAdmissionInput {
+  /** The record of the target the conversation is on now (null when no run of it reached a provider). */
+  from: ProviderCapabilities | null;
+  to: ProviderCapabilities;
+  /** The conversation moves to another target. */
+  switching: boolean;
+  need: HandoffNeed;
+}
+
+/**
+ * Whether a run may go to a target that must be told the conversation, decided before anything
+ * is recorded for it: every refusal is a final state named by its policy. A switch needs both
+ * providers to take part in switching; a summary needs a provider that can consume one; a
+ * whole-conversation summary needs one that takes full handoffs. How the context is then
+ * delivered is the delivery policy's decision.
+ */
+export const handoffAdmissionPolicy = setup({
+  types: { context: {} as HandoffAdmissionInput, input: {} as HandoffAdmissionInput },
+  guards: {
+    nothingToTell: ({ context }) => context.need === "none",
+    switchUnsupported: ({ context }) =>
+      context.switching &&
+      !(switchesProvidersViaHandoff(context.to) && (!context.from || switchesProvidersViaHandoff(context.from))),
+    summariesUnsupported: ({ context }) => !consumesHandoffSummaries(context.to),
+    fullUnsupported: ({ context }) => context.need === "full" && !takesFullThreadHandoff(context.to),
+  },
+}).createMachine({
+  id: "handoffAdmissionPolicy",
+  context: ({ input }) => input,
+  initial: "deciding",
+  states: {
+    deciding: {
+      always: [
+        { guard: "nothingToTell", target: "admitted" },
+        { guard: "switchUnsupported", target: "switchRefused" },
+        { guard: "summariesUnsupported", target: "summaryRefused" },
+        { guard: "fullUnsupported", target: "fullRefused" },
+        { target: "admitted" },
+      ],
+    },
+    admitted: { type: "final" },
+    switchRefused: { type: "final", meta: { policy: "provider_switch_unsupported" } },
+    summaryRefused: { type: "final", meta: { policy: "handoff_summary_unsupported" } },
+    fullRefused: { type: "final", meta: { policy: "full_handoff_unsupported" } },
   },
 });

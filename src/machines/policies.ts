@@ -117,6 +117,21 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "requests pending when their session restarts expire as not_resumable",
   },
+  provider_switch_unsupported: {
+    capability: "sessions.supportsProviderSwitchingViaHandoff",
+    outcome: "refused",
+    summary: "a provider that takes no part in switching: the conversation cannot move to it or away from it",
+  },
+  handoff_summary_unsupported: {
+    capability: "context.canConsumeHandoffSummaries",
+    outcome: "refused",
+    summary: "the provider cannot continue from a summary: it cannot be handed a conversation it has not seen",
+  },
+  full_handoff_unsupported: {
+    capability: "context.supportsFullThreadHandoff",
+    outcome: "refused",
+    summary: "the provider takes no whole-conversation summary: a fresh thread there cannot be told the conversation",
+  },
   assistant_text_at_completion: {
     capability: "streaming.streamsAssistantText",
     outcome: "fallback",

@@ -2,11 +2,11 @@ import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { HandoffContext } from "../adapters/contract.js";
 import { CapabilityUnsupportedError } from "../domain/errors.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
-import { canForkNatively } from "../capabilities/predicates.js";
-import { contextDeliveryPolicy, decide } from "../machines/contextPolicy.js";
+import { canForkNatively, takesDeltaHandoff } from "../capabilities/predicates.js";
+import { contextDeliveryPolicy, decide, handoffAdmissionPolicy, type HandoffNeed } from "../machines/contextPolicy.js";
 import { forksNatively, type ForkSituation } from "../machines/providerThread.js";
 import { policyEvent } from "../machines/emitted.js";
-import { DEGRADATIONS } from "../machines/policies.js";
+import { DEGRADATIONS, type PolicyName } from "../machines/policies.js";
 import {
   isTerminalRunStatus,
   Projections,
@@ -63,12 +63,7 @@ export function contextDelivery(caps: ProviderCapabilities): HandoffContext["del
 
 /** A provider that takes no context at all cannot continue a conversation it has not seen: a typed refusal. */
 export function handoffRefusal(target: string): CapabilityUnsupportedError {
-  const capability = DEGRADATIONS.handoff_unsupported.capability;
-  return new CapabilityUnsupportedError(
-    capability,
-    `${target} accepts no explicit context, so it cannot be handed this conversation`,
-    { fallback: "refused", policy: "handoff_unsupported" },
-  );
+  return refusal("handoff_unsupported", target, null);
 }
 
 /**
@@ -102,14 +97,18 @@ export function historyRuns(
   return [...inherited, ...settled.slice(0, cut)];
 }
 
-/** Would a turn of this app thread on this target have to be told runs it never saw? */
-export function needsHandoff(
+/**
+ * What a turn of this app thread on this target would have to be told of runs it never saw:
+ * nothing, only what its provider thread missed, or the whole conversation (a fresh or
+ * divergent thread, or one that takes no deltas and so is replaced by a fresh one).
+ */
+export function handoffNeed(
   views: Projections,
   threadId: string,
   providerTarget: string,
   capabilities: ProviderCapabilities,
   adapterForks: boolean,
-): boolean {
+): HandoffNeed {
   const history = historyRuns(views, threadId);
   const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, providerTarget));
   const transfer = views.pendingTransfer(threadId);
@@ -119,10 +118,62 @@ export function needsHandoff(
     transfer &&
     forksNatively(forkSituation(views, providerTarget, transfer, capabilities, adapterForks).situation)
   )
-    return false;
-  if (!stored || stored.divergent) return history.length > 0;
+    return "none";
+  if (!stored || stored.divergent) return history.length > 0 ? "full" : "none";
   const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
-  return history.some((r) => !stored.seenRunIds.has(r.runId) && !(stored.origin === "forked" && !own.has(r.runId)));
+  const unseen = history.some(
+    (r) => !stored.seenRunIds.has(r.runId) && !(stored.origin === "forked" && !own.has(r.runId)),
+  );
+  if (!unseen) return "none";
+  return stored.seenRunIds.size > 0 && takesDeltaHandoff(capabilities) ? "delta" : "full";
+}
+
+/** The target the app thread's conversation is on: the one its latest run that reached a provider ran on. */
+export function conversationTarget(views: Projections, threadId: string): string | null {
+  return historyRuns(views, threadId).at(-1)?.providerTarget ?? null;
+}
+
+/** The admission policy's refusal for telling a provider the conversation without a switch, or null. */
+function admissionRefusal(to: ProviderCapabilities, need: HandoffNeed, target: string) {
+  const { policy } = decide(handoffAdmissionPolicy, { from: null, to, switching: false, need });
+  return policy ? refusal(policy, target, null) : null;
+}
+
+function refusal(policy: PolicyName, to: string, from: string | null): CapabilityUnsupportedError {
+  const why: Partial<Record<PolicyName, string>> = {
+    provider_switch_unsupported: `the conversation cannot move from ${from} to ${to}: one of them takes no part in provider switching`,
+    handoff_summary_unsupported: `${to} cannot continue from a summary of a conversation it has not seen`,
+    full_handoff_unsupported: `${to} cannot be told a whole conversation, and its thread there has seen none of it`,
+    handoff_unsupported: `${to} accepts no explicit context, so it cannot be handed this conversation`,
+  };
+  return new CapabilityUnsupportedError(DEGRADATIONS[policy].capability, why[policy] ?? DEGRADATIONS[policy].summary, {
+    fallback: "refused",
+    policy,
+  });
+}
+
+/**
+ * Whether a run may go to `to`, decided before anything is recorded for it (the admission
+ * policy, then the delivery policy): null when it may, else the typed refusal and its policy.
+ */
+export function handoffRefusalFor(
+  views: Projections,
+  threadId: string,
+  to: { id: string; capabilities: ProviderCapabilities; adapterForks: boolean },
+  recordOf: (target: string) => ProviderCapabilities | null,
+): CapabilityUnsupportedError | null {
+  const need = handoffNeed(views, threadId, to.id, to.capabilities, to.adapterForks);
+  const fromTarget = conversationTarget(views, threadId);
+  const from = fromTarget && fromTarget !== to.id ? recordOf(fromTarget) : null;
+  const admission = decide(handoffAdmissionPolicy, {
+    from,
+    to: to.capabilities,
+    switching: fromTarget !== null && fromTarget !== to.id,
+    need,
+  });
+  const policy =
+    admission.policy ?? (need !== "none" && !contextDelivery(to.capabilities) ? "handoff_unsupported" : null);
+  return policy ? refusal(policy, to.id, fromTarget) : null;
 }
 
 export interface ContextInput {
@@ -167,6 +218,10 @@ export function contextForNextTurn(input: ContextInput): HandoffContext | null {
       (onlyInherited && views.transfers.get(threadId)?.resolution === "portable" ? "fork" : "provider_switch"));
   const kind: HandoffContext["kind"] =
     reason === "fork" ? "fork" : reason === "provider_switch" ? "handoff" : "rebuild";
+  // A thread rebuilt or replaced here (no switch: that was admitted before the run was recorded)
+  // still needs a provider that can be told the conversation.
+  const refused = admissionRefusal(capabilities, delta ? "delta" : "full", providerThread.providerTarget);
+  if (refused) throw refused;
   const delivery = contextDelivery(capabilities);
   if (!delivery) throw handoffRefusal(providerThread.providerTarget);
   const unconsumed =

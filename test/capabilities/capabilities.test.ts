@@ -423,8 +423,10 @@ describe("capability predicates", () => {
     "closesMessagesAtRootTerminal",
     "supportsApprovalFor",
     "hasStructuredApprovals",
-    "acceptsExplicitContext",
-    "canReceiveHandoff",
+    "switchesProvidersViaHandoff",
+    "consumesHandoffSummaries",
+    "takesDeltaHandoff",
+    "takesFullThreadHandoff",
   ];
 
   it("canSteerNatively is turns.supportsActiveSteering", () => {
@@ -587,40 +589,11 @@ describe("capability predicates", () => {
     );
   });
 
-  it(
-    "acceptsExplicitContext when system, developer or handoff-summary " +
-      "context is accepted (synthetic user context does not count)",
-    () => {
-      const rows: Row[] = bools(4).map(([system, developer, summaries, synthetic]) => ({
-        overrides: {
-          context: {
-            acceptsSystemContext: system!,
-            acceptsDeveloperContext: developer!,
-            canConsumeHandoffSummaries: summaries!,
-            acceptsSyntheticUserContext: synthetic!,
-          },
-        },
-        expected: system! || developer! || summaries!,
-        label: `system=${system} developer=${developer} summaries=${summaries} synthetic=${synthetic}`,
-      }));
-      check(predicates.acceptsExplicitContext, rows);
-    },
-  );
-
-  it("canReceiveHandoff through explicit context or, failing that, synthetic user context", () => {
-    const rows: Row[] = bools(4).map(([system, developer, summaries, synthetic]) => ({
-      overrides: {
-        context: {
-          acceptsSystemContext: system!,
-          acceptsDeveloperContext: developer!,
-          canConsumeHandoffSummaries: summaries!,
-          acceptsSyntheticUserContext: synthetic!,
-        },
-      },
-      expected: system! || developer! || summaries! || synthetic!,
-      label: `system=${system} developer=${developer} summaries=${summaries} synthetic=${synthetic}`,
-    }));
-    check(predicates.canReceiveHandoff, rows);
+  it("the handoff predicates are their seed fields", () => {
+    check(predicates.switchesProvidersViaHandoff, single("sessions", "supportsProviderSwitchingViaHandoff"));
+    check(predicates.consumesHandoffSummaries, single("context", "canConsumeHandoffSummaries"));
+    check(predicates.takesDeltaHandoff, single("context", "supportsDeltaHandoff"));
+    check(predicates.takesFullThreadHandoff, single("context", "supportsFullThreadHandoff"));
   });
 
   it("every exported predicate is covered above", () => {

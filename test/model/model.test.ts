@@ -26,7 +26,6 @@ for (const model of models) {
 /** Fields no model path shows governing behaviour yet. */
 const NOT_YET_SHOWN: string[] = [
   "sessions.supportsMultipleProviderThreadsPerSession",
-  "sessions.supportsProviderSwitchingViaHandoff",
   "sessions.supportsRuntimeModeSwitchInSession",
   "threads.canCreateEmptyThread",
   "threads.canReadThreadSnapshot",
@@ -56,8 +55,6 @@ const NOT_YET_SHOWN: string[] = [
   "subagents.canCloseSubagents",
   "subagents.canForkSubagentThread",
   "context.canGenerateSummaries",
-  "context.canConsumeHandoffSummaries",
-  "context.supportsFullThreadHandoff",
   "context.maxRecommendedHandoffChars",
   "checkpointing.providerCanRollbackConversation",
   "checkpointing.providerRollbackReturnsSnapshot",

@@ -213,4 +213,28 @@ export const seed = {
   requestsSurviveRestart(r: SeedRecord): boolean {
     return r.on("sessions.pendingRequestsSurviveRestart");
   },
+
+  /**
+   * Provider switching "via handoff": the conversation moves only between providers that both
+   * take part in it; a provider that cannot consume handoff summaries cannot be told a
+   * conversation it has not seen; one without full-thread handoff cannot be told the whole
+   * conversation on a fresh thread. Each is a typed refusal, before the run is recorded.
+   */
+  handoffAdmission(
+    from: SeedRecord | null,
+    to: SeedRecord,
+    need: "delta" | "full",
+  ): "admitted" | "switch_refused" | "summary_refused" | "full_refused" {
+    const switching = from !== null;
+    if (
+      switching &&
+      !(
+        from.on("sessions.supportsProviderSwitchingViaHandoff") && to.on("sessions.supportsProviderSwitchingViaHandoff")
+      )
+    )
+      return "switch_refused";
+    if (!to.on("context.canConsumeHandoffSummaries")) return "summary_refused";
+    if (need === "full" && !to.on("context.supportsFullThreadHandoff")) return "full_refused";
+    return "admitted";
+  },
 };

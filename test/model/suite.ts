@@ -232,12 +232,23 @@ function firstChange(models: PolicyModel[], field: string): FieldGovernance["sho
           const theirs = pathsOf(model, flipped).map((p) => describePath(p.steps as never, flipped));
           const changed = mine.find((p) => !theirs.includes(p));
           if (changed === undefined) continue;
-          const events = (p: string) => p.replace(/ → [^;]*/g, "");
-          const instead = theirs.find((p) => events(p) === events(changed)) ?? "(no such path)";
+          const instead = closest(theirs, changed);
           return { model: model.name, flag, from: String(flags[flag]), to: String(other), path: changed, instead };
         }
       }
     }
   }
   return null;
+}
+
+/** The path that shares the longest run of events with `path` (where the flipped field sends it elsewhere). */
+function closest(paths: string[], path: string): string {
+  const events = (p: string) => p.split("; ").map((step) => step.split(" → ")[0]);
+  const shared = (p: string) => {
+    const [a, b] = [events(p), events(path)];
+    let n = 0;
+    while (n < a.length && a[n] === b[n]) n += 1;
+    return n;
+  };
+  return paths.reduce((best, p) => (shared(p) > shared(best) ? p : best), paths[0] ?? "(no path)");
 }

@@ -160,4 +160,26 @@ describe("handoffs on provider switches", () => {
       }
     },
   );
+
+  it("a thread rebuilt on a provider that cannot consume summaries fails its run typed, never sends it uninformed", async () => {
+    const first = await openTestRuntime({ alpha: createScriptedAdapter() });
+    const { threadId } = await first.rt.createThread({ providerTarget: "alpha" });
+    await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "one" })).runId);
+    await first.rt.close();
+
+    // A new backend: the stored cursor is unknown there, so the thread must be rebuilt from a summary.
+    const alpha = recordCalls(
+      createScriptedAdapter({ capabilities: { context: { canConsumeHandoffSummaries: false } } }),
+    );
+    const second = await openTestRuntime({ alpha: alpha.adapter }, { dataDir: first.dataDir });
+    try {
+      const { rt, events } = second;
+      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "two" })).runId);
+      expect([run.status, run.failure?.failureClass]).toEqual(["failed", "capability_unsupported"]);
+      expect(alpha.calls.filter((c) => c.method === "sendRun")).toEqual([]);
+      expect(ofType(events, "handoff.created")).toEqual([]);
+    } finally {
+      await second.cleanup();
+    }
+  });
 });

@@ -3,8 +3,9 @@ import type { SendMessageInput, SendMessageInputSchema, SendMessageReceipt } fro
 import type { DomainEvent } from "../../domain/events.js";
 import type { IdSource } from "../../domain/ids.js";
 import { policyEvent, type Outcome } from "../../machines/emitted.js";
+import type { PolicyName } from "../../machines/policies.js";
 import type { Actors } from "../actors.js";
-import { contextDelivery, handoffRefusal, needsHandoff } from "../handoff.js";
+import { handoffRefusalFor } from "../handoff.js";
 import type { Projections, ThreadView } from "../projections.js";
 import type { Target } from "../targets.js";
 import { findTarget, findThread } from "./checks.js";
@@ -19,7 +20,7 @@ export interface SubmitHost {
   commit(event: DomainEvent): void;
 }
 
-/** Sending a message also picks its target, so it reads the configured targets too. */
+/** What submitting a message needs: the thread actors, the read model, ids, the targets, the dispatcher's step. */
 export interface SendMessageHost extends SubmitHost {
   readonly targets: ReadonlyMap<string, Target>;
 }
@@ -44,21 +45,22 @@ export function sendMessage(
  * change goes through the thread's model-switch policy first.
  */
 export function submitMessage(
-  d: SubmitHost,
+  d: SendMessageHost,
   thread: ThreadView,
   target: Target,
   p: Parsed,
 ): Omit<SendMessageReceipt, "commandId"> {
   const providerTarget = target.id;
   const threadActor = d.actors.threads.get(thread.threadId)!;
-  if (
-    !contextDelivery(target.capabilities()) &&
-    needsHandoff(d.views, thread.threadId, target.id, target.capabilities(), !!target.adapter.forkThread)
-  ) {
-    const refused = handoffRefusal(target.id);
-    d.run(() =>
-      d.commit(policyEvent({ threadId: thread.threadId, runId: null }, "handoff_unsupported", refused.message)),
-    );
+  const refused = handoffRefusalFor(
+    d.views,
+    thread.threadId,
+    { id: target.id, capabilities: target.capabilities(), adapterForks: !!target.adapter.forkThread },
+    (id) => d.targets.get(id)?.capabilities() ?? null,
+  );
+  if (refused) {
+    const policy = (refused.details as { policy: PolicyName }).policy;
+    d.run(() => d.commit(policyEvent({ threadId: thread.threadId, runId: null }, policy, refused.message)));
     throw refused;
   }
   if (p.model && p.model !== thread.model) {

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { PolicyName } from "../../../src/index.js";
 import { record, seed } from "../seed.js";
 import { modelMachine, type PolicyModel } from "../suite.js";
 import { World, type Flags } from "../world.js";
@@ -359,6 +360,87 @@ export const providerSwitchModel: PolicyModel = {
   drive: { SEND: send(), FINISH: finish, SWITCH: send({ providerTarget: "b" }), RETURN: send({ providerTarget: "a" }) },
 };
 
+/** A switch from `a` to `b` and back, where `a` takes no deltas (its return needs a whole-conversation summary). */
+export const switchAdmissionModel: PolicyModel = {
+  name: "switch admission",
+  targets: ["a", "b"],
+  reads: {
+    "a.sessions.supportsProviderSwitchingViaHandoff": B,
+    "b.sessions.supportsProviderSwitchingViaHandoff": B,
+    "b.context.canConsumeHandoffSummaries": B,
+    "b.context.supportsFullThreadHandoff": B,
+    "a.context.supportsDeltaHandoff": [false],
+    "a.context.supportsFullThreadHandoff": B,
+  },
+  machine: modelMachine(
+    "switchAdmission",
+    {
+      toB: (f) => seed.handoffAdmission(record(f, "a"), record(f, "b"), "full") === "admitted",
+      switchRefused: (f) => seed.handoffAdmission(record(f, "a"), record(f, "b"), "full") === "switch_refused",
+      summaryRefused: (f) => seed.handoffAdmission(record(f, "a"), record(f, "b"), "full") === "summary_refused",
+      backToA: (f) => seed.handoffAdmission(record(f, "b"), record(f, "a"), "full") === "admitted",
+    },
+    {
+      idle: { on: { SEND: "r1" } },
+      r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "onA" } },
+      onA: {
+        meta: { expect: { until: runIs("completed") } },
+        on: {
+          SWITCH: [
+            { guard: "toB", target: "onB" },
+            { guard: "switchRefused", target: "switchRefused" },
+            { guard: "summaryRefused", target: "summaryRefused" },
+            { target: "fullRefused" },
+          ],
+        },
+      },
+      switchRefused: refusedBy("provider_switch_unsupported"),
+      summaryRefused: refusedBy("handoff_summary_unsupported"),
+      fullRefused: refusedBy("full_handoff_unsupported"),
+      onB: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) => must(last(w, "handoff.created")?.toTarget === "b", "b was not told the conversation"),
+          },
+        },
+        on: { FINISH: "doneB" },
+      },
+      doneB: {
+        meta: { expect: { until: runIs("completed") } },
+        on: { RETURN: [{ guard: "backToA", target: "refreshed" }, { target: "returnRefused" }] },
+      },
+      refreshed: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["handoff_fresh_thread"],
+            check: (w: World) => must(last(w, "handoff.created")?.toTarget === "a", "a was not told the conversation"),
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      returnRefused: refusedBy("full_handoff_unsupported"),
+      done: finished,
+    },
+  ),
+  drive: { SEND: send(), FINISH: finish, SWITCH: send({ providerTarget: "b" }), RETURN: send({ providerTarget: "a" }) },
+};
+
+/** A typed refusal recorded by its policy, and nothing recorded for the refused run. */
+function refusedBy(policy: PolicyName) {
+  return {
+    type: "final" as const,
+    meta: {
+      expect: {
+        refused: "capability_unsupported",
+        policies: [policy],
+        check: (w: World) => must(w.run().status === "completed", "the refused message changed the thread"),
+      },
+    },
+  };
+}
+
 const crashChild = join(import.meta.dirname, "..", "crashChild.ts");
 
 /**
@@ -439,6 +521,7 @@ export const requestExpiryModel: PolicyModel = {
 
 export const threadPolicyModels = [
   forkModel,
+  switchAdmissionModel,
   rollbackModel,
   nestedCheckpointModel,
   providerSwitchModel,
