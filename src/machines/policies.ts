@@ -39,8 +39,8 @@ export const DEGRADATIONS = {
     capability: "checkpointing.providerCanReadConversationSnapshot",
     outcome: "fallback",
     summary:
-      "no conversation snapshot: the provider rolls back by resuming at the last kept message, " +
-      "trusted rather than checked",
+      "no conversation snapshot to read: the provider's cut is trusted rather than counted " +
+      "(a snapshot its rollback returns is still checked for the dropped turns)",
   },
   rollback_divergent: {
     capability: "threads.canRollbackThread",
@@ -60,7 +60,9 @@ export const DEGRADATIONS = {
   root_checkpoint_only: {
     capability: "checkpointing.supportsNestedCheckpointScopes",
     outcome: "fallback",
-    summary: "no nested scopes: only the root run is checkpointed; child filesystem activity is uncheckpointed",
+    summary:
+      "the provider checkpoints only its root conversation: undoing a subagent restores its files " +
+      "from the app's nested checkpoints and leaves the provider's conversation as it is",
   },
   handoff_fresh_thread: {
     capability: "context.supportsDeltaHandoff",
