@@ -1,4 +1,6 @@
-import { readFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { codexCapabilities } from "../../src/adapters/codex/capabilities.js";
@@ -68,8 +70,44 @@ describe("codex protocol", () => {
       expect(requests, method).toContain(method);
   });
 
+  it("the experimental fields the adapter sends are in the binary's experimental protocol", async () => {
+    const scratch = await mkdtemp(join(tmpdir(), "codex-experimental-"));
+    try {
+      // A temporary HOME and CODEX_HOME: generating never touches the user's Codex state.
+      const env = {
+        PATH: process.env.PATH ?? "",
+        HOME: join(scratch, "home"),
+        CODEX_HOME: join(scratch, "codex-home"),
+      };
+      const out = join(scratch, "out");
+      execFileSync(codexBinary(), ["app-server", "generate-json-schema", "--experimental", "--out", out], {
+        env,
+        stdio: "ignore",
+      });
+      const { definitions: d } = JSON.parse(
+        await readFile(join(out, "codex_app_server_protocol.v2.schemas.json"), "utf8"),
+      ) as { definitions: Record<string, { properties?: Record<string, unknown>; enum?: string[] }> };
+      expect(d.InitializeCapabilities?.properties).toHaveProperty("experimentalApi");
+      expect(d.TurnStartParams?.properties).toHaveProperty("collaborationMode");
+      expect(d.ModeKind?.enum).toEqual(expect.arrayContaining(["default", "plan"]));
+      expect(Object.keys(d.Settings?.properties ?? {}).sort()).toEqual([
+        "developer_instructions",
+        "model",
+        "reasoning_effort",
+      ]);
+      for (const params of ["ThreadStartParams", "ThreadResumeParams", "ThreadForkParams"])
+        expect(d[params]?.properties, params).toHaveProperty("config");
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it("every capability the record declares true is exercised by a real-binary test", async () => {
-    const tests = await readFile(join(import.meta.dirname, "codex.test.ts"), "utf8");
+    const tests = (
+      await Promise.all(
+        ["codex.test.ts", "planning.test.ts"].map((f) => readFile(join(import.meta.dirname, f), "utf8")),
+      )
+    ).join("\n");
     // Each true flag, and the test (by title) that exercises it.
     const exercisedBy: Record<string, string> = {
       "sessions.supportsMultipleProviderThreadsPerSession": "forks natively",
@@ -104,16 +142,26 @@ describe("codex protocol", () => {
       "checkpointing.appCanCheckpointFilesystem": "files return to the checkpoint",
       "checkpointing.providerCanRollbackConversation": "rolls back natively",
       "checkpointing.providerCanReadConversationSnapshot": "rolls back natively",
+      "planning.emitsPlanUpdated": "shows update_plan as the run's live plan",
+      "planning.emitsProposedPlan": "shows <proposed_plan> as a proposed plan",
+      "planning.supportsStructuredQuestions": "asks request_user_input as a structured question",
+      "planning.planDeltasHaveItemIds": "whose node is Codex's plan item",
     };
-    const record = codexCapabilities("0.171.0") as unknown as Record<string, Record<string, unknown>>;
-    const declared = Object.entries(record).flatMap(([group, fields]) =>
-      typeof fields === "object"
-        ? Object.entries(fields)
-            .filter(([, v]) => v === true)
-            .map(([f]) => `${group}.${f}`)
-        : [],
+    // The record of either collaboration mode the adapter can run its turns in.
+    const declared = new Set(
+      (["default", "plan"] as const).flatMap((mode) =>
+        Object.entries(
+          codexCapabilities("0.171.0", mode) as unknown as Record<string, Record<string, unknown>>,
+        ).flatMap(([group, fields]) =>
+          typeof fields === "object"
+            ? Object.entries(fields)
+                .filter(([, v]) => v === true)
+                .map(([f]) => `${group}.${f}`)
+            : [],
+        ),
+      ),
     );
-    expect(declared.filter((flag) => !exercisedBy[flag])).toEqual([]);
+    expect([...declared].filter((flag) => !exercisedBy[flag])).toEqual([]);
     for (const [flag, title] of Object.entries(exercisedBy)) expect(tests, `${flag} -> "${title}"`).toContain(title);
   });
 

@@ -18,6 +18,7 @@ import { EventQueue } from "../eventQueue.js";
 import { codexCapabilities, codexVersion } from "./capabilities.js";
 import { resolveCodexBinary } from "./config.js";
 import { mapNotification, mapServerRequest, nativeResponse } from "./mapper.js";
+import { collaborationModeParams, UPDATE_PLAN_TOOL, type CodexCollaborationMode, type ThreadTuning } from "./modes.js";
 import { CODEX_SERVER_NOTIFICATIONS } from "./protocol/notifications.js";
 import { CodexChannel } from "./transport.js";
 
@@ -41,6 +42,11 @@ export interface CodexAdapterOptions {
    */
   env?: Record<string, string>;
   approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never";
+  /**
+   * The collaboration mode every turn runs in (default `default`). `plan` gives structured
+   * questions and proposed plans but no live plan (modes.ts); the capability record says which.
+   */
+  collaborationMode?: CodexCollaborationMode;
   /** Host lifecycle (startup timeout, idle TTL, restart budget). */
   policy?: Partial<SupervisorPolicy>;
   /** Sees every raw frame to and from the app-server (the transcript recorder); unredacted, so never logged. */
@@ -63,6 +69,7 @@ export type CodexAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; host
 
 export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdapter {
   const binary = resolveCodexBinary(options.binary);
+  const mode = options.collaborationMode ?? "default";
   const queue = new EventQueue<ProviderAdapterEvent>();
   const sessions = new HostSessions("codex", (sessionId, report) =>
     queue.push({
@@ -79,6 +86,8 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   /** Threads of stopped sessions: their late events belong to no session. */
   const retired = new Set<string>();
   let serials = 0;
+  /** Each native thread's model and effort, which every turn's collaboration mode restates. */
+  const tunings = new Map<string, ThreadTuning>();
   /** File changes by item id: a file-change approval names only the item. */
   const fileChanges = new Map<string, { path: string; diff: string }>();
   let declared: ProviderCapabilities | null = null;
@@ -137,11 +146,12 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       pending.set(opened.requestRef!, { channel, id, method });
       emit(channel, opened);
     });
+    // The experimental API: a turn's collaboration mode is an experimental field.
     const init = (await channel.call("initialize", {
       clientInfo: { name: "tiller", title: null, version: "0.1.0" },
-      capabilities: null,
+      capabilities: { experimentalApi: true },
     })) as { userAgent?: string };
-    const capabilities = codexCapabilities(codexVersion(init.userAgent ?? ""));
+    const capabilities = codexCapabilities(codexVersion(init.userAgent ?? ""), mode);
     channel.notify("initialized");
     conns.set(channel, { capabilities, serial });
     declared ??= capabilities;
@@ -159,7 +169,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     // Credentials only as a digest: the spec is reachable from the adapter.
     identity: {
       executable: binary,
-      config: { codexHome: options.codexHome ?? null, home: options.home ?? null },
+      config: { codexHome: options.codexHome ?? null, home: options.home ?? null, collaborationMode: mode },
       credentials: digest(JSON.stringify(options.env ?? {})),
     },
     // A user's relocated Codex home (where `codex login` put the credentials) is inherited.
@@ -176,7 +186,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   const adapter: CodexAdapter = {
     provider: "codex",
     // Before a handshake, the record of the supported version; sessions announce the handshake's.
-    getCapabilities: () => declared ?? codexCapabilities("0.171.0"),
+    getCapabilities: () => declared ?? codexCapabilities("0.171.0", mode),
     bindHosts(registry, target) {
       sessions.bind(registry);
       spec.target = target;
@@ -194,6 +204,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       const owned = [...threadSessions].filter(([, owner]) => owner === sessionId).map(([thread]) => thread);
       for (const thread of owned) {
         threadSessions.delete(thread);
+        tunings.delete(thread);
         retired.add(thread);
         // Best effort: the app-server stops sending this thread's events to us.
         await lease.channel
@@ -205,14 +216,14 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     async ensureProviderThread({ sessionId, cwd, resume }) {
       sessions.lease(sessionId);
       const settings = threadSettings(sessionId, cwd);
-      let thread: { id: string };
+      let opened: OpenedThread;
       if (resume) {
         try {
-          ({ thread } = await call<{ thread: { id: string } }>(sessionId, "thread/resume", {
+          opened = await call<OpenedThread>(sessionId, "thread/resume", {
             threadId: resume.cursor,
             excludeTurns: true,
             ...settings,
-          }));
+          });
         } catch (error) {
           // Only a refusal (no rollout for that thread) means it cannot be resumed; anything else may pass.
           if ((error as { rpcCode?: number }).rpcCode !== INVALID_REQUEST) throw error;
@@ -222,10 +233,9 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
           );
         }
       } else {
-        ({ thread } = await call<{ thread: { id: string } }>(sessionId, "thread/start", settings));
+        opened = await call<OpenedThread>(sessionId, "thread/start", settings);
       }
-      threadSessions.set(thread.id, sessionId);
-      return { threadRef: thread.id, resumeCursor: thread.id };
+      return adopt(sessionId, opened);
     },
     async sendRun({ sessionId, thread, text, context, model }) {
       // Codex takes developer instructions only when a thread starts: a handoff goes in as user context.
@@ -235,13 +245,18 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
           : []),
         textInput(text),
       ];
-      // Every turn names its thread's cwd: the app-server's own directory is the embedder's.
+      const tuning = tunings.get(thread.resumeCursor);
+      if (!tuning) throw new ProviderError(`codex thread ${thread.resumeCursor} was not opened by this adapter`);
+      // Every turn names its thread's cwd (the app-server's own directory is the embedder's) and its mode.
       const { turn } = await call<{ turn: { id: string } }>(sessionId, "turn/start", {
         threadId: thread.resumeCursor,
         cwd: thread.cwd,
         input,
         ...(model ? { model } : {}),
+        ...collaborationModeParams(mode, { ...tuning, ...(model ? { model } : {}) }),
       });
+      // A model named for a turn stays the thread's model for the turns after it.
+      if (model) tuning.model = model;
       return { turnRef: turn.id };
     },
     async steerRun({ sessionId, thread, turnRef, text }) {
@@ -303,9 +318,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
         ...threadSettings(sessionId, cwd),
         ...(afterTurnRef ? { lastTurnId: afterTurnRef } : {}),
       };
-      const { thread: forked } = await call<{ thread: { id: string } }>(sessionId, "thread/fork", params);
-      threadSessions.set(forked.id, sessionId);
-      return { threadRef: forked.id, resumeCursor: forked.id };
+      return adopt(sessionId, await call<OpenedThread>(sessionId, "thread/fork", params));
     },
     streamEvents: () => queue,
     async close() {
@@ -316,13 +329,22 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     hostPid: (sessionId) => sessions.pid(sessionId),
   };
 
-  /** What a thread runs under, wherever it is opened (start, resume, fork). */
+  /** What a thread runs under, wherever it is opened (start, resume, fork); the update_plan tool is offered. */
   function threadSettings(sessionId: string, cwd: string) {
     return {
       cwd,
       sandbox: SANDBOX[sandboxes.get(sessionId) ?? "workspace-write"],
       ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}),
+      config: UPDATE_PLAN_TOOL,
     };
+  }
+
+  /** A thread Codex opened for a session (started, resumed or forked): its events route there. */
+  function adopt(sessionId: string, opened: OpenedThread): ProviderThreadHandle {
+    const { id } = opened.thread;
+    threadSessions.set(id, sessionId);
+    tunings.set(id, { model: opened.model, effort: opened.reasoningEffort ?? null });
+    return { threadRef: id, resumeCursor: id };
   }
 
   type NativeTurn = { id: string; status: string; items: Array<Record<string, unknown>> };
@@ -335,6 +357,9 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   }
   return adapter;
 }
+
+/** What `thread/start`, `thread/resume` and `thread/fork` answer (the part the adapter reads). */
+type OpenedThread = { thread: { id: string }; model: string; reasoningEffort?: string | null };
 
 function digest(text: string): string {
   return createHash("sha256").update(text).digest("hex");

@@ -1,5 +1,6 @@
 import { defineCapabilities, type ProviderCapabilities } from "../../capabilities/index.js";
 import { ProtocolError } from "../../domain/errors.js";
+import { planningIn, type CodexCollaborationMode } from "./modes.js";
 
 /**
  * What `codex app-server` can do, by binary version (read from the `initialize` handshake's
@@ -16,7 +17,8 @@ export function codexVersion(userAgent: string): string {
   return match[1]!;
 }
 
-export function codexCapabilities(version: string): ProviderCapabilities {
+/** The record of a version, for the collaboration mode the adapter runs its turns in (planning differs). */
+export function codexCapabilities(version: string, mode: CodexCollaborationMode = "default"): ProviderCapabilities {
   const [major, minor] = version.split(".").map(Number);
   if (major !== SUPPORTED_CODEX.major || (minor ?? 0) < SUPPORTED_CODEX.minMinor) {
     throw new ProtocolError(
@@ -29,7 +31,8 @@ export function codexCapabilities(version: string): ProviderCapabilities {
       supportsMultipleProviderThreadsPerSession: true,
       supportsModelSwitchInSession: true, // turn/start takes a model
       supportsProviderSwitchingViaHandoff: true,
-      supportsRuntimeModeSwitchInSession: false, // Codex can (per-turn policies); Tiller has no API for it yet
+      // Codex can (per-turn mode and policies: modes.ts); Tiller has no API for it yet.
+      supportsRuntimeModeSwitchInSession: false,
       pendingRequestsSurviveRestart: false,
     },
     threads: {
@@ -51,7 +54,8 @@ export function codexCapabilities(version: string): ProviderCapabilities {
       supportsQueuedMessages: false,
       terminalStatusQuality: "strong",
     },
-    // Command output arrives whole at the item's completion, not streamed.
+    // Command output arrives whole at the item's completion, not streamed; a proposed plan's
+    // `item/plan/delta`s are not projected (no plan delta in the contract): it arrives whole.
     streaming: {
       streamsAssistantText: true,
       streamsReasoning: true,
@@ -76,14 +80,7 @@ export function codexCapabilities(version: string): ProviderCapabilities {
       approvalCallbacksAreLiveOnly: true,
       approvalsCanOriginateFromSubagents: false,
     },
-    // request_user_input answers "unavailable in Default mode" (only collaboration modes ask): not declared.
-    planning: {
-      emitsPlanUpdated: false,
-      emitsTodoList: false,
-      emitsProposedPlan: false,
-      supportsStructuredQuestions: false,
-      planDeltasHaveItemIds: false,
-    },
+    planning: planningIn(mode),
     subagents: {
       supportsSubagents: false,
       exposesSubagentThreadIds: false,

@@ -6,13 +6,16 @@ import type {
   RequestDecision,
   RequestPayload,
   RequestResponse,
+  StepStatus,
 } from "../../domain/items.js";
 import type { ProviderEvent } from "../contract.js";
 
 /**
  * Codex app-server frames -> normalized provider events, in one place. Item kinds map from
  * exact native type names; a native item this adapter does not project becomes a
- * `tool_call` named `codex:<type>` (visibly unknown, never silently dropped).
+ * `tool_call` named `codex:<type>` (visibly unknown, never silently dropped). Plans are
+ * artifacts, not items: `turn/plan/updated` (the `update_plan` tool) is the turn's live plan, a
+ * completed `plan` item (Plan mode's `<proposed_plan>`) a proposed plan.
  */
 
 const ItemSchema = z.looseObject({ type: z.string(), id: z.string() });
@@ -99,11 +102,18 @@ export function mapNotification(method: string, raw: unknown): ProviderEvent[] {
         },
       ];
     }
+    case "turn/plan/updated":
+      return [livePlan(at, params)];
     case "item/started":
     case "item/completed": {
       const parsed = ItemSchema.safeParse(params.item);
       if (!parsed.success) return [];
       const item = parsed.data as NativeItem;
+      // Its text arrives whole at completion (its `item/plan/delta`s have no place in the contract).
+      if (item.type === "plan")
+        return method === "item/completed"
+          ? [{ type: "plan.proposed", ...at, itemRef: item.id, text: str(item.text) ?? "" }]
+          : [];
       const kind = kindOf(item);
       if (!kind) return [];
       if (method === "item/started") {
@@ -149,6 +159,20 @@ export function mapNotification(method: string, raw: unknown): ProviderEvent[] {
     default:
       return [];
   }
+}
+
+const STEP_STATUS: Record<string, StepStatus> = {
+  pending: "pending",
+  inProgress: "in_progress",
+  completed: "completed",
+};
+
+/** `turn/plan/updated`: the whole plan each time, its steps with their statuses and an optional explanation. */
+function livePlan(at: ReturnType<typeof where>, params: Record<string, unknown>): ProviderEvent {
+  const native = Array.isArray(params.plan) ? (params.plan as Array<{ step?: unknown; status?: unknown }>) : [];
+  const steps = native.map((s) => ({ step: str(s.step) ?? "", status: STEP_STATUS[str(s.status) ?? ""] ?? "pending" }));
+  const explanation = str(params.explanation);
+  return { type: "plan.updated", ...at, steps, ...(explanation !== undefined ? { explanation } : {}) };
 }
 
 function delta(
