@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { HostRegistry } from "../runtime/hosts/registry.js";
-import { TurnTerminalStatusSchema, type TurnTerminalStatus } from "../domain/entities.js";
+import { TurnTerminalStatusSchema, type RuntimeMode, type TurnTerminalStatus } from "../domain/entities.js";
 import {
   ItemDetailSchema,
   ItemStatusSchema,
@@ -195,6 +195,11 @@ export interface StartSessionInput {
   /** The working directory of the thread that needs the session; every thread call carries its own thread's. */
   cwd: string;
   model: string | null;
+  /**
+   * The mode the session starts in. A provider that cannot switch modes in session
+   * (`sessions.supportsRuntimeModeSwitchInSession` false) keeps it: a mode change gets a new session.
+   */
+  runtimeMode?: RuntimeMode;
   /** The runtime always passes it; an adapter called directly falls back to its own default. */
   sandbox?: SandboxPolicy;
 }
@@ -213,6 +218,8 @@ export interface SendRunInput {
   text: string;
   context: HandoffContext | null;
   model: string | null;
+  /** The turn's mode (absent: the default); the session's own where the provider cannot switch modes in session. */
+  runtimeMode?: RuntimeMode;
 }
 
 export interface TurnAddress {

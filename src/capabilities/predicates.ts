@@ -54,6 +54,9 @@ export const sharesSessionAcrossThreads = (c: Caps): boolean =>
 
 export const canSwitchModelInSession = (c: Caps): boolean => c.sessions.supportsModelSwitchInSession;
 
+/** The runtime mode (plan mode, approval policy) can change per turn in a live session. */
+export const canSwitchModeInSession = (c: Caps): boolean => c.sessions.supportsRuntimeModeSwitchInSession;
+
 export const requestsSurviveRestart = (c: Caps): boolean => c.sessions.pendingRequestsSurviveRestart;
 
 /** The runtime must infer the turn terminal because the provider's is weak or missing. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { DispatchModeSchema } from "./entities.js";
+import { DispatchModeSchema, RuntimeModeSchema } from "./entities.js";
 import { RequestResponseSchema } from "./items.js";
 import { InvalidInputError } from "./errors.js";
 
@@ -26,6 +26,8 @@ export const SendMessageInputSchema = z.strictObject({
   providerTarget: z.string().min(1).optional(),
   /** Use this model from this message on (a new provider session if the provider cannot switch in session). */
   model: z.string().min(1).optional(),
+  /** Work in this mode from this message on (a new provider session if the provider cannot switch in session). */
+  runtimeMode: RuntimeModeSchema.optional(),
   commandId,
 });
 

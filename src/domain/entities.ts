@@ -37,6 +37,23 @@ export type ResponseCapability = z.infer<typeof ResponseCapabilitySchema>;
 export const SessionStatusSchema = z.enum(["starting", "ready", "running", "stopped", "error"]);
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
 
+/**
+ * How the provider works a turn, switchable per turn where the provider allows it (else by a
+ * new session): `interaction: "plan"` asks it to plan without changing anything; `approvals`
+ * says whether it asks before it acts (`on_request`, within the sandbox) or never asks (it acts
+ * within the sandbox, or refrains).
+ */
+export const RuntimeModeSchema = z.strictObject({
+  interaction: z.enum(["default", "plan"]).default("default"),
+  approvals: z.enum(["on_request", "never"]).default("on_request"),
+});
+export type RuntimeMode = z.output<typeof RuntimeModeSchema>;
+export const DEFAULT_RUNTIME_MODE: RuntimeMode = Object.freeze({ interaction: "default", approvals: "on_request" });
+
+/** Whether two modes are the same mode. */
+export const sameRuntimeMode = (a: RuntimeMode, b: RuntimeMode): boolean =>
+  a.interaction === b.interaction && a.approvals === b.approvals;
+
 export const DispatchModeSchema = z.enum(["auto", "queue", "steer", "restart"]);
 export type DispatchMode = z.infer<typeof DispatchModeSchema>;
 

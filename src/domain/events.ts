@@ -12,6 +12,7 @@ import {
   NodeStatusSchema,
   ResponseCapabilitySchema,
   RunStatusSchema,
+  RuntimeModeSchema,
   SessionStatusSchema,
   TerminalRunStatusSchema,
 } from "./entities.js";
@@ -260,6 +261,13 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     type: z.literal("thread.model_changed"),
     ...inThread,
     model: z.string(),
+    via: z.enum(["in_session", "new_session"]),
+  }),
+  /** The thread's runtime mode changed: in the live session, or (no in-session switch) by a new session. */
+  z.strictObject({
+    type: z.literal("thread.mode_changed"),
+    ...inThread,
+    runtimeMode: RuntimeModeSchema,
     via: z.enum(["in_session", "new_session"]),
   }),
   z.strictObject({

@@ -114,6 +114,12 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "no model switch in session: a model change starts a new provider session",
   },
+  mode_switch_new_session: {
+    capability: "sessions.supportsRuntimeModeSwitchInSession",
+    outcome: "fallback",
+    summary:
+      "no runtime mode switch in session: a mode change (plan mode, approval policy) starts a new provider session",
+  },
   requests_expire_on_restart: {
     capability: "sessions.pendingRequestsSurviveRestart",
     outcome: "fallback",

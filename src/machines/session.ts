@@ -1,11 +1,13 @@
 import { assign, emit, enqueueActions, fromPromise, setup } from "xstate";
 import {
+  canSwitchModeInSession,
   canSwitchModelInSession,
   hasStructuredApprovals,
   sharesSessionAcrossThreads,
   type ProviderCapabilities,
 } from "../capabilities/index.js";
 import type { SandboxPolicy } from "../adapters/contract.js";
+import { sameRuntimeMode, type RuntimeMode } from "../domain/entities.js";
 import { redact } from "../domain/redact.js";
 import { policyApplied, record, type MachineEmitted } from "./emitted.js";
 
@@ -13,7 +15,7 @@ import { policyApplied, record, type MachineEmitted } from "./emitted.js";
  * A provider session: started by an invoked actor (keyed in `setup({ actors })`, provided by
  * the target), ready with the capability record it announced, running while a turn (or a
  * rollback) uses it, stopped after an idle deadline kept in context, retired when a thread
- * asks for a model this provider cannot switch to in session, lost when the provider says it
+ * asks for a model or runtime mode this provider cannot switch to in session, lost when the provider says it
  * stopped or failed. The machine holds no live resource: the target's registry listens to
  * what it emits (`ready`, `startFailed`, `stopping`) to keep its handles.
  */
@@ -26,6 +28,7 @@ export interface SessionInput {
   sandbox: SandboxPolicy;
   cwd: string;
   model: string | null;
+  runtimeMode: RuntimeMode;
   /** The record the adapter declares, read until the session announces its own. */
   declared: ProviderCapabilities;
   /** Stop the session after this long without a turn (null: never). */
@@ -48,8 +51,8 @@ export type SessionEvent =
   /** A turn or a rollback is about to use the session. */
   | { type: "CLAIM" }
   | { type: "RELEASE" }
-  /** The session's thread asks for a model (per-thread sessions): kept, or retired for another. */
-  | { type: "USE_MODEL"; model: string | null }
+  /** The session's thread asks for a model and mode (per-thread sessions): kept, or retired for another. */
+  | { type: "USE_SETTINGS"; model: string | null; runtimeMode: RuntimeMode }
   /** Restored from a persisted snapshot: delays are not persisted, so the idle deadline is armed again. */
   | { type: "RESTORED" }
   /** The provider said the session stopped or failed. */
@@ -68,6 +71,7 @@ export interface StartSessionInput {
   sessionId: string;
   cwd: string;
   model: string | null;
+  runtimeMode: RuntimeMode;
   sandbox: SandboxPolicy;
 }
 
@@ -80,16 +84,19 @@ const now = () => Date.now();
 const recordOf = (context: SessionContext): ProviderCapabilities => context.capabilities ?? context.declared;
 
 /**
- * Which registry slot a thread's session lives in: one per target or per thread, and per model where the provider
- * cannot switch in session.
+ * Which registry slot a thread's session lives in: one per target or per thread, and per model
+ * and per runtime mode where the provider cannot switch them in session.
  */
 export function sessionSlot(
   declared: ProviderCapabilities,
   threadId: string,
   model: string | null,
+  runtimeMode: RuntimeMode,
 ): { owner: string; key: string } {
   const owner = sharesSessionAcrossThreads(declared) ? "" : threadId;
-  return { owner, key: `${owner}\u0000${canSwitchModelInSession(declared) ? "" : (model ?? "")}` };
+  const byModel = canSwitchModelInSession(declared) ? "" : (model ?? "");
+  const byMode = canSwitchModeInSession(declared) ? "" : `${runtimeMode.interaction}/${runtimeMode.approvals}`;
+  return { owner, key: [owner, byModel, byMode].join("\u0000") };
 }
 
 export const sessionMachine = setup({
@@ -118,14 +125,14 @@ export const sessionMachine = setup({
     retireRequested: ({ context }) => context.retireRequested,
     isLastClaimOfRetiring: ({ context }) => context.retireRequested && context.claims <= 1,
     /**
-     * A per-thread session asked for another model that the provider cannot switch to in
-     * session: a new session is started for it, this one retires.
+     * A per-thread session asked for another model or runtime mode that the provider cannot
+     * switch to in session: a new session is started for it, this one retires.
      */
-    modelNeedsNewSession: ({ context, event }) =>
-      event.type === "USE_MODEL" &&
-      event.model !== context.model &&
-      !canSwitchModelInSession(recordOf(context)) &&
-      !sharesSessionAcrossThreads(context.declared),
+    settingsNeedNewSession: ({ context, event }) =>
+      event.type === "USE_SETTINGS" &&
+      !sharesSessionAcrossThreads(context.declared) &&
+      ((event.model !== context.model && !canSwitchModelInSession(recordOf(context))) ||
+        (!sameRuntimeMode(event.runtimeMode, context.runtimeMode) && !canSwitchModeInSession(recordOf(context)))),
   },
   actions: {
     recordStarted: enqueueActions(({ context, event, enqueue }) => {
@@ -214,6 +221,7 @@ export const sessionMachine = setup({
           sessionId: context.sessionId,
           cwd: context.cwd,
           model: context.model,
+          runtimeMode: context.runtimeMode,
           sandbox: context.sandbox,
         }),
         onDone: [
@@ -227,7 +235,7 @@ export const sessionMachine = setup({
         onError: { target: "error", actions: "announceStartFailed" },
       },
       on: {
-        USE_MODEL: { guard: "modelNeedsNewSession", actions: "askToRetire" },
+        USE_SETTINGS: { guard: "settingsNeedNewSession", actions: "askToRetire" },
       },
     },
     /** Started, no turn: stopped once the idle deadline passes, unless claimed first. */
@@ -247,7 +255,7 @@ export const sessionMachine = setup({
       },
       on: {
         CLAIM: { target: "running", actions: ["claim", { type: "recordStatus", params: { status: "running" } }] },
-        USE_MODEL: { guard: "modelNeedsNewSession", target: "retiring" },
+        USE_SETTINGS: { guard: "settingsNeedNewSession", target: "retiring" },
         RESTORED: { guard: "releasesWhenIdle", target: ".countingDown", reenter: true },
       },
     },
@@ -264,7 +272,7 @@ export const sessionMachine = setup({
           },
           { actions: "release" },
         ],
-        USE_MODEL: { guard: "modelNeedsNewSession", actions: "askToRetire" },
+        USE_SETTINGS: { guard: "settingsNeedNewSession", actions: "askToRetire" },
       },
     },
     /**
@@ -274,7 +282,7 @@ export const sessionMachine = setup({
       entry: { type: "announceStopping", params: { reason: "idle" } },
       invoke: { src: "stopSession", input: ({ context }) => ({ sessionId: context.sessionId }), onError: {} },
     },
-    /** Replaced by a session for another model. */
+    /** Replaced by a session for another model or runtime mode. */
     retiring: {
       entry: { type: "announceStopping", params: { reason: "retired" } },
       invoke: { src: "stopSession", input: ({ context }) => ({ sessionId: context.sessionId }), onError: {} },

@@ -4,11 +4,12 @@ import {
   canQueueNatively,
   canRollbackProvider,
   canSteerNatively,
+  canSwitchModeInSession,
   canSwitchModelInSession,
   canVerifyProviderRollback,
   type ProviderCapabilities,
 } from "../capabilities/index.js";
-import type { DispatchMode } from "../domain/entities.js";
+import type { DispatchMode, RuntimeMode } from "../domain/entities.js";
 import { effect, outcome, policyApplied, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
 
 /**
@@ -58,6 +59,8 @@ export type ThreadEvent =
   | { type: "RESUME" }
   /** Later runs use another model. */
   | { type: "CHANGE_MODEL"; model: string; capabilities: ProviderCapabilities }
+  /** Later runs work in another runtime mode (plan mode, approval policy). */
+  | { type: "CHANGE_MODE"; runtimeMode: RuntimeMode; capabilities: ProviderCapabilities }
   /** Roll the thread back to the end of run `toRunId` (see RollbackRequest). */
   | ({ type: "ROLLBACK" } & RollbackRequest)
   | { type: "ROLLBACK_DONE" };
@@ -94,6 +97,7 @@ export const threadMachine = setup({
     canQueueNatively: ({ event }) => event.type === "SUBMIT" && canQueueNatively(event.capabilities),
     canSwitchModelInSession: ({ event }) =>
       event.type === "CHANGE_MODEL" && canSwitchModelInSession(event.capabilities),
+    canSwitchModeInSession: ({ event }) => event.type === "CHANGE_MODE" && canSwitchModeInSession(event.capabilities),
     canRollbackProvider: ({ event }) => event.type === "ROLLBACK" && canRollbackProvider(event.capabilities),
     canVerifyProviderRollback: ({ event }) =>
       event.type === "ROLLBACK" && canVerifyProviderRollback(event.capabilities),
@@ -173,6 +177,18 @@ export const threadMachine = setup({
         enqueue.emit(policyApplied({ threadId, runId: null }, "model_switch_new_session", detail));
       }
       enqueue.emit(record({ type: "thread.model_changed", threadId, model: event.model, via: params.via }));
+    }),
+    switchMode: enqueueActions(({ context, event, enqueue }, params: { via: "in_session" | "new_session" }) => {
+      if (event.type !== "CHANGE_MODE") return;
+      const { threadId } = context;
+      const { interaction, approvals } = event.runtimeMode;
+      if (params.via === "new_session") {
+        const detail =
+          "the provider cannot switch runtime modes in a session; " +
+          `mode ${interaction} with approvals ${approvals} gets a new provider session`;
+        enqueue.emit(policyApplied({ threadId, runId: null }, "mode_switch_new_session", detail));
+      }
+      enqueue.emit(record({ type: "thread.mode_changed", threadId, runtimeMode: event.runtimeMode, via: params.via }));
     }),
     beginRollback: enqueueActions(
       ({ context, event, enqueue }, params: { via: "provider_rollback" | "divergent" | "files_only" }) => {
@@ -308,6 +324,10 @@ export const threadMachine = setup({
     CHANGE_MODEL: [
       { guard: "canSwitchModelInSession", actions: { type: "switchModel", params: { via: "in_session" } } },
       { actions: { type: "switchModel", params: { via: "new_session" } } },
+    ],
+    CHANGE_MODE: [
+      { guard: "canSwitchModeInSession", actions: { type: "switchMode", params: { via: "in_session" } } },
+      { actions: { type: "switchMode", params: { via: "new_session" } } },
     ],
   },
 });

@@ -108,8 +108,8 @@ export class Effects implements AttemptTracking {
     try {
       // The pre-run baseline is taken before the provider can touch a file.
       if (rt.views.runs.get(runId)?.attempts.length === 1) await rt.checkpoints.baseline(runId, target.capabilities());
-      const model = rt.views.runs.get(runId)!.model;
-      const session = await target.ensureSession(threadId, thread.cwd, model);
+      const { model, runtimeMode } = rt.views.runs.get(runId)!;
+      const session = await target.ensureSession(threadId, thread.cwd, model, runtimeMode);
       claimed = session.sessionId;
       rt.act(() => target.claim(session.sessionId));
       rt.act(() => {
@@ -150,6 +150,7 @@ export class Effects implements AttemptTracking {
         text,
         context,
         model,
+        runtimeMode,
       });
       target.normalizer.acceptTurn(attemptId, turnRef);
       const accepted = {

@@ -1,5 +1,5 @@
 import type { DomainEventOf } from "../domain/events.js";
-import { TerminalRunStatusSchema, type RunStatus } from "../domain/entities.js";
+import { DEFAULT_RUNTIME_MODE, TerminalRunStatusSchema, type RunStatus } from "../domain/entities.js";
 import { TURN_ITEM_KIND_OF_NODE } from "../domain/items.js";
 import type { RequestView, RunView, ThreadView, TurnItem } from "./projectionTypes.js";
 
@@ -64,6 +64,7 @@ export function foldRun(models: RunModels, event: RunEvent, seq: number, thread:
         status: "queued",
         providerTarget: event.providerTarget,
         model: thread?.model ?? null,
+        runtimeMode: thread?.runtimeMode ?? DEFAULT_RUNTIME_MODE,
         mode: event.mode,
         text: event.text,
         reason: null,

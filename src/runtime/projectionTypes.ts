@@ -9,6 +9,7 @@ import type {
   ResponseCapability,
   RequestStatus,
   RunStatus,
+  RuntimeMode,
 } from "../domain/entities.js";
 import type { DomainEventOf } from "../domain/events.js";
 import type { RequestKind, RequestPayload, RequestResponse, TurnItemKind } from "../domain/items.js";
@@ -48,6 +49,8 @@ export interface RunView {
   providerTarget: string;
   /** The thread's model when the run was created: every attempt of the run uses it. */
   model: string | null;
+  /** The thread's runtime mode when the run was created: every attempt of the run uses it. */
+  runtimeMode: RuntimeMode;
   mode: DispatchMode;
   text: string;
   reason: string | null;
@@ -76,6 +79,7 @@ export interface ThreadView {
   cwd: string;
   providerTarget: string;
   model: string | null;
+  runtimeMode: RuntimeMode;
   lineage: Lineage | null;
   runs: RunView[];
 }

@@ -1,4 +1,5 @@
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
+import { DEFAULT_RUNTIME_MODE } from "../domain/entities.js";
 import { addItem, foldRun, isTerminalRunStatus, type RunModels } from "./projectionRuns.js";
 import type {
   CheckpointView,
@@ -103,7 +104,7 @@ export class Projections {
     switch (event.type) {
       case "thread.created": {
         const { type: _t, ...fields } = event;
-        this.threads.set(event.threadId, { ...fields, runs: [] });
+        this.threads.set(event.threadId, { ...fields, runtimeMode: DEFAULT_RUNTIME_MODE, runs: [] });
         return;
       }
       case "run.created":
@@ -211,6 +212,9 @@ export class Projections {
         return;
       case "thread.model_changed":
         if (thread) thread.model = event.model;
+        return;
+      case "thread.mode_changed":
+        if (thread) thread.runtimeMode = event.runtimeMode;
         return;
       case "checkpoint.captured":
       case "checkpoint.failed":

@@ -1,5 +1,5 @@
 import { createStore } from "@xstate/store";
-import type { DispatchMode, Failure, RunStatus } from "../domain/entities.js";
+import type { DispatchMode, Failure, RunStatus, RuntimeMode } from "../domain/entities.js";
 import type { DomainEvent, DomainEventType } from "../domain/events.js";
 import {
   isTerminalRunStatus,
@@ -44,6 +44,8 @@ export interface RunSummary {
   status: RunStatus;
   providerTarget: string;
   model: string | null;
+  /** The runtime mode the run works in (plan mode, approval policy). */
+  runtimeMode: RuntimeMode;
   mode: DispatchMode;
   reason: string | null;
   failure: Failure | null;
@@ -52,7 +54,7 @@ export interface RunSummary {
 /** A thread without its streamed content. */
 export interface ThreadModel extends Pick<
   ThreadView,
-  "threadId" | "title" | "cwd" | "providerTarget" | "model" | "lineage"
+  "threadId" | "title" | "cwd" | "providerTarget" | "model" | "runtimeMode" | "lineage"
 > {
   status: "idle" | "active";
   runs: readonly RunSummary[];
@@ -83,6 +85,7 @@ type Part = "thread" | "panels" | "requests";
 const PARTS: ReadonlyMap<DomainEventType, Part> = new Map([
   ["thread.created", "thread"],
   ["thread.model_changed", "thread"],
+  ["thread.mode_changed", "thread"],
   ["run.created", "thread"],
   ["run.state", "thread"],
   ["run.terminal", "thread"],
@@ -295,16 +298,18 @@ function threadModel(thread: ThreadView, before: ThreadModel | undefined, panels
     runs === before.runs &&
     panels === before.panels &&
     status === before.status &&
-    thread.model === before.model
+    thread.model === before.model &&
+    thread.runtimeMode === before.runtimeMode
   )
     return before;
-  const { threadId, title, cwd, providerTarget, model, lineage } = thread;
+  const { threadId, title, cwd, providerTarget, model, runtimeMode, lineage } = thread;
   return freeze({
     threadId,
     title,
     cwd,
     providerTarget,
     model,
+    runtimeMode,
     lineage: lineage && freeze(structuredClone(lineage)),
     status,
     runs,
@@ -321,13 +326,14 @@ function runSummary(run: RunView, before: RunSummary | undefined): RunSummary {
     (before.failure === null) === (run.failure === null)
   )
     return before;
-  const { runId, ordinal, status, providerTarget, model, mode, reason, failure } = run;
+  const { runId, ordinal, status, providerTarget, model, runtimeMode, mode, reason, failure } = run;
   return freeze({
     runId,
     ordinal,
     status,
     providerTarget,
     model,
+    runtimeMode,
     mode,
     reason,
     failure: failure && freeze(structuredClone(failure)),

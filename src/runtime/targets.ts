@@ -7,6 +7,7 @@ import type {
   ProviderThreadHandle,
   SandboxPolicy,
 } from "../adapters/contract.js";
+import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../domain/entities.js";
 import { ClosedError, HostUnavailableError, isTillerError } from "../domain/errors.js";
 import type { DomainEvent } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
@@ -136,18 +137,25 @@ export class Target {
 
   /**
    * The session this app thread's turn runs in (see `sessionSlot`). The thread's sessions are
-   * told the model first: one that cannot switch to it retires (its own transition), and the
-   * thread gets a session started for that model.
+   * told the model and runtime mode first: one that cannot switch to them retires (its own
+   * transition), and the thread gets a session started for them. Without a mode, the thread's.
    */
-  ensureSession(threadId: string, cwd: string, model: string | null): Promise<LiveSession> {
+  ensureSession(
+    threadId: string,
+    cwd: string,
+    model: string | null,
+    mode: RuntimeMode = this.host.views.threads.get(threadId)?.runtimeMode ?? DEFAULT_RUNTIME_MODE,
+  ): Promise<LiveSession> {
     if (this.#unavailable)
       return Promise.reject(
         new HostUnavailableError(`${this.id} is unavailable: ${this.#unavailable}`, { target: this.id }),
       );
-    const { owner, key } = sessionSlot(this.declared, threadId, model);
+    const { owner, key } = sessionSlot(this.declared, threadId, model, mode);
     if (owner !== "") {
       const mine = [...this.#slots].filter(([other]) => other.startsWith(`${owner}\u0000`));
-      this.host.act(() => mine.forEach(([, slot]) => Actors.sendIfActive(slot.actor, { type: "USE_MODEL", model })));
+      this.host.act(() =>
+        mine.forEach(([, slot]) => Actors.sendIfActive(slot.actor, { type: "USE_SETTINGS", model, runtimeMode: mode })),
+      );
     }
     const cached = this.#slots.get(key);
     if (cached) return cached.ready;
@@ -158,6 +166,7 @@ export class Target {
       sandbox: this.host.sandbox,
       cwd,
       model,
+      runtimeMode: mode,
       declared: this.declared,
       idleMs: this.host.sessionIdleMs,
     });

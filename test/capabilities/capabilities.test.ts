@@ -418,6 +418,7 @@ describe("capability predicates", () => {
     "sharesSessionAcrossThreads",
     "reportsTurnTerminals",
     "canSwitchModelInSession",
+    "canSwitchModeInSession",
     "requestsSurviveRestart",
     "mustInferTurnTerminal",
     "closesMessagesAtRootTerminal",
@@ -522,6 +523,10 @@ describe("capability predicates", () => {
 
   it("reportsTurnTerminals is turns.emitsTurnCompleted", () => {
     check(predicates.reportsTurnTerminals, single("turns", "emitsTurnCompleted"));
+  });
+
+  it("canSwitchModeInSession is sessions.supportsRuntimeModeSwitchInSession", () => {
+    check(predicates.canSwitchModeInSession, single("sessions", "supportsRuntimeModeSwitchInSession"));
   });
 
   it("canSwitchModelInSession is sessions.supportsModelSwitchInSession", () => {

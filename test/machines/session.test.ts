@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createActor, fromPromise } from "xstate";
 import { defineCapabilities, fullCapabilities, type ProviderCapabilities } from "../../src/capabilities/index.js";
+import { DEFAULT_RUNTIME_MODE } from "../../src/domain/entities.js";
 import type { DomainEvent } from "../../src/domain/events.js";
 import {
   sessionMachine,
@@ -51,6 +52,7 @@ function open(overrides: Partial<SessionInput> = {}, snapshot?: unknown): Harnes
     sandbox: "workspace-write",
     cwd: "/work",
     model: "model-a",
+    runtimeMode: DEFAULT_RUNTIME_MODE,
     declared: fullCapabilities(),
     idleMs: IDLE_MS,
     ...overrides,
@@ -204,14 +206,14 @@ describe("session machine", () => {
     async () => {
       const switching = open();
       await started(switching);
-      switching.actor.send({ type: "USE_MODEL", model: "model-b" });
+      switching.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
       expect(switching.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
 
       const h = open({ declared: noSwitch });
       await started(h, noSwitch);
-      h.actor.send({ type: "USE_MODEL", model: "model-a" });
+      h.actor.send({ type: "USE_SETTINGS", model: "model-a", runtimeMode: DEFAULT_RUNTIME_MODE });
       expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
-      h.actor.send({ type: "USE_MODEL", model: "model-b" });
+      h.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
       expect(h.actor.getSnapshot().value).toBe("retiring");
       expect(h.signals.at(-1)).toEqual({ type: "stopping", sessionId: "ses_1", reason: "retired" });
       await settled();
@@ -223,7 +225,7 @@ describe("session machine", () => {
     const h = open({ declared: noSwitch });
     await started(h, noSwitch);
     h.actor.send({ type: "CLAIM" });
-    h.actor.send({ type: "USE_MODEL", model: "model-b" });
+    h.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
     expect(h.actor.getSnapshot().value).toBe("running");
     h.actor.send({ type: "CLAIM" });
     h.actor.send({ type: "RELEASE" });
@@ -237,7 +239,7 @@ describe("session machine", () => {
 
   it("asked to retire while still starting, it retires as soon as it started (its start still recorded)", async () => {
     const h = open({ declared: noSwitch });
-    h.actor.send({ type: "USE_MODEL", model: "model-b" });
+    h.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
     await started(h, noSwitch);
     expect(h.records[0]).toMatchObject({ type: "session.started" });
     expect(h.actor.getSnapshot().value).toBe("retiring");

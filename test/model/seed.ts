@@ -159,6 +159,11 @@ export const seed = {
     return r.on("approvals.supportsCommandApproval");
   },
 
+  /** A runtime mode (plan mode, approval policy) switches in session where the provider can, else by a new session. */
+  modeSwitch(r: SeedRecord): "in_session" | "new_session" {
+    return r.on("sessions.supportsRuntimeModeSwitchInSession") ? "in_session" : "new_session";
+  },
+
   /** "If model switching is unsupported, start a new provider session." */
   modelSwitch(r: SeedRecord): "in_session" | "new_session" {
     return r.on("sessions.supportsModelSwitchInSession") ? "in_session" : "new_session";

@@ -191,7 +191,13 @@ export class World {
   /** Sends `<kind>:<n>`; a typed refusal is kept in `lastError` for the model to check. */
   async send(
     kind: string,
-    extra: { mode?: "auto" | "queue" | "steer"; providerTarget?: string; model?: string; threadId?: string } = {},
+    extra: {
+      mode?: "auto" | "queue" | "steer";
+      providerTarget?: string;
+      model?: string;
+      runtimeMode?: { interaction?: "default" | "plan"; approvals?: "on_request" | "never" };
+      threadId?: string;
+    } = {},
   ): Promise<void> {
     this.n += 1;
     this.lastError = null;

@@ -4,6 +4,7 @@ import {
   type CapabilityOverrides,
   type ProviderCapabilities,
 } from "../../capabilities/index.js";
+import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../domain/entities.js";
 import { CapabilityUnsupportedError, NotFoundError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
 import type {
   HandoffContext,
@@ -39,6 +40,8 @@ interface Session {
   generation: number;
   stopped: boolean;
   sandbox: SandboxPolicy;
+  /** The mode the session started in: every turn's, unless the record lets a turn switch it. */
+  runtimeMode: RuntimeMode;
 }
 
 export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): ProviderAdapter {
@@ -81,9 +84,8 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     sessionId: string,
     thread: BackendThread,
     turn: ScriptedTurn,
-    text: string,
+    { text, context, runtimeMode }: { text: string; context: HandoffContext | null; runtimeMode: RuntimeMode },
     turnIndex: number,
-    context: HandoffContext | null,
   ) {
     const threadRef = exposesThreadRef ? thread.id : undefined;
     const where = { ...(threadRef ? { threadRef } : {}), ...(turn.turnRef ? { turnRef: turn.turnRef } : {}) };
@@ -93,6 +95,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       assistantText: "",
       status: "running" as const,
       context,
+      runtimeMode,
     };
     thread.turns.push(record);
     await Promise.resolve(); // the turn starts after sendRun returns, as with a real provider
@@ -117,9 +120,14 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   const adapter: ProviderAdapter = {
     provider: "scripted",
     getCapabilities: () => caps,
-    async startSession({ sessionId, sandbox }) {
+    async startSession({ sessionId, sandbox, runtimeMode }) {
       generation += 1;
-      sessions.set(sessionId, { generation, stopped: false, sandbox: sandbox ?? "workspace-write" });
+      sessions.set(sessionId, {
+        generation,
+        stopped: false,
+        sandbox: sandbox ?? "workspace-write",
+        runtimeMode: runtimeMode ?? DEFAULT_RUNTIME_MODE,
+      });
       push(sessionId, { type: "session.state", state: "ready" });
       return { sessionId, capabilities: caps, hostGeneration: generation };
     },
@@ -149,19 +157,25 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
         });
       return handleOf(thread);
     },
-    async sendRun({ sessionId, thread: handle, text, context }) {
+    async sendRun({ sessionId, thread: handle, text, context, runtimeMode }) {
       const session = liveSession(sessionId);
       const thread = threadOf(handle);
       if (active.has(thread.id))
         throw new ProviderError("a turn is already running on this thread", { cursor: thread.id });
       const turnRef = exposesTurnRef ? backend.nextId("sturn") : undefined;
       // Files are written where the runtime says the thread lives, as with a real provider's tools.
-      const workspace = { cwd: handle.cwd, sandbox: session.sandbox };
+      // A provider that cannot switch modes in session works every turn in the session's mode.
+      const mode = caps.sessions.supportsRuntimeModeSwitchInSession
+        ? (runtimeMode ?? DEFAULT_RUNTIME_MODE)
+        : session.runtimeMode;
+      const workspace = { cwd: handle.cwd, sandbox: session.sandbox, runtimeMode: mode };
       const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs, workspace);
       const turnIndex = thread.turns.length;
-      const ended = runTurn(sessionId, thread, turn, text, turnIndex, context).catch((error: unknown) => {
-        push(sessionId, { type: "warning", message: `scripted turn crashed: ${String(error)}` });
-      });
+      const ended = runTurn(sessionId, thread, turn, { text, context, runtimeMode: mode }, turnIndex).catch(
+        (error: unknown) => {
+          push(sessionId, { type: "warning", message: `scripted turn crashed: ${String(error)}` });
+        },
+      );
       active.set(thread.id, { sessionId, turn, ended });
       return { turnRef: turnRef ?? null };
     },

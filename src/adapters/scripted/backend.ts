@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { TurnTerminalStatus } from "../../domain/entities.js";
+import type { RuntimeMode, TurnTerminalStatus } from "../../domain/entities.js";
 import type { HandoffContext, ProviderThreadSnapshot } from "../contract.js";
 
 /**
@@ -14,6 +14,8 @@ export interface BackendTurn {
   status: TurnTerminalStatus | "running";
   /** The explicit context (handoff, fork, rebuild) the turn was sent with. */
   context?: HandoffContext | null;
+  /** The mode the turn worked in. */
+  runtimeMode?: RuntimeMode;
 }
 
 export interface BackendThread {

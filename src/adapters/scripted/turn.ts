@@ -1,7 +1,7 @@
 import type { ProviderCapabilities } from "../../capabilities/schema.js";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { TurnTerminalStatus } from "../../domain/entities.js";
+import type { RuntimeMode, TurnTerminalStatus } from "../../domain/entities.js";
 import type { RequestPayload } from "../../domain/items.js";
 import type { ProviderEvent, SandboxPolicy } from "../contract.js";
 import type { ScriptedBackend } from "./backend.js";
@@ -36,14 +36,19 @@ export class ScriptedTurn {
     private readonly backend: ScriptedBackend,
     private readonly emit: Emit,
     chunkDelayMs: number,
-    /** Where file changes with content are written, under which sandbox policy. */
-    private readonly workspace: { cwd: string | null; sandbox: SandboxPolicy } = {
+    /** Where file changes with content are written, under which sandbox policy, in which runtime mode. */
+    private readonly workspace: { cwd: string | null; sandbox: SandboxPolicy; runtimeMode?: RuntimeMode } = {
       cwd: null,
       sandbox: "workspace-write",
     },
   ) {
     this.#items = new TurnItems(turnRef, caps, backend, emit, this.abort.signal, chunkDelayMs);
     this.#requests = new TurnRequests(caps, backend, emit, this.abort.signal, (scope) => this.#items.where(scope));
+  }
+
+  /** The turn's mode lets it ask before acting (approvals `never`: it acts within the sandbox, unasked). */
+  get #asks(): boolean {
+    return this.workspace.runtimeMode?.approvals !== "never";
   }
 
   /** Requests waiting for the runtime's answer. */
@@ -132,7 +137,7 @@ export class ScriptedTurn {
       case "command": {
         const ref = this.#items.itemRef(true);
         this.#items.started("command_execution", ref, scope, { command: step.command });
-        const asked = step.approval && this.#requests.canAsk("command", scope);
+        const asked = step.approval && this.#asks && this.#requests.canAsk("command", scope);
         if (asked && !(await this.#requests.approve({ kind: "command", command: step.command }, ref, scope))) {
           this.#items.completed("command_execution", ref, scope, { status: "declined" });
           return;
@@ -149,12 +154,15 @@ export class ScriptedTurn {
       case "file_change": {
         const ref = this.#items.itemRef(true);
         this.#items.started("file_change", ref, scope, { path: step.path, diff: step.diff });
-        const asked = step.approval && this.#requests.canAsk("file_change", scope);
+        const asked = step.approval && this.#asks && this.#requests.canAsk("file_change", scope);
         const payload: RequestPayload = { kind: "file_change", path: step.path, diff: step.diff };
-        // Without an approval to ask, the sandbox decides: read-only refuses every write.
-        const accepted = asked
-          ? await this.#requests.approve(payload, ref, scope)
-          : this.workspace.sandbox !== "read-only";
+        // Plan mode changes nothing. Without an approval to ask, the sandbox decides: read-only refuses every write.
+        const accepted =
+          this.workspace.runtimeMode?.interaction === "plan"
+            ? false
+            : asked
+              ? await this.#requests.approve(payload, ref, scope)
+              : this.workspace.sandbox !== "read-only";
         if (accepted && step.content !== undefined) await this.#write(step.path, step.content);
         this.#items.completed("file_change", ref, scope, { status: accepted ? "completed" : "declined" });
         return;

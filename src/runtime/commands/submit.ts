@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import type { SendMessageInput, SendMessageInputSchema, SendMessageReceipt } from "../../domain/commands.js";
+import { DEFAULT_RUNTIME_MODE, sameRuntimeMode } from "../../domain/entities.js";
 import type { DomainEvent } from "../../domain/events.js";
 import type { IdSource } from "../../domain/ids.js";
 import { policyEvent, type Outcome } from "../../machines/emitted.js";
@@ -65,6 +66,10 @@ export function submitMessage(
   }
   if (p.model && p.model !== thread.model) {
     d.run(() => threadActor.send({ type: "CHANGE_MODEL", model: p.model!, capabilities: target.capabilities() }));
+  }
+  const runtimeMode = p.runtimeMode && { ...DEFAULT_RUNTIME_MODE, ...p.runtimeMode };
+  if (runtimeMode && !sameRuntimeMode(runtimeMode, thread.runtimeMode)) {
+    d.run(() => threadActor.send({ type: "CHANGE_MODE", runtimeMode, capabilities: target.capabilities() }));
   }
   const runId = d.ids.next("run");
   const submitEvent = {

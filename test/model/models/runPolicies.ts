@@ -1,3 +1,5 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { record, seed } from "../seed.js";
 import { modelMachine, type PolicyModel } from "../suite.js";
 import type { World } from "../world.js";
@@ -367,6 +369,70 @@ export const modelSwitchModel: PolicyModel = {
   },
 };
 
+/** The turn the main backend ran last, and whether the file its prompt writes is there. */
+const lastTurn = (w: World) => [...w.backends.get("main")!.threads.values()].flatMap((t) => t.turns).at(-1);
+const wroteFile = (w: World) => existsSync(join(w.cwd, `file-${w.n}.txt`));
+
+export const modeSwitchModel: PolicyModel = {
+  name: "mode switch",
+  reads: { "main.sessions.supportsRuntimeModeSwitchInSession": B },
+  machine: modelMachine(
+    "modeSwitch",
+    { canSwitchModeInSession: (f) => seed.modeSwitch(record(f)) === "in_session" },
+    {
+      idle: { on: { SEND: "running" } },
+      running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "first" } },
+      first: {
+        meta: { expect: { until: runIs("completed"), check: (w: World) => must(wroteFile(w), "run 1 wrote no file") } },
+        on: { PLAN: [{ guard: "canSwitchModeInSession", target: "sameSession" }, { target: "newSession" }] },
+      },
+      sameSession: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) => {
+              must(sessionsStarted(w) === 1, "a new session was started");
+              must(lastTurn(w)?.runtimeMode?.interaction === "plan", "the turn did not work in plan mode");
+            },
+          },
+        },
+        on: { FINISH: "planned" },
+      },
+      newSession: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["mode_switch_new_session"],
+            check: (w: World) => {
+              must(sessionsStarted(w) === 2, "no new session for the new mode");
+              must(lastTurn(w)?.runtimeMode?.interaction === "plan", "the turn did not work in plan mode");
+            },
+          },
+        },
+        on: { FINISH: "planned" },
+      },
+      planned: {
+        type: "final",
+        meta: {
+          expect: { until: runIs("completed"), check: (w: World) => must(!wroteFile(w), "plan mode wrote a file") },
+        },
+      },
+    },
+  ),
+  drive: {
+    SEND: sendThenRun("plain"),
+    PLAN: async (w) => {
+      await w.send("plain", { runtimeMode: { interaction: "plan" } });
+      await w.until("the plan-mode run starts", () => w.run().status === "running");
+    },
+    FINISH: finish,
+  },
+};
+
+function must(ok: boolean, message: string): void {
+  if (!ok) throw new Error(message);
+}
+
 export const runPolicyModels = [
   interruptModel,
   steerModel,
@@ -376,4 +442,5 @@ export const runPolicyModels = [
   approvalModel,
   artifactModel,
   modelSwitchModel,
+  modeSwitchModel,
 ];
