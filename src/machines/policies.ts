@@ -10,6 +10,11 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "no native interrupt: stop the provider session (destructive, allowed by option)",
   },
+  session_stop_refused_shared: {
+    capability: "turns.supportsInterrupt",
+    outcome: "refused",
+    summary: "no native interrupt, and stopping the session would also end other threads' runs in it: refused",
+  },
   interrupt_unsupported: {
     capability: "turns.supportsInterrupt",
     outcome: "refused",

@@ -151,6 +151,7 @@ const interruptTransitions = (deliver: boolean) => [
     guard: "mayStopSessionToInterrupt" as const,
     actions: { type: "requestInterrupt" as const, params: { deliver, via: "session_stop" as const } },
   },
+  { guard: "sessionStopWouldEndOthers" as const, actions: "refuseSharedSessionStop" as const },
   { actions: "refuseInterrupt" as const },
 ];
 

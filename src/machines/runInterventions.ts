@@ -58,6 +58,13 @@ export const runInterventions = runBase.extend({
       enqueue.assign({ interrupt: "none" });
       enqueue.emit(interruptFailed(context, event));
     }),
+    refuseSharedSessionStop: enqueueActions(({ context, event, enqueue }) => {
+      const others = event.type === "INTERRUPT" ? (event.sharedWith ?? []) : [];
+      const detail =
+        "provider cannot interrupt a turn, and stopping its session would also end the runs of " +
+        `thread${others.length > 1 ? "s" : ""} ${others.join(", ")}`;
+      refuseUnsupported(context, "interrupt", "session_stop_refused_shared", detail).forEach((e) => enqueue.emit(e));
+    }),
     refuseInterrupt: enqueueActions(({ context, enqueue }) => {
       const detail = "provider cannot interrupt a turn and stopping its session is not allowed";
       refuseUnsupported(context, "interrupt", "interrupt_unsupported", detail).forEach((e) => enqueue.emit(e));

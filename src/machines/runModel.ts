@@ -62,7 +62,8 @@ export type RunEvent =
   | { type: "REQUEST_OPENED"; attemptId: string; requestId: string; event: DomainEvent }
   | { type: "REQUEST_SETTLED"; requestId: string }
   | { type: "TURN_TERMINAL"; attemptId: string; nodeId: string; status: TurnTerminalStatus; failure: Failure | null }
-  | { type: "INTERRUPT" }
+  /** `sharedWith`: other app threads whose runs are in the same provider session (a session stop ends them too). */
+  | { type: "INTERRUPT"; sharedWith?: readonly string[] }
   | { type: "INTERRUPT_ACKED"; attemptId: string }
   | { type: "INTERRUPT_FAILED"; attemptId: string; message: string; attempts: number }
   | { type: "STEER"; text: string; messageId: string }
@@ -125,7 +126,11 @@ export const runBase = setup({
     canSteerNatively: ({ context }) => canSteerNatively(context.capabilities),
     canSteerByInterruptRestart: ({ context }) => canSteerByInterruptRestart(context.capabilities),
     canInterrupt: ({ context }) => canInterrupt(context.capabilities),
-    mayStopSessionToInterrupt: ({ context }) => context.allowSessionStopInterrupt,
+    mayStopSessionToInterrupt: ({ context, event }) =>
+      context.allowSessionStopInterrupt && !(event.type === "INTERRUPT" && event.sharedWith?.length),
+    /** Stopping the session would end other threads' runs too: the destructive fallback is refused. */
+    sessionStopWouldEndOthers: ({ context, event }) =>
+      context.allowSessionStopInterrupt && event.type === "INTERRUPT" && !!event.sharedWith?.length,
     interruptAlreadyRequested: ({ context }) => context.interrupt !== "none",
     hasNoPendingRequests: ({ context }) => context.pendingRequestIds.length === 0,
     hasDeferredSteer: ({ context }) => context.deferredSteer !== null,

@@ -25,12 +25,9 @@ for (const model of models) {
 
 /** Fields no model path shows governing behaviour yet. */
 const NOT_YET_SHOWN: string[] = [
-  "sessions.supportsMultipleProviderThreadsPerSession",
-  "sessions.supportsRuntimeModeSwitchInSession",
   "threads.canCreateEmptyThread",
   "threads.canReadThreadSnapshot",
   "threads.canForkFromSubagentThread",
-  "threads.exposesNativeThreadId",
   "turns.exposesNativeTurnId",
   "turns.emitsTurnStarted",
   "streaming.streamsReasoning",

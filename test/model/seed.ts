@@ -159,6 +159,19 @@ export const seed = {
     return r.on("approvals.supportsCommandApproval");
   },
 
+  /**
+   * One provider session hosts many threads only when the record says so and their events can
+   * be told apart (native thread ids) and each turn ends with its own terminal.
+   */
+  sharesSessions(r: SeedRecord): boolean {
+    return (
+      r.on("sessions.supportsMultipleProviderThreadsPerSession") &&
+      r.on("threads.exposesNativeThreadId") &&
+      r.get("identity.nativeThreadIds") !== "none" &&
+      r.on("turns.emitsTurnCompleted")
+    );
+  },
+
   /** A runtime mode (plan mode, approval policy) switches in session where the provider can, else by a new session. */
   modeSwitch(r: SeedRecord): "in_session" | "new_session" {
     return r.on("sessions.supportsRuntimeModeSwitchInSession") ? "in_session" : "new_session";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createScriptedAdapter } from "../../src/index.js";
+import { createScriptedAdapter, ScriptedBackend } from "../../src/index.js";
 import { hang } from "../support/policies.js";
 import {
   holdSessionStart,
@@ -9,6 +9,7 @@ import {
   ofType,
   openTestRuntime,
   recordCalls,
+  until,
 } from "../support/runtime.js";
 
 /**
@@ -94,6 +95,46 @@ describe("interrupts", () => {
       expect(recorded.calls.filter((c) => c.method === "sendRun")).toHaveLength(1);
       expect(ofType(events, "interrupt.requested").map((e) => e.via)).toEqual(["session_stop"]);
       expect(ofType(events, "policy.applied").map((e) => e.policy)).toEqual(["interrupt_by_session_stop"]);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("the destructive fallback is refused while another thread's run shares the session, naming it", async () => {
+    // One session for every thread, no native interrupt: stopping the session would end both runs.
+    const backend = new ScriptedBackend();
+    const adapter = createScriptedAdapter({
+      backend,
+      capabilities: { turns: { supportsInterrupt: false } },
+      script: ({ text }) =>
+        text === "b"
+          ? [
+              { type: "gate", name: "b" },
+              { type: "text", text: "b done" },
+            ]
+          : hang,
+    });
+    const recorded = recordCalls(adapter);
+    const { rt, events, cleanup } = await openTestRuntime({ s: recorded.adapter }, { allowSessionStopInterrupt: true });
+    try {
+      const a = await rt.createThread({ providerTarget: "s" });
+      const b = await rt.createThread({ providerTarget: "s" });
+      const runA = await rt.sendMessage({ threadId: a.threadId, text: "a" });
+      const runB = await rt.sendMessage({ threadId: b.threadId, text: "b" });
+      await nextEvent(rt, "node.delta", (e) => e.runId === runA.runId);
+      await nextEvent(rt, "attempt.turn_bound", (e) => e.runId === runB.runId);
+      const refused = await rt.interrupt({ runId: runA.runId }).catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: "capability_unsupported" });
+      const refusal = () => ofType(events, "policy.applied").find((p) => p.policy === "session_stop_refused_shared");
+      await until("the refusal is recorded", () => !!refusal());
+      const policy = refusal();
+      expect(policy?.detail).toContain(b.threadId);
+      expect(recorded.calls.filter((c) => c.method === "stopSession")).toEqual([]);
+      // Once thread b's run is over, the session holds only a's: the fallback is taken.
+      backend.openGate("b");
+      expect((await rt.waitForRun(runB.runId)).status).toBe("completed");
+      expect(await rt.interrupt({ runId: runA.runId })).toMatchObject({ via: "session_stop" });
+      expect((await rt.waitForRun(runA.runId)).status).toBe("interrupted");
     } finally {
       await cleanup();
     }

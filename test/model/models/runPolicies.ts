@@ -115,6 +115,83 @@ export const steerModel: PolicyModel = {
   drive: { SEND: sendThenRun("plain"), STEER: (w) => w.send("steer", { mode: "steer" }), FINISH: finish },
 };
 
+/**
+ * Two threads, each with a run, on a provider without interrupts where a session stop is
+ * allowed: stopping a session shared with the other thread's run would end that run too.
+ */
+export const sharedSessionModel: PolicyModel = {
+  name: "shared session",
+  reads: {
+    "main.sessions.supportsMultipleProviderThreadsPerSession": B,
+    "main.threads.exposesNativeThreadId": B,
+    "main.turns.supportsInterrupt": [false],
+    "runtime.allowSessionStopInterrupt": [true],
+  },
+  options: () => ({ allowSessionStopInterrupt: true }),
+  machine: modelMachine(
+    "sharedSession",
+    { shares: (f) => seed.sharesSessions(record(f)) },
+    {
+      idle: { on: { SEND: "running" } },
+      running: { meta: { expect: { until: runIs("running") } }, on: { SEND_OTHER: "both" } },
+      both: {
+        meta: {
+          expect: {
+            until: (w: World) => statusOf(w, w.runIds[1]!) === "running",
+            check: (w: World) => {
+              const sessions = w.records.filter((r) => r.event.type === "session.started").length;
+              must(sessions === (seed.sharesSessions(record(w.flags)) ? 1 : 2), `${sessions} sessions for two threads`);
+            },
+          },
+        },
+        on: { INTERRUPT: [{ guard: "shares", target: "refused" }, { target: "stoppedOwn" }] },
+      },
+      refused: {
+        meta: {
+          expect: {
+            refused: "capability_unsupported",
+            policies: ["session_stop_refused_shared"],
+            check: (w: World) => must(statusOf(w, w.runIds[1]!) === "running", "the other thread's run was ended"),
+          },
+        },
+        on: { FINISH_OTHER: "otherDone" },
+      },
+      otherDone: {
+        meta: { expect: { until: (w: World) => statusOf(w, w.runIds[1]!) === "completed" } },
+        on: { INTERRUPT: "stoppedAlone" },
+      },
+      stoppedAlone: {
+        type: "final",
+        meta: {
+          expect: {
+            until: (w: World) => statusOf(w, w.runIds[0]!) === "interrupted",
+            policies: ["interrupt_by_session_stop"],
+          },
+        },
+      },
+      stoppedOwn: {
+        type: "final",
+        meta: {
+          expect: {
+            until: (w: World) => statusOf(w, w.runIds[0]!) === "interrupted",
+            policies: ["interrupt_by_session_stop"],
+            check: (w: World) => must(statusOf(w, w.runIds[1]!) === "running", "the other thread's run was ended"),
+          },
+        },
+      },
+    },
+  ),
+  drive: {
+    SEND: sendThenRun("plain"),
+    SEND_OTHER: async (w) => {
+      const other = (await w.rt.createThread({ providerTarget: "main", cwd: w.cwd })).threadId;
+      await w.send("plain", { threadId: other });
+    },
+    INTERRUPT: (w) => w.attempt(() => w.rt.interrupt({ runId: w.runIds[0]! })),
+    FINISH_OTHER: async (w) => void w.finish(w.run(w.runIds[1]).threadId),
+  },
+};
+
 export const queueModel: PolicyModel = {
   name: "queue",
   reads: { "main.turns.supportsQueuedMessages": B },
@@ -435,6 +512,7 @@ function must(ok: boolean, message: string): void {
 
 export const runPolicyModels = [
   interruptModel,
+  sharedSessionModel,
   steerModel,
   queueModel,
   terminalModel,
