@@ -38,6 +38,14 @@ export const RollbackInputSchema = z.strictObject({
   commandId,
 });
 
+/** Undo one subagent's file edits (its app-owned nested checkpoint scope), leaving the rest of its run's. */
+export const UndoSubagentInputSchema = z.strictObject({
+  threadId: appId("thr"),
+  /** The subagent's item id (`readThread`: an item of kind `subagent`). */
+  nodeId: appId("nod"),
+  commandId,
+});
+
 export const InterruptInputSchema = z.strictObject({ runId: appId("run"), commandId });
 
 export const RespondInputSchema = z.strictObject({
@@ -70,6 +78,7 @@ export type RespondInput = z.input<typeof RespondInputSchema>;
 export type ForkThreadInput = z.input<typeof ForkThreadInputSchema>;
 export type SubscribeInput = z.input<typeof SubscribeInputSchema>;
 export type RollbackInput = z.input<typeof RollbackInputSchema>;
+export type UndoSubagentInput = z.input<typeof UndoSubagentInputSchema>;
 
 /** Parse or throw `invalid_input` naming the first bad field. */
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {

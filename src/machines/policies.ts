@@ -226,6 +226,11 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "plan deltas carry no item ids: they go to the turn's live plan by ordinal",
   },
+  subagent_undo_unsupported: {
+    capability: "checkpointing.appCanCheckpointFilesystem",
+    outcome: "refused",
+    summary: "no app checkpoints of the subagent's run: its edits cannot be undone on their own",
+  },
 } as const satisfies Record<string, { capability: string; outcome: "fallback" | "refused"; summary: string }>;
 
 export type PolicyName = keyof typeof DEGRADATIONS;

@@ -12,12 +12,14 @@ import type {
   SendMessageInput,
   SendMessageReceipt,
   SubscribeInput,
+  UndoSubagentInput,
 } from "../domain/commands.js";
 import type { DomainEvent } from "../domain/events.js";
 import type { Affordances } from "./affordances.js";
 import type { RunView } from "./projections.js";
 import type { ReadModelSelector } from "./readModels.js";
 import type { RollbackReceipt } from "./rollback.js";
+import type { UndoSubagentReceipt } from "./commands/undoSubagent.js";
 import type { ThreadSnapshot } from "./snapshot.js";
 import type { EventLog, LogRecord } from "./store/eventLog.js";
 
@@ -55,6 +57,11 @@ export interface TillerRuntime {
   respond(input: RespondInput): Promise<RespondReceipt>;
   forkThread(input: ForkThreadInput): Promise<ForkReceipt>;
   rollback(input: RollbackInput): Promise<RollbackReceipt & { commandId: string }>;
+  /**
+   * Undoes one subagent's file edits (the files its nested checkpoint scope changed go back to how they were before
+   * it ran), leaving the rest of its run's; the provider's conversation is kept. Needs `checkpoints`.
+   */
+  undoSubagent(input: UndoSubagentInput): Promise<UndoSubagentReceipt & { commandId: string }>;
 
   /** What a client may offer for this thread now (fork, interrupt, rollback, approvals, panels), and why not. */
   affordances(threadId: string): Affordances;

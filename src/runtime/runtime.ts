@@ -10,6 +10,7 @@ import {
   SendMessageInputSchema,
   SubscribeInputSchema,
   ThreadIdSchema,
+  UndoSubagentInputSchema,
   parseInput,
   type CreateThreadInput,
   type CreateThreadReceipt,
@@ -23,6 +24,7 @@ import {
   type SendMessageInput,
   type SendMessageReceipt,
   type SubscribeInput,
+  type UndoSubagentInput,
 } from "../domain/commands.js";
 import {
   ConflictError,
@@ -42,6 +44,7 @@ import { respond } from "./commands/respond.js";
 import { rollback } from "./commands/rollback.js";
 import { sendMessage } from "./commands/submit.js";
 import { createThread, forkThread } from "./commands/threads.js";
+import { undoSubagent, type UndoSubagentReceipt } from "./commands/undoSubagent.js";
 import { Dispatcher } from "./dispatch.js";
 import type { RollbackReceipt } from "./rollback.js";
 import { threadSnapshot, type ThreadSnapshot } from "./snapshot.js";
@@ -247,6 +250,11 @@ export class Runtime implements TillerRuntime {
   async rollback(input: RollbackInput): Promise<RollbackReceipt & { commandId: string }> {
     const p = parseInput(RollbackInputSchema, input);
     return this.#command(p.commandId, "rollback", () => rollback(this.#d, p));
+  }
+
+  async undoSubagent(input: UndoSubagentInput): Promise<UndoSubagentReceipt & { commandId: string }> {
+    const p = parseInput(UndoSubagentInputSchema, input);
+    return this.#command(p.commandId, "undoSubagent", () => undoSubagent(this.#d, p));
   }
 
   /** What a client may offer for this thread now (fork, interrupt, rollback, approvals, panels), and why not. */

@@ -5,7 +5,6 @@ import { CheckpointError } from "../../domain/errors.js";
 import type { DomainEvent } from "../../domain/events.js";
 import type { IdSource } from "../../domain/ids.js";
 import { redact } from "../../domain/redact.js";
-import { policyEvent } from "../../machines/emitted.js";
 import type { Projections } from "../projections.js";
 import { GitCheckpointStore } from "./gitStore.js";
 
@@ -20,17 +19,16 @@ export interface CheckpointHost {
 /**
  * Filesystem checkpoints owned by the runtime: a baseline before each root run's first
  * turn, a final checkpoint after its terminal, and nested scopes for subagents (which never
- * advance the run count). They live in a private git repository under the data directory
- * (`checkpoints.git`), never in the user's `.git`. Captures are serialized by the store, so
- * a run's final checkpoint is always taken before the next run's baseline.
+ * advance the run count, and can be undone one at a time). They live in a private git
+ * repository under the data directory (`checkpoints.git`), never in the user's `.git`.
+ * Captures are serialized by the store, so a run's final checkpoint is always taken before
+ * the next run's baseline.
  */
 export class Checkpoints {
   #store: Promise<GitCheckpointStore> | null = null;
   #pending = new Map<string, Promise<void>>();
   /** The latest capture per thread: the next one waits for it, so it sees its parent recorded. */
   #threadTail = new Map<string, Promise<void>>();
-  /** Runs that already recorded that nested scopes are unsupported (once per run is enough). */
-  #rootOnly = new Set<string>();
 
   constructor(
     private readonly dataDir: string,
@@ -62,23 +60,38 @@ export class Checkpoints {
     void this.#track(runId, this.#inOrder(runId, "root_run", "final", null));
   }
 
-  /** A subagent finished: its own nested scope, or (unsupported) a record that its activity is uncheckpointed. */
+  /**
+   * A subagent finished: its nested scope ends here. Nested scopes are app-owned, taken
+   * whatever the provider says of its own (`supportsNestedCheckpointScopes` only says whether
+   * the provider's nested conversation could follow an undo), so one subagent's edits can be
+   * undone on their own (`revertScope`). The scope opens at the run's previous checkpoint
+   * (its baseline, or the end of the subagent before): what the root changed in the directory
+   * since then, before the subagent started, counts as the subagent's.
+   */
   nested(runId: string, nodeId: string, caps: ProviderCapabilities): void {
     if (!this.applies(caps)) return;
-    const run = this.host.views.runs.get(runId)!;
-    if (!caps.checkpointing.supportsNestedCheckpointScopes) {
-      if (!this.#rootOnly.has(runId)) {
-        this.#rootOnly.add(runId);
-        const detail = "nested checkpoint scopes are unsupported: only the root run is checkpointed";
-        this.host.commitLater(policyEvent({ threadId: run.threadId, runId }, "root_checkpoint_only", detail));
-      }
-      const reason =
-        "nested checkpoint scopes unsupported: " +
-        "this subagent's filesystem activity is part of the root run's checkpoint only";
-      this.host.commitLater({ type: "checkpoint.skipped", threadId: run.threadId, runId, nodeId, reason });
-      return;
-    }
     void this.#track(runId, this.#inOrder(runId, "subagent", "final", nodeId));
+  }
+
+  /**
+   * Undoes one nested scope in its thread's directory: the files that changed within it go
+   * back to the scope's start, if each is still as the scope left it (else nothing changes and
+   * the conflicts are returned). Waits for the thread's captures, and the thread's next capture
+   * (a run's baseline, which its first turn awaits) waits for it.
+   */
+  revertScope(
+    checkpointId: string,
+    beforeChange?: (files: ChangedFile[]) => Promise<void>,
+  ): Promise<{ files: ChangedFile[]; conflicts: ChangedFile[] }> {
+    const scope = this.host.views.checkpoints.get(checkpointId);
+    const start = scope?.parentCheckpointId ? this.host.views.checkpoints.get(scope.parentCheckpointId) : undefined;
+    if (!scope?.commit || !start?.commit)
+      throw new CheckpointError(`checkpoint ${checkpointId} has no scope to revert`, { checkpointId });
+    const cwd = this.host.views.threads.get(scope.threadId)!.cwd;
+    const input = { cwd, from: start.commit, to: scope.commit, exclude: this.#exclude(cwd) };
+    return this.#afterThread(scope.threadId, async () =>
+      (await this.#open()).revert({ ...input, ...(beforeChange ? { beforeChange } : {}) }),
+    );
   }
 
   /**
@@ -132,14 +145,21 @@ export class Checkpoints {
     nodeId: string | null,
   ): Promise<void> {
     const threadId = this.host.views.runs.get(runId)!.threadId;
-    const work = (this.#threadTail.get(threadId) ?? Promise.resolve()).then(() =>
-      this.#capture(runId, scope, phase, nodeId),
+    return this.#afterThread(threadId, () => this.#capture(runId, scope, phase, nodeId));
+  }
+
+  /** Runs `work` after the thread's latest capture or revert; the next one waits for it. */
+  #afterThread<T>(threadId: string, work: () => Promise<T>): Promise<T> {
+    const result = (this.#threadTail.get(threadId) ?? Promise.resolve()).then(work);
+    const done = result.then(
+      () => undefined,
+      () => undefined,
     );
-    this.#threadTail.set(threadId, work);
-    void work.finally(() => {
-      if (this.#threadTail.get(threadId) === work) this.#threadTail.delete(threadId);
+    this.#threadTail.set(threadId, done);
+    void done.finally(() => {
+      if (this.#threadTail.get(threadId) === done) this.#threadTail.delete(threadId);
     });
-    return work;
+    return result;
   }
 
   async #capture(
@@ -153,8 +173,9 @@ export class Checkpoints {
     const thread = views.threads.get(run.threadId)!;
     const checkpointId = ids.next("chk");
     const where = { threadId: run.threadId, runId, checkpointId, scope, phase, nodeId };
-    // The parent is the latest checkpoint still standing in this thread (a rollback makes later ones stale).
-    const parent = scope === "subagent" ? latest(views, run.threadId, runId) : latest(views, run.threadId);
+    // A root checkpoint's parent is the thread's latest root one still standing (a rollback makes later ones
+    // stale); a subagent's is its run's latest, root or nested: where its scope opens.
+    const parent = scope === "subagent" ? latestOfRun(views, run.threadId, runId) : latest(views, run.threadId);
     try {
       const store = await this.#open();
       const capture = await store.capture({
@@ -183,9 +204,16 @@ export class Checkpoints {
   }
 }
 
-function latest(views: Projections, threadId: string, runId?: string) {
-  const ready = views
+function latest(views: Projections, threadId: string) {
+  return views
     .checkpointsOf(threadId)
-    .filter((c) => c.status === "ready" && c.scope === "root_run" && (!runId || c.runId === runId));
-  return ready.at(-1);
+    .filter((c) => c.status === "ready" && c.scope === "root_run")
+    .at(-1);
+}
+
+function latestOfRun(views: Projections, threadId: string, runId: string) {
+  return views
+    .checkpointsOf(threadId)
+    .filter((c) => c.status === "ready" && c.runId === runId)
+    .at(-1);
 }

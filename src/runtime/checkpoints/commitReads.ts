@@ -5,6 +5,7 @@
  */
 import { manifestOf, regularFiles, type TreeFile } from "./fileModes.js";
 import { splitZ, type PrivateRepository } from "./privateRepository.js";
+import { literalSpec } from "./storeFiles.js";
 import type { ChangedFile } from "./storeTypes.js";
 
 /** Full ids only: an abbreviation or a ref name could resolve to something else. */
@@ -26,8 +27,15 @@ export async function commitManifest(repo: PrivateRepository, commit: string) {
   return manifestOf((await repo.git(["cat-file", "commit", commit])).stdout);
 }
 
-export async function diffFiles(repo: PrivateRepository, from: string, to: string): Promise<ChangedFile[]> {
-  const { stdout } = await repo.git(["diff-tree", "-r", "-z", "--no-renames", "--name-status", from, to]);
+/** The files two trees differ by; only among `paths` (cwd-relative, literal) when given. */
+export async function diffFiles(
+  repo: PrivateRepository,
+  from: string,
+  to: string,
+  paths?: string[],
+): Promise<ChangedFile[]> {
+  const only = paths ? ["--", ...paths.map(literalSpec)] : [];
+  const { stdout } = await repo.git(["diff-tree", "-r", "-z", "--no-renames", "--name-status", from, to, ...only]);
   const parts = splitZ(stdout);
   const files: ChangedFile[] = [];
   for (let i = 0; i + 1 < parts.length; i += 2) {

@@ -20,11 +20,18 @@ import { CheckpointError, ClosedError, InvalidInputError } from "../../domain/er
 import { byPath, commitManifest, diffFiles, diffStat, hasCommit, treeFiles } from "./commitReads.js";
 import { applyModes, buildManifest, currentModes, modeOf, modesToRestore, withManifest } from "./fileModes.js";
 import { EMPTY_TREE, PrivateRepository } from "./privateRepository.js";
-import { filteredTree, stage } from "./staging.js";
-import type { CaptureInput, ChangedFile, CheckpointCapture, RestoreInput, StoreOptions } from "./storeTypes.js";
+import { filteredTree, stage, withPathsFrom } from "./staging.js";
+import type {
+  CaptureInput,
+  ChangedFile,
+  CheckpointCapture,
+  RestoreInput,
+  RevertInput,
+  StoreOptions,
+} from "./storeTypes.js";
 import { assertDirectory, missingDirectories, normalizeExcludes, removeEmptyParents } from "./storeFiles.js";
 
-export type { CaptureInput, ChangedFile, CheckpointCapture, RestoreInput, StoreOptions };
+export type { CaptureInput, ChangedFile, CheckpointCapture, RestoreInput, RevertInput, StoreOptions };
 
 const REF_PATTERN = /^[A-Za-z0-9_-]+(?:\/[A-Za-z0-9_-]+)*$/;
 
@@ -109,23 +116,54 @@ export class GitCheckpointStore {
       const files = byPath([...content, ...modeOnly.map((path) => ({ path, change: "modified" as const }))]);
       if (files.length === 0) return { files };
       await input.beforeChange?.(files);
-      if (content.length > 0) {
-        const created = await missingDirectories(
-          cwd,
-          content.filter((f) => f.change === "added").map((f) => f.path),
-        );
-        // Two-tree merge from the tree the index holds: updates and deletes only what differs,
-        // and refuses (rather than clobbers) untracked paths in the way. Files are created
-        // owner-only and get their exact modes below, so none is ever readable by more than it should.
-        await repo.git(["read-tree", "-m", "-u", current, target], { cwd, privateUmask: true });
-        const directoryMode = 0o777 & ~process.umask();
-        for (const dir of created) await chmod(dir, directoryMode).catch(() => undefined);
-      }
-      await applyModes(cwd, modes);
-      for (const file of content) {
-        if (file.change === "deleted") await removeEmptyParents(cwd, join(cwd, file.path));
-      }
+      await this.apply(cwd, current, target, content, modes);
       return { files };
+    });
+  }
+
+  /**
+   * Undoes what changed between two commits of the store (`from`, a scope's start, and `to`,
+   * its end) in cwd, and nothing else: each of those files goes back to its state in `from`
+   * (content and permission bits), provided it is still as `to` left it. A file that has
+   * changed since is a conflict: nothing is changed then, and the conflicts are returned. A
+   * file already back as in `from` is left. Ignored, excluded and nested content is never
+   * touched (the snapshot rule, as for restore). `beforeChange` hears the list first.
+   */
+  async revert(input: RevertInput): Promise<{ files: ChangedFile[]; conflicts: ChangedFile[] }> {
+    const cwd = resolve(input.cwd);
+    const exclude = normalizeExcludes(cwd, input.exclude);
+    const repo = this.repo;
+    return this.enqueue(async () => {
+      for (const commit of [input.from, input.to]) {
+        if (!(await hasCommit(repo, commit)))
+          throw new CheckpointError(`checkpoint ${commit} is not in the store`, { commit });
+      }
+      await assertDirectory(cwd);
+      const scoped = (await diffFiles(repo, input.from, input.to)).map((f) => f.path);
+      if (scoped.length === 0) return { files: [], conflicts: [] };
+      const { tree: current, skipped, scope } = await stage(repo, cwd, exclude);
+      const sinceEnd = await diffFiles(repo, input.to, current, scoped);
+      const fromStart = new Set((await diffFiles(repo, input.from, current, scoped)).map((f) => f.path));
+      // Changed since the scope ended, and not back as it began: someone else's work now.
+      const conflicts = sinceEnd.filter((f) => fromStart.has(f.path));
+      if (conflicts.length > 0) return { files: [], conflicts };
+      const movedOn = new Set(sinceEnd.map((f) => f.path));
+      const mixed = await withPathsFrom(
+        repo,
+        cwd,
+        current,
+        input.from,
+        scoped.filter((path) => !movedOn.has(path)),
+      );
+      const target = await filteredTree(repo, mixed, skipped, scope);
+      const content = await diffFiles(repo, current, target);
+      if (content.length === 0) return { files: [], conflicts: [] };
+      await input.beforeChange?.(content);
+      const manifest = await commitManifest(repo, input.from);
+      const written = new Set(content.filter((f) => f.change !== "deleted").map((f) => f.path));
+      const { modes } = modesToRestore(await treeFiles(repo, target), manifest, written, new Map(), process.umask());
+      await this.apply(cwd, current, target, content, modes);
+      return { files: content, conflicts: [] };
     });
   }
 
@@ -150,6 +188,35 @@ export class GitCheckpointStore {
     const result = this.tail.then(operation);
     this.tail = result.catch(() => undefined);
     return result;
+  }
+
+  /**
+   * Makes cwd go from `current` (the tree its index holds) to `target`: `content` is what differs, `modes` the exact
+   * permission bits to leave.
+   */
+  private async apply(
+    cwd: string,
+    current: string,
+    target: string,
+    content: ChangedFile[],
+    modes: Map<string, number>,
+  ): Promise<void> {
+    if (content.length > 0) {
+      const created = await missingDirectories(
+        cwd,
+        content.filter((f) => f.change === "added").map((f) => f.path),
+      );
+      // Two-tree merge from the tree the index holds: updates and deletes only what differs,
+      // and refuses (rather than clobbers) untracked paths in the way. Files are created
+      // owner-only and get their exact modes below, so none is ever readable by more than it should.
+      await this.repo.git(["read-tree", "-m", "-u", current, target], { cwd, privateUmask: true });
+      const directoryMode = 0o777 & ~process.umask();
+      for (const dir of created) await chmod(dir, directoryMode).catch(() => undefined);
+    }
+    await applyModes(cwd, modes);
+    for (const file of content) {
+      if (file.change === "deleted") await removeEmptyParents(cwd, join(cwd, file.path));
+    }
   }
 
   /** The exact modes restore must leave, and the files whose mode alone differs (fileModes.ts). */

@@ -56,6 +56,39 @@ export async function filteredTree(
   }
 }
 
+/**
+ * The tree `base` with each of `paths` as it is in `from` (taken out where `from` has none):
+ * built in a scratch index, so cwd's own index and files are not touched.
+ */
+export async function withPathsFrom(
+  repo: PrivateRepository,
+  cwd: string,
+  base: string,
+  from: string,
+  paths: string[],
+): Promise<string> {
+  if (paths.length === 0) return base;
+  const wanted = new Set(paths);
+  const index = join(repo.own, "revert.index");
+  const call: GitCall = { cwd, index };
+  await unlink(index).catch(() => undefined);
+  try {
+    await repo.git(["read-tree", base], call);
+    const pathOf = (entry: string) => entry.slice(entry.indexOf("\t") + 1);
+    const kept = splitZ((await repo.git(["ls-tree", "-r", "-z", from], call)).stdout).filter((e) =>
+      wanted.has(pathOf(e)),
+    );
+    const there = new Set(kept.map(pathOf));
+    // `--index-info` takes ls-tree's own lines; mode 0 removes the path.
+    const gone = paths.filter((path) => !there.has(path)).map((path) => `0 ${"0".repeat(40)}\t${path}`);
+    const input = [...kept, ...gone].map((entry) => `${entry}\0`).join("");
+    await repo.git(["update-index", "-z", "--index-info"], { ...call, input });
+    return (await repo.git(["write-tree"], call)).stdout.trim();
+  } finally {
+    await unlink(index).catch(() => undefined);
+  }
+}
+
 /** cwd's ignore file, from every source the user's git reads (ignoreSources.ts). */
 function refreshCwdIgnoreFile(repo: PrivateRepository, cwd: string): Promise<IgnoreScope> {
   return refreshIgnoreFile(cwd, {

@@ -36,6 +36,18 @@ export interface RestoreInput {
   beforeChange?: (files: ChangedFile[]) => Promise<void>;
 }
 
+export interface RevertInput {
+  cwd: string;
+  /** The scope's start: what its files go back to. */
+  from: string;
+  /** The scope's end: its files are reverted only while they are still as it left them. */
+  to: string;
+  /** Paths relative to cwd that revert must leave alone (should match the capture's). */
+  exclude?: string[];
+  /** As for restore: told every file about to change before the first one does. */
+  beforeChange?: (files: ChangedFile[]) => Promise<void>;
+}
+
 export interface StoreOptions {
   /**
    * The environment git runs with; its HOME, XDG_CONFIG_HOME and GIT_CONFIG_GLOBAL/SYSTEM/NOSYSTEM
