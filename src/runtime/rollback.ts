@@ -1,4 +1,5 @@
 import type { ProviderThreadSnapshot, RollbackResult } from "../adapters/contract.js";
+import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { ChangedFile } from "../domain/entities.js";
 import { canVerifyProviderRollback } from "../capabilities/predicates.js";
 import { ClosedError, ConflictError, NotFoundError, ProviderError } from "../domain/errors.js";
@@ -141,8 +142,11 @@ export async function performRollback(
           ? "files are restored"
           : "no checkpoint: files are not restored";
         const why = redact(error instanceof Error ? error.message : String(error));
-        const detail = `provider rollback failed (${why}); ${files} and the provider thread is marked divergent`;
-        rt.commitLate(policyEvent({ threadId, runId: toRunId }, "rollback_divergent", detail));
+        const what = error instanceof ProviderDeclined ? "no provider rollback" : "provider rollback failed";
+        const detail = `${what} (${why}); ${files} and the provider thread is marked divergent`;
+        const capability =
+          error instanceof ProviderDeclined ? "checkpointing.providerCanRollbackConversation" : undefined;
+        rt.commitLate(policyEvent({ threadId, runId: toRunId }, "rollback_divergent", detail, capability));
       }
     }
     const rolledBackRunIds = plan.laterRuns.map((r) => r.runId);
@@ -347,13 +351,14 @@ async function rollbackIn(
   session: LiveSession,
 ): Promise<void> {
   const record = plan.providerThread!;
+  const caps = session.capabilities;
+  // The record in force decides (it may not be the one the plan read): both flags must say the conversation rolls back.
+  if (!rollsBackConversation(caps)) throw new ProviderDeclined(target.id);
   if (!target.adapter.rollbackThread) throw new Error(`${target.id} has no rollbackThread`);
   const loaded = await target.ensureThread(thread.threadId, session);
   const address = { sessionId: session.sessionId, thread: loaded.handle };
   // A provider that can show its conversation is checked: the cut must drop exactly the later turns.
-  const read = canVerifyProviderRollback(session.capabilities)
-    ? target.adapter.readThreadSnapshot?.bind(target.adapter)
-    : undefined;
+  const read = canVerifyProviderRollback(caps) ? target.adapter.readThreadSnapshot?.bind(target.adapter) : undefined;
   const before = read ? (await read(address)).turns.length : null;
   const returned: unknown = await target.adapter.rollbackThread({ ...address, turns: plan.laterTurns });
   // Adapters written before `RollbackResult` returned the bare snapshot.
@@ -379,12 +384,43 @@ async function rollbackIn(
     });
     target.forgetThread(thread.threadId);
   }
+  // Only a record that declares it makes the returned snapshot the conversation after the cut.
+  const returnedSnapshot = caps.checkpointing.providerRollbackReturnsSnapshot ? result.snapshot : undefined;
+  if (caps.checkpointing.providerRollbackReturnsSnapshot && !returnedSnapshot)
+    throw new ProviderError(`${target.id} declares that its rollback returns a snapshot, and returned none`);
+  if (returnedSnapshot) keepsNoDroppedTurn(plan, returnedSnapshot);
   if (read && before !== null) {
-    const kept = (
-      result.snapshot ??
-      (await read(result.handle ? { ...address, thread: { ...result.handle, cwd: thread.cwd } } : address))
-    ).turns.length;
+    const after =
+      returnedSnapshot ??
+      (await read(result.handle ? { ...address, thread: { ...result.handle, cwd: thread.cwd } } : address));
+    const kept = after.turns.length;
     if (kept !== before - plan.laterTurns)
       throw new ProviderError(`the provider kept ${kept} of ${before} turns after dropping ${plan.laterTurns}`);
   }
+}
+
+/** A rollback of the provider thread needs the thread to allow it and the provider to roll its conversation back. */
+function rollsBackConversation(caps: ProviderCapabilities): boolean {
+  return caps.threads.canRollbackThread && caps.checkpointing.providerCanRollbackConversation;
+}
+
+/** The provider's record says it cannot roll its conversation back: it is not asked to. */
+class ProviderDeclined extends Error {
+  constructor(targetId: string) {
+    super(
+      `${targetId}'s record says it cannot roll its conversation back (checkpointing.providerCanRollbackConversation)`,
+    );
+  }
+}
+
+/** The conversation after the cut must not hold a turn the rollback dropped (where the app knows its native ref). */
+function keepsNoDroppedTurn(plan: RollbackPlan, snapshot: ProviderThreadSnapshot): void {
+  const dropped = new Set(
+    plan.laterRuns
+      .flatMap((r) => r.attempts)
+      .filter((a) => a.providerThreadId === plan.providerThread!.providerThreadId && a.nativeTurnRef !== null)
+      .map((a) => a.nativeTurnRef),
+  );
+  const kept = snapshot.turns.find((t) => t.turnRef !== null && dropped.has(t.turnRef));
+  if (kept) throw new ProviderError(`the provider's snapshot after the rollback still holds turn ${kept.turnRef}`);
 }
