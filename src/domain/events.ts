@@ -235,9 +235,11 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     toTarget: id,
     reason: z.enum(["provider_switch", "fork", "resume_failed", "thread_broken", "rollback_divergent"]),
     strategy: z.enum(["delta_since_last_seen", "full_thread_summary"]),
-    /** Every run summarized (a fork's inherited runs included), and the ordinals of this thread's own. */
+    /** Every run the text tells (a fork's inherited runs included), and the ordinals of this thread's own. */
     coveredRunIds: z.array(id),
     coveredRunOrdinals: z.array(z.number().int()),
+    /** The oldest runs the text leaves out to stay within the provider's recommended size (it says how many). */
+    omittedRunIds: z.array(id).default([]),
     text: z.string(),
     /** An earlier handoff to the same provider thread that was never consumed: replaced, never edited. */
     supersedesHandoffId: id.nullable(),

@@ -74,6 +74,11 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "returning to a provider without delta handoff: a fresh provider thread with a full summary",
   },
+  handoff_runs_omitted: {
+    capability: "context.maxRecommendedHandoffChars",
+    outcome: "fallback",
+    summary: "the summary is over the provider's recommended size: its oldest runs are left out, recorded as omitted",
+  },
   handoff_as_user_context: {
     capability: "context.acceptsDeveloperContext",
     outcome: "fallback",

@@ -11,6 +11,7 @@ import {
   isTerminalRunStatus,
   Projections,
   type ProviderThreadRecord,
+  type RequestView,
   type RunView,
   type Transfer,
 } from "./projections.js";
@@ -27,32 +28,69 @@ const DEFAULT_MAX_CHARS = 8_000;
 
 type HandoffReason = DomainEventOf<"handoff.created">["reason"];
 
-function runText(run: RunView, threadId: string | null): string {
+/** What a summary says of a run besides its messages: what ran, what changed, what the user decided. */
+function runActions(run: RunView, decisions: readonly RequestView[]): string[] {
+  const lines: string[] = [];
+  for (const item of run.items) {
+    const detail = (item.detail ?? {}) as { command?: string; path?: string; exitCode?: number; status?: string };
+    if (item.kind === "command" && detail.command)
+      lines.push(`ran: ${detail.command}${detail.exitCode !== undefined ? ` (exit ${detail.exitCode})` : ""}`);
+    else if (item.kind === "file_change" && detail.path)
+      lines.push(`${detail.status === "declined" ? "did not change" : "changed"}: ${detail.path}`);
+  }
+  for (const request of decisions) {
+    if (request.status !== "resolved" || !request.response) continue;
+    const asked = request.payload as { kind: string; command?: string; path?: string };
+    const what = [asked.kind.replace("_", " "), asked.command ?? asked.path].filter(Boolean).join(" ");
+    const answer = request.response.kind === "decision" ? request.response.decision : "answered";
+    lines.push(`user decided: ${what}: ${answer}`);
+  }
+  return lines;
+}
+
+function runText(run: RunView, threadId: string | null, decisions: readonly RequestView[]): string {
   const assistant = run.items
     .filter((i) => i.kind === "assistant_message" && i.text)
     .map((i) => i.text)
     .join("");
   // A fork's inherited runs keep their own numbering: say whose they are.
   const label = threadId && run.threadId !== threadId ? `before the fork, run ${run.ordinal}` : `run ${run.ordinal}`;
-  return `[${label}, ${run.status}] user: ${run.text}\nassistant: ${assistant || "(no reply)"}`;
+  return [
+    `[${label}, ${run.status}] user: ${run.text}`,
+    ...runActions(run, decisions),
+    `assistant: ${assistant || "(no reply)"}`,
+  ].join("\n");
+}
+
+/** A summary, and exactly which runs it carries and which it left out for the bound. */
+export interface RunSummary {
+  text: string;
+  /** Runs the text tells (the oldest of them cut short when even it alone is over the bound). */
+  carried: RunView[];
+  /** The oldest runs, dropped whole to fit the bound: the text says how many. */
+  omitted: RunView[];
 }
 
 /**
- * Deterministic and bounded: the oldest runs are dropped first when over the bound, the
- * newest is truncated last. Same runs in, same text out.
+ * Deterministic and bounded: each run with its commands, file changes and the user's
+ * decisions; the oldest runs are dropped first when over the bound, the newest is truncated
+ * last. Same runs in, same summary out.
  */
 export function summarizeRuns(
   runs: readonly RunView[],
   maxChars: number | null,
   threadId: string | null = null,
-): string {
+  decisionsOf: (runId: string) => readonly RequestView[] = () => [],
+): RunSummary {
   const limit = maxChars ?? DEFAULT_MAX_CHARS;
   const header = "Context from earlier in this conversation:\n";
-  const parts = runs.map((run) => runText(run, threadId));
-  while (parts.length > 1 && header.length + parts.join("\n\n").length > limit) parts.shift();
-  const omitted = runs.length - parts.length;
-  const body = (omitted > 0 ? `(${omitted} earlier runs omitted)\n\n` : "") + parts.join("\n\n");
-  return (header + body).slice(0, limit);
+  const parts = runs.map((run) => runText(run, threadId, decisionsOf(run.runId)));
+  let dropped = 0;
+  const omittedNote = (n: number) => (n > 0 ? `(${n} earlier runs omitted)\n\n` : "");
+  const size = () => header.length + omittedNote(dropped).length + parts.slice(dropped).join("\n\n").length;
+  while (runs.length - dropped > 1 && size() > limit) dropped += 1;
+  const text = (header + omittedNote(dropped) + parts.slice(dropped).join("\n\n")).slice(0, limit);
+  return { text, carried: runs.slice(dropped), omitted: runs.slice(0, dropped) };
 }
 
 /** How a provider can receive explicit context (the delivery policy's decision); null when it cannot at all. */
@@ -121,10 +159,13 @@ export function handoffNeed(
     return "none";
   if (!stored || stored.divergent) return history.length > 0 ? "full" : "none";
   const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
-  const unseen = history.some(
-    (r) => !stored.seenRunIds.has(r.runId) && !(stored.origin === "forked" && !own.has(r.runId)),
+  const untold = history.some(
+    (r) =>
+      !stored.seenRunIds.has(r.runId) &&
+      !stored.omittedRunIds.has(r.runId) &&
+      !(stored.origin === "forked" && !own.has(r.runId)),
   );
-  if (!unseen) return "none";
+  if (!untold) return "none";
   return stored.seenRunIds.size > 0 && takesDeltaHandoff(capabilities) ? "delta" : "full";
 }
 
@@ -198,12 +239,14 @@ export function contextForNextTurn(input: ContextInput): HandoffContext | null {
   const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
   const known = (r: RunView) =>
     providerThread.seenRunIds.has(r.runId) || (providerThread.origin === "forked" && !own.has(r.runId));
+  // Runs an earlier summary left out for its bound do not call for a handoff on their own, but
+  // ride along with the next one when it has room.
   const unseen = history.filter((r) => !known(r));
-  if (unseen.length === 0) return null;
+  if (unseen.every((r) => providerThread.omittedRunIds.has(r.runId))) return null;
   const fresh = providerThread.seenRunIds.size === 0;
   const delta = !fresh && capabilities.context.supportsDeltaHandoff;
-  const covered = delta ? unseen : history;
-  const coveredRunIds = covered.map((r) => r.runId);
+  const candidates = delta ? unseen : history;
+  const candidateIds = candidates.map((r) => r.runId).join();
   // A portable fork's first provider thread hears only inherited history: that is the fork
   // transfer itself. Once the fork has runs of its own, a fresh thread elsewhere is a switch.
   const onlyInherited = unseen.every((r) => !own.has(r.runId));
@@ -228,7 +271,7 @@ export function contextForNextTurn(input: ContextInput): HandoffContext | null {
     views.handoffs
       .get(threadId)
       ?.filter((h) => !h.consumed && !h.superseded && h.providerThreadId === providerThread.providerThreadId) ?? [];
-  const pending = unconsumed.find((h) => h.coveredRunIds.join() === coveredRunIds.join());
+  const pending = unconsumed.find((h) => [...h.omittedRunIds, ...h.coveredRunIds].join() === candidateIds);
   if (pending) return { kind, text: pending.text, delivery };
   if (delivery === "synthetic_user") {
     const detail =
@@ -236,7 +279,16 @@ export function contextForNextTurn(input: ContextInput): HandoffContext | null {
       "the handoff goes in as a user message";
     commit(policyEvent({ threadId, runId }, "handoff_as_user_context", detail));
   }
-  const text = summarizeRuns(covered, capabilities.context.maxRecommendedHandoffChars, threadId);
+  const requests = [...views.requests.values()];
+  const decisionsOf = (id: string) => requests.filter((r) => r.runId === id);
+  const summary = summarizeRuns(candidates, capabilities.context.maxRecommendedHandoffChars, threadId, decisionsOf);
+  const { text, carried, omitted } = summary;
+  if (omitted.length > 0) {
+    const detail =
+      `${omitted.length} of ${candidates.length} runs left out of the summary to stay within ` +
+      `${providerThread.providerTarget}'s ${capabilities.context.maxRecommendedHandoffChars ?? DEFAULT_MAX_CHARS} characters`;
+    commit(policyEvent({ threadId, runId }, "handoff_runs_omitted", detail));
+  }
   const lastOther = unseen.findLast((r) => r.providerTarget !== providerThread.providerTarget);
   commit({
     type: "handoff.created",
@@ -248,8 +300,9 @@ export function contextForNextTurn(input: ContextInput): HandoffContext | null {
     toTarget: providerThread.providerTarget,
     reason,
     strategy: delta ? "delta_since_last_seen" : "full_thread_summary",
-    coveredRunIds,
-    coveredRunOrdinals: covered.filter((r) => own.has(r.runId)).map((r) => r.ordinal),
+    coveredRunIds: carried.map((r) => r.runId),
+    coveredRunOrdinals: carried.filter((r) => own.has(r.runId)).map((r) => r.ordinal),
+    omittedRunIds: omitted.map((r) => r.runId),
     text,
     supersedesHandoffId: unconsumed.at(-1)?.handoffId ?? null,
   });

@@ -95,6 +95,8 @@ export interface ProviderThreadRecord {
   origin: DomainEventOf<"provider_thread.bound">["via"];
   /** App runs this provider thread has seen: executed itself, or received in a consumed handoff. */
   seenRunIds: Set<string>;
+  /** Runs a consumed handoff named but left out for its bound (not seen; told again only when a later one has room). */
+  omittedRunIds: Set<string>;
   /** A rollback could not reach the provider: its conversation holds runs the app rolled back. */
   divergent: boolean;
 }
@@ -106,6 +108,7 @@ export interface HandoffRecord {
   runId: string;
   reason: DomainEventOf<"handoff.created">["reason"];
   coveredRunIds: string[];
+  omittedRunIds: string[];
   text: string;
   /** A turn of its provider thread was bound after it: the provider has it. */
   consumed: boolean;

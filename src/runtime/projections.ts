@@ -134,7 +134,12 @@ export class Projections {
           for (const handoff of this.handoffs.get(event.threadId) ?? []) {
             if (handoff.consumed || handoff.providerThreadId !== event.providerThreadId) continue;
             handoff.consumed = true;
-            for (const runId of handoff.coveredRunIds) providerThread.seenRunIds.add(runId);
+            for (const runId of handoff.coveredRunIds) {
+              providerThread.seenRunIds.add(runId);
+              providerThread.omittedRunIds.delete(runId);
+            }
+            for (const runId of handoff.omittedRunIds)
+              if (!providerThread.seenRunIds.has(runId)) providerThread.omittedRunIds.add(runId);
           }
         }
         return;
@@ -146,6 +151,7 @@ export class Projections {
         const record: ProviderThreadRecord = {
           ...{ providerThreadId, threadId, providerTarget, sessionId, nativeThreadRef, resumeCursor, origin },
           seenRunIds: known?.seenRunIds ?? new Set(),
+          omittedRunIds: known?.omittedRunIds ?? new Set(),
           divergent: known?.divergent ?? false,
         };
         this.providerThreads.set(Projections.providerThreadKey(threadId, providerTarget), record);
@@ -160,7 +166,7 @@ export class Projections {
         return;
       }
       case "handoff.created": {
-        const { handoffId, providerThreadId, reason, coveredRunIds, text } = event;
+        const { handoffId, providerThreadId, reason, coveredRunIds, omittedRunIds, text } = event;
         const earlier = this.handoffs.get(event.threadId) ?? [];
         for (const h of earlier) if (h.handoffId === event.supersedesHandoffId) h.superseded = true;
         this.handoffs.set(event.threadId, [
@@ -171,6 +177,7 @@ export class Projections {
             runId: event.runId,
             reason,
             coveredRunIds,
+            omittedRunIds,
             text,
             consumed: false,
             superseded: false,
@@ -268,7 +275,12 @@ export class Projections {
       if (rolledBack.has(checkpoint.runId)) checkpoint.status = "stale";
     }
     const native = event.providerThreadId ? this.providerThreadsById.get(event.providerThreadId) : undefined;
-    if (native) native.seenRunIds = this.#seenBy(native);
+    if (native) {
+      native.seenRunIds = this.#seenBy(native);
+      native.omittedRunIds = new Set(
+        [...native.omittedRunIds].filter((id) => this.runs.get(id)?.status !== "rolled_back"),
+      );
+    }
     for (const id of event.divergentProviderThreadIds) {
       const providerThread = this.providerThreadsById.get(id);
       if (providerThread) providerThread.divergent = true;

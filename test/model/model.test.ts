@@ -52,7 +52,6 @@ const NOT_YET_SHOWN: string[] = [
   "subagents.canCloseSubagents",
   "subagents.canForkSubagentThread",
   "context.canGenerateSummaries",
-  "context.maxRecommendedHandoffChars",
   "checkpointing.providerCanRollbackConversation",
   "checkpointing.providerRollbackReturnsSnapshot",
   "identity.nativeThreadIds",

@@ -227,6 +227,11 @@ export const seed = {
     return r.on("context.supportsDeltaHandoff");
   },
 
+  /** A handoff summary is at most the receiving provider's recommended size (8,000 characters when it names none). */
+  handoffBound(r: SeedRecord): number {
+    return (r.get("context.maxRecommendedHandoffChars") as number | null) ?? 8_000;
+  },
+
   /** "If pending requests do not survive restart, mark old requests not_resumable." */
   requestsSurviveRestart(r: SeedRecord): boolean {
     return r.on("sessions.pendingRequestsSurviveRestart");

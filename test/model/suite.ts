@@ -33,7 +33,7 @@ export interface ModelContext {
 export interface PolicyModel {
   name: string;
   /** The flags the policy reads (`<target>.<group>.<field>` or `runtime.<option>`), with the values to combine. */
-  reads: Record<string, readonly (boolean | string)[]>;
+  reads: Record<string, readonly (boolean | string | number | null)[]>;
   targets?: string[];
   machine: AnyStateMachine;
   drive: Record<string, (w: World) => Promise<void>>;

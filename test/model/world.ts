@@ -24,7 +24,7 @@ import { openRuntime } from "../support/internals.js";
  * until the path's FINISH step opens it.
  */
 
-export type Flags = Record<string, boolean | string>;
+export type Flags = Record<string, boolean | string | number | null>;
 
 /** Nested overrides from dotted flag paths, per target: `{ main: { turns: { supportsInterrupt: false } } }`. */
 export function overridesFrom(flags: Flags, target: string): CapabilityOverrides {

@@ -441,6 +441,61 @@ function refusedBy(policy: PolicyName) {
   };
 }
 
+/** Three runs on `a`, then a switch to `b`, whose recommended handoff size may be too small to tell them all. */
+export const handoffBoundModel: PolicyModel = {
+  name: "handoff bound",
+  targets: ["a", "b"],
+  reads: { "b.context.maxRecommendedHandoffChars": [16_000, 150] },
+  machine: modelMachine(
+    "handoffBound",
+    // Three runs of the model world take more than 150 characters to tell.
+    { tellsAll: (f) => seed.handoffBound(record(f, "b")) >= 1_000 },
+    {
+      idle: { on: { SEND: "r1" } },
+      r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "one" } },
+      one: { meta: { expect: { until: runIs("completed") } }, on: { SEND: "r2" } },
+      r2: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "two" } },
+      two: { meta: { expect: { until: runIs("completed") } }, on: { SEND: "r3" } },
+      r3: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "three" } },
+      three: {
+        meta: { expect: { until: runIs("completed") } },
+        on: { SWITCH: [{ guard: "tellsAll", target: "toldAll" }, { target: "toldNewest" }] },
+      },
+      toldAll: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) => {
+              const handoff = last(w, "handoff.created")!;
+              must((handoff.coveredRunIds as string[]).length === 3, "not every run was told");
+            },
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      toldNewest: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["handoff_runs_omitted"],
+            check: (w: World) => {
+              const handoff = last(w, "handoff.created")!;
+              const bound = seed.handoffBound(record(w.flags, "b"));
+              must((handoff.text as string).length <= bound, "the summary is over the recommended size");
+              const told = [...(handoff.omittedRunIds as string[]), ...(handoff.coveredRunIds as string[])];
+              must(told.join() === w.runIds.slice(0, 3).join(), "the log does not say which runs were told");
+              must((handoff.omittedRunIds as string[]).length > 0, "no run was left out");
+            },
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      done: finished,
+    },
+  ),
+  drive: { SEND: send(), FINISH: finish, SWITCH: send({ providerTarget: "b" }) },
+};
+
 const crashChild = join(import.meta.dirname, "..", "crashChild.ts");
 
 /**
@@ -522,6 +577,7 @@ export const requestExpiryModel: PolicyModel = {
 export const threadPolicyModels = [
   forkModel,
   switchAdmissionModel,
+  handoffBoundModel,
   rollbackModel,
   nestedCheckpointModel,
   providerSwitchModel,
