@@ -1,11 +1,11 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
 import { sawInNextRequest } from "../codex/harness.js";
 import * as conformance from "../providers/conformance.js";
-import { claudeWorld, until, untilWrittenDown, type ClaudeWorld } from "./harness.js";
+import { claudeProcesses, claudeWorld, until, untilWrittenDown, type ClaudeWorld } from "./harness.js";
 
 const asProvider = (w: ClaudeWorld): conformance.ProviderWorld => ({
   get rt() {
@@ -39,6 +39,11 @@ const bash = (command: string) => ({
   tools: [{ name: "Bash", args: { command, description: "needed for the test" } }],
 });
 const saw = sawInNextRequest;
+/**
+ * Runtime options under which Claude asks before every write, file tool or command (the read-only sandbox): for the
+ * tests that need a permission prompt. (Under the default workspace-write sandbox, writes in the cwd go ahead.)
+ */
+const asking = { sandbox: "read-only" } as const;
 
 async function thread(w: ClaudeWorld): Promise<string> {
   return (await w.rt.createThread({ providerTarget: "claude", cwd: w.workspace })).threadId;
@@ -77,28 +82,32 @@ describe("claude: turns and permissions", () => {
     ]);
   });
 
-  it("asks before Bash: allowed runs it and its output reaches the model; denied does not run it", async () => {
-    world = await claudeWorld();
-    const threadId = await thread(world);
-    world.sim.push(bash("echo allowed > ran.txt && echo OUT-42"), saw("OUT-42"));
-    const allowed = await world.rt.sendMessage({ threadId, text: "run it" });
-    const request = await pendingRequest(world, threadId);
-    expect(request.payload).toMatchObject({ kind: "command", command: expect.stringContaining("echo allowed") });
-    await world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } });
-    const run = await world.rt.waitForRun(allowed.runId);
-    expect(run.items.find((i) => i.kind === "command")?.output).toContain("OUT-42");
-    expect(run.items.at(-1)?.text).toBe("saw OUT-42");
-    expect(existsSync(join(world.workspace, "ran.txt"))).toBe(true);
+  it(
+    "asks before Bash under a read-only sandbox: " +
+      "allowed runs it and its output reaches the model; denied does not run it",
+    async () => {
+      world = await claudeWorld(asking);
+      const threadId = await thread(world);
+      world.sim.push(bash("echo allowed > ran.txt && echo OUT-42"), saw("OUT-42"));
+      const allowed = await world.rt.sendMessage({ threadId, text: "run it" });
+      const request = await pendingRequest(world, threadId);
+      expect(request.payload).toMatchObject({ kind: "command", command: expect.stringContaining("echo allowed") });
+      await world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } });
+      const run = await world.rt.waitForRun(allowed.runId);
+      expect(run.items.find((i) => i.kind === "command")?.output).toContain("OUT-42");
+      expect(run.items.at(-1)?.text).toBe("saw OUT-42");
+      expect(existsSync(join(world.workspace, "ran.txt"))).toBe(true);
 
-    world.sim.push(bash("echo denied > nope.txt"), saw("declined"));
-    const denied = await world.rt.sendMessage({ threadId, text: "and this" });
-    const second = await pendingRequest(world, threadId);
-    await world.rt.respond({ requestId: second.requestId, response: { kind: "decision", decision: "decline" } });
-    const run2 = await world.rt.waitForRun(denied.runId);
-    expect(run2.status).toBe("completed");
-    expect(existsSync(join(world.workspace, "nope.txt"))).toBe(false);
-    expect(run2.items.find((i) => i.kind === "command")?.detail).toMatchObject({ status: "failed" });
-  });
+      world.sim.push(bash("echo denied > nope.txt"), saw("declined"));
+      const denied = await world.rt.sendMessage({ threadId, text: "and this" });
+      const second = await pendingRequest(world, threadId);
+      await world.rt.respond({ requestId: second.requestId, response: { kind: "decision", decision: "decline" } });
+      const run2 = await world.rt.waitForRun(denied.runId);
+      expect(run2.status).toBe("completed");
+      expect(existsSync(join(world.workspace, "nope.txt"))).toBe(false);
+      expect(run2.items.find((i) => i.kind === "command")?.detail).toMatchObject({ status: "failed" });
+    },
+  );
 });
 
 describe("claude: a missing binary", () => {
@@ -112,8 +121,8 @@ describe("claude: a missing binary", () => {
 });
 
 describe("claude: files and todos", () => {
-  it("edits a file after reading it, once the Edit is allowed", async () => {
-    world = await claudeWorld();
+  it("under a read-only sandbox, edits a file after reading it, once the Edit is allowed", async () => {
+    world = await claudeWorld(asking);
     const threadId = await thread(world);
     const file = join(world.workspace, "notes.txt");
     await writeFile(file, "hello\n");
@@ -305,7 +314,7 @@ describe("claude: interrupt and steer", () => {
   });
 
   it("interrupts while a permission is pending: the request closes, the command never runs", async () => {
-    world = await claudeWorld();
+    world = await claudeWorld(asking);
     await conformance.interruptWhileRequestPending(asProvider(world), bash("echo never > never.txt"));
   });
 
@@ -357,25 +366,6 @@ describe("claude: interrupt and steer", () => {
   );
 });
 
-/** The Claude Code processes a host runs (its children), by pid. */
-function claudeProcesses(w: ClaudeWorld): number[] {
-  const hosts = new Set(
-    [...w.rt.views.sessions.keys()].map((id) => w.adapter.hostPid(id)).filter((p): p is number => p !== null),
-  );
-  return readdirSync("/proc")
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so read after the last ")".
-        const ppid = Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(")").at(-1)!.trim().split(" ")[1]);
-        return hosts.has(ppid);
-      } catch {
-        return false; // gone meanwhile
-      }
-    })
-    .map(Number);
-}
-
 /**
  * Freezes Claude as the next prompt is handed to it and kills it once the host has taken the
  * prompt: Claude dies without having read (so without having written down) that prompt, on any
@@ -418,7 +408,7 @@ describe("claude: its process dies under a live host", () => {
     "fails the turn Claude had taken; " +
       "the next turn resumes the session in a new Claude process, after an idle death too",
     async () => {
-      world = await claudeWorld();
+      world = await claudeWorld(asking);
       const threadId = await thread(world);
       world.sim.push({ text: "noted" });
       await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "remember DELTA" })).runId);
@@ -462,10 +452,30 @@ describe("claude: its process dies under a live host", () => {
   );
 
   it(
+    "gives a new Claude process a prompt it had not taken up though an earlier prompt had the same words: " +
+      "the host asks Claude's session for the prompt's own id, not for its text",
+    async () => {
+      world = await claudeWorld();
+      const threadId = await thread(world);
+      world.sim.push({ text: "first answer" }, { text: "second answer" });
+      const first = await world.rt.waitForRun((await world.rt.sendMessage({ threadId, text: "try again" })).runId);
+      expect(first.items.at(-1)?.text).toBe("first answer");
+      await untilWrittenDown(world, threadId, "try again", { answered: true });
+      // The same words again: Claude dies before it reads them, so only the first of the two is in its session.
+      killBeforeClaudeReadsNextPrompt(world);
+      const { runId } = await world.rt.sendMessage({ threadId, text: "try again" });
+      const second = await world.rt.waitForRun(runId);
+      expect([second.status, second.items.at(-1)?.text]).toEqual(["completed", "second answer"]);
+      expect(second.attempts).toHaveLength(1);
+      await untilWrittenDown(world, threadId, "try again", { answered: true, times: 2 });
+    },
+  );
+
+  it(
     "starts again a Claude that died in a thread's first turn, " +
       "and one resumed after a restart (no 'session in use')",
     async () => {
-      world = await claudeWorld();
+      world = await claudeWorld(asking);
       const threadId = await thread(world);
       // Killed in a thread's first turn before writing anything down: a new Claude, in a new session of the same id,
       // takes the prompt.
@@ -622,7 +632,7 @@ describe("claude: sessions", () => {
   it(
     "SIGKILL of the host mid-turn fails the run and expires its permission; " + "the next run resumes on a new host",
     async () => {
-      world = await claudeWorld();
+      world = await claudeWorld(asking);
       await conformance.survivesHostSigkill(asProvider(world), bash("echo never > never.txt"));
     },
   );

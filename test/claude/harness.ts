@@ -68,21 +68,49 @@ function transcriptOnDisk(w: ClaudeWorld, threadId: string): Entry[] {
 }
 
 /**
- * Resolves once Claude has written `prompt` down as the thread's last prompt (and, with
- * `answered`, an answer after it). Claude writes its transcript a little after it acts on it:
- * a test that kills Claude waits for this first, so what the host finds on disk afterwards
- * does not depend on how fast the machine is.
+ * Resolves once Claude has written `prompt` down as the thread's last prompt, `times` times in all (and, with
+ * `answered`, an answer after it). Claude writes its transcript a little after it acts on it: a test that kills Claude
+ * waits for this first, so what the host finds on disk afterwards does not depend on how fast the machine is.
  */
 export async function untilWrittenDown(
   w: ClaudeWorld,
   threadId: string,
   prompt: string,
-  { answered = false } = {},
+  { answered = false, times = 1 } = {},
 ): Promise<void> {
-  await until(`Claude to write down "${prompt}"${answered ? " and its answer" : ""}`, () => {
+  await until(`Claude to write down "${prompt}" (${times}x)${answered ? " and its answer" : ""}`, () => {
     const entries = transcriptOnDisk(w, threadId);
-    if (lastPrompt(entries) !== prompt) return false;
+    const written = entries.filter((e) => e.type === "user" && lastPrompt([e]) === prompt).length;
+    if (lastPrompt(entries) !== prompt || written < times) return false;
     const at = entries.findLastIndex((e) => e.type === "user" && lastPrompt([e]) === prompt);
     return !answered || entries.slice(at + 1).some((e) => e.type === "assistant");
+  });
+}
+
+/** The Claude Code processes a world's hosts run (their children), by pid. */
+export function claudeProcesses(w: ClaudeWorld): number[] {
+  const hosts = new Set(
+    [...w.rt.views.sessions.keys()].map((id) => w.adapter.hostPid(id)).filter((p): p is number => p !== null),
+  );
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        // /proc/<pid>/stat: "pid (comm) state ppid ..."; comm may hold spaces, so read after the last ")".
+        const ppid = Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(")").at(-1)!.trim().split(" ")[1]);
+        return hosts.has(ppid);
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+/** The permission mode each running Claude process was started under, as its command line says. */
+export function permissionModes(w: ClaudeWorld): string[] {
+  return claudeProcesses(w).map((pid) => {
+    const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    const at = args.findIndex((a) => a.startsWith("--permission-mode"));
+    return at < 0 ? "(none)" : args[at]!.includes("=") ? args[at]!.split("=")[1]! : args[at + 1]!;
   });
 }

@@ -6,7 +6,7 @@ import { nodeHostScript } from "../../runtime/hosts/script.js";
 import type { HostSpec } from "../../runtime/hosts/registry.js";
 import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
-import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
+import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, SandboxPolicy } from "../contract.js";
 import { EventQueue } from "../eventQueue.js";
 import { claudeCapabilities } from "./capabilities.js";
 
@@ -54,6 +54,9 @@ const NO_BACKGROUND = { CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: "1" };
 export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeAdapter {
   const caps = claudeCapabilities();
   const queue = new EventQueue<ProviderAdapterEvent>();
+  /** Each session's sandbox policy: its threads open under it (the host maps it to Claude's permission mode). */
+  const sandboxes = new Map<string, SandboxPolicy>();
+  const sandboxOf = (sessionId: string) => sandboxes.get(sessionId) ?? "workspace-write";
   const sessions = new HostSessions("claude", (sessionId, report) =>
     queue.push({ sessionId, event: { type: "session.state", state: "error", message: `claude host lost: ${report}` } }),
   );
@@ -111,12 +114,14 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       sessions.bind(registry);
       spec.target = target;
     },
-    async startSession({ sessionId }) {
+    async startSession({ sessionId, sandbox }) {
       const held = await sessions.open(sessionId, spec);
+      sandboxes.set(sessionId, sandbox ?? "workspace-write");
       return { sessionId, capabilities: caps, hostGeneration: held.generation };
     },
     async stopSession({ sessionId }) {
       const held = sessions.take(sessionId);
+      sandboxes.delete(sessionId);
       if (!held) return;
       await held.channel.call("closeThreads", { sessionId }, { timeoutMs: 2_000 }).catch(() => undefined);
       held.release();
@@ -126,6 +131,7 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
         sessionId,
         cwd,
         model: null,
+        sandbox: sandboxOf(sessionId),
         ...(resume ? { resume: resume.cursor } : {}),
       });
       return { threadRef: cursor, resumeCursor: cursor };
@@ -164,6 +170,7 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
         sessionId,
         cwd,
         model: null,
+        sandbox: sandboxOf(sessionId),
         fork: thread.resumeCursor,
       });
       return { threadRef: cursor, resumeCursor: cursor };

@@ -52,7 +52,8 @@ export function claudeCapabilities(): ProviderCapabilities {
     approvals: {
       supportsCommandApproval: true,
       supportsFileReadApproval: false,
-      supportsFileChangeApproval: true, // Edit and Write ask
+      // Edit and Write ask: all under read-only, those outside the cwd under workspace-write.
+      supportsFileChangeApproval: true,
       supportsApplyPatchApproval: false,
       approvalsHaveNativeRequestIds: true,
       approvalCallbacksAreLiveOnly: true,

@@ -1,7 +1,11 @@
+import type { UUID } from "node:crypto";
 import type { SDKUserMessage } from "@anthropic-ai/claude-agent-sdk";
 
-/** Streaming input for one SDK query: user messages pushed here are yielded to Claude in order. */
-export function userInbox(): { input: AsyncGenerator<SDKUserMessage>; push(text: string): void } {
+/**
+ * Streaming input for one SDK query: user messages pushed here are yielded to Claude in order. A message given a
+ * `uuid` keeps it in Claude's session (else Claude picks one).
+ */
+export function userInbox(): { input: AsyncGenerator<SDKUserMessage>; push(text: string, uuid?: UUID): void } {
   const queued: SDKUserMessage[] = [];
   let wake: (() => void) | null = null;
   async function* input(): AsyncGenerator<SDKUserMessage> {
@@ -12,9 +16,10 @@ export function userInbox(): { input: AsyncGenerator<SDKUserMessage>; push(text:
   }
   return {
     input: input(),
-    push(text) {
+    push(text, uuid) {
       queued.push({
         type: "user",
+        ...(uuid ? { uuid } : {}),
         session_id: "",
         message: { role: "user", content: [{ type: "text", text }] },
         parent_tool_use_id: null,

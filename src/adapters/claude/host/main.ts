@@ -4,13 +4,15 @@
  * speaks JSON-RPC over stdio with the runtime: requests in, `event` notifications out.
  * Permission prompts (`canUseTool`) become runtime requests answered with `respond`.
  */
-import { randomUUID } from "node:crypto";
+import { randomUUID, type UUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { forkSession, getSessionInfo, getSessionMessages, query, type Query } from "@anthropic-ai/claude-agent-sdk";
 import { errorResponse, notification, parseMessage, result } from "../../../runtime/hosts/jsonRpc.js";
 import { ResumeFailedError, ProviderError } from "../../../domain/errors.js";
-import { ClaudeThreadMapper, cutAfter, lastPrompt, permissionPayload } from "../mapper.js";
+import type { SandboxPolicy } from "../../contract.js";
+import { ClaudeThreadMapper, cutAfter, permissionPayload } from "../mapper.js";
 import { userInbox } from "./inbox.js";
+import { sandboxOptions } from "./sandbox.js";
 
 /** Claude's environment is this process's own (set when the runtime spawned it), never a call's. */
 interface Init {
@@ -23,16 +25,27 @@ interface Init {
  */
 const INTERRUPT_GRACE_MS = 30_000;
 
+/**
+ * A prompt as sent to Claude. `uuid` is the SDK user message's id, chosen here: Claude writes the prompt down under it,
+ * so its session tells whether this very prompt reached it (not an earlier one of the same words).
+ */
+interface Prompt {
+  text: string;
+  uuid: UUID;
+}
+
 interface Thread {
   cursor: string;
   sessionId: string;
   cwd: string;
   model: string | null;
+  sandbox: SandboxPolicy;
   mapper: ClaudeThreadMapper;
   query: Query;
-  push(text: string): void;
+  /** Sends text as a new prompt, or a prompt again under its own id (to a new Claude process). */
+  push(prompt: string | Prompt): void;
   /** The prompt of the turn in flight (sent, its `result` not in yet), or null. */
-  prompt: string | null;
+  prompt: Prompt | null;
   /** This Claude process was started again to take the turn in flight (once per prompt). */
   retried: boolean;
   /** The session this one forks, for a fork Claude may not have written yet. */
@@ -62,7 +75,15 @@ function emit(thread: Thread, event: unknown): void {
   send(notification("event", { sessionId: thread.sessionId, event }));
 }
 
-type OpenParams = { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: string; id?: string };
+type OpenParams = {
+  sessionId: string;
+  cwd: string;
+  model: string | null;
+  sandbox: SandboxPolicy;
+  resume?: string;
+  fork?: string;
+  id?: string;
+};
 
 /**
  * `resume` a session, `fork` one (into a new session), or start a new one; `id`: a new session's id (default: a fresh
@@ -78,6 +99,7 @@ function open(params: OpenParams): Thread {
     sessionId: params.sessionId,
     cwd: params.cwd,
     model: params.model,
+    sandbox: params.sandbox,
     mapper,
     prompt: null,
     retried: false,
@@ -97,7 +119,7 @@ function open(params: OpenParams): Thread {
       cwd: params.cwd,
       includePartialMessages: true,
       forwardSubagentText: true,
-      permissionMode: "default",
+      ...sandboxOptions(params.sandbox),
       ...(params.model ? { model: params.model } : {}),
       ...(init.executable ? { pathToClaudeCodeExecutable: init.executable } : {}),
       ...resumeOptions,
@@ -132,9 +154,9 @@ function open(params: OpenParams): Thread {
       },
     },
   });
-  thread.push = (text) => {
-    thread.prompt = text;
-    inbox.push(text);
+  thread.push = (prompt) => {
+    thread.prompt = typeof prompt === "string" ? { text: prompt, uuid: randomUUID() } : prompt;
+    inbox.push(thread.prompt.text, thread.prompt.uuid);
   };
   void (async () => {
     let ended = "Claude Code exited";
@@ -200,7 +222,7 @@ async function wentAway(thread: Thread, reason: string): Promise<void> {
   dropHeldInterrupt(thread); // this process cannot take it: it carries over below, if the turn does
   threads.delete(cursor);
   gone.set(cursor, { thread, reason });
-  if (prompt !== null && !thread.retried && lastPrompt(await transcript(thread)) !== prompt) {
+  if (prompt !== null && !thread.retried && !(await wroteDown(thread, prompt))) {
     const again = await revive(cursor);
     if (again) {
       emit(thread, {
@@ -234,6 +256,11 @@ async function wentAway(thread: Thread, reason: string): Promise<void> {
 
 const transcript = (t: { cursor: string; cwd: string }) => getSessionMessages(t.cursor, { dir: t.cwd }).catch(() => []);
 
+/** Claude wrote this prompt down in the thread's session (so it took it up), by the id it was sent under. */
+async function wroteDown(thread: Thread, prompt: Prompt): Promise<boolean> {
+  return (await transcript(thread)).some((message) => message.uuid === prompt.uuid);
+}
+
 /**
  * A thread whose Claude process went away, started again: resuming its session when Claude
  * wrote it down, else as the fork or new session it was. Null when it is not gone (or was closed).
@@ -241,7 +268,7 @@ const transcript = (t: { cursor: string; cwd: string }) => getSessionMessages(t.
 async function revive(cursor: string): Promise<Thread | null> {
   const dead = gone.get(cursor);
   if (!dead || threads.has(cursor)) return threads.get(cursor) ?? null;
-  const { sessionId, cwd, model, forkOf } = dead.thread;
+  const { sessionId, cwd, model, sandbox, forkOf } = dead.thread;
   const written =
     (await transcript(dead.thread)).length > 0 ||
     (await getSessionInfo(cursor, { dir: cwd }).catch(() => undefined)) !== undefined;
@@ -250,6 +277,7 @@ async function revive(cursor: string): Promise<Thread | null> {
     sessionId,
     cwd,
     model,
+    sandbox,
     ...(written ? { resume: cursor } : forkOf ? { fork: forkOf, id: cursor } : { id: cursor }),
   });
 }
@@ -271,7 +299,7 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       init = params as unknown as Init;
       return null;
     case "openThread": {
-      const p = params as { sessionId: string; cwd: string; model: string | null; resume?: string; fork?: string };
+      const p = params as unknown as OpenParams;
       if (p.resume && !p.fork && threads.has(p.resume)) return { cursor: p.resume };
       if (p.resume && !(await getSessionInfo(p.resume, { dir: p.cwd })))
         throw new ResumeFailedError(`claude has no session ${p.resume}`, { cursor: p.resume });
@@ -334,7 +362,8 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       if (threads.get(cursor) === t) t.query.close();
       threads.delete(cursor);
       gone.delete(cursor);
-      return { cursor: open({ sessionId: t.sessionId, cwd: t.cwd, model: t.model, resume: cut }).cursor };
+      const { sessionId, cwd, model, sandbox } = t;
+      return { cursor: open({ sessionId, cwd, model, sandbox, resume: cut }).cursor };
     }
     case "closeThreads":
       for (const t of [...threads.values()])
