@@ -89,6 +89,9 @@ describe("codex protocol", () => {
       ) as { definitions: Record<string, { properties?: Record<string, unknown>; enum?: string[] }> };
       expect(d.InitializeCapabilities?.properties).toHaveProperty("experimentalApi");
       expect(d.TurnStartParams?.properties).toHaveProperty("collaborationMode");
+      // A runtime mode's approvals are each turn's policy; without the adapter's, Codex's configured one is read.
+      expect(d.TurnStartParams?.properties).toHaveProperty("approvalPolicy");
+      expect(d.Config?.properties).toHaveProperty("approval_policy");
       expect(d.ModeKind?.enum).toEqual(expect.arrayContaining(["default", "plan"]));
       expect(Object.keys(d.Settings?.properties ?? {}).sort()).toEqual([
         "developer_instructions",
@@ -147,7 +150,7 @@ describe("codex protocol", () => {
       "planning.supportsStructuredQuestions": "asks request_user_input as a structured question",
       "planning.planDeltasHaveItemIds": "whose node is Codex's plan item",
     };
-    // The record of either collaboration mode the adapter can run its turns in.
+    // The record of either collaboration mode a session can run its turns in.
     const declared = new Set(
       (["default", "plan"] as const).flatMap((mode) =>
         Object.entries(

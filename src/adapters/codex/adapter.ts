@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { ProviderCapabilities } from "../../capabilities/index.js";
+import { DEFAULT_RUNTIME_MODE, sameRuntimeMode, type RuntimeMode } from "../../domain/entities.js";
 import { HostUnavailableError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
 import { INVALID_REQUEST } from "../../runtime/hosts/jsonRpc.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
@@ -18,14 +19,17 @@ import { EventQueue } from "../eventQueue.js";
 import { codexCapabilities, codexVersion } from "./capabilities.js";
 import { resolveCodexBinary } from "./config.js";
 import { mapNotification, mapServerRequest, nativeResponse } from "./mapper.js";
-import { collaborationModeParams, UPDATE_PLAN_TOOL, type CodexCollaborationMode, type ThreadTuning } from "./modes.js";
+import { collaborationModeParams, UPDATE_PLAN_TOOL, type ThreadTuning } from "./modes.js";
 import { CODEX_SERVER_NOTIFICATIONS } from "./protocol/notifications.js";
 import { CodexChannel } from "./transport.js";
 
 /**
  * Codex through `codex app-server` (JSON-RPC on stdio), in a host process owned by the
  * runtime's supervisor: the sessions of a target share one app-server; each session is a
- * lease plus the threads it opened. The capability record comes from the handshake.
+ * lease plus the threads it opened. The capability record comes from the handshake and the
+ * session's runtime mode: Codex's planning differs by collaboration mode (modes.ts), so a session
+ * works in the one mode it started in (`supportsRuntimeModeSwitchInSession: false`), and
+ * sessions of different modes share the app-server (every turn names its mode and policy).
  */
 
 export interface CodexAdapterOptions {
@@ -41,17 +45,19 @@ export interface CodexAdapterOptions {
    * needs goes here. Hashed into the host key; never logged, never sent over RPC.
    */
   env?: Record<string, string>;
-  approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never";
   /**
-   * The collaboration mode every turn runs in (default `default`). `plan` gives structured
-   * questions and proposed plans but no live plan (modes.ts); the capability record says which.
+   * The approval policy of sessions whose runtime mode asks before acting (`approvals: "on_request"`);
+   * omitted: Codex's configured one. A session that never asks runs under `never`.
    */
-  collaborationMode?: CodexCollaborationMode;
+  approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never";
   /** Host lifecycle (startup timeout, idle TTL, restart budget). */
   policy?: Partial<SupervisorPolicy>;
   /** Sees every raw frame to and from the app-server (the transcript recorder); unredacted, so never logged. */
   tap?: (direction: "in" | "out", line: string) => void;
 }
+
+/** What Codex runs a thread under when its config names no approval policy (measured on the pinned binary). */
+const CODEX_DEFAULT_APPROVAL_POLICY = "on-request";
 
 const SANDBOX: Record<SandboxPolicy, string> = {
   "read-only": "read-only",
@@ -60,7 +66,8 @@ const SANDBOX: Record<SandboxPolicy, string> = {
 };
 
 interface Conn {
-  capabilities: ProviderCapabilities;
+  /** The binary's version, from the handshake: the record of each session's mode is that version's. */
+  version: string;
   /** Prefixes this app-server's request ids (they restart at 0 in every process). */
   serial: number;
 }
@@ -69,7 +76,6 @@ export type CodexAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; host
 
 export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdapter {
   const binary = resolveCodexBinary(options.binary);
-  const mode = options.collaborationMode ?? "default";
   const queue = new EventQueue<ProviderAdapterEvent>();
   const sessions = new HostSessions("codex", (sessionId, report) =>
     queue.push({
@@ -77,7 +83,8 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       event: { type: "session.state", state: "error", message: `codex app-server lost: ${report}` },
     }),
   );
-  const sandboxes = new Map<string, SandboxPolicy>();
+  /** What each session's threads and turns run under: its sandbox and the runtime mode it started in. */
+  const settings = new Map<string, { sandbox: SandboxPolicy; runtimeMode: RuntimeMode }>();
   const conns = new WeakMap<object, Conn>();
   /** Which session opened each native thread (events are routed by thread id). */
   const threadSessions = new Map<string, string>();
@@ -151,9 +158,11 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       clientInfo: { name: "tiller", title: null, version: "0.1.0" },
       capabilities: { experimentalApi: true },
     })) as { userAgent?: string };
-    const capabilities = codexCapabilities(codexVersion(init.userAgent ?? ""), mode);
+    const version = codexVersion(init.userAgent ?? "");
+    // Checked here, so an unsupported binary fails the connection rather than a later session.
+    const capabilities = codexCapabilities(version);
     channel.notify("initialized");
-    conns.set(channel, { capabilities, serial });
+    conns.set(channel, { version, serial });
     declared ??= capabilities;
     return channel;
   };
@@ -169,7 +178,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     // Credentials only as a digest: the spec is reachable from the adapter.
     identity: {
       executable: binary,
-      config: { codexHome: options.codexHome ?? null, home: options.home ?? null, collaborationMode: mode },
+      config: { codexHome: options.codexHome ?? null, home: options.home ?? null },
       credentials: digest(JSON.stringify(options.env ?? {})),
     },
     // A user's relocated Codex home (where `codex login` put the credentials) is inherited.
@@ -185,21 +194,26 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
 
   const adapter: CodexAdapter = {
     provider: "codex",
-    // Before a handshake, the record of the supported version; sessions announce the handshake's.
-    getCapabilities: () => declared ?? codexCapabilities("0.171.0", mode),
+    // The Default-mode record (before a handshake, the supported version's); each session announces its own mode's.
+    getCapabilities: () => declared ?? codexCapabilities("0.171.0"),
     bindHosts(registry, target) {
       sessions.bind(registry);
       spec.target = target;
     },
-    async startSession({ sessionId, sandbox }) {
+    async startSession({ sessionId, sandbox, runtimeMode }) {
       const lease = await sessions.open(sessionId, spec);
-      sandboxes.set(sessionId, sandbox ?? "workspace-write");
-      const capabilities = conns.get(lease.channel)?.capabilities ?? adapter.getCapabilities();
-      return { sessionId, capabilities, hostGeneration: lease.generation };
+      const mode = runtimeMode ?? DEFAULT_RUNTIME_MODE;
+      settings.set(sessionId, { sandbox: sandbox ?? "workspace-write", runtimeMode: mode });
+      const version = conns.get(lease.channel)?.version ?? "0.171.0";
+      return {
+        sessionId,
+        capabilities: codexCapabilities(version, mode.interaction),
+        hostGeneration: lease.generation,
+      };
     },
     async stopSession({ sessionId }) {
       const lease = sessions.take(sessionId);
-      sandboxes.delete(sessionId);
+      settings.delete(sessionId);
       if (!lease) return;
       const owned = [...threadSessions].filter(([, owner]) => owner === sessionId).map(([thread]) => thread);
       for (const thread of owned) {
@@ -215,14 +229,14 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     },
     async ensureProviderThread({ sessionId, cwd, resume }) {
       sessions.lease(sessionId);
-      const settings = threadSettings(sessionId, cwd);
+      const opening = threadSettings(sessionId, cwd);
       let opened: OpenedThread;
       if (resume) {
         try {
           opened = await call<OpenedThread>(sessionId, "thread/resume", {
             threadId: resume.cursor,
             excludeTurns: true,
-            ...settings,
+            ...opening,
           });
         } catch (error) {
           // Only a refusal (no rollout for that thread) means it cannot be resumed; anything else may pass.
@@ -233,11 +247,18 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
           );
         }
       } else {
-        opened = await call<OpenedThread>(sessionId, "thread/start", settings);
+        opened = await call<OpenedThread>(sessionId, "thread/start", opening);
       }
       return adopt(sessionId, opened);
     },
-    async sendRun({ sessionId, thread, text, context, model }) {
+    async sendRun({ sessionId, thread, text, context, model, runtimeMode }) {
+      const session = sessionSettings(sessionId);
+      // Codex's record depends on the mode, so a session never switches: a turn in another mode is a runtime bug.
+      if (runtimeMode && !sameRuntimeMode(runtimeMode, session.runtimeMode))
+        throw new ProviderError(
+          `codex session ${sessionId} works in ${describeMode(session.runtimeMode)}; ` +
+            `a turn in ${describeMode(runtimeMode)} needs a session of its own`,
+        );
       // Codex takes developer instructions only when a thread starts: a handoff goes in as user context.
       const input = [
         ...(context
@@ -247,13 +268,16 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       ];
       const tuning = tunings.get(thread.resumeCursor);
       if (!tuning) throw new ProviderError(`codex thread ${thread.resumeCursor} was not opened by this adapter`);
-      // Every turn names its thread's cwd (the app-server's own directory is the embedder's) and its mode.
+      // Every turn names its thread's cwd (the app-server's own directory is the embedder's) and its session's
+      // approval policy and collaboration mode: Codex keeps a thread's last ones, across resumes (a resume of
+      // a thread this app-server has loaded changes neither), and sessions of other modes share the app-server.
       const { turn } = await call<{ turn: { id: string } }>(sessionId, "turn/start", {
         threadId: thread.resumeCursor,
         cwd: thread.cwd,
         input,
         ...(model ? { model } : {}),
-        ...collaborationModeParams(mode, { ...tuning, ...(model ? { model } : {}) }),
+        approvalPolicy: await approvalPolicyOf(sessionId, thread.cwd),
+        ...collaborationModeParams(session.runtimeMode.interaction, { ...tuning, ...(model ? { model } : {}) }),
       });
       // A model named for a turn stays the thread's model for the turns after it.
       if (model) tuning.model = model;
@@ -329,14 +353,30 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     hostPid: (sessionId) => sessions.pid(sessionId),
   };
 
-  /** What a thread runs under, wherever it is opened (start, resume, fork); the update_plan tool is offered. */
+  function sessionSettings(sessionId: string) {
+    const found = settings.get(sessionId);
+    if (!found) throw new HostUnavailableError(`codex session ${sessionId} is not running`, { sessionId });
+    return found;
+  }
+
+  /**
+   * The approval policy of a session's turns: `never` where its mode never asks, else the configured one.
+   * A thread once run under `never` would keep it (see sendRun): without the option, Codex's own
+   * configured policy is read and restated.
+   */
+  async function approvalPolicyOf(sessionId: string, cwd: string): Promise<unknown> {
+    if (sessionSettings(sessionId).runtimeMode.approvals === "never") return "never";
+    if (options.approvalPolicy) return options.approvalPolicy;
+    const { config } = await call<{ config: { approval_policy?: unknown } }>(sessionId, "config/read", { cwd });
+    return config.approval_policy ?? CODEX_DEFAULT_APPROVAL_POLICY;
+  }
+
+  /**
+   * What a thread runs under, wherever it is opened (start, resume, fork); the update_plan tool is offered.
+   * The approval policy is each turn's (see sendRun).
+   */
   function threadSettings(sessionId: string, cwd: string) {
-    return {
-      cwd,
-      sandbox: SANDBOX[sandboxes.get(sessionId) ?? "workspace-write"],
-      ...(options.approvalPolicy ? { approvalPolicy: options.approvalPolicy } : {}),
-      config: UPDATE_PLAN_TOOL,
-    };
+    return { cwd, sandbox: SANDBOX[sessionSettings(sessionId).sandbox], config: UPDATE_PLAN_TOOL };
   }
 
   /** A thread Codex opened for a session (started, resumed or forked): its events route there. */
@@ -360,6 +400,10 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
 
 /** What `thread/start`, `thread/resume` and `thread/fork` answer (the part the adapter reads). */
 type OpenedThread = { thread: { id: string }; model: string; reasoningEffort?: string | null };
+
+function describeMode({ interaction, approvals }: RuntimeMode): string {
+  return `${interaction} mode with approvals ${approvals}`;
+}
 
 function digest(text: string): string {
   return createHash("sha256").update(text).digest("hex");

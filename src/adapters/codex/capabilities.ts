@@ -17,7 +17,7 @@ export function codexVersion(userAgent: string): string {
   return match[1]!;
 }
 
-/** The record of a version, for the collaboration mode the adapter runs its turns in (planning differs). */
+/** The record of a version, for the collaboration mode a session runs its turns in (planning differs). */
 export function codexCapabilities(version: string, mode: CodexCollaborationMode = "default"): ProviderCapabilities {
   const [major, minor] = version.split(".").map(Number);
   if (major !== SUPPORTED_CODEX.major || (minor ?? 0) < SUPPORTED_CODEX.minMinor) {
@@ -31,7 +31,8 @@ export function codexCapabilities(version: string, mode: CodexCollaborationMode 
       supportsMultipleProviderThreadsPerSession: true,
       supportsModelSwitchInSession: true, // turn/start takes a model
       supportsProviderSwitchingViaHandoff: true,
-      // Codex can (per-turn mode and policies: modes.ts); Tiller has no API for it yet.
+      // Codex takes a mode per turn, but the planning record differs by mode (modes.ts): a session
+      // keeps the mode it started in, and a mode change gets a new session (on the same app-server).
       supportsRuntimeModeSwitchInSession: false,
       pendingRequestsSurviveRestart: false,
     },

@@ -1,4 +1,5 @@
 import type { ProviderCapabilities } from "../../capabilities/index.js";
+import type { RuntimeMode } from "../../domain/entities.js";
 
 /**
  * Codex's collaboration modes (`turn/start.collaborationMode`, experimental API), measured on the
@@ -11,7 +12,8 @@ import type { ProviderCapabilities } from "../../capabilities/index.js";
  *   `<proposed_plan>` block becomes a `plan` item (`item/plan/delta` with the item's id, then the
  *   completed item); `update_plan` answers "not allowed in Plan mode".
  */
-export type CodexCollaborationMode = "default" | "plan";
+/** A runtime mode's interaction names its Codex collaboration mode (`default`, `plan`). */
+export type CodexCollaborationMode = RuntimeMode["interaction"];
 
 /**
  * Thread config that offers the model `update_plan` (off by default in 0.171 for the bundled
