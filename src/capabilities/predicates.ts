@@ -28,16 +28,22 @@ export const canQueueNatively = (c: Caps): boolean => c.turns.supportsQueuedMess
 export const canForkNatively = (c: Caps, fromInsideThread: boolean): boolean =>
   c.threads.canForkThread && (!fromInsideThread || c.threads.canForkFromTurn);
 
-export const canRollbackProvider = (c: Caps): boolean => c.threads.canRollbackThread;
+/** The thread allows a rollback and the provider rolls its conversation back (the seed names both). */
+export const canRollbackProvider = (c: Caps): boolean =>
+  c.threads.canRollbackThread && c.checkpointing.providerCanRollbackConversation;
 
 export const canReadThreadSnapshot = (c: Caps): boolean => c.threads.canReadThreadSnapshot;
 
+/** The runtime can read the provider's conversation (the thread offers snapshots, and they show the conversation). */
+export const canReadConversation = (c: Caps): boolean =>
+  c.checkpointing.providerCanReadConversationSnapshot && canReadThreadSnapshot(c);
+
 /**
- * The runtime can check a provider rollback against the conversation the provider reports
- * afterwards; otherwise the rollback is positional (resume at the last kept message) and trusted.
+ * The runtime can check a provider rollback: against the snapshot the rollback returns, or
+ * the conversation it reads afterwards; otherwise the rollback is trusted.
  */
 export const canVerifyProviderRollback = (c: Caps): boolean =>
-  c.checkpointing.providerCanReadConversationSnapshot && canReadThreadSnapshot(c);
+  c.checkpointing.providerRollbackReturnsSnapshot || canReadConversation(c);
 
 /** The provider says when each turn ends (else the runtime infers it when the session goes idle). */
 export const reportsTurnTerminals = (c: Caps): boolean => c.turns.emitsTurnCompleted;

@@ -195,17 +195,23 @@ export const threadMachine = setup({
         if (event.type !== "ROLLBACK") return;
         const { threadId } = context;
         if (params.via === "divergent") {
-          const why = canRollbackProvider(event.capabilities)
-            ? "later runs ran on another provider thread"
-            : "the provider cannot roll its conversation back";
+          const { threads, checkpointing } = event.capabilities;
+          const [why, capability] = canRollbackProvider(event.capabilities)
+            ? ["later runs ran on another provider thread", undefined]
+            : !threads.canRollbackThread
+              ? ["the provider cannot roll its threads back", "threads.canRollbackThread"]
+              : !checkpointing.providerCanRollbackConversation
+                ? ["the provider cannot roll its conversation back", "checkpointing.providerCanRollbackConversation"]
+                : [];
           const detail = `${why}; files are restored from the checkpoint and the provider thread is marked divergent`;
-          enqueue.emit(policyApplied({ threadId, runId: event.toRunId }, "rollback_divergent", detail));
+          const where = { threadId, runId: event.toRunId };
+          enqueue.emit(policyApplied(where, "rollback_divergent", detail, capability));
         }
         enqueue.emit(effect({ type: "rollbackThread", threadId, toRunId: event.toRunId, via: params.via }));
         enqueue.emit(outcome({ command: "rollback", via: params.via, threadId }));
       },
     ),
-    /** The provider cannot show its conversation after the cut: the rollback is positional and trusted. */
+    /** The provider neither returns nor shows its conversation after the cut: the rollback is trusted. */
     rollbackByResume: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "ROLLBACK") return;
       const detail =

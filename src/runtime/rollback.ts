@@ -1,7 +1,6 @@
 import type { ProviderThreadSnapshot, RollbackResult } from "../adapters/contract.js";
-import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { ChangedFile } from "../domain/entities.js";
-import { canVerifyProviderRollback } from "../capabilities/predicates.js";
+import { canReadConversation, canRollbackProvider } from "../capabilities/predicates.js";
 import { ClosedError, ConflictError, NotFoundError, ProviderError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { policyEvent, type Effect } from "../machines/emitted.js";
@@ -353,12 +352,12 @@ async function rollbackIn(
   const record = plan.providerThread!;
   const caps = session.capabilities;
   // The record in force decides (it may not be the one the plan read): both flags must say the conversation rolls back.
-  if (!rollsBackConversation(caps)) throw new ProviderDeclined(target.id);
+  if (!canRollbackProvider(caps)) throw new ProviderDeclined(target.id);
   if (!target.adapter.rollbackThread) throw new Error(`${target.id} has no rollbackThread`);
   const loaded = await target.ensureThread(thread.threadId, session);
   const address = { sessionId: session.sessionId, thread: loaded.handle };
   // A provider that can show its conversation is checked: the cut must drop exactly the later turns.
-  const read = canVerifyProviderRollback(caps) ? target.adapter.readThreadSnapshot?.bind(target.adapter) : undefined;
+  const read = canReadConversation(caps) ? target.adapter.readThreadSnapshot?.bind(target.adapter) : undefined;
   const before = read ? (await read(address)).turns.length : null;
   const returned: unknown = await target.adapter.rollbackThread({ ...address, turns: plan.laterTurns });
   // Adapters written before `RollbackResult` returned the bare snapshot.
@@ -397,11 +396,6 @@ async function rollbackIn(
     if (kept !== before - plan.laterTurns)
       throw new ProviderError(`the provider kept ${kept} of ${before} turns after dropping ${plan.laterTurns}`);
   }
-}
-
-/** A rollback of the provider thread needs the thread to allow it and the provider to roll its conversation back. */
-function rollsBackConversation(caps: ProviderCapabilities): boolean {
-  return caps.threads.canRollbackThread && caps.checkpointing.providerCanRollbackConversation;
 }
 
 /** The provider's record says it cannot roll its conversation back: it is not asked to. */

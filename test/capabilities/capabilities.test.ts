@@ -415,6 +415,7 @@ describe("capability predicates", () => {
     "canRollbackProvider",
     "canReadThreadSnapshot",
     "canVerifyProviderRollback",
+    "canReadConversation",
     "sharesSessionAcrossThreads",
     "reportsTurnTerminals",
     "canSwitchModelInSession",
@@ -483,15 +484,23 @@ describe("capability predicates", () => {
     }
   });
 
-  it("canRollbackProvider is threads.canRollbackThread", () => {
-    check(predicates.canRollbackProvider, single("threads", "canRollbackThread"));
+  it("canRollbackProvider needs the thread to allow it and the provider to roll its conversation back", () => {
+    const rows: Row[] = bools(2).map(([thread, conversation]) => ({
+      overrides: {
+        threads: { canRollbackThread: thread! },
+        checkpointing: { providerCanRollbackConversation: conversation! },
+      },
+      expected: thread! && conversation!,
+      label: `thread=${thread} conversation=${conversation}`,
+    }));
+    check(predicates.canRollbackProvider, rows);
   });
 
   it("canReadThreadSnapshot is threads.canReadThreadSnapshot", () => {
     check(predicates.canReadThreadSnapshot, single("threads", "canReadThreadSnapshot"));
   });
 
-  it("canVerifyProviderRollback needs the conversation snapshot and a way to read it", () => {
+  it("canReadConversation needs the conversation snapshot and a way to read it", () => {
     const rows: Row[] = bools(2).map(([conversation, read]) => ({
       overrides: {
         checkpointing: { providerCanReadConversationSnapshot: conversation! },
@@ -499,6 +508,21 @@ describe("capability predicates", () => {
       },
       expected: conversation! && read!,
       label: `conversation=${conversation} read=${read}`,
+    }));
+    check(predicates.canReadConversation, rows);
+  });
+
+  it("canVerifyProviderRollback by the snapshot the rollback returns, or by reading the conversation", () => {
+    const rows: Row[] = bools(3).map(([returns, conversation, read]) => ({
+      overrides: {
+        checkpointing: {
+          providerRollbackReturnsSnapshot: returns!,
+          providerCanReadConversationSnapshot: conversation!,
+        },
+        threads: { canReadThreadSnapshot: read! },
+      },
+      expected: returns! || (conversation! && read!),
+      label: `returns=${returns} conversation=${conversation} read=${read}`,
     }));
     check(predicates.canVerifyProviderRollback, rows);
   });

@@ -309,10 +309,11 @@ describe("thread machine: rollback", () => {
     expect(t.policies()).toEqual([]);
   });
 
-  it("a provider that rolls back but cannot show the result rolls back by resume, trusted, named", () => {
+  it("a provider that rolls back but neither returns nor shows the result rolls back by resume, trusted, named", () => {
+    const noSnapshot = { providerRollbackReturnsSnapshot: false };
     for (const capabilities of [
-      defineCapabilities({ checkpointing: { providerCanReadConversationSnapshot: false } }),
-      defineCapabilities({ threads: { canReadThreadSnapshot: false } }),
+      defineCapabilities({ checkpointing: { ...noSnapshot, providerCanReadConversationSnapshot: false } }),
+      defineCapabilities({ checkpointing: noSnapshot, threads: { canReadThreadSnapshot: false } }),
     ]) {
       const t = open();
       t.rollback({ capabilities });

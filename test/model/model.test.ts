@@ -26,7 +26,6 @@ for (const model of models) {
 /** Fields no model path shows governing behaviour yet. */
 const NOT_YET_SHOWN: string[] = [
   "threads.canCreateEmptyThread",
-  "threads.canReadThreadSnapshot",
   "threads.canForkFromSubagentThread",
   "turns.exposesNativeTurnId",
   "turns.emitsTurnStarted",
@@ -52,8 +51,6 @@ const NOT_YET_SHOWN: string[] = [
   "subagents.canCloseSubagents",
   "subagents.canForkSubagentThread",
   "context.canGenerateSummaries",
-  "checkpointing.providerCanRollbackConversation",
-  "checkpointing.providerRollbackReturnsSnapshot",
   "identity.nativeThreadIds",
   "identity.nativeTurnIds",
   "identity.nativeItemIds",

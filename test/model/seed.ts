@@ -189,14 +189,15 @@ export const seed = {
 
   /**
    * "If provider rollback is unsupported, filesystem rollback can still happen, but provider
-   * conversation state must be restarted or marked divergent." A rollback is checked when the
-   * provider returns or lets the runtime read the conversation afterwards; otherwise it is trusted.
+   * conversation state must be restarted or marked divergent." The provider rolls back when the
+   * thread allows it and the provider rolls its conversation back; the rollback is checked against
+   * the snapshot it returns, or the conversation read afterwards; otherwise it is trusted.
    */
   rollback(r: SeedRecord, hasCheckpoint: boolean): "verified" | "trusted" | "divergent" | "unsupported" {
-    if (r.on("threads.canRollbackThread")) {
+    if (r.on("threads.canRollbackThread") && r.on("checkpointing.providerCanRollbackConversation")) {
       const readable =
         r.on("threads.canReadThreadSnapshot") && r.on("checkpointing.providerCanReadConversationSnapshot");
-      return readable ? "verified" : "trusted";
+      return readable || r.on("checkpointing.providerRollbackReturnsSnapshot") ? "verified" : "trusted";
     }
     return hasCheckpoint ? "divergent" : "unsupported";
   },

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, type ScriptStep } from "../../src/index.js";
+import { tempDir } from "../support/files.js";
 import { nextEvent, ofType, openTestRuntime } from "../support/runtime.js";
 
 /**
@@ -26,8 +27,9 @@ async function switchAfterRuns(runs: number, maxChars: number) {
     script: ({ text }) => [{ type: "text", text: `beta: ${text}` }],
   });
   const opened = await openTestRuntime({ alpha, beta });
+  const work = await tempDir("tiller-handoff-summary-");
   const { rt } = opened;
-  const { threadId } = await rt.createThread({ providerTarget: "alpha" });
+  const { threadId } = await rt.createThread({ providerTarget: "alpha", cwd: work.dir });
   const runIds: string[] = [];
   for (let n = 1; n <= runs; n++) {
     const { runId } = await rt.sendMessage({ threadId, text: String(n) });
@@ -40,7 +42,11 @@ async function switchAfterRuns(runs: number, maxChars: number) {
     await rt.waitForRun(runId);
   }
   await rt.waitForRun((await rt.sendMessage({ threadId, text: "over to you", providerTarget: "beta" })).runId);
-  return { ...opened, threadId, runIds, handoffs: () => ofType(opened.events, "handoff.created") };
+  const cleanup = async () => {
+    await opened.cleanup();
+    await work.cleanup();
+  };
+  return { ...opened, cleanup, threadId, runIds, handoffs: () => ofType(opened.events, "handoff.created") };
 }
 
 describe("handoff summaries", () => {

@@ -103,6 +103,7 @@ export const rollbackModel: PolicyModel = {
     "main.checkpointing.providerCanReadConversationSnapshot": B,
     "main.checkpointing.appCanCheckpointFilesystem": B,
     "runtime.checkpoints": B,
+    "main.checkpointing.providerRollbackReturnsSnapshot": [false],
   },
   machine: modelMachine(
     "rollback",
@@ -211,59 +212,186 @@ export const rollbackModel: PolicyModel = {
   },
 };
 
+/** What the provider's side of a rollback reads: whether it rolls its conversation back, and how the cut is checked. */
+export const rollbackVerificationModel: PolicyModel = {
+  name: "rollback verification",
+  reads: {
+    "main.checkpointing.providerCanRollbackConversation": B,
+    "main.checkpointing.providerRollbackReturnsSnapshot": B,
+    "main.threads.canReadThreadSnapshot": B,
+    "runtime.checkpoints": [false],
+  },
+  machine: modelMachine(
+    "rollbackVerification",
+    {
+      canRollbackProvider: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "trusted",
+      verifiesRollback: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "verified",
+      hasCheckpoint: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "divergent",
+    },
+    {
+      ...twoRuns(
+        {
+          ROLLBACK: [
+            { guard: "verifiesRollback", target: "rolledBack" },
+            { guard: "canRollbackProvider", target: "rolledBackByResume" },
+            { guard: "hasCheckpoint", target: "divergent" },
+            { target: "refused" },
+          ],
+        },
+        { ROLLBACK: "busy" },
+      ),
+      busy: { meta: { expect: { refused: "conflict" } }, on: { FINISH: "two" } },
+      rolledBack: {
+        meta: {
+          expect: {
+            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
+            check: (w: World) => {
+              must(
+                (w.lastReceipt as { provider: string }).provider === "rolled_back",
+                "the provider was not rolled back",
+              );
+              const restored = (w.lastReceipt as { filesRestored: boolean }).filesRestored;
+              must(!restored || filesAfterRun1(w), "files do not match run 1");
+            },
+          },
+        },
+        on: { SEND: "afterNative" },
+      },
+      rolledBackByResume: {
+        meta: {
+          expect: {
+            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
+            policies: ["rollback_by_resume"],
+            check: (w: World) =>
+              must(
+                (w.lastReceipt as { provider: string }).provider === "rolled_back",
+                "the provider was not rolled back",
+              ),
+          },
+        },
+        on: { SEND: "afterNative" },
+      },
+      divergent: {
+        meta: {
+          expect: {
+            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
+            policies: ["rollback_divergent"],
+            check: (w: World) => must(filesAfterRun1(w), "files do not match run 1"),
+          },
+        },
+        on: { SEND: "rebuilt" },
+      },
+      refused: {
+        meta: { expect: { refused: "capability_unsupported", policies: ["rollback_unsupported"] } },
+        on: { SEND: "plainNext" },
+      },
+      afterNative: {
+        meta: {
+          expect: {
+            until: (w: World) => w.run().attempts[0]?.providerThreadId != null,
+            check: (w: World) =>
+              must(
+                w.run().attempts[0]!.providerThreadId === w.run(w.runIds[0]).attempts[0]!.providerThreadId,
+                "the rolled-back provider thread was not kept",
+              ),
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      rebuilt: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["divergent_thread_rebuilt"],
+            check: (w: World) => {
+              must(
+                last(w, "provider_thread.bound")?.via === "realigned",
+                "no fresh provider thread after the divergent rollback",
+              );
+              must(
+                last(w, "handoff.created")?.reason === "rollback_divergent",
+                "the fresh thread was not told the history",
+              );
+            },
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      plainNext: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
+      done: finished,
+    },
+  ),
+  drive: {
+    SEND: send(),
+    FINISH: finish,
+    ROLLBACK: (w) => w.attempt(() => w.rt.rollback({ threadId: w.threadId, toRunId: w.runIds[0]! })),
+  },
+};
+
+const subagentNode = (w: World) => w.run(w.runIds[0]).items.find((i) => i.kind === "subagent")?.id;
+const subagentFile = (w: World) => existsSync(join(w.cwd, "sub-1.txt"));
+
+/**
+ * Nested checkpoint scopes are app-owned: a subagent's edits can be undone on their own whatever
+ * the provider's record; the record decides only whether the provider's nested conversation
+ * could follow ("nested checkpoint unsupported": only the root conversation is the provider's).
+ */
 export const nestedCheckpointModel: PolicyModel = {
   name: "checkpoints",
-  reads: { "main.checkpointing.supportsNestedCheckpointScopes": B, "runtime.checkpoints": [true] },
+  reads: { "main.checkpointing.supportsNestedCheckpointScopes": B, "runtime.checkpoints": B },
   machine: modelMachine(
     "nested",
-    { nested: (f) => seed.nestedCheckpoints(record(f)) },
     {
-      idle: { on: { SEND: [{ guard: "nested", target: "nestedScope" }, { target: "rootOnly" }] } },
-      nestedScope: {
-        meta: {
-          expect: {
-            until: (w: World) =>
-              w.rt.views.checkpointsOf(w.threadId).some((c) => c.scope === "subagent" && c.status === "ready"),
-          },
-        },
-        on: { FINISH: "done" },
-      },
-      rootOnly: {
-        meta: {
-          expect: {
-            until: (w: World) =>
-              w.run().items.some((i) => i.kind === "subagent" && i.detail?.checkpoint === "uncheckpointed"),
-            policies: ["root_checkpoint_only"],
-          },
-        },
-        on: { FINISH: "done" },
-      },
+      nested: (f) => seed.nestedCheckpoints(record(f)),
+      checkpoints: (f) => f["runtime.checkpoints"] === true && record(f).on("checkpointing.appCanCheckpointFilesystem"),
+    },
+    {
+      idle: { on: { SEND: "running" } },
+      running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
       done: {
+        meta: {
+          expect: {
+            until: runIs("completed"),
+            check: (w: World) => must(subagentFile(w), "the subagent wrote no file"),
+          },
+        },
+        on: {
+          UNDO: [{ guard: "checkpoints", target: "undone" }, { target: "refused" }],
+        },
+      },
+      undone: {
+        always: [{ guard: "nested", target: "undoneNested" }, { target: "undoneRootOnly" }],
+      },
+      undoneNested: {
+        type: "final",
+        meta: { expect: { check: (w: World) => must(!subagentFile(w), "the subagent's file is still there") } },
+      },
+      undoneRootOnly: {
         type: "final",
         meta: {
           expect: {
-            until: (w: World) =>
-              w.run().status === "completed" &&
-              w.rt.views.checkpointsOf(w.threadId).some((c) => c.phase === "final" && c.scope === "root_run"),
-            check: (w: World) => {
-              const root = w.rt.views
-                .checkpointsOf(w.threadId)
-                .filter((c) => c.scope === "root_run" && c.status === "ready");
-              must(
-                root.map((c) => c.phase).join() === "baseline,final",
-                `root checkpoints: ${root.map((c) => c.phase).join()}`,
-              );
-              must(
-                root[1]!.files.some((f) => f.path === `sub-${w.n}.txt`),
-                "the run's checkpoint misses the subagent's file",
-              );
-            },
+            policies: ["root_checkpoint_only"],
+            check: (w: World) => must(!subagentFile(w), "the subagent's file is still there"),
+          },
+        },
+      },
+      refused: {
+        type: "final",
+        meta: {
+          expect: {
+            refused: "capability_unsupported",
+            policies: ["subagent_undo_unsupported"],
+            check: (w: World) => must(subagentFile(w), "a refused undo changed the files"),
           },
         },
       },
     },
   ),
-  drive: { SEND: async (w) => void (await w.send("subagent")), FINISH: finish },
+  drive: {
+    SEND: async (w) => void (await w.send("subagent")),
+    FINISH: finish,
+    UNDO: (w) => w.attempt(() => w.rt.undoSubagent({ threadId: w.threadId, nodeId: subagentNode(w)! })),
+  },
 };
 
 const bReceived = (w: World) =>
@@ -579,6 +707,7 @@ export const threadPolicyModels = [
   switchAdmissionModel,
   handoffBoundModel,
   rollbackModel,
+  rollbackVerificationModel,
   nestedCheckpointModel,
   providerSwitchModel,
   requestExpiryModel,
