@@ -27,9 +27,9 @@ async function switchAfterRuns(runs: number, maxChars: number) {
     script: ({ text }) => [{ type: "text", text: `beta: ${text}` }],
   });
   const opened = await openTestRuntime({ alpha, beta });
-  const work = await tempDir("tiller-handoff-summary-");
+  const workspace = await tempDir("tiller-handoff-summary-");
   const { rt } = opened;
-  const { threadId } = await rt.createThread({ providerTarget: "alpha", cwd: work.dir });
+  const { threadId } = await rt.createThread({ providerTarget: "alpha", cwd: workspace.dir });
   const runIds: string[] = [];
   for (let n = 1; n <= runs; n++) {
     const { runId } = await rt.sendMessage({ threadId, text: String(n) });
@@ -44,7 +44,7 @@ async function switchAfterRuns(runs: number, maxChars: number) {
   await rt.waitForRun((await rt.sendMessage({ threadId, text: "over to you", providerTarget: "beta" })).runId);
   const cleanup = async () => {
     await opened.cleanup();
-    await work.cleanup();
+    await workspace.cleanup();
   };
   return { ...opened, cleanup, threadId, runIds, handoffs: () => ofType(opened.events, "handoff.created") };
 }
