@@ -169,6 +169,11 @@ export const EVENT_NOTES: Record<string, EventNote> = {
       "`sendMessage` with a new `model`: switched in the live session, " +
       "or by a new session where the provider cannot switch.",
   },
+  "thread.mode_changed": {
+    when:
+      "`sendMessage` with a new `runtimeMode` (plan mode, approval policy): switched per turn in the live " +
+      "session, or by a new session where the provider cannot switch.",
+  },
   "checkpoint.captured": {
     when:
       "With the `checkpoints` option: a baseline before a run, a final checkpoint after it, " +
@@ -176,7 +181,9 @@ export const EVENT_NOTES: Record<string, EventNote> = {
   },
   "checkpoint.failed": { when: "A checkpoint could not be captured (the run goes on without it; `message` says why)." },
   "checkpoint.skipped": {
-    when: "Filesystem activity that gets no checkpoint of its own (a subagent's, where nested scopes are unsupported).",
+    when:
+      "Filesystem activity that got no checkpoint of its own: written by runtimes before nested scopes " +
+      "became app-owned (every subagent now gets one); still read from older logs.",
   },
   "rollback.started": {
     when:

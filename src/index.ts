@@ -27,13 +27,21 @@ export * from "./capabilities/index.js";
 export * from "./domain/errors.js";
 export type * from "./domain/commands.js";
 export type { DomainEvent, DomainEventType, DomainEventOf } from "./domain/events.js";
-export type { RunStatus, DispatchMode, AttemptStatus, RequestStatus, TurnTerminalStatus } from "./domain/entities.js";
+export type {
+  RunStatus,
+  DispatchMode,
+  AttemptStatus,
+  RequestStatus,
+  TurnTerminalStatus,
+  RuntimeMode,
+} from "./domain/entities.js";
 export type * from "./domain/items.js";
 export { sequentialIds, randomIds, type IdSource } from "./domain/ids.js";
 export type { LogRecord } from "./runtime/store/eventLog.js";
 export type { RunView, ThreadView, TurnItem, RequestView, AttemptView, CheckpointView } from "./runtime/projections.js";
 export type { Affordances } from "./runtime/affordances.js";
 export type { RollbackReceipt } from "./runtime/rollback.js";
+export type { UndoSubagentReceipt } from "./runtime/commands/undoSubagent.js";
 export { DEGRADATIONS, POLICY_NAMES, type PolicyName } from "./machines/policies.js";
 export type * from "./adapters/contract.js";
 export { ProviderEventSchema } from "./adapters/contract.js";
