@@ -5,13 +5,16 @@ import {
   canSteerNatively,
   canSwitchModelInSession,
   hasStructuredApprovals,
+  supportsApprovalFor,
 } from "../capabilities/predicates.js";
+import type { ApprovalKind } from "../domain/items.js";
 import { forksNatively } from "../machines/providerThread.js";
 import { NotFoundError } from "../domain/errors.js";
 import type { Actors } from "./actors.js";
 import { isTerminalRunStatus, type RequestView } from "./projections.js";
 import { planRollback, rollbackRequest, sharedDirectoryBusy, type RollbackPlanning } from "./rollback.js";
 import { forkSituation } from "./handoff.js";
+import { itemLifecycle, type ItemLifecycle } from "./ingest/lifecycle.js";
 
 /**
  * The capability-driven UI contract: what a client may offer for a thread right now, and
@@ -43,8 +46,17 @@ export interface Affordances {
   /** Shown only when structured artifacts exist in the thread. */
   panels: { plan: boolean; todo: boolean };
   approvals: "structured" | "sandbox_only";
+  /** The approvals the provider may ask; one of another kind is declined by the runtime, never shown. */
+  approvalKinds: ApprovalKind[];
+  /**
+   * What the thread's items will look like (streamed or whole, started and completed by the provider or by the
+   * runtime, with native ids or by ordinal): from the capability record alone, so it is known before the first turn.
+   */
+  items: ItemLifecycle;
   modelSwitch: "in_session" | "new_session";
 }
+
+const APPROVAL_KINDS: readonly ApprovalKind[] = ["command", "file_read", "file_change", "apply_patch"];
 
 /**
  * What the affordances read: the read model, the targets, the thread actors, whether a request can still be answered.
@@ -152,6 +164,8 @@ export function affordancesOf(
     requests,
     panels: { plan: kinds.has("plan") || kinds.has("proposed_plan"), todo: kinds.has("todo_list") },
     approvals: hasStructuredApprovals(caps) ? "structured" : "sandbox_only",
+    approvalKinds: APPROVAL_KINDS.filter((kind) => supportsApprovalFor(caps, kind)),
+    items: itemLifecycle(caps),
     modelSwitch: canSwitchModelInSession(caps) ? "in_session" : "new_session",
   };
 }

@@ -57,6 +57,7 @@ export class TurnItems {
     stream: ItemStream,
     chunkSize = 12,
   ): Promise<void> {
+    if (stream === "output" && !this.#streamsToolOutput()) return;
     for (let i = 0; i < text.length; i += chunkSize) {
       checkAborted(this.signal);
       this.emit({
@@ -98,7 +99,15 @@ export class TurnItems {
   ): void {
     const isTool = kind !== "assistant_message" && kind !== "reasoning";
     if (isTool && !this.caps.tools.emitsToolCompleted) return;
-    this.emit({ type: "item.completed", ...this.where(scope), itemRef, kind, ...fields });
+    // A provider without tool output reports none, not even at the tool's completion.
+    const { output, ...rest } = fields;
+    const reported = output !== undefined && this.caps.tools.emitsToolOutput ? { ...rest, output } : rest;
+    this.emit({ type: "item.completed", ...this.where(scope), itemRef, kind, ...reported });
+  }
+
+  /** A tool's output streams only from a provider that both reports tool output and streams it. */
+  #streamsToolOutput(): boolean {
+    return this.caps.tools.emitsToolOutput && this.caps.streaming.streamsToolOutput;
   }
 
   itemRef(isTool: boolean): string | undefined {

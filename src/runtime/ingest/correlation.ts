@@ -1,7 +1,11 @@
-import type { Strength } from "../../capabilities/schema.js";
-import type { NodeKind } from "../../domain/items.js";
+import type { ProviderRequestAddress } from "../../adapters/contract.js";
+import type { ProviderCapabilities, Strength } from "../../capabilities/schema.js";
+import type { ItemStream, NodeKind } from "../../domain/items.js";
 import type { DomainEvent, DomainEventOf } from "../../domain/events.js";
 import { derivedId } from "../../domain/ids.js";
+import { redact } from "../../domain/redact.js";
+import { policyEvent } from "../../machines/emitted.js";
+import type { PolicyName } from "../../machines/policies.js";
 import type { RunEvent } from "../../machines/runModel.js";
 
 /**
@@ -23,6 +27,10 @@ export interface NodeEntry {
   announced: boolean;
   /** Distinguishes artifacts of one kind without ids: the live plan vs a proposed plan. */
   variant?: string;
+  /** The node it hangs under, as last announced (a request asks whether it came from inside a subagent). */
+  parentId?: string;
+  /** The streams its deltas extended: a completion brings whole only what never streamed. */
+  streamed?: Set<ItemStream>;
 }
 
 /** One provider turn, bound to the run attempt that started it. */
@@ -47,7 +55,20 @@ export interface TurnBinding {
   subagents: string[];
   /** Child thread ref -> subagent node. */
   childThreads: Map<string, string>;
-  requests: Array<{ requestId: string; nodeId: string; ref: string | null; open: boolean }>;
+  /** Every request the provider asked in the turn, in order (its ordinal is its place here), declined ones too. */
+  requests: Array<{ requestId: string; nodeId: string | null; ref: string | null; open: boolean }>;
+  /** The degradations this attempt already recorded: each is recorded once per attempt, not once per item. */
+  degradations: Set<PolicyName>;
+}
+
+/** Tools, commands and file changes: the items the `tools` capabilities speak of. */
+export function isToolKind(kind: NodeKind): boolean {
+  return kind === "tool_call" || kind === "command_execution" || kind === "file_change";
+}
+
+/** How an item's native ref is read: a provider without tool item ids correlates its tools by ordinal. */
+export function itemIdStrength(caps: ProviderCapabilities, kind: NodeKind): Strength {
+  return isToolKind(kind) && !caps.tools.exposesToolItemIds ? "none" : caps.identity.nativeItemIds;
 }
 
 /** Scoped key of an item: native ref (strong), ref + occurrence + fingerprint (weak), or ordinal. */
@@ -85,13 +106,31 @@ export function parentOf(
   parentRef: string | undefined,
   threadRef: string | undefined,
 ): string {
+  const enclosing = () => binding.subagents.filter((id) => id !== node.nodeId).at(-1);
+  return namedParent(binding, node, parentRef, threadRef) ?? enclosing() ?? binding.rootNodeId;
+}
+
+/** The parent the event itself names (its child thread, or its parent item), not one guessed from what is open. */
+export function namedParent(
+  binding: TurnBinding,
+  node: NodeEntry,
+  parentRef: string | undefined,
+  threadRef: string | undefined,
+): string | undefined {
   if (threadRef && binding.childThreads.has(threadRef)) return binding.childThreads.get(threadRef)!;
-  if (parentRef) {
-    const parent = binding.nodes.find((n) => n.ref === parentRef && n.nodeId !== node.nodeId);
-    if (parent) return parent.nodeId;
+  if (!parentRef) return undefined;
+  return binding.nodes.find((n) => n.ref === parentRef && n.nodeId !== node.nodeId)?.nodeId;
+}
+
+/** The node is a subagent or hangs (at any depth) under one. */
+export function withinSubagent(binding: TurnBinding, nodeId: string): boolean {
+  let node = nodeById(binding, nodeId);
+  // Bounded by the turn's nodes: a parent announced late can never make the walk loop.
+  for (let depth = 0; node && depth <= binding.nodes.length; depth += 1) {
+    if (node.kind === "subagent") return true;
+    node = nodeById(binding, node.parentId);
   }
-  const enclosing = binding.subagents.filter((id) => id !== node.nodeId).at(-1);
-  return enclosing ?? binding.rootNodeId;
+  return false;
 }
 
 /**
@@ -121,6 +160,8 @@ export type Routed =
   | { to: "request"; requestId: string; outcome: string | null }
   /** A late event of a turn whose run already ended: recorded as fenced, never applied. */
   | { to: "fenced"; threadId: string; runId: string; attemptId: string; providerEventType: string }
+  /** A request the record says the provider cannot ask: declined back to it, never shown. */
+  | { to: "decline"; sessionId: string; threadId: string; runId: string; request: ProviderRequestAddress }
   | { to: "log"; event: DomainEvent };
 
 export function scopeOf(binding: TurnBinding): { threadId: string; runId: string } {
@@ -136,19 +177,38 @@ export function applied(binding: TurnBinding, event: DomainEvent): Routed {
   return toRun(binding, { type: "PROVIDER", attemptId: binding.attemptId, event });
 }
 
+/**
+ * A degradation this attempt takes, recorded the first time only: a fallback taken for every item (each message
+ * arriving whole) is one fact about the provider, not one record per item.
+ */
+export function degraded(binding: TurnBinding, policy: PolicyName, detail: string, capability?: string): Routed[] {
+  if (binding.degradations.has(policy)) return [];
+  binding.degradations.add(policy);
+  return [{ to: "log", event: policyEvent(binding, policy, detail, capability) }];
+}
+
+/** The provider did what its capability record says it cannot: a protocol warning, in the run it concerns. */
+export function protocolWarning(binding: TurnBinding, providerTarget: string, what: string): Routed {
+  const message = redact(`protocol_error: ${providerTarget} ${what}`);
+  return { to: "log", event: { type: "warning", ...scopeOf(binding), message } };
+}
+
+/** A node's `node.started`; the node remembers the parent it names (a request asks whether it came from a subagent). */
 export function nodeStartedEvent(
   binding: TurnBinding,
   node: NodeEntry,
   providerTarget: string,
   parentRef: string | undefined,
   threadRef: string | undefined,
+  parentNodeId: string = parentOf(binding, node, parentRef, threadRef),
 ): DomainEventOf<"node.started"> {
+  node.parentId = parentNodeId;
   return {
     type: "node.started",
     ...scopeOf(binding),
     attemptId: binding.attemptId,
     nodeId: node.nodeId,
-    parentNodeId: parentOf(binding, node, parentRef, threadRef),
+    parentNodeId,
     kind: node.kind,
     nativeRef: node.ref,
     providerTarget,

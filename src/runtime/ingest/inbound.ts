@@ -1,23 +1,34 @@
-import { closesMessagesAtRootTerminal } from "../../capabilities/predicates.js";
 import type { DomainEvent } from "../../domain/events.js";
-import { ENDS_WITH_TURN, TURN_ITEM_KIND_OF_NODE } from "../../domain/items.js";
+import { ENDS_WITH_TURN, TURN_ITEM_KIND_OF_NODE, type TurnItemKind } from "../../domain/items.js";
 import { redact } from "../../domain/redact.js";
 import { policyEvent, type MachineEmitted } from "../../machines/emitted.js";
 import { ownsRun, type RunContext, type RunEvent } from "../../machines/run.js";
 import { Actors } from "../actors.js";
 import type { Projections } from "../projections.js";
 import { targetOfRun, type Target } from "../targets.js";
+import { isToolKind } from "./correlation.js";
 import { readFrame, safeString } from "./frames.js";
+import { itemLifecycle } from "./lifecycle.js";
 import type { Routed } from "./normalizer.js";
 
 /**
  * The one way in: a target's provider frames are read (validated at the boundary), normalized
  * once, and routed to the actors they concern; a session's loss reaches its requests, provider
  * threads and runs; an attempt's completion barrier closes what its turn left open. Effects
- * (the way out) are elsewhere: this module never calls a provider.
+ * (the way out) are elsewhere: this module calls a provider only to decline a request its
+ * capability record denies (no machine ever sees that request).
  */
 
 type Settle = Extract<MachineEmitted, { type: "settle" }>;
+type Decline = Extract<Routed, { to: "decline" }>;
+
+/** What ends with its turn when the provider never completes its tools: its tools too. */
+const ENDS_WITH_TURN_OR_TOOL: ReadonlySet<TurnItemKind> = new Set([
+  ...ENDS_WITH_TURN,
+  "tool",
+  "command",
+  "file_change",
+]);
 
 /** What the pipeline needs of the runtime. */
 export interface InboundHost {
@@ -98,6 +109,9 @@ export class Inbound {
         case "session":
           this.#sessionLost(target, sessionId, r.state, r.message);
           break;
+        case "decline":
+          this.#decline(target, r);
+          break;
         case "run": {
           if ("attemptId" in r.event && typeof r.event.attemptId === "string")
             this.attempts.sawEvent(r.event.attemptId);
@@ -124,6 +138,27 @@ export class Inbound {
         }
       }
     }
+  }
+
+  /**
+   * Declines, back to the provider, a request its record says it cannot ask: the provider waits on an answer no user
+   * is shown. The one provider call made here (no machine asks for it): a failure is a warning, never a stuck turn.
+   */
+  #decline(target: Target, decline: Decline): void {
+    const { rt } = this;
+    const { sessionId, threadId, runId, request } = decline;
+    const answer = async () => {
+      const session = target.session(sessionId);
+      if (!session) throw new Error("the session that asked is gone");
+      const loaded = await target.ensureThread(threadId, session);
+      const response = { kind: "decision", decision: "decline" } as const;
+      await target.adapter.respondToRequest({ sessionId, thread: loaded.handle, request, response });
+    };
+    answer().catch((error: unknown) => {
+      if (rt.closed) return;
+      const message = redact(`declining an undeclared request failed: ${safeString(error)}`);
+      rt.act(() => rt.commit({ type: "warning", threadId, runId, message }));
+    });
   }
 
   #sessionLost(target: Target, sessionId: string, state: "stopped" | "error", message: string | null): void {
@@ -161,11 +196,19 @@ export class Inbound {
     const open = target.normalizer.takeOpenNodes(settle.attemptId);
     const binding = target.normalizer.binding(settle.attemptId);
     const caps = target.capabilitiesOfAttempt(settle.attemptId);
-    if (closesMessagesAtRootTerminal(caps) && open.some((n) => n.kind === "assistant_message")) {
+    const lifecycle = itemLifecycle(caps);
+    if (lifecycle.messageCompleted === "at_terminal" && open.some((n) => n.kind === "assistant_message")) {
       const detail =
         "the provider sends no message-completed events: its assistant messages are closed at the root terminal";
       rt.commit(policyEvent(settle, "messages_closed_at_terminal", detail));
     }
+    // A provider that never completes its tools leaves every tool open: it ends with its turn, never cancelled.
+    const toolsEndWithTurn = lifecycle.tools.completed === "at_terminal";
+    if (toolsEndWithTurn && open.some((n) => isToolKind(n.kind))) {
+      const detail = "the provider sends no tool-completed events: its tool items are closed at the root terminal";
+      rt.commit(policyEvent(settle, "tools_closed_at_terminal", detail));
+    }
+    const endingWithTurn = toolsEndWithTurn ? ENDS_WITH_TURN_OR_TOOL : ENDS_WITH_TURN;
     // Each closing node by what it shows as (the root turn is the run itself: it ends with it).
     const closing = open.map((n) => ({ nodeId: n.nodeId, kind: TURN_ITEM_KIND_OF_NODE[n.kind] }));
     // A node whose provider completion was fenced (it came after the attempt was superseded) is
@@ -176,7 +219,7 @@ export class Inbound {
         closing.push({ nodeId: item.id, kind: item.kind });
     }
     for (const node of closing) {
-      const endsWithTurn = node.kind === null || ENDS_WITH_TURN.has(node.kind);
+      const endsWithTurn = node.kind === null || endingWithTurn.has(node.kind);
       const status = endsWithTurn || settle.status !== "completed" ? settle.status : "cancelled";
       const { threadId, runId } = settle;
       rt.commit({

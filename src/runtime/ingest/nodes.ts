@@ -1,10 +1,13 @@
 import type { ProviderCapabilities } from "../../capabilities/schema.js";
 import type { ProviderEvent } from "../../adapters/contract.js";
-import type { NodeKind, ProviderItemKind } from "../../domain/items.js";
+import type { ItemStream, NodeKind, ProviderItemKind } from "../../domain/items.js";
 import type { DomainEvent } from "../../domain/events.js";
 import {
   applied,
+  degraded,
   findNode,
+  isToolKind,
+  itemIdStrength,
   nodeById,
   nodeStartedEvent,
   scopeOf,
@@ -13,11 +16,14 @@ import {
   type Routed,
   type TurnBinding,
 } from "./correlation.js";
+import { itemLifecycle } from "./lifecycle.js";
 
 /**
  * A turn's item and artifact nodes from the provider's item and plan events: started once (a delta or completion that
  * comes first opens its node, which the start then claims), completed once, duplicates dropped as the `identity`
- * capability says what a native ref names.
+ * capability says what a native ref names. Every item gets the same lifecycle whatever the provider emits: a start
+ * made when its first event is a delta or its completion, and what a completion brings whole as one delta first.
+ * Each fallback taken is a named degradation, recorded once per attempt.
  */
 
 type EventOf<T extends ProviderEvent["type"]> = Extract<ProviderEvent, { type: T }>;
@@ -33,9 +39,10 @@ export function itemStarted(
   if (earlier === "duplicate") return [];
   // A node its delta or completion brought first is this item: announced again with what the start knows (detail,
   // parent), never a second node.
-  const node = earlier ?? startNode(binding, caps.identity.nativeItemIds, kind, event.itemRef, event.detail?.toolName);
+  const node = earlier ?? startNode(binding, itemIdStrength(caps, kind), kind, event.itemRef, event.detail?.toolName);
   node.announced = true;
   return [
+    ...(earlier ? [] : toolFallbacks(binding, caps, kind, false)),
     applied(binding, {
       ...nodeStartedEvent(binding, node, providerTarget, event.parentItemRef, event.threadRef),
       detail: event.detail ?? null,
@@ -50,6 +57,7 @@ export function itemDelta(
   event: EventOf<"item.delta">,
 ): Routed[] {
   const { node, started } = openNode(binding, caps, providerTarget, event.kind, event.itemRef, event.threadRef);
+  (node.streamed ??= new Set()).add(event.stream);
   return [
     ...started,
     applied(binding, {
@@ -71,6 +79,7 @@ export function itemCompleted(
   const { node, started } = openNode(binding, caps, providerTarget, event.kind, event.itemRef, event.threadRef);
   if (!node.open) return []; // completed already: a duplicated or late completion changes nothing
   node.open = false;
+  const whole = isToolKind(node.kind) ? event.output : event.text;
   const completed: DomainEvent = {
     type: "node.completed",
     ...scopeOf(binding),
@@ -81,7 +90,69 @@ export function itemCompleted(
     exitCode: event.exitCode ?? null,
     settledBy: "provider",
   };
-  return [...started, applied(binding, completed)];
+  return [...started, ...wholeAsDelta(binding, caps, node, whole), applied(binding, completed)];
+}
+
+/**
+ * What a completion brings whole that never streamed (a provider that does not stream it, or an item too short to
+ * stream) becomes one delta before the completion: a client reads every item's text and output from its deltas.
+ */
+function wholeAsDelta(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  node: NodeEntry,
+  whole: string | undefined,
+): Routed[] {
+  const stream: ItemStream = isToolKind(node.kind) ? "output" : "text";
+  if (!whole || node.streamed?.has(stream)) return [];
+  const delta = applied(binding, {
+    type: "node.delta",
+    ...scopeOf(binding),
+    nodeId: node.nodeId,
+    stream,
+    delta: whole,
+  });
+  return [...atCompletion(binding, caps, node.kind), delta];
+}
+
+/** The degradation a whole-at-completion item takes, when the record says its kind is not streamed. */
+function atCompletion(binding: TurnBinding, caps: ProviderCapabilities, kind: NodeKind): Routed[] {
+  const lifecycle = itemLifecycle(caps);
+  if (isToolKind(kind))
+    return lifecycle.toolOutput === "at_completion"
+      ? degraded(binding, "tool_output_at_completion", "tool output arrives whole at the tool's completion: one delta")
+      : [];
+  if (kind === "reasoning")
+    return lifecycle.reasoning === "at_completion"
+      ? degraded(binding, "reasoning_at_completion", "reasoning arrives whole at its completion: one delta")
+      : [];
+  return lifecycle.assistantText === "at_completion"
+    ? degraded(binding, "assistant_text_at_completion", "assistant text arrives whole at its completion: one delta")
+    : [];
+}
+
+/**
+ * The fallbacks a new tool node takes, by the record: its start made by the normalizer (its first event was a delta
+ * or its completion), its id an ordinal, no output to come.
+ */
+function toolFallbacks(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  kind: NodeKind,
+  startSynthesised: boolean,
+): Routed[] {
+  if (!isToolKind(kind)) return [];
+  const { tools, toolOutput } = itemLifecycle(caps);
+  return [
+    ...(startSynthesised && tools.started === "synthesised"
+      ? degraded(binding, "tool_start_synthesised", "a tool item's start is made when its first event arrives")
+      : []),
+    // The tools field's own fallback (without any native item ids every item goes by ordinal: the identity's rule).
+    ...(!caps.tools.exposesToolItemIds
+      ? degraded(binding, "tool_ids_by_ordinal", "tool items are correlated by their order in the turn")
+      : []),
+    ...(toolOutput === "none" ? degraded(binding, "no_tool_output", "tool items carry no output") : []),
+  ];
 }
 
 /** A plan update, a proposed plan or a todo list: the turn's artifact node of that kind and its new content. */
@@ -94,6 +165,13 @@ export function artifactUpdated(
   const kind: NodeKind = event.type === "todo.updated" ? "todo_list" : "plan";
   const variant = event.type === "plan.proposed" ? "proposed" : "live";
   const { node, started } = artifactNode(binding, caps, providerTarget, kind, variant, event.itemRef, event.threadRef);
+  const byKind = caps.planning.planDeltasHaveItemIds
+    ? []
+    : degraded(binding, "plan_deltas_by_ordinal", "plan and todo updates go to the turn's one node of their kind");
+  const whole =
+    kind === "plan" && itemLifecycle(caps).planText === "at_completion"
+      ? degraded(binding, "plan_text_at_completion", "a plan's text arrives whole with each update")
+      : [];
   const ids = { ...scopeOf(binding), nodeId: node.nodeId };
   const domain: DomainEvent =
     event.type === "todo.updated"
@@ -101,7 +179,7 @@ export function artifactUpdated(
       : event.type === "plan.proposed"
         ? { type: "plan.proposed", ...ids, text: event.text }
         : { type: "plan.updated", ...ids, explanation: event.explanation ?? null, steps: event.steps };
-  return [...started, applied(binding, domain)];
+  return [...byKind, ...whole, ...started, applied(binding, domain)];
 }
 
 /** The node a delta/completion refers to; started implicitly (once) when the provider has not said, or not yet. */
@@ -113,13 +191,17 @@ export function openNode(
   ref: string | undefined,
   threadRef: string | undefined,
 ): { node: NodeEntry; started: Routed[] } {
-  const found = findNode(binding, kind, ref, caps.identity.nativeItemIds);
+  const strength = itemIdStrength(caps, kind);
+  const found = findNode(binding, kind, ref, strength);
   if (found && (found.open || ref)) return { node: found, started: [] };
-  const node = startNode(binding, caps.identity.nativeItemIds, kind, ref);
+  const node = startNode(binding, strength, kind, ref);
   node.announced = false;
   return {
     node,
-    started: [applied(binding, nodeStartedEvent(binding, node, providerTarget, undefined, threadRef))],
+    started: [
+      ...toolFallbacks(binding, caps, kind, true),
+      applied(binding, nodeStartedEvent(binding, node, providerTarget, undefined, threadRef)),
+    ],
   };
 }
 
@@ -138,11 +220,11 @@ export function startedBefore(
   childThreadRef: string | undefined,
 ): NodeEntry | "duplicate" | undefined {
   const known =
-    (ref ? findNode(binding, kind, ref, caps.identity.nativeItemIds) : undefined) ??
+    (ref ? findNode(binding, kind, ref, itemIdStrength(caps, kind)) : undefined) ??
     (childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined);
   if (known) {
     if (!known.announced) return known;
-    return caps.identity.nativeItemIds === "strong" || known.open ? "duplicate" : undefined;
+    return itemIdStrength(caps, kind) === "strong" || known.open ? "duplicate" : undefined;
   }
   if (ref || childThreadRef) return undefined;
   return binding.nodes.findLast((n) => n.open && !n.announced && n.kind === kind && n.ref === null);

@@ -8,11 +8,11 @@ import { derivedId } from "../../domain/ids.js";
 import { redact } from "../../domain/redact.js";
 import type { RunEvent } from "../../machines/run.js";
 import { policyEvent } from "../../machines/emitted.js";
-import { applied, toRun, type Routed, type TurnBinding } from "./correlation.js";
+import { applied, degraded, toRun, type Routed, type TurnBinding } from "./correlation.js";
 import { artifactUpdated, itemCompleted, itemDelta, itemStarted } from "./nodes.js";
 import { requestAddress, requestOpened, requestResolved } from "./requests.js";
 import { adoptChildThread, childTurnEnded, subagentCompleted, subagentStarted } from "./subagents.js";
-import { TurnBindings } from "./turnBindings.js";
+import { TurnBindings, trustsTurnRefs } from "./turnBindings.js";
 
 /**
  * Native frames, already shaped as ProviderEvents, become app-addressed events here, once.
@@ -59,6 +59,7 @@ export class Normalizer {
       subagents: [],
       childThreads: new Map(),
       requests: [],
+      degradations: new Set(),
     };
     this.#turns.add(binding);
     const rootStarted: DomainEvent = {
@@ -111,19 +112,19 @@ export class Normalizer {
 
   ingest(sessionId: string, event: ProviderEvent): Routed[] {
     if (event.type === "session.state") return this.#sessionState(sessionId, event);
-    const late = this.#turns.lateOwner(sessionId, event);
+    const caps = this.capabilities(sessionId);
+    const trusted = trustsTurnRefs(caps);
+    const late = this.#turns.lateOwner(sessionId, event, trusted);
     if (late) return [{ to: "fenced", ...late, providerEventType: event.type }];
+    const located = this.#turns.locate(sessionId, event);
+    if (located) {
+      // A finished turn's ref that did not fence the event: the current turn, named alike, overruled it.
+      const overruled = !trusted && this.#turns.namesFinishedTurn(sessionId, event.turnRef) !== undefined;
+      const routed = this.#ingestFor(sessionId, located, event);
+      return overruled ? [...refOverruled(located, caps, event.turnRef), ...routed] : routed;
+    }
     const adopted: Routed[] = [];
-    const binding =
-      this.#turns.locate(sessionId, event) ??
-      adoptChildThread(
-        this.#turns,
-        sessionId,
-        this.capabilities(sessionId),
-        this.providerTarget,
-        event.threadRef,
-        adopted,
-      );
+    const binding = adoptChildThread(this.#turns, sessionId, caps, this.providerTarget, event.threadRef, adopted);
     return adopted.length > 0
       ? [...adopted, ...this.#ingestFor(sessionId, binding, event)]
       : this.#ingestFor(sessionId, binding, event);
@@ -165,7 +166,7 @@ export class Normalizer {
         return requestOpened(sessionId, hostGeneration, binding, caps, this.providerTarget, event);
       }
       case "request.resolved":
-        return requestResolved(binding, event);
+        return requestResolved(binding, caps, event);
       case "subagent.started":
         return subagentStarted(this.#turns, sessionId, binding, caps, this.providerTarget, event);
       case "subagent.completed":
@@ -253,6 +254,18 @@ export class Normalizer {
   ): { requestRef: string | null; turnRef: string | null; ordinal: number } | null {
     return requestAddress(this.#turns.ofAttempt(attemptId), requestId);
   }
+}
+
+/**
+ * A weak turn ref named a finished turn, and the thread's current turn was named alike: the ref alone would have fenced
+ * the event; the bindings' order gave it to the current turn.
+ */
+function refOverruled(binding: TurnBinding, caps: ProviderCapabilities, turnRef: string | undefined): Routed[] {
+  const capability = caps.turns.exposesNativeTurnId ? "identity.nativeTurnIds" : "turns.exposesNativeTurnId";
+  const detail =
+    `turn ref ${turnRef ?? "-"} named a finished turn and the current one alike: ` +
+    "the event went to the current turn (turn refs are evidence, never the only word)";
+  return degraded(binding, "turn_refs_as_evidence", redact(detail), capability);
 }
 
 /** The provider's own terminal, accepted with the correlation strength its record declares. */

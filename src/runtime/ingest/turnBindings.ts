@@ -1,10 +1,14 @@
 import type { ProviderEvent } from "../../adapters/contract.js";
+import type { ProviderCapabilities } from "../../capabilities/schema.js";
 import type { TurnBinding } from "./correlation.js";
 
 /**
  * The turns the normalizer knows, and which one an event belongs to: by native turn ref, by the provider thread's
  * current turn, or by a child thread it holds. Turns of finished runs are remembered (bounded) so their late events
- * are fenced instead of being taken for another turn's.
+ * are fenced instead of being taken for another turn's. A strong turn ref names one turn for ever: it fences on its
+ * own. A weak one (or one the provider does not declare) is evidence, weighed with the bindings' order: a finished
+ * turn's ref does not fence an event while the thread's current turn was named alike (weak ids repeat); and a ref
+ * naming no turn never passes for the current turn once that turn was named otherwise.
  */
 
 const RELEASED_TURNS_KEPT = 1024;
@@ -14,6 +18,11 @@ export interface ReleasedOwner {
   threadId: string;
   runId: string;
   attemptId: string;
+}
+
+/** The provider's turn refs name one turn for ever: they may fence an event on their own. */
+export function trustsTurnRefs(caps: ProviderCapabilities): boolean {
+  return caps.turns.exposesNativeTurnId && caps.identity.nativeTurnIds === "strong";
 }
 
 /** Routing key of a provider thread: its native ref when exposed, else its session. */
@@ -76,12 +85,27 @@ export class TurnBindings {
     if (this.#current.get(key) === binding) this.#current.delete(key);
   }
 
-  /** The finished run whose turn or child thread the event names: the event is late, and fenced. */
-  lateOwner(sessionId: string, event: Exclude<ProviderEvent, { type: "session.state" }>): ReleasedOwner | undefined {
+  /**
+   * The finished run whose turn or child thread the event names: the event is late, and fenced. An untrusted turn ref
+   * does not fence on its own: when the thread's current turn was named alike, the event is that turn's.
+   */
+  lateOwner(
+    sessionId: string,
+    event: Exclude<ProviderEvent, { type: "session.state" }>,
+    trustsRefs: boolean,
+  ): ReleasedOwner | undefined {
+    const byTurn = this.namesFinishedTurn(sessionId, event.turnRef);
+    const current = this.#current.get(threadKey(sessionId, event.threadRef));
+    const namedAlike = current?.nativeTurnRef != null && current.nativeTurnRef === event.turnRef;
     return (
-      (event.turnRef ? this.#released.get(`${sessionId}\u0000${event.turnRef}`) : undefined) ??
+      (byTurn && (trustsRefs || !namedAlike) ? byTurn : undefined) ??
       (event.threadRef ? this.#releasedChildThreads.get(threadKey(sessionId, event.threadRef)) : undefined)
     );
+  }
+
+  /** The finished run whose turn had this native ref (remembered, bounded). */
+  namesFinishedTurn(sessionId: string, turnRef: string | undefined): ReleasedOwner | undefined {
+    return turnRef ? this.#released.get(`${sessionId}\u0000${turnRef}`) : undefined;
   }
 
   /** A child thread a subagent of this turn starts on again is this turn's, no longer fenced. */
