@@ -28,7 +28,6 @@ const NOT_YET_SHOWN: string[] = [
   "threads.canCreateEmptyThread",
   "threads.canForkFromSubagentThread",
   "turns.exposesNativeTurnId",
-  "turns.emitsTurnStarted",
   "streaming.streamsReasoning",
   "streaming.streamsToolOutput",
   "streaming.streamsPlanText",

@@ -119,6 +119,14 @@ export const seed = {
   },
 
   /**
+   * A provider that announces its turns (turn started) knows no turn to stop before it announced
+   * it: an interrupt is held until then. Without announcements, an accepted turn can be stopped.
+   */
+  holdsInterruptUntilAnnounced(r: SeedRecord): boolean {
+    return r.on("turns.emitsTurnStarted");
+  },
+
+  /**
    * "supportsActiveSteering means the provider can modify an in-flight turn directly";
    * "active steering unsupported -> interrupt active turn and restart the run as a steering
    * replacement attempt" — which needs an interrupt, and the provider's consent to it.

@@ -43,8 +43,14 @@ export function capsOf(flags: Flags, target = "main"): ProviderCapabilities {
 
 const NOT_CALLS = new Set<PropertyKey>(["getCapabilities", "streamEvents", "bindHosts", "close"]);
 
-/** The adapter, counting the runtime's calls that have not been answered yet (the provider boundary, observed). */
-function counted(adapter: ProviderAdapter, calls: { inFlight: number }): ProviderAdapter {
+/** What the runtime asked of the providers: calls not answered yet, and every call made, by method. */
+export interface Calls {
+  inFlight: number;
+  made: Map<string, number>;
+}
+
+/** The adapter, counting the runtime's calls (the provider boundary, observed). */
+function counted(adapter: ProviderAdapter, calls: Calls): ProviderAdapter {
   return new Proxy(adapter, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
@@ -52,6 +58,7 @@ function counted(adapter: ProviderAdapter, calls: { inFlight: number }): Provide
         return typeof value === "function" ? value.bind(target) : value;
       return async (...args: unknown[]) => {
         calls.inFlight += 1;
+        calls.made.set(String(property), (calls.made.get(String(property)) ?? 0) + 1);
         try {
           return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
         } finally {
@@ -123,14 +130,14 @@ export class World {
   /** Prompt numbers sent into each run (its own and its steers): the gates FINISH opens. */
   #gates = new Map<string, number[]>();
   /** Provider calls the runtime has made and not yet seen answered (see `settle`). */
-  readonly calls: { inFlight: number };
+  readonly calls: Calls;
 
   private constructor(
     readonly rt: Runtime,
     readonly flags: Flags,
     readonly dataDir: string,
     readonly cwd: string,
-    calls: { inFlight: number },
+    calls: Calls,
   ) {
     this.calls = calls;
   }
@@ -145,7 +152,7 @@ export class World {
     const cwd = join(dir, "work");
     await mkdir(cwd, { recursive: true });
     const backends = new Map(targets.map((t) => [t, new ScriptedBackend()]));
-    const calls = { inFlight: 0 };
+    const calls: Calls = { inFlight: 0, made: new Map() };
     const providers = Object.fromEntries(
       targets.map((t) => [
         t,
@@ -154,6 +161,8 @@ export class World {
             capabilities: overridesFrom(flags, t),
             backend: backends.get(t)!,
             script: ({ text }) => stepsFor(text),
+            // `late:<n>` turns wait at gate `start-<n>` before the provider takes them up.
+            startGate: ({ text }) => (text.startsWith("late:") ? `start-${text.split(":")[1]}` : undefined),
           }),
           calls,
         ),

@@ -34,6 +34,11 @@ export interface ScriptedAdapterOptions {
   backend?: ScriptedBackend;
   /** Delay between streamed chunks; 0 yields to the event loop only. */
   chunkDelayMs?: number;
+  /**
+   * A backend gate a turn waits at after sendRun answered and before the provider takes it up
+   * (before its turn.started): a provider slow to start a turn.
+   */
+  startGate?: (input: { text: string; turnIndex: number }) => string | undefined;
 }
 
 interface Session {
@@ -99,6 +104,9 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     };
     thread.turns.push(record);
     await Promise.resolve(); // the turn starts after sendRun returns, as with a real provider
+    const gate = options.startGate?.({ text, turnIndex });
+    if (gate) await backend.gateOpened(gate);
+    turn.announced = true;
     if (caps.turns.emitsTurnStarted) push(sessionId, { type: "turn.started", ...where });
     let steps: ScriptStep[];
     try {
@@ -184,7 +192,11 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
         throw new CapabilityUnsupportedError("turns.supportsInterrupt", "scripted provider declared no interrupt");
       }
       liveSession(input.sessionId);
-      activeTurn(input).abort.abort(); // acknowledgement only: the terminal follows as an event
+      const turn = activeTurn(input);
+      // Like Codex: a provider that announces its turns knows no turn to stop before it announced it.
+      if (caps.turns.emitsTurnStarted && !turn.announced)
+        throw new ProviderError("no active turn to interrupt yet", { cursor: input.thread.resumeCursor });
+      turn.abort.abort(); // acknowledgement only: the terminal follows as an event
     },
     async isTurnAlive(input) {
       const session = sessions.get(input.sessionId);

@@ -51,6 +51,9 @@ export class ScriptedTurn {
     return this.workspace.runtimeMode?.approvals !== "never";
   }
 
+  /** The provider took the turn up (announced it, where its record says it announces turns). */
+  announced = false;
+
   /** Requests waiting for the runtime's answer. */
   get pending(): PendingRequest[] {
     return this.#requests.pending;

@@ -62,6 +62,53 @@ export const interruptModel: PolicyModel = {
   },
 };
 
+const interruptsSent = (w: World) => w.calls.made.get("interrupt") ?? 0;
+
+/** An interrupt asked after the provider accepted a turn and before it took it up (a `late:` turn, gated). */
+export const turnStartModel: PolicyModel = {
+  name: "turn start",
+  reads: { "main.turns.emitsTurnStarted": B },
+  machine: modelMachine(
+    "turnStart",
+    { holds: (f) => seed.holdsInterruptUntilAnnounced(record(f)) },
+    {
+      idle: { on: { SEND: "accepted" } },
+      accepted: {
+        meta: { expect: { until: (w: World) => w.calls.made.get("sendRun") === 1 && w.calls.inFlight === 0 } },
+        on: { INTERRUPT: [{ guard: "holds", target: "held" }, { target: "sent" }] },
+      },
+      held: {
+        meta: {
+          expect: {
+            check: (w: World) => must(interruptsSent(w) === 0, "the interrupt was sent before the turn was announced"),
+          },
+        },
+        on: { START: "interrupted" },
+      },
+      sent: {
+        meta: { expect: { until: (w: World) => interruptsSent(w) === 1 } },
+        on: { START: "interrupted" },
+      },
+      interrupted: {
+        type: "final",
+        meta: {
+          expect: {
+            until: runIs("interrupted"),
+            check: (w: World) => must(interruptsSent(w) === 1, `${interruptsSent(w)} interrupts sent`),
+          },
+        },
+      },
+    },
+  ),
+  drive: {
+    SEND: (w) => w.send("late"),
+    INTERRUPT: (w) => w.attempt(() => w.rt.interrupt({ runId: w.runId })),
+    START: async (w) => {
+      for (const backend of w.backends.values()) backend.openGate(`start-${w.n}`);
+    },
+  },
+};
+
 export const steerModel: PolicyModel = {
   name: "steer",
   reads: {
@@ -512,6 +559,7 @@ function must(ok: boolean, message: string): void {
 
 export const runPolicyModels = [
   interruptModel,
+  turnStartModel,
   sharedSessionModel,
   steerModel,
   queueModel,
