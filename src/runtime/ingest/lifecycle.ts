@@ -12,7 +12,10 @@ export interface ItemLifecycle {
   /** Streamed as it is written, or whole at the message's completion (as one delta). */
   assistantText: "streamed" | "at_completion";
   reasoning: "streamed" | "at_completion";
-  /** Plans (live and proposed) arrive whole with each update: no provider streams their text to the runtime. */
+  /**
+   * A plan's text: streamed as the provider writes it, or whole with each update. The adapter contract carries plans
+   * as whole updates only (`plan.updated`, `plan.proposed`), so a streamed plan reaches the log as its updates.
+   */
   planText: "streamed" | "at_completion";
   /** A tool's output: streamed, whole at its completion (as one delta), or never (the provider reports none). */
   toolOutput: "streamed" | "at_completion" | "none";
