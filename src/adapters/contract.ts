@@ -262,6 +262,12 @@ export interface ProviderAdapter {
     thread: ProviderThreadAddress;
     turns: number;
   }): Promise<RollbackResult | void>;
+  /**
+   * Present only when `context.canGenerateSummaries`: condenses a conversation transcript (the
+   * runtime's, of runs the provider may never have seen) into a summary of at most `maxChars`,
+   * for a handoff to this provider. The runtime bounds what comes back.
+   */
+  summarize?(input: { sessionId: string; transcript: string; maxChars: number }): Promise<string>;
   /** Present only when `threads.canForkThread`. */
   forkThread?(input: {
     sessionId: string;

@@ -98,6 +98,9 @@ export const switchesProvidersViaHandoff = (c: Caps): boolean => c.sessions.supp
 /** The provider can continue a conversation from a summary of runs it did not see (else only from its own turns). */
 export const consumesHandoffSummaries = (c: Caps): boolean => c.context.canConsumeHandoffSummaries;
 
+/** The provider writes a handoff's summary itself (else the runtime's local summariser does). */
+export const writesSummaries = (c: Caps): boolean => c.context.canGenerateSummaries;
+
 /** A thread that saw part of the conversation can be told only what it missed. */
 export const takesDeltaHandoff = (c: Caps): boolean => c.context.supportsDeltaHandoff;
 

@@ -83,7 +83,7 @@ export function fullCapabilities(): ProviderCapabilities {
       acceptsSystemContext: true,
       acceptsDeveloperContext: true,
       acceptsSyntheticUserContext: true,
-      canGenerateSummaries: false,
+      canGenerateSummaries: true,
       canConsumeHandoffSummaries: true,
       supportsDeltaHandoff: true,
       supportsFullThreadHandoff: true,

@@ -240,6 +240,8 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     coveredRunOrdinals: z.array(z.number().int()),
     /** The oldest runs the text leaves out to stay within the provider's recommended size (it says how many). */
     omittedRunIds: z.array(id).default([]),
+    /** Who wrote the text: the receiving provider (it writes summaries) or the runtime's local summariser. */
+    summarizedBy: z.enum(["provider", "runtime"]).default("runtime"),
     text: z.string(),
     /** An earlier handoff to the same provider thread that was never consumed: replaced, never edited. */
     supersedesHandoffId: id.nullable(),

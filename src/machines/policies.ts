@@ -74,6 +74,11 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "returning to a provider without delta handoff: a fresh provider thread with a full summary",
   },
+  summary_by_local_summariser: {
+    capability: "context.canGenerateSummaries",
+    outcome: "fallback",
+    summary: "the provider writes no summaries: the runtime's local summariser writes the handoff (bounded)",
+  },
   handoff_runs_omitted: {
     capability: "context.maxRecommendedHandoffChars",
     outcome: "fallback",

@@ -117,6 +117,9 @@ export class Effects implements AttemptTracking {
         rt.actors.threads.get(threadId)?.send({ type: "RUN_CAPABILITIES", runId, capabilities: session.capabilities });
       });
       const loaded = await target.ensureThread(threadId, session);
+      // What the turn must be told, and the summary of it the provider writes where its record says it does.
+      const plan = target.planContext(threadId, runId, loaded, session);
+      const written = plan ? await target.providerSummary(plan, session) : null;
       const run = rt.actors.runs.get(runId);
       if (!run || run.getSnapshot().context.activeAttemptId !== attemptId) {
         rt.act(() => target.release(session.sessionId));
@@ -140,7 +143,7 @@ export class Effects implements AttemptTracking {
       });
       // The handoff it carries is recorded first (once, inside the dispatcher).
       let context: HandoffContext | null = null;
-      rt.run(() => void (context = target.contextForNextTurn(threadId, runId, loaded, session)));
+      if (plan) rt.run(() => void (context = target.recordContext(plan, written)));
       sent = { sessionId: session.sessionId, thread: loaded.handle };
       // Silence counts from here: starting a host or a session has its own timeouts.
       this.silentTurns.watch(runId, attemptId);

@@ -1,8 +1,9 @@
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { HandoffContext } from "../adapters/contract.js";
 import { CapabilityUnsupportedError } from "../domain/errors.js";
+import { redact } from "../domain/redact.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
-import { canForkNatively, takesDeltaHandoff } from "../capabilities/predicates.js";
+import { canForkNatively, takesDeltaHandoff, writesSummaries } from "../capabilities/predicates.js";
 import { contextDeliveryPolicy, decide, handoffAdmissionPolicy, type HandoffNeed } from "../machines/contextPolicy.js";
 import { forksNatively, type ForkSituation } from "../machines/providerThread.js";
 import { policyEvent } from "../machines/emitted.js";
@@ -10,6 +11,7 @@ import { DEGRADATIONS, type PolicyName } from "../machines/policies.js";
 import {
   isTerminalRunStatus,
   Projections,
+  type HandoffRecord,
   type ProviderThreadRecord,
   type RequestView,
   type RunView,
@@ -24,7 +26,8 @@ import {
  * is recorded once, explicitly (invariant 8), and reused until a turn consumes it.
  */
 
-const DEFAULT_MAX_CHARS = 8_000;
+/** The bound of a handoff summary for a provider that recommends none. */
+export const DEFAULT_HANDOFF_CHARS = 8_000;
 
 type HandoffReason = DomainEventOf<"handoff.created">["reason"];
 
@@ -82,7 +85,7 @@ export function summarizeRuns(
   threadId: string | null = null,
   decisionsOf: (runId: string) => readonly RequestView[] = () => [],
 ): RunSummary {
-  const limit = maxChars ?? DEFAULT_MAX_CHARS;
+  const limit = maxChars ?? DEFAULT_HANDOFF_CHARS;
   const header = "Context from earlier in this conversation:\n";
   const parts = runs.map((run) => runText(run, threadId, decisionsOf(run.runId)));
   let dropped = 0;
@@ -224,17 +227,32 @@ export interface ContextInput {
   runId: string;
   providerThread: ProviderThreadRecord;
   capabilities: ProviderCapabilities;
-  commit: (event: DomainEvent) => void;
-  nextHandoffId: () => string;
+}
+
+/** What the next turn of a provider thread must be told, decided before anything is written or recorded. */
+export interface ContextPlan {
+  input: ContextInput;
+  kind: HandoffContext["kind"];
+  reason: HandoffReason;
+  delivery: HandoffContext["delivery"];
+  delta: boolean;
+  /** The runs to tell, oldest first (a delta: those it has not seen; else the whole conversation). */
+  candidates: RunView[];
+  /** An earlier handoff of the same runs no turn carried yet: carried as it is. */
+  reuse: HandoffRecord | null;
+  supersedes: string | null;
+  /** What the summary is written from: the whole transcript of the candidates, for a provider to condense. */
+  transcript: string;
 }
 
 /**
  * The context the next turn of this provider thread must carry, or null when it has seen
  * everything: a delta of what it missed when it has seen some of the thread (and the provider
  * takes deltas), else the whole history. A natively forked thread already holds its parent's.
+ * Refused (typed) where the provider cannot be told. Nothing is recorded: see `recordContext`.
  */
-export function contextForNextTurn(input: ContextInput): HandoffContext | null {
-  const { views, threadId, runId, providerThread, capabilities, commit, nextHandoffId } = input;
+export function planContext(input: ContextInput): ContextPlan | null {
+  const { views, threadId, providerThread, capabilities } = input;
   const history = historyRuns(views, threadId);
   const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
   const known = (r: RunView) =>
@@ -271,25 +289,72 @@ export function contextForNextTurn(input: ContextInput): HandoffContext | null {
     views.handoffs
       .get(threadId)
       ?.filter((h) => !h.consumed && !h.superseded && h.providerThreadId === providerThread.providerThreadId) ?? [];
-  const pending = unconsumed.find((h) => [...h.omittedRunIds, ...h.coveredRunIds].join() === candidateIds);
-  if (pending) return { kind, text: pending.text, delivery };
-  if (delivery === "synthetic_user") {
-    const detail =
-      `${providerThread.providerTarget} takes no system or developer context; ` +
-      "the handoff goes in as a user message";
-    commit(policyEvent({ threadId, runId }, "handoff_as_user_context", detail));
-  }
+  const reuse = unconsumed.find((h) => [...h.omittedRunIds, ...h.coveredRunIds].join() === candidateIds) ?? null;
   const requests = [...views.requests.values()];
   const decisionsOf = (id: string) => requests.filter((r) => r.runId === id);
-  const summary = summarizeRuns(candidates, capabilities.context.maxRecommendedHandoffChars, threadId, decisionsOf);
+  const transcript = reuse ? "" : summarizeRuns(candidates, MAX_TRANSCRIPT_CHARS, threadId, decisionsOf).text;
+  return {
+    input,
+    kind,
+    reason,
+    delivery,
+    delta,
+    candidates,
+    reuse,
+    supersedes: unconsumed.at(-1)?.handoffId ?? null,
+    transcript,
+  };
+}
+
+/** The longest transcript a provider is asked to condense (the newest runs are kept). */
+const MAX_TRANSCRIPT_CHARS = 200_000;
+
+/** Where the plan wants a provider-written summary: the receiving provider writes summaries and none is reused. */
+export function wantsProviderSummary(plan: ContextPlan): boolean {
+  return !plan.reuse && writesSummaries(plan.input.capabilities);
+}
+
+/**
+ * Records the handoff the plan decided (once, inside the dispatcher) and returns the context
+ * the turn carries. `written` is the receiving provider's own summary of the transcript, when it
+ * wrote one (bounded here, it carries every run); otherwise the local summariser's, which leaves
+ * the oldest runs out to stay within the provider's recommended size.
+ */
+export function recordContext(
+  plan: ContextPlan,
+  written: { text: string } | { failed: string } | null,
+  commit: (event: DomainEvent) => void,
+  nextHandoffId: () => string,
+): HandoffContext {
+  const { input, kind, reason, delivery, delta, candidates } = plan;
+  const { views, threadId, runId, providerThread, capabilities } = input;
+  if (plan.reuse) return { kind, text: plan.reuse.text, delivery };
+  const where = { threadId, runId };
+  const target = providerThread.providerTarget;
+  if (delivery === "synthetic_user") {
+    const detail = `${target} takes no system or developer context; the handoff goes in as a user message`;
+    commit(policyEvent(where, "handoff_as_user_context", detail));
+  }
+  const bound = capabilities.context.maxRecommendedHandoffChars ?? DEFAULT_HANDOFF_CHARS;
+  let summary: RunSummary;
+  if (written && "text" in written) {
+    summary = { text: written.text.slice(0, bound), carried: candidates, omitted: [] };
+  } else {
+    const why = written ? `${target}'s summary failed (${redact(written.failed)})` : `${target} writes no summaries`;
+    commit(policyEvent(where, "summary_by_local_summariser", `${why}: the local summariser writes the handoff`));
+    const requests = [...views.requests.values()];
+    const decisionsOf = (id: string) => requests.filter((r) => r.runId === id);
+    summary = summarizeRuns(candidates, bound, threadId, decisionsOf);
+  }
   const { text, carried, omitted } = summary;
   if (omitted.length > 0) {
     const detail =
       `${omitted.length} of ${candidates.length} runs left out of the summary to stay within ` +
-      `${providerThread.providerTarget}'s ${capabilities.context.maxRecommendedHandoffChars ?? DEFAULT_MAX_CHARS} characters`;
-    commit(policyEvent({ threadId, runId }, "handoff_runs_omitted", detail));
+      `${target}'s ${bound} characters`;
+    commit(policyEvent(where, "handoff_runs_omitted", detail));
   }
-  const lastOther = unseen.findLast((r) => r.providerTarget !== providerThread.providerTarget);
+  const own = new Set(views.threads.get(threadId)!.runs.map((r) => r.runId));
+  const lastOther = candidates.findLast((r) => r.providerTarget !== target && !providerThread.seenRunIds.has(r.runId));
   commit({
     type: "handoff.created",
     threadId,
@@ -297,14 +362,15 @@ export function contextForNextTurn(input: ContextInput): HandoffContext | null {
     providerThreadId: providerThread.providerThreadId,
     runId,
     fromTarget: lastOther?.providerTarget ?? null,
-    toTarget: providerThread.providerTarget,
+    toTarget: target,
     reason,
     strategy: delta ? "delta_since_last_seen" : "full_thread_summary",
     coveredRunIds: carried.map((r) => r.runId),
     coveredRunOrdinals: carried.filter((r) => own.has(r.runId)).map((r) => r.ordinal),
     omittedRunIds: omitted.map((r) => r.runId),
+    summarizedBy: written && "text" in written ? "provider" : "runtime",
     text,
-    supersedesHandoffId: unconsumed.at(-1)?.handoffId ?? null,
+    supersedesHandoffId: plan.supersedes,
   });
   return { kind, text, delivery };
 }

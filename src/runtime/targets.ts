@@ -21,7 +21,15 @@ import {
   type StartSessionInput,
 } from "../machines/session.js";
 import { Actors, type ProviderThreadActor, type SessionActor } from "./actors.js";
-import { contextForNextTurn, forkSituation, historyRuns } from "./handoff.js";
+import {
+  DEFAULT_HANDOFF_CHARS,
+  forkSituation,
+  historyRuns,
+  planContext,
+  recordContext,
+  wantsProviderSummary,
+  type ContextPlan,
+} from "./handoff.js";
 import { Normalizer } from "./ingest/normalizer.js";
 import { Projections } from "./projections.js";
 
@@ -347,21 +355,47 @@ export class Target {
     return { situation, fork };
   }
 
-  /** What the next turn on this provider thread must carry (a recorded handoff, a portable fork), if anything. */
-  contextForNextTurn(
-    threadId: string,
-    runId: string,
-    loaded: LoadedThread,
-    session: LiveSession,
-  ): HandoffContext | null {
-    return contextForNextTurn({
+  /** What the next turn on this provider thread must be told (a handoff, a portable fork), if anything: decided, not recorded. */
+  planContext(threadId: string, runId: string, loaded: LoadedThread, session: LiveSession): ContextPlan | null {
+    return planContext({
       views: this.host.views,
       threadId,
       runId,
       providerThread: this.host.views.providerThreadsById.get(loaded.providerThreadId)!,
       capabilities: session.capabilities,
-      commit: (event) => this.host.commit(event),
-      nextHandoffId: () => this.host.ids.next("hnd"),
     });
+  }
+
+  /**
+   * The summary the receiving provider writes for the plan, where its record says it writes
+   * them: its text, or why it failed (the local summariser then writes it); null where it does not.
+   */
+  async providerSummary(
+    plan: ContextPlan,
+    session: LiveSession,
+  ): Promise<{ text: string } | { failed: string } | null> {
+    if (!wantsProviderSummary(plan)) return null;
+    if (!this.adapter.summarize) return { failed: "the adapter has no summarize method" };
+    const maxChars = session.capabilities.context.maxRecommendedHandoffChars ?? DEFAULT_HANDOFF_CHARS;
+    try {
+      const text = await this.adapter.summarize({
+        sessionId: session.sessionId,
+        transcript: plan.transcript,
+        maxChars,
+      });
+      return { text };
+    } catch (error) {
+      return { failed: error instanceof Error ? error.message : String(error) };
+    }
+  }
+
+  /** Records what the plan decided (inside the dispatcher): the context the turn carries. */
+  recordContext(plan: ContextPlan, written: { text: string } | { failed: string } | null): HandoffContext {
+    return recordContext(
+      plan,
+      written,
+      (event) => this.host.commit(event),
+      () => this.host.ids.next("hnd"),
+    );
   }
 }

@@ -426,6 +426,7 @@ describe("capability predicates", () => {
     "supportsApprovalFor",
     "hasStructuredApprovals",
     "switchesProvidersViaHandoff",
+    "writesSummaries",
     "consumesHandoffSummaries",
     "takesDeltaHandoff",
     "takesFullThreadHandoff",
@@ -620,6 +621,7 @@ describe("capability predicates", () => {
 
   it("the handoff predicates are their seed fields", () => {
     check(predicates.switchesProvidersViaHandoff, single("sessions", "supportsProviderSwitchingViaHandoff"));
+    check(predicates.writesSummaries, single("context", "canGenerateSummaries"));
     check(predicates.consumesHandoffSummaries, single("context", "canConsumeHandoffSummaries"));
     check(predicates.takesDeltaHandoff, single("context", "supportsDeltaHandoff"));
     check(predicates.takesFullThreadHandoff, single("context", "supportsFullThreadHandoff"));

@@ -49,7 +49,6 @@ const NOT_YET_SHOWN: string[] = [
   "subagents.canWaitForSubagents",
   "subagents.canCloseSubagents",
   "subagents.canForkSubagentThread",
-  "context.canGenerateSummaries",
   "identity.nativeThreadIds",
   "identity.nativeTurnIds",
   "identity.nativeItemIds",

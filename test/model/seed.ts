@@ -67,7 +67,7 @@ const BASE: Record<string, Value> = {
   "context.acceptsSystemContext": true,
   "context.acceptsDeveloperContext": true,
   "context.acceptsSyntheticUserContext": true,
-  "context.canGenerateSummaries": false,
+  "context.canGenerateSummaries": true,
   "context.canConsumeHandoffSummaries": true,
   "context.supportsDeltaHandoff": true,
   "context.supportsFullThreadHandoff": true,
@@ -234,6 +234,14 @@ export const seed = {
    */
   returnsWithDelta(r: SeedRecord): boolean {
     return r.on("context.supportsDeltaHandoff");
+  },
+
+  /**
+   * "If no provider can generate summaries, use the app's configured summarization provider or a
+   * local summarizer capability": the receiving provider writes it where it can.
+   */
+  summaryWriter(r: SeedRecord): "provider" | "local" {
+    return r.on("context.canGenerateSummaries") ? "provider" : "local";
   },
 
   /** A handoff summary is at most the receiving provider's recommended size (8,000 characters when it names none). */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, type ScriptStep } from "../../src/index.js";
 import { tempDir } from "../support/files.js";
-import { nextEvent, ofType, openTestRuntime } from "../support/runtime.js";
+import { nextEvent, ofType, openTestRuntime, override } from "../support/runtime.js";
 
 /**
  * What a handoff summary tells the provider that takes a thread over: each run's messages,
@@ -23,7 +23,8 @@ const work = ({ text }: { text: string }): ScriptStep[] =>
 async function switchAfterRuns(runs: number, maxChars: number) {
   const alpha = createScriptedAdapter({ script: work });
   const beta = createScriptedAdapter({
-    capabilities: { context: { maxRecommendedHandoffChars: maxChars } },
+    // The runtime's own summariser (the provider writes none).
+    capabilities: { context: { maxRecommendedHandoffChars: maxChars, canGenerateSummaries: false } },
     script: ({ text }) => [{ type: "text", text: `beta: ${text}` }],
   });
   const opened = await openTestRuntime({ alpha, beta });
@@ -105,6 +106,37 @@ describe("handoff summaries", () => {
       expect(again[1]!.omittedRunIds).toEqual([]);
     } finally {
       await cleanup();
+    }
+  });
+
+  it("a provider that writes summaries writes this one, bounded; when it fails, the local summariser does, named", async () => {
+    for (const fails of [false, true]) {
+      const writer = createScriptedAdapter({ capabilities: { context: { maxRecommendedHandoffChars: 120 } } });
+      const beta = fails
+        ? override(writer, { summarize: async () => Promise.reject(new Error("model overloaded")) })
+        : writer;
+      const { rt, events, cleanup } = await openTestRuntime({ alpha: createScriptedAdapter(), beta });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "alpha" });
+        for (const text of ["one", "two", "three"])
+          await rt.waitForRun((await rt.sendMessage({ threadId, text })).runId);
+        await rt.waitForRun((await rt.sendMessage({ threadId, text: "go", providerTarget: "beta" })).runId);
+        const [handoff] = ofType(events, "handoff.created");
+        expect(handoff!.text.length).toBeLessThanOrEqual(120);
+        const local = ofType(events, "policy.applied").filter((p) => p.policy === "summary_by_local_summariser");
+        if (fails) {
+          expect(handoff!.summarizedBy).toBe("runtime");
+          expect(local.map((p) => p.detail)).toEqual([expect.stringContaining("model overloaded")]);
+        } else {
+          expect(handoff!.summarizedBy).toBe("provider");
+          expect(handoff!.text).toMatch(/^Summary written by the scripted provider/);
+          // The provider's summary carries every run: none is recorded as left out.
+          expect([handoff!.coveredRunIds.length, handoff!.omittedRunIds]).toEqual([3, []]);
+          expect(local).toEqual([]);
+        }
+      } finally {
+        await cleanup();
+      }
     }
   });
 });

@@ -230,6 +230,15 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     adapter.readThreadSnapshot = async ({ thread }) =>
       backend.snapshot(threadOf(thread), { thread: exposesThreadRef, turn: exposesTurnRef });
   }
+  if (caps.context.canGenerateSummaries) {
+    adapter.summarize = async ({ sessionId, transcript, maxChars }) => {
+      liveSession(sessionId);
+      backend.summaries.push({ transcript, maxChars });
+      // A provider's summary: condensed to the bound, the newest of the conversation kept.
+      const head = "Summary written by the scripted provider:\n";
+      return head + transcript.slice(Math.max(0, transcript.length - (maxChars - head.length)));
+    };
+  }
   if (caps.threads.canRollbackThread) {
     adapter.rollbackThread = async ({ thread: handle, turns }) => {
       const thread = threadOf(handle);

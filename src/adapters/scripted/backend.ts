@@ -26,6 +26,8 @@ export interface BackendThread {
 
 export class ScriptedBackend {
   readonly threads = new Map<string, BackendThread>();
+  /** Every summary the provider was asked to write (`summarize`), in order. */
+  readonly summaries: Array<{ transcript: string; maxChars: number }> = [];
   /** Distinguishes this backend's ids from another's, so a forgotten cursor never matches by accident. */
   readonly #prefix = randomBytes(3).toString("hex");
   #counter = 0;

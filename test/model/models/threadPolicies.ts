@@ -569,15 +569,21 @@ function refusedBy(policy: PolicyName) {
   };
 }
 
-/** Three runs on `a`, then a switch to `b`, whose recommended handoff size may be too small to tell them all. */
+/**
+ * Three runs on `a`, then a switch to `b`, which may write the summary itself, and whose
+ * recommended handoff size may be too small for the local summariser to tell them all.
+ */
 export const handoffBoundModel: PolicyModel = {
   name: "handoff bound",
   targets: ["a", "b"],
-  reads: { "b.context.maxRecommendedHandoffChars": [16_000, 150] },
+  reads: { "b.context.maxRecommendedHandoffChars": [16_000, 150], "b.context.canGenerateSummaries": B },
   machine: modelMachine(
     "handoffBound",
-    // Three runs of the model world take more than 150 characters to tell.
-    { tellsAll: (f) => seed.handoffBound(record(f, "b")) >= 1_000 },
+    {
+      providerWrites: (f) => seed.summaryWriter(record(f, "b")) === "provider",
+      // Three runs of the model world take more than 150 characters to tell.
+      tellsAll: (f) => seed.handoffBound(record(f, "b")) >= 1_000,
+    },
     {
       idle: { on: { SEND: "r1" } },
       r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "one" } },
@@ -587,12 +593,34 @@ export const handoffBoundModel: PolicyModel = {
       r3: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "three" } },
       three: {
         meta: { expect: { until: runIs("completed") } },
-        on: { SWITCH: [{ guard: "tellsAll", target: "toldAll" }, { target: "toldNewest" }] },
+        on: {
+          SWITCH: [
+            { guard: "providerWrites", target: "toldByProvider" },
+            { guard: "tellsAll", target: "toldAll" },
+            { target: "toldNewest" },
+          ],
+        },
+      },
+      toldByProvider: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) => {
+              const handoff = last(w, "handoff.created")!;
+              must(handoff.summarizedBy === "provider", "b did not write the summary");
+              must(w.backends.get("b")!.summaries.length === 1, "b was not asked for a summary");
+              must((handoff.text as string).length <= seed.handoffBound(record(w.flags, "b")), "over the bound");
+              must((handoff.coveredRunIds as string[]).length === 3, "b's summary does not carry every run");
+            },
+          },
+        },
+        on: { FINISH: "done" },
       },
       toldAll: {
         meta: {
           expect: {
             until: runIs("running"),
+            policies: ["summary_by_local_summariser"],
             check: (w: World) => {
               const handoff = last(w, "handoff.created")!;
               must((handoff.coveredRunIds as string[]).length === 3, "not every run was told");
@@ -605,7 +633,7 @@ export const handoffBoundModel: PolicyModel = {
         meta: {
           expect: {
             until: runIs("running"),
-            policies: ["handoff_runs_omitted"],
+            policies: ["summary_by_local_summariser", "handoff_runs_omitted"],
             check: (w: World) => {
               const handoff = last(w, "handoff.created")!;
               const bound = seed.handoffBound(record(w.flags, "b"));
