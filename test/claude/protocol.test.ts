@@ -59,10 +59,12 @@ describe("claude protocol", () => {
   });
 
   it("every capability the record declares true is exercised by a real-binary test", async () => {
-    const tests = await readFile(join(import.meta.dirname, "claude.test.ts"), "utf8");
+    const files = ["claude.test.ts", "sandbox.test.ts", "runtimeMode.test.ts"];
+    const tests = (await Promise.all(files.map((f) => readFile(join(import.meta.dirname, f), "utf8")))).join("\n");
     const exercisedBy: Record<string, string> = {
       "sessions.supportsModelSwitchInSession": "switches the model inside the session",
       "sessions.supportsProviderSwitchingViaHandoff": "takes a handoff from another provider",
+      "sessions.supportsRuntimeModeSwitchInSession": "a thread switched to plan mode writes nothing",
       "threads.canCreateEmptyThread": "runs a text turn",
       "threads.canRollbackThread": "rolls back by resuming at an earlier message",
       "threads.canForkThread": "forks by forking the session",

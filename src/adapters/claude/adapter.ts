@@ -6,6 +6,7 @@ import { nodeHostScript } from "../../runtime/hosts/script.js";
 import type { HostSpec } from "../../runtime/hosts/registry.js";
 import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
+import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../domain/entities.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, SandboxPolicy } from "../contract.js";
 import { EventQueue } from "../eventQueue.js";
 import { claudeCapabilities } from "./capabilities.js";
@@ -54,9 +55,13 @@ const NO_BACKGROUND = { CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: "1" };
 export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeAdapter {
   const caps = claudeCapabilities();
   const queue = new EventQueue<ProviderAdapterEvent>();
-  /** Each session's sandbox policy: its threads open under it (the host maps it to Claude's permission mode). */
-  const sandboxes = new Map<string, SandboxPolicy>();
-  const sandboxOf = (sessionId: string) => sandboxes.get(sessionId) ?? "workspace-write";
+  /**
+   * Each session's sandbox policy and the mode it started in: its threads open under them (the host maps them to
+   * Claude's permission mode); each turn then names its own mode.
+   */
+  const settings = new Map<string, { sandbox: SandboxPolicy; runtimeMode: RuntimeMode }>();
+  const settingsOf = (sessionId: string) =>
+    settings.get(sessionId) ?? { sandbox: "workspace-write", runtimeMode: DEFAULT_RUNTIME_MODE };
   const sessions = new HostSessions("claude", (sessionId, report) =>
     queue.push({ sessionId, event: { type: "session.state", state: "error", message: `claude host lost: ${report}` } }),
   );
@@ -114,14 +119,17 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       sessions.bind(registry);
       spec.target = target;
     },
-    async startSession({ sessionId, sandbox }) {
+    async startSession({ sessionId, sandbox, runtimeMode }) {
       const held = await sessions.open(sessionId, spec);
-      sandboxes.set(sessionId, sandbox ?? "workspace-write");
+      settings.set(sessionId, {
+        sandbox: sandbox ?? "workspace-write",
+        runtimeMode: runtimeMode ?? DEFAULT_RUNTIME_MODE,
+      });
       return { sessionId, capabilities: caps, hostGeneration: held.generation };
     },
     async stopSession({ sessionId }) {
       const held = sessions.take(sessionId);
-      sandboxes.delete(sessionId);
+      settings.delete(sessionId);
       if (!held) return;
       await held.channel.call("closeThreads", { sessionId }, { timeoutMs: 2_000 }).catch(() => undefined);
       held.release();
@@ -131,16 +139,21 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
         sessionId,
         cwd,
         model: null,
-        sandbox: sandboxOf(sessionId),
+        ...settingsOf(sessionId),
         ...(resume ? { resume: resume.cursor } : {}),
       });
       return { threadRef: cursor, resumeCursor: cursor };
     },
-    async sendRun({ sessionId, thread, text, context, model }) {
+    async sendRun({ sessionId, thread, text, context, model, runtimeMode }) {
       const full = context
         ? `Context from earlier in this conversation (${context.kind}):\n${context.text}\n\n${text}`
         : text;
-      await call(sessionId, "send", { cursor: thread.resumeCursor, text: full, model });
+      await call(sessionId, "send", {
+        cursor: thread.resumeCursor,
+        text: full,
+        model,
+        runtimeMode: runtimeMode ?? DEFAULT_RUNTIME_MODE,
+      });
       return { turnRef: null };
     },
     async interrupt({ sessionId, thread }) {
@@ -170,7 +183,7 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
         sessionId,
         cwd,
         model: null,
-        sandbox: sandboxOf(sessionId),
+        ...settingsOf(sessionId),
         fork: thread.resumeCursor,
       });
       return { threadRef: cursor, resumeCursor: cursor };

@@ -12,7 +12,8 @@ export function claudeCapabilities(): ProviderCapabilities {
       supportsMultipleProviderThreadsPerSession: false,
       supportsModelSwitchInSession: true,
       supportsProviderSwitchingViaHandoff: true,
-      supportsRuntimeModeSwitchInSession: false,
+      // Each turn's mode is set on the live query before its prompt (`setPermissionMode`).
+      supportsRuntimeModeSwitchInSession: true,
       pendingRequestsSurviveRestart: false,
     },
     threads: {

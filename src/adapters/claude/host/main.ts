@@ -2,17 +2,27 @@
  * The Claude host: one process per Claude target, run by the runtime's host supervisor. It
  * drives the Claude Agent SDK (one SDK query, with streaming input, per provider thread) and
  * speaks JSON-RPC over stdio with the runtime: requests in, `event` notifications out.
- * Permission prompts (`canUseTool`) become runtime requests answered with `respond`.
+ * Permission prompts (`canUseTool`) become runtime requests answered with `respond`, unless the turn's runtime mode
+ * refuses them unasked (`modes.ts`).
  */
 import { randomUUID, type UUID } from "node:crypto";
 import { createInterface } from "node:readline";
-import { forkSession, getSessionInfo, getSessionMessages, query, type Query } from "@anthropic-ai/claude-agent-sdk";
+import {
+  forkSession,
+  getSessionInfo,
+  getSessionMessages,
+  query,
+  type PermissionMode,
+  type Query,
+  type SDKMessage,
+} from "@anthropic-ai/claude-agent-sdk";
 import { errorResponse, notification, parseMessage, result } from "../../../runtime/hosts/jsonRpc.js";
+import type { RuntimeMode } from "../../../domain/entities.js";
 import { ResumeFailedError, ProviderError } from "../../../domain/errors.js";
 import type { SandboxPolicy } from "../../contract.js";
 import { ClaudeThreadMapper, cutAfter, permissionPayload } from "../mapper.js";
 import { userInbox } from "./inbox.js";
-import { sandboxOptions } from "./sandbox.js";
+import { modeOptions, permissionModeOf, refusal } from "./modes.js";
 
 /** Claude's environment is this process's own (set when the runtime spawned it), never a call's. */
 interface Init {
@@ -40,6 +50,10 @@ interface Thread {
   cwd: string;
   model: string | null;
   sandbox: SandboxPolicy;
+  /** The mode of the turn in flight, or of the last one: a Claude process started again for the thread starts in it. */
+  runtimeMode: RuntimeMode;
+  /** Claude's permission mode, as it was started in or last said (it moves itself in and out of plan mode). */
+  permissionMode: PermissionMode;
   mapper: ClaudeThreadMapper;
   query: Query;
   /** Sends text as a new prompt, or a prompt again under its own id (to a new Claude process). */
@@ -80,6 +94,8 @@ type OpenParams = {
   cwd: string;
   model: string | null;
   sandbox: SandboxPolicy;
+  /** The mode the thread starts in; each turn then names its own. */
+  runtimeMode: RuntimeMode;
   resume?: string;
   fork?: string;
   id?: string;
@@ -100,6 +116,8 @@ function open(params: OpenParams): Thread {
     cwd: params.cwd,
     model: params.model,
     sandbox: params.sandbox,
+    runtimeMode: params.runtimeMode,
+    permissionMode: permissionModeOf(params.sandbox, params.runtimeMode),
     mapper,
     prompt: null,
     retried: false,
@@ -119,11 +137,14 @@ function open(params: OpenParams): Thread {
       cwd: params.cwd,
       includePartialMessages: true,
       forwardSubagentText: true,
-      ...sandboxOptions(params.sandbox),
+      ...modeOptions(thread.sandbox, thread.runtimeMode),
       ...(params.model ? { model: params.model } : {}),
       ...(init.executable ? { pathToClaudeCodeExecutable: init.executable } : {}),
       ...resumeOptions,
       canUseTool: async (tool, toolInput, options) => {
+        // The turn's mode may refuse it without asking anyone.
+        const refused = refusal(tool, thread.runtimeMode);
+        if (refused !== null) return { behavior: "deny", message: refused };
         const requestRef = options.toolUseID ?? randomUUID();
         emit(thread, {
           type: "request.opened",
@@ -162,6 +183,7 @@ function open(params: OpenParams): Thread {
     let ended = "Claude Code exited";
     try {
       for await (const message of thread.query) {
+        noteMode(thread, message);
         // The first message of a turn says Claude took up its prompt (the SDK keeps Claude's own
         // session-state messages to itself).
         if (thread.prompt !== null && !thread.running && message.type !== "result") await tookUpPrompt(thread);
@@ -268,7 +290,7 @@ async function wroteDown(thread: Thread, prompt: Prompt): Promise<boolean> {
 async function revive(cursor: string): Promise<Thread | null> {
   const dead = gone.get(cursor);
   if (!dead || threads.has(cursor)) return threads.get(cursor) ?? null;
-  const { sessionId, cwd, model, sandbox, forkOf } = dead.thread;
+  const { sessionId, cwd, model, sandbox, runtimeMode, forkOf } = dead.thread;
   const written =
     (await transcript(dead.thread)).length > 0 ||
     (await getSessionInfo(cursor, { dir: cwd }).catch(() => undefined)) !== undefined;
@@ -278,8 +300,31 @@ async function revive(cursor: string): Promise<Thread | null> {
     cwd,
     model,
     sandbox,
+    runtimeMode,
     ...(written ? { resume: cursor } : forkOf ? { fork: forkOf, id: cursor } : { id: cursor }),
   });
+}
+
+/** Claude says its permission mode when its session starts a turn and whenever the mode changes (`status`). */
+function noteMode(thread: Thread, message: SDKMessage): void {
+  if (message.type === "system" && "permissionMode" in message && message.permissionMode)
+    thread.permissionMode = message.permissionMode;
+}
+
+/**
+ * Puts the thread in the turn's mode before its prompt, where Claude is in another: a turn of another mode than the
+ * last, or after Claude moved itself in or out of plan mode (EnterPlanMode, ExitPlanMode). Claude answers with the
+ * mode now in effect: a turn is never sent in another than its own.
+ */
+async function useMode(thread: Thread, mode: RuntimeMode): Promise<void> {
+  const wanted = permissionModeOf(thread.sandbox, mode);
+  if (thread.permissionMode !== wanted) {
+    const now = (await thread.query.setPermissionMode(wanted))?.mode ?? wanted;
+    if (now !== wanted)
+      throw new ProviderError(`claude thread ${thread.cursor}: asked for permission mode ${wanted}, is in ${now}`);
+    thread.permissionMode = now;
+  }
+  thread.runtimeMode = mode;
 }
 
 function thread(cursor: string): Thread {
@@ -314,6 +359,7 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
         await t.query.setModel(params.model);
         t.model = params.model;
       }
+      await useMode(t, params.runtimeMode as RuntimeMode);
       t.push(String(params.text));
       return null;
     }
@@ -362,8 +408,8 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       if (threads.get(cursor) === t) t.query.close();
       threads.delete(cursor);
       gone.delete(cursor);
-      const { sessionId, cwd, model, sandbox } = t;
-      return { cursor: open({ sessionId, cwd, model, sandbox, resume: cut }).cursor };
+      const { sessionId, cwd, model, sandbox, runtimeMode } = t;
+      return { cursor: open({ sessionId, cwd, model, sandbox, runtimeMode, resume: cut }).cursor };
     }
     case "closeThreads":
       for (const t of [...threads.values()])
