@@ -185,6 +185,45 @@ export const seed = {
     return r.on("sessions.supportsRuntimeModeSwitchInSession") ? "in_session" : "new_session";
   },
 
+  /**
+   * What a UI can expect of a turn's items, from the streaming and tool fields: text and
+   * reasoning streamed or whole at completion; a tool's output streamed, whole at its completion
+   * or none; tool starts and completions the provider's own or made by the runtime; tool items
+   * by their ids or their order.
+   */
+  itemLifecycle(r: SeedRecord) {
+    const delivery = (field: string) => (r.on(field) ? "streamed" : "at_completion");
+    return {
+      assistantText: delivery("streaming.streamsAssistantText"),
+      reasoning: delivery("streaming.streamsReasoning"),
+      toolOutput: r.on("tools.emitsToolOutput") ? delivery("streaming.streamsToolOutput") : "none",
+      toolStarted: r.on("tools.emitsToolStarted") ? "native" : "synthesised",
+      toolCompleted: r.on("tools.emitsToolCompleted") ? "native" : "at_terminal",
+      toolIds: r.on("tools.exposesToolItemIds") && r.get("identity.nativeItemIds") !== "none" ? "native" : "ordinal",
+    };
+  },
+
+  /**
+   * The degradations one tool call takes, where the provider reports it at all (it sends a
+   * start, streamed output or a completion): "Weak providers may produce only textual tool
+   * summaries. The adapter can still create ordered turnItems and execution nodes by scoped ordinal."
+   */
+  toolDegradations(r: SeedRecord): string[] {
+    const streamsOutput = r.on("tools.emitsToolOutput") && r.on("streaming.streamsToolOutput");
+    const reported = r.on("tools.emitsToolStarted") || streamsOutput || r.on("tools.emitsToolCompleted");
+    if (!reported) return [];
+    return [
+      ...(r.on("tools.emitsToolStarted") ? [] : ["tool_start_synthesised"]),
+      ...(r.on("tools.exposesToolItemIds") ? [] : ["tool_ids_by_ordinal"]),
+      ...(r.on("tools.emitsToolOutput") ? [] : ["no_tool_output"]),
+      // Output that does not stream comes with the completion: none without one.
+      ...(r.on("tools.emitsToolOutput") && !streamsOutput && r.on("tools.emitsToolCompleted")
+        ? ["tool_output_at_completion"]
+        : []),
+      ...(r.on("tools.emitsToolCompleted") ? [] : ["tools_closed_at_terminal"]),
+    ];
+  },
+
   /** "If model switching is unsupported, start a new provider session." */
   modelSwitch(r: SeedRecord): "in_session" | "new_session" {
     return r.on("sessions.supportsModelSwitchInSession") ? "in_session" : "new_session";

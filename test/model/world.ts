@@ -107,6 +107,14 @@ function stepsFor(text: string): ScriptStep[] {
       ];
     case "steer":
       return [{ type: "text", text: `steered ${n}` }, finish];
+    case "tools":
+      // Everything after the gate: what the turn's items record, they record when FINISH opens it.
+      return [
+        finish,
+        { type: "reasoning", text: `thinking about ${n}` },
+        { type: "command", command: `make ${n}`, output: `built ${n}\n` },
+        { type: "text", text: `made ${n}` },
+      ];
     default:
       return [
         { type: "file_change", path: `file-${n}.txt`, diff: `+${n}`, content: `run ${n}\n` },

@@ -125,7 +125,8 @@ export class ScriptedTurn {
       case "text":
         return this.#items.message("assistant_message", step.text, scope, step.chunkSize);
       case "reasoning":
-        if (caps.streaming.streamsReasoning) await this.#items.message("reasoning", step.text, scope);
+        // Streamed, or whole at its completion where the record says reasoning does not stream.
+        await this.#items.message("reasoning", step.text, scope);
         return;
       case "tool": {
         const ref = this.#items.itemRef(true);

@@ -1,3 +1,4 @@
+import type { PolicyName } from "../../../src/index.js";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { record, seed } from "../seed.js";
@@ -301,14 +302,39 @@ export const messageModel: PolicyModel = {
   reads: { "main.streaming.emitsMessageCompleted": B, "main.streaming.streamsAssistantText": B },
   machine: modelMachine(
     "messages",
-    { closedByRuntime: (f) => seed.closesMessagesAtTerminal(record(f)) },
+    {
+      closedByRuntime: (f) => seed.closesMessagesAtTerminal(record(f)),
+      streamsText: (f) => seed.itemLifecycle(record(f)).assistantText === "streamed",
+    },
     {
       idle: { on: { SEND: "running" } },
       running: {
         meta: { expect: { until: runIs("running") } },
-        on: { FINISH: [{ guard: "closedByRuntime", target: "closedAtTerminal" }, { target: "completed" }] },
+        on: {
+          FINISH: [
+            { guard: "closedByRuntime", target: "closedAtTerminal" },
+            { guard: "streamsText", target: "completed" },
+            { target: "wholeAtCompletion" },
+          ],
+        },
       },
       completed: finished(),
+      wholeAtCompletion: {
+        type: "final",
+        meta: {
+          expect: {
+            until: runIs("completed"),
+            policies: ["assistant_text_at_completion"],
+            check: (w: World) => {
+              const messages = w.run().items.filter((i) => i.kind === "assistant_message");
+              must(
+                messages.length > 0 && messages.every((m) => m.status === "complete" && !!m.text),
+                "no whole message",
+              );
+            },
+          },
+        },
+      },
       closedAtTerminal: {
         type: "final",
         meta: {
@@ -326,6 +352,74 @@ export const messageModel: PolicyModel = {
     },
   ),
   drive: { SEND: sendThenRun("plain"), FINISH: finish },
+};
+
+/** Every item the log started, it also completed: one lifecycle, whatever the provider sent. */
+function everyItemCompleted(w: World): void {
+  const completed = new Set(
+    w.records.filter((r) => r.event.type === "node.completed").map((r) => (r.event as { nodeId: string }).nodeId),
+  );
+  const open = w.records
+    .filter((r) => r.event.type === "node.started" && r.event.runId === w.runId)
+    .map((r) => r.event as { nodeId: string; kind: string })
+    .filter((e) => !completed.has(e.nodeId));
+  must(open.length === 0, `items left open: ${open.map((e) => e.kind).join(", ")}`);
+}
+
+/** What affordances say a UI can expect of the thread's items is what the seed says of the record. */
+function lifecycleAsSeedSays(w: World): void {
+  const wanted = seed.itemLifecycle(record(w.flags));
+  const { items } = w.rt.affordances(w.threadId);
+  const said = {
+    assistantText: items.assistantText,
+    reasoning: items.reasoning,
+    toolOutput: items.toolOutput,
+    toolStarted: items.tools.started,
+    toolCompleted: items.tools.completed,
+    toolIds: items.tools.ids,
+  };
+  must(JSON.stringify(said) === JSON.stringify(wanted), `affordances say ${JSON.stringify(said)}`);
+}
+
+/** A turn with reasoning, a command with output and a reply, on a provider that may not stream or report each. */
+export const toolLifecycleModel: PolicyModel = {
+  name: "item lifecycle",
+  reads: {
+    "main.tools.emitsToolStarted": B,
+    "main.tools.emitsToolCompleted": B,
+    "main.tools.emitsToolOutput": B,
+    "main.streaming.streamsToolOutput": B,
+    "main.tools.exposesToolItemIds": B,
+    "main.streaming.streamsReasoning": B,
+  },
+  machine: modelMachine(
+    "itemLifecycle",
+    {},
+    {
+      idle: {
+        meta: { expect: { check: lifecycleAsSeedSays } },
+        on: { SEND: "running" },
+      },
+      running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "completed" } },
+      completed: {
+        type: "final",
+        meta: {
+          expect: {
+            until: runIs("completed"),
+            policies: (w: World) => [
+              ...(record(w.flags).on("streaming.streamsReasoning") ? [] : ["reasoning_at_completion" as const]),
+              ...(seed.toolDegradations(record(w.flags)) as PolicyName[]),
+            ],
+            check: (w: World) => {
+              everyItemCompleted(w);
+              lifecycleAsSeedSays(w);
+            },
+          },
+        },
+      },
+    },
+  ),
+  drive: { SEND: sendThenRun("tools"), FINISH: finish },
 };
 
 const APPROVALS = [
@@ -558,6 +652,7 @@ function must(ok: boolean, message: string): void {
 }
 
 export const runPolicyModels = [
+  toolLifecycleModel,
   interruptModel,
   turnStartModel,
   sharedSessionModel,
