@@ -11,7 +11,16 @@ const RUNNING = new Set(["starting", "running", "waiting"]);
 /** After its terminal, a run never gains nodes, states, attempts or requests. */
 const NEVER_AFTER_TERMINAL = new Set(["node.started", "node.delta", "run.state", "attempt.started", "request.opened"]);
 /** Capability fields a policy may name besides its registry one (it reads several). */
-const ALTERNATIVE_CAPABILITY: Record<string, string[]> = { synthetic_fork: ["threads.canForkFromTurn"] };
+const ALTERNATIVE_CAPABILITY: Record<string, string[]> = {
+  synthetic_fork: ["threads.canForkFromTurn"],
+  turn_refs_as_evidence: ["turns.exposesNativeTurnId"],
+  rollback_divergent: ["checkpointing.providerCanRollbackConversation"],
+  undeclared_request_declined: [
+    "approvals.supportsFileReadApproval",
+    "approvals.supportsFileChangeApproval",
+    "approvals.supportsApplyPatchApproval",
+  ],
+};
 
 export function logViolations(records: readonly LogRecord<DomainEvent>[]): string[] {
   const violations: string[] = [];

@@ -27,13 +27,10 @@ for (const model of models) {
 const NOT_YET_SHOWN: string[] = [
   "threads.canCreateEmptyThread",
   "threads.canForkFromSubagentThread",
-  "turns.exposesNativeTurnId",
   "streaming.streamsPlanText",
   "tools.supportsMcpTools",
   "tools.supportsDynamicToolCallbacks",
-  "approvals.approvalsHaveNativeRequestIds",
   "approvals.approvalCallbacksAreLiveOnly",
-  "approvals.approvalsCanOriginateFromSubagents",
   "planning.emitsProposedPlan",
   "planning.supportsStructuredQuestions",
   "planning.planDeltasHaveItemIds",
@@ -43,8 +40,6 @@ const NOT_YET_SHOWN: string[] = [
   "subagents.canWaitForSubagents",
   "subagents.canCloseSubagents",
   "subagents.canForkSubagentThread",
-  "identity.nativeThreadIds",
-  "identity.nativeTurnIds",
   "identity.nativeItemIds",
   "identity.nativeRequestIds",
 ];

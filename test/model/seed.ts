@@ -162,6 +162,33 @@ export const seed = {
     return kinds.some((k) => r.on(`approvals.supports${k}Approval`)) ? "structured" : "sandbox_only";
   },
 
+  /**
+   * Identity: "strong: use native id as scoped provider ref; weak: use native id plus
+   * ordinal/fingerprint; none: allocate by scoped ordinal" — a turn ref alone decides where an
+   * event goes only when the provider exposes turn ids and they are strong.
+   */
+  trustsTurnRefs(r: SeedRecord): boolean {
+    return r.on("turns.exposesNativeTurnId") && r.get("identity.nativeTurnIds") === "strong";
+  },
+
+  /** A request's native id is its key only where the approvals and the identity both say requests have ids. */
+  requestsByOrdinal(r: SeedRecord): boolean {
+    return !(r.on("approvals.approvalsHaveNativeRequestIds") && r.get("identity.nativeRequestIds") !== "none");
+  },
+
+  /**
+   * The approvals' own fallback (named): without native request ids there. With no request ids
+   * at all, allocating by ordinal is the identity's plain rule ("none: allocate by scoped ordinal").
+   */
+  approvalsByOrdinal(r: SeedRecord): boolean {
+    return !r.on("approvals.approvalsHaveNativeRequestIds");
+  },
+
+  /** "The UI should show pending approvals from any execution node, including subagents": where the record says they ask. */
+  subagentRequestsHangUnderSubagent(r: SeedRecord): boolean {
+    return r.on("approvals.approvalsCanOriginateFromSubagents");
+  },
+
   /** Asks before a command runs. */
   asksForCommands(r: SeedRecord): boolean {
     return r.on("approvals.supportsCommandApproval");

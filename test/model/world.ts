@@ -41,12 +41,47 @@ export function capsOf(flags: Flags, target = "main"): ProviderCapabilities {
   return defineCapabilities(overridesFrom(flags, target));
 }
 
+/** The adapter, announcing `declared` as its record (at construction and every session start) whatever it does. */
+function declaring(adapter: ProviderAdapter, declared: ProviderCapabilities | null): ProviderAdapter {
+  if (!declared) return adapter;
+  const startSession = adapter.startSession.bind(adapter);
+  return Object.assign(Object.create(adapter) as ProviderAdapter, {
+    getCapabilities: () => declared,
+    startSession: async (input: Parameters<ProviderAdapter["startSession"]>[0]) => ({
+      ...(await startSession(input)),
+      capabilities: declared,
+    }),
+  });
+}
+
+/** The adapter, naming every turn `turn-1` (a provider whose turn ids repeat). */
+function namingEveryTurnAlike(adapter: ProviderAdapter): ProviderAdapter {
+  const sendRun = adapter.sendRun.bind(adapter);
+  const events = adapter.streamEvents.bind(adapter);
+  return Object.assign(Object.create(adapter) as ProviderAdapter, {
+    sendRun: async (input: Parameters<ProviderAdapter["sendRun"]>[0]) => {
+      await sendRun(input);
+      return { turnRef: "turn-1" };
+    },
+    streamEvents: () => ({
+      async *[Symbol.asyncIterator]() {
+        for await (const frame of events()) {
+          const { event } = frame;
+          yield "turnRef" in event && event.turnRef ? { ...frame, event: { ...event, turnRef: "turn-1" } } : frame;
+        }
+      },
+    }),
+  });
+}
+
 const NOT_CALLS = new Set<PropertyKey>(["getCapabilities", "streamEvents", "bindHosts", "close"]);
 
 /** What the runtime asked of the providers: calls not answered yet, and every call made, by method. */
 export interface Calls {
   inFlight: number;
   made: Map<string, number>;
+  /** The last input of each method. */
+  lastInput: Map<string, unknown>;
 }
 
 /** The adapter, counting the runtime's calls (the provider boundary, observed). */
@@ -59,6 +94,7 @@ function counted(adapter: ProviderAdapter, calls: Calls): ProviderAdapter {
       return async (...args: unknown[]) => {
         calls.inFlight += 1;
         calls.made.set(String(property), (calls.made.get(String(property)) ?? 0) + 1);
+        calls.lastInput.set(String(property), args[0]);
         try {
           return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
         } finally {
@@ -107,6 +143,19 @@ function stepsFor(text: string): ScriptStep[] {
       ];
     case "steer":
       return [{ type: "text", text: `steered ${n}` }, finish];
+    case "asks":
+      // A command that asks at the root, then one that asks from inside a subagent.
+      return [
+        { type: "command", command: `make ${n}`, output: `${n}\n`, approval: true },
+        {
+          type: "subagent",
+          agent: "helper",
+          prompt: `check ${n}`,
+          steps: [{ type: "command", command: `check ${n}`, output: "ok\n", approval: true }],
+        },
+        finish,
+        { type: "text", text: `asked ${n}` },
+      ];
     case "tools":
       // Everything after the gate: what the turn's items record, they record when FINISH opens it.
       return [
@@ -150,28 +199,39 @@ export class World {
     this.calls = calls;
   }
 
+  /**
+   * `declaredOnly`: the providers only declare the path's record and behave as the full one (they
+   * ask, send ids and report what the record says they will not): the record is all the runtime knows.
+   * `sameTurnRefs`: they name every turn `turn-1`, in sendRun's reply and every event.
+   */
   static async open(
     flags: Flags,
     targets: string[],
     options: Partial<RuntimeOptions> = {},
     dataDir?: string,
+    { declaredOnly = false, sameTurnRefs = false }: { declaredOnly?: boolean; sameTurnRefs?: boolean } = {},
   ): Promise<World> {
     const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-model-")));
     const cwd = join(dir, "work");
     await mkdir(cwd, { recursive: true });
     const backends = new Map(targets.map((t) => [t, new ScriptedBackend()]));
-    const calls: Calls = { inFlight: 0, made: new Map() };
+    const calls: Calls = { inFlight: 0, made: new Map(), lastInput: new Map() };
     const providers = Object.fromEntries(
       targets.map((t) => [
         t,
         counted(
-          createScriptedAdapter({
-            capabilities: overridesFrom(flags, t),
-            backend: backends.get(t)!,
-            script: ({ text }) => stepsFor(text),
-            // `late:<n>` turns wait at gate `start-<n>` before the provider takes them up.
-            startGate: ({ text }) => (text.startsWith("late:") ? `start-${text.split(":")[1]}` : undefined),
-          }),
+          declaring(
+            (sameTurnRefs ? namingEveryTurnAlike : (a: ProviderAdapter) => a)(
+              createScriptedAdapter({
+                capabilities: declaredOnly ? {} : overridesFrom(flags, t),
+                backend: backends.get(t)!,
+                script: ({ text }) => stepsFor(text),
+                // `late:<n>` turns wait at gate `start-<n>` before the provider takes them up.
+                startGate: ({ text }) => (text.startsWith("late:") ? `start-${text.split(":")[1]}` : undefined),
+              }),
+            ),
+            declaredOnly ? capsOf(flags, t) : null,
+          ),
           calls,
         ),
       ]),

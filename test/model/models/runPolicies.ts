@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { record, seed } from "../seed.js";
 import { modelMachine, type PolicyModel } from "../suite.js";
-import type { World } from "../world.js";
+import { World } from "../world.js";
 
 /**
  * Models of the policies a single run meets: interrupt, steer, queue, terminals, messages, approvals, artifacts, model
@@ -110,6 +110,55 @@ export const turnStartModel: PolicyModel = {
   },
 };
 
+const fencedEvents = (w: World) => w.records.filter((r) => r.event.type === "event.fenced").length;
+
+/**
+ * A provider that names every turn `turn-1`: a second run's events name the first, finished turn.
+ * Trusted turn ids fence them as the old turn's; evidence-only ids give them to the current turn.
+ */
+export const turnIdentityModel: PolicyModel = {
+  name: "turn identity",
+  reads: { "main.identity.nativeTurnIds": ["strong", "weak", "none"], "main.turns.exposesNativeTurnId": B },
+  open: (flags) => World.open(flags, ["main"], {}, undefined, { declaredOnly: true, sameTurnRefs: true }),
+  machine: modelMachine(
+    "turnIdentity",
+    { trusts: (f) => seed.trustsTurnRefs(record(f)) },
+    {
+      idle: { on: { SEND: "r1" } },
+      r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "one" } },
+      one: {
+        meta: { expect: { until: runIs("completed") } },
+        on: { SEND: [{ guard: "trusts", target: "fenced" }, { target: "r2" }] },
+      },
+      fenced: {
+        type: "final",
+        meta: {
+          expect: {
+            until: (w: World) => fencedEvents(w) > 0,
+            check: (w: World) =>
+              must(w.run().status !== "completed", "the second run took events the ref gave the first"),
+          },
+        },
+      },
+      r2: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["turn_refs_as_evidence"],
+            check: (w: World) => must(fencedEvents(w) === 0, "the current turn's events were fenced"),
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      done: {
+        type: "final",
+        meta: { expect: { until: runIs("completed"), check: (w: World) => must(fencedEvents(w) === 0, "fenced") } },
+      },
+    },
+  ),
+  drive: { SEND: sendThenRun("plain"), FINISH: finish },
+};
+
 export const steerModel: PolicyModel = {
   name: "steer",
   reads: {
@@ -172,6 +221,7 @@ export const sharedSessionModel: PolicyModel = {
   reads: {
     "main.sessions.supportsMultipleProviderThreadsPerSession": B,
     "main.threads.exposesNativeThreadId": B,
+    "main.identity.nativeThreadIds": ["strong", "none"],
     "main.turns.supportsInterrupt": [false],
     "runtime.allowSessionStopInterrupt": [true],
   },
@@ -309,7 +359,16 @@ export const messageModel: PolicyModel = {
     {
       idle: { on: { SEND: "running" } },
       running: {
-        meta: { expect: { until: runIs("running") } },
+        meta: {
+          expect: {
+            // The run's first message is all there before FINISH (whole, where the provider does not stream text).
+            until: (w: World) =>
+              runIs("running")(w) &&
+              w.run().items.some((i) => i.kind === "assistant_message" && i.text === `working ${w.n}`),
+            policies: (w: World) =>
+              seed.itemLifecycle(record(w.flags)).assistantText === "streamed" ? [] : ["assistant_text_at_completion"],
+          },
+        },
         on: {
           FINISH: [
             { guard: "closedByRuntime", target: "closedAtTerminal" },
@@ -324,7 +383,6 @@ export const messageModel: PolicyModel = {
         meta: {
           expect: {
             until: runIs("completed"),
-            policies: ["assistant_text_at_completion"],
             check: (w: World) => {
               const messages = w.run().items.filter((i) => i.kind === "assistant_message");
               must(
@@ -485,6 +543,109 @@ export const approvalModel: PolicyModel = {
       ),
     FINISH: finish,
   },
+};
+
+const opened = (w: World) =>
+  w.records.filter((r) => r.event.type === "request.opened").map((r) => r.event as Record<string, unknown>);
+const nodeStarted = (w: World, nodeId: unknown) =>
+  w.records
+    .map((r) => r.event as Record<string, unknown>)
+    .find((e) => e.type === "node.started" && e.nodeId === nodeId);
+/** How the runtime addressed its last answer to the provider: by native request id or by ordinal. */
+const answeredWith = (w: World) => {
+  const input = w.calls.lastInput.get("respondToRequest") as { request: { requestRef: string | null } } | undefined;
+  return input?.request.requestRef ? "id" : "ordinal";
+};
+const approveOpen = (w: World) =>
+  w.attempt(() =>
+    w.rt.respond({ requestId: pendingRequest(w)!.requestId, response: { kind: "decision", decision: "accept" } }),
+  );
+
+/**
+ * A provider that asks before a command at the root and another inside a subagent, and sends
+ * request ids, whatever its record declares: the record decides what the runtime accepts and how.
+ */
+export const requestArrivalModel: PolicyModel = {
+  name: "request arrival",
+  reads: {
+    "main.approvals.supportsCommandApproval": B,
+    "main.approvals.approvalsHaveNativeRequestIds": B,
+    "main.approvals.approvalsCanOriginateFromSubagents": B,
+    "main.identity.nativeRequestIds": ["strong", "none"],
+  },
+  open: (flags) => World.open(flags, ["main"], {}, undefined, { declaredOnly: true }),
+  machine: modelMachine(
+    "requestArrival",
+    {
+      asksForCommands: (f) => seed.asksForCommands(record(f)),
+      byOrdinal: (f) => seed.requestsByOrdinal(record(f)),
+    },
+    {
+      idle: { on: { SEND: [{ guard: "asksForCommands", target: "rootAsked" }, { target: "declined" }] } },
+      declined: {
+        meta: {
+          expect: {
+            until: (w: World) =>
+              w.run().items.filter((i) => i.kind === "command" && i.status === "complete").length === 2,
+            policies: (w: World) => [
+              "undeclared_request_declined" as const,
+              ...(seed.approvalsByOrdinal(record(w.flags)) ? ["requests_by_turn_ordinal" as const] : []),
+            ],
+            check: (w: World) => {
+              must(opened(w).length === 0, "a request the record denies was shown");
+              must(
+                w.run().items.every((i) => i.kind !== "command" || i.detail?.status === "declined"),
+                "an undeclared request was not declined",
+              );
+            },
+          },
+        },
+        on: { FINISH: "completed" },
+      },
+      rootAsked: {
+        meta: {
+          expect: {
+            until: (w: World) => opened(w).length === 1,
+            policies: (w: World) => (seed.approvalsByOrdinal(record(w.flags)) ? ["requests_by_turn_ordinal"] : []),
+          },
+        },
+        on: { APPROVE: [{ guard: "byOrdinal", target: "answeredByOrdinal" }, { target: "answeredById" }] },
+      },
+      // The answer goes back by the request's native id, or by its turn and ordinal.
+      answeredById: {
+        always: "subagentAsked",
+        meta: { expect: { check: (w: World) => must(answeredWith(w) === "id", "answered by ordinal") } },
+      },
+      answeredByOrdinal: {
+        always: "subagentAsked",
+        meta: { expect: { check: (w: World) => must(answeredWith(w) === "ordinal", "answered by the provider's id") } },
+      },
+      subagentAsked: {
+        meta: {
+          expect: {
+            until: (w: World) => opened(w).length === 2,
+            policies: (w: World) =>
+              seed.subagentRequestsHangUnderSubagent(record(w.flags)) ? [] : ["subagent_request_at_root"],
+            check: (w: World) => {
+              const request = opened(w)[1]!;
+              const parent = nodeStarted(w, nodeStarted(w, request.nodeId)?.parentNodeId);
+              const wanted = seed.subagentRequestsHangUnderSubagent(record(w.flags)) ? "subagent" : "root_turn";
+              must(parent?.kind === wanted, `the subagent's request hangs under a ${String(parent?.kind)}`);
+              const ids = opened(w).map((e) => e.requestId);
+              must(new Set(ids).size === 2, "two requests got one id");
+            },
+          },
+        },
+        on: { APPROVE: "answered" },
+      },
+      answered: {
+        meta: { expect: { until: (w: World) => w.rt.views.pendingRequests(w.threadId).length === 0 } },
+        on: { FINISH: "completed" },
+      },
+      completed: finished(),
+    },
+  ),
+  drive: { SEND: (w) => w.send("asks"), APPROVE: approveOpen, FINISH: finish },
 };
 
 function commandDone(w: World): boolean {
@@ -652,6 +813,8 @@ function must(ok: boolean, message: string): void {
 }
 
 export const runPolicyModels = [
+  turnIdentityModel,
+  requestArrivalModel,
   toolLifecycleModel,
   interruptModel,
   turnStartModel,
