@@ -321,6 +321,11 @@ export class Effects implements AttemptTracking {
     this.silentTurns.unwatch(attemptId);
   }
 
+  /** A provider call the inbound pipeline makes (declining a request the record denies): `close()` waits for it. */
+  trackCall(call: Promise<unknown>): void {
+    this.#track(call);
+  }
+
   /** Its run ended: its bookkeeping goes. */
   forgetAttempt(attemptId: string): void {
     this.turns.forget(attemptId);

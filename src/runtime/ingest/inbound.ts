@@ -42,11 +42,15 @@ export interface InboundHost {
   commit(event: DomainEvent): void;
 }
 
-/** What the pipeline tells the effects that wait on turns (interrupt holds, the silence watchdog). */
+/**
+ * What the pipeline tells the effects that wait on turns (interrupt holds, the silence watchdog),
+ * and the one provider call it makes, tracked with theirs so `close()` waits for it too.
+ */
 export interface AttemptTracking {
   sawEvent(attemptId: string): void;
   attemptEnded(attemptId: string): void;
   forgetAttempt(attemptId: string): void;
+  trackCall(call: Promise<unknown>): void;
 }
 
 export class Inbound {
@@ -154,11 +158,13 @@ export class Inbound {
       const response = { kind: "decision", decision: "decline" } as const;
       await target.adapter.respondToRequest({ sessionId, thread: loaded.handle, request, response });
     };
-    answer().catch((error: unknown) => {
-      if (rt.closed) return;
-      const message = redact(`declining an undeclared request failed: ${safeString(error)}`);
-      rt.act(() => rt.commit({ type: "warning", threadId, runId, message }));
-    });
+    this.attempts.trackCall(
+      answer().catch((error: unknown) => {
+        if (rt.closed) return;
+        const message = redact(`declining an undeclared request failed: ${safeString(error)}`);
+        rt.act(() => rt.commit({ type: "warning", threadId, runId, message }));
+      }),
+    );
   }
 
   #sessionLost(target: Target, sessionId: string, state: "stopped" | "error", message: string | null): void {
