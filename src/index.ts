@@ -40,6 +40,7 @@ export { sequentialIds, randomIds, type IdSource } from "./domain/ids.js";
 export type { LogRecord } from "./runtime/store/eventLog.js";
 export type { RunView, ThreadView, TurnItem, RequestView, AttemptView, CheckpointView } from "./runtime/projections.js";
 export type { Affordances } from "./runtime/affordances.js";
+export type { ItemLifecycle } from "./runtime/ingest/lifecycle.js";
 export type { RollbackReceipt } from "./runtime/rollback.js";
 export type { UndoSubagentReceipt } from "./runtime/commands/undoSubagent.js";
 export { DEGRADATIONS, POLICY_NAMES, type PolicyName } from "./machines/policies.js";

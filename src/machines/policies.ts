@@ -229,17 +229,65 @@ export const DEGRADATIONS = {
   turn_refs_as_evidence: {
     capability: "identity.nativeTurnIds",
     outcome: "fallback",
-    summary: "weak or no native turn ids: a turn ref is evidence, never trusted alone for routing or fencing",
+    summary:
+      "weak or no native turn ids: a turn ref is evidence, never trusted alone; a finished turn's ref does not " +
+      "fence the current turn named alike",
   },
   plan_deltas_by_ordinal: {
     capability: "planning.planDeltasHaveItemIds",
     outcome: "fallback",
-    summary: "plan deltas carry no item ids: they go to the turn's live plan by ordinal",
+    summary: "plan and todo updates carry no item ids: each goes to the turn's one node of its kind",
   },
   subagent_undo_unsupported: {
     capability: "checkpointing.appCanCheckpointFilesystem",
     outcome: "refused",
     summary: "no app checkpoints of the subagent's run: its edits cannot be undone on their own",
+  },
+  subagent_shown_inline: {
+    capability: "subagents.supportsSubagents",
+    outcome: "fallback",
+    summary:
+      "the record says the provider has no subagents: one it reports anyway is a protocol warning, no subagent node " +
+      "is made and its work is shown in its turn",
+  },
+  subagent_lifecycle_inferred: {
+    capability: "subagents.emitsSubagentLifecycle",
+    outcome: "fallback",
+    summary:
+      "no subagent lifecycle events: a subagent node is made from its child thread's first event, and closed when " +
+      "its child turn ends (else at the root terminal)",
+  },
+  subagent_not_addressable: {
+    capability: "subagents.exposesSubagentThreadIds",
+    outcome: "fallback",
+    summary:
+      "no subagent thread ids: subagents are nested nodes only, their child threads no provider threads the app " +
+      "can address (no wait, close or native fork)",
+  },
+  subagent_wait_unsupported: {
+    capability: "subagents.canWaitForSubagents",
+    outcome: "refused",
+    summary: "the provider cannot be asked to wait for a subagent (or the subagent is not addressable): refused",
+  },
+  subagent_close_unsupported: {
+    capability: "subagents.canCloseSubagents",
+    outcome: "refused",
+    summary: "the provider cannot close a subagent on its own (or the subagent is not addressable): refused",
+  },
+  subagent_fork_synthetic: {
+    capability: "subagents.canForkSubagentThread",
+    outcome: "fallback",
+    summary:
+      "a subagent's child thread forks natively only where it outlives its subagent as a conversation of its own " +
+      "(subagents.canForkSubagentThread) and the provider's fork takes a subagent thread as its source " +
+      "(threads.canForkFromSubagentThread); otherwise the fork gets portable context from the subagent's items " +
+      "(its prompt, its children's items, its result), lower fidelity",
+  },
+  subagent_fork_unsupported: {
+    capability: "subagents.canForkSubagentThread",
+    outcome: "refused",
+    summary:
+      "the subagent's thread cannot be forked natively and the fork's provider takes no portable context: refused",
   },
 } as const satisfies Record<string, { capability: string; outcome: "fallback" | "refused"; summary: string }>;
 
