@@ -251,6 +251,22 @@ export const seed = {
     ];
   },
 
+  /**
+   * Planning: "plan_updated unsupported -> no live todo UI; rely on assistant messages" (named at
+   * session start, for plans and todo lists alike); plan updates without item ids go to the turn's
+   * one plan (or todo list) by order; a plan that does not stream arrives whole with each update.
+   */
+  artifactDegradations(r: SeedRecord): string[] {
+    const plans = r.on("planning.emitsPlanUpdated");
+    const todos = r.on("planning.emitsTodoList");
+    return [
+      ...(plans ? [] : ["no_plan_artifacts"]),
+      ...(todos ? [] : ["no_todo_artifacts"]),
+      ...((plans || todos) && !r.on("planning.planDeltasHaveItemIds") ? ["plan_deltas_by_ordinal"] : []),
+      ...(plans && !r.on("streaming.streamsPlanText") ? ["plan_text_at_completion"] : []),
+    ];
+  },
+
   /** "If model switching is unsupported, start a new provider session." */
   modelSwitch(r: SeedRecord): "in_session" | "new_session" {
     return r.on("sessions.supportsModelSwitchInSession") ? "in_session" : "new_session";

@@ -661,7 +661,12 @@ function fail(message: string): never {
 
 export const artifactModel: PolicyModel = {
   name: "artifacts",
-  reads: { "main.planning.emitsPlanUpdated": B, "main.planning.emitsTodoList": B },
+  reads: {
+    "main.planning.emitsPlanUpdated": B,
+    "main.planning.emitsTodoList": B,
+    "main.planning.planDeltasHaveItemIds": B,
+    "main.streaming.streamsPlanText": B,
+  },
   machine: modelMachine(
     "artifacts",
     {},
@@ -670,11 +675,10 @@ export const artifactModel: PolicyModel = {
       running: {
         meta: {
           expect: {
-            until: runIs("running"),
-            policies: (w: World) => [
-              ...(w.flags["main.planning.emitsPlanUpdated"] ? [] : ["no_plan_artifacts" as const]),
-              ...(w.flags["main.planning.emitsTodoList"] ? [] : ["no_todo_artifacts" as const]),
-            ],
+            // The plan and the todo list come before the reply: all three are in once it is.
+            until: (w: World) =>
+              w.run().items.some((i) => i.kind === "assistant_message" && i.text === `planned ${w.n}`),
+            policies: (w: World) => seed.artifactDegradations(record(w.flags)) as PolicyName[],
           },
         },
         on: { FINISH: "completed" },
@@ -686,11 +690,14 @@ export const artifactModel: PolicyModel = {
             until: runIs("completed"),
             check: (w: World) => {
               const { panels } = w.rt.affordances(w.threadId);
-              if (
-                panels.plan !== w.flags["main.planning.emitsPlanUpdated"] ||
-                panels.todo !== w.flags["main.planning.emitsTodoList"]
-              ) {
+              const r = record(w.flags);
+              if (panels.plan !== r.on("planning.emitsPlanUpdated") || panels.todo !== r.on("planning.emitsTodoList")) {
                 throw new Error(`panels ${JSON.stringify(panels)} do not follow the artifacts`);
+              }
+              // One node per kind, however the updates were correlated.
+              for (const kind of ["plan", "todo_list"] as const) {
+                const nodes = w.run().items.filter((i) => i.kind === kind);
+                must(nodes.length <= 1, `${nodes.length} ${kind} nodes`);
               }
             },
           },
