@@ -104,6 +104,16 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "no plan updates: no plan panel, rely on assistant messages",
   },
+  no_proposed_plans: {
+    capability: "planning.emitsProposedPlan",
+    outcome: "fallback",
+    summary: "no proposed plans: a plan stays in the assistant's text, with nothing to accept or implement",
+  },
+  questions_as_text: {
+    capability: "planning.supportsStructuredQuestions",
+    outcome: "fallback",
+    summary: "no structured questions: the provider asks in its text, answered with the next message",
+  },
   no_todo_artifacts: {
     capability: "planning.emitsTodoList",
     outcome: "fallback",

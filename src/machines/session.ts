@@ -168,6 +168,10 @@ export const sessionMachine = setup({
         enqueue.emit(policyApplied(where, "no_plan_artifacts", `${session} emits no plan updates`));
       if (!caps.planning.emitsTodoList)
         enqueue.emit(policyApplied(where, "no_todo_artifacts", `${session} emits no todo lists`));
+      if (!caps.planning.emitsProposedPlan)
+        enqueue.emit(policyApplied(where, "no_proposed_plans", `${session} proposes no plans to accept`));
+      if (!caps.planning.supportsStructuredQuestions)
+        enqueue.emit(policyApplied(where, "questions_as_text", `${session} asks its questions in text`));
     }),
     announceReady: emit(({ context }) => ({
       type: "ready" as const,

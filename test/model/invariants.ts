@@ -19,6 +19,7 @@ const ALTERNATIVE_CAPABILITY: Record<string, string[]> = {
     "approvals.supportsFileReadApproval",
     "approvals.supportsFileChangeApproval",
     "approvals.supportsApplyPatchApproval",
+    "planning.supportsStructuredQuestions",
   ],
 };
 

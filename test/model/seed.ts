@@ -251,6 +251,16 @@ export const seed = {
     ];
   },
 
+  /** "emitsProposedPlan: create accept/implementable plan artifacts"; otherwise the plan is the assistant's text. */
+  proposesPlans(r: SeedRecord): boolean {
+    return r.on("planning.emitsProposedPlan");
+  },
+
+  /** "supportsStructuredQuestions: create respondable user-input requests"; otherwise questions are text. */
+  asksStructured(r: SeedRecord): boolean {
+    return r.on("planning.supportsStructuredQuestions");
+  },
+
   /**
    * Planning: "plan_updated unsupported -> no live todo UI; rely on assistant messages" (named at
    * session start, for plans and todo lists alike); plan updates without item ids go to the turn's

@@ -156,6 +156,14 @@ function stepsFor(text: string): ScriptStep[] {
         finish,
         { type: "text", text: `asked ${n}` },
       ];
+    case "plans":
+      // A plan to propose, then a question before going on.
+      return [
+        { type: "proposed_plan", text: `plan ${n}: build, then test` },
+        { type: "question", questions: [{ id: "go", question: `go on with ${n}?` }] },
+        finish,
+        { type: "text", text: `went on ${n}` },
+      ];
     case "tools":
       // Everything after the gate: what the turn's items record, they record when FINISH opens it.
       return [

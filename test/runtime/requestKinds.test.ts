@@ -238,3 +238,32 @@ describe("a request from inside a subagent", () => {
     });
   }
 });
+
+describe("a structured question from a provider whose record says it asks in text", () => {
+  it("is a protocol warning, declined, never shown", async () => {
+    const record = defineCapabilities({ planning: { supportsStructuredQuestions: false } });
+    const steps: ScriptStep[] = [
+      { type: "question", questions: [{ id: "go", question: "go on?" }] },
+      { type: "text", text: "going" },
+    ];
+    const provider = recordCalls(declaring(createScriptedAdapter({ script: () => steps }), record));
+    const { rt, events, cleanup } = await openTestRuntime({ p: provider.adapter });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "p" });
+      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "ask" })).runId);
+      expect(run.status).toBe("completed");
+      expect(ofType(events, "request.opened")).toEqual([]);
+      expect(protocolWarnings(events).map((w) => w.message)).toEqual([
+        "protocol_error: p asked for a structured question its capability record denies " +
+          "(planning.supportsStructuredQuestions is false)",
+      ]);
+      expect(policiesOf(events, "undeclared_request_declined").map((p) => p.capability)).toEqual([
+        "planning.supportsStructuredQuestions",
+      ]);
+      const answers = provider.calls.filter((c) => c.method === "respondToRequest").map((c) => c.input.response);
+      expect(answers).toEqual([{ kind: "decision", decision: "decline" }]);
+    } finally {
+      await cleanup();
+    }
+  });
+});

@@ -69,10 +69,11 @@ export function requestOpened(
   // Without native request ids at all, the ordinal is the identity's own rule; this fallback is the approvals'.
   const byOrdinal = caps.approvals.approvalsHaveNativeRequestIds ? [] : requestsByOrdinal(binding, event.requestRef);
   const { kind } = event.request;
-  if (isApprovalKind(kind) && !supportsApprovalFor(caps, kind)) {
+  const denied = deniedBy(caps, kind);
+  if (denied) {
     // Counted all the same: the provider's ordinals count it, and so do the answers to its later requests.
     binding.requests.push({ requestId, nodeId: null, ref, open: false });
-    return [...byOrdinal, ...declineUndeclared(sessionId, binding, providerTarget, kind, ref, ordinal)];
+    return [...byOrdinal, ...declineUndeclared(sessionId, binding, providerTarget, kind, denied, ref, ordinal)];
   }
   const node = startNode(binding, caps.identity.nativeItemIds, NODE_KIND_OF_REQUEST[kind], undefined, kind);
   binding.requests.push({ requestId, nodeId: node.nodeId, ref, open: true });
@@ -135,20 +136,30 @@ function placeRequest(
   };
 }
 
+/** The record field that denies a request of this kind, or null where the record allows it. */
+function deniedBy(caps: ProviderCapabilities, kind: RequestKind): string | null {
+  if (isApprovalKind(kind)) return supportsApprovalFor(caps, kind) ? null : APPROVAL_FIELD[kind];
+  if (kind === "user_input") return caps.planning.supportsStructuredQuestions ? null : QUESTIONS_FIELD;
+  return null;
+}
+
+const QUESTIONS_FIELD = "planning.supportsStructuredQuestions";
+
 /** A request of a kind the record denies: a protocol warning, the degradation, and the decline sent back. */
 function declineUndeclared(
   sessionId: string,
   binding: TurnBinding,
   providerTarget: string,
-  kind: ApprovalKind,
+  kind: RequestKind,
+  field: string,
   ref: string | null,
   ordinal: number,
 ): Routed[] {
-  const field = APPROVAL_FIELD[kind];
   const why = `${field} is false`;
+  const what = kind === "user_input" ? "a structured question" : `a ${kind} approval`;
   return [
-    protocolWarning(binding, providerTarget, `asked for a ${kind} approval its capability record denies (${why})`),
-    ...degraded(binding, "undeclared_request_declined", `a ${kind} approval was declined (${why})`, field),
+    protocolWarning(binding, providerTarget, `asked for ${what} its capability record denies (${why})`),
+    ...degraded(binding, "undeclared_request_declined", `${what} was declined (${why})`, field),
     {
       to: "decline",
       sessionId,

@@ -708,6 +708,79 @@ export const artifactModel: PolicyModel = {
   drive: { SEND: sendThenRun("artifacts"), FINISH: finish },
 };
 
+const questionAsked = (w: World) => w.rt.views.pendingRequests(w.threadId).find((r) => r.kind === "user_input");
+
+/** A turn that proposes a plan, then asks whether to go on: as artifacts and a request, or as text. */
+export const planningModel: PolicyModel = {
+  name: "planning",
+  reads: { "main.planning.emitsProposedPlan": B, "main.planning.supportsStructuredQuestions": B },
+  machine: modelMachine(
+    "planning",
+    { asksStructured: (f) => seed.asksStructured(record(f)) },
+    {
+      idle: { on: { SEND: [{ guard: "asksStructured", target: "asked" }, { target: "askedInText" }] } },
+      asked: {
+        meta: {
+          expect: {
+            until: (w: World) => !!questionAsked(w),
+            policies: (w: World) => (seed.proposesPlans(record(w.flags)) ? [] : ["no_proposed_plans"]),
+            check: (w: World) =>
+              must(
+                w.rt.affordances(w.threadId).requests[0]?.state === "respondable",
+                "the question is not respondable",
+              ),
+          },
+        },
+        on: { ANSWER: "answered" },
+      },
+      askedInText: {
+        meta: {
+          expect: {
+            until: (w: World) =>
+              w.run().items.some((i) => i.kind === "assistant_message" && i.text?.startsWith("go on")),
+            policies: (w: World) => [
+              "questions_as_text" as const,
+              ...(seed.proposesPlans(record(w.flags)) ? [] : ["no_proposed_plans" as const]),
+            ],
+            check: (w: World) => must(!questionAsked(w), "a question was asked as a request"),
+          },
+        },
+        on: { FINISH: "completed" },
+      },
+      answered: { meta: { expect: { until: () => true } }, on: { FINISH: "completed" } },
+      completed: {
+        type: "final",
+        meta: {
+          expect: {
+            until: runIs("completed"),
+            check: (w: World) => {
+              const proposed = w.run().items.filter((i) => i.kind === "proposed_plan");
+              const wanted = seed.proposesPlans(record(w.flags)) ? 1 : 0;
+              must(proposed.length === wanted, `${proposed.length} proposed plans`);
+              if (!wanted)
+                must(
+                  w.run().items.some((i) => i.kind === "assistant_message" && i.text?.startsWith("plan")),
+                  "the plan is not in the assistant's text",
+                );
+            },
+          },
+        },
+      },
+    },
+  ),
+  drive: {
+    SEND: (w) => w.send("plans"),
+    ANSWER: (w) =>
+      w.attempt(() =>
+        w.rt.respond({
+          requestId: questionAsked(w)!.requestId,
+          response: { kind: "answers", answers: { go: ["yes"] } },
+        }),
+      ),
+    FINISH: finish,
+  },
+};
+
 const sessionsStarted = (w: World) => w.records.filter((r) => r.event.type === "session.started").length;
 
 export const modelSwitchModel: PolicyModel = {
@@ -820,6 +893,7 @@ function must(ok: boolean, message: string): void {
 }
 
 export const runPolicyModels = [
+  planningModel,
   turnIdentityModel,
   requestArrivalModel,
   toolLifecycleModel,
