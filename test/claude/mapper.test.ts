@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cutAfter, lastPrompt } from "../../src/adapters/claude/mapper.js";
+import { ClaudeThreadMapper, cutAfter, lastPrompt } from "../../src/adapters/claude/mapper.js";
 
 /**
  * Where a rollback resumes Claude's session, from its transcript as `getSessionMessages`
@@ -61,5 +61,42 @@ describe("claude rollback point", () => {
     expect(lastPrompt(transcript)).toBe("also consider this");
     expect(lastPrompt(transcript.slice(0, 12))).toBe("third");
     expect(lastPrompt([])).toBeNull();
+  });
+});
+
+describe("claude subagent of a permission prompt", () => {
+  // As Claude sends them: the Agent tool's use, then its task's start naming the agent id its prompts carry.
+  const agentUse = {
+    type: "assistant",
+    parent_tool_use_id: null,
+    message: { id: "msg_1", content: [{ type: "tool_use", id: "toolu_2", name: "Agent", input: { prompt: "p" } }] },
+  };
+  const taskStarted = (taskId: string, toolUseId: string) => ({
+    type: "system",
+    subtype: "task_started",
+    task_id: taskId,
+    tool_use_id: toolUseId,
+  });
+
+  it("names the subagent's item once its task's start is mapped, asked before or after", async () => {
+    const mapper = new ClaudeThreadMapper("thread");
+    const signal = new AbortController().signal;
+    mapper.map(agentUse);
+    // Claude's prompt can reach the host before the message saying the task started has been mapped.
+    const early = mapper.subagentRef("agent-a", signal);
+    expect(mapper.map(taskStarted("agent-a", "toolu_2"))).toEqual([]);
+    expect(await early).toBe("toolu_2");
+    expect(await mapper.subagentRef("agent-a", signal)).toBe("toolu_2");
+  });
+
+  it("names none for a task of no subagent it knows, or once the prompt is aborted", async () => {
+    const mapper = new ClaudeThreadMapper("thread");
+    const shell = mapper.subagentRef("task-b", new AbortController().signal);
+    mapper.map(taskStarted("task-b", "toolu_9"));
+    expect(await shell).toBeUndefined();
+    const aborted = new AbortController();
+    const waiting = mapper.subagentRef("agent-c", aborted.signal);
+    aborted.abort();
+    expect(await waiting).toBeUndefined();
   });
 });

@@ -2,6 +2,9 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { claudeCapabilities } from "../../src/adapters/claude/capabilities.js";
+import { permissionPayload } from "../../src/adapters/claude/mapper.js";
+import { supportsApprovalFor } from "../../src/capabilities/predicates.js";
+import type { ApprovalKind, RequestKind } from "../../src/domain/items.js";
 
 /**
  * The adapter against what the pinned Claude Code and Agent SDK say of themselves: every tool
@@ -56,10 +59,37 @@ describe("claude protocol", () => {
     expect(read).toEqual(["stream_event", "assistant", "user", "system", "result"]);
     for (const type of read) expect(types, type).toContain(`type: '${type}';`);
     expect(types).toContain("subtype: 'task_notification';");
+    expect(types).toContain("subtype: 'task_started';");
+  });
+
+  it("every approval kind the mapper makes of a permission prompt is one the record declares", () => {
+    // Every tool Claude may ask about that the mapper names; the rest are dynamic-tool requests, no approval kind.
+    const tools = [
+      "Bash",
+      "Edit",
+      "Write",
+      "NotebookEdit",
+      "Read",
+      "AskUserQuestion",
+      "ExitPlanMode",
+      "Agent",
+      "Other",
+    ];
+    const approvals: Record<ApprovalKind, true> = {
+      command: true,
+      file_read: true,
+      file_change: true,
+      apply_patch: true,
+    };
+    const isApproval = (kind: RequestKind): kind is ApprovalKind => kind in approvals;
+    const made = tools.map((tool) => permissionPayload(tool, { questions: [{ question: "q" }] }).kind);
+    expect(new Set(made.filter(isApproval))).toEqual(new Set(["command", "file_change", "file_read"]));
+    const caps = claudeCapabilities();
+    expect(made.filter(isApproval).filter((kind) => !supportsApprovalFor(caps, kind))).toEqual([]);
   });
 
   it("every capability the record declares true is exercised by a real-binary test", async () => {
-    const files = ["claude.test.ts", "sandbox.test.ts", "runtimeMode.test.ts"];
+    const files = ["claude.test.ts", "sandbox.test.ts", "runtimeMode.test.ts", "approvals.test.ts"];
     const tests = (await Promise.all(files.map((f) => readFile(join(import.meta.dirname, f), "utf8")))).join("\n");
     const exercisedBy: Record<string, string> = {
       "sessions.supportsModelSwitchInSession": "switches the model inside the session",
@@ -80,9 +110,11 @@ describe("claude protocol", () => {
       "tools.emitsToolCompleted": "asks before Bash",
       "tools.emitsToolOutput": "asks before Bash",
       "approvals.supportsCommandApproval": "asks before Bash",
+      "approvals.supportsFileReadApproval": "asks before a Read outside the cwd",
       "approvals.supportsFileChangeApproval": "edits a file after reading it",
       "approvals.approvalsHaveNativeRequestIds": "asks before Bash",
       "approvals.approvalCallbacksAreLiveOnly": "SIGKILL of the host mid-turn",
+      "approvals.approvalsCanOriginateFromSubagents": "a subagent's own permission prompts hang under the subagent",
       "planning.emitsTodoList": "shows TodoWrite as a todo list",
       "planning.emitsProposedPlan": "as a proposed plan",
       "planning.supportsStructuredQuestions": "as a structured question",

@@ -52,13 +52,15 @@ export function claudeCapabilities(): ProviderCapabilities {
     },
     approvals: {
       supportsCommandApproval: true,
-      supportsFileReadApproval: false,
+      // Read asks outside the working directory (under read-only and workspace-write alike).
+      supportsFileReadApproval: true,
       // Edit and Write ask: all under read-only, those outside the cwd under workspace-write.
       supportsFileChangeApproval: true,
       supportsApplyPatchApproval: false,
       approvalsHaveNativeRequestIds: true,
       approvalCallbacksAreLiveOnly: true,
-      approvalsCanOriginateFromSubagents: false,
+      // A subagent's tools ask on their own; the prompt names the subagent (its agent id).
+      approvalsCanOriginateFromSubagents: true,
     },
     // ExitPlanMode's plan is a proposed plan; AskUserQuestion a structured question.
     planning: {

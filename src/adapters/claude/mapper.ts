@@ -7,7 +7,8 @@ import type { ProviderEvent } from "../contract.js";
  * session). Claude has no turn ids: a turn is what follows a user message up to its `result`.
  * Tool kinds map from exact tool names; other tools stay `tool_call`s under their own name.
  * A subagent (the Agent tool, formerly Task) is a subagent node; the messages it forwards carry
- * `parent_tool_use_id` and nest under it. TodoWrite is a todo list, ExitPlanMode's plan a
+ * `parent_tool_use_id` and nest under it, and its permission prompts name it by its agent id, which its task's start
+ * ties to its tool use. TodoWrite is a todo list, ExitPlanMode's plan a
  * proposed plan.
  */
 
@@ -35,6 +36,8 @@ type Msg = {
   summary?: string;
   /** On a tool result: the tool's own account (a background agent's says `async_launched`). */
   tool_use_result?: { status?: string };
+  /** task_started: the task's id (a subagent's agent id, which its permission prompts carry). */
+  task_id?: string;
 };
 type Tracked = ProviderItemKind | "todo" | "plan" | "subagent";
 
@@ -147,6 +150,9 @@ export class ClaudeThreadMapper {
   #blocksSeen = new Map<string, number>();
   /** Subagents whose end was already reported (by a task notification). */
   #ended = new Set<string>();
+  /** Subagents' item refs by agent id, once their task has started; and the prompts waiting for one. */
+  #agents = new Map<string, string | undefined>();
+  #awaitingAgent = new Map<string, Array<() => void>>();
   interrupting = false;
 
   constructor(private readonly threadRef: string) {}
@@ -210,6 +216,7 @@ export class ClaudeThreadMapper {
         });
       }
       case "system":
+        if (m.subtype === "task_started" && m.task_id) this.#taskStarted(m.task_id, m.tool_use_id);
         // A subagent's own report of how it ended (cleaner than the tool result that wraps it).
         if (m.subtype === "task_notification" && m.tool_use_id && this.#tools.get(m.tool_use_id) === "subagent") {
           const status =
@@ -241,6 +248,27 @@ export class ClaudeThreadMapper {
       default:
         return [];
     }
+  }
+
+  /**
+   * The item ref of the subagent whose agent id a permission prompt carries: known once the subagent's task has
+   * started, which Claude says before the subagent does anything (so its start, too, is out by then), but its prompt
+   * may reach the host before that message has been mapped. Undefined for a task that is no subagent of this thread,
+   * or when `signal` aborts first.
+   */
+  async subagentRef(agentId: string, signal: AbortSignal): Promise<string | undefined> {
+    if (!this.#agents.has(agentId) && !signal.aborted)
+      await new Promise<void>((resolve) => {
+        this.#awaitingAgent.set(agentId, [...(this.#awaitingAgent.get(agentId) ?? []), resolve]);
+        signal.addEventListener("abort", () => resolve(), { once: true });
+      });
+    return this.#agents.get(agentId);
+  }
+
+  #taskStarted(taskId: string, toolUseId: string | undefined): void {
+    this.#agents.set(taskId, toolUseId && this.#tools.get(toolUseId) === "subagent" ? toolUseId : undefined);
+    for (const resolve of this.#awaitingAgent.get(taskId) ?? []) resolve();
+    this.#awaitingAgent.delete(taskId);
   }
 
   #stream(event: Record<string, unknown>): ProviderEvent[] {

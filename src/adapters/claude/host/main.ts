@@ -146,11 +146,15 @@ function open(params: OpenParams): Thread {
         const refused = refusal(tool, thread.runtimeMode);
         if (refused !== null) return { behavior: "deny", message: refused };
         const requestRef = options.toolUseID ?? randomUUID();
+        // A subagent's own prompt hangs under the subagent: Claude asks before it forwards the subagent's tool use, so
+        // the request names the subagent itself, whose start is out once its agent id is known.
+        const subagent = options.agentID ? await mapper.subagentRef(options.agentID, options.signal) : undefined;
+        if (options.signal.aborted) return { behavior: "deny", message: "interrupted" };
         emit(thread, {
           type: "request.opened",
           threadRef: cursor,
           requestRef,
-          itemRef: options.toolUseID,
+          itemRef: subagent ?? options.toolUseID,
           request: permissionPayload(tool, toolInput),
         });
         const answer = await new Promise<Answer>((resolve) => {
