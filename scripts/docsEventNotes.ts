@@ -160,7 +160,24 @@ export const EVENT_NOTES: Record<string, EventNote> = {
         "an earlier handoff to the same provider thread that was never consumed: replaced, never edited",
     },
   },
-  "fork.recorded": { when: "`forkThread` recorded the fork's lineage; how it forks is decided at its first run." },
+  "fork.recorded": {
+    when: "`forkThread` recorded the fork's lineage; how it forks is decided at its first run.",
+    fields: {
+      fromSubagentNodeId: "set for a fork of one subagent's conversation (`forkThread({ fromSubagentNodeId })`)",
+    },
+  },
+  "subagent.thread_bound": {
+    when:
+      "A subagent's child thread became an addressable provider thread: the provider named it and its record " +
+      "exposes subagent thread ids (`subagents.exposesSubagentThreadIds`); otherwise `subagent_not_addressable`.",
+    fields: {
+      providerThreadId: "derived from the subagent's node: a replayed transcript binds the same id",
+      nativeThreadRef: "the provider's own id of the child thread: how wait, close and a native fork address it",
+    },
+  },
+  "subagent.close_requested": {
+    when: "`closeSubagent` asked the provider to close the subagent, before the call: a concurrent close asks no more.",
+  },
   "fork.resolved": {
     when: "The fork's first run decided: a `native` provider fork, or a `portable` one from app context.",
   },

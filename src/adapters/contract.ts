@@ -229,6 +229,17 @@ export interface TurnAddress {
   turnRef: string | null;
 }
 
+/**
+ * A subagent's child thread, named by the ref the provider gave it (`subagent.started`'s `childThreadRef`), in the
+ * session and under the parent provider thread it runs in.
+ */
+export interface SubagentAddress {
+  sessionId: string;
+  /** The parent provider thread whose turn started the subagent. */
+  thread: ProviderThreadAddress;
+  childThreadRef: string;
+}
+
 export interface ProviderAdapter {
   /** Provider kind, e.g. "scripted"; used for display and diagnostics only. */
   readonly provider: string;
@@ -271,13 +282,26 @@ export interface ProviderAdapter {
   /** Present only when `threads.canForkThread`. */
   forkThread?(input: {
     sessionId: string;
-    /** The parent thread. */
+    /**
+     * The parent thread; a subagent's child thread (`threads.canForkFromSubagentThread`) is addressed by its ref, as
+     * both `threadRef` and `resumeCursor`.
+     */
     thread: ProviderThreadAddress;
     /** The fork's working directory (its app thread's), where its tools run. */
     cwd: string;
     /** Fork after this native turn; null forks the whole thread. */
     afterTurnRef: string | null;
   }): Promise<ProviderThreadHandle>;
+  /**
+   * Present only when `subagents.canWaitForSubagents`: resolves once the subagent has ended (its lifecycle events are
+   * on their way), with how it ended; `signal` aborts the wait (the subagent goes on).
+   */
+  waitForSubagent?(input: SubagentAddress & { signal: AbortSignal }): Promise<{ status: TurnTerminalStatus }>;
+  /**
+   * Present only when `subagents.canCloseSubagents`: stops a running subagent, leaving its parent turn running.
+   * Resolves on acknowledgement; the subagent's end arrives later as its events (`interrupted`).
+   */
+  closeSubagent?(input: SubagentAddress): Promise<void>;
   /**
    * Adapters whose provider runs in a host process receive the runtime's host registry at
    * open: they lease hosts from it instead of spawning their own.

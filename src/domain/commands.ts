@@ -54,13 +54,30 @@ export const RespondInputSchema = z.strictObject({
   commandId,
 });
 
-export const ForkThreadInputSchema = z.strictObject({
+export const ForkThreadInputSchema = z
+  .strictObject({
+    threadId: appId("thr"),
+    /** Fork after this run (a stable point); default: after the latest run. */
+    afterRunId: appId("run").optional(),
+    /** Fork one finished subagent's conversation (its item id) instead of the thread's. */
+    fromSubagentNodeId: appId("nod").optional(),
+    providerTarget: z.string().min(1).optional(),
+    title: z.string().max(500).optional(),
+    commandId,
+  })
+  .refine((p) => !(p.afterRunId && p.fromSubagentNodeId), {
+    message: "a fork starts after a run or from a subagent, not both",
+    path: ["fromSubagentNodeId"],
+  });
+
+/** A subagent of a thread, by its item id (`readThread`: an item of kind `subagent`). */
+export const SubagentInputSchema = z.strictObject({ threadId: appId("thr"), nodeId: appId("nod"), commandId });
+
+export const WaitForSubagentInputSchema = z.strictObject({
   threadId: appId("thr"),
-  /** Fork after this run (a stable point); default: after the latest run. */
-  afterRunId: appId("run").optional(),
-  providerTarget: z.string().min(1).optional(),
-  title: z.string().max(500).optional(),
-  commandId,
+  nodeId: appId("nod"),
+  /** Give up after this long (`timeout`); the subagent goes on. */
+  timeoutMs: z.number().int().positive().max(2_147_483_647).optional(),
 });
 
 export const SubscribeInputSchema = z.strictObject({
@@ -79,6 +96,8 @@ export type ForkThreadInput = z.input<typeof ForkThreadInputSchema>;
 export type SubscribeInput = z.input<typeof SubscribeInputSchema>;
 export type RollbackInput = z.input<typeof RollbackInputSchema>;
 export type UndoSubagentInput = z.input<typeof UndoSubagentInputSchema>;
+export type CloseSubagentInput = z.input<typeof SubagentInputSchema>;
+export type WaitForSubagentInput = z.input<typeof WaitForSubagentInputSchema>;
 
 /** Parse or throw `invalid_input` naming the first bad field. */
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
@@ -125,4 +144,26 @@ export interface ForkReceipt {
   threadId: string;
   parentThreadId: string;
   transferId: string;
+}
+
+export interface CloseSubagentReceipt {
+  commandId: string;
+  threadId: string;
+  runId: string;
+  nodeId: string;
+  /**
+   * requested: the provider acknowledged the close (the subagent's end, `interrupted`, follows as its events);
+   * already_requested: another call asked already (the provider is asked once); already_ended: it had ended.
+   */
+  via: "requested" | "already_requested" | "already_ended";
+}
+
+/** A subagent that has ended, as its item says. */
+export interface SubagentOutcome {
+  threadId: string;
+  runId: string;
+  nodeId: string;
+  status: string;
+  /** What the subagent reported back, if anything. */
+  result: string | null;
 }

@@ -252,6 +252,8 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     parentThreadId: id,
     forkedFromRunId: id.nullable(),
     transferId: id,
+    /** A fork of one subagent's conversation (the subagent node, in run `forkedFromRunId`), not of the parent's. */
+    fromSubagentNodeId: id.optional(),
   }),
   z.strictObject({
     type: z.literal("fork.resolved"),
@@ -352,6 +354,21 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     checkpointId: id.nullable(),
     files: z.array(ChangedFileSchema),
   }),
+  /**
+   * A subagent's child thread became an addressable provider thread (`subagents.exposesSubagentThreadIds`): wait,
+   * close and fork name it by its node.
+   */
+  z.strictObject({
+    type: z.literal("subagent.thread_bound"),
+    ...inRun,
+    nodeId: id,
+    providerThreadId: id,
+    providerTarget: id,
+    sessionId: id,
+    nativeThreadRef: z.string().min(1),
+  }),
+  /** `closeSubagent` asked the provider to close a running subagent (once, however many callers asked). */
+  z.strictObject({ type: z.literal("subagent.close_requested"), ...inRun, nodeId: id }),
   z.strictObject({ type: z.literal("warning"), threadId: id.nullable(), runId: id.nullable(), message: z.string() }),
   z.strictObject({ type: z.literal("command.receipt"), commandId: id, command: z.string(), receipt: z.unknown() }),
   z.strictObject({

@@ -34,16 +34,30 @@ export interface ForkSituation {
   parentProviderThreadId: string | null;
   /** How many runs of history the fork carries. */
   runCount: number;
+  /** A fork of a subagent's child thread (its parent here is that thread). */
+  fromSubagent?: boolean;
 }
+
+/**
+ * A subagent's child thread forks natively where it is addressable, outlives its subagent as a conversation of its
+ * own (`subagents.canForkSubagentThread`), and the provider's fork takes it as a source
+ * (`threads.canForkFromSubagentThread`).
+ */
+export const forksSubagentThreads = (c: ProviderCapabilities): boolean =>
+  c.subagents.exposesSubagentThreadIds && c.subagents.canForkSubagentThread && c.threads.canForkFromSubagentThread;
 
 /** A native fork: the parent ran here, the provider forks from this point, and the point has a native turn id. */
 export const forksNatively = (
-  s: Pick<ForkSituation, "capabilities" | "fromInside" | "parentRanHere" | "adapterForks" | "hasForkPointRef">,
+  s: Pick<
+    ForkSituation,
+    "capabilities" | "fromInside" | "parentRanHere" | "adapterForks" | "hasForkPointRef" | "fromSubagent"
+  >,
 ): boolean =>
   s.parentRanHere &&
   s.adapterForks &&
   canForkNatively(s.capabilities, s.fromInside) &&
-  (!s.fromInside || s.hasForkPointRef);
+  (!s.fromInside || s.hasForkPointRef) &&
+  (!s.fromSubagent || forksSubagentThreads(s.capabilities));
 
 export interface LoadSituation {
   sessionId: string;
@@ -178,7 +192,7 @@ export const providerThreadMachine = setup({
       enqueue.emit(
         policyApplied(
           where,
-          "synthetic_fork",
+          fork.fromSubagent ? "subagent_fork_synthetic" : "synthetic_fork",
           `${why}; portable context from ${fork.runCount} runs, lower fidelity`,
           fork.capability,
         ),

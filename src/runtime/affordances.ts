@@ -11,7 +11,9 @@ import type { ApprovalKind } from "../domain/items.js";
 import { forksNatively } from "../machines/providerThread.js";
 import { NotFoundError } from "../domain/errors.js";
 import type { Actors } from "./actors.js";
-import { isTerminalRunStatus, type RequestView } from "./projections.js";
+import { isTerminalRunStatus, type RequestView, type RunView, type ThreadView } from "./projections.js";
+import { subagentForkSource, subagentOperation } from "./commands/subagents.js";
+import type { ProviderCapabilities } from "../capabilities/schema.js";
 import { planRollback, rollbackRequest, sharedDirectoryBusy, type RollbackPlanning } from "./rollback.js";
 import { forkSituation } from "./handoff.js";
 import { itemLifecycle, type ItemLifecycle } from "./ingest/lifecycle.js";
@@ -54,6 +56,25 @@ export interface Affordances {
    */
   items: ItemLifecycle;
   modelSwitch: "in_session" | "new_session";
+  subagents: SubagentAffordances;
+}
+
+/**
+ * How the thread's subagents show, from the record alone (addressable child threads, nested nodes only, or inline: no
+ * subagents), and each subagent of the thread with what may be done to it.
+ */
+export interface SubagentAffordances {
+  shown: "addressable" | "nested" | "inline";
+  reason: string | null;
+  nodes: Array<{
+    nodeId: string;
+    runId: string;
+    ended: boolean;
+    wait: { available: boolean; reason: string | null };
+    close: { available: boolean; reason: string | null };
+    /** How `forkThread({ fromSubagentNodeId })` would be realised on the subagent's provider. */
+    fork: { source: "native" | "synthetic" | "unavailable"; reason: string | null };
+  }>;
 }
 
 const APPROVAL_KINDS: readonly ApprovalKind[] = ["command", "file_read", "file_change", "apply_patch"];
@@ -167,5 +188,55 @@ export function affordancesOf(
     approvalKinds: APPROVAL_KINDS.filter((kind) => supportsApprovalFor(caps, kind)),
     items: itemLifecycle(caps),
     modelSwitch: canSwitchModelInSession(caps) ? "in_session" : "new_session",
+    subagents: subagentAffordances(rt, thread, caps),
   };
+}
+
+function subagentAffordances(
+  rt: AffordancesSource,
+  thread: ThreadView,
+  caps: ProviderCapabilities,
+): SubagentAffordances {
+  const { supportsSubagents, exposesSubagentThreadIds } = caps.subagents;
+  const shown = !supportsSubagents ? "inline" : exposesSubagentThreadIds ? "addressable" : "nested";
+  const reason = !supportsSubagents
+    ? "subagents.supportsSubagents is false: no subagent nodes"
+    : !exposesSubagentThreadIds
+      ? "subagents.exposesSubagentThreadIds is false: subagents are nested nodes, not addressable"
+      : null;
+  const nodes = thread.runs.flatMap((run) =>
+    run.items
+      .filter((i) => i.kind === "subagent")
+      .map((node): SubagentAffordances["nodes"][number] => {
+        const ended = node.status === "complete";
+        const operation = (op: "wait" | "close") => {
+          const availability = subagentOperation(rt, run, node.id, op);
+          return availability.available
+            ? { available: true, reason: null }
+            : { available: false, reason: availability.reason };
+        };
+        const closeRequested = rt.views.subagentThreads.get(node.id)?.closeRequested;
+        const close = ended
+          ? { available: false, reason: "the subagent has ended" }
+          : closeRequested
+            ? { available: false, reason: "its close was requested" }
+            : operation("close");
+        const fork = subagentFork(rt, run, node.id, ended);
+        return { nodeId: node.id, runId: run.runId, ended, wait: operation("wait"), close, fork };
+      }),
+  );
+  return { shown, reason, nodes };
+}
+
+/** A fork of an ended subagent, on its own provider (forkThread's default). */
+function subagentFork(
+  rt: AffordancesSource,
+  run: RunView,
+  nodeId: string,
+  ended: boolean,
+): SubagentAffordances["nodes"][number]["fork"] {
+  if (run.status === "rolled_back") return { source: "unavailable", reason: "the run was rolled back" };
+  if (!ended) return { source: "unavailable", reason: "the subagent is still running" };
+  const { source, reason } = subagentForkSource(rt, run, nodeId, run.providerTarget);
+  return { source, reason };
 }

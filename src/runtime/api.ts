@@ -1,5 +1,7 @@
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type {
+  CloseSubagentInput,
+  CloseSubagentReceipt,
   CreateThreadInput,
   CreateThreadReceipt,
   ForkReceipt,
@@ -12,7 +14,9 @@ import type {
   SendMessageInput,
   SendMessageReceipt,
   SubscribeInput,
+  SubagentOutcome,
   UndoSubagentInput,
+  WaitForSubagentInput,
 } from "../domain/commands.js";
 import type { DomainEvent } from "../domain/events.js";
 import type { Affordances } from "./affordances.js";
@@ -62,6 +66,18 @@ export interface TillerRuntime {
    * it ran), leaving the rest of its run's; the provider's conversation is kept. Needs `checkpoints`.
    */
   undoSubagent(input: UndoSubagentInput): Promise<UndoSubagentReceipt & { commandId: string }>;
+  /**
+   * Resolves once the subagent (an item of kind `subagent`) has ended, with how, the provider asked to wait for it.
+   * Needs `subagents.canWaitForSubagents` and an addressable subagent (`subagents.exposesSubagentThreadIds`), else
+   * `capability_unsupported` (`subagent_wait_unsupported`); `timeoutMs` rejects with `timeout` (the subagent goes on).
+   */
+  waitForSubagent(input: WaitForSubagentInput): Promise<SubagentOutcome>;
+  /**
+   * Asks the provider to close a running subagent (once, however many ask), its run going on. Needs
+   * `subagents.canCloseSubagents` and an addressable subagent, else `capability_unsupported`
+   * (`subagent_close_unsupported`).
+   */
+  closeSubagent(input: CloseSubagentInput): Promise<CloseSubagentReceipt>;
 
   /** What a client may offer for this thread now (fork, interrupt, rollback, approvals, panels), and why not. */
   affordances(threadId: string): Affordances;

@@ -16,6 +16,7 @@ import {
   type RequestView,
   type RunView,
   type Transfer,
+  type TurnItem,
 } from "./projections.js";
 
 /**
@@ -132,10 +133,45 @@ export function historyRuns(
         ? 0
         : settled.findIndex((r) => r.runId === upToRunId) + 1;
   const lineage = thread.lineage?.relation === "fork" ? thread.lineage : null;
-  const inherited = lineage
-    ? historyRuns(views, lineage.parentThreadId, lineage.forkedFromRunId, views.transfers.get(threadId)?.seq)
-    : [];
+  const transfer = views.transfers.get(threadId);
+  // A subagent's fork inherits the subagent's conversation, not its parent's runs.
+  const inherited = transfer?.fromSubagentNodeId
+    ? [subagentRun(views, transfer.forkedFromRunId, transfer.fromSubagentNodeId)].filter((r) => r !== undefined)
+    : lineage
+      ? historyRuns(views, lineage.parentThreadId, lineage.forkedFromRunId, transfer?.seq)
+      : [];
   return [...inherited, ...settled.slice(0, cut)];
+}
+
+/**
+ * A subagent's conversation told as a run (its id the subagent's node): its prompt as the user's text, its children's
+ * items, its result last. What a portable fork of the subagent carries.
+ */
+export function subagentRun(views: Projections, runId: string | null, nodeId: string): RunView | undefined {
+  const run = runId ? views.runs.get(runId) : undefined;
+  const node = views.item(nodeId);
+  if (!run || !node || !run.items.includes(node)) return undefined;
+  // Its children at any depth: a parent's item always comes before its own children's.
+  const within = new Set([nodeId]);
+  const items: TurnItem[] = [];
+  for (const item of run.items) {
+    if (item.parentId === null || !within.has(item.parentId)) continue;
+    within.add(item.id);
+    items.push(item);
+  }
+  const prompt = (node.detail as { input?: unknown } | undefined)?.input;
+  const result = node.result
+    ? [{ ...node, id: `${nodeId}:result`, kind: "assistant_message" as const, text: `\n${node.result}` }]
+    : [];
+  const status = node.detail?.status;
+  return {
+    ...run,
+    runId: nodeId,
+    status: status === "failed" || status === "interrupted" ? status : "completed",
+    text: typeof prompt === "string" ? prompt : "(the subagent's prompt is unknown)",
+    items: [...items, ...result],
+    fallbacks: [],
+  };
 }
 
 /**
@@ -383,10 +419,22 @@ export function recordContext(
 export function forkSituation(
   views: Projections,
   target: string,
-  transfer: Pick<Transfer, "parentThreadId" | "forkedFromRunId"> & { seq?: number },
+  transfer: Pick<Transfer, "parentThreadId" | "forkedFromRunId"> & {
+    seq?: number;
+    fromSubagentNodeId?: string | null;
+  },
   capabilities: ProviderCapabilities,
   adapterForks: boolean,
-) {
+): {
+  situation: ForkSituation;
+  parentThread: ProviderThreadRecord | undefined;
+  runs: RunView[];
+  afterTurnRef: string | null;
+} {
+  if (transfer.fromSubagentNodeId)
+    return subagentForkSituation(views, target, transfer.forkedFromRunId, transfer.fromSubagentNodeId, capabilities, {
+      adapterForks,
+    });
   const parentThread = views.providerThreads.get(Projections.providerThreadKey(transfer.parentThreadId, target));
   const runs = historyRuns(views, transfer.parentThreadId, transfer.forkedFromRunId, transfer.seq);
   const parentOwn = runs.filter((r) => r.threadId === transfer.parentThreadId);
@@ -432,4 +480,61 @@ export function forkSituation(
     runCount: runs.length,
   };
   return { situation, parentThread, runs, afterTurnRef };
+}
+
+/**
+ * A fork of a subagent's conversation: natively from its child thread (the fork's parent here) where the subagent ran
+ * on this provider, its thread is addressable, and the provider forks subagent threads (`forksSubagentThreads`); else
+ * from portable context told from the subagent's items (`subagent_fork_synthetic`).
+ */
+export function subagentForkSituation(
+  views: Projections,
+  target: string,
+  runId: string | null,
+  nodeId: string,
+  capabilities: ProviderCapabilities,
+  { adapterForks }: { adapterForks: boolean },
+) {
+  const child = views.subagentThreads.get(nodeId);
+  const run = subagentRun(views, runId, nodeId);
+  const ranHere = !!child && child.providerTarget === target;
+  // The child thread, addressed by its ref: a provider thread of the parent app thread.
+  const parentThread: ProviderThreadRecord | undefined =
+    child && ranHere
+      ? {
+          providerThreadId: child.providerThreadId,
+          threadId: child.threadId,
+          providerTarget: target,
+          sessionId: child.sessionId,
+          nativeThreadRef: child.nativeThreadRef,
+          resumeCursor: child.nativeThreadRef,
+          origin: "created",
+          seenRunIds: new Set(),
+          omittedRunIds: new Set(),
+          divergent: false,
+        }
+      : undefined;
+  const { threads, subagents } = capabilities;
+  const [capability, why] = !child
+    ? ["subagents.exposesSubagentThreadIds", "the subagent's child thread is not addressable"]
+    : !ranHere
+      ? ["subagents.canForkSubagentThread", "the subagent ran on another provider"]
+      : !(adapterForks && threads.canForkThread)
+        ? ["threads.canForkThread", "provider cannot fork natively"]
+        : !subagents.canForkSubagentThread
+          ? ["subagents.canForkSubagentThread", "the subagent's thread does not outlive it"]
+          : ["threads.canForkFromSubagentThread", "the provider's fork takes no subagent thread"];
+  const situation: ForkSituation = {
+    capabilities,
+    fromInside: false,
+    parentRanHere: ranHere,
+    adapterForks,
+    hasForkPointRef: true,
+    why: `${why} (${capability}); the subagent's conversation is told from its items`,
+    capability,
+    parentProviderThreadId: child?.providerThreadId ?? null,
+    runCount: run ? 1 : 0,
+    fromSubagent: true,
+  };
+  return { situation, parentThread, runs: run ? [run] : [], afterTurnRef: null };
 }

@@ -124,6 +124,22 @@ export interface Transfer {
   resolution: "native" | "portable" | null;
   /** Log position of the fork: the parent's history is inherited as it stood then. */
   seq: number;
+  /** A fork of this subagent's conversation (in run `forkedFromRunId`), not of the parent's runs. */
+  fromSubagentNodeId: string | null;
+}
+
+/** A subagent's child thread, a provider thread the app addresses by the subagent's node (`subagent.thread_bound`). */
+export interface SubagentThreadRecord {
+  nodeId: string;
+  threadId: string;
+  runId: string;
+  providerThreadId: string;
+  providerTarget: string;
+  /** The session the subagent runs in: wait and close go through it while it lives. */
+  sessionId: string;
+  nativeThreadRef: string;
+  /** `closeSubagent` asked the provider to close it. */
+  closeRequested: boolean;
 }
 
 export interface CheckpointView {

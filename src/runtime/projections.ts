@@ -7,6 +7,7 @@ import type {
   ProviderThreadRecord,
   RequestView,
   RunView,
+  SubagentThreadRecord,
   ThreadView,
   Transfer,
   TurnItem,
@@ -45,6 +46,7 @@ const INTRODUCES_IDS: ReadonlySet<DomainEvent["type"]> = new Set([
   "provider_thread.bound",
   "handoff.created",
   "fork.recorded",
+  "subagent.thread_bound",
   "checkpoint.captured",
   "checkpoint.failed",
   "command.receipt",
@@ -64,6 +66,8 @@ export class Projections {
   readonly sessions = new Map<string, { providerTarget: string; status: string }>();
   /** Fork transfers by forked thread; realised (native or portable) at its first run. */
   readonly transfers = new Map<string, Transfer>();
+  /** Addressable subagent threads by their subagent's node id. */
+  readonly subagentThreads = new Map<string, SubagentThreadRecord>();
   readonly checkpoints = new Map<string, CheckpointView>();
   /** When each rolled-back run was rolled back (log seq): forks made before keep it in their history. */
   readonly rolledBackAt = new Map<string, number>();
@@ -204,8 +208,25 @@ export class Projections {
           forkedFromRunId: event.forkedFromRunId,
           resolution: null,
           seq,
+          fromSubagentNodeId: event.fromSubagentNodeId ?? null,
         });
         return;
+      case "subagent.thread_bound": {
+        const { nodeId, threadId, runId, providerThreadId, providerTarget, sessionId, nativeThreadRef } = event;
+        this.subagentThreads.set(nodeId, {
+          ...{ nodeId, threadId, runId, providerThreadId, providerTarget, sessionId, nativeThreadRef },
+          closeRequested: false,
+        });
+        // The subagent's item says it can be addressed (wait, close, fork).
+        const item = this.#items.get(nodeId);
+        if (item) item.detail = { ...item.detail, providerThreadId, nativeThreadRef };
+        return;
+      }
+      case "subagent.close_requested": {
+        const subagent = this.subagentThreads.get(event.nodeId);
+        if (subagent) subagent.closeRequested = true;
+        return;
+      }
       case "fork.resolved": {
         const transfer = this.transfers.get(event.threadId);
         if (transfer) transfer.resolution = event.resolution;

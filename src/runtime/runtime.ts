@@ -2,6 +2,8 @@ import { join, resolve } from "node:path";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import {
   CreateThreadInputSchema,
+  SubagentInputSchema,
+  WaitForSubagentInputSchema,
   ForkThreadInputSchema,
   InterruptInputSchema,
   RespondInputSchema,
@@ -12,6 +14,8 @@ import {
   ThreadIdSchema,
   UndoSubagentInputSchema,
   parseInput,
+  type CloseSubagentInput,
+  type CloseSubagentReceipt,
   type CreateThreadInput,
   type CreateThreadReceipt,
   type ForkReceipt,
@@ -24,7 +28,9 @@ import {
   type SendMessageInput,
   type SendMessageReceipt,
   type SubscribeInput,
+  type SubagentOutcome,
   type UndoSubagentInput,
+  type WaitForSubagentInput,
 } from "../domain/commands.js";
 import {
   ConflictError,
@@ -43,6 +49,7 @@ import { interrupt } from "./commands/interrupt.js";
 import { respond } from "./commands/respond.js";
 import { rollback } from "./commands/rollback.js";
 import { sendMessage } from "./commands/submit.js";
+import { closeSubagent, waitForSubagent } from "./commands/subagents.js";
 import { createThread, forkThread } from "./commands/threads.js";
 import { undoSubagent, type UndoSubagentReceipt } from "./commands/undoSubagent.js";
 import { Dispatcher } from "./dispatch.js";
@@ -255,6 +262,17 @@ export class Runtime implements TillerRuntime {
   async undoSubagent(input: UndoSubagentInput): Promise<UndoSubagentReceipt & { commandId: string }> {
     const p = parseInput(UndoSubagentInputSchema, input);
     return this.#command(p.commandId, "undoSubagent", () => undoSubagent(this.#d, p));
+  }
+
+  /** Resolves once the subagent has ended (the provider asked to wait for it). See TillerRuntime.waitForSubagent. */
+  async waitForSubagent(input: WaitForSubagentInput): Promise<SubagentOutcome> {
+    const p = parseInput(WaitForSubagentInputSchema, input);
+    return waitForSubagent(this.#d, this.log, p);
+  }
+
+  async closeSubagent(input: CloseSubagentInput): Promise<CloseSubagentReceipt> {
+    const p = parseInput(SubagentInputSchema, input);
+    return this.#command(p.commandId, "closeSubagent", () => closeSubagent(this.#d, p));
   }
 
   /** What a client may offer for this thread now (fork, interrupt, rollback, approvals, panels), and why not. */

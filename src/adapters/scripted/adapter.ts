@@ -246,9 +246,33 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       return { snapshot: backend.snapshot(thread, { thread: exposesThreadRef, turn: exposesTurnRef }) };
     };
   }
+  if (caps.subagents.canWaitForSubagents) {
+    adapter.waitForSubagent = async ({ sessionId, thread, childThreadRef, signal }) => {
+      liveSession(sessionId);
+      const live = active.get(thread.resumeCursor)?.turn.subagents.get(childThreadRef);
+      if (live) return { status: await untilAborted(live.ended, signal) };
+      // Ended already: its child thread tells how (where the provider keeps it).
+      const status = backend.threads.get(childThreadRef)?.turns[0]?.status;
+      if (!status || status === "running") throw new ProviderError("no such subagent", { childThreadRef });
+      return { status };
+    };
+  }
+  if (caps.subagents.canCloseSubagents) {
+    adapter.closeSubagent = async ({ sessionId, thread, childThreadRef }) => {
+      liveSession(sessionId);
+      const live = active.get(thread.resumeCursor)?.turn.subagents.get(childThreadRef);
+      if (!live) throw new ProviderError("no running subagent on this child thread", { childThreadRef });
+      live.close.abort(); // acknowledgement only: its end follows as events
+    };
+  }
   if (caps.threads.canForkThread) {
     adapter.forkThread = async ({ thread: handle, afterTurnRef }) => {
       const source = threadOf(handle);
+      if (source.parentId !== undefined && !caps.threads.canForkFromSubagentThread)
+        throw new CapabilityUnsupportedError(
+          "threads.canForkFromSubagentThread",
+          "the scripted provider forks no subagent thread",
+        );
       const cut =
         afterTurnRef === null ? source.turns.length : source.turns.findIndex((t) => t.turnRef === afterTurnRef) + 1;
       if (cut === 0) throw new ProviderError(`no turn ${afterTurnRef} to fork after`);
@@ -257,6 +281,19 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     };
   }
   return adapter;
+}
+
+/** The promise's value, unless `signal` aborts first (rejects with its reason). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    void promise.then((value) => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(value);
+    });
+  });
 }
 
 export function resolveCapabilities(input: ScriptedAdapterOptions["capabilities"]): ProviderCapabilities {

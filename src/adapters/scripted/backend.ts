@@ -22,6 +22,8 @@ export interface BackendThread {
   /** Globally unique native id; the resume cursor. */
   id: string;
   turns: BackendTurn[];
+  /** A subagent's child thread: the native thread whose turn started it ("" when that thread has no ref). */
+  parentId?: string;
 }
 
 export class ScriptedBackend {

@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import type { RuntimeMode, TurnTerminalStatus } from "../../domain/entities.js";
 import type { RequestPayload } from "../../domain/items.js";
 import type { ProviderEvent, SandboxPolicy } from "../contract.js";
-import type { ScriptedBackend } from "./backend.js";
+import type { BackendThread, ScriptedBackend } from "./backend.js";
 import type { ScriptStep } from "./script.js";
 import { type Emit, type Scope, TurnItems } from "./turnItems.js";
 import { type PendingRequest, TurnRequests } from "./turnRequests.js";
@@ -24,9 +24,21 @@ class TurnFailed extends Error {
   }
 }
 
+/** A running subagent of the turn with a child thread: what `waitForSubagent` and `closeSubagent` reach. */
+export interface LiveSubagent {
+  /** Stops the subagent's steps (at its next step or wait); its parent turn goes on. */
+  readonly close: AbortController;
+  /** How it ended, once it has. */
+  readonly ended: Promise<TurnTerminalStatus>;
+}
+
 export class ScriptedTurn {
   readonly abort = new AbortController();
   readonly steers: string[] = [];
+  /** Running subagents by child thread ref. */
+  readonly subagents = new Map<string, LiveSubagent>();
+  /** The signal a scope's steps give way to: a subagent's also gives way to its close. */
+  readonly #signals = new WeakMap<Scope, AbortSignal>();
   readonly #items: TurnItems;
   readonly #requests: TurnRequests;
 
@@ -117,8 +129,12 @@ export class ScriptedTurn {
     }
   }
 
+  #signal(scope: Scope): AbortSignal {
+    return this.#signals.get(scope) ?? this.abort.signal;
+  }
+
   async #step(step: ScriptStep, scope: Scope): Promise<void> {
-    checkAborted(this.abort.signal);
+    checkAborted(this.#signal(scope));
     await this.#applySteers(scope);
     const { caps } = this;
     switch (step.type) {
@@ -216,11 +232,11 @@ export class ScriptedTurn {
       case "fail":
         throw new TurnFailed(step);
       case "hang":
-        return wait(this.abort.signal, null);
+        return wait(this.#signal(scope), null);
       case "gate":
-        return until(this.abort.signal, this.backend.gateOpened(step.name));
+        return until(this.#signal(scope), this.backend.gateOpened(step.name));
       case "pause":
-        return wait(this.abort.signal, step.ms);
+        return wait(this.#signal(scope), step.ms);
     }
   }
 
@@ -232,10 +248,15 @@ export class ScriptedTurn {
     }
     const itemRef = this.#items.itemRef(false);
     const { identity } = this.caps;
-    const childThreadRef =
+    // The child thread is the provider's own: it holds the subagent's conversation (what a native fork copies).
+    const childThread =
       subagents.exposesSubagentThreadIds && identity.nativeThreadIds !== "none"
-        ? this.backend.nextId("sthread")
+        ? this.backend.createThread([
+            { turnRef: "turn-0", userText: step.prompt, assistantText: "", status: "running" },
+          ])
         : undefined;
+    const childThreadRef = childThread?.id;
+    if (childThread) childThread.parentId = scope.threadRef ?? "";
     const lifecycle = subagents.emitsSubagentLifecycle;
     if (lifecycle)
       this.emit({
@@ -251,18 +272,30 @@ export class ScriptedTurn {
       parentItemRef: childThreadRef ? undefined : itemRef,
       inSubagent: true,
     };
+    // Only a subagent with a child thread can be addressed, so closed.
+    const close = new AbortController();
+    let ended: ((status: TurnTerminalStatus) => void) | undefined;
+    if (childThreadRef) {
+      this.#signals.set(child, AbortSignal.any([this.#signal(scope), close.signal]));
+      this.subagents.set(childThreadRef, { close, ended: new Promise((resolve) => (ended = resolve)) });
+    }
     const exposesTurnRef = turns.exposesNativeTurnId && identity.nativeTurnIds !== "none";
     const childTurn = childThreadRef
       ? { threadRef: childThreadRef, ...(exposesTurnRef ? { turnRef: this.backend.nextId("sturn") } : {}) }
       : null;
+    if (childThread && childTurn?.turnRef) childThread.turns[0]!.turnRef = childTurn.turnRef;
     if (childTurn && turns.emitsTurnStarted) this.emit({ type: "turn.started", ...childTurn });
     let status: TurnTerminalStatus = "completed";
     try {
       for (const s of step.steps) await this.#step(s, child);
     } catch (error) {
       status = error instanceof TurnInterrupted ? "interrupted" : "failed";
-      throw error;
+      // Closed on its own (closeSubagent): the subagent ends interrupted, its parent turn goes on.
+      const closed = close.signal.aborted && !this.#signal(scope).aborted;
+      if (!closed) throw error;
     } finally {
+      if (childThread && childThreadRef)
+        this.#childEnded(childThread, childThreadRef, status, `${step.agent} ${status}`);
       if (childTurn && turns.emitsTurnCompleted) {
         this.emit({
           type: "turn.terminal",
@@ -283,7 +316,18 @@ export class ScriptedTurn {
           status,
           result: `${step.agent} ${status}`,
         });
+      ended?.(status); // once its end is on the stream
     }
+  }
+
+  /**
+   * The child thread keeps the subagent's conversation where the record says it outlives its subagent
+   * (`subagents.canForkSubagentThread`); otherwise the provider lets it go.
+   */
+  #childEnded(thread: BackendThread, ref: string, status: TurnTerminalStatus, result: string): void {
+    this.subagents.delete(ref);
+    Object.assign(thread.turns[0]!, { status, assistantText: result });
+    if (!this.caps.subagents.canForkSubagentThread) this.backend.threads.delete(ref);
   }
 
   async #write(path: string, content: string): Promise<void> {

@@ -10,10 +10,11 @@ import type {
 import { ConflictError, NotFoundError } from "../../domain/errors.js";
 import type { DomainEvent } from "../../domain/events.js";
 import type { IdSource } from "../../domain/ids.js";
-import { isTerminalRunStatus, type Projections } from "../projections.js";
+import { isTerminalRunStatus, type Projections, type RunView } from "../projections.js";
 import { assertDirectory } from "../store/files.js";
 import type { Target } from "../targets.js";
 import { assertOpen, findTarget, findThread, type RuntimeState } from "./checks.js";
+import { subagentForkPoint } from "./subagents.js";
 
 /** What creating a thread (new or forked) needs: the read model, targets, ids, the write path, the thread actors. */
 export interface ThreadCreationHost extends RuntimeState {
@@ -59,12 +60,20 @@ export function forkThread(
   p: z.output<typeof ForkThreadInputSchema>,
 ): Omit<ForkReceipt, "commandId"> {
   const parent = findThread(d, p.threadId);
+  // A subagent's fork starts from its conversation (its run is the lineage's), not from the parent's runs.
+  const subagent = p.fromSubagentNodeId
+    ? subagentForkPoint(d, parent, p.fromSubagentNodeId, p.providerTarget)
+    : undefined;
   // By default the fork starts after the last run that still counts (rolled-back runs do not).
-  const from = p.afterRunId
-    ? parent.runs.find((r) => r.runId === p.afterRunId)
-    : parent.runs.filter((r) => r.status !== "rolled_back").at(-1);
+  const from = subagent
+    ? subagent.run
+    : p.afterRunId
+      ? parent.runs.find((r) => r.runId === p.afterRunId)
+      : parent.runs.filter((r) => r.status !== "rolled_back").at(-1);
   if (p.afterRunId && !from) throw new NotFoundError("run", p.afterRunId);
-  if (from && (!isTerminalRunStatus(from.status) || from.status === "rolled_back")) {
+  // A subagent that has ended is a stable point even while its run goes on.
+  const stable = (run: RunView) => (subagent ? true : isTerminalRunStatus(run.status)) && run.status !== "rolled_back";
+  if (from && !stable(from)) {
     throw new ConflictError(`run ${from.runId} is ${from.status}; forks start only from a finished run`, {
       runId: from.runId,
     });
@@ -90,6 +99,7 @@ export function forkThread(
       parentThreadId: parent.threadId,
       forkedFromRunId,
       transferId,
+      ...(p.fromSubagentNodeId ? { fromSubagentNodeId: p.fromSubagentNodeId } : {}),
     });
   });
   d.spawnThread(threadId, 1, []);

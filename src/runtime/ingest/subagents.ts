@@ -4,7 +4,9 @@ import type { TurnTerminalStatus } from "../../domain/entities.js";
 import { derivedId } from "../../domain/ids.js";
 import {
   applied,
+  degraded,
   nodeById,
+  protocolWarning,
   nodeStartedEvent,
   scopeOf,
   startNode,
@@ -18,7 +20,10 @@ import type { TurnBindings } from "./turnBindings.js";
 /**
  * Subagents and their child threads: a subagent node per subagent the provider announces, or per child thread it
  * never announced (adopted by the one open turn); closed by its own completion, or by its child turn's end when the
- * provider has no subagent lifecycle. A child turn ending never ends the run.
+ * provider has no subagent lifecycle (`subagent_lifecycle_inferred`). A child turn ending never ends the run. A
+ * subagent's child thread becomes an addressable provider thread (`subagent.thread_bound`) where the record exposes
+ * subagent thread ids, else the subagent is a nested node only (`subagent_not_addressable`). A subagent from a
+ * provider whose record says it has none makes no node (`subagent_shown_inline`).
  */
 
 type EventOf<T extends ProviderEvent["type"]> = Extract<ProviderEvent, { type: T }>;
@@ -31,6 +36,11 @@ export function subagentStarted(
   providerTarget: string,
   event: EventOf<"subagent.started">,
 ): Routed[] {
+  if (!caps.subagents.supportsSubagents) {
+    // Its child thread's events are the turn's own: they hang at its root.
+    if (event.childThreadRef) binding.childThreads.set(event.childThreadRef, binding.rootNodeId);
+    return undeclaredSubagent(binding, providerTarget, event.agent);
+  }
   const earlier = startedBefore(binding, caps, "subagent", event.itemRef, event.childThreadRef);
   if (earlier === "duplicate") return [];
   // Its child thread's events may have come first (an adopted child): that node is this subagent.
@@ -38,13 +48,59 @@ export function subagentStarted(
   node.announced = true;
   if (event.itemRef) binding.byRef.set(event.itemRef, node);
   if (node.open && !binding.subagents.includes(node.nodeId)) binding.subagents.push(node.nodeId);
+  // An adopted child thread was bound when it was adopted.
+  const adopted = !!event.childThreadRef && binding.childThreads.get(event.childThreadRef) === node.nodeId;
   if (event.childThreadRef) {
     binding.childThreads.set(event.childThreadRef, node.nodeId);
     // the provider reuses it for this turn
     turns.reclaimChildThread(sessionId, event.childThreadRef);
   }
   const started = nodeStartedEvent(binding, node, providerTarget, undefined, event.threadRef);
-  return [applied(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } })];
+  return [
+    applied(binding, { ...started, detail: { toolName: event.agent, input: event.prompt } }),
+    ...(adopted ? [] : childThread(binding, caps, providerTarget, node, event.childThreadRef)),
+  ];
+}
+
+/** The provider reported a subagent its record says it never runs: no node; its work hangs where it lands. */
+function undeclaredSubagent(binding: TurnBinding, providerTarget: string, agent: string): Routed[] {
+  const detail = `${providerTarget} reported subagent ${agent}; its record says it has none: its work is shown inline`;
+  return [
+    protocolWarning(binding, providerTarget, `reported subagent ${agent} although its record says it has none`),
+    ...degraded(binding, "subagent_shown_inline", detail),
+  ];
+}
+
+/**
+ * The subagent's child thread as a provider thread the app can address (wait, close, fork), where the record exposes
+ * subagent thread ids and the provider named one; else the subagent is a nested node only, by policy.
+ */
+function childThread(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  node: NodeEntry,
+  childThreadRef: string | undefined,
+): Routed[] {
+  if (childThreadRef && caps.subagents.exposesSubagentThreadIds) {
+    return [
+      applied(binding, {
+        type: "subagent.thread_bound",
+        ...scopeOf(binding),
+        nodeId: node.nodeId,
+        // Derived from the node: the same transcript replayed binds the same provider thread id.
+        providerThreadId: derivedId("pth", node.nodeId),
+        providerTarget,
+        sessionId: binding.sessionId,
+        nativeThreadRef: childThreadRef,
+      }),
+    ];
+  }
+  const why = childThreadRef
+    ? "its record says subagent thread ids are not exposed"
+    : "the provider named no child thread for it";
+  const capability = caps.subagents.exposesSubagentThreadIds ? "identity.nativeThreadIds" : undefined;
+  return degraded(binding, "subagent_not_addressable", `subagent ${node.nodeId}: ${why}`, capability);
 }
 
 export function subagentCompleted(binding: TurnBinding, event: EventOf<"subagent.completed">): Routed[] {
@@ -86,7 +142,15 @@ export function adoptChildThread(
   binding.childThreads.set(threadRef, node.nodeId);
   out.push(
     applied(binding, { ...nodeStartedEvent(binding, node, providerTarget, undefined, undefined), detail: null }),
+    ...childThread(binding, caps, providerTarget, node, threadRef),
   );
+  // Where the provider announces its subagents, a child thread ahead of its start is only early, not a fallback.
+  if (!caps.subagents.emitsSubagentLifecycle) {
+    const detail =
+      `child thread ${threadRef} was never announced: subagent ${node.nodeId} is made from its events, ` +
+      "and closed when its child turn ends";
+    out.push(...degraded(binding, "subagent_lifecycle_inferred", detail));
+  }
   return binding;
 }
 
@@ -99,7 +163,7 @@ export function childTurnEnded(
   // Invariant 3: a child turn ending closes (at most) its subagent node, never the run.
   if (caps.subagents.emitsSubagentLifecycle) return [];
   const node = nodeById(binding, binding.childThreads.get(childThreadRef));
-  return node?.open ? [closeSubagent(binding, node, status, null)] : [];
+  return node?.open && node.kind === "subagent" ? [closeSubagent(binding, node, status, null)] : [];
 }
 
 function subagentNamed(
@@ -109,7 +173,9 @@ function subagentNamed(
 ): NodeEntry | undefined {
   const byRef = itemRef ? binding.byRef.get(itemRef) : undefined;
   if (byRef?.kind === "subagent") return byRef;
-  return childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined;
+  const byThread = childThreadRef ? nodeById(binding, binding.childThreads.get(childThreadRef)) : undefined;
+  // A child thread shown inline maps to the root: never closed as a subagent.
+  return byThread?.kind === "subagent" ? byThread : undefined;
 }
 
 function closeSubagent(
