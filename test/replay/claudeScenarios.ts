@@ -29,6 +29,8 @@ export const claudeScenarios: Record<string, Scenario> = {
   },
 
   "bash-allow-deny": {
+    // Under workspace-write (Claude's acceptEdits) a write in the cwd runs unasked; read-only (default) asks.
+    runtime: { sandbox: "read-only" },
     async run(w) {
       const threadId = await thread(w);
       w.push(
