@@ -58,8 +58,10 @@ export function subagentOperation(
   const child = d.views.subagentThreads.get(nodeId);
   const caps = target && recordOf(target, child);
   const capability = `subagents.${field}`;
-  if (!target || !caps || !caps.subagents[field] || !target.adapter[method])
+  if (!target || !caps || !caps.subagents[field])
     return { available: false, capability, reason: `${run.providerTarget}: ${capability} is false` };
+  if (!target.adapter[method])
+    return { available: false, capability, reason: `${run.providerTarget}'s adapter has no ${method}` };
   if (!child)
     return {
       available: false,

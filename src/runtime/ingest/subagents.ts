@@ -96,11 +96,10 @@ function childThread(
       }),
     ];
   }
-  const why = childThreadRef
+  const why = !caps.subagents.exposesSubagentThreadIds
     ? "its record says subagent thread ids are not exposed"
-    : "the provider named no child thread for it";
-  const capability = caps.subagents.exposesSubagentThreadIds ? "identity.nativeThreadIds" : undefined;
-  return degraded(binding, "subagent_not_addressable", `subagent ${node.nodeId}: ${why}`, capability);
+    : `the provider named no child thread for it (identity.nativeThreadIds: ${caps.identity.nativeThreadIds})`;
+  return degraded(binding, "subagent_not_addressable", `subagent ${node.nodeId}: ${why}`);
 }
 
 export function subagentCompleted(binding: TurnBinding, event: EventOf<"subagent.completed">): Routed[] {
