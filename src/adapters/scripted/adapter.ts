@@ -249,8 +249,8 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   if (caps.subagents.canWaitForSubagents) {
     adapter.waitForSubagent = async ({ sessionId, thread, childThreadRef, signal }) => {
       liveSession(sessionId);
-      const live = active.get(thread.resumeCursor)?.turn.subagents.get(childThreadRef);
-      if (live) return { status: await untilAborted(live.ended, signal) };
+      const subagent = active.get(thread.resumeCursor)?.turn.subagents.get(childThreadRef);
+      if (subagent) return { status: await untilAborted(subagent.ended, signal) };
       // Ended already: its child thread tells how (where the provider keeps it).
       const status = backend.threads.get(childThreadRef)?.turns[0]?.status;
       if (!status || status === "running") throw new ProviderError("no such subagent", { childThreadRef });
@@ -260,9 +260,9 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   if (caps.subagents.canCloseSubagents) {
     adapter.closeSubagent = async ({ sessionId, thread, childThreadRef }) => {
       liveSession(sessionId);
-      const live = active.get(thread.resumeCursor)?.turn.subagents.get(childThreadRef);
-      if (!live) throw new ProviderError("no running subagent on this child thread", { childThreadRef });
-      live.close.abort(); // acknowledgement only: its end follows as events
+      const subagent = active.get(thread.resumeCursor)?.turn.subagents.get(childThreadRef);
+      if (!subagent) throw new ProviderError("no subagent on this child thread", { childThreadRef });
+      subagent.close.abort(); // acknowledgement only: its end follows as events (an ended one stays as it ended)
     };
   }
   if (caps.threads.canForkThread) {

@@ -24,7 +24,7 @@ class TurnFailed extends Error {
   }
 }
 
-/** A running subagent of the turn with a child thread: what `waitForSubagent` and `closeSubagent` reach. */
+/** A subagent of the turn with a child thread: what `waitForSubagent` and `closeSubagent` reach. */
 export interface LiveSubagent {
   /** Stops the subagent's steps (at its next step or wait); its parent turn goes on. */
   readonly close: AbortController;
@@ -35,7 +35,7 @@ export interface LiveSubagent {
 export class ScriptedTurn {
   readonly abort = new AbortController();
   readonly steers: string[] = [];
-  /** Running subagents by child thread ref. */
+  /** The turn's subagents with a child thread, by its ref: running, or ended (their `ended` resolved). */
   readonly subagents = new Map<string, LiveSubagent>();
   /** The signal a scope's steps give way to: a subagent's also gives way to its close. */
   readonly #signals = new WeakMap<Scope, AbortSignal>();
@@ -325,7 +325,6 @@ export class ScriptedTurn {
    * (`subagents.canForkSubagentThread`); otherwise the provider lets it go.
    */
   #childEnded(thread: BackendThread, ref: string, status: TurnTerminalStatus, result: string): void {
-    this.subagents.delete(ref);
     Object.assign(thread.turns[0]!, { status, assistantText: result });
     if (!this.caps.subagents.canForkSubagentThread) this.backend.threads.delete(ref);
   }
