@@ -526,7 +526,7 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
       expect(events.at(-1)).toMatchObject({ type: "turn.terminal", status: "completed" });
     });
 
-    it("streamsReasoning false: no reasoning items at all", async () => {
+    it("streamsReasoning false: the reasoning arrives whole with its completion, never as deltas", async () => {
       const r = await rig({
         capabilities: caps({ streaming: { streamsReasoning: false } }),
         steps: [
@@ -535,7 +535,12 @@ describe("scripted adapter", { timeout: 30_000 }, () => {
         ],
       });
       const events = await r.turn();
-      expect(events.filter((e) => field(e, "kind") === "reasoning")).toEqual([]);
+      expect(deltasOf(events, "reasoning")).toBe("");
+      expect(
+        ofType(events, "item.completed")
+          .filter((e) => e.kind === "reasoning")
+          .map((e) => e.text),
+      ).toEqual(["hmm"]);
       expect(textOf(events)).toBe("answer");
     });
 
