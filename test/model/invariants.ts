@@ -14,6 +14,18 @@ const NEVER_AFTER_TERMINAL = new Set(["node.started", "node.delta", "run.state",
 const ALTERNATIVE_CAPABILITY: Record<string, string[]> = {
   synthetic_fork: ["threads.canForkFromTurn"],
   turn_refs_as_evidence: ["turns.exposesNativeTurnId"],
+  subagent_wait_unsupported: ["subagents.exposesSubagentThreadIds"],
+  subagent_close_unsupported: ["subagents.exposesSubagentThreadIds"],
+  subagent_fork_synthetic: [
+    "threads.canForkFromSubagentThread",
+    "threads.canForkThread",
+    "subagents.exposesSubagentThreadIds",
+  ],
+  subagent_fork_unsupported: [
+    "threads.canForkFromSubagentThread",
+    "threads.canForkThread",
+    "subagents.exposesSubagentThreadIds",
+  ],
   rollback_divergent: ["checkpointing.providerCanRollbackConversation"],
   undeclared_request_declined: [
     "approvals.supportsFileReadApproval",

@@ -251,6 +251,53 @@ export const seed = {
     ];
   },
 
+  /**
+   * Subagents: "When exposesSubagentThreadIds is true, subagent provider threads become
+   * addressable ProviderThread records. When false, subagents can still be shown as nested
+   * execution nodes if the provider exposes enough lifecycle information." A provider whose
+   * record says it has none shows the work in its turn; operations need an addressable subagent.
+   */
+  subagentShown(r: SeedRecord): "addressable" | "nested" | "inline" {
+    if (!r.on("subagents.supportsSubagents")) return "inline";
+    return r.on("subagents.exposesSubagentThreadIds") && r.get("identity.nativeThreadIds") !== "none"
+      ? "addressable"
+      : "nested";
+  },
+
+  /** Whether a subagent gets a node of its own: announced, or made from its children's events. */
+  subagentVisible(r: SeedRecord): boolean {
+    return seed.subagentShown(r) !== "inline";
+  },
+
+  subagentDegradations(r: SeedRecord): string[] {
+    const shown = seed.subagentShown(r);
+    if (shown === "inline") return ["subagent_shown_inline"];
+    return [
+      ...(shown === "nested" ? ["subagent_not_addressable"] : []),
+      ...(r.on("subagents.emitsSubagentLifecycle") ? [] : ["subagent_lifecycle_inferred"]),
+    ];
+  },
+
+  /** Wait for a subagent / close it: where it is addressable and the record says the provider can. */
+  subagentOperation(r: SeedRecord, operation: "wait" | "close"): boolean {
+    const field = operation === "wait" ? "subagents.canWaitForSubagents" : "subagents.canCloseSubagents";
+    return seed.subagentShown(r) === "addressable" && r.on(field);
+  },
+
+  /**
+   * A fork of a subagent: native where its thread is addressable, outlives it as a conversation
+   * of its own (canForkSubagentThread) and the provider forks from a subagent thread
+   * (canForkFromSubagentThread); else "synthetic fork from app projection" of the subagent's items.
+   */
+  forksSubagentNatively(r: SeedRecord): boolean {
+    return (
+      seed.subagentShown(r) === "addressable" &&
+      r.on("subagents.canForkSubagentThread") &&
+      r.on("threads.canForkFromSubagentThread") &&
+      r.on("threads.canForkThread")
+    );
+  },
+
   /** "emitsProposedPlan: create accept/implementable plan artifacts"; otherwise the plan is the assistant's text. */
   proposesPlans(r: SeedRecord): boolean {
     return r.on("planning.emitsProposedPlan");

@@ -156,6 +156,21 @@ function stepsFor(text: string): ScriptStep[] {
         finish,
         { type: "text", text: `asked ${n}` },
       ];
+    case "delegate":
+      // A subagent that says something, then waits at gate `sub-<n>`; its parent then replies.
+      return [
+        {
+          type: "subagent",
+          agent: "helper",
+          prompt: `look at ${n}`,
+          steps: [
+            { type: "text", text: `child ${n}` },
+            { type: "gate", name: `sub-${n}` },
+          ],
+        },
+        { type: "text", text: `parent ${n}` },
+        finish,
+      ];
     case "plans":
       // A plan to propose, then a question before going on.
       return [

@@ -477,4 +477,23 @@ describe("subagents.emitsSubagentLifecycle", () => {
       await cleanup();
     }
   });
+
+  it("false, and no thread ids either: the node is made from the items that name it, closed with the turn", async () => {
+    const capabilities = { subagents: { emitsSubagentLifecycle: false, exposesSubagentThreadIds: false } };
+    const { adapter } = scriptedWith(capabilities, steps);
+    const { rt, threadId, events, cleanup } = await open(adapter);
+    try {
+      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "go" })).runId);
+      const node = run.items.find((i) => i.kind === "subagent")!;
+      expect(node.status).toBe("complete");
+      expect(run.items.find((i) => i.text === "child says hi")?.parentId).toBe(node.id);
+      expect(run.items.find((i) => i.text === "parent done")?.parentId).not.toBe(node.id);
+      expect(policies(events, "subagent_lifecycle_inferred").map(row)).toEqual([
+        [threadId, run.runId, "subagents.emitsSubagentLifecycle", "fallback"],
+      ]);
+      expect(policies(events, "subagent_not_addressable")).toHaveLength(1);
+    } finally {
+      await cleanup();
+    }
+  });
 });

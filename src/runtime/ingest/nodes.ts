@@ -2,6 +2,7 @@ import type { ProviderCapabilities } from "../../capabilities/schema.js";
 import type { ProviderEvent } from "../../adapters/contract.js";
 import type { ItemStream, NodeKind, ProviderItemKind } from "../../domain/items.js";
 import type { DomainEvent } from "../../domain/events.js";
+import { derivedId } from "../../domain/ids.js";
 import {
   applied,
   degraded,
@@ -39,9 +40,12 @@ export function itemStarted(
   if (earlier === "duplicate") return [];
   // A node its delta or completion brought first is this item: announced again with what the start knows (detail,
   // parent), never a second node.
+  // A parent item the provider never announced: a subagent of a provider without subagent lifecycle events.
+  const adopted = adoptParentItem(binding, caps, providerTarget, event.parentItemRef);
   const node = earlier ?? startNode(binding, itemIdStrength(caps, kind), kind, event.itemRef, event.detail?.toolName);
   node.announced = true;
   return [
+    ...adopted,
     ...(earlier ? [] : toolFallbacks(binding, caps, kind, false)),
     applied(binding, {
       ...nodeStartedEvent(binding, node, providerTarget, event.parentItemRef, event.threadRef),
@@ -251,4 +255,44 @@ function artifactNode(
     node,
     started: [applied(binding, nodeStartedEvent(binding, node, providerTarget, undefined, threadRef))],
   };
+}
+
+/**
+ * An item naming a parent item the provider never announced, from a provider that has subagents
+ * but reports no lifecycle: that parent is a subagent, shown as a node made from its children's
+ * events and closed when the turn ends. Without it, such a subagent would not be shown at all.
+ */
+export function adoptParentItem(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  parentItemRef: string | undefined,
+): Routed[] {
+  const { subagents } = caps;
+  if (!parentItemRef || !subagents.supportsSubagents || subagents.emitsSubagentLifecycle) return [];
+  if (binding.nodes.some((n) => n.ref === parentItemRef)) return [];
+  const node: NodeEntry = {
+    nodeId: derivedId("nod", binding.providerTurnId, `parent:${parentItemRef}`),
+    kind: "subagent",
+    ref: parentItemRef,
+    open: true,
+    announced: false,
+  };
+  binding.nodes.push(node);
+  // Not an enclosing subagent for items that name no parent: without its end, it would take the turn's later items.
+  binding.byRef.set(parentItemRef, node);
+  const detail =
+    `item ${parentItemRef} was never announced and has items of its own: subagent ${node.nodeId} is made from ` +
+    "them, and closed when its turn ends";
+  return [
+    applied(binding, { ...nodeStartedEvent(binding, node, providerTarget, undefined, undefined), detail: null }),
+    ...degraded(binding, "subagent_lifecycle_inferred", detail),
+    ...(subagents.exposesSubagentThreadIds
+      ? []
+      : degraded(
+          binding,
+          "subagent_not_addressable",
+          `subagent ${node.nodeId}: its record says subagent thread ids are not exposed`,
+        )),
+  ];
 }

@@ -561,6 +561,29 @@ const approveOpen = (w: World) =>
     w.rt.respond({ requestId: pendingRequest(w)!.requestId, response: { kind: "decision", decision: "accept" } }),
   );
 
+/** The subagent's request, after the root's was answered by native id or by ordinal. */
+function subagentAsked(answeredBy: "id" | "ordinal") {
+  return {
+    meta: {
+      expect: {
+        until: (w: World) => opened(w).length === 2,
+        policies: (w: World) =>
+          seed.subagentRequestsHangUnderSubagent(record(w.flags)) ? [] : ["subagent_request_at_root" as const],
+        check: (w: World) => {
+          must(answeredWith(w) === answeredBy, `the first answer went back by ${answeredWith(w)}`);
+          const request = opened(w)[1]!;
+          const parent = nodeStarted(w, nodeStarted(w, request.nodeId)?.parentNodeId);
+          const wanted = seed.subagentRequestsHangUnderSubagent(record(w.flags)) ? "subagent" : "root_turn";
+          must(parent?.kind === wanted, `the subagent's request hangs under a ${String(parent?.kind)}`);
+          const ids = opened(w).map((e) => e.requestId);
+          must(new Set(ids).size === 2, "two requests got one id");
+        },
+      },
+    },
+    on: { APPROVE: "answered" },
+  };
+}
+
 /**
  * A provider that asks before a command at the root and another inside a subagent, and sends
  * request ids, whatever its record declares: the record decides what the runtime accepts and how.
@@ -609,35 +632,13 @@ export const requestArrivalModel: PolicyModel = {
             policies: (w: World) => (seed.approvalsByOrdinal(record(w.flags)) ? ["requests_by_turn_ordinal"] : []),
           },
         },
-        on: { APPROVE: [{ guard: "byOrdinal", target: "answeredByOrdinal" }, { target: "answeredById" }] },
-      },
-      // The answer goes back by the request's native id, or by its turn and ordinal.
-      answeredById: {
-        always: "subagentAsked",
-        meta: { expect: { check: (w: World) => must(answeredWith(w) === "id", "answered by ordinal") } },
-      },
-      answeredByOrdinal: {
-        always: "subagentAsked",
-        meta: { expect: { check: (w: World) => must(answeredWith(w) === "ordinal", "answered by the provider's id") } },
-      },
-      subagentAsked: {
-        meta: {
-          expect: {
-            until: (w: World) => opened(w).length === 2,
-            policies: (w: World) =>
-              seed.subagentRequestsHangUnderSubagent(record(w.flags)) ? [] : ["subagent_request_at_root"],
-            check: (w: World) => {
-              const request = opened(w)[1]!;
-              const parent = nodeStarted(w, nodeStarted(w, request.nodeId)?.parentNodeId);
-              const wanted = seed.subagentRequestsHangUnderSubagent(record(w.flags)) ? "subagent" : "root_turn";
-              must(parent?.kind === wanted, `the subagent's request hangs under a ${String(parent?.kind)}`);
-              const ids = opened(w).map((e) => e.requestId);
-              must(new Set(ids).size === 2, "two requests got one id");
-            },
-          },
+        on: {
+          APPROVE: [{ guard: "byOrdinal", target: "subagentAskedAfterOrdinal" }, { target: "subagentAskedAfterId" }],
         },
-        on: { APPROVE: "answered" },
       },
+      // The first answer went back by the request's native id, or by its turn and ordinal.
+      subagentAskedAfterId: subagentAsked("id"),
+      subagentAskedAfterOrdinal: subagentAsked("ordinal"),
       answered: {
         meta: { expect: { until: (w: World) => w.rt.views.pendingRequests(w.threadId).length === 0 } },
         on: { FINISH: "completed" },
@@ -781,6 +782,113 @@ export const planningModel: PolicyModel = {
   },
 };
 
+const subagentNodes = (w: World) => w.run().items.filter((i) => i.kind === "subagent");
+const childSaid = (w: World) => w.run().items.some((i) => i.kind === "assistant_message" && i.text === `child ${w.n}`);
+
+/**
+ * A provider that reports a subagent (whatever its record says) which says something and waits;
+ * the app closes it, or lets it finish and waits for it. The record decides how it is shown and
+ * whether the operations reach the provider.
+ */
+export const subagentModel: PolicyModel = {
+  name: "subagents",
+  reads: {
+    "main.subagents.exposesSubagentThreadIds": B,
+    "main.subagents.emitsSubagentLifecycle": B,
+    "main.subagents.canWaitForSubagents": B,
+    "main.subagents.canCloseSubagents": B,
+  },
+  machine: modelMachine(
+    "subagents",
+    {
+      inline: (f) => !seed.subagentVisible(record(f)),
+      closes: (f) => seed.subagentOperation(record(f), "close"),
+      waits: (f) => seed.subagentOperation(record(f), "wait"),
+    },
+    {
+      idle: { on: { SEND: [{ guard: "inline", target: "inline" }, { target: "delegated" }] } },
+      inline: {
+        meta: {
+          expect: {
+            until: childSaid,
+            policies: (w: World) => seed.subagentDegradations(record(w.flags)) as PolicyName[],
+            check: (w: World) => must(subagentNodes(w).length === 0, "a subagent node for a subagent not shown"),
+          },
+        },
+        on: { RELEASE: "finishing" },
+      },
+      delegated: {
+        meta: {
+          expect: {
+            until: (w: World) => childSaid(w) && subagentNodes(w).length === 1,
+            policies: (w: World) => seed.subagentDegradations(record(w.flags)) as PolicyName[],
+            check: (w: World) => {
+              const shown = w.rt.affordances(w.threadId).subagents.shown;
+              must(shown === seed.subagentShown(record(w.flags)), `affordances say subagents are ${shown}`);
+            },
+          },
+        },
+        on: {
+          CLOSE: [{ guard: "closes", target: "closed" }, { target: "closeRefused" }],
+          RELEASE: "released",
+        },
+      },
+      closed: {
+        meta: {
+          expect: {
+            until: (w: World) => subagentNodes(w)[0]?.status === "complete",
+            check: (w: World) => {
+              const status = (subagentNodes(w)[0]?.detail as { status?: string } | undefined)?.status;
+              must(status === "interrupted", `the closed subagent ended ${status}`);
+            },
+          },
+        },
+        on: { FINISH: "completed" },
+      },
+      closeRefused: {
+        meta: {
+          expect: {
+            refused: "capability_unsupported",
+            policies: ["subagent_close_unsupported"],
+            check: (w: World) =>
+              must(subagentNodes(w)[0]?.status === "streaming", "a refused close ended the subagent"),
+          },
+        },
+        on: { RELEASE: "released" },
+      },
+      released: {
+        // The subagent's work is over once its parent speaks again.
+        meta: { expect: { until: (w: World) => w.run().items.some((i) => i.text === `parent ${w.n}`) } },
+        on: { WAIT: [{ guard: "waits", target: "waited" }, { target: "waitRefused" }] },
+      },
+      waited: {
+        meta: {
+          expect: {
+            check: (w: World) => must((w.lastReceipt as { status?: string })?.status === "completed", "no wait"),
+          },
+        },
+        on: { FINISH: "completed" },
+      },
+      waitRefused: {
+        meta: { expect: { refused: "capability_unsupported", policies: ["subagent_wait_unsupported"] } },
+        on: { FINISH: "completed" },
+      },
+      finishing: {
+        meta: { expect: { until: (w: World) => w.run().items.some((i) => i.text === `parent ${w.n}`) } },
+        on: { FINISH: "completed" },
+      },
+      completed: finished(),
+    },
+  ),
+  drive: {
+    SEND: (w) => w.send("delegate"),
+    CLOSE: (w) => w.attempt(() => w.rt.closeSubagent({ threadId: w.threadId, nodeId: subagentNodes(w)[0]!.id })),
+    RELEASE: async (w) => w.backends.get("main")!.openGate(`sub-${w.n}`),
+    WAIT: (w) => w.attempt(() => w.rt.waitForSubagent({ threadId: w.threadId, nodeId: subagentNodes(w)[0]!.id })),
+    FINISH: finish,
+  },
+};
+
 const sessionsStarted = (w: World) => w.records.filter((r) => r.event.type === "session.started").length;
 
 export const modelSwitchModel: PolicyModel = {
@@ -892,7 +1000,48 @@ function must(ok: boolean, message: string): void {
   if (!ok) throw new Error(message);
 }
 
+/** A provider whose record says it has no subagents reports one anyway: its work is shown in its turn. */
+export const subagentInlineModel: PolicyModel = {
+  name: "subagents reported",
+  reads: { "main.subagents.supportsSubagents": B },
+  open: (flags) => World.open(flags, ["main"], {}, undefined, { declaredOnly: true }),
+  machine: modelMachine(
+    "subagentsReported",
+    { supports: (f) => seed.subagentShown(record(f)) !== "inline" },
+    {
+      idle: { on: { SEND: [{ guard: "supports", target: "nested" }, { target: "inline" }] } },
+      nested: {
+        meta: { expect: { until: (w: World) => childSaid(w) && subagentNodes(w).length === 1 } },
+        on: { RELEASE: "finishing" },
+      },
+      inline: {
+        meta: {
+          expect: {
+            until: childSaid,
+            policies: ["subagent_shown_inline"],
+            check: (w: World) =>
+              must(subagentNodes(w).length === 0, "a subagent node for a provider without subagents"),
+          },
+        },
+        on: { RELEASE: "finishing" },
+      },
+      finishing: {
+        meta: { expect: { until: (w: World) => w.run().items.some((i) => i.text === `parent ${w.n}`) } },
+        on: { FINISH: "completed" },
+      },
+      completed: finished(),
+    },
+  ),
+  drive: {
+    SEND: (w) => w.send("delegate"),
+    RELEASE: async (w) => w.backends.get("main")!.openGate(`sub-${w.n}`),
+    FINISH: finish,
+  },
+};
+
 export const runPolicyModels = [
+  subagentInlineModel,
+  subagentModel,
   planningModel,
   turnIdentityModel,
   requestArrivalModel,

@@ -652,6 +652,66 @@ export const handoffBoundModel: PolicyModel = {
   drive: { SEND: send(), FINISH: finish, SWITCH: send({ providerTarget: "b" }) },
 };
 
+/** A thread whose run delegated to a subagent; the subagent's conversation is forked into a thread of its own. */
+export const subagentForkModel: PolicyModel = {
+  name: "subagent fork",
+  reads: { "main.subagents.canForkSubagentThread": B, "main.threads.canForkFromSubagentThread": B },
+  machine: modelMachine(
+    "subagentFork",
+    { native: (f) => seed.forksSubagentNatively(record(f)) },
+    {
+      idle: { on: { SEND: "delegated" } },
+      delegated: {
+        meta: { expect: { until: (w: World) => w.run().items.some((i) => i.kind === "subagent") } },
+        on: { RELEASE: "released" },
+      },
+      released: {
+        meta: { expect: { until: (w: World) => w.run().items.some((i) => i.text === `parent ${w.n}`) } },
+        on: { FINISH: "done" },
+      },
+      done: { meta: { expect: { until: runIs("completed") } }, on: { FORK: "forked" } },
+      forked: { on: { SEND_ON_FORK: [{ guard: "native", target: "native" }, { target: "synthetic" }] } },
+      native: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) => must(last(w, "fork.resolved")?.resolution === "native", "the fork was not native"),
+          },
+        },
+        on: { FINISH: "forkDone" },
+      },
+      synthetic: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["subagent_fork_synthetic"],
+            check: (w: World) => {
+              must(last(w, "fork.resolved")?.resolution === "portable", "the fork was not portable");
+              must(
+                String(last(w, "handoff.created")?.text).includes(`look at ${w.n - 1}`),
+                "the fork was not told the subagent's prompt",
+              );
+            },
+          },
+        },
+        on: { FINISH: "forkDone" },
+      },
+      forkDone: finished,
+    },
+  ),
+  drive: {
+    SEND: async (w) => void (await w.send("delegate")),
+    RELEASE: async (w) => w.backends.get("main")!.openGate(`sub-${w.n}`),
+    FINISH: finish,
+    FORK: (w) =>
+      w.attempt(async () => {
+        const nodeId = w.run(w.runIds[0]).items.find((i) => i.kind === "subagent")!.id;
+        w.forkThreadId = (await w.rt.forkThread({ threadId: w.threadId, fromSubagentNodeId: nodeId })).threadId;
+      }),
+    SEND_ON_FORK: (w) => send({ threadId: w.forkThreadId! })(w),
+  },
+};
+
 const crashChild = join(import.meta.dirname, "..", "crashChild.ts");
 
 /**
@@ -733,6 +793,7 @@ export const requestExpiryModel: PolicyModel = {
 export const threadPolicyModels = [
   forkModel,
   switchAdmissionModel,
+  subagentForkModel,
   handoffBoundModel,
   rollbackModel,
   rollbackVerificationModel,
