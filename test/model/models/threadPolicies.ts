@@ -655,10 +655,20 @@ export const handoffBoundModel: PolicyModel = {
 /** A thread whose run delegated to a subagent; the subagent's conversation is forked into a thread of its own. */
 export const subagentForkModel: PolicyModel = {
   name: "subagent fork",
-  reads: { "main.subagents.canForkSubagentThread": B, "main.threads.canForkFromSubagentThread": B },
+  reads: {
+    "main.subagents.canForkSubagentThread": B,
+    "main.threads.canForkFromSubagentThread": B,
+    // A portable fork needs context the provider takes: here, only as a user message, or none.
+    "main.context.acceptsDeveloperContext": [false],
+    "main.context.acceptsSystemContext": [false],
+    "main.context.acceptsSyntheticUserContext": B,
+  },
   machine: modelMachine(
     "subagentFork",
-    { native: (f) => seed.forksSubagentNatively(record(f)) },
+    {
+      native: (f) => seed.forksSubagentNatively(record(f)),
+      portable: (f) => seed.delivery(record(f)) !== "refused",
+    },
     {
       idle: { on: { SEND: "delegated" } },
       delegated: {
@@ -669,7 +679,26 @@ export const subagentForkModel: PolicyModel = {
         meta: { expect: { until: (w: World) => w.run().items.some((i) => i.text === `parent ${w.n}`) } },
         on: { FINISH: "done" },
       },
-      done: { meta: { expect: { until: runIs("completed") } }, on: { FORK: "forked" } },
+      done: {
+        meta: { expect: { until: runIs("completed") } },
+        on: {
+          FORK: [
+            { guard: "native", target: "forked" },
+            { guard: "portable", target: "forked" },
+            { target: "forkRefused" },
+          ],
+        },
+      },
+      forkRefused: {
+        type: "final",
+        meta: {
+          expect: {
+            refused: "capability_unsupported",
+            policies: ["subagent_fork_unsupported"],
+            check: (w: World) => must(w.rt.listThreads().length === 1, "a refused fork made a thread"),
+          },
+        },
+      },
       forked: { on: { SEND_ON_FORK: [{ guard: "native", target: "native" }, { target: "synthetic" }] } },
       native: {
         meta: {
@@ -684,7 +713,7 @@ export const subagentForkModel: PolicyModel = {
         meta: {
           expect: {
             until: runIs("running"),
-            policies: ["subagent_fork_synthetic"],
+            policies: ["subagent_fork_synthetic", "handoff_as_user_context"],
             check: (w: World) => {
               must(last(w, "fork.resolved")?.resolution === "portable", "the fork was not portable");
               must(
