@@ -220,6 +220,12 @@ export interface SendRunInput {
   model: string | null;
   /** The turn's mode (absent: the default); the session's own where the provider cannot switch modes in session. */
   runtimeMode?: RuntimeMode;
+  /**
+   * The provider creates the thread with this turn (`threads.canCreateEmptyThread` false: the
+   * runtime never asked for an empty one). `thread` then carries only its cwd; the reply names the
+   * thread it made.
+   */
+  newThread?: boolean;
 }
 
 export interface TurnAddress {
@@ -247,8 +253,11 @@ export interface ProviderAdapter {
   startSession(input: StartSessionInput): Promise<ProviderSessionInfo>;
   stopSession(input: { sessionId: string }): Promise<void>;
   ensureProviderThread(input: EnsureThreadInput): Promise<ProviderThreadHandle>;
-  /** Starts a turn; resolves once the provider accepted it (not when it finishes). */
-  sendRun(input: SendRunInput): Promise<{ turnRef: string | null }>;
+  /**
+   * Starts a turn; resolves once the provider accepted it (not when it finishes). For a
+   * `newThread` turn, `thread` is the thread it created with it.
+   */
+  sendRun(input: SendRunInput): Promise<{ turnRef: string | null; thread?: ProviderThreadHandle }>;
   /** Present only when `turns.supportsActiveSteering`. */
   steerRun?(input: TurnAddress & { text: string }): Promise<void>;
   /** Resolves on acknowledgement; the terminal arrives later as a `turn.terminal` event. */

@@ -48,15 +48,21 @@ export const canVerifyProviderRollback = (c: Caps): boolean =>
 /** The provider says when each turn ends (else the runtime infers it when the session goes idle). */
 export const reportsTurnTerminals = (c: Caps): boolean => c.turns.emitsTurnCompleted;
 
+/** The provider makes an empty thread on request; otherwise a thread is made with its first turn. */
+export const createsEmptyThreads = (c: Caps): boolean => c.threads.canCreateEmptyThread;
+
 /**
  * One session may host many provider threads only when their events can be told apart by
- * thread id and each turn reports its own terminal; otherwise each thread gets a session.
+ * thread id, each turn reports its own terminal, and a thread exists before its first turn's
+ * events (a thread made with its turn is known only once the provider names it); otherwise
+ * each thread gets a session.
  */
 export const sharesSessionAcrossThreads = (c: Caps): boolean =>
   c.sessions.supportsMultipleProviderThreadsPerSession &&
   c.threads.exposesNativeThreadId &&
   c.identity.nativeThreadIds !== "none" &&
-  reportsTurnTerminals(c);
+  reportsTurnTerminals(c) &&
+  createsEmptyThreads(c);
 
 export const canSwitchModelInSession = (c: Caps): boolean => c.sessions.supportsModelSwitchInSession;
 

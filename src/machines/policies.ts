@@ -35,6 +35,11 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "the provider cannot queue: the runtime holds the message until the turn boundary",
   },
+  thread_created_with_first_turn: {
+    capability: "threads.canCreateEmptyThread",
+    outcome: "fallback",
+    summary: "no empty threads: a provider thread is made with its first turn, and bound once the provider names it",
+  },
   synthetic_fork: {
     capability: "threads.canForkThread",
     outcome: "fallback",

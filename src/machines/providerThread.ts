@@ -1,5 +1,5 @@
 import { assign, enqueueActions, setup } from "xstate";
-import { canForkNatively, type ProviderCapabilities } from "../capabilities/index.js";
+import { canForkNatively, createsEmptyThreads, type ProviderCapabilities } from "../capabilities/index.js";
 import type { ProviderThreadHandle } from "../adapters/contract.js";
 import type { DomainEventOf } from "../domain/events.js";
 import { policyApplied, record, type MachineEmitted } from "./emitted.js";
@@ -101,7 +101,8 @@ export type ProviderThreadEvent =
   | { type: "UNLOAD" };
 
 type Via = DomainEventOf<"provider_thread.bound">["via"];
-type Call = "resume" | "create" | "fork";
+/** `withTurn`: no call now; the thread is made with the next turn, which binds it (no empty threads). */
+type Call = "resume" | "create" | "fork" | "withTurn";
 
 const situationOf = (context: ProviderThreadContext): LoadSituation => context.situation!;
 /** A state waiting on the provider call it names; the call's success binds the thread as `via`. */
@@ -111,6 +112,24 @@ const loading = (call: Call, via: Via, failures: Record<string, unknown> = {}) =
     BOUND: { target: "#providerThread.loaded", actions: [{ type: "recordBound" as const, params: { via } }] },
     LOAD_FAILED: { target: "#providerThread.unloaded" },
     ...failures,
+  },
+});
+
+/**
+ * A new provider thread: asked for now where the provider makes empty threads, else made by the
+ * next turn (a named degradation), which binds it once the provider names it.
+ */
+const creating = (via: Via) => ({
+  initial: "choosing" as const,
+  states: {
+    choosing: {
+      always: [
+        { guard: "createsWithFirstTurn" as const, target: "withFirstTurn", actions: "recordCreatedWithTurn" as const },
+        { target: "calling" },
+      ],
+    },
+    calling: loading("create", via),
+    withFirstTurn: loading("withTurn", via),
   },
 });
 
@@ -129,6 +148,7 @@ export const providerThreadMachine = setup({
     pendingFork: ({ context }) => situationOf(context).fork !== null,
     forksNatively: ({ context }) => forksNatively(situationOf(context).fork!),
     hadBroken: ({ context }) => situationOf(context).hadBroken,
+    createsWithFirstTurn: ({ context }) => !createsEmptyThreads(situationOf(context).capabilities),
   },
   actions: {
     takeSituation: assign({
@@ -150,6 +170,12 @@ export const providerThreadMachine = setup({
           resumeCursor: event.handle.resumeCursor,
           via: params.via,
         }),
+      );
+    }),
+    recordCreatedWithTurn: enqueueActions(({ context, enqueue }) => {
+      const detail = `${context.providerTarget} makes no empty threads: the next turn makes its provider thread`;
+      enqueue.emit(
+        policyApplied({ threadId: context.appThreadId, runId: null }, "thread_created_with_first_turn", detail),
       );
     }),
     recordRefresh: enqueueActions(({ context, enqueue }) => {
@@ -251,11 +277,11 @@ export const providerThreadMachine = setup({
       ],
     },
     resuming: loading("resume", "resumed", { RESUME_FAILED: { target: "rebuilding", actions: "recordResumeFailed" } }),
-    rebuilding: loading("create", "rebuilt"),
-    refreshing: loading("create", "refreshed"),
-    realigning: loading("create", "realigned"),
-    replacing: loading("create", "replaced"),
-    creating: loading("create", "created"),
+    rebuilding: creating("rebuilt"),
+    refreshing: creating("refreshed"),
+    realigning: creating("realigned"),
+    replacing: creating("replaced"),
+    creating: creating("created"),
     forkingNatively: {
       meta: { call: "fork", via: "forked" },
       on: {
@@ -265,7 +291,7 @@ export const providerThreadMachine = setup({
       },
     },
     /** A fork realised from app context on a new provider thread (lower fidelity). */
-    forkingPortably: loading("create", "created"),
+    forkingPortably: creating("created"),
     loaded: {
       initial: "idle",
       states: {

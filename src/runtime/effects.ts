@@ -1,5 +1,5 @@
 import type { HandoffContext, ProviderThreadAddress } from "../adapters/contract.js";
-import { isTillerError } from "../domain/errors.js";
+import { isTillerError, ProviderError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { interruptWaitsForTurnStart } from "../capabilities/predicates.js";
 import type { Effect } from "../machines/emitted.js";
@@ -105,6 +105,8 @@ export class Effects implements AttemptTracking {
     // The session is claimed from the moment the turn has it (no idle stop under a turn being set
     // up); settle releases it once the turn began, this method if it never did.
     let claimed: string | null = null;
+    // A thread this turn was to make (no empty threads) and that the provider has not named yet.
+    let making = false;
     try {
       // The pre-run baseline is taken before the provider can touch a file.
       if (rt.views.runs.get(runId)?.attempts.length === 1) await rt.checkpoints.baseline(runId, target.capabilities());
@@ -117,6 +119,7 @@ export class Effects implements AttemptTracking {
         rt.actors.threads.get(threadId)?.send({ type: "RUN_CAPABILITIES", runId, capabilities: session.capabilities });
       });
       const loaded = await target.ensureThread(threadId, session);
+      making = !!loaded.unmade;
       // What the turn must be told, and the summary of it the provider writes where its record says it does.
       const plan = target.planContext(threadId, runId, loaded, session);
       const written = plan ? await target.providerSummary(plan, session) : null;
@@ -134,6 +137,7 @@ export class Effects implements AttemptTracking {
         providerThreadId: loaded.providerThreadId,
         sessionId: session.sessionId,
         threadRef: loaded.handle.threadRef,
+        makingThread: !!loaded.unmade,
       });
       // From here settle balances the claim, however the turn ends (even before sendRun replies).
       claimed = null;
@@ -147,14 +151,22 @@ export class Effects implements AttemptTracking {
       sent = { sessionId: session.sessionId, thread: loaded.handle };
       // Silence counts from here: starting a host or a session has its own timeouts.
       this.silentTurns.watch(runId, attemptId);
-      const { turnRef } = await target.adapter.sendRun({
+      const reply = await target.adapter.sendRun({
         sessionId: session.sessionId,
         thread: loaded.handle,
         text,
         context,
         model,
         runtimeMode,
+        ...(loaded.unmade ? { newThread: true } : {}),
       });
+      const { turnRef } = reply;
+      if (loaded.unmade) {
+        if (!reply.thread) throw new ProviderError(`${target.id} made a thread with the turn and did not name it`);
+        target.bindMadeThread(threadId, loaded, reply.thread, attemptId);
+        making = false;
+        sent = { sessionId: session.sessionId, thread: { ...reply.thread, cwd: loaded.handle.cwd } };
+      }
       target.normalizer.acceptTurn(attemptId, turnRef);
       const accepted = {
         attemptId,
@@ -174,6 +186,7 @@ export class Effects implements AttemptTracking {
     } catch (error) {
       const unclaimed = claimed;
       if (unclaimed) rt.act(() => target.release(unclaimed));
+      if (making) target.madeThreadFailed(threadId);
       const failure = {
         failureClass: isTillerError(error) ? error.code : "provider_error",
         message: redact(error instanceof Error ? error.message : String(error)),

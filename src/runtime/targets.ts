@@ -3,6 +3,7 @@ import { parseCapabilities, type ProviderCapabilities } from "../capabilities/in
 import type {
   HandoffContext,
   ProviderAdapter,
+  DynamicToolDefinition,
   ProviderThreadAddress,
   ProviderThreadHandle,
   SandboxPolicy,
@@ -31,7 +32,7 @@ import {
   type ContextPlan,
 } from "./handoff.js";
 import { Normalizer } from "./ingest/normalizer.js";
-import { Projections } from "./projections.js";
+import { Projections, type ProviderThreadRecord } from "./projections.js";
 
 /**
  * One configured provider target: its adapter, its normalizer, and a registry of the live
@@ -52,6 +53,8 @@ export interface LoadedThread {
   sessionId: string;
   /** What every call on this provider thread passes: its handle, with its app thread's cwd. */
   handle: ProviderThreadAddress;
+  /** Not made yet: the next turn makes it (`newThread`), and `bindMadeThread` records it as `via`. */
+  unmade?: { via: ProviderThreadRecord["origin"] };
 }
 
 /** What a target needs from the runtime. */
@@ -60,6 +63,8 @@ export interface TargetHost {
   readonly sandbox: SandboxPolicy;
   readonly ids: IdSource;
   readonly sessionIdleMs: number | null;
+  /** The embedder's registered tools, as a session is told of them. */
+  readonly tools: DynamicToolDefinition[];
   readonly actors: Actors;
   /** Sends to actors inside the dispatcher (their records committed, their effects performed); nothing once closed. */
   act(fn: () => void): void;
@@ -177,6 +182,7 @@ export class Target {
       runtimeMode: mode,
       declared: this.declared,
       idleMs: this.host.sessionIdleMs,
+      tools: this.host.tools,
     });
     this.#slots.set(key, slot);
     return slot.ready;
@@ -277,6 +283,12 @@ export class Target {
       call;
       step = actor.getSnapshot(), call = pendingCall(step)
     ) {
+      // No empty threads: nothing to call now; the turn makes the thread (see bindMadeThread).
+      if (call.call === "withTurn") {
+        const handle = { threadRef: null, resumeCursor: "", cwd };
+        const unmade = { via: call.via };
+        return { providerThreadId: this.host.ids.next("pth"), sessionId: session.sessionId, handle, unmade };
+      }
       let handle: ProviderThreadHandle;
       try {
         handle =
@@ -321,6 +333,31 @@ export class Target {
     };
   }
 
+  /**
+   * The thread a turn made (`newThread`), as the provider named it: bound, recorded, and the
+   * turn's events routed by it. Before it is bound the thread is not this target's for any other call.
+   */
+  bindMadeThread(threadId: string, loaded: LoadedThread, handle: ProviderThreadHandle, attemptId: string): void {
+    const actor = this.#threadActor(threadId);
+    const { cwd } = loaded.handle;
+    this.host.act(() => actor.send({ type: "BOUND", providerThreadId: loaded.providerThreadId, handle, cwd }));
+    this.normalizer.threadNamed(attemptId, handle.threadRef);
+    // Loaded in this session from now on, as if it had been created empty.
+    const bound: LoadedThread = {
+      providerThreadId: loaded.providerThreadId,
+      sessionId: loaded.sessionId,
+      handle: { ...handle, cwd },
+    };
+    this.#loads.set(threadId, { sessionId: loaded.sessionId, promise: Promise.resolve(bound) });
+  }
+
+  /** A turn that was to make the thread failed before the provider named one: the next turn decides again. */
+  madeThreadFailed(threadId: string): void {
+    const actor = this.#threadActor(threadId);
+    this.host.act(() => actor.send({ type: "LOAD_FAILED" }));
+    this.#loads.delete(threadId);
+  }
+
   /** What the provider-thread machine decides on, read from the log's projection. */
   #situation(threadId: string, session: LiveSession) {
     const { views } = this.host;
@@ -361,7 +398,8 @@ export class Target {
       views: this.host.views,
       threadId,
       runId,
-      providerThread: this.host.views.providerThreadsById.get(loaded.providerThreadId)!,
+      providerThread:
+        this.host.views.providerThreadsById.get(loaded.providerThreadId) ?? unmadeRecord(threadId, this.id, loaded),
       capabilities: session.capabilities,
     });
   }
@@ -398,4 +436,20 @@ export class Target {
       () => this.host.ids.next("hnd"),
     );
   }
+}
+
+/** The record of a provider thread its first turn is about to make: nothing seen, nothing bound yet. */
+function unmadeRecord(threadId: string, providerTarget: string, loaded: LoadedThread): ProviderThreadRecord {
+  return {
+    providerThreadId: loaded.providerThreadId,
+    threadId,
+    providerTarget,
+    sessionId: loaded.sessionId,
+    nativeThreadRef: null,
+    resumeCursor: "",
+    origin: loaded.unmade?.via ?? "created",
+    seenRunIds: new Set(),
+    omittedRunIds: new Set(),
+    divergent: false,
+  };
 }

@@ -417,6 +417,7 @@ describe("capability predicates", () => {
     "canVerifyProviderRollback",
     "canReadConversation",
     "sharesSessionAcrossThreads",
+    "createsEmptyThreads",
     "reportsTurnTerminals",
     "canSwitchModelInSession",
     "canSwitchModeInSession",
@@ -528,18 +529,22 @@ describe("capability predicates", () => {
     check(predicates.canVerifyProviderRollback, rows);
   });
 
-  it("sharesSessionAcrossThreads needs many threads per session, exposed thread ids and reported terminals", () => {
-    const rows: Row[] = bools(4).map(([multi, exposes, ids, terminals]) => ({
+  it("sharesSessionAcrossThreads needs many threads per session, exposed thread ids, reported terminals and empty threads", () => {
+    const rows: Row[] = bools(5).map(([multi, exposes, ids, terminals, empty]) => ({
       overrides: {
         sessions: { supportsMultipleProviderThreadsPerSession: multi! },
-        threads: { exposesNativeThreadId: exposes! },
+        threads: { exposesNativeThreadId: exposes!, canCreateEmptyThread: empty! },
         identity: { nativeThreadIds: ids! ? "weak" : "none" },
         turns: { emitsTurnCompleted: terminals! },
       },
-      expected: multi! && exposes! && ids! && terminals!,
-      label: `multi=${multi} exposes=${exposes} ids=${ids} terminals=${terminals}`,
+      expected: multi! && exposes! && ids! && terminals! && empty!,
+      label: `multi=${multi} exposes=${exposes} ids=${ids} terminals=${terminals} empty=${empty}`,
     }));
     check(predicates.sharesSessionAcrossThreads, rows);
+  });
+
+  it("createsEmptyThreads is threads.canCreateEmptyThread", () => {
+    check(predicates.createsEmptyThreads, single("threads", "canCreateEmptyThread"));
   });
 
   it("interruptWaitsForTurnStart is turns.emitsTurnStarted", () => {

@@ -64,11 +64,21 @@ const fork = (
 });
 
 describe("provider-thread machine", () => {
+  it("a provider that makes no empty threads: no call now, the next turn makes it (named), then it is bound", () => {
+    const m = open();
+    m.load({ capabilities: defineCapabilities({ threads: { canCreateEmptyThread: false } }) });
+    expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ creating: "withFirstTurn" }, "withTurn"]);
+    expect(m.types()).toEqual(["policy:thread_created_with_first_turn"]);
+    m.bind();
+    expect(m.actor.getSnapshot().value).toEqual({ loaded: "idle" });
+    expect(m.types()).toEqual(["policy:thread_created_with_first_turn", "provider_thread.bound"]);
+  });
+
   it("a thread never loaded on this target is created, and the binding is recorded", () => {
     const m = open();
     expect(m.actor.getSnapshot().value).toBe("unloaded");
     m.load();
-    expect([m.actor.getSnapshot().value, m.call()]).toEqual(["creating", "create"]);
+    expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ creating: "calling" }, "create"]);
     m.bind();
     expect(m.actor.getSnapshot().value).toEqual({ loaded: "idle" });
     expect(m.records).toEqual([
@@ -104,7 +114,7 @@ describe("provider-thread machine", () => {
 
       const m = open();
       m.load({ stored, missedRuns: true, capabilities: noDelta });
-      expect([m.actor.getSnapshot().value, m.call()]).toEqual(["refreshing", "create"]);
+      expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ refreshing: "calling" }, "create"]);
       m.bind();
       expect(m.types()).toEqual(["policy:handoff_fresh_thread", "provider_thread.bound"]);
       expect(m.records[0]).toMatchObject({
@@ -119,7 +129,7 @@ describe("provider-thread machine", () => {
   it("after a divergent rollback a fresh thread is realigned from the app's history, whatever else holds", () => {
     const m = open();
     m.load({ stored, divergent: true, missedRuns: true });
-    expect([m.actor.getSnapshot().value, m.call()]).toEqual(["realigning", "create"]);
+    expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ realigning: "calling" }, "create"]);
     m.bind();
     expect(m.types()).toEqual(["policy:divergent_thread_rebuilt", "provider_thread.bound"]);
     expect(m.records[1]).toMatchObject({ via: "realigned" });
@@ -129,7 +139,7 @@ describe("provider-thread machine", () => {
     const m = open();
     m.load({ stored });
     m.actor.send({ type: "RESUME_FAILED", message: "no such thread" });
-    expect([m.actor.getSnapshot().value, m.call()]).toEqual(["rebuilding", "create"]);
+    expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ rebuilding: "calling" }, "create"]);
     m.bind();
     expect(m.types()).toEqual(["warning", "provider_thread.bound"]);
     expect(m.records[0]).toMatchObject({ message: expect.stringContaining("no such thread") });
@@ -161,7 +171,7 @@ describe("provider-thread machine", () => {
     const m = open();
     m.load({ fork: fork(fullCapabilities()) });
     m.actor.send({ type: "FORK_FAILED", message: "boom" });
-    expect([m.actor.getSnapshot().value, m.call()]).toEqual(["forkingPortably", "create"]);
+    expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ forkingPortably: "calling" }, "create"]);
     m.bind();
     expect(m.types()).toEqual(["policy:synthetic_fork", "fork.resolved", "provider_thread.bound"]);
     expect(m.records[1]).toMatchObject({ resolution: "portable", detail: "native fork failed (boom)" });
@@ -188,7 +198,7 @@ describe("provider-thread machine", () => {
       for (const [name, situation] of cases) {
         const m = open();
         m.load({ fork: situation });
-        expect([name, m.actor.getSnapshot().value]).toEqual([name, "forkingPortably"]);
+        expect([name, m.actor.getSnapshot().value]).toEqual([name, { forkingPortably: "calling" }]);
         expect(m.records[0]).toMatchObject({
           type: "policy.applied",
           policy: "synthetic_fork",

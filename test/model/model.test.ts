@@ -25,7 +25,6 @@ for (const model of models) {
 
 /** Fields no model path shows governing behaviour yet. */
 const NOT_YET_SHOWN: string[] = [
-  "threads.canCreateEmptyThread",
   "tools.supportsMcpTools",
   "tools.supportsDynamicToolCallbacks",
   "approvals.approvalCallbacksAreLiveOnly",

@@ -118,6 +118,11 @@ export const seed = {
     return stopAllowed ? "stop_session" : "unsupported";
   },
 
+  /** "canCreateEmptyThread": false, a provider thread is made with its first turn, never asked for empty. */
+  makesThreadsWithTurns(r: SeedRecord): boolean {
+    return !r.on("threads.canCreateEmptyThread");
+  },
+
   /**
    * A provider that announces its turns (turn started) knows no turn to stop before it announced
    * it: an interrupt is held until then. Without announcements, an accepted turn can be stopped.
@@ -203,7 +208,9 @@ export const seed = {
       r.on("sessions.supportsMultipleProviderThreadsPerSession") &&
       r.on("threads.exposesNativeThreadId") &&
       r.get("identity.nativeThreadIds") !== "none" &&
-      r.on("turns.emitsTurnCompleted")
+      r.on("turns.emitsTurnCompleted") &&
+      // A thread made with its first turn is known only once the provider names it.
+      r.on("threads.canCreateEmptyThread")
     );
   },
 

@@ -157,6 +157,11 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     // Where a thread's files go is not its own: every call's address names its cwd.
     async ensureProviderThread({ sessionId, resume }) {
       liveSession(sessionId);
+      if (!resume && !caps.threads.canCreateEmptyThread)
+        throw new CapabilityUnsupportedError(
+          "threads.canCreateEmptyThread",
+          "scripted provider makes no empty threads",
+        );
       if (!resume) return handleOf(backend.createThread());
       const thread = backend.threads.get(resume.cursor);
       if (!thread)
@@ -165,8 +170,11 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
         });
       return handleOf(thread);
     },
-    async sendRun({ sessionId, thread: handle, text, context, runtimeMode }) {
+    async sendRun({ sessionId, thread: address, text, context, runtimeMode, newThread }) {
       const session = liveSession(sessionId);
+      // A provider without empty threads makes the thread with its first turn, and names it in its reply.
+      const made = newThread ? handleOf(backend.createThread()) : undefined;
+      const handle = made ? { ...made, cwd: address.cwd } : address;
       const thread = threadOf(handle);
       if (active.has(thread.id))
         throw new ProviderError("a turn is already running on this thread", { cursor: thread.id });
@@ -185,7 +193,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
         },
       );
       active.set(thread.id, { sessionId, turn, ended });
-      return { turnRef: turnRef ?? null };
+      return { turnRef: turnRef ?? null, ...(made ? { thread: made } : {}) };
     },
     async interrupt(input) {
       if (!caps.turns.supportsInterrupt) {

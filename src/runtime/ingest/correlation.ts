@@ -44,6 +44,8 @@ export interface TurnBinding {
   sessionId: string;
   /** Native ref of the provider thread, when exposed (routing key with the session). */
   threadRef: string | null;
+  /** The turn makes its provider thread (no empty threads): the first thread ref its session names is this turn's. */
+  makingThread?: boolean;
   nativeTurnRef: string | null;
   closed: boolean;
   interruptSent: boolean;

@@ -46,6 +46,8 @@ export class Normalizer {
     providerThreadId: string;
     sessionId: string;
     threadRef: string | null;
+    /** The turn makes its provider thread: the thread's ref comes from the provider. */
+    makingThread?: boolean;
   }): { binding: TurnBinding; rootStarted: DomainEvent } {
     const binding: TurnBinding = {
       ...input,
@@ -84,6 +86,12 @@ export class Normalizer {
    */
   acceptTurn(attemptId: string, nativeTurnRef: string | null): TurnBinding | undefined {
     return this.#turns.accept(attemptId, nativeTurnRef);
+  }
+
+  /** The provider named the thread the attempt's turn made (no empty threads): route its events by it. */
+  threadNamed(attemptId: string, threadRef: string | null): void {
+    const binding = this.#turns.ofAttempt(attemptId);
+    if (binding) this.#turns.nameThread(binding, threadRef);
   }
 
   binding(attemptId: string): TurnBinding | undefined {

@@ -68,6 +68,24 @@ export class TurnBindings {
     return this.#byAttempt.get(attemptId);
   }
 
+  /** The provider named the thread a turn made: the turn's events are routed by that ref from now on. */
+  nameThread(binding: TurnBinding, threadRef: string | null): void {
+    binding.makingThread = false;
+    if (!threadRef || binding.threadRef === threadRef) return;
+    const before = threadKey(binding.sessionId, binding.threadRef);
+    if (this.#current.get(before) === binding) this.#current.delete(before);
+    binding.threadRef = threadRef;
+    const key = threadKey(binding.sessionId, threadRef);
+    this.#current.set(key, binding);
+    this.#knownThreads.add(key);
+  }
+
+  /** The session's turn still waiting for the provider to name the thread it makes, if exactly one. */
+  #makingThreadIn(sessionId: string): TurnBinding | undefined {
+    const making = [...this.#current.values()].filter((b) => b.sessionId === sessionId && b.makingThread);
+    return making.length === 1 ? making[0] : undefined;
+  }
+
   /** Forget an attempt once its run is terminal (keeps memory flat for long-lived runtimes). */
   release(attemptId: string): void {
     const binding = this.#byAttempt.get(attemptId);
@@ -132,6 +150,12 @@ export class TurnBindings {
     if (event.threadRef) {
       const current = this.#current.get(threadKey(sessionId, event.threadRef));
       if (current) return this.#sameTurn(current, event.turnRef);
+      // A thread the session never named, ahead of the reply of the turn that makes it: that turn's thread.
+      const making = this.#makingThreadIn(sessionId);
+      if (making && !this.#knownThreads.has(threadKey(sessionId, event.threadRef))) {
+        this.nameThread(making, event.threadRef);
+        return this.#sameTurn(making, event.turnRef);
+      }
       // A child thread stays its turn's while that turn's run lives, even once a later attempt is current (its late
       // events are fenced there).
       for (const binding of this.#byAttempt.values()) {

@@ -741,6 +741,60 @@ export const subagentForkModel: PolicyModel = {
   },
 };
 
+const emptyThreadsAsked = (w: World) => w.calls.made.get("ensureProviderThread") ?? 0;
+const boundThreads = (w: World) => w.records.filter((r) => r.event.type === "provider_thread.bound");
+
+/** A thread's first run, then its second: its provider thread made empty first, or by the first turn. */
+export const threadCreationModel: PolicyModel = {
+  name: "thread creation",
+  reads: { "main.threads.canCreateEmptyThread": B },
+  machine: modelMachine(
+    "threadCreation",
+    { withTurn: (f) => seed.makesThreadsWithTurns(record(f)) },
+    {
+      idle: { on: { SEND: [{ guard: "withTurn", target: "madeByTurn" }, { target: "madeEmpty" }] } },
+      madeEmpty: {
+        meta: {
+          expect: {
+            until: (w: World) => runIs("running")(w) && boundThreads(w).length === 1,
+            check: (w: World) => must(emptyThreadsAsked(w) === 1, "no empty thread was asked for"),
+          },
+        },
+        on: { FINISH: "one" },
+      },
+      madeByTurn: {
+        meta: {
+          expect: {
+            until: (w: World) => runIs("running")(w) && boundThreads(w).length === 1,
+            policies: ["thread_created_with_first_turn"],
+            check: (w: World) => {
+              must(emptyThreadsAsked(w) === 0, "an empty thread was asked for");
+              must(!!(boundThreads(w)[0]!.event as { resumeCursor?: string }).resumeCursor, "bound without a cursor");
+            },
+          },
+        },
+        on: { FINISH: "one" },
+      },
+      one: { meta: { expect: { until: runIs("completed") } }, on: { SEND: "two" } },
+      two: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            check: (w: World) => {
+              const [first, second] = w.runIds.map((id) => w.run(id).attempts[0]?.providerThreadId);
+              must(first === second, "the second run is on another provider thread");
+              must(boundThreads(w).length === 1, "the thread was made again");
+            },
+          },
+        },
+        on: { FINISH: "done" },
+      },
+      done: finished,
+    },
+  ),
+  drive: { SEND: send(), FINISH: finish },
+};
+
 const crashChild = join(import.meta.dirname, "..", "crashChild.ts");
 
 /**
@@ -820,6 +874,7 @@ export const requestExpiryModel: PolicyModel = {
 };
 
 export const threadPolicyModels = [
+  threadCreationModel,
   forkModel,
   switchAdmissionModel,
   subagentForkModel,
