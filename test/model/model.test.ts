@@ -28,7 +28,6 @@ const NOT_YET_SHOWN: string[] = [
   "tools.supportsMcpTools",
   "tools.supportsDynamicToolCallbacks",
   "approvals.approvalCallbacksAreLiveOnly",
-  "identity.nativeItemIds",
 ];
 
 describe("coverage", () => {

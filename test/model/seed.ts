@@ -176,6 +176,15 @@ export const seed = {
     return r.on("turns.exposesNativeTurnId") && r.get("identity.nativeTurnIds") === "strong";
   },
 
+  /**
+   * Items: "strong: use native id as scoped provider ref; weak: use native id plus
+   * ordinal/fingerprint; none: allocate by scoped ordinal" — an open item started again under its
+   * id is the same item where ids exist; without ids every start is a new item.
+   */
+  repeatedStartIsSameItem(r: SeedRecord): boolean {
+    return r.get("identity.nativeItemIds") !== "none";
+  },
+
   /** A request's native id is its key only where the approvals and the identity both say requests have ids. */
   requestsByOrdinal(r: SeedRecord): boolean {
     return !(r.on("approvals.approvalsHaveNativeRequestIds") && r.get("identity.nativeRequestIds") !== "none");

@@ -74,6 +74,21 @@ function namingEveryTurnAlike(adapter: ProviderAdapter): ProviderAdapter {
   });
 }
 
+/** The adapter, sending every item's start twice (a provider that repeats itself). */
+function startingEveryItemTwice(adapter: ProviderAdapter): ProviderAdapter {
+  const events = adapter.streamEvents.bind(adapter);
+  return Object.assign(Object.create(adapter) as ProviderAdapter, {
+    streamEvents: () => ({
+      async *[Symbol.asyncIterator]() {
+        for await (const frame of events()) {
+          yield frame;
+          if (frame.event.type === "item.started") yield frame;
+        }
+      },
+    }),
+  });
+}
+
 const NOT_CALLS = new Set<PropertyKey>(["getCapabilities", "streamEvents", "bindHosts", "close"]);
 
 /** What the runtime asked of the providers: calls not answered yet, and every call made, by method. */
@@ -226,13 +241,18 @@ export class World {
    * `declaredOnly`: the providers only declare the path's record and behave as the full one (they
    * ask, send ids and report what the record says they will not): the record is all the runtime knows.
    * `sameTurnRefs`: they name every turn `turn-1`, in sendRun's reply and every event.
+   * `repeatItemStarts`: they send every item's start twice.
    */
   static async open(
     flags: Flags,
     targets: string[],
     options: Partial<RuntimeOptions> = {},
     dataDir?: string,
-    { declaredOnly = false, sameTurnRefs = false }: { declaredOnly?: boolean; sameTurnRefs?: boolean } = {},
+    {
+      declaredOnly = false,
+      sameTurnRefs = false,
+      repeatItemStarts = false,
+    }: { declaredOnly?: boolean; sameTurnRefs?: boolean; repeatItemStarts?: boolean } = {},
   ): Promise<World> {
     const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-model-")));
     const cwd = join(dir, "work");
@@ -244,7 +264,8 @@ export class World {
         t,
         counted(
           declaring(
-            (sameTurnRefs ? namingEveryTurnAlike : (a: ProviderAdapter) => a)(
+            [sameTurnRefs && namingEveryTurnAlike, repeatItemStarts && startingEveryItemTwice].reduce(
+              (a: ProviderAdapter, wrap) => (wrap ? wrap(a) : a),
               createScriptedAdapter({
                 capabilities: declaredOnly ? {} : overridesFrom(flags, t),
                 backend: backends.get(t)!,

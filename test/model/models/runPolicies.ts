@@ -159,6 +159,53 @@ export const turnIdentityModel: PolicyModel = {
   drive: { SEND: sendThenRun("plain"), FINISH: finish },
 };
 
+const messages = (w: World) => w.run().items.filter((i) => i.kind === "assistant_message");
+
+/** A provider that sends every item's start twice: one item where items have ids, two where they have none. */
+export const itemIdentityModel: PolicyModel = {
+  name: "item identity",
+  reads: { "main.identity.nativeItemIds": ["strong", "weak", "none"] },
+  open: (flags) => World.open(flags, ["main"], {}, undefined, { repeatItemStarts: true }),
+  machine: modelMachine(
+    "itemIdentity",
+    { sameItem: (f) => seed.repeatedStartIsSameItem(record(f)) },
+    {
+      idle: { on: { SEND: "running" } },
+      running: {
+        meta: {
+          expect: { until: (w: World) => runIs("running")(w) && messages(w).some((m) => m.text === `working ${w.n}`) },
+        },
+        on: { FINISH: [{ guard: "sameItem", target: "oneEach" }, { target: "twoEach" }] },
+      },
+      oneEach: {
+        type: "final",
+        meta: {
+          expect: {
+            until: runIs("completed"),
+            check: (w: World) => must(messages(w).length === 2, `${messages(w).length} messages for two`),
+          },
+        },
+      },
+      twoEach: {
+        type: "final",
+        meta: {
+          expect: {
+            until: runIs("completed"),
+            check: (w: World) => {
+              must(messages(w).length === 4, `${messages(w).length} messages for two started twice`);
+              must(
+                messages(w).every((m) => m.status === "complete"),
+                "an item was left open",
+              );
+            },
+          },
+        },
+      },
+    },
+  ),
+  drive: { SEND: sendThenRun("plain"), FINISH: finish },
+};
+
 export const steerModel: PolicyModel = {
   name: "steer",
   reads: {
@@ -1040,6 +1087,7 @@ export const subagentInlineModel: PolicyModel = {
 };
 
 export const runPolicyModels = [
+  itemIdentityModel,
   subagentInlineModel,
   subagentModel,
   planningModel,
