@@ -202,6 +202,20 @@ export interface StartSessionInput {
   runtimeMode?: RuntimeMode;
   /** The runtime always passes it; an adapter called directly falls back to its own default. */
   sandbox?: SandboxPolicy;
+  /**
+   * The embedder's tools the provider may call back (`tools.supportsDynamicToolCallbacks`): offered to the model for
+   * the session's threads; a call arrives as a `dynamic_tool` request, answered by the runtime with a `tool_result`.
+   * Absent where the record says the provider takes no callbacks, or none are registered.
+   */
+  tools?: DynamicToolDefinition[];
+}
+
+/** A tool the embedder registered, as a provider is told of it (its handler stays with the runtime). */
+export interface DynamicToolDefinition {
+  name: string;
+  description: string;
+  /** A JSON schema object describing the tool's input. */
+  inputSchema: Record<string, unknown>;
 }
 
 export interface EnsureThreadInput {

@@ -104,8 +104,14 @@ export type ItemStatus = z.infer<typeof ItemStatusSchema>;
 export const ItemStreamSchema = z.enum(["text", "output"]);
 export type ItemStream = z.infer<typeof ItemStreamSchema>;
 
+/** The MCP server and tool an MCP tool call went to (`tools.supportsMcpTools`). */
+export const McpToolRefSchema = z.strictObject({ server: z.string().min(1), tool: z.string().min(1) });
+export type McpToolRef = z.infer<typeof McpToolRefSchema>;
+
 export const ItemDetailSchema = z.strictObject({
   toolName: z.string().optional(),
+  /** Present on a tool call made through an MCP server, where the record says the provider has MCP tools. */
+  mcp: McpToolRefSchema.optional(),
   input: jsonValue.optional(),
   command: z.string().optional(),
   path: z.string().optional(),
@@ -162,15 +168,35 @@ export const NODE_KIND_OF_REQUEST: Readonly<
   user_input: "user_input_request",
 };
 
+/** Requests the runtime answers itself (a dynamic tool call runs the embedder's tool): never a user's to answer. */
+export function isAnsweredByRuntime(kind: RequestKind): boolean {
+  return kind === "dynamic_tool";
+}
+
 export const RequestDecisionSchema = z.enum(["accept", "accept_for_session", "decline", "cancel"]);
 export type RequestDecision = z.infer<typeof RequestDecisionSchema>;
 
-/** An answer to a request: a decision for an approval, answers (by question id) for questions. */
+/**
+ * An answer to a request: a decision for an approval, answers (by question id) for questions, and a tool's result
+ * for a dynamic tool call (given by the runtime, from the embedder's registered tool, never by a user): its output as
+ * text (a result that is not a string is its JSON), and whether the tool succeeded.
+ */
 export const RequestResponseSchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("decision"), decision: RequestDecisionSchema }),
   z.strictObject({
     kind: z.literal("answers"),
     answers: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
   }),
+  z.strictObject({ kind: z.literal("tool_result"), output: z.string(), success: z.boolean() }),
 ]);
 export type RequestResponse = z.infer<typeof RequestResponseSchema>;
+
+/** The answer each kind of request takes: answers for questions, a tool's result for a tool call, else a decision. */
+export const RESPONSE_KIND_OF_REQUEST: Readonly<Record<RequestKind, RequestResponse["kind"]>> = {
+  command: "decision",
+  file_read: "decision",
+  file_change: "decision",
+  apply_patch: "decision",
+  dynamic_tool: "tool_result",
+  user_input: "answers",
+};

@@ -213,12 +213,13 @@ export const DEGRADATIONS = {
   mcp_tools_unavailable: {
     capability: "tools.supportsMcpTools",
     outcome: "refused",
-    summary: "no MCP tools: an MCP tool call the provider reports is a protocol warning, shown as a plain tool",
+    summary:
+      "no MCP tools: a tool item tagged with an MCP server and tool is a protocol warning, shown as a plain tool",
   },
   dynamic_tools_unsupported: {
     capability: "tools.supportsDynamicToolCallbacks",
     outcome: "refused",
-    summary: "no dynamic tool callbacks: the embedder's tools cannot be offered to this provider",
+    summary: "no dynamic tool callbacks: registered tools are not offered to the session (said once, at its start)",
   },
   undeclared_request_declined: {
     capability: "approvals.supportsCommandApproval",

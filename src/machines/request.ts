@@ -1,6 +1,6 @@
 import { enqueueActions, not, setup } from "xstate";
 import type { ResponseCapability } from "../domain/entities.js";
-import type { RequestKind, RequestResponse } from "../domain/items.js";
+import { RESPONSE_KIND_OF_REQUEST, type RequestKind, type RequestResponse } from "../domain/items.js";
 import { effect, outcome, record, type MachineEmitted } from "./emitted.js";
 
 /**
@@ -41,7 +41,7 @@ export const requestMachine = setup({
       context.responseCapability.kind === "live" &&
       context.responseCapability.hostGeneration === event.hostGeneration,
     answerFitsKind: ({ context, event }) =>
-      event.type === "RESPOND" && (event.response.kind === "answers") === (context.kind === "user_input"),
+      event.type === "RESPOND" && event.response.kind === RESPONSE_KIND_OF_REQUEST[context.kind],
   },
   actions: {
     sendResponse: enqueueActions(({ context, event, enqueue }) => {
@@ -85,7 +85,9 @@ export const requestMachine = setup({
       enqueue.emit(outcome({ command: "respond", refused: "not_resumable", detail }));
     }),
     refuseWrongShape: enqueueActions(({ context, enqueue }) => {
-      const want = context.kind === "user_input" ? "answers" : "a decision";
+      const want = { answers: "answers", decision: "a decision", tool_result: "a tool result" }[
+        RESPONSE_KIND_OF_REQUEST[context.kind]
+      ];
       enqueue.emit(
         outcome({ command: "respond", refused: "conflict", detail: `a ${context.kind} request takes ${want}` }),
       );

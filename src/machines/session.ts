@@ -6,7 +6,7 @@ import {
   sharesSessionAcrossThreads,
   type ProviderCapabilities,
 } from "../capabilities/index.js";
-import type { SandboxPolicy } from "../adapters/contract.js";
+import type { DynamicToolDefinition, SandboxPolicy } from "../adapters/contract.js";
 import { sameRuntimeMode, type RuntimeMode } from "../domain/entities.js";
 import { redact } from "../domain/redact.js";
 import { policyApplied, record, type MachineEmitted } from "./emitted.js";
@@ -33,6 +33,8 @@ export interface SessionInput {
   declared: ProviderCapabilities;
   /** Stop the session after this long without a turn (null: never). */
   idleMs: number | null;
+  /** The embedder's registered tools: offered where the record says the provider calls tools back. */
+  tools?: DynamicToolDefinition[];
 }
 
 export interface SessionContext extends SessionInput {
@@ -73,6 +75,7 @@ export interface StartSessionInput {
   model: string | null;
   runtimeMode: RuntimeMode;
   sandbox: SandboxPolicy;
+  tools?: DynamicToolDefinition[];
 }
 
 export interface StartedSession {
@@ -82,6 +85,12 @@ export interface StartedSession {
 
 const now = () => Date.now();
 const recordOf = (context: SessionContext): ProviderCapabilities => context.capabilities ?? context.declared;
+
+/** The registered tools a session is told of: none where the record it declares says it calls no tools back. */
+function offeredTools(context: SessionContext): { tools?: DynamicToolDefinition[] } {
+  const tools = context.tools ?? [];
+  return tools.length > 0 && context.declared.tools.supportsDynamicToolCallbacks ? { tools } : {};
+}
 
 /**
  * Which registry slot a thread's session lives in: one per target or per thread, and per model
@@ -172,6 +181,13 @@ export const sessionMachine = setup({
         enqueue.emit(policyApplied(where, "no_proposed_plans", `${session} proposes no plans to accept`));
       if (!caps.planning.supportsStructuredQuestions)
         enqueue.emit(policyApplied(where, "questions_as_text", `${session} asks its questions in text`));
+      const tools = context.tools ?? [];
+      if (tools.length > 0 && !caps.tools.supportsDynamicToolCallbacks) {
+        const names = tools.map((t) => t.name).join(", ");
+        enqueue.emit(
+          policyApplied(where, "dynamic_tools_unsupported", `${session} calls no tools back: not offered ${names}`),
+        );
+      }
     }),
     announceReady: emit(({ context }) => ({
       type: "ready" as const,
@@ -227,6 +243,7 @@ export const sessionMachine = setup({
           model: context.model,
           runtimeMode: context.runtimeMode,
           sandbox: context.sandbox,
+          ...offeredTools(context),
         }),
         onDone: [
           {

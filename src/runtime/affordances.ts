@@ -7,7 +7,7 @@ import {
   hasStructuredApprovals,
   supportsApprovalFor,
 } from "../capabilities/predicates.js";
-import type { ApprovalKind } from "../domain/items.js";
+import { isAnsweredByRuntime, type ApprovalKind } from "../domain/items.js";
 import { forksNatively } from "../machines/providerThread.js";
 import { NotFoundError } from "../domain/errors.js";
 import type { Actors } from "./actors.js";
@@ -44,7 +44,8 @@ export interface Affordances {
     available: boolean;
     reason: string | null;
   }>;
-  requests: Array<{ requestId: string; kind: string; state: "respondable" | "expired" }>;
+  /** `answered_by_runtime`: a dynamic tool call, answered by the embedder's registered tool, never by a user. */
+  requests: Array<{ requestId: string; kind: string; state: "respondable" | "expired" | "answered_by_runtime" }>;
   /** Shown only when structured artifacts exist in the thread. */
   panels: { plan: boolean; todo: boolean };
   approvals: "structured" | "sandbox_only";
@@ -55,8 +56,20 @@ export interface Affordances {
    * runtime, with native ids or by ordinal): from the capability record alone, so it is known before the first turn.
    */
   items: ItemLifecycle;
+  tools: ToolAffordances;
   modelSwitch: "in_session" | "new_session";
   subagents: SubagentAffordances;
+}
+
+/** What the provider does with tools beyond its own, from the record (and the tools the embedder registered). */
+export interface ToolAffordances {
+  /** MCP tool calls are tool items with their server and tool (`detail.mcp`), or the provider has none. */
+  mcp: "named" | "none";
+  /**
+   * The embedder's registered tools (`RuntimeOptions.tools`): offered to the provider and answered by the runtime, not
+   * offered because the provider calls no tools back (`dynamic_tools_unsupported`), or none are registered.
+   */
+  callbacks: "offered" | "unsupported" | "none_registered";
 }
 
 /**
@@ -84,6 +97,8 @@ const APPROVAL_KINDS: readonly ApprovalKind[] = ["command", "file_read", "file_c
  */
 export interface AffordancesSource extends RollbackPlanning {
   readonly actors: Pick<Actors, "threads">;
+  /** The embedder's registered tools. */
+  readonly tools: readonly unknown[];
   generationOf(request: RequestView): number | null;
 }
 
@@ -170,7 +185,7 @@ export function affordancesOf(
     .map((r) => ({
       requestId: r.requestId,
       kind: r.kind,
-      state: rt.generationOf(r) !== null ? ("respondable" as const) : ("expired" as const),
+      state: requestState(rt, r),
     }));
 
   const kinds = new Set(thread.runs.flatMap((r) => r.items.map((i) => i.kind)));
@@ -187,9 +202,19 @@ export function affordancesOf(
     approvals: hasStructuredApprovals(caps) ? "structured" : "sandbox_only",
     approvalKinds: APPROVAL_KINDS.filter((kind) => supportsApprovalFor(caps, kind)),
     items: itemLifecycle(caps),
+    tools: {
+      mcp: caps.tools.supportsMcpTools ? "named" : "none",
+      callbacks:
+        rt.tools.length === 0 ? "none_registered" : caps.tools.supportsDynamicToolCallbacks ? "offered" : "unsupported",
+    },
     modelSwitch: canSwitchModelInSession(caps) ? "in_session" : "new_session",
     subagents: subagentAffordances(rt, thread, caps),
   };
+}
+
+function requestState(rt: AffordancesSource, request: RequestView): Affordances["requests"][number]["state"] {
+  if (rt.generationOf(request) === null) return "expired";
+  return isAnsweredByRuntime(request.kind) ? "answered_by_runtime" : "respondable";
 }
 
 function subagentAffordances(

@@ -1,14 +1,17 @@
 import type { InspectionEvent } from "xstate";
-import type { ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
+import type { DynamicToolDefinition, ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import { isTillerError } from "../domain/errors.js";
 import type { DomainEvent } from "../domain/events.js";
 import type { IdSource } from "../domain/ids.js";
+import { isAnsweredByRuntime } from "../domain/items.js";
 import type { MachineEmitted, Outcome } from "../machines/emitted.js";
 import { Actors } from "./actors.js";
 import { Checkpoints } from "./checkpoints/checkpoints.js";
+import { answerToolCall } from "./commands/respond.js";
 import { Effects } from "./effects.js";
 import { Inbound } from "./ingest/inbound.js";
+import type { DynamicTool } from "./options.js";
 import type { RollbackReceipt } from "./rollback.js";
 import { Projections, type RequestView } from "./projections.js";
 import type { EventLog, LogRecord } from "./store/eventLog.js";
@@ -26,6 +29,8 @@ export interface DispatchOptions {
   providers: Record<string, ProviderAdapter>;
   ids: IdSource;
   allowSessionStopInterrupt: boolean;
+  /** The embedder's tools: offered to sessions that call tools back, run when one does. */
+  tools: readonly DynamicTool[];
   inspect: ((event: InspectionEvent) => void) | undefined;
   /** Where an error goes that no caller's promise can carry (a bug, or a failure inside an asynchronous completion). */
   onEscaped?: (error: unknown) => void;
@@ -82,6 +87,11 @@ export class Dispatcher implements TargetHost {
     return this.options.sessionIdleMs;
   }
 
+  /** The registered tools as a provider is told of them (their handlers stay here). */
+  get tools(): DynamicToolDefinition[] {
+    return this.options.tools.map(({ name, description, inputSchema }) => ({ name, description, inputSchema }));
+  }
+
   get turnSilenceMs(): number | null {
     return this.options.turnSilenceMs;
   }
@@ -129,6 +139,8 @@ export class Dispatcher implements TargetHost {
       case "request.opened": {
         const { threadId, runId, requestId, payload, responseCapability } = event;
         this.actors.request({ threadId, runId, requestId, kind: payload.kind, responseCapability });
+        if (isAnsweredByRuntime(payload.kind))
+          void answerToolCall(this, this.options.tools, requestId).catch((error: unknown) => this.escaped(error));
         return;
       }
       case "provider_thread.closed":

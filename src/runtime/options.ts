@@ -1,6 +1,6 @@
 import type { InspectionEvent } from "xstate";
 import { z } from "zod";
-import type { ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
+import type { DynamicToolDefinition, ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
 import { parseInput } from "../domain/commands.js";
 import { InvalidInputError, type TillerError } from "../domain/errors.js";
 import type { IdSource } from "../domain/ids.js";
@@ -56,6 +56,29 @@ export interface RuntimeOptions {
    * approval is never checked. Default 15 minutes; `null`: never.
    */
   turnSilenceMs?: number | null;
+  /**
+   * Tools the embedder registers: offered to every session whose provider calls tools back
+   * (`tools.supportsDynamicToolCallbacks`; elsewhere the session records `dynamic_tools_unsupported`). A call
+   * arrives as a `dynamic_tool` request that the runtime answers itself with the handler's result (a
+   * `tool_result`; a handler that throws, or an unknown tool, answers a failure); no user answers it.
+   */
+  tools?: DynamicTool[];
+}
+
+/** A tool the embedder registers (see `RuntimeOptions.tools`). */
+export interface DynamicTool extends DynamicToolDefinition {
+  /**
+   * Runs the tool on the provider's input (unchecked against `inputSchema`: the model wrote it). Its result goes back
+   * as text: a string as it is, anything else as its JSON. What it throws goes back as a failed call.
+   */
+  handler(input: unknown, context: DynamicToolContext): Promise<unknown> | unknown;
+}
+
+/** Where a dynamic tool call comes from. */
+export interface DynamicToolContext {
+  threadId: string;
+  runId: string;
+  requestId: string;
 }
 
 export type RuntimeFailure =
@@ -98,6 +121,24 @@ const InspectOptionsSchema = z.strictObject({
   onListening: fn("a function").optional(),
 });
 
+/** Tool names as model APIs take them (function names). */
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+const DynamicToolSchema = z.strictObject({
+  name: z.string().regex(TOOL_NAME, "tool names are 1 to 64 letters, digits, _ or -"),
+  description: z.string().min(1, "describe the tool: the model reads it"),
+  inputSchema: z.record(z.string(), z.unknown()).refine(isJson, "must be a JSON schema object"),
+  handler: fn("a handler function"),
+});
+
+function isJson(value: unknown): boolean {
+  try {
+    return JSON.stringify(value) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Every option, checked like any other input: a typo fails closed with `invalid_input`
  * naming the field (`sandbox: "readonly"` must never mean "no sandbox").
@@ -127,6 +168,10 @@ const RuntimeOptionsSchema = z.strictObject({
   sessionIdleMs: z.number().int().positive().max(2_147_483_647).nullable().optional(),
   onFailure: fn("a function").optional(),
   turnSilenceMs: z.number().int().positive().max(2_147_483_647).nullable().optional(),
+  tools: z
+    .array(DynamicToolSchema)
+    .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, "tool names must be unique")
+    .optional(),
 });
 
 /** Where failures go when the embedder gave no `onFailure`: a process warning, never silence. */

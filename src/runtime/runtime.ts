@@ -116,6 +116,7 @@ export class Runtime implements TillerRuntime {
       providers: options.providers,
       ids: this.ids,
       allowSessionStopInterrupt: options.allowSessionStopInterrupt ?? false,
+      tools: options.tools ?? [],
       inspect: typeof options.inspect === "function" ? options.inspect : undefined,
       onEscaped: (error) => failureReporter(options.onFailure)({ kind: "internal_error", error }),
       onFolded: (record) => this.#readModels.apply(record),

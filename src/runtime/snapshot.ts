@@ -1,3 +1,4 @@
+import { isAnsweredByRuntime } from "../domain/items.js";
 import type { Projections } from "./projections.js";
 
 /** What a thread snapshot reads. */
@@ -20,7 +21,7 @@ export function threadSnapshot(d: SnapshotSource, thread: ThreadView): ThreadSna
   const { runs, ...fields } = thread;
   const pending = d.views
     .pendingRequests(thread.threadId)
-    .map((r) => ({ ...r, respondable: d.generationOf(r) !== null }));
+    .map((r) => ({ ...r, respondable: !isAnsweredByRuntime(r.kind) && d.generationOf(r) !== null }));
   return structuredClone({
     seq: d.views.head,
     thread: {

@@ -171,7 +171,9 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
           allow: true,
           answers: response.answers,
         }));
-      const allow = response.decision === "accept" || response.decision === "accept_for_session";
+      // Claude calls no embedder tools back (its record says so): a tool result is no permission.
+      const allow =
+        response.kind === "decision" && (response.decision === "accept" || response.decision === "accept_for_session");
       await call(sessionId, "respond", { requestRef: request.requestRef, allow });
     },
     async rollbackThread({ sessionId, thread, turns }) {

@@ -47,6 +47,8 @@ interface Session {
   sandbox: SandboxPolicy;
   /** The mode the session started in: every turn's, unless the record lets a turn switch it. */
   runtimeMode: RuntimeMode;
+  /** The embedder's tools the session was offered, by name: the only ones its turns can call. */
+  tools: string[];
 }
 
 export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): ProviderAdapter {
@@ -128,13 +130,14 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   const adapter: ProviderAdapter = {
     provider: "scripted",
     getCapabilities: () => caps,
-    async startSession({ sessionId, sandbox, runtimeMode }) {
+    async startSession({ sessionId, sandbox, runtimeMode, tools }) {
       generation += 1;
       sessions.set(sessionId, {
         generation,
         stopped: false,
         sandbox: sandbox ?? "workspace-write",
         runtimeMode: runtimeMode ?? DEFAULT_RUNTIME_MODE,
+        tools: (tools ?? []).map((t) => t.name),
       });
       push(sessionId, { type: "session.state", state: "ready" });
       return { sessionId, capabilities: caps, hostGeneration: generation };
@@ -184,7 +187,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       const mode = caps.sessions.supportsRuntimeModeSwitchInSession
         ? (runtimeMode ?? DEFAULT_RUNTIME_MODE)
         : session.runtimeMode;
-      const workspace = { cwd: handle.cwd, sandbox: session.sandbox, runtimeMode: mode };
+      const workspace = { cwd: handle.cwd, sandbox: session.sandbox, runtimeMode: mode, tools: session.tools };
       const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs, workspace);
       const turnIndex = thread.turns.length;
       const ended = runTurn(sessionId, thread, turn, { text, context, runtimeMode: mode }, turnIndex).catch(

@@ -1,6 +1,6 @@
 import { isAbsolute } from "node:path";
 import { z } from "zod";
-import { PlanStepSchema, QuestionSchema, TodoItemSchema } from "../../domain/items.js";
+import { McpToolRefSchema, PlanStepSchema, QuestionSchema, TodoItemSchema } from "../../domain/items.js";
 
 /**
  * What a scripted turn does, step by step. Scripts are data (validated with zod), so a
@@ -12,7 +12,20 @@ const base = z.strictObject({});
 export type ScriptStep =
   | { type: "text"; text: string; chunkSize?: number | undefined }
   | { type: "reasoning"; text: string }
-  | { type: "tool"; name: string; input?: unknown; output: string; failed?: boolean | undefined }
+  /** With `mcp`, a call through an MCP server: tagged so only where the record says the provider has MCP tools. */
+  | {
+      type: "tool";
+      name: string;
+      input?: unknown;
+      output: string;
+      failed?: boolean | undefined;
+      mcp?: { server: string; tool: string } | undefined;
+    }
+  /**
+   * The model calls one of the embedder's tools (`RuntimeOptions.tools`): where the record says the provider calls
+   * tools back and the session was offered it, a `dynamic_tool` request whose result goes into the reply.
+   */
+  | { type: "tool_call"; tool: string; input?: unknown }
   | { type: "command"; command: string; output: string; exitCode?: number | undefined; approval?: boolean | undefined }
   /** With `content`, the change is really written (relative to the thread's cwd) once allowed. */
   | { type: "file_change"; path: string; diff: string; approval?: boolean | undefined; content?: string | undefined }
@@ -44,7 +57,9 @@ export const ScriptStepSchema: z.ZodType<ScriptStep> = z.lazy(() =>
       input: z.unknown().optional(),
       output: z.string(),
       failed: z.boolean().optional(),
+      mcp: McpToolRefSchema.optional(),
     }),
+    base.extend({ type: z.literal("tool_call"), tool: z.string().min(1), input: z.unknown().optional() }),
     base.extend({
       type: z.literal("command"),
       command: z.string(),

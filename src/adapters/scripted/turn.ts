@@ -48,8 +48,16 @@ export class ScriptedTurn {
     private readonly backend: ScriptedBackend,
     private readonly emit: Emit,
     chunkDelayMs: number,
-    /** Where file changes with content are written, under which sandbox policy, in which runtime mode. */
-    private readonly workspace: { cwd: string | null; sandbox: SandboxPolicy; runtimeMode?: RuntimeMode } = {
+    /**
+     * Where file changes with content are written, under which sandbox policy, in which runtime mode; the embedder's
+     * tools its session was offered (by name).
+     */
+    private readonly workspace: {
+      cwd: string | null;
+      sandbox: SandboxPolicy;
+      runtimeMode?: RuntimeMode;
+      tools?: readonly string[];
+    } = {
       cwd: null,
       sandbox: "workspace-write",
     },
@@ -146,7 +154,8 @@ export class ScriptedTurn {
         return;
       case "tool": {
         const ref = this.#items.itemRef(true);
-        this.#items.started("tool_call", ref, scope, { toolName: step.name, input: step.input });
+        const mcp = step.mcp && caps.tools.supportsMcpTools ? { mcp: step.mcp } : {};
+        this.#items.started("tool_call", ref, scope, { toolName: step.name, input: step.input, ...mcp });
         if (caps.tools.emitsToolOutput) await this.#items.stream("tool_call", ref, scope, step.output, "output");
         this.#items.completed("tool_call", ref, scope, {
           status: step.failed ? "failed" : "completed",
@@ -154,6 +163,8 @@ export class ScriptedTurn {
         });
         return;
       }
+      case "tool_call":
+        return this.#callBack(step, scope);
       case "command": {
         const ref = this.#items.itemRef(true);
         this.#items.started("command_execution", ref, scope, { command: step.command });
@@ -238,6 +249,29 @@ export class ScriptedTurn {
       case "pause":
         return wait(this.#signal(scope), step.ms);
     }
+  }
+
+  /**
+   * The model calls an embedder's tool: only one its session was offered, from a provider whose record says it calls
+   * tools back (else it says it has no such tool). The call is a tool item and a `dynamic_tool` request; the answer is
+   * the item's output and goes into the reply.
+   */
+  async #callBack(step: Extract<ScriptStep, { type: "tool_call" }>, scope: Scope): Promise<void> {
+    const { tools, approvals } = this.caps;
+    const offered = tools.supportsDynamicToolCallbacks && (this.workspace.tools ?? []).includes(step.tool);
+    if (!offered || (scope.inSubagent && !approvals.approvalsCanOriginateFromSubagents))
+      return this.#items.message("assistant_message", `I have no tool named ${step.tool}.`, scope);
+    const ref = this.#items.itemRef(true);
+    this.#items.started("tool_call", ref, scope, { toolName: step.tool, input: step.input ?? null });
+    const request: RequestPayload = { kind: "dynamic_tool", toolName: step.tool, input: step.input ?? null };
+    const response = await this.#requests.ask(request, ref, scope);
+    const result = response.kind === "tool_result" ? response : { output: `${step.tool} was not run`, success: false };
+    this.#items.completed("tool_call", ref, scope, {
+      status: result.success ? "completed" : "failed",
+      output: result.output,
+    });
+    const reply = result.success ? `${step.tool} returned: ${result.output}` : `${step.tool} failed: ${result.output}`;
+    return this.#items.message("assistant_message", reply, scope);
   }
 
   async #subagent(step: Extract<ScriptStep, { type: "subagent" }>, scope: Scope): Promise<void> {

@@ -11,6 +11,13 @@ import { supportsApprovalFor } from "../../capabilities/predicates.js";
  * is interrupted.
  */
 
+/** How the provider says a request ended, by its answer. */
+function outcomeOf(response: RequestResponse): string {
+  if (response.kind === "decision") return response.decision;
+  if (response.kind === "answers") return "answered";
+  return response.success ? "tool_succeeded" : "tool_failed";
+}
+
 export interface PendingRequest {
   requestRef: string | undefined;
   ordinal: number;
@@ -66,7 +73,7 @@ export class TurnRequests {
             type: "request.resolved",
             ...this.where(scope),
             requestRef,
-            outcome: response.kind === "decision" ? response.decision : "answered",
+            outcome: outcomeOf(response),
           });
           resolve(response);
         },

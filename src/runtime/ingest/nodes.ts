@@ -1,6 +1,6 @@
 import type { ProviderCapabilities } from "../../capabilities/schema.js";
 import type { ProviderEvent } from "../../adapters/contract.js";
-import type { ItemStream, NodeKind, ProviderItemKind } from "../../domain/items.js";
+import type { ItemDetail, ItemStream, NodeKind, ProviderItemKind } from "../../domain/items.js";
 import type { DomainEvent } from "../../domain/events.js";
 import { derivedId } from "../../domain/ids.js";
 import {
@@ -11,6 +11,7 @@ import {
   itemIdStrength,
   nodeById,
   nodeStartedEvent,
+  protocolWarning,
   scopeOf,
   startNode,
   type NodeEntry,
@@ -44,14 +45,42 @@ export function itemStarted(
   const adopted = adoptParentItem(binding, caps, providerTarget, event.parentItemRef);
   const node = earlier ?? startNode(binding, itemIdStrength(caps, kind), kind, event.itemRef, event.detail?.toolName);
   node.announced = true;
+  const { detail, warnings } = mcpDetail(binding, caps, providerTarget, event.detail);
   return [
     ...adopted,
     ...(earlier ? [] : toolFallbacks(binding, caps, kind, false)),
+    ...warnings,
     applied(binding, {
       ...nodeStartedEvent(binding, node, providerTarget, event.parentItemRef, event.threadRef),
-      detail: event.detail ?? null,
+      detail: detail ?? null,
     }),
   ];
+}
+
+/**
+ * An MCP tool call keeps its server and tool where the record says the provider has MCP tools; from a provider whose
+ * record says it has none, the tag is a protocol warning and the item is shown as a plain tool (its name kept).
+ */
+function mcpDetail(
+  binding: TurnBinding,
+  caps: ProviderCapabilities,
+  providerTarget: string,
+  detail: ItemDetail | undefined,
+): { detail: ItemDetail | undefined; warnings: Routed[] } {
+  if (!detail?.mcp || caps.tools.supportsMcpTools) return { detail, warnings: [] };
+  const { mcp, ...plain } = detail;
+  const what = `an MCP tool call (${mcp.server}.${mcp.tool})`;
+  return {
+    detail: plain,
+    warnings: [
+      protocolWarning(
+        binding,
+        providerTarget,
+        `reported ${what}, which its capability record says cannot happen (tools.supportsMcpTools is false)`,
+      ),
+      ...degraded(binding, "mcp_tools_unavailable", `${what} is shown as a plain tool`),
+    ],
+  };
 }
 
 export function itemDelta(

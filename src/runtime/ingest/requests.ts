@@ -23,7 +23,8 @@ import {
  * A turn's requests (approvals, questions): each one's id derived from the provider turn and, when the record says
  * requests have trustworthy native ids, their native id (else their ordinal in the turn); its node, hung where the
  * record says requests can come from; and the native address the answer goes back to. A request of a kind the record
- * denies is never shown: a protocol warning, declined back to the provider.
+ * denies is never shown: a protocol warning, declined back to the provider. A dynamic tool call, where the record
+ * says the provider calls tools back, is opened like any request and answered by the runtime (commands/respond.ts).
  */
 
 type EventOf<T extends ProviderEvent["type"]> = Extract<ProviderEvent, { type: T }>;
@@ -140,10 +141,18 @@ function placeRequest(
 function deniedBy(caps: ProviderCapabilities, kind: RequestKind): string | null {
   if (isApprovalKind(kind)) return supportsApprovalFor(caps, kind) ? null : APPROVAL_FIELD[kind];
   if (kind === "user_input") return caps.planning.supportsStructuredQuestions ? null : QUESTIONS_FIELD;
-  return null;
+  return caps.tools.supportsDynamicToolCallbacks ? null : DYNAMIC_TOOLS_FIELD;
 }
 
 const QUESTIONS_FIELD = "planning.supportsStructuredQuestions";
+const DYNAMIC_TOOLS_FIELD = "tools.supportsDynamicToolCallbacks";
+
+/** What a protocol warning calls a request of this kind. */
+function describeRequest(kind: RequestKind): string {
+  if (kind === "user_input") return "a structured question";
+  if (kind === "dynamic_tool") return "a dynamic tool call";
+  return `a ${kind} approval`;
+}
 
 /** A request of a kind the record denies: a protocol warning, the degradation, and the decline sent back. */
 function declineUndeclared(
@@ -156,7 +165,7 @@ function declineUndeclared(
   ordinal: number,
 ): Routed[] {
   const why = `${field} is false`;
-  const what = kind === "user_input" ? "a structured question" : `a ${kind} approval`;
+  const what = describeRequest(kind);
   return [
     protocolWarning(binding, providerTarget, `asked for ${what} its capability record denies (${why})`),
     ...degraded(binding, "undeclared_request_declined", `${what} was declined (${why})`, field),
