@@ -62,6 +62,12 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     status: TerminalRunStatusSchema,
     reason: z.string().nullable(),
     failure: FailureSchema.nullable(),
+    /**
+     * How the run's end is known: the provider's terminal with the strength its record declares
+     * (`strong`, `weak`), inferred when its session went idle (`inferred`), or decided by the runtime
+     * (cancelled, its session lost, its start failed: `runtime`).
+     */
+    correlation: z.enum(["strong", "weak", "inferred", "runtime"]).default("runtime"),
   }),
   z.strictObject({
     type: z.literal("attempt.started"),

@@ -1,5 +1,6 @@
 import { and, assign, enqueueActions } from "xstate";
 import { TurnTerminalStatusSchema, type AttemptReason, type TurnTerminalStatus } from "../domain/entities.js";
+import type { DomainEventOf } from "../domain/events.js";
 import { eventAttempt, newAttempt, steerDropped } from "./runModel.js";
 import { effect, outcome, record } from "./emitted.js";
 import { runInterventions } from "./runInterventions.js";
@@ -113,7 +114,10 @@ const runSetup = runInterventions.extend({
           });
           enqueue.emit(record({ type: "attempt.terminal", threadId, runId, attemptId, status: params.status }));
         }
-        enqueue.emit(record({ type: "run.terminal", threadId, runId, status: params.status, reason, failure }));
+        const correlation: RunTerminalCorrelation =
+          event.type === "TURN_TERMINAL" ? (event.correlation ?? "strong") : "runtime";
+        const terminal = { threadId, runId, status: params.status, reason, failure, correlation };
+        enqueue.emit(record({ type: "run.terminal", ...terminal }));
         enqueue.emit(effect({ type: "runFinished", threadId, runId }));
       },
     ),
@@ -124,7 +128,10 @@ const runSetup = runInterventions.extend({
         enqueue.emit(outcome({ command: "interrupt", via: "not_started", runId }));
       }
       const reason = event.type === "CANCEL" ? event.reason : "interrupted_before_start";
-      enqueue.emit(record({ type: "run.terminal", threadId, runId, status: "cancelled", reason, failure: null }));
+      const correlation = "runtime" as const;
+      enqueue.emit(
+        record({ type: "run.terminal", threadId, runId, status: "cancelled", reason, failure: null, correlation }),
+      );
       enqueue.emit(effect({ type: "runFinished", threadId, runId }));
     }),
   },
@@ -351,3 +358,6 @@ export const runMachine = runSetup.createMachine({
     STEER_FAILED: { actions: "recordSteerFailure" },
   },
 });
+
+/** How a run's end is known (`run.terminal`): the provider's terminal, inferred from idleness, or the runtime's. */
+type RunTerminalCorrelation = DomainEventOf<"run.terminal">["correlation"];

@@ -61,7 +61,15 @@ export type RunEvent =
   | { type: "PROVIDER"; attemptId: string; event: DomainEvent }
   | { type: "REQUEST_OPENED"; attemptId: string; requestId: string; event: DomainEvent }
   | { type: "REQUEST_SETTLED"; requestId: string }
-  | { type: "TURN_TERMINAL"; attemptId: string; nodeId: string; status: TurnTerminalStatus; failure: Failure | null }
+  | {
+      type: "TURN_TERMINAL";
+      attemptId: string;
+      nodeId: string;
+      status: TurnTerminalStatus;
+      failure: Failure | null;
+      /** The provider's terminal at its record's strength, or inferred from an idle session (default strong). */
+      correlation?: "strong" | "weak" | "inferred";
+    }
   /** `sharedWith`: other app threads whose runs are in the same provider session (a session stop ends them too). */
   | { type: "INTERRUPT"; sharedWith?: readonly string[] }
   | { type: "INTERRUPT_ACKED"; attemptId: string }

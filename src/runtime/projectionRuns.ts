@@ -69,6 +69,7 @@ export function foldRun(models: RunModels, event: RunEvent, seq: number, thread:
         text: event.text,
         reason: null,
         failure: null,
+        correlation: null,
         attempts: [],
         items: [],
         fallbacks: [],
@@ -96,7 +97,12 @@ export function foldRun(models: RunModels, event: RunEvent, seq: number, thread:
       return;
     case "run.terminal":
       if (!run) return;
-      Object.assign(run, { status: event.status, reason: event.reason, failure: event.failure });
+      Object.assign(run, {
+        status: event.status,
+        reason: event.reason,
+        failure: event.failure,
+        correlation: event.correlation,
+      });
       if (event.failure)
         addItem(models, run, {
           id: `err_${seq}`,

@@ -55,6 +55,8 @@ export interface RunView {
   text: string;
   reason: string | null;
   failure: Failure | null;
+  /** How its end is known (`run.terminal`); null while it runs. */
+  correlation: "strong" | "weak" | "inferred" | "runtime" | null;
   attempts: AttemptView[];
   items: TurnItem[];
   fallbacks: Array<{ policy: string; capability: string; outcome: "fallback" | "refused"; detail: string }>;

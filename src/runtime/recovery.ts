@@ -144,7 +144,15 @@ export function planRecovery(
       }
     }
     const reason = configuredTargets.has(run.providerTarget) ? "runtime_restarted" : "provider_target_missing";
-    events.push({ type: "run.terminal", threadId, runId, status: "cancelled", reason, failure: null });
+    events.push({
+      type: "run.terminal",
+      threadId,
+      runId,
+      status: "cancelled",
+      reason,
+      failure: null,
+      correlation: "runtime",
+    });
     cancelledRuns.push(runId);
   }
   if (events.length > 0 || requeuedRuns.length > 0) {

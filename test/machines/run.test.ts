@@ -93,7 +93,15 @@ describe("run machine: lifecycle", () => {
         { type: "record", event: { type: "attempt.terminal", threadId: "thr_1", runId: "run_1", attemptId, status } },
         {
           type: "record",
-          event: { type: "run.terminal", threadId: "thr_1", runId: "run_1", status, reason: null, failure },
+          event: {
+            type: "run.terminal",
+            threadId: "thr_1",
+            runId: "run_1",
+            status,
+            reason: null,
+            failure,
+            correlation: "strong",
+          },
         },
         { type: "effect", effect: { type: "runFinished", threadId: "thr_1", runId: "run_1" } },
       ]);
@@ -160,6 +168,7 @@ describe("run machine: lifecycle", () => {
       status: "failed",
       reason: "start_failed",
       failure,
+      correlation: "runtime",
     });
   });
 
@@ -216,6 +225,7 @@ describe("run machine: lifecycle", () => {
             status: "cancelled",
             reason: "thread_deleted",
             failure: null,
+            correlation: "runtime",
           },
         },
         { type: "effect", effect: { type: "runFinished", threadId: "thr_1", runId: "run_1" } },
@@ -232,6 +242,7 @@ describe("run machine: lifecycle", () => {
           status: "cancelled",
           reason: "interrupted_before_start",
           failure: null,
+          correlation: "runtime",
         },
       ]);
       expect(i.outcomes()).toEqual([{ command: "interrupt", via: "not_started", runId: "run_1" }]);

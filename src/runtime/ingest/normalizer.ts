@@ -205,7 +205,7 @@ export class Normalizer {
       quality === "strong" || binding.closed
         ? []
         : [{ to: "log", event: weakTerminal(binding, event.status, quality) }];
-    const terminal = this.#terminal(binding, event.status, failure);
+    const terminal = this.#terminal(binding, event.status, failure, quality === "strong" ? "strong" : "weak");
     if (event.threadDisposition === "reusable") return [...marked, terminal];
     // A broken provider thread is never resumed again: the next run gets a replacement.
     const { threadId, providerThreadId } = binding;
@@ -236,7 +236,7 @@ export class Normalizer {
         `terminal inferred as ${status} from the session going idle ` +
         `(correlation: weak; provider terminal quality: ${caps.turns.terminalStatusQuality})`;
       const policy = policyEvent(binding, "terminal_inferred_from_idle", detail);
-      return [{ to: "log", event: policy } satisfies Routed, this.#terminal(binding, status, null)];
+      return [{ to: "log", event: policy } satisfies Routed, this.#terminal(binding, status, null, "inferred")];
     });
   }
 
@@ -244,6 +244,7 @@ export class Normalizer {
     binding: TurnBinding,
     status: TurnTerminalStatus,
     failure: { failureClass: string; message: string; retryable: boolean } | null,
+    correlation: "strong" | "weak" | "inferred",
   ): Routed {
     const event: RunEvent = {
       type: "TURN_TERMINAL",
@@ -251,6 +252,7 @@ export class Normalizer {
       nodeId: binding.rootNodeId,
       status,
       failure,
+      correlation,
     };
     return toRun(binding, event);
   }

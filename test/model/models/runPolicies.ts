@@ -367,6 +367,21 @@ export const queueModel: PolicyModel = {
   drive: { SEND: sendThenRun("plain"), QUEUE: (w) => w.send("plain", { mode: "queue" }), FINISH: finish },
 };
 
+/** A run completed, its terminal's correlation strength (run.terminal) as the seed says. */
+function correlatedAs(correlation: string, policies: PolicyName[]) {
+  return {
+    type: "final" as const,
+    meta: {
+      expect: {
+        until: runIs("completed"),
+        policies,
+        check: (w: World) =>
+          must(w.run().correlation === correlation, `the terminal's correlation is ${w.run().correlation}`),
+      },
+    },
+  };
+}
+
 export const terminalModel: PolicyModel = {
   name: "terminals",
   reads: { "main.turns.emitsTurnCompleted": B, "main.turns.terminalStatusQuality": ["strong", "weak", "none"] },
@@ -383,12 +398,9 @@ export const terminalModel: PolicyModel = {
         on: { FINISH: [{ guard: "reportsTurnTerminals", target: "reported" }, { target: "inferred" }] },
       },
       reported: { always: [{ guard: "strong", target: "completed" }, { target: "weak" }] },
-      completed: finished(),
-      weak: { type: "final", meta: { expect: { until: runIs("completed"), policies: ["terminal_weak_correlation"] } } },
-      inferred: {
-        type: "final",
-        meta: { expect: { until: runIs("completed"), policies: ["terminal_inferred_from_idle"] } },
-      },
+      completed: correlatedAs("strong", []),
+      weak: correlatedAs("weak", ["terminal_weak_correlation"]),
+      inferred: correlatedAs("inferred", ["terminal_inferred_from_idle"]),
     },
   ),
   drive: { SEND: sendThenRun("plain"), FINISH: finish },
