@@ -98,6 +98,8 @@ describe("codex protocol", () => {
         "model",
         "reasoning_effort",
       ]);
+      // The embedder's tools, offered when a thread starts.
+      expect(d.ThreadStartParams?.properties).toHaveProperty("dynamicTools");
       for (const params of ["ThreadStartParams", "ThreadResumeParams", "ThreadForkParams"])
         expect(d[params]?.properties, params).toHaveProperty("config");
     } finally {
@@ -108,7 +110,9 @@ describe("codex protocol", () => {
   it("every capability the record declares true is exercised by a real-binary test", async () => {
     const tests = (
       await Promise.all(
-        ["codex.test.ts", "planning.test.ts"].map((f) => readFile(join(import.meta.dirname, f), "utf8")),
+        ["codex.test.ts", "planning.test.ts", "tools.test.ts"].map((f) =>
+          readFile(join(import.meta.dirname, f), "utf8"),
+        ),
       )
     ).join("\n");
     // Each true flag, and the test (by title) that exercises it.
@@ -134,6 +138,7 @@ describe("codex protocol", () => {
       "tools.emitsToolStarted": "asks before a command",
       "tools.emitsToolCompleted": "asks before a command",
       "tools.emitsToolOutput": "asks before a command",
+      "tools.supportsDynamicToolCallbacks": "calls an embedder tool back",
       "approvals.supportsCommandApproval": "asks before a command",
       "approvals.supportsFileChangeApproval": "asks before a file change",
       "approvals.approvalsHaveNativeRequestIds": "asks before a command",

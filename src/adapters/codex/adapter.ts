@@ -9,6 +9,7 @@ import type { HostSpec } from "../../runtime/hosts/registry.js";
 import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
 import type {
+  DynamicToolDefinition,
   ProviderAdapter,
   ProviderAdapterEvent,
   ProviderEvent,
@@ -83,8 +84,14 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       event: { type: "session.state", state: "error", message: `codex app-server lost: ${report}` },
     }),
   );
-  /** What each session's threads and turns run under: its sandbox and the runtime mode it started in. */
-  const settings = new Map<string, { sandbox: SandboxPolicy; runtimeMode: RuntimeMode }>();
+  /**
+   * What each session's threads and turns run under: its sandbox, the runtime mode it started in, and the embedder's
+   * tools it was offered (Codex's dynamic tools, given to every thread it starts).
+   */
+  const settings = new Map<
+    string,
+    { sandbox: SandboxPolicy; runtimeMode: RuntimeMode; tools: DynamicToolDefinition[] }
+  >();
   const conns = new WeakMap<object, Conn>();
   /** Which session opened each native thread (events are routed by thread id). */
   const threadSessions = new Map<string, string>();
@@ -200,10 +207,10 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       sessions.bind(registry);
       spec.target = target;
     },
-    async startSession({ sessionId, sandbox, runtimeMode }) {
+    async startSession({ sessionId, sandbox, runtimeMode, tools }) {
       const lease = await sessions.open(sessionId, spec);
       const mode = runtimeMode ?? DEFAULT_RUNTIME_MODE;
-      settings.set(sessionId, { sandbox: sandbox ?? "workspace-write", runtimeMode: mode });
+      settings.set(sessionId, { sandbox: sandbox ?? "workspace-write", runtimeMode: mode, tools: tools ?? [] });
       const version = conns.get(lease.channel)?.version ?? "0.171.0";
       return {
         sessionId,
@@ -247,7 +254,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
           );
         }
       } else {
-        opened = await call<OpenedThread>(sessionId, "thread/start", opening);
+        opened = await call<OpenedThread>(sessionId, "thread/start", { ...opening, ...dynamicToolsOf(sessionId) });
       }
       return adopt(sessionId, opened);
     },
@@ -377,6 +384,23 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
    */
   function threadSettings(sessionId: string, cwd: string) {
     return { cwd, sandbox: SANDBOX[sessionSettings(sessionId).sandbox], config: UPDATE_PLAN_TOOL };
+  }
+
+  /**
+   * The embedder's tools as Codex's dynamic tools (experimental: `thread/start` takes them, resume and fork do not;
+   * a call comes back as an `item/tool/call` request, answered through the runtime).
+   */
+  function dynamicToolsOf(sessionId: string) {
+    const { tools } = sessionSettings(sessionId);
+    if (tools.length === 0) return {};
+    return {
+      dynamicTools: tools.map((t) => ({
+        type: "function",
+        name: t.name,
+        description: t.description,
+        inputSchema: t.inputSchema,
+      })),
+    };
   }
 
   /** A thread Codex opened for a session (started, resumed or forked): its events route there. */

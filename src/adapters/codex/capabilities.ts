@@ -70,7 +70,7 @@ export function codexCapabilities(version: string, mode: CodexCollaborationMode 
       emitsToolCompleted: true,
       emitsToolOutput: true,
       supportsMcpTools: false,
-      supportsDynamicToolCallbacks: false,
+      supportsDynamicToolCallbacks: true, // dynamic tools (thread/start), called back as item/tool/call
     },
     approvals: {
       supportsCommandApproval: true,

@@ -55,10 +55,12 @@ function detailOf(
         diff: changes.map((c) => c.diff ?? "").join("\n"),
       };
     }
+    // Not tagged `mcp`: the record says no MCP tools until a real-binary test shows one (GAP.md).
     case "mcpToolCall":
+      return { toolName: `${str(item.server) ?? "mcp"}.${str(item.tool) ?? "unknown"}`, input: item.arguments ?? null };
     case "dynamicToolCall":
       return {
-        toolName: `${str(item.server) ?? str(item.namespace) ?? "tool"}.${str(item.tool) ?? "unknown"}`,
+        toolName: str(item.namespace) ? `${str(item.namespace)}.${str(item.tool)}` : (str(item.tool) ?? "unknown"),
         input: item.arguments ?? null,
       };
     default:
@@ -244,14 +246,27 @@ export function mapServerRequest(
       request = { kind: "user_input", questions };
       break;
     }
+    case "item/tool/call":
+      // One of the embedder's tools (offered as dynamic tools): the runtime runs it and answers.
+      request = { kind: "dynamic_tool", toolName: str(params.tool) ?? "", input: params.arguments ?? null };
+      break;
     default:
       return null;
   }
-  return { type: "request.opened", ...at, requestRef: String(id), ...(itemRef ? { itemRef } : {}), request };
+  // A tool call names its item by its call id.
+  const item = itemRef ?? (method === "item/tool/call" ? str(params.callId) : undefined);
+  return { type: "request.opened", ...at, requestRef: String(id), ...(item ? { itemRef: item } : {}), request };
 }
 
-/** A Tiller answer in Codex's words: decisions for approvals, `{ answers: { id: { answers } } }` for questions. */
+/**
+ * A Tiller answer in Codex's words: decisions for approvals, `{ answers: { id: { answers } } }` for questions, the
+ * tool's text and success for a dynamic tool call (a declined call: a failure the model is told of).
+ */
 export function nativeResponse(method: string, response: RequestResponse): unknown {
+  if (method === "item/tool/call") {
+    const result = response.kind === "tool_result" ? response : { output: "declined by the client", success: false };
+    return { contentItems: [{ type: "inputText", text: result.output }], success: result.success };
+  }
   if (method === "item/tool/requestUserInput") {
     const answers = response.kind === "answers" ? response.answers : {};
     return {
