@@ -46,6 +46,14 @@ export const UndoSubagentInputSchema = z.strictObject({
   commandId,
 });
 
+/** Carry out a plan the provider proposed (an item of kind `proposed_plan`): a run that implements it. */
+export const ImplementPlanInputSchema = z.strictObject({
+  threadId: appId("thr"),
+  /** The proposed plan's item id. */
+  nodeId: appId("nod"),
+  commandId,
+});
+
 export const InterruptInputSchema = z.strictObject({ runId: appId("run"), commandId });
 
 export const RespondInputSchema = z.strictObject({
@@ -96,6 +104,7 @@ export type ForkThreadInput = z.input<typeof ForkThreadInputSchema>;
 export type SubscribeInput = z.input<typeof SubscribeInputSchema>;
 export type RollbackInput = z.input<typeof RollbackInputSchema>;
 export type UndoSubagentInput = z.input<typeof UndoSubagentInputSchema>;
+export type ImplementPlanInput = z.input<typeof ImplementPlanInputSchema>;
 export type CloseSubagentInput = z.input<typeof SubagentInputSchema>;
 export type WaitForSubagentInput = z.input<typeof WaitForSubagentInputSchema>;
 

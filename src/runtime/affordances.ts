@@ -3,6 +3,7 @@ import {
   canRollbackProvider,
   canSteerByInterruptRestart,
   canSteerNatively,
+  canSwitchModeInSession,
   canSwitchModelInSession,
   hasStructuredApprovals,
   supportsApprovalFor,
@@ -16,6 +17,7 @@ import { subagentForkSource, subagentOperation } from "./commands/subagents.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import { planRollback, rollbackRequest, sharedDirectoryBusy, type RollbackPlanning } from "./rollback.js";
 import { forkSituation } from "./handoff.js";
+import { sessionSharers } from "./commands/interrupt.js";
 import { itemLifecycle, type ItemLifecycle } from "./ingest/lifecycle.js";
 
 /**
@@ -48,7 +50,18 @@ export interface Affordances {
   requests: Array<{ requestId: string; kind: string; state: "respondable" | "expired" | "answered_by_runtime" }>;
   /** Shown only when structured artifacts exist in the thread. */
   panels: { plan: boolean; todo: boolean };
+  /** `sandbox_only`: no approval will be asked (the provider asks none, or the thread's mode never asks). */
   approvals: "structured" | "sandbox_only";
+  /** A provider's questions: respondable requests, or text in its reply (answered with the next message). */
+  questions: "structured" | "as_text";
+  /**
+   * Plans the provider proposes: artifacts to implement (each proposed plan of the thread, with whether
+   * `implementPlan` may carry it out now), or text in its reply.
+   */
+  plans: {
+    proposed: "artifacts" | "as_text";
+    implement: Array<{ nodeId: string; runId: string; available: boolean; reason: string | null }>;
+  };
   /** The approvals the provider may ask; one of another kind is declined by the runtime, never shown. */
   approvalKinds: ApprovalKind[];
   /**
@@ -58,6 +71,8 @@ export interface Affordances {
   items: ItemLifecycle;
   tools: ToolAffordances;
   modelSwitch: "in_session" | "new_session";
+  /** A runtime mode change (plan mode, approval policy): in the live session, or by a new one. */
+  modeSwitch: "in_session" | "new_session";
   subagents: SubagentAffordances;
 }
 
@@ -96,7 +111,7 @@ const APPROVAL_KINDS: readonly ApprovalKind[] = ["command", "file_read", "file_c
  * What the affordances read: the read model, the targets, the thread actors, whether a request can still be answered.
  */
 export interface AffordancesSource extends RollbackPlanning {
-  readonly actors: Pick<Actors, "threads">;
+  readonly actors: Pick<Actors, "threads" | "runs">;
   /** The embedder's registered tools. */
   readonly tools: readonly unknown[];
   generationOf(request: RequestView): number | null;
@@ -123,11 +138,7 @@ export function affordancesOf(
     : canInterrupt(caps)
       ? { state: "available", runId: active.runId, reason: null }
       : allowSessionStopInterrupt
-        ? {
-            state: "destructive_fallback",
-            runId: active.runId,
-            reason: "stops the provider session (turns.supportsInterrupt is false)",
-          }
+        ? sessionStop(rt, active.runId)
         : { state: "unavailable", runId: active.runId, reason: "turns.supportsInterrupt is false" };
   const steer: Affordances["steer"] = canSteerNatively(caps)
     ? { state: "native", reason: null }
@@ -199,7 +210,21 @@ export function affordancesOf(
     rollback,
     requests,
     panels: { plan: kinds.has("plan") || kinds.has("proposed_plan"), todo: kinds.has("todo_list") },
-    approvals: hasStructuredApprovals(caps) ? "structured" : "sandbox_only",
+    approvals: hasStructuredApprovals(caps) && thread.runtimeMode.approvals !== "never" ? "structured" : "sandbox_only",
+    questions: caps.planning.supportsStructuredQuestions ? "structured" : "as_text",
+    plans: {
+      proposed: caps.planning.emitsProposedPlan ? "artifacts" : "as_text",
+      implement: thread.runs.flatMap((run) =>
+        run.items
+          .filter((i) => i.kind === "proposed_plan")
+          .map((i) => ({
+            nodeId: i.id,
+            runId: run.runId,
+            available: !sharedBusy,
+            reason: sharedBusy ? "another thread works in the same directory" : null,
+          })),
+      ),
+    },
     approvalKinds: APPROVAL_KINDS.filter((kind) => supportsApprovalFor(caps, kind)),
     items: itemLifecycle(caps),
     tools: {
@@ -208,7 +233,27 @@ export function affordancesOf(
         rt.tools.length === 0 ? "none_registered" : caps.tools.supportsDynamicToolCallbacks ? "offered" : "unsupported",
     },
     modelSwitch: canSwitchModelInSession(caps) ? "in_session" : "new_session",
+    modeSwitch: canSwitchModeInSession(caps) ? "in_session" : "new_session",
     subagents: subagentAffordances(rt, thread, caps),
+  };
+}
+
+/**
+ * The destructive fallback, unless the session also runs other threads' turns: stopping it would
+ * end theirs too, and the runtime refuses it (`session_stop_refused_shared`).
+ */
+function sessionStop(rt: AffordancesSource, runId: string): Affordances["interrupt"] {
+  const others = sessionSharers(rt, runId);
+  if (others.length > 0)
+    return {
+      state: "unavailable",
+      runId,
+      reason: `stopping the provider session would also end the runs of ${others.join(", ")}`,
+    };
+  return {
+    state: "destructive_fallback",
+    runId,
+    reason: "stops the provider session (turns.supportsInterrupt is false)",
   };
 }
 

@@ -16,6 +16,7 @@ import type {
   SubscribeInput,
   SubagentOutcome,
   UndoSubagentInput,
+  ImplementPlanInput,
   WaitForSubagentInput,
 } from "../domain/commands.js";
 import type { DomainEvent } from "../domain/events.js";
@@ -66,6 +67,12 @@ export interface TillerRuntime {
    * it ran), leaving the rest of its run's; the provider's conversation is kept. Needs `checkpoints`.
    */
   undoSubagent(input: UndoSubagentInput): Promise<UndoSubagentReceipt & { commandId: string }>;
+  /**
+   * Carries out a plan the provider proposed (an item of kind `proposed_plan`; `affordances().plans`): a run, queued
+   * behind the active one, that implements it out of plan mode. `not_found` for an unknown item, `conflict` for an
+   * item that is not a proposed plan.
+   */
+  implementPlan(input: ImplementPlanInput): Promise<SendMessageReceipt>;
   /**
    * Resolves once the subagent (an item of kind `subagent`) has ended, with how, the provider asked to wait for it.
    * Needs `subagents.canWaitForSubagents` and an addressable subagent (`subagents.exposesSubagentThreadIds`), else

@@ -13,6 +13,7 @@ import {
   SubscribeInputSchema,
   ThreadIdSchema,
   UndoSubagentInputSchema,
+  ImplementPlanInputSchema,
   parseInput,
   type CloseSubagentInput,
   type CloseSubagentReceipt,
@@ -30,6 +31,7 @@ import {
   type SubscribeInput,
   type SubagentOutcome,
   type UndoSubagentInput,
+  type ImplementPlanInput,
   type WaitForSubagentInput,
 } from "../domain/commands.js";
 import {
@@ -49,6 +51,7 @@ import { interrupt } from "./commands/interrupt.js";
 import { respond } from "./commands/respond.js";
 import { rollback } from "./commands/rollback.js";
 import { sendMessage } from "./commands/submit.js";
+import { implementPlan } from "./commands/plans.js";
 import { closeSubagent, waitForSubagent } from "./commands/subagents.js";
 import { createThread, forkThread } from "./commands/threads.js";
 import { undoSubagent, type UndoSubagentReceipt } from "./commands/undoSubagent.js";
@@ -263,6 +266,11 @@ export class Runtime implements TillerRuntime {
   async undoSubagent(input: UndoSubagentInput): Promise<UndoSubagentReceipt & { commandId: string }> {
     const p = parseInput(UndoSubagentInputSchema, input);
     return this.#command(p.commandId, "undoSubagent", () => undoSubagent(this.#d, p));
+  }
+
+  async implementPlan(input: ImplementPlanInput): Promise<SendMessageReceipt> {
+    const p = parseInput(ImplementPlanInputSchema, input);
+    return this.#command(p.commandId, "implementPlan", () => implementPlan(this.#d, p));
   }
 
   /** Resolves once the subagent has ended (the provider asked to wait for it). See TillerRuntime.waitForSubagent. */

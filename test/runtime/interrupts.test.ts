@@ -123,6 +123,8 @@ describe("interrupts", () => {
       const runB = await rt.sendMessage({ threadId: b.threadId, text: "b" });
       await nextEvent(rt, "node.delta", (e) => e.runId === runA.runId);
       await nextEvent(rt, "attempt.turn_bound", (e) => e.runId === runB.runId);
+      const offered = rt.affordances(a.threadId).interrupt;
+      expect([offered.state, offered.reason]).toEqual(["unavailable", expect.stringContaining(b.threadId)]);
       const refused = await rt.interrupt({ runId: runA.runId }).catch((e: unknown) => e);
       expect(refused).toMatchObject({ code: "capability_unsupported" });
       const refusal = () => ofType(events, "policy.applied").find((p) => p.policy === "session_stop_refused_shared");
@@ -133,6 +135,7 @@ describe("interrupts", () => {
       // Once thread b's run is over, the session holds only a's: the fallback is taken.
       backend.openGate("b");
       expect((await rt.waitForRun(runB.runId)).status).toBe("completed");
+      expect(rt.affordances(a.threadId).interrupt.state).toBe("destructive_fallback");
       expect(await rt.interrupt({ runId: runA.runId })).toMatchObject({ via: "session_stop" });
       expect((await rt.waitForRun(runA.runId)).status).toBe("interrupted");
     } finally {

@@ -776,7 +776,10 @@ export const planningModel: PolicyModel = {
   reads: { "main.planning.emitsProposedPlan": B, "main.planning.supportsStructuredQuestions": B },
   machine: modelMachine(
     "planning",
-    { asksStructured: (f) => seed.asksStructured(record(f)) },
+    {
+      asksStructured: (f) => seed.asksStructured(record(f)),
+      proposes: (f) => seed.proposesPlans(record(f)),
+    },
     {
       idle: { on: { SEND: [{ guard: "asksStructured", target: "asked" }, { target: "askedInText" }] } },
       asked: {
@@ -809,7 +812,6 @@ export const planningModel: PolicyModel = {
       },
       answered: { meta: { expect: { until: () => true } }, on: { FINISH: "completed" } },
       completed: {
-        type: "final",
         meta: {
           expect: {
             until: runIs("completed"),
@@ -822,13 +824,40 @@ export const planningModel: PolicyModel = {
                   w.run().items.some((i) => i.kind === "assistant_message" && i.text?.startsWith("plan")),
                   "the plan is not in the assistant's text",
                 );
+              const { questions, plans } = w.rt.affordances(w.threadId);
+              must(
+                questions === (seed.asksStructured(record(w.flags)) ? "structured" : "as_text"),
+                `questions ${questions}`,
+              );
+              must(plans.proposed === (wanted ? "artifacts" : "as_text"), `plans ${plans.proposed}`);
+              must(plans.implement.length === wanted, "the proposed plan is not offered to implement");
             },
           },
         },
+        on: { IMPLEMENT: [{ guard: "proposes", target: "implemented" }, { target: "nothingToImplement" }] },
       },
+      implemented: {
+        type: "final",
+        meta: {
+          expect: {
+            until: (w: World) => w.run().status === "running",
+            check: (w: World) =>
+              must(w.run().text.startsWith("Implement this plan"), "the run does not carry the plan"),
+          },
+        },
+      },
+      nothingToImplement: { type: "final", meta: { expect: { refused: "not_found" } } },
     },
   ),
   drive: {
+    IMPLEMENT: async (w) => {
+      const plan = w.run().items.find((i) => i.kind === "proposed_plan");
+      await w.attempt(async () => {
+        const receipt = await w.rt.implementPlan({ threadId: w.threadId, nodeId: plan?.id ?? "nod_none" });
+        w.runIds.push(receipt.runId);
+        return receipt;
+      });
+    },
     SEND: (w) => w.send("plans"),
     ANSWER: (w) =>
       w.attempt(() =>
