@@ -7,7 +7,7 @@ import { Runtime, type RuntimeOptions } from "./runtime/runtime.js";
 
 export type { TillerRuntime, Subscriber, WaitForRunOptions } from "./runtime/api.js";
 export type { RuntimeOptions, ThreadSnapshot } from "./runtime/runtime.js";
-export type { RuntimeFailure } from "./runtime/options.js";
+export type { RuntimeFailure, DynamicTool, DynamicToolContext } from "./runtime/options.js";
 export type {
   ReadModelState,
   ReadModelSelector,

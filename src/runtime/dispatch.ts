@@ -139,8 +139,11 @@ export class Dispatcher implements TargetHost {
       case "request.opened": {
         const { threadId, runId, requestId, payload, responseCapability } = event;
         this.actors.request({ threadId, runId, requestId, kind: payload.kind, responseCapability });
+        // The embedder's handler runs as a tracked call, like every provider call: close() waits for it.
         if (isAnsweredByRuntime(payload.kind))
-          void answerToolCall(this, this.options.tools, requestId).catch((error: unknown) => this.escaped(error));
+          this.effects.trackCall(
+            answerToolCall(this, this.options.tools, requestId).catch((error: unknown) => this.escaped(error)),
+          );
         return;
       }
       case "provider_thread.closed":
