@@ -231,11 +231,6 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "no native request ids: requests are correlated by their turn and ordinal",
   },
-  requests_expire_on_host_loss: {
-    capability: "approvals.approvalCallbacksAreLiveOnly",
-    outcome: "fallback",
-    summary: "approval callbacks are live only: requests pending when their host goes away expire",
-  },
   subagent_request_at_root: {
     capability: "approvals.approvalsCanOriginateFromSubagents",
     outcome: "fallback",

@@ -25,8 +25,8 @@ for (const model of models) {
 
 /** Fields no model path shows governing behaviour yet. */
 const NOT_YET_SHOWN: string[] = [
-  "tools.supportsMcpTools",
-  "tools.supportsDynamicToolCallbacks",
+  "sessions.pendingRequestsSurviveRestart",
+  "turns.supportsQueuedMessages",
   "approvals.approvalCallbacksAreLiveOnly",
 ];
 

@@ -314,6 +314,16 @@ export const seed = {
     );
   },
 
+  /** "supportsDynamicToolCallbacks": the embedder's tools are offered, and called back through the runtime. */
+  callsToolsBack(r: SeedRecord): boolean {
+    return r.on("tools.supportsDynamicToolCallbacks");
+  },
+
+  /** "supportsMcpTools": MCP tool calls are items with their server and tool names. */
+  namesMcpTools(r: SeedRecord): boolean {
+    return r.on("tools.supportsMcpTools");
+  },
+
   /** "emitsProposedPlan: create accept/implementable plan artifacts"; otherwise the plan is the assistant's text. */
   proposesPlans(r: SeedRecord): boolean {
     return r.on("planning.emitsProposedPlan");

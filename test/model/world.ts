@@ -186,6 +186,20 @@ function stepsFor(text: string): ScriptStep[] {
         { type: "text", text: `parent ${n}` },
         finish,
       ];
+    case "callback":
+      // The embedder's tool `lookup`, called back, then a reply.
+      return [
+        { type: "tool_call", tool: "lookup", input: { order: n } },
+        finish,
+        { type: "text", text: `looked up ${n}` },
+      ];
+    case "mcp":
+      // A tool from an MCP server.
+      return [
+        { type: "tool", name: "search", input: { q: n }, output: `hits ${n}`, mcp: { server: "docs", tool: "search" } },
+        finish,
+        { type: "text", text: `searched ${n}` },
+      ];
     case "plans":
       // A plan to propose, then a question before going on.
       return [
@@ -267,7 +281,10 @@ export class World {
             [sameTurnRefs && namingEveryTurnAlike, repeatItemStarts && startingEveryItemTwice].reduce(
               (a: ProviderAdapter, wrap) => (wrap ? wrap(a) : a),
               createScriptedAdapter({
-                capabilities: declaredOnly ? {} : overridesFrom(flags, t),
+                // Declaring only, the provider does all it can: it even tags MCP tools and calls tools back.
+                capabilities: declaredOnly
+                  ? { tools: { supportsMcpTools: true, supportsDynamicToolCallbacks: true } }
+                  : overridesFrom(flags, t),
                 backend: backends.get(t)!,
                 script: ({ text }) => stepsFor(text),
                 // `late:<n>` turns wait at gate `start-<n>` before the provider takes them up.

@@ -206,6 +206,103 @@ export const itemIdentityModel: PolicyModel = {
   drive: { SEND: sendThenRun("plain"), FINISH: finish },
 };
 
+const toolItem = (w: World) => w.run().items.find((i) => i.kind === "tool");
+
+/** The embedder registered a tool `lookup`; the turn calls it. */
+export const toolCallbackModel: PolicyModel = {
+  name: "tool callbacks",
+  reads: { "main.tools.supportsDynamicToolCallbacks": B },
+  options: () => ({
+    tools: [
+      {
+        name: "lookup",
+        description: "looks an order up",
+        inputSchema: { type: "object" },
+        handler: (input: unknown) => `order ${(input as { order: number }).order} shipped`,
+      },
+    ],
+  }),
+  machine: modelMachine(
+    "toolCallbacks",
+    { callsBack: (f) => seed.callsToolsBack(record(f)) },
+    {
+      idle: { on: { SEND: [{ guard: "callsBack", target: "calledBack" }, { target: "notOffered" }] } },
+      calledBack: {
+        meta: {
+          expect: {
+            until: (w: World) => w.records.some((r) => r.event.type === "request.resolved"),
+            check: (w: World) => {
+              const answer = w.records
+                .map((r) => r.event as Record<string, unknown>)
+                .find((e) => e.type === "request.resolved");
+              const response = answer?.response as { kind?: string; output?: string } | undefined;
+              must(
+                response?.kind === "tool_result" && response.output === `order ${w.n} shipped`,
+                "the tool was not run",
+              );
+              must(w.rt.affordances(w.threadId).tools.callbacks === "offered", "the tool is not offered");
+            },
+          },
+        },
+        on: { FINISH: "completed" },
+      },
+      notOffered: {
+        meta: {
+          expect: {
+            until: runIs("running"),
+            policies: ["dynamic_tools_unsupported"],
+            check: (w: World) => {
+              must(!w.records.some((r) => r.event.type === "request.opened"), "a tool was called back");
+              must(w.rt.affordances(w.threadId).tools.callbacks === "unsupported", "the tool is said offered");
+            },
+          },
+        },
+        on: { FINISH: "completed" },
+      },
+      completed: finished(),
+    },
+  ),
+  drive: { SEND: sendThenRun("callback"), FINISH: finish },
+};
+
+/** A provider that tags a tool call with its MCP server and tool, whatever its record says. */
+export const mcpToolModel: PolicyModel = {
+  name: "mcp tools",
+  reads: { "main.tools.supportsMcpTools": B },
+  open: (flags) => World.open(flags, ["main"], {}, undefined, { declaredOnly: true }),
+  machine: modelMachine(
+    "mcpTools",
+    { names: (f) => seed.namesMcpTools(record(f)) },
+    {
+      idle: { on: { SEND: [{ guard: "names", target: "named" }, { target: "plain" }] } },
+      named: {
+        meta: {
+          expect: {
+            until: (w: World) => toolItem(w)?.status === "complete",
+            check: (w: World) => {
+              const mcp = toolItem(w)?.detail?.mcp as { server?: string; tool?: string } | undefined;
+              must(mcp?.server === "docs" && mcp.tool === "search", "the MCP tool is not named");
+            },
+          },
+        },
+        on: { FINISH: "completed" },
+      },
+      plain: {
+        meta: {
+          expect: {
+            until: (w: World) => toolItem(w)?.status === "complete",
+            policies: ["mcp_tools_unavailable"],
+            check: (w: World) => must(toolItem(w)?.detail?.mcp === undefined, "an MCP tag from a provider without MCP"),
+          },
+        },
+        on: { FINISH: "completed" },
+      },
+      completed: finished(),
+    },
+  ),
+  drive: { SEND: sendThenRun("mcp"), FINISH: finish },
+};
+
 export const steerModel: PolicyModel = {
   name: "steer",
   reads: {
@@ -1128,6 +1225,8 @@ export const subagentInlineModel: PolicyModel = {
 };
 
 export const runPolicyModels = [
+  toolCallbackModel,
+  mcpToolModel,
   itemIdentityModel,
   subagentInlineModel,
   subagentModel,
