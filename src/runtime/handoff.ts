@@ -221,7 +221,8 @@ function admissionRefusal(to: ProviderCapabilities, need: HandoffNeed, target: s
 
 function refusal(policy: PolicyName, to: string, from: string | null): CapabilityUnsupportedError {
   const why: Partial<Record<PolicyName, string>> = {
-    provider_switch_unsupported: `the conversation cannot move from ${from} to ${to}: one of them takes no part in provider switching`,
+    provider_switch_unsupported:
+      `the conversation cannot move from ${from} to ${to}: ` + "one of them takes no part in provider switching",
     handoff_summary_unsupported: `${to} cannot continue from a summary of a conversation it has not seen`,
     full_handoff_unsupported: `${to} cannot be told a whole conversation, and its thread there has seen none of it`,
     handoff_unsupported: `${to} accepts no explicit context, so it cannot be handed this conversation`,

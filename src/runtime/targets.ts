@@ -392,7 +392,7 @@ export class Target {
     return { situation, fork };
   }
 
-  /** What the next turn on this provider thread must be told (a handoff, a portable fork), if anything: decided, not recorded. */
+  /** What the next turn on this provider thread must be told (a handoff, a portable fork), if anything: unrecorded. */
   planContext(threadId: string, runId: string, loaded: LoadedThread, session: LiveSession): ContextPlan | null {
     return planContext({
       views: this.host.views,

@@ -529,7 +529,7 @@ describe("capability predicates", () => {
     check(predicates.canVerifyProviderRollback, rows);
   });
 
-  it("sharesSessionAcrossThreads needs many threads per session, exposed thread ids, reported terminals and empty threads", () => {
+  it("sharesSessionAcrossThreads needs many threads per session, thread ids, reported terminals, empty threads", () => {
     const rows: Row[] = bools(5).map(([multi, exposes, ids, terminals, empty]) => ({
       overrides: {
         sessions: { supportsMultipleProviderThreadsPerSession: multi! },

@@ -198,7 +198,7 @@ export const seed = {
     return !r.on("approvals.approvalsHaveNativeRequestIds");
   },
 
-  /** "The UI should show pending approvals from any execution node, including subagents": where the record says they ask. */
+  /** "The UI should show pending approvals from any execution node, including subagents": where they can ask. */
   subagentRequestsHangUnderSubagent(r: SeedRecord): boolean {
     return r.on("approvals.approvalsCanOriginateFromSubagents");
   },
@@ -375,7 +375,10 @@ export const seed = {
     return hasCheckpoint ? "divergent" : "unsupported";
   },
 
-  /** "nested checkpoint unsupported -> capture only root-run checkpoint and record child filesystem activity as uncheckpointed". */
+  /**
+   * "nested checkpoint unsupported -> capture only root-run checkpoint and record child filesystem
+   * activity as uncheckpointed".
+   */
   nestedCheckpoints(r: SeedRecord): boolean {
     return r.on("checkpointing.supportsNestedCheckpointScopes");
   },

@@ -161,7 +161,7 @@ describe("handoffs on provider switches", () => {
     },
   );
 
-  it("a thread rebuilt on a provider that cannot consume summaries fails its run typed, never sends it uninformed", async () => {
+  it("a thread rebuilt on a provider that cannot consume summaries fails its run typed, never uninformed", async () => {
     const first = await openTestRuntime({ alpha: createScriptedAdapter() });
     const { threadId } = await first.rt.createThread({ providerTarget: "alpha" });
     await first.rt.waitForRun((await first.rt.sendMessage({ threadId, text: "one" })).runId);

@@ -67,7 +67,7 @@ describe("handoff summaries", () => {
     }
   });
 
-  it("within the bound, record exactly the runs the text carries and the ones it left out, the same every time", async () => {
+  it("within the bound, record exactly the runs the text carries and those it left out, alike each time", async () => {
     const first = await switchAfterRuns(4, 400);
     const second = await switchAfterRuns(4, 400);
     try {
@@ -88,7 +88,7 @@ describe("handoff summaries", () => {
     }
   });
 
-  it("a run left out for the bound rides along with a later handoff that has room, and alone calls for none", async () => {
+  it("a run left out for the bound rides along with a later handoff with room, and alone calls for none", async () => {
     const { rt, threadId, handoffs, cleanup } = await switchAfterRuns(3, 400);
     try {
       const [first] = handoffs();
@@ -109,7 +109,7 @@ describe("handoff summaries", () => {
     }
   });
 
-  it("a provider that writes summaries writes this one, bounded; when it fails, the local summariser does, named", async () => {
+  it("a provider that writes summaries writes this one, bounded; failing, the local one does, named", async () => {
     for (const fails of [false, true]) {
       const writer = createScriptedAdapter({ capabilities: { context: { maxRecommendedHandoffChars: 120 } } });
       const beta = fails

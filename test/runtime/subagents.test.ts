@@ -478,7 +478,7 @@ describe("subagents.emitsSubagentLifecycle", () => {
     }
   });
 
-  it("false, and no thread ids either: the node is made from the items that name it, closed with the turn", async () => {
+  it("false, and no thread ids either: the node is made from the items naming it, closed with the turn", async () => {
     const capabilities = { subagents: { emitsSubagentLifecycle: false, exposesSubagentThreadIds: false } };
     const { adapter } = scriptedWith(capabilities, steps);
     const { rt, threadId, events, cleanup } = await open(adapter);
