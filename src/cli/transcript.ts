@@ -103,6 +103,10 @@ export function describe(payload: Extract<DomainEvent, { type: "request.opened" 
       return payload.questions.map((q) => q.question).join(" / ");
     case "dynamic_tool":
       return `call ${payload.toolName}`;
+    case "tool_approval":
+      return `use ${payload.toolName}`;
+    case "plan_approval":
+      return "carry out the proposed plan";
   }
 }
 

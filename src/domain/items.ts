@@ -147,9 +147,17 @@ const ApprovalPayloadSchema = z.discriminatedUnion("kind", [
 ]);
 export type ApprovalKind = z.infer<typeof ApprovalPayloadSchema>["kind"];
 
-/** What a request asks of the user: an approval, answers to questions, or a tool the client runs. */
+/**
+ * What a request asks: an approval (of a command, a file read or change, a patch; of another of the
+ * provider's own tools; of a proposed plan, to carry it out), answers to questions, or a call of the
+ * embedder's tool (answered by the runtime).
+ */
 export const RequestPayloadSchema = z.discriminatedUnion("kind", [
   ...ApprovalPayloadSchema.options,
+  /** Another of the provider's tools asks before it runs (no approval capability of its own: always allowed). */
+  z.strictObject({ kind: z.literal("tool_approval"), toolName: z.string(), input: jsonValue }),
+  /** The provider asks to carry its proposed plan out (`planning.emitsProposedPlan`). */
+  z.strictObject({ kind: z.literal("plan_approval"), plan: z.string() }),
   z.strictObject({ kind: z.literal("user_input"), questions: z.array(QuestionSchema).min(1) }),
   z.strictObject({ kind: z.literal("dynamic_tool"), toolName: z.string(), input: jsonValue }),
 ]);
@@ -164,6 +172,8 @@ export const NODE_KIND_OF_REQUEST: Readonly<
   file_read: "approval_request",
   file_change: "approval_request",
   apply_patch: "approval_request",
+  tool_approval: "approval_request",
+  plan_approval: "approval_request",
   dynamic_tool: "approval_request",
   user_input: "user_input_request",
 };
@@ -197,6 +207,8 @@ export const RESPONSE_KIND_OF_REQUEST: Readonly<Record<RequestKind, RequestRespo
   file_read: "decision",
   file_change: "decision",
   apply_patch: "decision",
+  tool_approval: "decision",
+  plan_approval: "decision",
   dynamic_tool: "tool_result",
   user_input: "answers",
 };

@@ -251,7 +251,7 @@ describe("claude: subagents, questions, plans and models", () => {
     );
     const { runId } = await world.rt.sendMessage({ threadId, text: "plan first" });
     const request = await pendingRequest(world, threadId);
-    expect(request.payload).toEqual({ kind: "dynamic_tool", toolName: "ExitPlanMode", input: { plan } });
+    expect(request.payload).toEqual({ kind: "plan_approval", plan });
     expect(world.rt.views.runs.get(runId)!.items.find((i) => i.kind === "proposed_plan")?.text).toBe(plan);
     await world.rt.respond({ requestId: request.requestId, response: { kind: "decision", decision: "accept" } });
     const run = await world.rt.waitForRun(runId);

@@ -45,7 +45,7 @@ describe("the inspector sees the decisions of sessions and provider threads", ()
       const threads = statesOf(events, "providerThread");
       expect(threads.slice(0, 10)).toEqual([
         '"unloaded"',
-        '"creating"',
+        '{"creating":"calling"}',
         '{"loaded":"idle"}',
         '{"loaded":"active"}',
         '{"loaded":"idle"}',

@@ -32,6 +32,8 @@ const ALTERNATIVE_CAPABILITY: Record<string, string[]> = {
     "approvals.supportsFileChangeApproval",
     "approvals.supportsApplyPatchApproval",
     "planning.supportsStructuredQuestions",
+    "planning.emitsProposedPlan",
+    "tools.supportsDynamicToolCallbacks",
   ],
 };
 

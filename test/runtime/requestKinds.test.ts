@@ -267,3 +267,52 @@ describe("a structured question from a provider whose record says it asks in tex
     }
   });
 });
+
+describe("a request to carry out a proposed plan", () => {
+  for (const emitsProposedPlan of [true, false]) {
+    it(`is shown where the record proposes plans, else declined as undeclared (${emitsProposedPlan})`, async () => {
+      const backend = new ScriptedBackend();
+      const record = defineCapabilities({ planning: { emitsProposedPlan } });
+      const steps: ScriptStep[] = [
+        { type: "gate", name: "asked" },
+        { type: "text", text: "done" },
+      ];
+      const provider = withInjectedFrames(declaring(createScriptedAdapter({ backend, script: () => steps }), record));
+      const { rt, events, cleanup } = await openTestRuntime({ p: provider.adapter });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "p" });
+        const { runId } = await rt.sendMessage({ threadId, text: "plan" });
+        await nextEvent(rt, "attempt.turn_bound", (e) => e.runId === runId);
+        const [session] = ofType(events, "session.started");
+        const [bound] = ofType(events, "provider_thread.bound");
+        provider.inject({
+          sessionId: session!.sessionId,
+          event: {
+            type: "request.opened",
+            threadRef: bound!.nativeThreadRef,
+            request: { kind: "plan_approval", plan: "build it" },
+          },
+        });
+        const shown = (e: DomainEvent) => (e.type === "request.opened" || e.type === "warning") && e.runId === runId;
+        const first = await firstEvent(rt, shown);
+        expect(first.type).toBe(emitsProposedPlan ? "request.opened" : "warning");
+        if (emitsProposedPlan) {
+          expect(rt.affordances(threadId).requests.map((r) => [r.kind, r.state])).toEqual([
+            ["plan_approval", "respondable"],
+          ]);
+          await rt.respond({ requestId: (first as { requestId: string }).requestId, response: accept });
+        } else {
+          const declined = await firstEvent(
+            rt,
+            (e) => e.type === "policy.applied" && e.policy === "undeclared_request_declined",
+          );
+          expect((declined as { capability: string }).capability).toBe("planning.emitsProposedPlan");
+        }
+        backend.openGate("asked");
+        expect((await rt.waitForRun(runId)).status).toBe("completed");
+      } finally {
+        await cleanup();
+      }
+    });
+  }
+});

@@ -89,8 +89,9 @@ export function permissionPayload(tool: string, input: Record<string, unknown>):
     return { kind: "user_input", questions };
   }
   // ExitPlanMode asks to leave plan mode with its plan: the plan itself is a proposed-plan artifact.
-  if (tool === "ExitPlanMode") return { kind: "dynamic_tool", toolName: tool, input: { plan: str(input.plan) ?? "" } };
-  return { kind: "dynamic_tool", toolName: tool, input };
+  if (tool === "ExitPlanMode") return { kind: "plan_approval", plan: str(input.plan) ?? "" };
+  // Another of Claude's own tools asks: an approval of that tool (never the embedder's tool, which only Tiller runs).
+  return { kind: "tool_approval", toolName: tool, input };
 }
 
 /** What Claude writes to its transcript as a user entry that is not a prompt of its own. */

@@ -140,17 +140,27 @@ function placeRequest(
 /** The record field that denies a request of this kind, or null where the record allows it. */
 function deniedBy(caps: ProviderCapabilities, kind: RequestKind): string | null {
   if (isApprovalKind(kind)) return supportsApprovalFor(caps, kind) ? null : APPROVAL_FIELD[kind];
-  if (kind === "user_input") return caps.planning.supportsStructuredQuestions ? null : QUESTIONS_FIELD;
-  return caps.tools.supportsDynamicToolCallbacks ? null : DYNAMIC_TOOLS_FIELD;
+  switch (kind) {
+    case "user_input":
+      return caps.planning.supportsStructuredQuestions ? null : QUESTIONS_FIELD;
+    case "plan_approval":
+      return caps.planning.emitsProposedPlan ? null : PROPOSED_PLANS_FIELD;
+    case "dynamic_tool":
+      return caps.tools.supportsDynamicToolCallbacks ? null : DYNAMIC_TOOLS_FIELD;
+    case "tool_approval":
+      return null; // the provider's other tools: no field of the record speaks for or against them
+  }
 }
 
 const QUESTIONS_FIELD = "planning.supportsStructuredQuestions";
+const PROPOSED_PLANS_FIELD = "planning.emitsProposedPlan";
 const DYNAMIC_TOOLS_FIELD = "tools.supportsDynamicToolCallbacks";
 
 /** What a protocol warning calls a request of this kind. */
 function describeRequest(kind: RequestKind): string {
   if (kind === "user_input") return "a structured question";
   if (kind === "dynamic_tool") return "a dynamic tool call";
+  if (kind === "plan_approval") return "a request to carry out a proposed plan";
   return `a ${kind} approval`;
 }
 
