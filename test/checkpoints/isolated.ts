@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { GitCheckpointStore } from "../../src/runtime/checkpoints/gitStore.js";
 
 /**
@@ -20,6 +20,20 @@ export async function isolatedHome(): Promise<{ home: string; env: NodeJS.Proces
 /** Points this process's HOME and XDG_CONFIG_HOME at the isolated ones until the returned function restores them. */
 export function useHome(env: NodeJS.ProcessEnv): () => void {
   return useEnv({ HOME: env.HOME, XDG_CONFIG_HOME: env.XDG_CONFIG_HOME, GIT_CONFIG_NOSYSTEM: env.GIT_CONFIG_NOSYSTEM });
+}
+
+/** For a whole test file: this process's HOME is an isolated one (never the user's), given back after. */
+export function isolateHomeForFile(): void {
+  let home: Awaited<ReturnType<typeof isolatedHome>>;
+  let restoreHome: () => void;
+  beforeAll(async () => {
+    home = await isolatedHome();
+    restoreHome = useHome(home.env);
+  });
+  afterAll(async () => {
+    restoreHome();
+    await home.cleanup();
+  });
 }
 
 /** Sets these variables in this process's environment until the returned function restores them. */

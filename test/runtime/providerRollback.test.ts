@@ -1,13 +1,13 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { keyedScript, ScriptedBackend } from "../../src/index.js";
 import type { CapabilityOverrides, ProviderThreadSnapshot } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import { tempDir } from "../support/files.js";
 import { allTurns, policies, row, scripted } from "../support/policies.js";
 import { ofType, openTestRuntime, override, sendAndWait } from "../support/runtime.js";
-import { isolatedHome, useHome } from "../checkpoints/isolated.js";
+import { isolateHomeForFile } from "../checkpoints/isolated.js";
 
 /**
  * What the checkpointing fields of the capability record decide about a provider rollback:
@@ -16,16 +16,7 @@ import { isolatedHome, useHome } from "../checkpoints/isolated.js";
  * and the order of a rollback: the provider's conversation before the files.
  */
 
-let home: Awaited<ReturnType<typeof isolatedHome>>;
-let restoreHome: () => void;
-beforeAll(async () => {
-  home = await isolatedHome();
-  restoreHome = useHome(home.env);
-});
-afterAll(async () => {
-  restoreHome();
-  await home.cleanup();
-});
+isolateHomeForFile();
 
 const script = keyedScript({
   "[one]": [

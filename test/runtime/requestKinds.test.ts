@@ -9,7 +9,14 @@ import {
   type ScriptStep,
   type TillerRuntime,
 } from "../../src/index.js";
-import { nextEvent, ofType, openTestRuntime, recordCalls, withInjectedFrames } from "../support/runtime.js";
+import {
+  injectOnThread,
+  nextEvent,
+  ofType,
+  openTestRuntime,
+  recordCalls,
+  withInjectedFrames,
+} from "../support/runtime.js";
 import { declaring, rewriteEvents } from "./hostileProvider.js";
 
 /**
@@ -210,17 +217,11 @@ describe("a request from inside a subagent", () => {
         const { threadId } = await rt.createThread({ providerTarget: "p" });
         const { runId } = await rt.sendMessage({ threadId, text: "go" });
         const subagent = await nextEvent(rt, "node.started", (e) => e.runId === runId && e.kind === "subagent");
-        const [session] = ofType(events, "session.started");
-        const [bound] = ofType(events, "provider_thread.bound");
         // The provider asks on the parent thread, naming the subagent's item as where it comes from.
-        provider.inject({
-          sessionId: session!.sessionId,
-          event: {
-            type: "request.opened",
-            threadRef: bound!.nativeThreadRef,
-            itemRef: subagent.event.nativeRef,
-            request: { kind: "command", command: "make" },
-          },
+        injectOnThread(provider.inject, events, {
+          type: "request.opened",
+          itemRef: subagent.event.nativeRef,
+          request: { kind: "command", command: "make" },
         });
         const opened = await nextEvent(rt, "request.opened", (e) => e.runId === runId);
         const node = ofType(events, "node.started").find((e) => e.nodeId === opened.event.nodeId)!;
@@ -283,15 +284,9 @@ describe("a request to carry out a proposed plan", () => {
         const { threadId } = await rt.createThread({ providerTarget: "p" });
         const { runId } = await rt.sendMessage({ threadId, text: "plan" });
         await nextEvent(rt, "attempt.turn_bound", (e) => e.runId === runId);
-        const [session] = ofType(events, "session.started");
-        const [bound] = ofType(events, "provider_thread.bound");
-        provider.inject({
-          sessionId: session!.sessionId,
-          event: {
-            type: "request.opened",
-            threadRef: bound!.nativeThreadRef,
-            request: { kind: "plan_approval", plan: "build it" },
-          },
+        injectOnThread(provider.inject, events, {
+          type: "request.opened",
+          request: { kind: "plan_approval", plan: "build it" },
         });
         const shown = (e: DomainEvent) => (e.type === "request.opened" || e.type === "warning") && e.runId === runId;
         const first = await firstEvent(rt, shown);

@@ -10,6 +10,7 @@ import {
   type TillerRuntime,
 } from "../../src/index.js";
 import {
+  injectOnThread,
   gateEvents,
   nextEvent,
   ofType,
@@ -139,19 +140,13 @@ describe("an event naming a turn the runtime never started", () => {
         const { threadId } = await rt.createThread({ providerTarget: "p" });
         const { runId } = await rt.sendMessage({ threadId, text: "go" });
         await nextEvent(rt, "node.completed", (e) => e.runId === runId && e.text === "working");
-        const [session] = ofType(events, "session.started");
-        const [bound] = ofType(events, "provider_thread.bound");
         // A turn of the provider's own on the same thread (a background task's) ends, failed.
-        provider.inject({
-          sessionId: session!.sessionId,
-          event: {
-            type: "turn.terminal",
-            threadRef: bound!.nativeThreadRef,
-            turnRef: "turn-of-its-own",
-            status: "failed",
-            threadDisposition: "reusable",
-            failureClass: "boom",
-          },
+        injectOnThread(provider.inject, events, {
+          type: "turn.terminal",
+          turnRef: "turn-of-its-own",
+          status: "failed",
+          threadDisposition: "reusable",
+          failureClass: "boom",
         });
         const warned = await nextEvent(rt, "warning");
         expect(warned.event.message).toMatch(/turn\.terminal for no known turn/);

@@ -1,12 +1,12 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { keyedScript, ScriptedBackend } from "../../src/index.js";
 import type { CapabilityOverrides, ScriptStep } from "../../src/index.js";
 import { snapshotFiles, tempDir } from "../support/files.js";
 import { policies, rejectsWith, row, scripted, streaming } from "../support/policies.js";
 import { nextEvent, ofType, openTestRuntime, sendAndWait } from "../support/runtime.js";
-import { isolatedHome, useHome } from "../checkpoints/isolated.js";
+import { isolateHomeForFile } from "../checkpoints/isolated.js";
 
 /**
  * Undoing one subagent's file edits through the app-owned nested checkpoint scopes, whatever
@@ -15,16 +15,7 @@ import { isolatedHome, useHome } from "../checkpoints/isolated.js";
  * the rest of its run's edits and other runs' stay.
  */
 
-let home: Awaited<ReturnType<typeof isolatedHome>>;
-let restoreHome: () => void;
-beforeAll(async () => {
-  home = await isolatedHome();
-  restoreHome = useHome(home.env);
-});
-afterAll(async () => {
-  restoreHome();
-  await home.cleanup();
-});
+isolateHomeForFile();
 
 const write = (path: string, content: string): ScriptStep => ({
   type: "file_change",

@@ -195,3 +195,17 @@ export function withInjectedFrames(inner: ProviderAdapter): {
   };
   return { adapter, inject: (frame) => merged.push(frame as ProviderAdapterEvent) };
 }
+
+/**
+ * Injects a provider event on the thread the runtime bound first, in the session it started first
+ * (`threadRef` set to that thread's native ref): what the provider says on the thread of the test's run.
+ */
+export function injectOnThread(
+  inject: (frame: unknown) => void,
+  events: LogRecord<DomainEvent>[],
+  event: Record<string, unknown>,
+): void {
+  const [session] = ofType(events, "session.started");
+  const [bound] = ofType(events, "provider_thread.bound");
+  inject({ sessionId: session!.sessionId, event: { threadRef: bound!.nativeThreadRef, ...event } });
+}

@@ -29,14 +29,28 @@ const last = <T extends string>(w: World, type: T) =>
 const must = (ok: boolean, message: string) => {
   if (!ok) throw new Error(message);
 };
+/**
+ * `count` runs one after the other, each running then completed, the last completed state named
+ * `last` and left by `next` (the last run, while it runs, also by `whileLast`).
+ */
+function runsThen(
+  count: number,
+  last: string,
+  next: Record<string, unknown>,
+  whileLast: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const states: Record<string, unknown> = { idle: { on: { SEND: "r1" } } };
+  for (let n = 1; n <= count; n += 1) {
+    const done = n === count ? last : ["one", "two", "three"][n - 1]!;
+    const finishing = n === count ? whileLast : {};
+    states[`r${n}`] = { meta: { expect: { until: runIs("running") } }, on: { FINISH: done, ...finishing } };
+    states[done] = { meta: { expect: { until: runIs("completed") } }, on: n === count ? next : { SEND: `r${n + 1}` } };
+  }
+  return states;
+}
 /** Two finished runs, the usual starting point of thread-level policies. */
-const twoRuns = (next: Record<string, unknown>, onSecond: Record<string, unknown> = {}) => ({
-  idle: { on: { SEND: "r1" } },
-  r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "one" } },
-  one: { meta: { expect: { until: runIs("completed") } }, on: { SEND: "r2" } },
-  r2: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "two", ...onSecond } },
-  two: { meta: { expect: { until: runIs("completed") } }, on: next },
-});
+const twoRuns = (next: Record<string, unknown>, onSecond: Record<string, unknown> = {}) =>
+  runsThen(2, "two", next, onSecond);
 
 export const forkModel: PolicyModel = {
   name: "fork",
@@ -96,237 +110,134 @@ const hasCheckpoint = (f: Flags) =>
 
 const filesAfterRun1 = (w: World) => existsSync(join(w.cwd, "file-1.txt")) && !existsSync(join(w.cwd, "file-2.txt"));
 
-export const rollbackModel: PolicyModel = {
-  name: "rollback",
-  reads: {
-    "main.threads.canRollbackThread": B,
-    "main.checkpointing.providerCanReadConversationSnapshot": B,
-    "main.checkpointing.appCanCheckpointFilesystem": B,
-    "runtime.checkpoints": B,
-    "main.checkpointing.providerRollbackReturnsSnapshot": [false],
-  },
-  machine: modelMachine(
-    "rollback",
-    {
-      canRollbackProvider: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "trusted",
-      verifiesRollback: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "verified",
-      hasCheckpoint: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "divergent",
-    },
-    {
-      ...twoRuns(
-        {
-          ROLLBACK: [
-            { guard: "verifiesRollback", target: "rolledBack" },
-            { guard: "canRollbackProvider", target: "rolledBackByResume" },
-            { guard: "hasCheckpoint", target: "divergent" },
-            { target: "refused" },
-          ],
-        },
-        { ROLLBACK: "busy" },
-      ),
-      busy: { meta: { expect: { refused: "conflict" } }, on: { FINISH: "two" } },
-      rolledBack: {
-        meta: {
-          expect: {
-            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
-            check: (w: World) => {
-              must(
-                (w.lastReceipt as { provider: string }).provider === "rolled_back",
-                "the provider was not rolled back",
-              );
-              const restored = (w.lastReceipt as { filesRestored: boolean }).filesRestored;
-              must(!restored || filesAfterRun1(w), "files do not match run 1");
+/** A rollback to the first of two runs, read through the fields `reads` varies (the others at the base record's). */
+function rollbackPolicyModel(name: string, reads: PolicyModel["reads"]): PolicyModel {
+  return {
+    name,
+    reads,
+    machine: modelMachine(
+      "rollback",
+      {
+        canRollbackProvider: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "trusted",
+        verifiesRollback: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "verified",
+        hasCheckpoint: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "divergent",
+      },
+      {
+        ...twoRuns(
+          {
+            ROLLBACK: [
+              { guard: "verifiesRollback", target: "rolledBack" },
+              { guard: "canRollbackProvider", target: "rolledBackByResume" },
+              { guard: "hasCheckpoint", target: "divergent" },
+              { target: "refused" },
+            ],
+          },
+          { ROLLBACK: "busy" },
+        ),
+        busy: { meta: { expect: { refused: "conflict" } }, on: { FINISH: "two" } },
+        rolledBack: {
+          meta: {
+            expect: {
+              until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
+              check: (w: World) => {
+                must(
+                  (w.lastReceipt as { provider: string }).provider === "rolled_back",
+                  "the provider was not rolled back",
+                );
+                const restored = (w.lastReceipt as { filesRestored: boolean }).filesRestored;
+                must(!restored || filesAfterRun1(w), "files do not match run 1");
+              },
             },
           },
+          on: { SEND: "afterNative" },
         },
-        on: { SEND: "afterNative" },
-      },
-      rolledBackByResume: {
-        meta: {
-          expect: {
-            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
-            policies: ["rollback_by_resume"],
-            check: (w: World) =>
-              must(
-                (w.lastReceipt as { provider: string }).provider === "rolled_back",
-                "the provider was not rolled back",
-              ),
-          },
-        },
-        on: { SEND: "afterNative" },
-      },
-      divergent: {
-        meta: {
-          expect: {
-            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
-            policies: ["rollback_divergent"],
-            check: (w: World) => must(filesAfterRun1(w), "files do not match run 1"),
-          },
-        },
-        on: { SEND: "rebuilt" },
-      },
-      refused: {
-        meta: { expect: { refused: "capability_unsupported", policies: ["rollback_unsupported"] } },
-        on: { SEND: "plainNext" },
-      },
-      afterNative: {
-        meta: {
-          expect: {
-            until: (w: World) => w.run().attempts[0]?.providerThreadId != null,
-            check: (w: World) =>
-              must(
-                w.run().attempts[0]!.providerThreadId === w.run(w.runIds[0]).attempts[0]!.providerThreadId,
-                "the rolled-back provider thread was not kept",
-              ),
-          },
-        },
-        on: { FINISH: "done" },
-      },
-      rebuilt: {
-        meta: {
-          expect: {
-            until: runIs("running"),
-            policies: ["divergent_thread_rebuilt"],
-            check: (w: World) => {
-              must(
-                last(w, "provider_thread.bound")?.via === "realigned",
-                "no fresh provider thread after the divergent rollback",
-              );
-              must(
-                last(w, "handoff.created")?.reason === "rollback_divergent",
-                "the fresh thread was not told the history",
-              );
+        rolledBackByResume: {
+          meta: {
+            expect: {
+              until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
+              policies: ["rollback_by_resume"],
+              check: (w: World) =>
+                must(
+                  (w.lastReceipt as { provider: string }).provider === "rolled_back",
+                  "the provider was not rolled back",
+                ),
             },
           },
+          on: { SEND: "afterNative" },
         },
-        on: { FINISH: "done" },
+        divergent: {
+          meta: {
+            expect: {
+              until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
+              policies: ["rollback_divergent"],
+              check: (w: World) => must(filesAfterRun1(w), "files do not match run 1"),
+            },
+          },
+          on: { SEND: "rebuilt" },
+        },
+        refused: {
+          meta: { expect: { refused: "capability_unsupported", policies: ["rollback_unsupported"] } },
+          on: { SEND: "plainNext" },
+        },
+        afterNative: {
+          meta: {
+            expect: {
+              until: (w: World) => w.run().attempts[0]?.providerThreadId != null,
+              check: (w: World) =>
+                must(
+                  w.run().attempts[0]!.providerThreadId === w.run(w.runIds[0]).attempts[0]!.providerThreadId,
+                  "the rolled-back provider thread was not kept",
+                ),
+            },
+          },
+          on: { FINISH: "done" },
+        },
+        rebuilt: {
+          meta: {
+            expect: {
+              until: runIs("running"),
+              policies: ["divergent_thread_rebuilt"],
+              check: (w: World) => {
+                must(
+                  last(w, "provider_thread.bound")?.via === "realigned",
+                  "no fresh provider thread after the divergent rollback",
+                );
+                must(
+                  last(w, "handoff.created")?.reason === "rollback_divergent",
+                  "the fresh thread was not told the history",
+                );
+              },
+            },
+          },
+          on: { FINISH: "done" },
+        },
+        plainNext: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
+        done: finished,
       },
-      plainNext: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
-      done: finished,
+    ),
+    drive: {
+      SEND: send(),
+      FINISH: finish,
+      ROLLBACK: (w) => w.attempt(() => w.rt.rollback({ threadId: w.threadId, toRunId: w.runIds[0]! })),
     },
-  ),
-  drive: {
-    SEND: send(),
-    FINISH: finish,
-    ROLLBACK: (w) => w.attempt(() => w.rt.rollback({ threadId: w.threadId, toRunId: w.runIds[0]! })),
-  },
-};
+  };
+}
+
+export const rollbackModel = rollbackPolicyModel("rollback", {
+  "main.threads.canRollbackThread": B,
+  "main.checkpointing.providerCanReadConversationSnapshot": B,
+  "main.checkpointing.appCanCheckpointFilesystem": B,
+  "runtime.checkpoints": B,
+  "main.checkpointing.providerRollbackReturnsSnapshot": [false],
+});
 
 /** What the provider's side of a rollback reads: whether it rolls its conversation back, and how the cut is checked. */
-export const rollbackVerificationModel: PolicyModel = {
-  name: "rollback verification",
-  reads: {
-    "main.checkpointing.providerCanRollbackConversation": B,
-    "main.checkpointing.providerRollbackReturnsSnapshot": B,
-    "main.threads.canReadThreadSnapshot": B,
-    "runtime.checkpoints": [false],
-  },
-  machine: modelMachine(
-    "rollbackVerification",
-    {
-      canRollbackProvider: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "trusted",
-      verifiesRollback: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "verified",
-      hasCheckpoint: (f) => seed.rollback(record(f), hasCheckpoint(f)) === "divergent",
-    },
-    {
-      ...twoRuns(
-        {
-          ROLLBACK: [
-            { guard: "verifiesRollback", target: "rolledBack" },
-            { guard: "canRollbackProvider", target: "rolledBackByResume" },
-            { guard: "hasCheckpoint", target: "divergent" },
-            { target: "refused" },
-          ],
-        },
-        { ROLLBACK: "busy" },
-      ),
-      busy: { meta: { expect: { refused: "conflict" } }, on: { FINISH: "two" } },
-      rolledBack: {
-        meta: {
-          expect: {
-            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
-            check: (w: World) => {
-              must(
-                (w.lastReceipt as { provider: string }).provider === "rolled_back",
-                "the provider was not rolled back",
-              );
-              const restored = (w.lastReceipt as { filesRestored: boolean }).filesRestored;
-              must(!restored || filesAfterRun1(w), "files do not match run 1");
-            },
-          },
-        },
-        on: { SEND: "afterNative" },
-      },
-      rolledBackByResume: {
-        meta: {
-          expect: {
-            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
-            policies: ["rollback_by_resume"],
-            check: (w: World) =>
-              must(
-                (w.lastReceipt as { provider: string }).provider === "rolled_back",
-                "the provider was not rolled back",
-              ),
-          },
-        },
-        on: { SEND: "afterNative" },
-      },
-      divergent: {
-        meta: {
-          expect: {
-            until: (w: World) => w.run(w.runIds[1]).status === "rolled_back",
-            policies: ["rollback_divergent"],
-            check: (w: World) => must(filesAfterRun1(w), "files do not match run 1"),
-          },
-        },
-        on: { SEND: "rebuilt" },
-      },
-      refused: {
-        meta: { expect: { refused: "capability_unsupported", policies: ["rollback_unsupported"] } },
-        on: { SEND: "plainNext" },
-      },
-      afterNative: {
-        meta: {
-          expect: {
-            until: (w: World) => w.run().attempts[0]?.providerThreadId != null,
-            check: (w: World) =>
-              must(
-                w.run().attempts[0]!.providerThreadId === w.run(w.runIds[0]).attempts[0]!.providerThreadId,
-                "the rolled-back provider thread was not kept",
-              ),
-          },
-        },
-        on: { FINISH: "done" },
-      },
-      rebuilt: {
-        meta: {
-          expect: {
-            until: runIs("running"),
-            policies: ["divergent_thread_rebuilt"],
-            check: (w: World) => {
-              must(
-                last(w, "provider_thread.bound")?.via === "realigned",
-                "no fresh provider thread after the divergent rollback",
-              );
-              must(
-                last(w, "handoff.created")?.reason === "rollback_divergent",
-                "the fresh thread was not told the history",
-              );
-            },
-          },
-        },
-        on: { FINISH: "done" },
-      },
-      plainNext: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
-      done: finished,
-    },
-  ),
-  drive: {
-    SEND: send(),
-    FINISH: finish,
-    ROLLBACK: (w) => w.attempt(() => w.rt.rollback({ threadId: w.threadId, toRunId: w.runIds[0]! })),
-  },
-};
+export const rollbackVerificationModel = rollbackPolicyModel("rollback verification", {
+  "main.checkpointing.providerCanRollbackConversation": B,
+  "main.checkpointing.providerRollbackReturnsSnapshot": B,
+  "main.threads.canReadThreadSnapshot": B,
+  "runtime.checkpoints": [false],
+});
 
 const subagentNode = (w: World) => w.run(w.runIds[0]).items.find((i) => i.kind === "subagent")?.id;
 const subagentFile = (w: World) => existsSync(join(w.cwd, "sub-1.txt"));
@@ -414,18 +325,13 @@ export const providerSwitchModel: PolicyModel = {
       aTakesDelta: (f) => seed.returnsWithDelta(record(f, "a")),
     },
     {
-      idle: { on: { SEND: "r1" } },
-      r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "onA" } },
-      onA: {
-        meta: { expect: { until: runIs("completed") } },
-        on: {
-          SWITCH: [
-            { guard: "bTakesContext", target: "onB" },
-            { guard: "bTakesUserContext", target: "onBAsUser" },
-            { target: "refused" },
-          ],
-        },
-      },
+      ...runsThen(1, "onA", {
+        SWITCH: [
+          { guard: "bTakesContext", target: "onB" },
+          { guard: "bTakesUserContext", target: "onBAsUser" },
+          { target: "refused" },
+        ],
+      }),
       onB: {
         meta: {
           expect: {
@@ -509,19 +415,14 @@ export const switchAdmissionModel: PolicyModel = {
       backToA: (f) => seed.handoffAdmission(record(f, "b"), record(f, "a"), "full") === "admitted",
     },
     {
-      idle: { on: { SEND: "r1" } },
-      r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "onA" } },
-      onA: {
-        meta: { expect: { until: runIs("completed") } },
-        on: {
-          SWITCH: [
-            { guard: "toB", target: "onB" },
-            { guard: "switchRefused", target: "switchRefused" },
-            { guard: "summaryRefused", target: "summaryRefused" },
-            { target: "fullRefused" },
-          ],
-        },
-      },
+      ...runsThen(1, "onA", {
+        SWITCH: [
+          { guard: "toB", target: "onB" },
+          { guard: "switchRefused", target: "switchRefused" },
+          { guard: "summaryRefused", target: "summaryRefused" },
+          { target: "fullRefused" },
+        ],
+      }),
       switchRefused: refusedBy("provider_switch_unsupported"),
       summaryRefused: refusedBy("handoff_summary_unsupported"),
       fullRefused: refusedBy("full_handoff_unsupported"),
@@ -585,22 +486,13 @@ export const handoffBoundModel: PolicyModel = {
       tellsAll: (f) => seed.handoffBound(record(f, "b")) >= 1_000,
     },
     {
-      idle: { on: { SEND: "r1" } },
-      r1: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "one" } },
-      one: { meta: { expect: { until: runIs("completed") } }, on: { SEND: "r2" } },
-      r2: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "two" } },
-      two: { meta: { expect: { until: runIs("completed") } }, on: { SEND: "r3" } },
-      r3: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "three" } },
-      three: {
-        meta: { expect: { until: runIs("completed") } },
-        on: {
-          SWITCH: [
-            { guard: "providerWrites", target: "toldByProvider" },
-            { guard: "tellsAll", target: "toldAll" },
-            { target: "toldNewest" },
-          ],
-        },
-      },
+      ...runsThen(3, "three", {
+        SWITCH: [
+          { guard: "providerWrites", target: "toldByProvider" },
+          { guard: "tellsAll", target: "toldAll" },
+          { target: "toldNewest" },
+        ],
+      }),
       toldByProvider: {
         meta: {
           expect: {
