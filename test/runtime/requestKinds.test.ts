@@ -7,9 +7,9 @@ import {
   type LogRecord,
   type ProviderAdapter,
   type ScriptStep,
-  type TillerRuntime,
 } from "../../src/index.js";
 import {
+  firstEvent,
   injectOnThread,
   nextEvent,
   ofType,
@@ -26,17 +26,6 @@ import { declaring, rewriteEvents } from "./hostileProvider.js";
  */
 
 const accept = { kind: "decision", decision: "accept" } as const;
-
-/** The first durable event (from the start of the log) that matches: which of several outcomes came first. */
-function firstEvent(rt: TillerRuntime, match: (event: DomainEvent) => boolean): Promise<DomainEvent> {
-  return new Promise((resolve) => {
-    const stop = rt.subscribe({ afterSeq: 0 }, ({ event }) => {
-      if (!match(event)) return;
-      stop();
-      resolve(event);
-    });
-  });
-}
 
 const policiesOf = (events: LogRecord<DomainEvent>[], name: string) =>
   ofType(events, "policy.applied").filter((p) => p.policy === name);

@@ -10,6 +10,7 @@ import {
   type TillerRuntime,
 } from "../../src/index.js";
 import {
+  firstEvent,
   injectOnThread,
   gateEvents,
   nextEvent,
@@ -27,17 +28,6 @@ import { rewriteEvents } from "./hostileProvider.js";
  * finished turn's ref does not fence an event of the current turn named alike (weak ids repeat); the ref is recorded
  * as overruled (`turn_refs_as_evidence`). Either way, a ref naming no turn never passes for the current one.
  */
-
-/** The first durable event (from the start of the log) that matches: which of several outcomes came first. */
-function firstEvent(rt: TillerRuntime, match: (event: DomainEvent) => boolean): Promise<DomainEvent> {
-  return new Promise((resolve) => {
-    const stop = rt.subscribe({ afterSeq: 0 }, ({ event }) => {
-      if (!match(event)) return;
-      stop();
-      resolve(event);
-    });
-  });
-}
 
 const evidencePolicies = (events: LogRecord<DomainEvent>[]) =>
   ofType(events, "policy.applied").filter((p) => p.policy === "turn_refs_as_evidence");

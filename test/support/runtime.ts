@@ -196,6 +196,17 @@ export function withInjectedFrames(inner: ProviderAdapter): {
   return { adapter, inject: (frame) => merged.push(frame as ProviderAdapterEvent) };
 }
 
+/** The first durable event (from the start of the log) that matches: which of several outcomes came first. */
+export function firstEvent(rt: TillerRuntime, match: (event: DomainEvent) => boolean): Promise<DomainEvent> {
+  return new Promise((resolve) => {
+    const stop = rt.subscribe({ afterSeq: 0 }, ({ event }) => {
+      if (!match(event)) return;
+      stop();
+      resolve(event);
+    });
+  });
+}
+
 /**
  * Injects a provider event on the thread the runtime bound first, in the session it started first
  * (`threadRef` set to that thread's native ref): what the provider says on the thread of the test's run.
