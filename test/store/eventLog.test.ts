@@ -313,3 +313,38 @@ describe("EventLog", () => {
     }
   });
 });
+
+describe("durability is a real fdatasync", () => {
+  it("a record is durable only after an fdatasync of the file that follows its write", async () => {
+    // Watched at the disk boundary: the FileHandle every write and fdatasync of the log goes through.
+    const probe = await open(join(dir, "probe"), "w");
+    const handle = Object.getPrototypeOf(probe) as Record<
+      "write" | "datasync",
+      (...args: unknown[]) => Promise<unknown>
+    >;
+    await probe.close();
+    const calls: string[] = [];
+    const realWrite = handle.write;
+    const realDatasync = handle.datasync;
+    handle.write = async function (this: unknown, ...args: unknown[]) {
+      calls.push("write");
+      return realWrite.apply(this, args);
+    };
+    handle.datasync = async function (this: unknown, ...args: unknown[]) {
+      calls.push("datasync");
+      return realDatasync.apply(this, args);
+    };
+    try {
+      const log = await openLog();
+      const { seq } = log.append({ type: "a" });
+      await log.whenDurable(seq).then(() => calls.push("durable"));
+      const firstWrite = calls.indexOf("write");
+      expect(firstWrite).toBeGreaterThanOrEqual(0);
+      expect(calls.indexOf("datasync", firstWrite)).toBeGreaterThan(firstWrite);
+      expect(calls.indexOf("durable")).toBeGreaterThan(calls.indexOf("datasync", firstWrite));
+    } finally {
+      handle.write = realWrite;
+      handle.datasync = realDatasync;
+    }
+  });
+});
