@@ -446,10 +446,28 @@ export const queueModel: PolicyModel = {
         meta: { expect: { until: runIs("running") } },
         on: { QUEUE: [{ guard: "canQueueNatively", target: "queued" }, { target: "heldByRuntime" }] },
       },
-      queued: { meta: { expect: { until: runIs("queued") } }, on: { FINISH: "next" } },
+      queued: { meta: { expect: { until: runIs("queued") } }, on: { FINISH: "next", INTERRUPT_QUEUED: "dropped" } },
       heldByRuntime: {
         meta: { expect: { until: runIs("queued"), policies: ["queue_held_by_runtime"] } },
-        on: { FINISH: "next" },
+        on: { FINISH: "next", INTERRUPT_QUEUED: "dropped" },
+      },
+      // An interrupt of a queued run: it never starts (cancelled, not_started), and the active run goes on.
+      dropped: {
+        meta: {
+          expect: {
+            until: runIs("cancelled"),
+            check: (w: World) => {
+              must((w.lastReceipt as { via?: string })?.via === "not_started", "the queued run was started");
+              must(w.run().attempts.length === 0, "the queued run has an attempt");
+              must(statusOf(w, w.runIds[0]!) === "running", "the active run was touched");
+            },
+          },
+        },
+        on: { FINISH: "firstOnly" },
+      },
+      firstOnly: {
+        type: "final",
+        meta: { expect: { until: (w: World) => statusOf(w, w.runIds[0]!) === "completed" } },
       },
       // The queued run starts only at the boundary: after the first run's terminal.
       next: {
@@ -461,7 +479,12 @@ export const queueModel: PolicyModel = {
       completed: finished(),
     },
   ),
-  drive: { SEND: sendThenRun("plain"), QUEUE: (w) => w.send("plain", { mode: "queue" }), FINISH: finish },
+  drive: {
+    SEND: sendThenRun("plain"),
+    QUEUE: (w) => w.send("plain", { mode: "queue" }),
+    INTERRUPT_QUEUED: (w) => w.attempt(() => w.rt.interrupt({ runId: w.runId })),
+    FINISH: finish,
+  },
 };
 
 /** A run completed, its terminal's correlation strength (run.terminal) as the seed says. */
