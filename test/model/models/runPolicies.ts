@@ -487,13 +487,13 @@ export const queueModel: PolicyModel = {
   },
 };
 
-/** A run completed, its terminal's correlation strength (run.terminal) as the seed says. */
-function correlatedAs(correlation: string, policies: PolicyName[]) {
+/** A run ended (completed, unless said), its terminal's correlation strength (run.terminal) as the seed says. */
+function correlatedAs(correlation: string, policies: PolicyName[], status = "completed") {
   return {
     type: "final" as const,
     meta: {
       expect: {
-        until: runIs("completed"),
+        until: runIs(status),
         policies,
         check: (w: World) =>
           must(w.run().correlation === correlation, `the terminal's correlation is ${w.run().correlation}`),
@@ -515,15 +515,27 @@ export const terminalModel: PolicyModel = {
       idle: { on: { SEND: "running" } },
       running: {
         meta: { expect: { until: runIs("running") } },
-        on: { FINISH: [{ guard: "reportsTurnTerminals", target: "reported" }, { target: "inferred" }] },
+        on: {
+          FINISH: [{ guard: "reportsTurnTerminals", target: "reported" }, { target: "inferred" }],
+          INTERRUPT: [{ guard: "reportsTurnTerminals", target: "interruptReported" }, { target: "interruptInferred" }],
+        },
       },
       reported: { always: [{ guard: "strong", target: "completed" }, { target: "weak" }] },
       completed: correlatedAs("strong", []),
       weak: correlatedAs("weak", ["terminal_weak_correlation"]),
       inferred: correlatedAs("inferred", ["terminal_inferred_from_idle"]),
+      interruptReported: { always: [{ guard: "strong", target: "interrupted" }, { target: "interruptedWeak" }] },
+      interrupted: correlatedAs("strong", [], "interrupted"),
+      interruptedWeak: correlatedAs("weak", ["terminal_weak_correlation"], "interrupted"),
+      // No turn terminals: the interrupted turn still ends interrupted, inferred when the session goes idle.
+      interruptInferred: correlatedAs("inferred", ["terminal_inferred_from_idle"], "interrupted"),
     },
   ),
-  drive: { SEND: sendThenRun("plain"), FINISH: finish },
+  drive: {
+    SEND: sendThenRun("plain"),
+    FINISH: finish,
+    INTERRUPT: (w) => w.attempt(() => w.rt.interrupt({ runId: w.runId })),
+  },
 };
 
 export const messageModel: PolicyModel = {
