@@ -10,7 +10,8 @@ import { tallyChaos } from "./tally.js";
  * timeout counts as lost.
  */
 const ROUNDS = 10;
-const LOST_AFTER_MS = 20_000;
+/** A lost interrupt hangs for ever; a slow one (a loaded machine) ends well within this. */
+const LOST_AFTER_MS = 90_000;
 
 /** The last user message of a Messages API request. */
 function lastUserText(body: unknown): string {

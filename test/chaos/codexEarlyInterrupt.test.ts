@@ -11,7 +11,8 @@ import { tallyChaos } from "./tally.js";
  * A lost one leaves its run streaming forever, so each wait is bounded and a timeout counts as lost.
  */
 const ROUNDS = 20;
-const LOST_AFTER_MS = 20_000;
+/** A lost interrupt hangs for ever; a slow one (a loaded machine) ends well within this. */
+const LOST_AFTER_MS = 90_000;
 
 /** The text of the last user message the model was sent (Responses API input). */
 function lastUserText(body: unknown): string {

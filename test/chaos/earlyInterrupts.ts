@@ -14,14 +14,16 @@ export async function earlyInterrupts(
 ): Promise<string[]> {
   const lost: string[] = [];
   const ended = (runId: string) => rt.waitForRun(runId, { timeoutMs: lostAfterMs }).catch(() => null);
-  for (let i = 0; i < rounds; i++) {
+  // A round that lost its interrupt leaves its run running, and every later round would queue
+  // behind it: the first loss ends the rounds (the rest would only repeat it).
+  for (let i = 0; i < rounds && lost.length === 0; i++) {
     const { runId } = await rt.sendMessage({ threadId, text: `task ${i}` });
     const { via } = await rt.interrupt({ runId });
     const run = await ended(runId);
     if (via !== "native" || run?.status !== "interrupted")
       lost.push(`interrupt ${i} (via ${via}): ${run?.status ?? "still running"}`);
   }
-  for (let i = 0; i < rounds; i++) {
+  for (let i = 0; i < rounds && lost.length === 0; i++) {
     const old = await rt.sendMessage({ threadId, text: `long ${i}` });
     const next = await rt.sendMessage({ threadId, text: `[fast] instead ${i}`, mode: "restart" });
     const [a, b] = await Promise.all([ended(old.runId), ended(next.runId)]);
