@@ -230,11 +230,24 @@ function dropHeldInterrupt(thread: Thread): void {
 
 async function sendHeldInterrupt(thread: Thread): Promise<void> {
   dropHeldInterrupt(thread);
-  await thread.query
-    .interrupt()
-    .catch((error: unknown) =>
-      emit(thread, { type: "warning", threadRef: thread.cursor, message: `interrupt failed: ${String(error)}` }),
-    );
+  await interruptNow(thread).catch((error: unknown) =>
+    emit(thread, { type: "warning", threadRef: thread.cursor, message: `interrupt failed: ${String(error)}` }),
+  );
+}
+
+/**
+ * Interrupts Claude. A prompt it has not taken up yet survives a plain interrupt (its receipt lists
+ * the prompt's uuid under `still_queued`, and the prompt then runs): the interrupt is held again,
+ * for the turn's first message. A message that only looked like that turn's start is thus never
+ * the end of the interrupt.
+ */
+async function interruptNow(thread: Thread): Promise<void> {
+  const receipt = await thread.query.interrupt();
+  const uuid = thread.prompt?.uuid;
+  if (uuid !== undefined && receipt?.still_queued?.includes(uuid)) {
+    thread.running = false;
+    holdInterrupt(thread);
+  }
 }
 
 /**
@@ -384,7 +397,7 @@ async function handle(method: string, params: Record<string, unknown>): Promise<
       // queued and its turn then runs on): hold it until the turn's first message, or send it
       // anyway once the hold has lasted INTERRUPT_GRACE_MS.
       if (!t.running) holdInterrupt(t);
-      else await t.query.interrupt();
+      else await interruptNow(t);
       return null;
     }
     case "respond": {
