@@ -2,6 +2,7 @@ import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { HandoffContext } from "../adapters/contract.js";
 import { CapabilityUnsupportedError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
+import { DEFAULT_HANDOFF_CHARS, decisionsIn, summarizeRuns, type HandoffSummary } from "./handoffSummary.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import { canForkNatively, takesDeltaHandoff, writesSummaries } from "../capabilities/predicates.js";
 import { contextDeliveryPolicy, decide, handoffAdmissionPolicy, type HandoffNeed } from "../machines/contextPolicy.js";
@@ -13,7 +14,6 @@ import {
   Projections,
   type HandoffRecord,
   type ProviderThreadRecord,
-  type RequestView,
   type RunView,
   type Transfer,
   type TurnItem,
@@ -27,75 +27,7 @@ import {
  * is recorded once, explicitly (invariant 8), and reused until a turn consumes it.
  */
 
-/** The bound of a handoff summary for a provider that recommends none. */
-export const DEFAULT_HANDOFF_CHARS = 8_000;
-
 type HandoffReason = DomainEventOf<"handoff.created">["reason"];
-
-/** What a summary says of a run besides its messages: what ran, what changed, what the user decided. */
-function runActions(run: RunView, decisions: readonly RequestView[]): string[] {
-  const lines: string[] = [];
-  for (const item of run.items) {
-    const detail = (item.detail ?? {}) as { command?: string; path?: string; exitCode?: number; status?: string };
-    if (item.kind === "command" && detail.command)
-      lines.push(`ran: ${detail.command}${detail.exitCode !== undefined ? ` (exit ${detail.exitCode})` : ""}`);
-    else if (item.kind === "file_change" && detail.path)
-      lines.push(`${detail.status === "declined" ? "did not change" : "changed"}: ${detail.path}`);
-  }
-  for (const request of decisions) {
-    if (request.status !== "resolved" || !request.response) continue;
-    const asked = request.payload as { kind: string; command?: string; path?: string };
-    const what = [asked.kind.replace("_", " "), asked.command ?? asked.path].filter(Boolean).join(" ");
-    const answer = request.response.kind === "decision" ? request.response.decision : "answered";
-    lines.push(`user decided: ${what}: ${answer}`);
-  }
-  return lines;
-}
-
-function runText(run: RunView, threadId: string | null, decisions: readonly RequestView[]): string {
-  const assistant = run.items
-    .filter((i) => i.kind === "assistant_message" && i.text)
-    .map((i) => i.text)
-    .join("");
-  // A fork's inherited runs keep their own numbering: say whose they are.
-  const label = threadId && run.threadId !== threadId ? `before the fork, run ${run.ordinal}` : `run ${run.ordinal}`;
-  return [
-    `[${label}, ${run.status}] user: ${run.text}`,
-    ...runActions(run, decisions),
-    `assistant: ${assistant || "(no reply)"}`,
-  ].join("\n");
-}
-
-/** A summary, and exactly which runs it carries and which it left out for the bound. */
-export interface RunSummary {
-  text: string;
-  /** Runs the text tells (the oldest of them cut short when even it alone is over the bound). */
-  carried: RunView[];
-  /** The oldest runs, dropped whole to fit the bound: the text says how many. */
-  omitted: RunView[];
-}
-
-/**
- * Deterministic and bounded: each run with its commands, file changes and the user's
- * decisions; the oldest runs are dropped first when over the bound, the newest is truncated
- * last. Same runs in, same summary out.
- */
-export function summarizeRuns(
-  runs: readonly RunView[],
-  maxChars: number | null,
-  threadId: string | null = null,
-  decisionsOf: (runId: string) => readonly RequestView[] = () => [],
-): RunSummary {
-  const limit = maxChars ?? DEFAULT_HANDOFF_CHARS;
-  const header = "Context from earlier in this conversation:\n";
-  const parts = runs.map((run) => runText(run, threadId, decisionsOf(run.runId)));
-  let dropped = 0;
-  const omittedNote = (n: number) => (n > 0 ? `(${n} earlier runs omitted)\n\n` : "");
-  const size = () => header.length + omittedNote(dropped).length + parts.slice(dropped).join("\n\n").length;
-  while (runs.length - dropped > 1 && size() > limit) dropped += 1;
-  const text = (header + omittedNote(dropped) + parts.slice(dropped).join("\n\n")).slice(0, limit);
-  return { text, carried: runs.slice(dropped), omitted: runs.slice(0, dropped) };
-}
 
 /** How a provider can receive explicit context (the delivery policy's decision); null when it cannot at all. */
 export function contextDelivery(caps: ProviderCapabilities): HandoffContext["delivery"] | null {
@@ -327,9 +259,7 @@ export function planContext(input: ContextInput): ContextPlan | null {
       .get(threadId)
       ?.filter((h) => !h.consumed && !h.superseded && h.providerThreadId === providerThread.providerThreadId) ?? [];
   const reuse = unconsumed.find((h) => [...h.omittedRunIds, ...h.coveredRunIds].join() === candidateIds) ?? null;
-  const requests = [...views.requests.values()];
-  const decisionsOf = (id: string) => requests.filter((r) => r.runId === id);
-  const transcript = reuse ? "" : summarizeRuns(candidates, MAX_TRANSCRIPT_CHARS, threadId, decisionsOf).text;
+  const transcript = reuse ? "" : summarizeRuns(candidates, MAX_TRANSCRIPT_CHARS, threadId, decisionsIn(views)).text;
   return {
     input,
     kind,
@@ -373,15 +303,13 @@ export function recordContext(
     commit(policyEvent(where, "handoff_as_user_context", detail));
   }
   const bound = capabilities.context.maxRecommendedHandoffChars ?? DEFAULT_HANDOFF_CHARS;
-  let summary: RunSummary;
+  let summary: HandoffSummary;
   if (written && "text" in written) {
     summary = { text: written.text.slice(0, bound), carried: candidates, omitted: [] };
   } else {
     const why = written ? `${target}'s summary failed (${redact(written.failed)})` : `${target} writes no summaries`;
     commit(policyEvent(where, "summary_by_local_summariser", `${why}: the local summariser writes the handoff`));
-    const requests = [...views.requests.values()];
-    const decisionsOf = (id: string) => requests.filter((r) => r.runId === id);
-    summary = summarizeRuns(candidates, bound, threadId, decisionsOf);
+    summary = summarizeRuns(candidates, bound, threadId, decisionsIn(views));
   }
   const { text, carried, omitted } = summary;
   if (omitted.length > 0) {

@@ -22,8 +22,8 @@ import {
   type StartSessionInput,
 } from "../machines/session.js";
 import { Actors, type ProviderThreadActor, type SessionActor } from "./actors.js";
+import { DEFAULT_HANDOFF_CHARS } from "./handoffSummary.js";
 import {
-  DEFAULT_HANDOFF_CHARS,
   forkSituation,
   historyRuns,
   planContext,

@@ -217,3 +217,16 @@ export function nodeStartedEvent(
     detail: null,
   };
 }
+
+/** A subagent node the provider never announced, made from what names it (its child thread, or its parent item). */
+export function unannouncedSubagent(binding: TurnBinding, key: string, ref: string): NodeEntry {
+  const node: NodeEntry = {
+    nodeId: derivedId("nod", binding.providerTurnId, key),
+    kind: "subagent",
+    ref,
+    open: true,
+    announced: false,
+  };
+  binding.nodes.push(node);
+  return node;
+}

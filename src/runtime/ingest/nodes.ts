@@ -2,7 +2,6 @@ import type { ProviderCapabilities } from "../../capabilities/schema.js";
 import type { ProviderEvent } from "../../adapters/contract.js";
 import type { ItemDetail, ItemStream, NodeKind, ProviderItemKind } from "../../domain/items.js";
 import type { DomainEvent } from "../../domain/events.js";
-import { derivedId } from "../../domain/ids.js";
 import {
   applied,
   degraded,
@@ -15,6 +14,7 @@ import {
   scopeOf,
   startNode,
   type NodeEntry,
+  unannouncedSubagent,
   type Routed,
   type TurnBinding,
 } from "./correlation.js";
@@ -300,14 +300,7 @@ export function adoptParentItem(
   const { subagents } = caps;
   if (!parentItemRef || !subagents.supportsSubagents || subagents.emitsSubagentLifecycle) return [];
   if (binding.nodes.some((n) => n.ref === parentItemRef)) return [];
-  const node: NodeEntry = {
-    nodeId: derivedId("nod", binding.providerTurnId, `parent:${parentItemRef}`),
-    kind: "subagent",
-    ref: parentItemRef,
-    open: true,
-    announced: false,
-  };
-  binding.nodes.push(node);
+  const node = unannouncedSubagent(binding, `parent:${parentItemRef}`, parentItemRef);
   // Not an enclosing subagent for items that name no parent: without its end, it would take the turn's later items.
   binding.byRef.set(parentItemRef, node);
   const detail =

@@ -11,6 +11,7 @@ import {
   scopeOf,
   startNode,
   type NodeEntry,
+  unannouncedSubagent,
   type Routed,
   type TurnBinding,
 } from "./correlation.js";
@@ -130,14 +131,7 @@ export function adoptChildThread(
   if (open.length !== 1) return undefined;
   const binding = open[0]!;
   // Not announced: the subagent.started that may still come for this child thread claims it.
-  const node: NodeEntry = {
-    nodeId: derivedId("nod", binding.providerTurnId, `child:${threadRef}`),
-    kind: "subagent",
-    ref: threadRef,
-    open: true,
-    announced: false,
-  };
-  binding.nodes.push(node);
+  const node = unannouncedSubagent(binding, `child:${threadRef}`, threadRef);
   binding.childThreads.set(threadRef, node.nodeId);
   out.push(
     applied(binding, { ...nodeStartedEvent(binding, node, providerTarget, undefined, undefined), detail: null }),
