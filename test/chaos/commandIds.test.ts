@@ -155,4 +155,26 @@ describe("chaos: one command id, two callers at once", () => {
       await cleanup();
     }
   });
+
+  it("implementPlan: two callers with one id get one receipt and one run", async () => {
+    const planScript = keyedScript({
+      "[plan]": [
+        { type: "proposed_plan", text: "build, then test" },
+        { type: "text", text: "planned" },
+      ],
+    });
+    const { rt, events, cleanup } = await openTestRuntime({ scripted: createScriptedAdapter({ script: planScript }) });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "scripted" });
+      const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[plan] go" })).runId);
+      const nodeId = run.items.find((i) => i.kind === "proposed_plan")!.id;
+      const [a, b] = await twice(() => rt.implementPlan({ threadId, nodeId, commandId: "c-implement" }));
+      expect(b).toEqual(a);
+      expect((await rt.readThread(threadId)).runs).toHaveLength(2);
+      expect(receiptsFor(events, "c-implement")).toHaveLength(1);
+      await rt.waitForRun(a.runId);
+    } finally {
+      await cleanup();
+    }
+  });
 });
