@@ -10,10 +10,11 @@ import { DEGRADATIONS, type PolicyName } from "./policies.js";
  * and hands `outcome`s back to the API caller as typed results.
  */
 export type Effect =
-  | { type: "startRun"; threadId: string; runId: string }
+  /** `queued`: hand the run to the provider now, to hold in its own queue behind the active turn. */
+  | { type: "startRun"; threadId: string; runId: string; queued?: boolean }
   | { type: "steerRun"; threadId: string; runId: string; text: string; messageId: string }
   | { type: "interruptRun"; threadId: string; runId: string }
-  | { type: "startTurn"; threadId: string; runId: string; attemptId: string; text: string }
+  | { type: "startTurn"; threadId: string; runId: string; attemptId: string; text: string; queued?: boolean }
   | { type: "steerTurn"; threadId: string; runId: string; attemptId: string; text: string; messageId: string }
   | { type: "interruptTurn"; threadId: string; runId: string; attemptId: string }
   | { type: "stopSession"; threadId: string; runId: string; attemptId: string }

@@ -27,8 +27,15 @@ const runSetup = runInterventions.extend({
       });
       const { threadId, runId } = context;
       enqueue.emit(record({ type: "attempt.started", threadId, runId, ...attempt }));
-      enqueue.emit(record({ type: "run.state", threadId, runId, status: "starting" }));
-      enqueue.emit(effect({ type: "startTurn", threadId, runId, attemptId: attempt.attemptId, text: attempt.text }));
+      const queued = params.reason === "initial" && context.queuedAtProvider;
+      // A turn handed to the provider's own queue does not start yet: the run stays queued until the provider runs it.
+      if (!queued) enqueue.emit(record({ type: "run.state", threadId, runId, status: "starting" }));
+      const start = { threadId, runId, attemptId: attempt.attemptId, text: attempt.text };
+      enqueue.emit(effect({ type: "startTurn", ...start, ...(queued ? { queued } : {}) }));
+    }),
+    takeUpQueued: assign({ queuedAtProvider: false }),
+    markQueuedAtProvider: assign({
+      queuedAtProvider: ({ event }) => event.type === "START" && event.queued === true,
     }),
     recordRunning: enqueueActions(({ context, enqueue }) => {
       enqueue.emit(record({ type: "run.state", threadId: context.threadId, runId: context.runId, status: "running" }));
@@ -162,6 +169,22 @@ const interruptTransitions = (deliver: boolean) => [
   { actions: "refuseInterrupt" as const },
 ];
 
+/**
+ * Interrupt of a turn the provider holds in its queue: natively only. Stopping the session would also end the turn
+ * ahead of it, which the caller did not ask to stop.
+ */
+const queuedInterruptTransitions = (deliver: boolean) => [
+  {
+    guard: and(["isQueuedAtProvider", "interruptAlreadyRequested"]),
+    actions: "reportInterruptPending" as const,
+  },
+  {
+    guard: and(["isQueuedAtProvider", "canInterrupt"]),
+    actions: { type: "requestInterrupt" as const, params: { deliver, via: "native" as const } },
+  },
+  { guard: "isQueuedAtProvider" as const, actions: "refuseInterrupt" as const },
+];
+
 /** The runtime gives up on a started run (closing, or recovering): it ends cancelled, settled. */
 const cancelStarted = {
   target: "#run.cancelled",
@@ -213,20 +236,31 @@ export const runMachine = runSetup.createMachine({
     interruptVia: "native",
     deferredSteer: null,
     pendingRequestIds: [],
+    queuedAtProvider: false,
   }),
   initial: "queued",
   states: {
     queued: {
       on: {
-        START: { target: "starting", actions: { type: "beginAttempt", params: { reason: "initial" } } },
+        START: {
+          target: "starting",
+          actions: ["markQueuedAtProvider", { type: "beginAttempt", params: { reason: "initial" } }],
+        },
         CANCEL: { target: "cancelled", actions: "cancelQueued" },
         INTERRUPT: { target: "cancelled", actions: "cancelQueued" },
       },
     },
     starting: {
       on: {
-        TURN_ACCEPTED: { guard: "isFromActiveAttempt", target: "active", actions: "bindTurn" },
-        TURN_STARTED: { guard: "isFromActiveAttempt", target: "active" },
+        TURN_ACCEPTED: [
+          {
+            guard: and(["isFromActiveAttempt", "isQueuedAtProvider"]),
+            target: "queuedAtProvider",
+            actions: "bindTurn",
+          },
+          { guard: "isFromActiveAttempt", target: "active", actions: "bindTurn" },
+        ],
+        TURN_STARTED: { guard: "isFromActiveAttempt", target: "active", actions: "takeUpQueued" },
         // A request is evidence the turn runs, even before the provider's reply to sendRun.
         REQUEST_OPENED: {
           guard: "isFromActiveAttempt",
@@ -238,7 +272,7 @@ export const runMachine = runSetup.createMachine({
           target: "failed",
           actions: { type: "finishRun", params: { status: "failed", reason: "start_failed" } },
         },
-        INTERRUPT: interruptTransitions(false),
+        INTERRUPT: [...queuedInterruptTransitions(false), ...interruptTransitions(false)],
         STEER: [
           { guard: "interruptAlreadyRequested", actions: "refuseSteerWhileInterrupting" },
           { guard: "hasDeferredSteer", actions: "refuseSecondDeferredSteer" },
@@ -249,6 +283,30 @@ export const runMachine = runSetup.createMachine({
           },
           { actions: "refuseSteer" },
         ],
+        TURN_TERMINAL: rootTerminal,
+        SESSION_LOST: sessionLost,
+        TURN_SILENT: turnSilent,
+        CANCEL: cancelStarted,
+      },
+    },
+    /**
+     * The provider holds the turn in its own queue (it queues follow-ups natively): the run waits there, still
+     * `queued`, until the provider takes the turn up (announces it, or says anything for it). An interrupt goes to the provider, which
+     * drops the queued turn; its terminal ends the run.
+     */
+    queuedAtProvider: {
+      entry: "deliverDeferredInterrupt",
+      on: {
+        TURN_STARTED: { guard: "isFromActiveAttempt", target: "active", actions: "takeUpQueued" },
+        PROVIDER: { guard: "isFromActiveAttempt", target: "active", actions: ["takeUpQueued", "applyProviderEvent"] },
+        REQUEST_OPENED: {
+          guard: "isFromActiveAttempt",
+          target: "active.waiting",
+          actions: ["takeUpQueued", "trackRequest", "applyProviderEvent"],
+        },
+        INTERRUPT: queuedInterruptTransitions(true),
+        INTERRUPT_ACKED: { actions: "recordInterruptAck" },
+        INTERRUPT_FAILED: { guard: "isFromActiveAttempt", actions: "recordInterruptFailure" },
         TURN_TERMINAL: rootTerminal,
         SESSION_LOST: sessionLost,
         TURN_SILENT: turnSilent,

@@ -35,6 +35,8 @@ export interface RunContext {
   /** A steer accepted while the turn was starting, replayed once it runs. */
   deferredSteer: { text: string; messageId: string } | null;
   pendingRequestIds: string[];
+  /** The run's turn was handed to a provider that queues it itself, behind the thread's active turn. */
+  queuedAtProvider: boolean;
 }
 
 export interface RunInput {
@@ -46,7 +48,8 @@ export interface RunInput {
 }
 
 export type RunEvent =
-  | { type: "START" }
+  /** `queued`: the provider takes the turn now and holds it in its own queue until the active turn ends. */
+  | { type: "START"; queued?: boolean }
   | { type: "CANCEL"; reason: string }
   | {
       type: "TURN_ACCEPTED";
@@ -142,5 +145,7 @@ export const runBase = setup({
     interruptAlreadyRequested: ({ context }) => context.interrupt !== "none",
     hasNoPendingRequests: ({ context }) => context.pendingRequestIds.length === 0,
     hasDeferredSteer: ({ context }) => context.deferredSteer !== null,
+    /** The run's turn went to a provider that holds it in its own queue (see the run's `queuedAtProvider` state). */
+    isQueuedAtProvider: ({ context }) => context.queuedAtProvider,
   },
 });

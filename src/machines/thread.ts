@@ -14,12 +14,15 @@ import { effect, outcome, policyApplied, record, refuseUnsupported, type Machine
 
 /**
  * The app thread: serializes work. At most one run is active; follow-ups are steered into
- * it, queued behind it (delivered at the turn boundary, never mid-turn), or restart it.
+ * it, queued behind it, or restart it. A queued follow-up goes to a provider that queues
+ * natively at once (it holds the turn behind the active one); otherwise the runtime holds it
+ * and delivers it at the turn boundary, never mid-turn.
  */
 
 /** A run waiting for the turn boundary, with the capability record of the target it runs on. */
 export interface QueuedRun {
   runId: string;
+  providerTarget: string;
   capabilities: ProviderCapabilities;
 }
 
@@ -30,6 +33,12 @@ export interface ThreadContext {
   /** Capabilities of the active run's target: what steering and restart decisions read. */
   activeCapabilities: ProviderCapabilities | null;
   queue: QueuedRun[];
+  /** Runs handed to the provider, which holds them in its own queue behind the active run (in order). */
+  delivered: QueuedRun[];
+  /** The active run's provider target: only its own follow-ups can wait in its queue. */
+  activeTarget: string | null;
+  /** The model or mode changed since the active run started: its follow-ups need other settings than its session's. */
+  settingsChanged: boolean;
   /** Ordinal the next created run gets (1-based, counted per thread). */
   nextOrdinal: number;
 }
@@ -95,6 +104,15 @@ export const threadMachine = setup({
       !!context.activeCapabilities &&
       canSteerNatively(context.activeCapabilities),
     canQueueNatively: ({ event }) => event.type === "SUBMIT" && canQueueNatively(event.capabilities),
+    /**
+     * The follow-up can wait in the provider's own queue: it goes to the active run's target with the active run's
+     * settings, and nothing waits in the runtime's queue ahead of it (order is kept).
+     */
+    fitsProviderQueue: ({ context, event }) =>
+      event.type === "SUBMIT" &&
+      event.providerTarget === context.activeTarget &&
+      !context.settingsChanged &&
+      context.queue.length === 0,
     canSwitchModelInSession: ({ event }) =>
       event.type === "CHANGE_MODEL" && canSwitchModelInSession(event.capabilities),
     canSwitchModeInSession: ({ event }) => event.type === "CHANGE_MODE" && canSwitchModeInSession(event.capabilities),
@@ -109,6 +127,7 @@ export const threadMachine = setup({
       (!!context.activeCapabilities && canInterrupt(context.activeCapabilities)) || context.allowSessionStopInterrupt,
     isActiveRun: ({ context, event }) => event.type === "RUN_FINISHED" && event.runId === context.activeRunId,
     hasQueuedRuns: ({ context }) => context.queue.length > 0,
+    hasDeliveredRuns: ({ context }) => context.delivered.length > 0,
   },
   actions: {
     createAndStartRun: enqueueActions(({ context, event, enqueue }) => {
@@ -117,6 +136,8 @@ export const threadMachine = setup({
       enqueue.assign({
         activeRunId: event.runId,
         activeCapabilities: event.capabilities,
+        activeTarget: event.providerTarget,
+        settingsChanged: false,
         nextOrdinal: context.nextOrdinal + 1,
       });
       enqueue.emit(record(runCreated(context, event)));
@@ -125,7 +146,7 @@ export const threadMachine = setup({
     }),
     createAndQueueRun: enqueueActions(({ context, event, enqueue }, params: { atHead: boolean }) => {
       if (event.type !== "SUBMIT") return;
-      const entry = { runId: event.runId, capabilities: event.capabilities };
+      const entry = { runId: event.runId, providerTarget: event.providerTarget, capabilities: event.capabilities };
       const queue = params.atHead ? [entry, ...context.queue] : [...context.queue, entry];
       enqueue.assign({ queue, nextOrdinal: context.nextOrdinal + 1 });
       enqueue.emit(record(runCreated(context, event)));
@@ -136,6 +157,29 @@ export const threadMachine = setup({
         const queuePosition = queue.indexOf(entry) + 1;
         enqueue.emit(outcome({ command: "submit", disposition: "queued", runId: event.runId, queuePosition }));
       }
+    }),
+    /** The provider queues natively: the run goes to it now, to wait in its queue behind the active run. */
+    createAndDeliverRun: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "SUBMIT") return;
+      const entry = { runId: event.runId, providerTarget: event.providerTarget, capabilities: event.capabilities };
+      const delivered = [...context.delivered, entry];
+      enqueue.assign({ delivered, nextOrdinal: context.nextOrdinal + 1 });
+      enqueue.emit(record(runCreated(context, event)));
+      enqueue.emit(effect({ type: "startRun", threadId: context.threadId, runId: event.runId, queued: true }));
+      const queuePosition = delivered.length;
+      enqueue.emit(outcome({ command: "submit", disposition: "queued", runId: event.runId, queuePosition }));
+    }),
+    /** The active run ended: the first run the provider holds is the active one now (it is already the provider's). */
+    activateDelivered: enqueueActions(({ context, enqueue }) => {
+      const [next, ...rest] = context.delivered;
+      if (!next) return;
+      const { runId, capabilities, providerTarget } = next;
+      enqueue.assign({
+        activeRunId: runId,
+        activeCapabilities: capabilities,
+        activeTarget: providerTarget,
+        delivered: rest,
+      });
     }),
     steerActiveRun: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== "SUBMIT") return;
@@ -159,7 +203,13 @@ export const threadMachine = setup({
     startNextQueued: enqueueActions(({ context, enqueue }) => {
       const [next, ...rest] = context.queue;
       if (!next) return;
-      enqueue.assign({ activeRunId: next.runId, activeCapabilities: next.capabilities, queue: rest });
+      enqueue.assign({
+        activeRunId: next.runId,
+        activeCapabilities: next.capabilities,
+        activeTarget: next.providerTarget,
+        settingsChanged: false,
+        queue: rest,
+      });
       enqueue.emit(effect({ type: "startRun", threadId: context.threadId, runId: next.runId }));
     }),
     /** The provider cannot queue follow-ups itself: the runtime holds them until the turn boundary. */
@@ -240,17 +290,21 @@ export const threadMachine = setup({
         }),
       );
     }),
-    clearActiveRun: assign({ activeRunId: null, activeCapabilities: null }),
+    clearActiveRun: assign({ activeRunId: null, activeCapabilities: null, activeTarget: null }),
+    /** The active run's follow-ups need other settings (model, mode) than the session it runs in. */
+    noteSettingsChanged: assign({ settingsChanged: true }),
     updateActiveCapabilities: assign({
       activeCapabilities: ({ context, event }) =>
         event.type === "RUN_CAPABILITIES" && event.runId === context.activeRunId
           ? event.capabilities
           : context.activeCapabilities,
     }),
-    /** A queued run was cancelled before it started. */
+    /** A queued run ended before it became active (cancelled in the runtime's queue, or dropped from the provider's). */
     dropFromQueue: assign({
       queue: ({ context, event }) =>
         event.type === "RUN_FINISHED" ? context.queue.filter((q) => q.runId !== event.runId) : context.queue,
+      delivered: ({ context, event }) =>
+        event.type === "RUN_FINISHED" ? context.delivered.filter((q) => q.runId !== event.runId) : context.delivered,
     }),
   },
 }).createMachine({
@@ -261,6 +315,9 @@ export const threadMachine = setup({
     allowSessionStopInterrupt: input.allowSessionStopInterrupt ?? false,
     activeRunId: null,
     queue: input.queue ?? [],
+    delivered: [],
+    activeTarget: null,
+    settingsChanged: false,
     nextOrdinal: input.nextOrdinal ?? 1,
   }),
   initial: "idle",
@@ -313,11 +370,14 @@ export const threadMachine = setup({
             actions: { type: "createAndQueueRun", params: { atHead: true } },
           },
           { guard: "wantsRestart", actions: "refuseRestart" },
+          { guard: and(["canQueueNatively", "fitsProviderQueue"]), actions: "createAndDeliverRun" },
+          // Another target or other settings: not the provider's queue to hold, and no missing capability either.
           { guard: "canQueueNatively", actions: { type: "createAndQueueRun", params: { atHead: false } } },
           { actions: [{ type: "createAndQueueRun", params: { atHead: false } }, "holdQueueInRuntime"] },
         ],
         ROLLBACK: { actions: "refuseRollbackWhileBusy" },
         RUN_FINISHED: [
+          { guard: and(["isActiveRun", "hasDeliveredRuns"]), actions: "activateDelivered" },
           { guard: and(["isActiveRun", "hasQueuedRuns"]), actions: "startNextQueued" },
           { guard: "isActiveRun", target: "idle", actions: "clearActiveRun" },
           { actions: "dropFromQueue" },
@@ -328,12 +388,18 @@ export const threadMachine = setup({
   },
   on: {
     CHANGE_MODEL: [
-      { guard: "canSwitchModelInSession", actions: { type: "switchModel", params: { via: "in_session" } } },
-      { actions: { type: "switchModel", params: { via: "new_session" } } },
+      {
+        guard: "canSwitchModelInSession",
+        actions: ["noteSettingsChanged", { type: "switchModel", params: { via: "in_session" } }],
+      },
+      { actions: ["noteSettingsChanged", { type: "switchModel", params: { via: "new_session" } }] },
     ],
     CHANGE_MODE: [
-      { guard: "canSwitchModeInSession", actions: { type: "switchMode", params: { via: "in_session" } } },
-      { actions: { type: "switchMode", params: { via: "new_session" } } },
+      {
+        guard: "canSwitchModeInSession",
+        actions: ["noteSettingsChanged", { type: "switchMode", params: { via: "in_session" } }],
+      },
+      { actions: ["noteSettingsChanged", { type: "switchMode", params: { via: "new_session" } }] },
     ],
   },
 });

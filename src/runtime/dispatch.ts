@@ -1,6 +1,7 @@
 import type { InspectionEvent } from "xstate";
 import type { DynamicToolDefinition, ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { QueuedRun } from "../machines/thread.js";
 import { isTillerError } from "../domain/errors.js";
 import type { DomainEvent } from "../domain/events.js";
 import type { IdSource } from "../domain/ids.js";
@@ -261,11 +262,7 @@ export class Dispatcher implements TargetHost {
     }
   }
 
-  spawnThread(
-    threadId: string,
-    nextOrdinal: number,
-    queue: Array<{ runId: string; capabilities: ProviderCapabilities }>,
-  ): void {
+  spawnThread(threadId: string, nextOrdinal: number, queue: QueuedRun[]): void {
     this.actors.thread({
       threadId,
       nextOrdinal,

@@ -1,4 +1,5 @@
 import type { HandoffContext, ProviderThreadAddress } from "../adapters/contract.js";
+import type { ProviderCapabilities } from "../capabilities/schema.js";
 import { isTillerError, ProviderError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { interruptWaitsForTurnStart } from "../capabilities/predicates.js";
@@ -8,7 +9,7 @@ import { Actors } from "./actors.js";
 import { performRollback, type RollbackHost, type RollbackReceipt } from "./rollback.js";
 import { targetOfRun, type Target } from "./targets.js";
 import type { AttemptTracking } from "./ingest/inbound.js";
-import { TurnStarts } from "./turnStarts.js";
+import { TurnStarts, type TurnWait } from "./turnStarts.js";
 import { SilentTurns } from "./silentTurns.js";
 
 /** What effects need of the runtime beyond rollback's port: lifecycle, settings, and where errors with no caller go. */
@@ -59,7 +60,7 @@ export class Effects implements AttemptTracking {
     const { rt } = this;
     switch (effect.type) {
       case "startRun":
-        return void rt.actors.runs.get(effect.runId)?.send({ type: "START" });
+        return void rt.actors.runs.get(effect.runId)?.send({ type: "START", queued: effect.queued });
       case "steerRun":
         return void rt.actors.runs
           .get(effect.runId)
@@ -98,7 +99,7 @@ export class Effects implements AttemptTracking {
   /** Session, provider thread (resumed, forked or created), then the turn itself. */
   async #startTurn(effect: Extract<Effect, { type: "startTurn" }>): Promise<void> {
     const { rt } = this;
-    const { threadId, runId, attemptId, text } = effect;
+    const { threadId, runId, attemptId, text, queued } = effect;
     const target = targetOfRun(this.rt, runId);
     const thread = rt.views.threads.get(threadId)!;
     let sent: { sessionId: string; thread: ProviderThreadAddress } | null = null;
@@ -138,6 +139,7 @@ export class Effects implements AttemptTracking {
         sessionId: session.sessionId,
         threadRef: loaded.handle.threadRef,
         makingThread: !!loaded.unmade,
+        queued,
       });
       // From here settle balances the claim, however the turn ends (even before sendRun replies).
       claimed = null;
@@ -246,9 +248,7 @@ export class Effects implements AttemptTracking {
     const target = targetOfRun(this.rt, runId);
     target.normalizer.noteInterruptSent(attemptId);
     const caps = target.capabilitiesOfAttempt(attemptId);
-    if (effect.type === "interruptTurn" && interruptWaitsForTurnStart(caps)) {
-      if ((await this.turns.untilStarted(attemptId, TURN_START_HOLD_MS)) === "ended") return; // its terminal came first
-    }
+    if (effect.type === "interruptTurn" && (await this.#holdInterrupt(target, attemptId, caps)) === "ended") return;
     const live = () => !this.rt.closed && target.normalizer.binding(attemptId)?.closed === false;
     let tries = 0;
     let result: true | string;
@@ -268,6 +268,19 @@ export class Effects implements AttemptTracking {
         ? { type: "INTERRUPT_ACKED" as const, attemptId }
         : { type: "INTERRUPT_FAILED" as const, attemptId, message: result, attempts: tries };
     this.rt.act(() => this.rt.actors.runs.get(runId)?.send(event));
+  }
+
+  /**
+   * Whether an interrupt must wait for the provider to take the turn up: where the record says it announces turns
+   * (bounded), and for a turn it holds in its own queue that it knows by no ref (unbounded: sent earlier, it could only
+   * be addressed as the thread's turn, which is the one ahead of it). A queued turn it named is dropped by that name.
+   */
+  async #holdInterrupt(target: Target, attemptId: string, caps: ProviderCapabilities): Promise<TurnWait | null> {
+    if (target.normalizer.isWaiting(attemptId)) {
+      if (target.normalizer.binding(attemptId)?.nativeTurnRef) return null;
+      return this.turns.untilStarted(attemptId, null);
+    }
+    return interruptWaitsForTurnStart(caps) ? this.turns.untilStarted(attemptId, TURN_START_HOLD_MS) : null;
   }
 
   async #respond(effect: Extract<Effect, { type: "respond" }>): Promise<void> {

@@ -1,4 +1,5 @@
 import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { QueuedRun } from "../machines/thread.js";
 import { requestsSurviveRestart } from "../capabilities/predicates.js";
 import { StoreCorruptError } from "../domain/errors.js";
 import { DomainEventSchema, type DomainEvent } from "../domain/events.js";
@@ -15,11 +16,7 @@ export interface RecoveryHost extends RestoreFinishing {
   readonly inbound: Pick<Inbound, "pump">;
   run(fn: () => void): unknown;
   commit(event: DomainEvent): void;
-  spawnThread(
-    threadId: string,
-    nextOrdinal: number,
-    queue: Array<{ runId: string; capabilities: ProviderCapabilities }>,
-  ): void;
+  spawnThread(threadId: string, nextOrdinal: number, queue: QueuedRun[]): void;
   spawnRun(runId: string): void;
 }
 import type { Projections } from "./projections.js";
@@ -72,7 +69,11 @@ export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>
     d.spawnThread(
       thread.threadId,
       thread.runs.length + 1,
-      queued.map((r) => ({ runId: r.runId, capabilities: capabilities.get(r.providerTarget)! })),
+      queued.map((r) => ({
+        runId: r.runId,
+        providerTarget: r.providerTarget,
+        capabilities: capabilities.get(r.providerTarget)!,
+      })),
     );
     for (const run of queued) d.spawnRun(run.runId);
   }
@@ -88,8 +89,9 @@ export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>
  * What a runtime coming back from a crash must settle before it accepts commands: runs
  * that were starting or running are cancelled (the host that ran them is gone with the
  * previous process), their open items closed, pending requests expired as not resumable.
- * Queued runs never touched a provider, so they stay queued and resume (unless their provider
- * target is no longer configured: then they are cancelled too).
+ * Runs the runtime held in its queue never touched a provider, so they stay queued and resume
+ * (unless their provider target is no longer configured: then they are cancelled too). A run
+ * handed to a provider's own queue did touch it, and is cancelled with the running ones.
  */
 export function planRecovery(
   views: Projections,
@@ -120,7 +122,8 @@ export function planRecovery(
   }
   for (const run of views.activeRuns()) {
     const { threadId, runId } = run;
-    if (run.status === "queued" && configuredTargets.has(run.providerTarget)) {
+    // A queued run with an attempt was handed to a provider that queues natively: its queue went with the host.
+    if (run.status === "queued" && run.attempts.length === 0 && configuredTargets.has(run.providerTarget)) {
       requeuedRuns.push(runId);
       continue;
     }

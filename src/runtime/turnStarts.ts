@@ -37,8 +37,8 @@ export class TurnStarts {
     for (const attemptId of [...this.#waiters.keys()]) this.#notify(attemptId, "ended");
   }
 
-  /** Resolves once the turn runs, ends, or `limitMs` passed. */
-  untilStarted(attemptId: string, limitMs: number): Promise<TurnWait> {
+  /** Resolves once the turn runs, ends, or `limitMs` passed (`null`: no limit). */
+  untilStarted(attemptId: string, limitMs: number | null): Promise<TurnWait> {
     if (this.#closed || this.#ended.has(attemptId)) return Promise.resolve("ended");
     if (this.#started.has(attemptId)) return Promise.resolve("started");
     return this.#wait(attemptId, limitMs, (outcome) => outcome);
@@ -50,7 +50,7 @@ export class TurnStarts {
     return this.#wait(attemptId, ms, (outcome) => (outcome === "started" ? null : outcome));
   }
 
-  #wait(attemptId: string, ms: number, accept: (outcome: TurnWait) => TurnWait | null): Promise<TurnWait> {
+  #wait(attemptId: string, ms: number | null, accept: (outcome: TurnWait) => TurnWait | null): Promise<TurnWait> {
     return new Promise((resolve) => {
       const waiters = this.#waiters.get(attemptId) ?? new Set();
       this.#waiters.set(attemptId, waiters);
@@ -64,7 +64,7 @@ export class TurnStarts {
         return true;
       };
       const waiter = (outcome: TurnWait) => void done(outcome);
-      const timer = setTimeout(() => done("timeout"), ms);
+      const timer = ms === null ? undefined : setTimeout(() => done("timeout"), ms);
       waiters.add(waiter);
     });
   }

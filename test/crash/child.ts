@@ -3,16 +3,18 @@
  * "<seq> <type>", so the parent knows what was delivered before it kills us.
  *   stream: one long streaming run
  *   queue:  a run that hangs, with a follow-up queued behind it
+ *   native: the same, on a provider that queues follow-ups itself (the follow-up is handed to it)
  */
 import { createRuntime, createScriptedAdapter, keyedScript } from "../../src/index.js";
 
 const [dataDir, mode = "stream"] = process.argv.slice(2);
-if (!dataDir) throw new Error("usage: child.ts <dataDir> [stream|queue]");
+if (!dataDir) throw new Error("usage: child.ts <dataDir> [stream|queue|native]");
 const rt = await createRuntime({
   dataDir,
   providers: {
     scripted: createScriptedAdapter({
       chunkDelayMs: 1,
+      capabilities: { turns: { supportsQueuedMessages: mode === "native" } },
       script: keyedScript({
         "[stream]": [{ type: "text", text: "x".repeat(500_000), chunkSize: 16 }],
         "[hang]": [{ type: "text", text: "working" }, { type: "hang" }],

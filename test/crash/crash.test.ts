@@ -13,7 +13,7 @@ const child = join(import.meta.dirname, "child.ts");
 /** Starts the child runtime and SIGKILLs it once `count` events of `type` were delivered. */
 async function killAfter(
   dataDir: string,
-  mode: "stream" | "queue",
+  mode: "stream" | "queue" | "native",
   killType: string,
   count: number,
 ): Promise<Array<{ seq: number; type: string }>> {
@@ -63,6 +63,30 @@ describe("crash safety", () => {
         const snapshot = await rt.readThread(thread!.threadId);
         expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([["cancelled", "runtime_restarted"]]);
         expect(snapshot.runs[0]!.items.every((i) => i.status === "complete")).toBe(true);
+        expect(snapshot.thread.status).toBe("idle");
+      } finally {
+        await rt.close();
+      }
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("cancels a follow-up handed to a provider's own queue (the queue died with it), never sending it twice", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "tiller-crash-"));
+    try {
+      const delivered = await killAfter(dataDir, "native", "attempt.turn_bound", 2);
+      expect(delivered.filter((d) => d.type === "attempt.turn_bound")).toHaveLength(2);
+      const rt = await createRuntime({ dataDir, providers: { scripted: createScriptedAdapter() } });
+      try {
+        const [thread] = rt.listThreads();
+        const snapshot = await rt.readThread(thread!.threadId);
+        expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([
+          ["cancelled", "runtime_restarted"],
+          ["cancelled", "runtime_restarted"],
+        ]);
+        expect(snapshot.runs.flatMap((r) => r.attempts.map((a) => a.status))).toEqual(["cancelled", "cancelled"]);
+        expect(snapshot.runs.flatMap((r) => r.items).every((i) => i.status === "complete")).toBe(true);
         expect(snapshot.thread.status).toBe("idle");
       } finally {
         await rt.close();

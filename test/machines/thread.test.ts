@@ -123,13 +123,51 @@ describe("thread machine: runs and follow-ups", () => {
     },
   );
 
-  it("a provider that queues follow-ups itself gets no degradation record", () => {
+  it("a provider that queues follow-ups itself is handed them at once, in order, and no degradation is recorded", () => {
     const queues = defineCapabilities({ turns: { supportsQueuedMessages: true } });
     const t = open();
     t.submit("run_1", "auto", queues);
     t.submit("run_2", "queue", queues);
-    expect(t.outcomes()[1]).toMatchObject({ disposition: "queued", queuePosition: 1 });
+    t.submit("run_3", "queue", queues);
+    expect(t.outcomes().slice(1)).toMatchObject([
+      { disposition: "queued", queuePosition: 1 },
+      { disposition: "queued", queuePosition: 2 },
+    ]);
     expect(t.policies()).toEqual([]);
+    // The provider holds them: each is handed over now, marked as waiting in the provider's queue.
+    expect(t.effects().filter((e) => e.type === "startRun")).toEqual([
+      { type: "startRun", threadId: "thr_1", runId: "run_1" },
+      { type: "startRun", threadId: "thr_1", runId: "run_2", queued: true },
+      { type: "startRun", threadId: "thr_1", runId: "run_3", queued: true },
+    ]);
+    // At the boundary nothing is started again: the provider's next turn is the next active run.
+    t.actor.send({ type: "RUN_FINISHED", runId: "run_1" });
+    expect(t.actor.getSnapshot().context.activeRunId).toBe("run_2");
+    // One the provider dropped from its queue (interrupted there) never becomes active.
+    t.actor.send({ type: "RUN_FINISHED", runId: "run_3" });
+    t.actor.send({ type: "RUN_FINISHED", runId: "run_2" });
+    expect(t.state()).toBe("idle");
+    expect(t.started()).toEqual(["run_1", "run_2", "run_3"]);
+  });
+
+  it("a follow-up the provider's queue cannot take (a model change since the active run started) waits in the runtime", () => {
+    const queues = defineCapabilities({ turns: { supportsQueuedMessages: true } });
+    const t = open();
+    t.submit("run_1", "auto", queues);
+    t.actor.send({ type: "CHANGE_MODEL", model: "other", capabilities: queues });
+    t.submit("run_2", "queue", queues);
+    expect(t.started()).toEqual(["run_1"]);
+    t.actor.send({ type: "RUN_FINISHED", runId: "run_1" });
+    expect(
+      t
+        .effects()
+        .filter((e) => e.type === "startRun")
+        .at(-1),
+    ).toEqual({
+      type: "startRun",
+      threadId: "thr_1",
+      runId: "run_2",
+    });
   });
 
   it("`auto` steers the active run when its provider steers natively, and queues when it does not", () => {
@@ -239,8 +277,8 @@ describe("thread machine: runs and follow-ups", () => {
     "after a restart, RESUME starts the queue recovered from the log, " + "in order; with nothing queued it stays idle",
     () => {
       const queue = [
-        { runId: "run_3", capabilities: fullCapabilities() },
-        { runId: "run_4", capabilities: fullCapabilities() },
+        { runId: "run_3", providerTarget: "alpha", capabilities: fullCapabilities() },
+        { runId: "run_4", providerTarget: "alpha", capabilities: fullCapabilities() },
       ];
       const t = open({ queue, nextOrdinal: 5 });
       expect(t.state()).toBe("idle");

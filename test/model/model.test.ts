@@ -26,7 +26,6 @@ for (const model of models) {
 /** Fields no model path shows governing behaviour yet. */
 const NOT_YET_SHOWN: string[] = [
   "sessions.pendingRequestsSurviveRestart",
-  "turns.supportsQueuedMessages",
   "approvals.approvalCallbacksAreLiveOnly",
 ];
 

@@ -209,12 +209,11 @@ export function expectedDegradations(models: PolicyModel[]): Set<string> {
 
 /**
  * Fields whose model paths differ only by the degradation the runtime records, while what it
- * does stays the same (issue 14 names them: the runtime still holds the queue of a provider
- * that queues natively; requests still expire across a restart of a provider whose pending
- * requests survive it). They do not count as governing until the behaviour follows the record.
+ * does stays the same (issue 14 names it: requests still expire across a restart of a provider
+ * whose pending requests survive it). It does not count as governing until the behaviour follows
+ * the record.
  */
 export const NAMED_ONLY: Readonly<Record<string, string>> = {
-  "turns.supportsQueuedMessages": "the runtime holds the queue either way; the provider's own queue is not used yet",
   "sessions.pendingRequestsSurviveRestart":
     "requests expire across a restart either way; re-attaching to a surviving provider turn is not built yet",
 };

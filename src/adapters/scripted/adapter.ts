@@ -41,6 +41,13 @@ export interface ScriptedAdapterOptions {
   startGate?: (input: { text: string; turnIndex: number }) => string | undefined;
 }
 
+/** A turn the provider accepted and has not run yet: the next of its thread once the active one ended. */
+interface QueuedTurn {
+  sessionId: string;
+  turn: ScriptedTurn;
+  input: { text: string; context: HandoffContext | null; runtimeMode: RuntimeMode };
+}
+
 interface Session {
   generation: number;
   stopped: boolean;
@@ -60,6 +67,8 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   const sessions = new Map<string, Session>();
   /** Active turn per native thread id. */
   const active = new Map<string, { sessionId: string; turn: ScriptedTurn; ended: Promise<void> }>();
+  /** Turns sent while another ran, per native thread id, in order (only where the record says it queues). */
+  const waiting = new Map<string, QueuedTurn[]>();
   let generation = 0;
 
   const exposesThreadRef = caps.threads.exposesNativeThreadId && caps.identity.nativeThreadIds !== "none";
@@ -124,7 +133,51 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       else push(sessionId, { type: "session.state", state: "idle" });
     }
     // Only once its terminal is on its way does the turn stop counting as running (isTurnAlive).
-    if (active.get(thread.id)?.turn === turn) active.delete(thread.id);
+    if (active.get(thread.id)?.turn === turn) {
+      active.delete(thread.id);
+      takeUpNext(thread);
+    }
+  }
+
+  /** The turn runs now: it is its thread's active turn. */
+  function begin(queued: QueuedTurn, thread: BackendThread): void {
+    const { sessionId, turn, input } = queued;
+    const ended = runTurn(sessionId, thread, turn, input, thread.turns.length).catch((error: unknown) => {
+      push(sessionId, { type: "warning", message: `scripted turn crashed: ${String(error)}` });
+    });
+    active.set(thread.id, { sessionId, turn, ended });
+  }
+
+  /** A provider that queues follow-ups takes the next one up once its thread's turn ended. */
+  function takeUpNext(thread: BackendThread): void {
+    const [next, ...rest] = waiting.get(thread.id) ?? [];
+    if (rest.length > 0) waiting.set(thread.id, rest);
+    else waiting.delete(thread.id);
+    if (next && !sessions.get(next.sessionId)?.stopped) begin(next, thread);
+  }
+
+  /**
+   * Drops a queued turn the runtime interrupted, by its ref: it never runs. Its terminal says so where the provider
+   * sends terminals; where it does not, the turn is aborted before it starts and ends at once when its time comes.
+   */
+  function dropQueued(threadId: string, turnRef: string | null): boolean {
+    const queued = waiting.get(threadId)?.find((q) => turnRef !== null && q.turn.turnRef === turnRef);
+    if (!queued) return false;
+    queued.turn.abort.abort();
+    if (!caps.turns.emitsTurnCompleted) return true;
+    waiting.set(
+      threadId,
+      waiting.get(threadId)!.filter((q) => q !== queued),
+    );
+    const where = { ...(exposesThreadRef ? { threadRef: threadId } : {}), turnRef: turnRef! };
+    const terminal = {
+      status: "interrupted",
+      threadDisposition: "reusable",
+      failureClass: null,
+      message: null,
+    } as const;
+    push(queued.sessionId, { type: "turn.terminal", ...where, ...terminal, retryable: false });
+    return true;
   }
 
   const adapter: ProviderAdapter = {
@@ -147,6 +200,12 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       if (!session || session.stopped) return;
       session.stopped = true;
       const ending: Promise<void>[] = [];
+      // Turns it held in its queue end with it, never run.
+      for (const [threadId, queued] of waiting) {
+        const kept = queued.filter((q) => q.sessionId !== sessionId);
+        if (kept.length > 0) waiting.set(threadId, kept);
+        else waiting.delete(threadId);
+      }
       for (const [threadId, entry] of active) {
         if (entry.sessionId !== sessionId) continue;
         entry.turn.abort.abort();
@@ -179,7 +238,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       const made = newThread ? handleOf(backend.createThread()) : undefined;
       const handle = made ? { ...made, cwd: address.cwd } : address;
       const thread = threadOf(handle);
-      if (active.has(thread.id))
+      if (active.has(thread.id) && !caps.turns.supportsQueuedMessages)
         throw new ProviderError("a turn is already running on this thread", { cursor: thread.id });
       const turnRef = exposesTurnRef ? backend.nextId("sturn") : undefined;
       // Files are written where the runtime says the thread lives, as with a real provider's tools.
@@ -189,13 +248,10 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
         : session.runtimeMode;
       const workspace = { cwd: handle.cwd, sandbox: session.sandbox, runtimeMode: mode, tools: session.tools };
       const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs, workspace);
-      const turnIndex = thread.turns.length;
-      const ended = runTurn(sessionId, thread, turn, { text, context, runtimeMode: mode }, turnIndex).catch(
-        (error: unknown) => {
-          push(sessionId, { type: "warning", message: `scripted turn crashed: ${String(error)}` });
-        },
-      );
-      active.set(thread.id, { sessionId, turn, ended });
+      const queued = { sessionId, turn, input: { text, context, runtimeMode: mode } };
+      // A provider that queues holds a turn sent while another runs, and takes it up when that one ended.
+      if (active.has(thread.id)) waiting.set(thread.id, [...(waiting.get(thread.id) ?? []), queued]);
+      else begin(queued, thread);
       return { turnRef: turnRef ?? null, ...(made ? { thread: made } : {}) };
     },
     async interrupt(input) {
@@ -203,6 +259,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
         throw new CapabilityUnsupportedError("turns.supportsInterrupt", "scripted provider declared no interrupt");
       }
       liveSession(input.sessionId);
+      if (dropQueued(input.thread.resumeCursor, input.turnRef)) return;
       const turn = activeTurn(input);
       // Like Codex: a provider that announces its turns knows no turn to stop before it announced it.
       if (caps.turns.emitsTurnStarted && !turn.announced)
@@ -212,8 +269,13 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     async isTurnAlive(input) {
       const session = sessions.get(input.sessionId);
       if (!session || session.stopped) return false;
-      const entry = active.get(threadOf(input.thread).id);
-      return entry !== undefined && (input.turnRef === null || entry.turn.turnRef === input.turnRef);
+      const threadId = threadOf(input.thread).id;
+      const entry = active.get(threadId);
+      if (entry !== undefined && (input.turnRef === null || entry.turn.turnRef === input.turnRef)) return true;
+      // A turn waiting in the provider's queue is alive: it runs once the turns ahead of it ended.
+      return (waiting.get(threadId) ?? []).some(
+        (q) => q.sessionId === input.sessionId && q.turn.turnRef === input.turnRef,
+      );
     },
     async respondToRequest({ sessionId, thread, request, response }) {
       liveSession(sessionId);

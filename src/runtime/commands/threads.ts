@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import type { z } from "zod";
-import type { ProviderCapabilities } from "../../capabilities/schema.js";
+import type { QueuedRun } from "../../machines/thread.js";
 import type {
   CreateThreadInputSchema,
   CreateThreadReceipt,
@@ -23,11 +23,7 @@ export interface ThreadCreationHost extends RuntimeState {
   readonly ids: IdSource;
   run(fn: () => void): unknown;
   commit(event: DomainEvent): void;
-  spawnThread(
-    threadId: string,
-    nextOrdinal: number,
-    queue: Array<{ runId: string; capabilities: ProviderCapabilities }>,
-  ): void;
+  spawnThread(threadId: string, nextOrdinal: number, queue: QueuedRun[]): void;
 }
 
 export async function createThread(

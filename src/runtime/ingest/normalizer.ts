@@ -48,9 +48,12 @@ export class Normalizer {
     threadRef: string | null;
     /** The turn makes its provider thread: the thread's ref comes from the provider. */
     makingThread?: boolean;
+    /** The provider holds the turn in its own queue behind the thread's current turn. */
+    queued?: boolean;
   }): { binding: TurnBinding; rootStarted: DomainEvent } {
+    const { queued, ...where } = input;
     const binding: TurnBinding = {
-      ...input,
+      ...where,
       providerTurnId: derivedId("ptu", input.attemptId),
       nativeTurnRef: null,
       closed: false,
@@ -63,7 +66,7 @@ export class Normalizer {
       requests: [],
       degradations: new Set(),
     };
-    this.#turns.add(binding);
+    this.#turns.add(binding, queued);
     const rootStarted: DomainEvent = {
       type: "node.started",
       threadId: input.threadId,
@@ -96,6 +99,11 @@ export class Normalizer {
 
   binding(attemptId: string): TurnBinding | undefined {
     return this.#turns.ofAttempt(attemptId);
+  }
+
+  /** The provider still holds the attempt's turn in its own queue. */
+  isWaiting(attemptId: string): boolean {
+    return this.#turns.isWaiting(attemptId);
   }
 
   noteInterruptSent(attemptId: string): void {

@@ -41,13 +41,46 @@ export class TurnBindings {
   #releasedChildThreads = new Map<string, ReleasedOwner>();
   /** Top-level provider threads seen in each session: never mistaken for a subagent's thread. */
   #knownThreads = new Set<string>();
+  /** Turns a provider holds in its own queue behind its thread's current turn, in order (by thread key). */
+  #waiting = new Map<string, TurnBinding[]>();
 
-  /** The binding is its provider thread's current turn, and its attempt's. */
-  add(binding: TurnBinding): void {
+  /**
+   * The binding is its attempt's, and its provider thread's current turn; unless `queued` (the provider holds it in
+   * its own queue) while that thread's current turn is still open: then it waits behind it, and becomes current when
+   * the provider names it or the turns ahead of it ended.
+   */
+  add(binding: TurnBinding, queued = false): void {
     const key = threadKey(binding.sessionId, binding.threadRef);
-    this.#current.set(key, binding);
-    if (binding.threadRef) this.#knownThreads.add(key);
     this.#byAttempt.set(binding.attemptId, binding);
+    if (binding.threadRef) this.#knownThreads.add(key);
+    const current = this.#current.get(key);
+    if (queued && current && !current.closed) this.#waiting.set(key, [...(this.#waiting.get(key) ?? []), binding]);
+    else this.#current.set(key, binding);
+  }
+
+  /** The provider still holds this attempt's turn in its queue: it has not taken it up. */
+  isWaiting(attemptId: string): boolean {
+    const binding = this.#byAttempt.get(attemptId);
+    if (!binding) return false;
+    return this.#waiting.get(threadKey(binding.sessionId, binding.threadRef))?.includes(binding) ?? false;
+  }
+
+  /** The thread's current turn: the first turn waiting in the provider's queue once the one before it closed. */
+  #currentOf(key: string): TurnBinding | undefined {
+    const current = this.#current.get(key);
+    const waiting = this.#waiting.get(key);
+    if ((current && !current.closed) || !waiting?.length) return current;
+    return this.#takeUp(waiting[0]!);
+  }
+
+  /** A turn the provider held in its queue runs now: it is its thread's current turn. */
+  #takeUp(binding: TurnBinding): TurnBinding {
+    const key = threadKey(binding.sessionId, binding.threadRef);
+    const rest = (this.#waiting.get(key) ?? []).filter((b) => b !== binding);
+    if (rest.length > 0) this.#waiting.set(key, rest);
+    else this.#waiting.delete(key);
+    this.#current.set(key, binding);
+    return binding;
   }
 
   /**
@@ -101,6 +134,9 @@ export class TurnBindings {
       remember(this.#releasedChildThreads, threadKey(binding.sessionId, childThreadRef), owner);
     const key = threadKey(binding.sessionId, binding.threadRef);
     if (this.#current.get(key) === binding) this.#current.delete(key);
+    const waiting = this.#waiting.get(key)?.filter((b) => b !== binding);
+    if (waiting?.length) this.#waiting.set(key, waiting);
+    else this.#waiting.delete(key);
   }
 
   /**
@@ -131,7 +167,7 @@ export class TurnBindings {
     this.#releasedChildThreads.delete(threadKey(sessionId, childThreadRef));
   }
 
-  /** The session's turns that are still open (their provider threads' current turns). */
+  /** The session's turns that are still open (their provider threads' current turns; never those queued behind). */
   openIn(sessionId: string): TurnBinding[] {
     return [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
   }
@@ -145,10 +181,11 @@ export class TurnBindings {
   locate(sessionId: string, event: Exclude<ProviderEvent, { type: "session.state" }>): TurnBinding | undefined {
     if (event.turnRef) {
       const byRef = this.#byTurnRef.get(`${sessionId}\u0000${event.turnRef}`);
-      if (byRef) return byRef;
+      // The provider names a turn it held in its queue: it took that turn up.
+      if (byRef) return this.isWaiting(byRef.attemptId) ? this.#takeUp(byRef) : byRef;
     }
     if (event.threadRef) {
-      const current = this.#current.get(threadKey(sessionId, event.threadRef));
+      const current = this.#currentOf(threadKey(sessionId, event.threadRef));
       if (current) return this.#sameTurn(current, event.turnRef);
       // A thread the session never named, ahead of the reply of the turn that makes it: that turn's thread.
       const making = this.#makingThreadIn(sessionId);
@@ -163,7 +200,7 @@ export class TurnBindings {
       }
       return undefined;
     }
-    const current = this.#current.get(sessionId);
+    const current = this.#currentOf(sessionId);
     return current && this.#sameTurn(current, event.turnRef);
   }
 

@@ -434,6 +434,9 @@ export const sharedSessionModel: PolicyModel = {
   },
 };
 
+/** How many turns the runtime has handed the provider. */
+const turnsSent = (w: World) => w.calls.made.get("sendRun") ?? 0;
+
 export const queueModel: PolicyModel = {
   name: "queue",
   reads: { "main.turns.supportsQueuedMessages": B },
@@ -444,14 +447,29 @@ export const queueModel: PolicyModel = {
       idle: { on: { SEND: "running" } },
       running: {
         meta: { expect: { until: runIs("running") } },
-        on: { QUEUE: [{ guard: "canQueueNatively", target: "queued" }, { target: "heldByRuntime" }] },
+        on: { QUEUE: [{ guard: "canQueueNatively", target: "queuedAtProvider" }, { target: "heldByRuntime" }] },
       },
-      queued: { meta: { expect: { until: runIs("queued") } }, on: { FINISH: "next", INTERRUPT_QUEUED: "dropped" } },
+      // The provider holds the follow-up: it was handed over at once, while the first turn runs.
+      queuedAtProvider: {
+        meta: {
+          expect: {
+            until: (w: World) => runIs("queued")(w) && turnsSent(w) === 2,
+            check: (w: World) => must(statusOf(w, w.runIds[0]!) === "running", "the active run was touched"),
+          },
+        },
+        on: { FINISH: "next", INTERRUPT_QUEUED: "droppedAtProvider" },
+      },
       heldByRuntime: {
-        meta: { expect: { until: runIs("queued"), policies: ["queue_held_by_runtime"] } },
+        meta: {
+          expect: {
+            until: runIs("queued"),
+            policies: ["queue_held_by_runtime"],
+            check: (w: World) => must(turnsSent(w) === 1, "the held run went to the provider"),
+          },
+        },
         on: { FINISH: "next", INTERRUPT_QUEUED: "dropped" },
       },
-      // An interrupt of a queued run: it never starts (cancelled, not_started), and the active run goes on.
+      // An interrupt of a run the runtime holds: it never starts (cancelled, not_started), and the active run goes on.
       dropped: {
         meta: {
           expect: {
@@ -459,6 +477,22 @@ export const queueModel: PolicyModel = {
             check: (w: World) => {
               must((w.lastReceipt as { via?: string })?.via === "not_started", "the queued run was started");
               must(w.run().attempts.length === 0, "the queued run has an attempt");
+              must(statusOf(w, w.runIds[0]!) === "running", "the active run was touched");
+            },
+          },
+        },
+        on: { FINISH: "firstOnly" },
+      },
+      // An interrupt of a run the provider holds goes to the provider, which drops it from its queue: it ends
+      // interrupted without having run, and the active run goes on.
+      droppedAtProvider: {
+        meta: {
+          expect: {
+            until: runIs("interrupted"),
+            check: (w: World) => {
+              must((w.lastReceipt as { via?: string })?.via === "native", "the interrupt did not go to the provider");
+              const turns = [...w.backends.get("main")!.threads.values()].flatMap((t) => t.turns);
+              must(turns.length === 1, "the provider ran the dropped turn");
               must(statusOf(w, w.runIds[0]!) === "running", "the active run was touched");
             },
           },
