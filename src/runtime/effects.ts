@@ -195,11 +195,12 @@ export class Effects implements AttemptTracking {
         retryable: false,
       };
       // The provider may have started the turn before failing its reply: stop it (best effort),
-      // so it does not block the thread's next turn.
-      if (sent && target.normalizer.binding(attemptId)?.closed === false) {
-        await target.adapter
-          .interrupt({ ...sent, turnRef: target.normalizer.binding(attemptId)?.nativeTurnRef ?? null })
-          .catch(() => undefined);
+      // so it does not block the thread's next turn. Never a turn it was to queue and named no ref
+      // for: that interrupt could only address the thread's turn, which is the one ahead of it.
+      const turnRef = target.normalizer.binding(attemptId)?.nativeTurnRef ?? null;
+      const addressable = turnRef !== null || !target.normalizer.isWaiting(attemptId);
+      if (sent && addressable && target.normalizer.binding(attemptId)?.closed === false) {
+        await target.adapter.interrupt({ ...sent, turnRef }).catch(() => undefined);
       }
       rt.act(() => rt.actors.runs.get(runId)?.send({ type: "START_FAILED", attemptId, failure }));
     }

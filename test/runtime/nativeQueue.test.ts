@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { CapabilityOverrides } from "../../src/index.js";
 import { keyedScript, ScriptedBackend } from "../../src/index.js";
 import { allTurns, scripted } from "../support/policies.js";
-import { nextEvent, ofType, openTestRuntime, recordCalls } from "../support/runtime.js";
+import { nextEvent, ofType, openTestRuntime, override, recordCalls } from "../support/runtime.js";
 
 /**
  * `turns.supportsQueuedMessages`: a provider that queues follow-ups itself is handed a queued message at once and
@@ -26,7 +26,7 @@ async function open(caps: CapabilityOverrides) {
   const { threadId } = await world.rt.createThread({ providerTarget: "s" });
   const first = await world.rt.sendMessage({ threadId, text: "[gate] first" });
   await nextEvent(world.rt, "node.delta", (e) => e.runId === first.runId);
-  return { ...world, backend, calls: s.calls, threadId, first };
+  return { ...world, adapter: s.adapter, backend, calls: s.calls, threadId, first };
 }
 
 const sent = (calls: Array<{ method: string; input: { text?: string } }>) =>
@@ -100,6 +100,54 @@ describe("a provider that queues follow-ups natively", () => {
       backend.openGate("go");
       expect((await rt.waitForRun(first.runId)).status).toBe("completed");
       expect((await rt.waitForRun(second.runId)).status).toBe("interrupted");
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("a session lost with a follow-up in the provider's queue fails both runs; the thread takes the next message", async () => {
+    const { rt, events, adapter, threadId, first, cleanup } = await open({});
+    try {
+      const second = await rt.sendMessage({ threadId, text: "second", mode: "queue" });
+      await nextEvent(rt, "attempt.turn_bound", (e) => e.runId === second.runId);
+      const sessionId = ofType(events, "session.started")[0]!.sessionId;
+      await adapter.stopSession({ sessionId }); // the provider host went away, its queue with it
+      for (const runId of [first.runId, second.runId]) {
+        const run = await rt.waitForRun(runId);
+        expect([run.status, run.reason]).toEqual(["failed", "provider_session_lost"]);
+      }
+      const third = await rt.sendMessage({ threadId, text: "third" });
+      expect(third.disposition).toBe("started");
+      expect((await rt.waitForRun(third.runId)).status).toBe("completed");
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("a provider that declares a queue and then refuses the follow-up fails that run typed; the active run goes on", async () => {
+    const backend = new ScriptedBackend();
+    const base = scripted({ turns: { supportsQueuedMessages: true } }, gated, backend);
+    let sends = 0;
+    const liar = override(base, {
+      sendRun: (input) => {
+        sends += 1;
+        if (sends === 2) return Promise.reject(new Error("a turn is already running on this thread"));
+        return base.sendRun(input);
+      },
+    });
+    const { rt, cleanup } = await openTestRuntime({ s: liar });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "s" });
+      const first = await rt.sendMessage({ threadId, text: "[gate] first" });
+      await nextEvent(rt, "node.delta", (e) => e.runId === first.runId);
+      const second = await rt.sendMessage({ threadId, text: "second", mode: "queue" });
+      const refused = await rt.waitForRun(second.runId);
+      expect([refused.status, refused.reason]).toEqual(["failed", "start_failed"]);
+      expect(rt.views.runs.get(first.runId)!.status).toBe("running");
+      backend.openGate("go");
+      expect((await rt.waitForRun(first.runId)).status).toBe("completed");
+      const third = await rt.sendMessage({ threadId, text: "third" });
+      expect((await rt.waitForRun(third.runId)).status).toBe("completed");
     } finally {
       await cleanup();
     }
