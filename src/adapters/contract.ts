@@ -48,8 +48,11 @@ export const ProviderEventSchema = z.discriminatedUnion("type", [
     type: z.literal("item.started"),
     ...where,
     itemRef: ref.optional(),
-    /** Native parent item (a subagent's item for its child turn's items). */
-    parentItemRef: ref.optional(),
+    /**
+     * Native parent item (a subagent's item for its child turn's items); `null`: the provider says the item is the
+     * turn's own, at its root, even while a subagent runs beside it. Absent: not said (the innermost open subagent).
+     */
+    parentItemRef: ref.nullable().optional(),
     kind: ProviderItemKindSchema,
     detail: ItemDetailSchema.optional(),
   }),

@@ -100,3 +100,29 @@ describe("claude subagent of a permission prompt", () => {
     expect(await waiting).toBeUndefined();
   });
 });
+
+describe("claude items beside a running subagent", () => {
+  // Claude's SDK names the task a message belongs to (`parent_tool_use_id`), and `null` for the parent's own.
+  const toolUse = (parent: string | null, id: string) => ({
+    type: "assistant",
+    parent_tool_use_id: parent,
+    message: { id: `msg_${id}`, content: [{ type: "tool_use", id, name: "Bash", input: { command: "ls" } }] },
+  });
+
+  it("says a tool of the parent is the turn's own, and a subagent's tool is its task's", () => {
+    const mapper = new ClaudeThreadMapper("thread");
+    expect(mapper.map(toolUse(null, "toolu_root"))).toMatchObject([
+      { type: "item.started", itemRef: "toolu_root", parentItemRef: null },
+    ]);
+    expect(mapper.map(toolUse("toolu_task", "toolu_sub"))).toMatchObject([
+      { type: "item.started", itemRef: "toolu_sub", parentItemRef: "toolu_task" },
+    ]);
+  });
+
+  it("says a streamed item (only the parent streams) is the turn's own", () => {
+    const mapper = new ClaudeThreadMapper("thread");
+    const start = { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } };
+    const started = mapper.map({ type: "stream_event", parent_tool_use_id: null, event: start });
+    expect(started).toMatchObject([{ type: "item.started", kind: "assistant_message", parentItemRef: null }]);
+  });
+});

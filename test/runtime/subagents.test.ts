@@ -8,7 +8,14 @@ import {
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
 import { declaring } from "./hostileProvider.js";
-import { nextEvent, ofType, openTestRuntime, override } from "../support/runtime.js";
+import {
+  injectOnThread,
+  nextEvent,
+  ofType,
+  openTestRuntime,
+  override,
+  withInjectedFrames,
+} from "../support/runtime.js";
 import { policies, rejectsWith, row } from "../support/policies.js";
 
 /**
@@ -433,6 +440,30 @@ describe("subagents.supportsSubagents", () => {
         [threadId, run.runId, "subagents.supportsSubagents", "fallback"],
       ]);
       expect(ofType(events, "warning").some((w) => w.message.includes("protocol_error"))).toBe(true);
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe("an item beside a running subagent", () => {
+  it("is the turn's own where the provider says so (`parentItemRef: null`), a guess of the subagent's where it says nothing", async () => {
+    const backend = new ScriptedBackend();
+    const { adapter, inject } = withInjectedFrames(scriptedWith({}, gated, backend).adapter);
+    const { rt, threadId, events, cleanup } = await open(adapter);
+    try {
+      const { runId, nodeId } = await startWithSubagent(rt, threadId);
+      await nextEvent(rt, "node.completed", (e) => e.runId === runId && e.text === "child says hi");
+      const tool = { type: "item.started", kind: "command_execution", detail: { command: "ls" } };
+      injectOnThread(inject, events, { ...tool, itemRef: "root-tool", parentItemRef: null });
+      injectOnThread(inject, events, { ...tool, itemRef: "unsaid-tool" });
+      const parentOf = async (ref: string) =>
+        (await nextEvent(rt, "node.started", (e) => e.runId === runId && e.nativeRef === ref)).event.parentNodeId;
+      const root = ofType(events, "attempt.started")[0]!.rootNodeId;
+      expect(await parentOf("root-tool")).toBe(root);
+      expect(await parentOf("unsaid-tool")).toBe(nodeId);
+      backend.openGate("sub");
+      expect((await rt.waitForRun(runId)).status).toBe("completed");
     } finally {
       await cleanup();
     }

@@ -166,7 +166,8 @@ export class ClaudeThreadMapper {
         // Subagents' text arrives whole in their forwarded messages: only the parent streams.
         return m.parent_tool_use_id ? [] : this.#stream(m.event ?? {});
       case "assistant": {
-        const parent = m.parent_tool_use_id ?? undefined;
+        // A subagent's message names its task; the parent's names none (`null`): its items are the turn's own.
+        const parent = m.parent_tool_use_id ?? null;
         const blocks = Array.isArray(m.message?.content) ? (m.message!.content as Block[]) : [];
         // Claude Code splits a model message into one SDK message per content block: a block's
         // index (its item ref, as streamed) counts the blocks of that message seen so far.
@@ -287,7 +288,8 @@ export class ClaudeThreadMapper {
         if (!kind) return [];
         const ref = `${this.#messageId}:${index}`;
         this.#streaming.set(index, { ref, kind });
-        return [{ type: "item.started", ...at, itemRef: ref, kind }];
+        // Only the parent streams: a streamed item is the turn's own, even while a subagent runs beside it.
+        return [{ type: "item.started", ...at, itemRef: ref, parentItemRef: null, kind }];
       }
       case "content_block_delta": {
         const open = this.#streaming.get(Number(event.index));
@@ -303,7 +305,7 @@ export class ClaudeThreadMapper {
     }
   }
 
-  #toolUse(block: Block, parent: string | undefined): ProviderEvent[] {
+  #toolUse(block: Block, parent: string | null): ProviderEvent[] {
     const at = { threadRef: this.threadRef };
     const id = block.id!;
     const input = block.input ?? {};
@@ -344,7 +346,7 @@ export class ClaudeThreadMapper {
               ...(str(input.new_string) ? { diff: `+${str(input.new_string)}` } : {}),
             }
           : { toolName: block.name!, input };
-    return [{ type: "item.started", ...at, itemRef: id, ...(parent ? { parentItemRef: parent } : {}), kind, detail }];
+    return [{ type: "item.started", ...at, itemRef: id, parentItemRef: parent, kind, detail }];
   }
 
   #subagentEnded(itemRef: string, status: TurnTerminalStatus, result: string): ProviderEvent[] {

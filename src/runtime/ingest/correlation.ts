@@ -105,21 +105,25 @@ export function startNode(
 export function parentOf(
   binding: TurnBinding,
   node: NodeEntry,
-  parentRef: string | undefined,
+  parentRef: string | null | undefined,
   threadRef: string | undefined,
 ): string {
   const enclosing = () => binding.subagents.filter((id) => id !== node.nodeId).at(-1);
   return namedParent(binding, node, parentRef, threadRef) ?? enclosing() ?? binding.rootNodeId;
 }
 
-/** The parent the event itself names (its child thread, or its parent item), not one guessed from what is open. */
+/**
+ * The parent the event itself names (its child thread, its parent item, or the turn's root when it names none with
+ * `null`), not one guessed from what is open.
+ */
 export function namedParent(
   binding: TurnBinding,
   node: NodeEntry,
-  parentRef: string | undefined,
+  parentRef: string | null | undefined,
   threadRef: string | undefined,
 ): string | undefined {
   if (threadRef && binding.childThreads.has(threadRef)) return binding.childThreads.get(threadRef)!;
+  if (parentRef === null) return binding.rootNodeId;
   if (!parentRef) return undefined;
   return binding.nodes.find((n) => n.ref === parentRef && n.nodeId !== node.nodeId)?.nodeId;
 }
@@ -200,7 +204,7 @@ export function nodeStartedEvent(
   binding: TurnBinding,
   node: NodeEntry,
   providerTarget: string,
-  parentRef: string | undefined,
+  parentRef: string | null | undefined,
   threadRef: string | undefined,
   parentNodeId: string = parentOf(binding, node, parentRef, threadRef),
 ): DomainEventOf<"node.started"> {

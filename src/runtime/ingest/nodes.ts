@@ -295,7 +295,7 @@ export function adoptParentItem(
   binding: TurnBinding,
   caps: ProviderCapabilities,
   providerTarget: string,
-  parentItemRef: string | undefined,
+  parentItemRef: string | null | undefined,
 ): Routed[] {
   const { subagents } = caps;
   if (!parentItemRef || !subagents.supportsSubagents || subagents.emitsSubagentLifecycle) return [];
