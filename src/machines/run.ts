@@ -1,9 +1,18 @@
 import { and, assign, enqueueActions } from "xstate";
-import { TurnTerminalStatusSchema, type AttemptReason, type TurnTerminalStatus } from "../domain/entities.js";
+import type { AttemptReason, TurnTerminalStatus } from "../domain/entities.js";
 import type { DomainEventOf } from "../domain/events.js";
 import { eventAttempt, newAttempt, steerDropped } from "./runModel.js";
 import { effect, outcome, record } from "./emitted.js";
 import { runInterventions } from "./runInterventions.js";
+import {
+  cancelStarted,
+  interruptTransitions,
+  queuedInterruptTransitions,
+  rootTerminal,
+  sessionLost,
+  supersededTurnSilent,
+  turnSilent,
+} from "./runTransitions.js";
 
 export { ownsRun, type Attempt, type RunContext, type RunEvent, type RunInput } from "./runModel.js";
 
@@ -144,82 +153,6 @@ const runSetup = runInterventions.extend({
   },
 });
 
-/** The active attempt's root terminal ends the run with the provider's status; anything else is fenced. */
-const rootTerminal = [
-  ...TurnTerminalStatusSchema.options.map((status) => ({
-    guard: and(["isActiveAttemptRoot", { type: "terminalIs" as const, params: { status } }]),
-    target: `#run.${status}`,
-    actions: { type: "finishRun" as const, params: { status, reason: null } },
-  })),
-  { actions: "fenceEvent" as const },
-];
-
-/** Interrupt: natively, else by stopping the session where allowed, else refused (a typed result). */
-const interruptTransitions = (deliver: boolean) => [
-  { guard: "interruptAlreadyRequested" as const, actions: "reportInterruptPending" as const },
-  {
-    guard: "canInterrupt" as const,
-    actions: { type: "requestInterrupt" as const, params: { deliver, via: "native" as const } },
-  },
-  {
-    guard: "mayStopSessionToInterrupt" as const,
-    actions: { type: "requestInterrupt" as const, params: { deliver, via: "session_stop" as const } },
-  },
-  { guard: "sessionStopWouldEndOthers" as const, actions: "refuseSharedSessionStop" as const },
-  { actions: "refuseInterrupt" as const },
-];
-
-/**
- * Interrupt of a turn the provider holds in its queue: natively only. Stopping the session would also end the turn
- * ahead of it, which the caller did not ask to stop.
- */
-const queuedInterruptTransitions = (deliver: boolean) => [
-  {
-    guard: and(["isQueuedAtProvider", "interruptAlreadyRequested"]),
-    actions: "reportInterruptPending" as const,
-  },
-  {
-    guard: and(["isQueuedAtProvider", "canInterrupt"]),
-    actions: { type: "requestInterrupt" as const, params: { deliver, via: "native" as const } },
-  },
-  { guard: "isQueuedAtProvider" as const, actions: "refuseInterrupt" as const },
-];
-
-/** The runtime gives up on a started run (closing, or recovering): it ends cancelled, settled. */
-const cancelStarted = {
-  target: "#run.cancelled",
-  actions: { type: "finishRun" as const, params: { status: "cancelled" as const, reason: null } },
-};
-
-/** Host or session gone: the run fails, unless the caller asked for it by stopping the session. */
-const sessionLost = [
-  {
-    guard: "interruptAlreadyRequested" as const,
-    target: "#run.interrupted",
-    actions: {
-      type: "finishRun" as const,
-      params: { status: "interrupted" as const, reason: "session_stopped_for_interrupt" },
-    },
-  },
-  {
-    target: "#run.failed",
-    actions: { type: "finishRun" as const, params: { status: "failed" as const, reason: "provider_session_lost" } },
-  },
-];
-
-/** The watchdog found the turn silent and not provably alive: the run fails (never stays running). */
-const turnSilent = {
-  guard: "isFromActiveAttempt" as const,
-  target: "#run.failed",
-  actions: { type: "finishRun" as const, params: { status: "failed" as const, reason: "turn_silent" } },
-};
-
-/**
- * While a restart waits for the superseded turn's terminal, that turn is the one watched: if
- * it goes silent and cannot be vouched for, the run fails instead of waiting for ever.
- */
-const supersededTurnSilent = { ...turnSilent, guard: "isFromSupersededAttempt" as const };
-
 export const runMachine = runSetup.createMachine({
   id: "run",
   context: ({ input }) => ({
@@ -291,8 +224,8 @@ export const runMachine = runSetup.createMachine({
     },
     /**
      * The provider holds the turn in its own queue (it queues follow-ups natively): the run waits there, still
-     * `queued`, until the provider takes the turn up (announces it, or says anything for it). An interrupt goes to the provider, which
-     * drops the queued turn; its terminal ends the run.
+     * `queued`, until the provider takes the turn up (announces it, or says anything for it). An interrupt goes to
+     * the provider, which drops the queued turn; its terminal ends the run.
      */
     queuedAtProvider: {
       entry: "deliverDeferredInterrupt",

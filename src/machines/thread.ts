@@ -7,10 +7,11 @@ import {
   canSwitchModeInSession,
   canSwitchModelInSession,
   canVerifyProviderRollback,
-  type ProviderCapabilities,
 } from "../capabilities/index.js";
-import type { DispatchMode, RuntimeMode } from "../domain/entities.js";
 import { effect, outcome, policyApplied, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
+import { runCreated, type ThreadContext, type ThreadEvent, type ThreadInput } from "./threadModel.js";
+
+export type { QueuedRun, RollbackRequest, ThreadContext, ThreadEvent, ThreadInput } from "./threadModel.js";
 
 /**
  * The app thread: serializes work. At most one run is active; follow-ups are steered into
@@ -18,74 +19,6 @@ import { effect, outcome, policyApplied, record, refuseUnsupported, type Machine
  * natively at once (it holds the turn behind the active one); otherwise the runtime holds it
  * and delivers it at the turn boundary, never mid-turn.
  */
-
-/** A run waiting for the turn boundary, with the capability record of the target it runs on. */
-export interface QueuedRun {
-  runId: string;
-  providerTarget: string;
-  capabilities: ProviderCapabilities;
-}
-
-export interface ThreadContext {
-  threadId: string;
-  allowSessionStopInterrupt: boolean;
-  activeRunId: string | null;
-  /** Capabilities of the active run's target: what steering and restart decisions read. */
-  activeCapabilities: ProviderCapabilities | null;
-  queue: QueuedRun[];
-  /** Runs handed to the provider, which holds them in its own queue behind the active run (in order). */
-  delivered: QueuedRun[];
-  /** The active run's provider target: only its own follow-ups can wait in its queue. */
-  activeTarget: string | null;
-  /** The model or mode changed since the active run started: its follow-ups need other settings than its session's. */
-  settingsChanged: boolean;
-  /** Ordinal the next created run gets (1-based, counted per thread). */
-  nextOrdinal: number;
-}
-
-export interface ThreadInput {
-  threadId: string;
-  allowSessionStopInterrupt?: boolean;
-  /** Rehydration after a restart: runs already created, and the queue to resume. */
-  nextOrdinal?: number;
-  queue?: QueuedRun[];
-}
-
-export type ThreadEvent =
-  | {
-      type: "SUBMIT";
-      runId: string;
-      messageId: string;
-      text: string;
-      mode: DispatchMode;
-      providerTarget: string;
-      capabilities: ProviderCapabilities;
-    }
-  | { type: "RUN_FINISHED"; runId: string }
-  /** The active run's session announced its capability record (it may differ from the declared one). */
-  | { type: "RUN_CAPABILITIES"; runId: string; capabilities: ProviderCapabilities }
-  /** Resume work after a restart (queued runs recovered from the log). */
-  | { type: "RESUME" }
-  /** Later runs use another model. */
-  | { type: "CHANGE_MODEL"; model: string; capabilities: ProviderCapabilities }
-  /** Later runs work in another runtime mode (plan mode, approval policy). */
-  | { type: "CHANGE_MODE"; runtimeMode: RuntimeMode; capabilities: ProviderCapabilities }
-  /** Roll the thread back to the end of run `toRunId` (see RollbackRequest). */
-  | ({ type: "ROLLBACK" } & RollbackRequest)
-  | { type: "ROLLBACK_DONE" };
-
-/** What a rollback must undo, as the runtime found it in the projection. */
-export interface RollbackRequest {
-  toRunId: string;
-  /** Capabilities of the provider thread that ran the later runs. */
-  capabilities: ProviderCapabilities;
-  /** A ready post-run checkpoint of `toRunId` exists. */
-  hasCheckpoint: boolean;
-  /** Provider turns the later runs left on the current provider thread. */
-  laterTurns: number;
-  /** Some later runs ran on another provider thread (another target, or a replaced thread). */
-  laterElsewhere: boolean;
-}
 
 export const threadMachine = setup({
   types: {
@@ -299,7 +232,7 @@ export const threadMachine = setup({
           ? event.capabilities
           : context.activeCapabilities,
     }),
-    /** A queued run ended before it became active (cancelled in the runtime's queue, or dropped from the provider's). */
+    /** A queued run ended before it became active (cancelled in the runtime's queue, or dropped by the provider). */
     dropFromQueue: assign({
       queue: ({ context, event }) =>
         event.type === "RUN_FINISHED" ? context.queue.filter((q) => q.runId !== event.runId) : context.queue,
@@ -403,16 +336,3 @@ export const threadMachine = setup({
     ],
   },
 });
-
-function runCreated(context: ThreadContext, event: Extract<ThreadEvent, { type: "SUBMIT" }>) {
-  return {
-    type: "run.created" as const,
-    threadId: context.threadId,
-    runId: event.runId,
-    ordinal: context.nextOrdinal,
-    providerTarget: event.providerTarget,
-    userMessageId: event.messageId,
-    text: event.text,
-    mode: event.mode,
-  };
-}

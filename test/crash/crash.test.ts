@@ -72,7 +72,7 @@ describe("crash safety", () => {
     }
   }, 60_000);
 
-  it("cancels a follow-up handed to a provider's own queue (the queue died with it), never sending it twice", async () => {
+  it("cancels a follow-up handed to a provider's queue (the queue died with it), never sending it twice", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "tiller-crash-"));
     try {
       const delivered = await killAfter(dataDir, "native", "attempt.turn_bound", 2);

@@ -123,7 +123,7 @@ describe("thread machine: runs and follow-ups", () => {
     },
   );
 
-  it("a provider that queues follow-ups itself is handed them at once, in order, and no degradation is recorded", () => {
+  it("a provider that queues follow-ups itself is handed them at once, in order, with no degradation", () => {
     const queues = defineCapabilities({ turns: { supportsQueuedMessages: true } });
     const t = open();
     t.submit("run_1", "auto", queues);
@@ -150,7 +150,7 @@ describe("thread machine: runs and follow-ups", () => {
     expect(t.started()).toEqual(["run_1", "run_2", "run_3"]);
   });
 
-  it("a follow-up the provider's queue cannot take (a model change since the active run started) waits in the runtime", () => {
+  it("a follow-up the provider's queue cannot take (the model changed since) waits in the runtime", () => {
     const queues = defineCapabilities({ turns: { supportsQueuedMessages: true } });
     const t = open();
     t.submit("run_1", "auto", queues);

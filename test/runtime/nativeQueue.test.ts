@@ -89,7 +89,7 @@ describe("a provider that queues follow-ups natively", () => {
     }
   });
 
-  it("an interrupt of a queued turn the provider names no ref for waits until it runs, never hitting the turn ahead", async () => {
+  it("an interrupt of a queued turn named by no ref waits until it runs, never hitting the turn ahead", async () => {
     const { rt, backend, threadId, first, calls, cleanup } = await open({ turns: { exposesNativeTurnId: false } });
     try {
       const second = await rt.sendMessage({ threadId, text: "[gate] second", mode: "queue" });
@@ -105,7 +105,7 @@ describe("a provider that queues follow-ups natively", () => {
     }
   });
 
-  it("a session lost with a follow-up in the provider's queue fails both runs; the thread takes the next message", async () => {
+  it("a session lost with a follow-up in the provider's queue fails both runs; the thread goes on", async () => {
     const { rt, events, adapter, threadId, first, cleanup } = await open({});
     try {
       const second = await rt.sendMessage({ threadId, text: "second", mode: "queue" });
@@ -124,7 +124,7 @@ describe("a provider that queues follow-ups natively", () => {
     }
   });
 
-  it("a provider that declares a queue and then refuses the follow-up fails that run typed; the active run goes on", async () => {
+  it("a provider declaring a queue, then refusing the follow-up: that run fails, the active one goes on", async () => {
     const backend = new ScriptedBackend();
     const base = scripted({ turns: { supportsQueuedMessages: true } }, gated, backend);
     let sends = 0;

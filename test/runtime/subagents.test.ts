@@ -447,7 +447,7 @@ describe("subagents.supportsSubagents", () => {
 });
 
 describe("an item beside a running subagent", () => {
-  it("is the turn's own where the provider says so (`parentItemRef: null`), a guess of the subagent's where it says nothing", async () => {
+  it("is the turn's own where the provider says so (parentItemRef null), else the open subagent's", async () => {
     const backend = new ScriptedBackend();
     const { adapter, inject } = withInjectedFrames(scriptedWith({}, gated, backend).adapter);
     const { rt, threadId, events, cleanup } = await open(adapter);

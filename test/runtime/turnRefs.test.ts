@@ -93,7 +93,7 @@ describe("a provider that names a new turn as it named a finished one", () => {
     }
   });
 
-  it("with weak ids: events of the next turn that come before its reply are its own, never fenced (regression)", async () => {
+  it("with weak ids: the next turn's events before its reply are its own, never fenced (regression)", async () => {
     // Every turn is "turn-1", and the reply to the second turn waits until the runtime took an event of it.
     const base = createScriptedAdapter({ capabilities: { identity: { nativeTurnIds: "weak" } }, script: echo });
     const renamed = rewriteEvents(base, (frame) =>
