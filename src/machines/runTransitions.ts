@@ -78,3 +78,13 @@ export const turnSilent = {
  * it goes silent and cannot be vouched for, the run fails instead of waiting for ever.
  */
 export const supersededTurnSilent = { ...turnSilent, guard: "isFromSupersededAttempt" as const };
+
+/** What a live turn's run takes in every state it waits on the provider: acknowledgements, its end, its loss. */
+export const liveTurn = {
+  INTERRUPT_ACKED: { actions: "recordInterruptAck" as const },
+  INTERRUPT_FAILED: { guard: "isFromActiveAttempt" as const, actions: "recordInterruptFailure" as const },
+  TURN_TERMINAL: rootTerminal,
+  SESSION_LOST: sessionLost,
+  TURN_SILENT: turnSilent,
+  CANCEL: cancelStarted,
+};

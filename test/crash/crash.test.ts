@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { createRuntime, createScriptedAdapter } from "../../src/index.js";
+import { createRuntime, createScriptedAdapter, type TillerRuntime } from "../../src/index.js";
 import type { DomainEvent } from "../../src/domain/events.js";
 import { EventLog } from "../../src/runtime/store/eventLog.js";
 
@@ -35,10 +35,29 @@ async function killAfter(
   return delivered;
 }
 
+/** Opens a runtime on the directory a killed child left, hands it to `check`, and closes it. */
+async function reopened(dataDir: string, check: (rt: TillerRuntime) => Promise<void>): Promise<void> {
+  const rt = await createRuntime({ dataDir, providers: { scripted: createScriptedAdapter() } });
+  try {
+    await check(rt);
+  } finally {
+    await rt.close();
+  }
+}
+
+/** A fresh data directory for `test`, removed afterwards whatever happened. */
+async function inTempDir(test: (dataDir: string) => Promise<void>): Promise<void> {
+  const dataDir = await mkdtemp(join(tmpdir(), "tiller-crash-"));
+  try {
+    await test(dataDir);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
 describe("crash safety", () => {
   it("keeps every event delivered before a SIGKILL mid-stream, gap-free, and settles the run on reopen", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "tiller-crash-"));
-    try {
+    await inTempDir(async (dataDir) => {
       const delivered = await killAfter(dataDir, "stream", "node.delta", 400);
       expect(delivered.filter((d) => d.type === "node.delta").length).toBe(400);
       const sizeBefore = (await stat(join(dataDir, "events.jsonl"))).size;
@@ -57,28 +76,21 @@ describe("crash safety", () => {
       expect((await stat(join(dataDir, "events.jsonl"))).size).toBe(sizeBefore - log.recovery.truncatedBytes);
 
       // The reopened runtime leaves nothing "running".
-      const rt = await createRuntime({ dataDir, providers: { scripted: createScriptedAdapter() } });
-      try {
+      await reopened(dataDir, async (rt) => {
         const [thread] = rt.listThreads();
         const snapshot = await rt.readThread(thread!.threadId);
         expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([["cancelled", "runtime_restarted"]]);
         expect(snapshot.runs[0]!.items.every((i) => i.status === "complete")).toBe(true);
         expect(snapshot.thread.status).toBe("idle");
-      } finally {
-        await rt.close();
-      }
-    } finally {
-      await rm(dataDir, { recursive: true, force: true });
-    }
+      });
+    });
   }, 60_000);
 
   it("cancels a follow-up handed to a provider's queue (the queue died with it), never sending it twice", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "tiller-crash-"));
-    try {
+    await inTempDir(async (dataDir) => {
       const delivered = await killAfter(dataDir, "native", "attempt.turn_bound", 2);
       expect(delivered.filter((d) => d.type === "attempt.turn_bound")).toHaveLength(2);
-      const rt = await createRuntime({ dataDir, providers: { scripted: createScriptedAdapter() } });
-      try {
+      await reopened(dataDir, async (rt) => {
         const [thread] = rt.listThreads();
         const snapshot = await rt.readThread(thread!.threadId);
         expect(snapshot.runs.map((r) => [r.status, r.reason])).toEqual([
@@ -88,32 +100,22 @@ describe("crash safety", () => {
         expect(snapshot.runs.flatMap((r) => r.attempts.map((a) => a.status))).toEqual(["cancelled", "cancelled"]);
         expect(snapshot.runs.flatMap((r) => r.items).every((i) => i.status === "complete")).toBe(true);
         expect(snapshot.thread.status).toBe("idle");
-      } finally {
-        await rt.close();
-      }
-    } finally {
-      await rm(dataDir, { recursive: true, force: true });
-    }
+      });
+    });
   }, 60_000);
 
   it("resumes a queued run after the crash, once the interrupted one is settled", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "tiller-crash-"));
-    try {
+    await inTempDir(async (dataDir) => {
       const delivered = await killAfter(dataDir, "queue", "run.created", 2);
       expect(delivered.filter((d) => d.type === "run.created")).toHaveLength(2);
-      const rt = await createRuntime({ dataDir, providers: { scripted: createScriptedAdapter() } });
-      try {
+      await reopened(dataDir, async (rt) => {
         const [thread] = rt.listThreads();
         const [first, second] = (await rt.readThread(thread!.threadId)).runs;
         expect([first!.status, first!.reason]).toEqual(["cancelled", "runtime_restarted"]);
         const resumed = await rt.waitForRun(second!.runId);
         expect(resumed.status).toBe("completed");
         expect(resumed.items.find((i) => i.kind === "assistant_message")?.text).toBe("You said: queued behind it");
-      } finally {
-        await rt.close();
-      }
-    } finally {
-      await rm(dataDir, { recursive: true, force: true });
-    }
+      });
+    });
   }, 60_000);
 });
