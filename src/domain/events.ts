@@ -180,7 +180,11 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     threadId: id.nullable(),
     runId: id.nullable(),
     policy: z.string(),
-    capability: z.string(),
+    /**
+     * The capability whose absence the policy answers; null when no capability is missing and the situation called for
+     * it (a rollback whose later runs ran on another provider thread, which no provider's rollback reaches).
+     */
+    capability: z.string().nullable(),
     outcome: z.enum(["fallback", "refused"]),
     detail: z.string(),
   }),

@@ -73,7 +73,7 @@ export function policyApplied(
   where: Where,
   policy: PolicyName,
   detail: string,
-  capability: string = DEGRADATIONS[policy].capability,
+  capability: string | null = DEGRADATIONS[policy].capability,
 ): MachineEmitted {
   return record(policyEvent(where, policy, detail, capability));
 }
@@ -82,7 +82,7 @@ export function policyEvent(
   where: Where,
   policy: PolicyName,
   detail: string,
-  capability: string = DEGRADATIONS[policy].capability,
+  capability: string | null = DEGRADATIONS[policy].capability,
 ): DomainEvent {
   const outcome = DEGRADATIONS[policy].outcome;
   return { type: "policy.applied", threadId: where.threadId, runId: where.runId, policy, capability, outcome, detail };

@@ -180,7 +180,7 @@ export const threadMachine = setup({
         if (params.via === "divergent") {
           const { threads, checkpointing } = event.capabilities;
           const [why, capability] = canRollbackProvider(event.capabilities)
-            ? ["later runs ran on another provider thread", undefined]
+            ? ["later runs ran on another provider thread", null]
             : !threads.canRollbackThread
               ? ["the provider cannot roll its threads back", "threads.canRollbackThread"]
               : !checkpointing.providerCanRollbackConversation

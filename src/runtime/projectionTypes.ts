@@ -59,7 +59,7 @@ export interface RunView {
   correlation: "strong" | "weak" | "inferred" | "runtime" | null;
   attempts: AttemptView[];
   items: TurnItem[];
-  fallbacks: Array<{ policy: string; capability: string; outcome: "fallback" | "refused"; detail: string }>;
+  fallbacks: Array<{ policy: string; capability: string | null; outcome: "fallback" | "refused"; detail: string }>;
 }
 
 export interface RequestView {

@@ -392,6 +392,8 @@ describe("thread machine: rollback", () => {
     expect(t.policies()).toEqual([
       expect.objectContaining({
         policy: "rollback_divergent",
+        // No capability is missing: the record names none (a client would otherwise see a gap that is not there).
+        capability: null,
         detail: expect.stringContaining("another provider thread"),
       }),
     ]);

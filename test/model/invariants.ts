@@ -37,6 +37,14 @@ const ALTERNATIVE_CAPABILITY: Record<string, string[]> = {
   ],
 };
 
+/** Policies a situation can call for with no capability missing (they then name none). */
+const SITUATIONAL = new Set(["rollback_divergent"]);
+
+function namesItsCapability(policy: string, capability: string): boolean {
+  const entry = DEGRADATIONS[policy as keyof typeof DEGRADATIONS];
+  return entry.capability === capability || !!ALTERNATIVE_CAPABILITY[policy]?.includes(capability);
+}
+
 export function logViolations(records: readonly LogRecord<DomainEvent>[]): string[] {
   const violations: string[] = [];
   const status = new Map<string, { threadId: string; status: string }>();
@@ -87,8 +95,9 @@ export function logViolations(records: readonly LogRecord<DomainEvent>[]): strin
         else if (entry.outcome !== event.outcome)
           violations.push(`${seq}: ${event.policy} recorded as ${event.outcome}`);
         else if (
-          entry.capability !== event.capability &&
-          !ALTERNATIVE_CAPABILITY[event.policy]?.includes(event.capability)
+          event.capability === null
+            ? !SITUATIONAL.has(event.policy)
+            : !namesItsCapability(event.policy, event.capability)
         ) {
           violations.push(`${seq}: ${event.policy} names capability ${event.capability}`);
         }

@@ -137,6 +137,8 @@ describe("a rollback whose later runs span two provider threads", () => {
         const divergent = policies(events, "rollback_divergent");
         expect(divergent.map((p) => [p.threadId, p.runId, p.outcome])).toEqual([[threadId, r1.runId, "fallback"]]);
         expect(divergent[0]!.detail).toContain("another provider thread");
+        // Both providers can roll back: no capability is missing, and the record names none.
+        expect(divergent[0]!.capability).toBeNull();
         const [applied] = ofType(events, "rollback.applied");
         expect(applied).toMatchObject({ provider: "divergent", providerThreadId: null });
         expect(new Set(applied!.divergentProviderThreadIds)).toEqual(spanned);

@@ -52,12 +52,12 @@ export const holding = (backend: ScriptedBackend, text: string) =>
 export const streaming = (rt: TillerRuntime, runId: string) => nextEvent(rt, "node.delta", (e) => e.runId === runId);
 
 /** The fields of a policy record the tests compare. */
-export const row = (p: { threadId: string | null; runId: string | null; capability: string; outcome: string }) => [
-  p.threadId,
-  p.runId,
-  p.capability,
-  p.outcome,
-];
+export const row = (p: {
+  threadId: string | null;
+  runId: string | null;
+  capability: string | null;
+  outcome: string;
+}) => [p.threadId, p.runId, p.capability, p.outcome];
 
 /** The `policy.applied` records of one named policy, in log order. */
 export function policies(records: LogRecord<DomainEvent>[], policy: string): DomainEventOf<"policy.applied">[] {
