@@ -220,8 +220,9 @@ export function affordancesOf(
           .map((i) => ({
             nodeId: i.id,
             runId: run.runId,
-            available: !sharedBusy,
-            reason: sharedBusy ? "another thread works in the same directory" : null,
+            // Implementing queues a run like any message; only a plan the conversation no longer holds cannot be.
+            available: run.status !== "rolled_back",
+            reason: run.status === "rolled_back" ? "the run that proposed it was rolled back" : null,
           })),
       ),
     },

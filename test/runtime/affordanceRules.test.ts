@@ -549,6 +549,28 @@ describe("panels and plans: only for the structured artifacts the thread holds",
     },
   );
 
+  it("a plan of a rolled-back run is not offered to implement, and implementPlan refuses it (conflict)", async () => {
+    const script = keyedScript({ "plan it": [{ type: "proposed_plan", text: "1. write the tests" }] });
+    const s = await checkpointed({ s: scripted({}, script) }, [
+      ["one", "s"],
+      ["plan it", "s"],
+    ]);
+    const { rt, threadId, runIds, cleanup } = s;
+    try {
+      const planRun = rt.views.runs.get(runIds[1]!)!;
+      const plan = planRun.items.find((i) => i.kind === "proposed_plan")!;
+      expect(rt.affordances(threadId).plans.implement).toMatchObject([{ nodeId: plan.id, available: true }]);
+      await rt.rollback({ threadId, toRunId: runIds[0]! });
+      const [offered] = rt.affordances(threadId).plans.implement;
+      expect(offered).toMatchObject({ nodeId: plan.id, available: false });
+      expect(offered!.reason).toMatch(/rolled back/);
+      await rejectsWith(rt.implementPlan({ threadId, nodeId: plan.id }), "conflict");
+      expect(rt.views.threads.get(threadId)!.runs).toHaveLength(2);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it("a todo list alone: the todo panel, no plan panel", async () => {
     const script = keyedScript({ go: [{ type: "todo", items: [{ text: "fix", status: "pending" }] }] });
     const { rt, cleanup } = await openTestRuntime({ s: scripted({}, script) });

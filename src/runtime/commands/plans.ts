@@ -15,10 +15,16 @@ export function implementPlan(
   p: z.output<typeof ImplementPlanInputSchema>,
 ): Omit<SendMessageReceipt, "commandId"> {
   const thread = findThread(d, p.threadId);
-  const plan = thread.runs.flatMap((r) => r.items).find((i) => i.id === p.nodeId);
-  if (!plan) throw new NotFoundError("proposed plan", p.nodeId);
+  const run = thread.runs.find((r) => r.items.some((i) => i.id === p.nodeId));
+  const plan = run?.items.find((i) => i.id === p.nodeId);
+  if (!run || !plan) throw new NotFoundError("proposed plan", p.nodeId);
   if (plan.kind !== "proposed_plan" || !plan.text)
     throw new ConflictError(`item ${p.nodeId} is a ${plan.kind}, not a proposed plan`, { nodeId: p.nodeId });
+  // The conversation no longer holds it: the provider would be asked to carry out a plan it never proposed.
+  if (run.status === "rolled_back")
+    throw new ConflictError(`plan ${p.nodeId} was proposed by run ${run.runId}, which was rolled back`, {
+      nodeId: p.nodeId,
+    });
   const runtimeMode = { ...DEFAULT_RUNTIME_MODE, approvals: thread.runtimeMode.approvals };
   return sendMessage(d, {
     threadId: p.threadId,
