@@ -147,7 +147,12 @@ export function affordancesOf(
           state: "interrupt_restart",
           reason: "restarts the active run as a new attempt (turns.supportsActiveSteering is false)",
         }
-      : { state: "unavailable", reason: "neither native steering nor interrupt-restart" };
+      : {
+          state: "unavailable",
+          reason:
+            "neither native steering (turns.supportsActiveSteering) nor interrupt-restart " +
+            "(turns.supportsSteeringByInterruptRestart with turns.supportsInterrupt)",
+        };
 
   const fork = thread.runs.map((run): Affordances["fork"][number] => {
     if (run.status === "rolled_back")

@@ -89,6 +89,9 @@ describe("steer", () => {
         expect(during).toEqual(before);
         expect(before.reason).toMatch(/steering/);
         expect(before.reason).toMatch(/interrupt-restart/);
+        // It names the fields a UI can point at, as the interrupt and interrupt-restart reasons do.
+        expect(before.reason).toContain("turns.supportsActiveSteering");
+        expect(before.reason).toContain("turns.supportsSteeringByInterruptRestart");
         const error = await rejectsWith(
           rt.sendMessage({ threadId, text: "change course", mode: "steer" }),
           "capability_unsupported",
