@@ -6,6 +6,7 @@ import { effect, outcome, record } from "./emitted.js";
 import { runInterventions } from "./runInterventions.js";
 import {
   cancelStarted,
+  deferSteer,
   interruptTransitions,
   liveTurn,
   queuedInterruptTransitions,
@@ -28,16 +29,18 @@ const runSetup = runInterventions.extend({
     beginAttempt: enqueueActions(({ context, enqueue }, params: { reason: AttemptReason }) => {
       const steer = context.pendingSteer;
       const attempt = newAttempt(context, params.reason, steer ? steer.text : context.text);
+      // Only the first attempt can wait in the provider's queue: a restart's runs now, after the turn it replaces.
+      const queued = params.reason === "initial" && context.queuedAtProvider;
       enqueue.assign({
         attempts: [...context.attempts, attempt],
         activeAttemptId: attempt.attemptId,
         supersededAttemptId: null,
         pendingSteer: null,
         interrupt: "none",
+        queuedAtProvider: queued,
       });
       const { threadId, runId } = context;
       enqueue.emit(record({ type: "attempt.started", threadId, runId, ...attempt }));
-      const queued = params.reason === "initial" && context.queuedAtProvider;
       // A turn handed to the provider's own queue does not start yet: the run stays queued until the provider runs it.
       if (!queued) enqueue.emit(record({ type: "run.state", threadId, runId, status: "starting" }));
       const start = { threadId, runId, attemptId: attempt.attemptId, text: attempt.text };
@@ -199,24 +202,24 @@ export const runMachine = runSetup.createMachine({
         REQUEST_OPENED: {
           guard: "isFromActiveAttempt",
           target: "active.waiting",
-          actions: ["trackRequest", "applyProviderEvent"],
+          actions: ["takeUpQueued", "trackRequest", "applyProviderEvent"],
         },
+        // So is any event of the turn: a turn the provider was to queue that runs already is not queued.
+        PROVIDER: [
+          {
+            guard: and(["isFromActiveAttempt", "isProviderActivity"]),
+            actions: ["takeUpQueued", "applyProviderEvent"],
+          },
+          { guard: "isFromActiveAttempt", actions: "applyProviderEvent" },
+          { actions: "fenceEvent" },
+        ],
         START_FAILED: {
           guard: "isFromActiveAttempt",
           target: "failed",
           actions: { type: "finishRun", params: { status: "failed", reason: "start_failed" } },
         },
         INTERRUPT: [...queuedInterruptTransitions(false), ...interruptTransitions(false)],
-        STEER: [
-          { guard: "interruptAlreadyRequested", actions: "refuseSteerWhileInterrupting" },
-          { guard: "hasDeferredSteer", actions: "refuseSecondDeferredSteer" },
-          { guard: "canSteerNatively", actions: { type: "deferSteer", params: { via: "native" } } },
-          {
-            guard: "canSteerByInterruptRestart",
-            actions: { type: "deferSteer", params: { via: "interrupt_restart" } },
-          },
-          { actions: "refuseSteer" },
-        ],
+        STEER: deferSteer,
         TURN_TERMINAL: rootTerminal,
         SESSION_LOST: sessionLost,
         TURN_SILENT: turnSilent,
@@ -239,6 +242,8 @@ export const runMachine = runSetup.createMachine({
           actions: ["takeUpQueued", "trackRequest", "applyProviderEvent"],
         },
         INTERRUPT: queuedInterruptTransitions(true),
+        // Steered before the provider took it up: held, and replayed once it runs (as while starting).
+        STEER: deferSteer,
         ...liveTurn,
       },
     },

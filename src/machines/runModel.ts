@@ -147,5 +147,8 @@ export const runBase = setup({
     hasDeferredSteer: ({ context }) => context.deferredSteer !== null,
     /** The run's turn went to a provider that holds it in its own queue (see the run's `queuedAtProvider` state). */
     isQueuedAtProvider: ({ context }) => context.queuedAtProvider,
+    /** The provider said something of the turn (the root node's start is the runtime's own, made as it sends it). */
+    isProviderActivity: ({ event }) =>
+      event.type === "PROVIDER" && !(event.event.type === "node.started" && event.event.kind === "root_turn"),
   },
 });

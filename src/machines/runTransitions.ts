@@ -88,3 +88,15 @@ export const liveTurn = {
   TURN_SILENT: turnSilent,
   CANCEL: cancelStarted,
 };
+
+/** A steer before the turn runs (starting, or waiting in the provider's queue): held, and replayed once it runs. */
+export const deferSteer = [
+  { guard: "interruptAlreadyRequested" as const, actions: "refuseSteerWhileInterrupting" as const },
+  { guard: "hasDeferredSteer" as const, actions: "refuseSecondDeferredSteer" as const },
+  { guard: "canSteerNatively" as const, actions: { type: "deferSteer" as const, params: { via: "native" as const } } },
+  {
+    guard: "canSteerByInterruptRestart" as const,
+    actions: { type: "deferSteer" as const, params: { via: "interrupt_restart" as const } },
+  },
+  { actions: "refuseSteer" as const },
+];

@@ -9,7 +9,7 @@ import {
   canVerifyProviderRollback,
 } from "../capabilities/index.js";
 import { effect, outcome, policyApplied, record, refuseUnsupported, type MachineEmitted } from "./emitted.js";
-import { runCreated, type ThreadContext, type ThreadEvent, type ThreadInput } from "./threadModel.js";
+import { runCreated, type QueuedRun, type ThreadContext, type ThreadEvent, type ThreadInput } from "./threadModel.js";
 
 export type { QueuedRun, RollbackRequest, ThreadContext, ThreadEvent, ThreadInput } from "./threadModel.js";
 
@@ -178,14 +178,12 @@ export const threadMachine = setup({
         if (event.type !== "ROLLBACK") return;
         const { threadId } = context;
         if (params.via === "divergent") {
-          const { threads, checkpointing } = event.capabilities;
+          const { threads } = event.capabilities;
           const [why, capability] = canRollbackProvider(event.capabilities)
             ? ["later runs ran on another provider thread", null]
             : !threads.canRollbackThread
               ? ["the provider cannot roll its threads back", "threads.canRollbackThread"]
-              : !checkpointing.providerCanRollbackConversation
-                ? ["the provider cannot roll its conversation back", "checkpointing.providerCanRollbackConversation"]
-                : [];
+              : ["the provider cannot roll its conversation back", "checkpointing.providerCanRollbackConversation"];
           const detail = `${why}; files are restored from the checkpoint and the provider thread is marked divergent`;
           const where = { threadId, runId: event.toRunId };
           enqueue.emit(policyApplied(where, "rollback_divergent", detail, capability));
@@ -226,11 +224,15 @@ export const threadMachine = setup({
     clearActiveRun: assign({ activeRunId: null, activeCapabilities: null, activeTarget: null }),
     /** The active run's follow-ups need other settings (model, mode) than the session it runs in. */
     noteSettingsChanged: assign({ settingsChanged: true }),
-    updateActiveCapabilities: assign({
-      activeCapabilities: ({ context, event }) =>
-        event.type === "RUN_CAPABILITIES" && event.runId === context.activeRunId
-          ? event.capabilities
-          : context.activeCapabilities,
+    /** The record a run's session announced is what decisions about that run read, active or still waiting. */
+    updateActiveCapabilities: assign(({ context, event }) => {
+      if (event.type !== "RUN_CAPABILITIES") return {};
+      const announced = (q: QueuedRun) => (q.runId === event.runId ? { ...q, capabilities: event.capabilities } : q);
+      return {
+        activeCapabilities: event.runId === context.activeRunId ? event.capabilities : context.activeCapabilities,
+        delivered: context.delivered.map(announced),
+        queue: context.queue.map(announced),
+      };
     }),
     /** A queued run ended before it became active (cancelled in the runtime's queue, or dropped by the provider). */
     dropFromQueue: assign({

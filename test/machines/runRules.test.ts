@@ -114,6 +114,44 @@ describe("run machine: a turn the provider holds in its queue", () => {
   });
 });
 
+describe("run machine: a queued turn taken up before the provider's reply (regressions)", () => {
+  it("a request while starting takes the turn up: a later interrupt-restart's attempt runs, never queued", () => {
+    const r = queuedAtProvider({ turns: { supportsActiveSteering: false } });
+    const first = r.attempt();
+    r.actor.send({ type: "REQUEST_OPENED", attemptId: first.attemptId, requestId: "req_1", event: opened("req_1") });
+    r.actor.send({ type: "REQUEST_SETTLED", requestId: "req_1" });
+    r.accept(first);
+    expect(r.state()).toEqual({ active: "running" });
+    r.actor.send({ type: "STEER", text: "go left", messageId: "msg_2" });
+    r.terminal("interrupted", first);
+    const second = r.attempt();
+    expect(second.reason).toBe("steering_restart");
+    r.clear();
+    r.accept(second);
+    expect(r.state()).toEqual({ active: "running" });
+    expect(runStates(r)).toEqual(["running"]);
+  });
+
+  it("any event of the turn while starting takes it up: accepted afterwards, the run runs", () => {
+    const r = queuedAtProvider();
+    const { attemptId } = r.attempt();
+    r.actor.send({ type: "PROVIDER", attemptId, event: r.delta(attemptId, "hi") });
+    r.accept();
+    expect(r.state()).toEqual({ active: "running" });
+  });
+
+  it("a steer while the provider holds the turn is kept and replayed once it runs, never dropped", () => {
+    const r = queuedAtProvider();
+    r.accept();
+    r.actor.send({ type: "STEER", text: "and then left", messageId: "msg_2" });
+    // Answered (not refused), and held: nothing reaches the provider before it runs the turn.
+    expect(r.outcomes()).toMatchObject([{ command: "steer", via: "native" }]);
+    expect(r.effects().filter((e) => e.type === "steerTurn")).toEqual([]);
+    r.actor.send({ type: "TURN_STARTED", attemptId: r.attempt().attemptId });
+    expect(r.effects().filter((e) => e.type === "steerTurn")).toMatchObject([{ text: "and then left" }]);
+  });
+});
+
 describe("run machine: interrupting a turn the provider holds in its queue", () => {
   it("once accepted, the interrupt goes to the provider at once, which drops the turn; its terminal ends it", () => {
     const r = queuedAtProvider();

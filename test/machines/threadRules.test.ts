@@ -58,6 +58,21 @@ const queuesNoSteer = defineCapabilities({ turns: { supportsQueuedMessages: true
 const queuesNoInterrupt = defineCapabilities({ turns: { supportsQueuedMessages: true, supportsInterrupt: false } });
 const noInterrupt = defineCapabilities({ turns: { supportsInterrupt: false } });
 
+describe("thread machine: a run in the provider's queue keeps the record its session announced (regression)", () => {
+  it("`auto` steers it as that record says once it is active, not as the record declared at submit", () => {
+    const t = open();
+    t.submit("run_1", "auto", queues);
+    t.submit("run_2", "queue", queues);
+    // run_2's session announces it cannot steer while run_1 is still the active run.
+    t.actor.send({ type: "RUN_CAPABILITIES", runId: "run_2", capabilities: queuesNoSteer });
+    t.finish("run_1");
+    expect(t.active()).toBe("run_2");
+    t.clear();
+    t.submit("run_3", "auto", queues);
+    expect(t.outcomes()).toMatchObject([{ disposition: "queued" }]);
+  });
+});
+
 describe("thread machine: which follow-ups the provider's own queue holds", () => {
   it("a follow-up for another target waits in the runtime: not that provider's to hold, and no degradation", () => {
     const t = open();
