@@ -141,8 +141,7 @@ export class TurnBindings {
 
   /**
    * The finished run whose turn or child thread the event names: the event is late, and fenced. An untrusted turn ref
-   * does not fence on its own: while the thread's current turn is open and not named otherwise (named alike, or not
-   * named yet: its reply may still be on its way), the event is that turn's.
+   * does not fence on its own: when the thread's current turn was named alike, the event is that turn's.
    */
   lateOwner(
     sessionId: string,
@@ -151,10 +150,9 @@ export class TurnBindings {
   ): ReleasedOwner | undefined {
     const byTurn = this.namesFinishedTurn(sessionId, event.turnRef);
     const current = this.#current.get(threadKey(sessionId, event.threadRef));
-    const mayBeCurrent =
-      current !== undefined && !current.closed && (current.nativeTurnRef ?? event.turnRef) === event.turnRef;
+    const namedAlike = current?.nativeTurnRef != null && current.nativeTurnRef === event.turnRef;
     return (
-      (byTurn && (trustsRefs || !mayBeCurrent) ? byTurn : undefined) ??
+      (byTurn && (trustsRefs || !namedAlike) ? byTurn : undefined) ??
       (event.threadRef ? this.#releasedChildThreads.get(threadKey(sessionId, event.threadRef)) : undefined)
     );
   }
