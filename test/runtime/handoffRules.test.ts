@@ -256,6 +256,31 @@ describe("a switch the records do not allow", () => {
   });
 });
 
+describe("returning to a provider that cannot be told a whole conversation", () => {
+  for (const supportsDeltaHandoff of [true, false]) {
+    it(`is admitted only where it takes a delta (supportsDeltaHandoff ${supportsDeltaHandoff})`, async () => {
+      const b = scripted({ context: { supportsFullThreadHandoff: false, supportsDeltaHandoff } });
+      const { rt, events, cleanup } = await openTestRuntime({ a: scripted(), b });
+      try {
+        const { threadId } = await rt.createThread({ providerTarget: "b" });
+        await sendAndWait(rt, threadId, "one");
+        const r2 = await sendAndWait(rt, threadId, "two", { providerTarget: "a" });
+        const back = rt.sendMessage({ threadId, text: "three", providerTarget: "b" });
+        if (supportsDeltaHandoff) {
+          expect((await rt.waitForRun((await back).runId)).status).toBe("completed");
+          const toB = ofType(events, "handoff.created").filter((h) => h.toTarget === "b");
+          expect(toB.map((h) => [h.strategy, h.coveredRunIds])).toEqual([["delta_since_last_seen", [r2.runId]]]);
+        } else {
+          const error = await rejectsWith(back, "capability_unsupported");
+          expect(error.details).toMatchObject({ policy: "full_handoff_unsupported" });
+        }
+      } finally {
+        await cleanup();
+      }
+    });
+  }
+});
+
 describe("how a handoff is delivered", () => {
   it("as system context where the record takes no developer context but system context", async () => {
     const b = recordCalls(scripted({ context: { acceptsDeveloperContext: false, acceptsSystemContext: true } }));
