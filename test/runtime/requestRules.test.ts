@@ -377,7 +377,7 @@ describe("a request of a kind the record denies", () => {
       "approvals.supportsApplyPatchApproval",
       { approvals: { supportsApplyPatchApproval: false } },
       { kind: "apply_patch", patch: "--- a\n+++ b" },
-      "a apply_patch approval",
+      "an apply_patch approval",
     ],
     [
       "tools.supportsDynamicToolCallbacks",

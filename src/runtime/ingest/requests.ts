@@ -161,7 +161,7 @@ function describeRequest(kind: RequestKind): string {
   if (kind === "user_input") return "a structured question";
   if (kind === "dynamic_tool") return "a dynamic tool call";
   if (kind === "plan_approval") return "a request to carry out a proposed plan";
-  return `a ${kind} approval`;
+  return `${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind} approval`;
 }
 
 /** A request of a kind the record denies: a protocol warning, the degradation, and the decline sent back. */
