@@ -1,10 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createActor } from "xstate";
-import { defineCapabilities, fullCapabilities, type ProviderCapabilities } from "../../src/capabilities/index.js";
-import type { DispatchMode } from "../../src/domain/entities.js";
-import type { DomainEvent } from "../../src/domain/events.js";
-import type { Effect, MachineEmitted, Outcome } from "../../src/machines/emitted.js";
-import { threadMachine, type RollbackRequest, type ThreadInput } from "../../src/machines/thread.js";
+import { defineCapabilities, fullCapabilities } from "../../src/capabilities/index.js";
+import { openThread } from "./threadHarness.js";
 
 /**
  * The thread machine alone: an app thread serializes its runs. Expectations come from the
@@ -15,44 +11,7 @@ import { threadMachine, type RollbackRequest, type ThreadInput } from "../../src
  * `policy.applied`, each refusal a typed outcome).
  */
 
-function open(input: Partial<ThreadInput> = {}) {
-  const emitted: MachineEmitted[] = [];
-  const actor = createActor(threadMachine, { input: { threadId: "thr_1", ...input } });
-  actor.on("*", (e) => emitted.push(e));
-  actor.start();
-  const submit = (
-    runId: string,
-    mode: DispatchMode = "auto",
-    capabilities: ProviderCapabilities = fullCapabilities(),
-  ) =>
-    actor.send({
-      type: "SUBMIT",
-      runId,
-      messageId: `msg_${runId}`,
-      text: `text of ${runId}`,
-      mode,
-      providerTarget: "alpha",
-      capabilities,
-    });
-  const rollback = (over: Partial<RollbackRequest> = {}) =>
-    actor.send({
-      type: "ROLLBACK",
-      toRunId: "run_1",
-      capabilities: fullCapabilities(),
-      hasCheckpoint: true,
-      laterTurns: 2,
-      laterElsewhere: false,
-      ...over,
-    });
-  const records = (): DomainEvent[] => emitted.flatMap((e) => (e.type === "record" ? [e.event] : []));
-  const effects = (): Effect[] => emitted.flatMap((e) => (e.type === "effect" ? [e.effect] : []));
-  const outcomes = (): Outcome[] => emitted.flatMap((e) => (e.type === "outcome" ? [e.outcome] : []));
-  const policies = () => records().flatMap((r) => (r.type === "policy.applied" ? [r] : []));
-  const started = () => effects().flatMap((e) => (e.type === "startRun" ? [e.runId] : []));
-  const state = () => actor.getSnapshot().value;
-  const clear = () => void emitted.splice(0);
-  return { actor, submit, rollback, records, effects, outcomes, policies, started, state, clear };
-}
+const open = openThread;
 
 const noSteer = defineCapabilities({ turns: { supportsActiveSteering: false } });
 const noInterrupt = defineCapabilities({ turns: { supportsInterrupt: false } });

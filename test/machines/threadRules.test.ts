@@ -1,10 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createActor } from "xstate";
-import { defineCapabilities, fullCapabilities, type ProviderCapabilities } from "../../src/capabilities/index.js";
-import type { DispatchMode } from "../../src/domain/entities.js";
-import type { DomainEvent } from "../../src/domain/events.js";
-import type { Effect, MachineEmitted, Outcome } from "../../src/machines/emitted.js";
-import { threadMachine, type RollbackRequest, type ThreadInput } from "../../src/machines/thread.js";
+import { defineCapabilities, fullCapabilities } from "../../src/capabilities/index.js";
+import { openThread } from "./threadHarness.js";
 
 /**
  * The thread machine's decisions that thread.test.ts leaves open (issue 14: each decision pinned by a behaviour test).
@@ -15,43 +11,7 @@ import { threadMachine, type RollbackRequest, type ThreadInput } from "../../src
  * the capability the decision read, and a detail that says what happened to what).
  */
 
-function open(input: Partial<ThreadInput> = {}) {
-  const emitted: MachineEmitted[] = [];
-  const actor = createActor(threadMachine, { input: { threadId: "thr_1", ...input } });
-  actor.on("*", (e) => emitted.push(e));
-  actor.start();
-  const submit = (runId: string, mode: DispatchMode, capabilities: ProviderCapabilities, providerTarget = "alpha") =>
-    actor.send({
-      type: "SUBMIT",
-      runId,
-      messageId: `msg_${runId}`,
-      text: `text of ${runId}`,
-      mode,
-      providerTarget,
-      capabilities,
-    });
-  const finish = (runId: string) => actor.send({ type: "RUN_FINISHED", runId });
-  const rollback = (over: Partial<RollbackRequest> = {}) =>
-    actor.send({
-      type: "ROLLBACK",
-      toRunId: "run_1",
-      capabilities: fullCapabilities(),
-      hasCheckpoint: true,
-      laterTurns: 2,
-      laterElsewhere: false,
-      ...over,
-    });
-  const records = (): DomainEvent[] => emitted.flatMap((e) => (e.type === "record" ? [e.event] : []));
-  const effects = (): Effect[] => emitted.flatMap((e) => (e.type === "effect" ? [e.effect] : []));
-  const outcomes = (): Outcome[] => emitted.flatMap((e) => (e.type === "outcome" ? [e.outcome] : []));
-  const policies = () => records().flatMap((r) => (r.type === "policy.applied" ? [r] : []));
-  /** Runs handed to the provider, each with whether it goes to the provider's own queue. */
-  const handed = () => effects().flatMap((e) => (e.type === "startRun" ? [[e.runId, e.queued === true]] : []));
-  const active = () => actor.getSnapshot().context.activeRunId;
-  const state = () => actor.getSnapshot().value;
-  const clear = () => void emitted.splice(0);
-  return { actor, submit, finish, rollback, records, effects, outcomes, policies, handed, active, state, clear };
-}
+const open = openThread;
 
 const queues = defineCapabilities({ turns: { supportsQueuedMessages: true } });
 const queuesNoSteer = defineCapabilities({ turns: { supportsQueuedMessages: true, supportsActiveSteering: false } });

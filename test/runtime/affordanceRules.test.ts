@@ -4,6 +4,7 @@ import type { CapabilityOverrides, ScriptStep } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import { tempDir } from "../support/files.js";
 import { hang, rejectsWith, scripted, streaming } from "../support/policies.js";
+import { heldRollback } from "../support/rollbacks.js";
 import {
   deferred,
   nextEvent,
@@ -283,21 +284,6 @@ describe("rollback: only where an app checkpoint exists, annotated with the prov
     }
   });
 });
-
-/** A scripted adapter whose `rollbackThread` waits, once called, until released. */
-function heldRollback(backend: ScriptedBackend) {
-  const adapter = scripted({}, undefined, backend);
-  const called = deferred();
-  const gate = deferred();
-  const wrapped = override(adapter, {
-    rollbackThread: async (input) => {
-      called.resolve();
-      await gate.promise;
-      return adapter.rollbackThread!(input);
-    },
-  });
-  return { adapter: wrapped, called: called.promise, release: gate.resolve };
-}
 
 describe("while a rollback is in flight", () => {
   it(

@@ -8,6 +8,7 @@ import { tempDir } from "../support/files.js";
 import { allTurns, policies, row, scripted } from "../support/policies.js";
 import { ofType, openTestRuntime, override, sendAndWait } from "../support/runtime.js";
 import { isolateHomeForFile } from "../checkpoints/isolated.js";
+import { fileTurns } from "../support/rollbacks.js";
 
 /**
  * What the checkpointing fields of the capability record decide about a provider rollback:
@@ -18,20 +19,7 @@ import { isolateHomeForFile } from "../checkpoints/isolated.js";
 
 isolateHomeForFile();
 
-const script = keyedScript({
-  "[one]": [
-    { type: "file_change", path: "f.txt", diff: "+one", content: "one\n" },
-    { type: "text", text: "1" },
-  ],
-  "[two]": [
-    { type: "file_change", path: "f.txt", diff: "+two", content: "two\n" },
-    { type: "text", text: "2" },
-  ],
-  "[three]": [
-    { type: "file_change", path: "g.txt", diff: "+three", content: "three\n" },
-    { type: "text", text: "3" },
-  ],
-});
+const script = keyedScript(fileTurns);
 
 /** The adapter's rollback and snapshot reads, counted, with the rollback's answer replaced when asked. */
 function watched(

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { keyedScript, ScriptedBackend, TillerError } from "../../src/index.js";
-import type { CapabilityOverrides } from "../../src/index.js";
 import { tempDir } from "../support/files.js";
 import { allTurns, holding, rejectsWith, scripted, streaming, turns } from "../support/policies.js";
-import { deferred, ofType, openTestRuntime, override, rejection, sendAndWait } from "../support/runtime.js";
+import { ofType, openTestRuntime, rejection, sendAndWait } from "../support/runtime.js";
+import { heldRollback } from "../support/rollbacks.js";
 
 /**
  * Rollback and the provider's conversation: what the provider thread holds after a rollback
@@ -11,21 +11,6 @@ import { deferred, ofType, openTestRuntime, override, rejection, sendAndWait } f
  * runtime closes or a message arrives, and a rollback refused while another thread works in
  * the same directory. Rollback of the files themselves: test/policies/rollback.test.ts.
  */
-
-/** A scripted adapter whose `rollbackThread` waits, once called, until released. */
-function heldRollback(caps: CapabilityOverrides, backend: ScriptedBackend) {
-  const adapter = scripted(caps, undefined, backend);
-  const called = deferred();
-  const gate = deferred();
-  const wrapped = override(adapter, {
-    rollbackThread: async (input) => {
-      called.resolve();
-      await gate.promise;
-      return adapter.rollbackThread!(input);
-    },
-  });
-  return { adapter: wrapped, called: called.promise, release: gate.resolve };
-}
 
 describe("rollback and the provider's conversation", () => {
   it(
@@ -103,7 +88,7 @@ describe("rollback and the provider's conversation", () => {
     "closing the runtime while a rollback is in flight: " + "after reopen the app and the provider agree (review)",
     async () => {
       const backend = new ScriptedBackend();
-      const held = heldRollback({}, backend);
+      const held = heldRollback(backend);
       const first = await openTestRuntime({ a: held.adapter });
       try {
         const { threadId } = await first.rt.createThread({ providerTarget: "a" });
@@ -155,7 +140,7 @@ describe("rollback and the provider's conversation", () => {
       "a second rollback is refused (review)",
     async () => {
       const backend = new ScriptedBackend();
-      const held = heldRollback({}, backend);
+      const held = heldRollback(backend);
       const { rt, cleanup } = await openTestRuntime({ a: held.adapter });
       try {
         const { threadId } = await rt.createThread({ providerTarget: "a" });

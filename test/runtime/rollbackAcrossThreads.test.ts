@@ -8,6 +8,7 @@ import { tempDir } from "../support/files.js";
 import { allTurns, policies, rejectsWith, row, scripted } from "../support/policies.js";
 import { nextEvent, ofType, openTestRuntime, override, sendAndWait } from "../support/runtime.js";
 import { isolateHomeForFile } from "../checkpoints/isolated.js";
+import { fileTurns } from "../support/rollbacks.js";
 
 /**
  * A rollback whose later runs span two provider threads (issue 14). A provider's rollback cuts the
@@ -24,18 +25,7 @@ import { isolateHomeForFile } from "../checkpoints/isolated.js";
 isolateHomeForFile();
 
 const script = keyedScript({
-  "[one]": [
-    { type: "file_change", path: "f.txt", diff: "+one", content: "one\n" },
-    { type: "text", text: "1" },
-  ],
-  "[two]": [
-    { type: "file_change", path: "f.txt", diff: "+two", content: "two\n" },
-    { type: "text", text: "2" },
-  ],
-  "[three]": [
-    { type: "file_change", path: "g.txt", diff: "+three", content: "three\n" },
-    { type: "text", text: "3" },
-  ],
+  ...fileTurns,
   // The provider reports its thread broken: the next run gets a new provider thread on the same target.
   "[broken]": [
     { type: "file_change", path: "f.txt", diff: "+two", content: "two\n" },
