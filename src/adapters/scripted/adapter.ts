@@ -18,7 +18,7 @@ import type {
 import { EventQueue } from "../eventQueue.js";
 import { ScriptedBackend, type BackendThread } from "./backend.js";
 import { echoScript, type ScriptSource, type ScriptStep } from "./script.js";
-import { ScriptedTurn } from "./turn.js";
+import { endedCleanly, ScriptedTurn } from "./turn.js";
 
 /**
  * The scripted provider: a real adapter whose "model" is a script. It honours exactly the
@@ -148,11 +148,17 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     active.set(thread.id, { sessionId, turn, ended });
   }
 
+  /** Takes the queued turns `leaves` names off a thread's queue. */
+  function unqueue(threadId: string, leaves: (queued: QueuedTurn, index: number) => boolean): void {
+    const kept = (waiting.get(threadId) ?? []).filter((q, i) => !leaves(q, i));
+    if (kept.length > 0) waiting.set(threadId, kept);
+    else waiting.delete(threadId);
+  }
+
   /** A provider that queues follow-ups takes the next one up once its thread's turn ended. */
   function takeUpNext(thread: BackendThread): void {
-    const [next, ...rest] = waiting.get(thread.id) ?? [];
-    if (rest.length > 0) waiting.set(thread.id, rest);
-    else waiting.delete(thread.id);
+    const next = waiting.get(thread.id)?.[0];
+    unqueue(thread.id, (_, i) => i === 0);
     if (next && !sessions.get(next.sessionId)?.stopped) begin(next, thread);
   }
 
@@ -165,18 +171,9 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     if (!queued) return false;
     queued.turn.abort.abort();
     if (!caps.turns.emitsTurnCompleted) return true;
-    waiting.set(
-      threadId,
-      waiting.get(threadId)!.filter((q) => q !== queued),
-    );
+    unqueue(threadId, (q) => q === queued);
     const where = { ...(exposesThreadRef ? { threadRef: threadId } : {}), turnRef: turnRef! };
-    const terminal = {
-      status: "interrupted",
-      threadDisposition: "reusable",
-      failureClass: null,
-      message: null,
-    } as const;
-    push(queued.sessionId, { type: "turn.terminal", ...where, ...terminal, retryable: false });
+    push(queued.sessionId, { type: "turn.terminal", ...where, ...endedCleanly("interrupted") });
     return true;
   }
 
@@ -201,11 +198,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       session.stopped = true;
       const ending: Promise<void>[] = [];
       // Turns it held in its queue end with it, never run.
-      for (const [threadId, queued] of waiting) {
-        const kept = queued.filter((q) => q.sessionId !== sessionId);
-        if (kept.length > 0) waiting.set(threadId, kept);
-        else waiting.delete(threadId);
-      }
+      for (const threadId of [...waiting.keys()]) unqueue(threadId, (q) => q.sessionId === sessionId);
       for (const [threadId, entry] of active) {
         if (entry.sessionId !== sessionId) continue;
         entry.turn.abort.abort();

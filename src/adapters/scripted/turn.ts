@@ -32,6 +32,11 @@ export interface LiveSubagent {
   readonly ended: Promise<TurnTerminalStatus>;
 }
 
+/** A turn's terminal when nothing went wrong: completed, or interrupted as asked; its thread reusable. */
+export function endedCleanly(status: "completed" | "interrupted") {
+  return { status, threadDisposition: "reusable", failureClass: null, message: null, retryable: false } as const;
+}
+
 export class ScriptedTurn {
   readonly abort = new AbortController();
   readonly steers: string[] = [];
@@ -98,23 +103,9 @@ export class ScriptedTurn {
     try {
       for (const step of steps) await this.#step(step, scope);
       await this.#applySteers(scope); // a steer that arrived during the last step still lands
-      return {
-        status: "completed",
-        threadDisposition: "reusable",
-        failureClass: null,
-        message: null,
-        retryable: false,
-      };
+      return endedCleanly("completed");
     } catch (error) {
-      if (error instanceof TurnInterrupted) {
-        return {
-          status: "interrupted",
-          threadDisposition: "reusable",
-          failureClass: null,
-          message: null,
-          retryable: false,
-        };
-      }
+      if (error instanceof TurnInterrupted) return endedCleanly("interrupted");
       if (error instanceof TurnFailed) {
         const s = error.step;
         return {
