@@ -154,6 +154,21 @@ export interface ProviderSessionInfo {
   hostGeneration: number;
 }
 
+/**
+ * A session that outlived the runtime (its host survived a runtime restart), as the provider
+ * holds it now: the turns it still runs, each with the requests it waits on. The runtime
+ * re-attaches a run only where this matches its log exactly (nothing happened in between).
+ */
+export interface ReattachedSession extends ProviderSessionInfo {
+  turns: Array<{
+    /** The provider thread's native ref (null where the provider names none). */
+    threadRef: string | null;
+    turnRef: string | null;
+    /** Requests the turn waits on, addressed as in `request.opened`. */
+    pendingRequests: Array<{ requestRef: string | null; ordinal: number }>;
+  }>;
+}
+
 /** Context the runtime hands a provider thread: a handoff summary or a portable fork. */
 export interface HandoffContext {
   kind: "handoff" | "fork" | "rebuild";
@@ -328,6 +343,11 @@ export interface ProviderAdapter {
    * Resolves on acknowledgement; the subagent's end arrives later as its events (`interrupted`).
    */
   closeSubagent?(input: SubagentAddress): Promise<void>;
+  /**
+   * Present only when `sessions.pendingRequestsSurviveRestart`: takes up a session a previous life
+   * of the runtime started, in a host that outlived it. Null when the provider no longer has it.
+   */
+  reattachSession?(input: { sessionId: string }): Promise<ReattachedSession | null>;
   /**
    * Adapters whose provider runs in a host process receive the runtime's host registry at
    * open: they lease hosts from it instead of spawning their own.
