@@ -71,6 +71,12 @@ export const canSwitchModeInSession = (c: Caps): boolean => c.sessions.supportsR
 
 export const requestsSurviveRestart = (c: Caps): boolean => c.sessions.pendingRequestsSurviveRestart;
 
+/**
+ * A pending request can be answered through another connection than the one that asked: after a restart, a session
+ * taken up again in a host that outlived the runtime can still answer it.
+ */
+export const approvalsOutliveConnection = (c: Caps): boolean => !c.approvals.approvalCallbacksAreLiveOnly;
+
 /** The runtime must infer the turn terminal because the provider's is weak or missing. */
 export const mustInferTurnTerminal = (c: Caps): boolean =>
   !c.turns.emitsTurnCompleted || c.turns.terminalStatusQuality !== "strong";

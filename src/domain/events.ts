@@ -386,6 +386,8 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
     cancelledRuns: z.array(id),
     expiredRequests: z.array(id),
     requeuedRuns: z.array(id),
+    /** Runs taken up again in a provider host that outlived the runtime, their requests still answerable. */
+    reattachedRuns: z.array(id).optional(),
   }),
 ]);
 

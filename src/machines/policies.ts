@@ -155,6 +155,13 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary: "requests pending when their session restarts expire as not_resumable",
   },
+  requests_expire_with_connection: {
+    capability: "approvals.approvalCallbacksAreLiveOnly",
+    outcome: "fallback",
+    summary:
+      "approval callbacks live only on the connection that asked: a session whose host outlived the runtime " +
+      "cannot answer them on a new one; they expire as not_resumable",
+  },
   provider_switch_unsupported: {
     capability: "sessions.supportsProviderSwitchingViaHandoff",
     outcome: "refused",

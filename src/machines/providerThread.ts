@@ -95,6 +95,8 @@ export type ProviderThreadEvent =
   | { type: "FORK_FAILED"; message: string }
   /** Any other failure: nothing is bound, the caller gets the error. */
   | { type: "LOAD_FAILED" }
+  /** Recovery: the thread's turn outlived the runtime in this session, which the provider still holds. */
+  | { type: "REATTACHED"; providerThreadId: string; sessionId: string; handle: ProviderThreadHandle }
   | { type: "TURN_BEGAN" }
   | { type: "TURN_ENDED" }
   /** Its session died, it fell behind another target, or it diverged: the next turn decides again. */
@@ -234,6 +236,11 @@ export const providerThreadMachine = setup({
       );
     }),
     forgetSession: assign({ sessionId: null, handle: null }),
+    takeReattached: assign(({ event }) =>
+      event.type === "REATTACHED"
+        ? { providerThreadId: event.providerThreadId, sessionId: event.sessionId, handle: event.handle }
+        : {},
+    ),
   },
 }).createMachine({
   id: "providerThread",
@@ -249,7 +256,10 @@ export const providerThreadMachine = setup({
   states: {
     /** Not loaded in any live session: the next turn decides how. */
     unloaded: {
-      on: { LOAD: { target: "deciding", actions: "takeSituation" } },
+      on: {
+        LOAD: { target: "deciding", actions: "takeSituation" },
+        REATTACHED: { target: "loaded.active", actions: "takeReattached" },
+      },
     },
     deciding: {
       always: [

@@ -46,14 +46,27 @@ const runSetup = runInterventions.extend({
       const start = { threadId, runId, attemptId: attempt.attemptId, text: attempt.text };
       enqueue.emit(effect({ type: "startTurn", ...start, ...(queued ? { queued } : {}) }));
     }),
+    /** The attempts the log holds, the last one live: nothing new is recorded (the log has it all). */
+    restoreAttempts: assign(({ context, event }) =>
+      event.type === "REATTACH"
+        ? {
+            attempts: event.attempts,
+            activeAttemptId: event.attempts.at(-1)!.attemptId,
+            capabilities: event.capabilities,
+            pendingRequestIds: event.pendingRequestIds,
+          }
+        : context,
+    ),
     takeUpQueued: assign({ queuedAtProvider: false }),
     markQueuedAtProvider: assign({
       queuedAtProvider: ({ event }) => event.type === "START" && event.queued === true,
     }),
-    recordRunning: enqueueActions(({ context, enqueue }) => {
+    recordRunning: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type === "REATTACH") return; // the log says where the run is
       enqueue.emit(record({ type: "run.state", threadId: context.threadId, runId: context.runId, status: "running" }));
     }),
-    recordWaiting: enqueueActions(({ context, enqueue }) => {
+    recordWaiting: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type === "REATTACH") return;
       enqueue.emit(record({ type: "run.state", threadId: context.threadId, runId: context.runId, status: "waiting" }));
     }),
     bindTurn: enqueueActions(({ context, event, enqueue }) => {
@@ -185,6 +198,8 @@ export const runMachine = runSetup.createMachine({
         },
         CANCEL: { target: "cancelled", actions: "cancelQueued" },
         INTERRUPT: { target: "cancelled", actions: "cancelQueued" },
+        // Recovery only: the turn outlived the runtime, waiting on requests the provider still holds.
+        REATTACH: { target: "active.waiting", actions: "restoreAttempts" },
       },
     },
     starting: {

@@ -80,6 +80,16 @@ export type RunEvent =
   | { type: "STEER"; text: string; messageId: string }
   | { type: "STEER_DELIVERED"; attemptId: string; text: string; messageId: string; sentAfterSeq: number }
   | { type: "STEER_FAILED"; attemptId: string; message: string }
+  /**
+   * Recovery: the turn outlived the runtime, waiting on these requests in a session the provider still holds (its
+   * record says pending requests survive a restart). The run takes it up where the log left it.
+   */
+  | {
+      type: "REATTACH";
+      attempts: Attempt[];
+      capabilities: ProviderCapabilities;
+      pendingRequestIds: string[];
+    }
   /** The session the turn runs in announced its capability record: guards read it from now on. */
   | { type: "SESSION_BOUND"; capabilities: ProviderCapabilities }
   | { type: "SESSION_LOST"; message: string }
@@ -92,8 +102,11 @@ export const activeAttempt = (c: RunContext): Attempt | undefined =>
 export function newAttempt(c: RunContext, reason: AttemptReason, text: string): Attempt {
   const ordinal = c.attempts.length + 1;
   const attemptId = derivedId("att", c.runId, ordinal);
-  return { attemptId, ordinal, reason, rootNodeId: derivedId("nod", attemptId, "root"), text };
+  return { attemptId, ordinal, reason, rootNodeId: rootNodeOf(attemptId), text };
 }
+
+/** The root node of an attempt's turn: the run's own node in its tree. */
+export const rootNodeOf = (attemptId: string): string => derivedId("nod", attemptId, "root");
 
 export const eventAttempt = (e: RunEvent): string | null => ("attemptId" in e ? e.attemptId : null);
 

@@ -35,6 +35,8 @@ export interface SessionInput {
   idleMs: number | null;
   /** The embedder's registered tools: offered where the record says the provider calls tools back. */
   tools?: DynamicToolDefinition[];
+  /** Recovery: a session a previous life of the runtime started, taken up in the host that outlived it. */
+  reattach?: boolean;
 }
 
 export interface SessionContext extends SessionInput {
@@ -120,6 +122,10 @@ export const sessionMachine = setup({
     startSession: fromPromise<StartedSession, StartSessionInput>(async () => {
       throw new Error("startSession is provided by the provider target");
     }),
+    /** Takes up a session that outlived the runtime (rejects when the provider no longer holds it). */
+    reattachSession: fromPromise<StartedSession, { sessionId: string }>(async () => {
+      throw new Error("reattachSession is provided by the provider target");
+    }),
     /** Asks the provider to stop the session; the provider's own `stopped` ends it. */
     stopSession: fromPromise<void, { sessionId: string }>(async () => {
       throw new Error("stopSession is provided by the provider target");
@@ -129,6 +135,7 @@ export const sessionMachine = setup({
     untilDeadline: ({ context }) => Math.max(0, (context.deadline ?? now()) - now()),
   },
   guards: {
+    reattaches: ({ context }) => context.reattach === true,
     isLastClaim: ({ context }) => context.claims <= 1,
     releasesWhenIdle: ({ context }) => context.idleMs !== null,
     retireRequested: ({ context }) => context.retireRequested,
@@ -158,6 +165,14 @@ export const sessionMachine = setup({
           capabilities: started.capabilities,
         }),
       );
+    }),
+    /** The log has its start and its degradations: only that it is ready again, and in which host generation. */
+    recordReattached: enqueueActions(({ context, event, enqueue }) => {
+      const started = (event as unknown as { output: StartedSession }).output;
+      enqueue.assign({ capabilities: started.capabilities, hostGeneration: started.hostGeneration });
+      const { sessionId, providerTarget } = context;
+      const message = `re-attached after a runtime restart (host generation ${started.hostGeneration})`;
+      enqueue.emit(record({ type: "session.state", sessionId, providerTarget, status: "ready", message }));
     }),
     /** Session-wide degradations, announced once with the capability record they follow from. */
     recordSessionPolicies: enqueueActions(({ context, event, enqueue }) => {
@@ -232,8 +247,18 @@ export const sessionMachine = setup({
     retireRequested: false,
     lastError: null,
   }),
-  initial: "starting",
+  initial: "opening",
   states: {
+    opening: { always: [{ guard: "reattaches", target: "reattaching" }, { target: "starting" }] },
+    /** Recovery: the provider still holds the session in a host that outlived the runtime. */
+    reattaching: {
+      invoke: {
+        src: "reattachSession",
+        input: ({ context }) => ({ sessionId: context.sessionId }),
+        onDone: { target: "ready", actions: ["recordReattached", "announceReady"] },
+        onError: { target: "error", actions: "announceStartFailed" },
+      },
+    },
     starting: {
       invoke: {
         src: "startSession",

@@ -221,6 +221,11 @@ export const threadMachine = setup({
         }),
       );
     }),
+    resumeActiveRun: assign(({ event }) =>
+      event.type === "REATTACHED"
+        ? { activeRunId: event.runId, activeCapabilities: event.capabilities, activeTarget: event.providerTarget }
+        : {},
+    ),
     clearActiveRun: assign({ activeRunId: null, activeCapabilities: null, activeTarget: null }),
     /** The active run's follow-ups need other settings (model, mode) than the session it runs in. */
     noteSettingsChanged: assign({ settingsChanged: true }),
@@ -261,6 +266,7 @@ export const threadMachine = setup({
       on: {
         SUBMIT: { target: "busy", actions: "createAndStartRun" },
         RESUME: { guard: "hasQueuedRuns", target: "busy", actions: "startNextQueued" },
+        REATTACHED: { target: "busy", actions: "resumeActiveRun" },
         ROLLBACK: [
           {
             guard: "providerUntouched",

@@ -50,6 +50,8 @@ export type ThreadEvent =
   | { type: "RUN_CAPABILITIES"; runId: string; capabilities: ProviderCapabilities }
   /** Resume work after a restart (queued runs recovered from the log). */
   | { type: "RESUME" }
+  /** Recovery re-attached this run to its provider turn, which outlived the runtime: it is the active run again. */
+  | ({ type: "REATTACHED" } & QueuedRun)
   /** Later runs use another model. */
   | { type: "CHANGE_MODEL"; model: string; capabilities: ProviderCapabilities }
   /** Later runs work in another runtime mode (plan mode, approval policy). */

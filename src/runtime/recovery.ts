@@ -1,6 +1,6 @@
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import type { QueuedRun } from "../machines/thread.js";
-import { requestsSurviveRestart } from "../capabilities/predicates.js";
+import { approvalsOutliveConnection, requestsSurviveRestart } from "../capabilities/predicates.js";
 import { StoreCorruptError } from "../domain/errors.js";
 import { DomainEventSchema, type DomainEvent } from "../domain/events.js";
 import { policyEvent } from "../machines/emitted.js";
@@ -12,7 +12,7 @@ import type { Target } from "./targets.js";
 export interface RecoveryHost extends RestoreFinishing {
   readonly views: Projections;
   readonly targets: ReadonlyMap<string, Target>;
-  readonly actors: Pick<Actors, "threads">;
+  readonly actors: Pick<Actors, "threads" | "runs" | "request">;
   readonly inbound: Pick<Inbound, "pump">;
   run(fn: () => void): unknown;
   commit(event: DomainEvent): void;
@@ -29,6 +29,8 @@ import {
 import type { EventLog } from "./store/eventLog.js";
 import type { CutTail } from "./store/jsonl.js";
 import type { HostRecord } from "./hosts/records.js";
+import { trackLiveTurns } from "./ingest/liveTurns.js";
+import { reattachRuns, restoreReattached } from "./reattach.js";
 
 /** Says in the log which hosts of the previous life were found running and killed. */
 export function reportReaped(d: RecoveryHost, reaped: readonly HostRecord[]): void {
@@ -52,17 +54,24 @@ export function reportCutTail(d: RecoveryHost, cut: CutTail | null): void {
  */
 export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>): Promise<Promise<void>[]> {
   const restores = trackAnnouncedRestores();
+  const liveTurns = trackLiveTurns();
   for await (const record of log.readAll()) {
     const parsed = DomainEventSchema.safeParse(record.event);
     if (!parsed.success)
       throw new StoreCorruptError(`event ${record.seq} does not match the schema`, { seq: record.seq });
     d.views.apply({ ...record, event: parsed.data });
     restores.fold(parsed.data);
+    liveTurns.fold(parsed.data);
   }
   // A file restore the previous life announced and did not finish is finished (or reported) first.
   await finishAnnouncedRestores(d, restores.pending());
   const capabilities = new Map([...d.targets].map(([id, target]) => [id, target.capabilities()]));
-  const plan = planRecovery(d.views, capabilities);
+  // Runs waiting on requests in a host that outlived the runtime are taken up there, where the provider holds them.
+  const reattached = await reattachRuns(d, liveTurns);
+  const plan = planRecovery(d.views, capabilities, {
+    runs: new Set(reattached.runs.keys()),
+    sessions: reattached.sessions,
+  });
   d.run(() => plan.events.forEach((e) => d.commit(e)));
   for (const thread of d.views.threads.values()) {
     const queued = thread.runs.filter((r) => r.status === "queued");
@@ -77,6 +86,7 @@ export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>
     );
     for (const run of queued) d.spawnRun(run.runId);
   }
+  restoreReattached(d, reattached.runs);
   const pumps = [...d.targets.values()].map((target) => d.inbound.pump(target));
   d.run(() => {
     for (const actor of d.actors.threads.values()) actor.send({ type: "RESUME" });
@@ -96,6 +106,7 @@ export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>
 export function planRecovery(
   views: Projections,
   configuredTargets: ReadonlyMap<string, ProviderCapabilities>,
+  reattached: { runs: ReadonlySet<string>; sessions: ReadonlySet<string> } = { runs: new Set(), sessions: new Set() },
 ): { events: DomainEvent[] } {
   const events: DomainEvent[] = [];
   const cancelledRuns: string[] = [];
@@ -106,14 +117,18 @@ export function planRecovery(
     events.push(...settleInterruptedRollback(views, threadId, toRunId));
   for (const request of views.pendingRequests()) {
     const { threadId, runId, requestId } = request;
+    if (reattached.runs.has(runId)) continue; // still answerable, through the session taken up again
     const caps = configuredTargets.get(views.runs.get(runId)!.providerTarget);
-    // Even a provider whose requests survive a restart cannot answer this one: the run that asked is cancelled below.
     const survives = caps && requestsSurviveRestart(caps);
     if (!survives) {
       const detail =
         `request ${requestId} was pending when its session ended with the runtime; ` + "it expires as not_resumable";
       events.push(policyEvent({ threadId, runId }, "requests_expire_on_restart", detail));
+    } else if (!approvalsOutliveConnection(caps)) {
+      const detail = `request ${requestId} could be answered only on the connection that asked, gone with the runtime`;
+      events.push(policyEvent({ threadId, runId }, "requests_expire_with_connection", detail));
     }
+    // Where its session survives, this one could not be taken up (its host is gone, or it holds other than the log).
     const reason = survives
       ? "not_resumable: the run that asked was cancelled by recovery"
       : "not_resumable: runtime restarted";
@@ -122,6 +137,7 @@ export function planRecovery(
   }
   for (const run of views.activeRuns()) {
     const { threadId, runId } = run;
+    if (reattached.runs.has(runId)) continue;
     // A queued run with an attempt was handed to a provider that queues natively: its queue went with the host.
     if (run.status === "queued" && run.attempts.length === 0 && configuredTargets.has(run.providerTarget)) {
       requeuedRuns.push(runId);
@@ -158,12 +174,14 @@ export function planRecovery(
     });
     cancelledRuns.push(runId);
   }
-  if (events.length > 0 || requeuedRuns.length > 0) {
-    events.push({ type: "runtime.recovered", cancelledRuns, expiredRequests, requeuedRuns });
+  const reattachedRuns = [...reattached.runs];
+  if (events.length > 0 || requeuedRuns.length > 0 || reattachedRuns.length > 0) {
+    const recovered = { type: "runtime.recovered" as const, cancelledRuns, expiredRequests, requeuedRuns };
+    events.push(reattachedRuns.length > 0 ? { ...recovered, reattachedRuns } : recovered);
   }
   // Sessions ended with the previous process (even a clean close stops them unrecorded): say so.
   for (const [sessionId, session] of views.sessions) {
-    if (session.status !== "stopped" && session.status !== "error") {
+    if (session.status !== "stopped" && session.status !== "error" && !reattached.sessions.has(sessionId)) {
       events.push({
         type: "session.state",
         sessionId,

@@ -6,6 +6,7 @@ import type {
   DynamicToolDefinition,
   ProviderThreadAddress,
   ProviderThreadHandle,
+  ReattachedSession,
   SandboxPolicy,
 } from "../adapters/contract.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../domain/entities.js";
@@ -100,6 +101,8 @@ export class Target {
   #slots = new Map<string, SessionSlot>();
   #live = new Map<string, LiveSession>();
   #loads = new Map<string, ThreadLoad>();
+  /** Sessions the adapter took up again, until their actors read them (see `reattachSession`). */
+  #reattached = new Map<string, ReattachedSession>();
   /** Set when the target's event stream ended: nothing it starts could ever report back. */
   #unavailable: string | null = null;
 
@@ -117,6 +120,11 @@ export class Target {
       actors: {
         startSession: fromPromise<StartedSession, StartSessionInput>(async ({ input }) => {
           const info = await adapter.startSession(input);
+          return { capabilities: parseCapabilities(info.capabilities), hostGeneration: info.hostGeneration };
+        }),
+        reattachSession: fromPromise<StartedSession, { sessionId: string }>(async ({ input }) => {
+          const info = this.#reattached.get(input.sessionId)!;
+          this.#reattached.delete(input.sessionId);
           return { capabilities: parseCapabilities(info.capabilities), hostGeneration: info.hostGeneration };
         }),
         stopSession: fromPromise<void, { sessionId: string }>(({ input }) => adapter.stopSession(input)),
@@ -172,20 +180,26 @@ export class Target {
     }
     const cached = this.#slots.get(key);
     if (cached) return cached.ready;
-    const slot = this.#startSession({
-      sessionId: this.host.ids.next("ses"),
-      providerTarget: this.id,
-      provider: this.adapter.provider,
-      sandbox: this.host.sandbox,
-      cwd,
-      model,
-      runtimeMode: mode,
-      declared: this.declared,
-      idleMs: this.host.sessionIdleMs,
-      tools: this.host.tools,
-    });
+    const slot = this.#startSession(this.#sessionInput(this.host.ids.next("ses"), cwd, model, mode));
     this.#slots.set(key, slot);
     return slot.ready;
+  }
+
+  #sessionInput(sessionId: string, cwd: string, model: string | null, runtimeMode: RuntimeMode): SessionInput {
+    const { sandbox, sessionIdleMs: idleMs, tools } = this.host;
+    const { id: providerTarget, declared } = this;
+    return {
+      sessionId,
+      providerTarget,
+      provider: this.adapter.provider,
+      sandbox,
+      cwd,
+      model,
+      runtimeMode,
+      declared,
+      idleMs,
+      tools,
+    };
   }
 
   #startSession(input: SessionInput): SessionSlot {
@@ -210,6 +224,34 @@ export class Target {
     });
     ready.catch(() => undefined);
     return { sessionId, actor, ready };
+  }
+
+  /**
+   * Recovery: takes up a session a previous life of the runtime started, in a host that outlived it, into the slot the
+   * thread's turns use. Null where the adapter cannot, or the provider no longer holds the session.
+   */
+  async reattachSession(
+    sessionId: string,
+    slot: { threadId: string; cwd: string; model: string | null; runtimeMode: RuntimeMode },
+  ): Promise<ReattachedSession | null> {
+    const info = await this.adapter.reattachSession?.({ sessionId }).catch(() => null);
+    if (!info) return null;
+    this.#reattached.set(sessionId, info);
+    const input = this.#sessionInput(sessionId, slot.cwd, slot.model, slot.runtimeMode);
+    const started = this.#startSession({ ...input, reattach: true });
+    this.#slots.set(sessionSlot(this.declared, slot.threadId, slot.model, slot.runtimeMode).key, started);
+    return (await started.ready.then(() => info).catch(() => null)) ?? null;
+  }
+
+  /** Recovery: the app thread's provider thread is loaded in this session, its turn running there (re-attached). */
+  reattachThread(threadId: string, sessionId: string, record: ProviderThreadRecord): LoadedThread {
+    const handle = { threadRef: record.nativeThreadRef, resumeCursor: record.resumeCursor };
+    const cwd = this.host.views.threads.get(threadId)!.cwd;
+    const loaded = { providerThreadId: record.providerThreadId, sessionId, handle: { ...handle, cwd } };
+    this.#loads.set(threadId, { sessionId, promise: Promise.resolve(loaded) });
+    const event = { type: "REATTACHED" as const, providerThreadId: record.providerThreadId, sessionId, handle };
+    this.host.act(() => this.#threadActor(threadId).send(event));
+    return loaded;
   }
 
   /** A turn (or a rollback) uses the session: it is not stopped for idleness meanwhile (inside the dispatcher). */

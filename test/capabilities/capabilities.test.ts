@@ -406,6 +406,7 @@ function single<G extends CapabilityGroup>(group: G, field: keyof ProviderCapabi
 describe("capability predicates", () => {
   /** One test below per name. */
   const covered: Array<keyof typeof predicates> = [
+    "approvalsOutliveConnection",
     "canSteerNatively",
     "canSteerByInterruptRestart",
     "canInterrupt",
@@ -565,6 +566,11 @@ describe("capability predicates", () => {
 
   it("requestsSurviveRestart is sessions.pendingRequestsSurviveRestart", () => {
     check(predicates.requestsSurviveRestart, single("sessions", "pendingRequestsSurviveRestart"));
+  });
+
+  it("approvalsOutliveConnection unless approval callbacks are live only", () => {
+    const rows = single("approvals", "approvalCallbacksAreLiveOnly").map((r) => ({ ...r, expected: !r.expected }));
+    check(predicates.approvalsOutliveConnection, rows);
   });
 
   it("mustInferTurnTerminal unless the provider emits a strong terminal", () => {

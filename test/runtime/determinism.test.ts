@@ -7,6 +7,7 @@ import {
   type ScriptStep,
 } from "../../src/index.js";
 import type { Strength } from "../../src/capabilities/schema.js";
+import { trackLiveTurns } from "../../src/runtime/ingest/liveTurns.js";
 import { Normalizer, type Routed } from "../../src/runtime/ingest/normalizer.js";
 import { nextEvent, ofType, openTestRuntime } from "../support/runtime.js";
 
@@ -135,6 +136,72 @@ describe("replay determinism", () => {
       const second = replay(live);
       expect(first).toEqual(second);
       expect(first).toEqual(liveIds);
+    });
+  }
+});
+
+/**
+ * A turn taken up again after a restart (its host outlived the runtime) continues as if nothing happened: a fresh
+ * normalizer, given only what the log says of the turn, derives from the provider's next events exactly the ids the
+ * uninterrupted run committed.
+ */
+function resumeFromLog(live: Awaited<ReturnType<typeof liveRun>>) {
+  const opened = live.events.filter((e) => e.type === "request.opened");
+  const cut = live.events.indexOf(opened.at(-1)!); // the second turn waits on its approval here
+  const turns = trackLiveTurns();
+  live.events.slice(0, cut + 1).forEach((e) => turns.fold(e));
+  const attempt = live.events.filter((e) => e.type === "attempt.started").at(-1)!;
+  const turnBound = live.events.filter((e) => e.type === "attempt.turn_bound").at(-1)!;
+  const bound = live.events.find((e) => e.type === "provider_thread.bound")!;
+  const session = live.events.find((e) => e.type === "session.started")!;
+  if (attempt.type !== "attempt.started" || turnBound.type !== "attempt.turn_bound") throw new Error("unreachable");
+  if (bound.type !== "provider_thread.bound" || session.type !== "session.started") throw new Error("unreachable");
+  const normalizer = new Normalizer("scripted", () => ({
+    capabilities: live.capabilities,
+    hostGeneration: session.hostGeneration,
+  }));
+  normalizer.restoreTurn({
+    threadId: attempt.threadId,
+    runId: attempt.runId,
+    attemptId: attempt.attemptId,
+    rootNodeId: attempt.rootNodeId,
+    providerThreadId: bound.providerThreadId,
+    sessionId: session.sessionId,
+    threadRef: bound.nativeThreadRef,
+    nativeTurnRef: turnBound.nativeTurnRef,
+    trail: turns.trail(attempt.attemptId)!,
+  });
+  // The provider's events after the one that asked for the approval the log ends on.
+  const provider = live.transcript.flatMap((t) => ("event" in t ? [t.event] : []));
+  const asked = provider.findLastIndex((e) => e.event.type === "request.opened");
+  const restored: string[] = [];
+  for (const { sessionId, event } of provider.slice(asked + 1))
+    for (const r of normalizer.ingest(sessionId, event)) {
+      if (r.to !== "run") continue;
+      if (r.event.type === "PROVIDER" && r.event.event.type === "node.started") restored.push(r.event.event.nodeId);
+      if (r.event.type === "PROVIDER" && r.event.event.type === "node.completed") restored.push(r.event.event.nodeId);
+    }
+  // What stayed open when the turn ended is what the runtime closed at its terminal.
+  const closedAtTerminal = normalizer.takeOpenNodes(attempt.attemptId).map((n) => n.nodeId);
+  const after = live.events.slice(cut + 1).filter((e) => e.runId === attempt.runId);
+  const expected = after.flatMap((e) =>
+    e.type === "node.started" || (e.type === "node.completed" && e.settledBy !== "runtime") ? [e.nodeId] : [],
+  );
+  const expectedClosedAtTerminal = after.flatMap((e) =>
+    e.type === "node.completed" && e.settledBy === "runtime" ? [e.nodeId] : [],
+  );
+  return { restored, expected, closedAtTerminal, expectedClosedAtTerminal };
+}
+
+describe("a turn taken up again from the log", () => {
+  for (const strength of ["strong", "weak", "none"] as const) {
+    it(`derives the ids the uninterrupted run committed (identity ${strength})`, async () => {
+      const live = await liveRun(strength);
+      const resumed = resumeFromLog(live);
+      // The approved command completes, a subagent runs, the text streams: all after the cut.
+      expect(resumed.expected.length).toBeGreaterThan(5);
+      expect(resumed.restored).toEqual(resumed.expected);
+      expect(resumed.closedAtTerminal).toEqual(resumed.expectedClosedAtTerminal);
     });
   }
 });

@@ -8,9 +8,10 @@ import { derivedId } from "../../domain/ids.js";
 import { redact } from "../../domain/redact.js";
 import type { RunEvent } from "../../machines/run.js";
 import { policyEvent } from "../../machines/emitted.js";
-import { applied, degraded, toRun, type Routed, type TurnBinding } from "./correlation.js";
+import { applied, degraded, itemIdStrength, toRun, type Routed, type TurnBinding } from "./correlation.js";
+import type { TurnTrail } from "./liveTurns.js";
 import { artifactUpdated, itemCompleted, itemDelta, itemStarted } from "./nodes.js";
-import { requestAddress, requestOpened, requestResolved } from "./requests.js";
+import { requestAddress, requestOpened, requestResolved, trustsRequestRefs } from "./requests.js";
 import { adoptChildThread, childTurnEnded, subagentCompleted, subagentStarted } from "./subagents.js";
 import { TurnBindings, trustsTurnRefs } from "./turnBindings.js";
 
@@ -80,6 +81,34 @@ export class Normalizer {
       detail: null,
     };
     return { binding, rootStarted };
+  }
+
+  /**
+   * Recovery: a turn that outlived the runtime, bound again as the log left it (its nodes in order, so later ids
+   * derive as before; its open subagents and child threads; its requests, whose ordinals count from there).
+   */
+  restoreTurn(
+    input: Omit<Parameters<Normalizer["beginTurn"]>[0], "queued" | "makingThread"> & {
+      nativeTurnRef: string | null;
+      trail: TurnTrail;
+    },
+  ): TurnBinding {
+    const { nativeTurnRef, trail, ...where } = input;
+    const { binding } = this.beginTurn(where);
+    const caps = this.capabilities(input.sessionId);
+    const trusted = trustsRequestRefs(caps);
+    binding.nodes = trail.nodes.map((n) => ({ ...n }));
+    for (const node of binding.nodes) {
+      if (!node.ref) continue;
+      binding.byRef.set(node.ref, node);
+      if (itemIdStrength(caps, node.kind) === "weak")
+        binding.refCounts.set(node.ref, (binding.refCounts.get(node.ref) ?? 0) + 1);
+    }
+    binding.subagents = binding.nodes.filter((n) => n.kind === "subagent" && n.open).map((n) => n.nodeId);
+    binding.childThreads = new Map(trail.childThreads);
+    binding.requests = trail.requests.map((r) => ({ ...r, ref: trusted ? r.ref : null }));
+    this.#turns.accept(binding.attemptId, nativeTurnRef);
+    return binding;
   }
 
   /**

@@ -43,7 +43,7 @@ const isApprovalKind = (kind: RequestKind): kind is ApprovalKind => kind in APPR
  * A request's native ref is its key only when both the identity and the approvals say native request ids exist;
  * otherwise it is evidence in the log, and requests are correlated by turn and ordinal.
  */
-function trustsRequestRefs(caps: ProviderCapabilities): boolean {
+export function trustsRequestRefs(caps: ProviderCapabilities): boolean {
   return caps.approvals.approvalsHaveNativeRequestIds && caps.identity.nativeRequestIds !== "none";
 }
 

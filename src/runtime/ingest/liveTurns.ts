@@ -1,0 +1,94 @@
+import type { DomainEvent } from "../../domain/events.js";
+import type { NodeEntry, TurnBinding } from "./correlation.js";
+
+/**
+ * What the log says of the turns still open at its end: each attempt's nodes in the order the
+ * normalizer made them (their ids are derived from that order), which are still open, the
+ * requests it asked and the subagent threads it bound. Enough for the normalizer to take a turn
+ * up again where a host outlived the runtime (see `Normalizer.restoreTurn`). Folded once while
+ * the log is read at open; a finished attempt's trail is dropped as it ends.
+ */
+export interface TurnTrail {
+  nodes: NodeEntry[];
+  requests: TurnBinding["requests"];
+  childThreads: Map<string, string>;
+}
+
+export interface LiveTurns {
+  fold(event: DomainEvent): void;
+  /** The trail of an attempt the log has not ended. */
+  trail(attemptId: string): TurnTrail | undefined;
+}
+
+export function trackLiveTurns(): LiveTurns {
+  const trails = new Map<string, TurnTrail>();
+  const attemptOfNode = new Map<string, string>();
+  const attemptOfRequest = new Map<string, string>();
+  const attemptsOfRun = new Map<string, Set<string>>();
+
+  const forget = (attemptId: string) => {
+    const trail = trails.get(attemptId);
+    trails.delete(attemptId);
+    trail?.nodes.forEach((n) => attemptOfNode.delete(n.nodeId));
+    trail?.requests.forEach((r) => attemptOfRequest.delete(r.requestId));
+  };
+  const trailOfNode = (nodeId: string) => trails.get(attemptOfNode.get(nodeId) ?? "");
+
+  return {
+    fold(event) {
+      switch (event.type) {
+        case "node.started": {
+          const { attemptId, nodeId } = event;
+          let trail = trails.get(attemptId);
+          if (!trail) {
+            trail = { nodes: [], requests: [], childThreads: new Map() };
+            trails.set(attemptId, trail);
+            attemptsOfRun.set(event.runId, (attemptsOfRun.get(event.runId) ?? new Set()).add(attemptId));
+          }
+          const known = trail.nodes.find((n) => n.nodeId === nodeId);
+          const parentId = event.parentNodeId ?? undefined;
+          // Announced again (its start came after its first delta): one node, as the normalizer keeps it.
+          if (known) return void (known.parentId = parentId);
+          trail.nodes.push({ nodeId, kind: event.kind, ref: event.nativeRef, open: true, announced: true, parentId });
+          attemptOfNode.set(nodeId, attemptId);
+          return;
+        }
+        case "node.completed": {
+          const node = trailOfNode(event.nodeId)?.nodes.find((n) => n.nodeId === event.nodeId);
+          if (node) node.open = false;
+          return;
+        }
+        case "request.opened": {
+          const attemptId = attemptOfNode.get(event.nodeId);
+          if (!attemptId) return;
+          trails.get(attemptId)!.requests.push({
+            requestId: event.requestId,
+            nodeId: event.nodeId,
+            ref: event.nativeRef,
+            open: true,
+          });
+          attemptOfRequest.set(event.requestId, attemptId);
+          return;
+        }
+        case "request.resolved":
+        case "request.closed": {
+          const trail = trails.get(attemptOfRequest.get(event.requestId) ?? "");
+          const request = trail?.requests.find((r) => r.requestId === event.requestId);
+          if (request) request.open = false;
+          return;
+        }
+        case "subagent.thread_bound":
+          return void trailOfNode(event.nodeId)?.childThreads.set(event.nativeThreadRef, event.nodeId);
+        case "attempt.terminal":
+          return forget(event.attemptId);
+        case "run.terminal":
+          attemptsOfRun.get(event.runId)?.forEach(forget);
+          attemptsOfRun.delete(event.runId);
+          return;
+        default:
+          return;
+      }
+    },
+    trail: (attemptId) => trails.get(attemptId),
+  };
+}
