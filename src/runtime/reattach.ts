@@ -113,7 +113,7 @@ function holdsWhatTheLogHolds(candidate: Candidate, turn: ReattachedSession["tur
   );
 }
 
-/** The actors of a re-attached run, as the log left them: its thread busy with it, its turn bound, its requests open. */
+/** A re-attached run's actors, as the log left them: its thread busy with it, its turn bound, its requests open. */
 export function restoreReattached(d: ReattachHost, reattached: ReadonlyMap<string, Reattachment>): void {
   for (const { run, target, sessionId, thread, trail, requests } of reattached.values()) {
     const { threadId, runId } = run;
