@@ -11,6 +11,11 @@ import { assign, emit, fromPromise, not, setup } from "xstate";
  * `setup({ actors })`, provided by the registry) and emits what the registry must do or
  * tell (`ready`, `lost`, `unavailable`, `stopProcess`). Deadlines live in context, so the
  * delays are computed from them.
+ *
+ * A host a previous life of the runtime left running can be adopted instead of started
+ * (`ADOPT`, with the generation it was recorded under: the log names that generation). An
+ * adoption that fails is no crash of ours (the registry reaps that process): a fresh start
+ * follows, under the next generation, without touching the restart budget.
  */
 
 export interface SupervisorPolicy {
@@ -38,6 +43,8 @@ export interface SupervisorContext {
 
 export type SupervisorEvent =
   | { type: "ACQUIRE" }
+  /** Like ACQUIRE, from idle: take up the surviving host recorded under `generation` rather than start one. */
+  | { type: "ADOPT"; generation: number }
   | { type: "RELEASE"; generation: number }
   | { type: "EXITED"; generation: number; reason: string }
   /** The host is alive but unreachable (reconnects exhausted). */
@@ -66,6 +73,10 @@ export const hostSupervisorMachine = setup({
     startHost: fromPromise<void, { generation: number; timeoutMs: number }>(async () => {
       throw new Error("startHost is provided by the host registry");
     }),
+    /** Connects to the surviving host of generation `generation` (rejects if it cannot be taken up). */
+    adoptHost: fromPromise<void, { generation: number; timeoutMs: number }>(async () => {
+      throw new Error("adoptHost is provided by the host registry");
+    }),
   },
   delays: {
     untilDeadline: ({ context }) => Math.max(0, (context.deadline ?? now()) - now()),
@@ -81,6 +92,9 @@ export const hostSupervisorMachine = setup({
   },
   actions: {
     nextGeneration: assign({ generation: ({ context }) => context.generation + 1 }),
+    adoptGeneration: assign({
+      generation: ({ context, event }) => (event.type === "ADOPT" ? event.generation : context.generation),
+    }),
     addWaiter: assign({ waiting: ({ context }) => context.waiting + 1 }),
     grantWaiters: assign({ leases: ({ context }) => context.leases + context.waiting, waiting: 0 }),
     addLease: assign({ leases: ({ context }) => context.leases + 1 }),
@@ -143,7 +157,18 @@ export const hostSupervisorMachine = setup({
           { guard: "failedRecently", target: "backoff", actions: ["addWaiter", "armBackoff"] },
           { target: "starting", actions: ["addWaiter", "nextGeneration"] },
         ],
+        ADOPT: { target: "adopting", actions: ["addWaiter", "adoptGeneration"] },
       },
+    },
+    /** Taking up a host a previous life left running; if that fails, a fresh one is started. */
+    adopting: {
+      invoke: {
+        src: "adoptHost",
+        input: ({ context }) => ({ generation: context.generation, timeoutMs: context.policy.startupTimeoutMs }),
+        onDone: { target: "ready", actions: ["grantWaiters", "announceReady"] },
+        onError: { target: "starting", actions: "nextGeneration" },
+      },
+      on: { ACQUIRE: { actions: "addWaiter" } },
     },
     starting: {
       invoke: {

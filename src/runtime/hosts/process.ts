@@ -26,6 +26,11 @@ export interface SpawnSpec {
   /** Names beyond the allowlist the host inherits when set (a provider's home variable, never a credential). */
   inherit?: string[];
   cwd?: string;
+  /**
+   * Where the host listens on its own (a unix socket path), for a host that outlives the
+   * runtime: recorded with the host, so the runtime's next life can adopt it there.
+   */
+  endpoint?: string;
 }
 
 export interface SpawnedHost {
@@ -36,6 +41,8 @@ export interface SpawnedHost {
   /** Kernel start time of the process (clock ticks since boot), or null where unknown. */
   startTime: string | null;
   commandLine: string;
+  /** The spawn spec's endpoint, or null. */
+  endpoint: string | null;
 }
 
 /** Start time of a live process from /proc (Linux); null elsewhere or when it is gone. */
@@ -96,6 +103,7 @@ export async function spawnHost(spec: SpawnSpec): Promise<SpawnedHost> {
     exited,
     startTime: await processStartTime(pid),
     commandLine: [spec.command, ...spec.args].join(" "),
+    endpoint: spec.endpoint ?? null,
   };
 }
 
@@ -186,4 +194,21 @@ export async function stopProcessGroup(pid: number, graceMs: number): Promise<vo
 export async function isSameProcess(pid: number, startTime: string | null): Promise<boolean> {
   if (startTime === null || !isRunning(pid)) return false;
   return (await processStartTime(pid)) === startTime;
+}
+
+/** How often the exit of a process that is not our child is looked for (no exit event comes for it). */
+const EXIT_POLL_MS = 100;
+
+/**
+ * Resolves once the recorded process is gone. For an adopted host: another runtime's child,
+ * whose exit no event reports to us, so its pid and start time are looked at until it is gone.
+ */
+export function processGone(pid: number, startTime: string | null): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const look = async () => {
+      if (!(await isSameProcess(pid, startTime))) return resolve();
+      setTimeout(() => void look(), EXIT_POLL_MS).unref();
+    };
+    void look();
+  });
 }

@@ -16,6 +16,10 @@ import { isSameProcess, processStartTime, stopProcessGroup } from "./process.js"
  * environment (HOST_INSTANCE_VARIABLE); the record that follows replaces the announcement.
  * An announcement still there at the next open names a host that may run unrecorded: it is
  * looked for by its marker (Linux: /proc/<pid>/environ) and reaped.
+ *
+ * A host that listens at an endpoint of its own (a unix socket; never a token: the socket's
+ * file permissions admit the runtime's user only) can outlive the runtime: its record names the
+ * endpoint, and the next life may adopt it there instead of reaping it.
  */
 export const HOST_INSTANCE_VARIABLE = "TILLER_HOST_INSTANCE";
 
@@ -41,6 +45,8 @@ export const HostRecordsSchema = z.strictObject({
       startTime: z.string().nullable(),
       commandLine: z.string(),
       startedAt: z.string(),
+      /** Where the host listens (a unix socket path); absent or null: it cannot be adopted. */
+      endpoint: z.string().nullable().optional(),
     }),
   ),
 });
@@ -89,18 +95,32 @@ export class HostRecordStore {
 
   /**
    * Kills the hosts a previous life left running (recorded ones matched by start time,
-   * announced ones found by their instance marker) and forgets every record and announcement.
+   * announced ones found by their instance marker) and forgets them. With `keepAdoptable`, a
+   * live recorded host with an endpoint is spared and stays recorded (the newest generation of
+   * its host key; older ones are reaped): it is returned as adoptable.
    */
-  async reapOrphans(graceMs: number): Promise<{ reaped: HostRecord[]; gone: HostRecord[] }> {
+  async reapOrphans(
+    graceMs: number,
+    { keepAdoptable = false }: { keepAdoptable?: boolean } = {},
+  ): Promise<{ reaped: HostRecord[]; gone: HostRecord[]; adoptable: HostRecord[] }> {
     const reaped: HostRecord[] = [];
     const gone: HostRecord[] = [];
+    const adoptable = new Map<string, HostRecord>();
+    const live: HostRecord[] = [];
     for (const record of this.hosts) {
-      if (await isSameProcess(record.pid, record.startTime)) {
-        await stopProcessGroup(record.pid, graceMs);
-        reaped.push(record);
-      } else {
-        gone.push(record);
-      }
+      if (await isSameProcess(record.pid, record.startTime)) live.push(record);
+      else gone.push(record);
+    }
+    for (const record of live) {
+      const kept = adoptable.get(record.hostKey);
+      if (keepAdoptable && record.endpoint && (!kept || kept.generation < record.generation))
+        adoptable.set(record.hostKey, record);
+    }
+    const spared = new Set(adoptable.values());
+    for (const record of live) {
+      if (spared.has(record)) continue;
+      await stopProcessGroup(record.pid, graceMs);
+      reaped.push(record);
     }
     const announced = this.doc.data.spawning;
     if (announced.length > 0) {
@@ -111,10 +131,18 @@ export class HostRecordStore {
       }
     }
     await this.doc.update((d) => {
-      d.hosts = [];
+      d.hosts = [...spared];
       d.spawning = [];
     });
-    return { reaped, gone };
+    return { reaped, gone, adoptable: [...spared] };
+  }
+
+  /** Stops a recorded host if it is still the very process recorded, and forgets it. Resolves true if it ran. */
+  async reap(record: HostRecord, graceMs: number): Promise<boolean> {
+    const running = await isSameProcess(record.pid, record.startTime);
+    if (running) await stopProcessGroup(record.pid, graceMs);
+    await this.remove(record.pid, record.generation);
+    return running;
   }
 }
 

@@ -4,7 +4,15 @@ import { createActor, fromPromise, type Actor, type InspectionEvent } from "xsta
 import { HostUnavailableError } from "../../domain/errors.js";
 import { hostSupervisorMachine, type SupervisorEmitted, type SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { RpcChannel } from "./rpcChannel.js";
-import { killGroup, spawnHost, stopProcessGroup, type SpawnedHost, type SpawnSpec } from "./process.js";
+import {
+  isSameProcess,
+  killGroup,
+  processGone,
+  spawnHost,
+  stopProcessGroup,
+  type SpawnedHost,
+  type SpawnSpec,
+} from "./process.js";
 import { HOST_INSTANCE_VARIABLE, HostRecordStore, type HostRecord } from "./records.js";
 import { FrameRing } from "./ring.js";
 
@@ -12,15 +20,27 @@ import { FrameRing } from "./ring.js";
  * The runtime's host processes: one supervisor actor per host key. Adapters describe how to
  * start and talk to their host (a HostSpec) and hold leases; the registry owns the processes,
  * their durable records, and what happens when one dies or becomes unreachable.
+ *
+ * A host with an endpoint of its own (a unix socket) survives a crash of the runtime. The next
+ * life holds it as adoptable (`open` says which) instead of reaping it: the first `acquire` of
+ * its host key whose spec can `adopt` takes it up, same process and same generation, and it is
+ * supervised from then on like a host this life started. Nobody claims it within the adoption
+ * TTL, or before `close`: it is reaped.
  */
 
 export interface HostSpec {
   target: string;
   /** What makes two hosts interchangeable; credentials enter the host key only as a hash. */
   identity: { executable: string; config: unknown; credentials?: string | null };
-  spawn: SpawnSpec;
+  /** How the next host is started: a new endpoint (spawn.endpoint) for each, where it has one. */
+  spawn: SpawnSpec | (() => Promise<SpawnSpec>);
   /** Connects to a freshly spawned host and completes its handshake. */
   connect(host: SpawnedHost, ring: FrameRing): Promise<RpcChannel>;
+  /**
+   * Connects to a host a previous life of the runtime started, still listening at its recorded
+   * endpoint, and takes it up (no second init). Without it, such a host is never adopted.
+   */
+  adopt?(endpoint: string, ring: FrameRing): Promise<RpcChannel>;
   policy?: Partial<SupervisorPolicy>;
   /** How long a stopping host gets between SIGTERM and SIGKILL. */
   stopGraceMs?: number;
@@ -49,9 +69,20 @@ export const DEFAULT_HOST_POLICY: SupervisorPolicy = {
   backoffMs: [100, 500, 2_000],
 };
 
+/** How long a host a previous life left running waits to be adopted before it is reaped. */
+export const DEFAULT_ADOPTION_TTL_MS = 60_000;
+
+export interface HostRegistryOptions {
+  /** Adoptable hosts nobody claimed within this time are reaped (default 60 s). */
+  adoptionTtlMs?: number;
+}
+
+/** Grace between SIGTERM and SIGKILL for hosts a previous life left behind. */
+const ORPHAN_GRACE_MS = 2_000;
+
 interface LiveProcess {
   alive: boolean;
-  spawned: SpawnedHost;
+  pid: number;
   ring: FrameRing;
   channel: RpcChannel | null;
   exited: Promise<void>;
@@ -60,6 +91,8 @@ interface LiveProcess {
 
 interface Entry {
   spec: HostSpec;
+  /** The surviving host this entry adopts on its first start, if any. */
+  adopting: HostRecord | null;
   actor: Actor<typeof hostSupervisorMachine>;
   processes: Map<number, LiveProcess>;
   waiters: Array<{ resolve: (lease: HostLease) => void; reject: (error: Error) => void }>;
@@ -69,20 +102,42 @@ export class HostRegistry {
   #entries = new Map<string, Entry>();
   #stopping = new Set<Promise<void>>();
   #closed = false;
+  /** Hosts a previous life left running that may still be adopted, by host key. */
+  #adoptable = new Map<string, HostRecord>();
+  #adoptionTimer: NodeJS.Timeout | undefined;
 
   private constructor(
     private readonly records: HostRecordStore,
     private readonly inspect?: (event: InspectionEvent) => void,
   ) {}
 
-  /** Opens the host records of a data directory and reaps what a crashed previous life left running. */
+  /**
+   * Opens the host records of a data directory and reaps what a crashed previous life left
+   * running, except the hosts that can be adopted (`adoptable`, reaped if unclaimed after
+   * `adoptionTtlMs`).
+   */
   static async open(
     dataDir: string,
     inspect?: (event: InspectionEvent) => void,
-  ): Promise<{ registry: HostRegistry; reaped: HostRecord[] }> {
+    options: HostRegistryOptions = {},
+  ): Promise<{ registry: HostRegistry; reaped: HostRecord[]; adoptable: HostRecord[] }> {
     const records = await HostRecordStore.open(dataDir);
-    const { reaped } = await records.reapOrphans(2_000);
-    return { registry: new HostRegistry(records, inspect), reaped };
+    const { reaped, adoptable } = await records.reapOrphans(ORPHAN_GRACE_MS, { keepAdoptable: true });
+    const registry = new HostRegistry(records, inspect);
+    for (const record of adoptable) registry.#adoptable.set(record.hostKey, record);
+    if (adoptable.length > 0) {
+      registry.#adoptionTimer = setTimeout(
+        () => registry.#reapUnclaimed(),
+        options.adoptionTtlMs ?? DEFAULT_ADOPTION_TTL_MS,
+      );
+      registry.#adoptionTimer.unref();
+    }
+    return { registry, reaped, adoptable };
+  }
+
+  /** Pids of the hosts still waiting to be adopted (tests and diagnostics). */
+  get adoptablePids(): number[] {
+    return [...this.#adoptable.values()].map((r) => r.pid);
   }
 
   /** The supervisor actors, by host key (for the inspector and tests). */
@@ -92,7 +147,7 @@ export class HostRegistry {
 
   /** Live host pids by host key (tests and diagnostics). */
   pids(hostKey: string): number[] {
-    return [...(this.#entries.get(hostKey)?.processes.values() ?? [])].filter((p) => p.alive).map((p) => p.spawned.pid);
+    return [...(this.#entries.get(hostKey)?.processes.values() ?? [])].filter((p) => p.alive).map((p) => p.pid);
   }
 
   /** Fingerprint of executable identity, target, projected configuration and (hashed) credentials. */
@@ -115,17 +170,38 @@ export class HostRegistry {
   async acquire(spec: HostSpec): Promise<HostLease> {
     const key = await HostRegistry.hostKey(spec);
     if (this.#closed) throw new HostUnavailableError(`${spec.target}: the runtime is closing`, { target: spec.target });
-    const entry = this.#entries.get(key) ?? this.#create(key, spec);
+    let entry = this.#entries.get(key);
+    // Only a new entry adopts: its generations start from the adopted one, never reusing one of this life.
+    const adopting = !entry && spec.adopt ? this.#claim(key) : null;
+    entry ??= this.#create(key, spec, adopting);
+    const started = entry;
     return new Promise<HostLease>((resolve, reject) => {
-      entry.waiters.push({ resolve, reject });
-      entry.actor.send({ type: "ACQUIRE" });
-      this.#grant(entry);
+      started.waiters.push({ resolve, reject });
+      started.actor.send(adopting ? { type: "ADOPT", generation: adopting.generation } : { type: "ACQUIRE" });
+      this.#grant(started);
     });
+  }
+
+  /** Takes an adoptable host out of the waiting list: from now on it is this entry's to adopt (or reap). */
+  #claim(key: string): HostRecord | null {
+    const record = this.#adoptable.get(key) ?? null;
+    this.#adoptable.delete(key);
+    if (this.#adoptable.size === 0) clearTimeout(this.#adoptionTimer);
+    return record;
+  }
+
+  /** Reaps the adoptable hosts nobody claimed (their TTL ran out, or the runtime closes). */
+  #reapUnclaimed(): void {
+    clearTimeout(this.#adoptionTimer);
+    for (const record of this.#adoptable.values())
+      this.#write(this.records.reap(record, ORPHAN_GRACE_MS).then(() => undefined));
+    this.#adoptable.clear();
   }
 
   /** Stops every host (SIGTERM, then SIGKILL after the grace) and waits until they are gone. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#reapUnclaimed();
     for (const entry of this.#entries.values()) {
       const closing = new HostUnavailableError(`${entry.spec.target}: the runtime is closing`);
       for (const waiter of entry.waiters.splice(0)) waiter.reject(closing);
@@ -136,11 +212,14 @@ export class HostRegistry {
     await Promise.allSettled([...this.#stopping]);
   }
 
-  #create(key: string, spec: HostSpec): Entry {
+  #create(key: string, spec: HostSpec, adopting: HostRecord | null): Entry {
     const policy = { ...DEFAULT_HOST_POLICY, ...spec.policy };
-    const entry = { spec, processes: new Map(), waiters: [] } as unknown as Entry;
+    const entry = { spec, adopting, processes: new Map(), waiters: [] } as unknown as Entry;
     const machine = hostSupervisorMachine.provide({
-      actors: { startHost: fromPromise(({ input }) => this.#start(entry, input.generation, input.timeoutMs)) },
+      actors: {
+        startHost: fromPromise(({ input }) => this.#start(entry, input.generation, input.timeoutMs)),
+        adoptHost: fromPromise(({ input }) => this.#adopt(entry, input.generation, input.timeoutMs)),
+      },
     });
     entry.actor = createActor(machine, {
       id: `host:${key}`,
@@ -156,6 +235,7 @@ export class HostRegistry {
   async #start(entry: Entry, generation: number, timeoutMs: number): Promise<void> {
     const { spec } = entry;
     const hostKey = entry.actor.getSnapshot().context.hostKey;
+    const spawnSpec = typeof spec.spawn === "function" ? await spec.spawn() : spec.spawn;
     // Announced durably before the fork, under a marker the host carries: a runtime killed
     // before the record below is written still leaves what its next life needs to reap it.
     const instance = randomBytes(16).toString("hex");
@@ -169,28 +249,17 @@ export class HostRegistry {
     this.#write(announced);
     await announced;
     const spawned = await spawnHost({
-      ...spec.spawn,
-      env: { ...spec.spawn.env, [HOST_INSTANCE_VARIABLE]: instance },
+      ...spawnSpec,
+      env: { ...spawnSpec.env, [HOST_INSTANCE_VARIABLE]: instance },
     }).catch((error: unknown) => {
       this.#write(this.records.withdraw(instance));
       throw error;
     });
     const ring = new FrameRing(200, 64 * 1024, 2 * 1024, spec.secrets ?? []);
     const exited = spawned.exited.then(() => undefined);
-    const live: LiveProcess = { alive: true, spawned, ring, channel: null, exited, lost: new Set() };
+    const live: LiveProcess = { alive: true, pid: spawned.pid, ring, channel: null, exited, lost: new Set() };
     entry.processes.set(generation, live);
-    void spawned.exited.then(({ code, signal }) => {
-      live.alive = false;
-      // Whatever the host started (its agent CLI...) dies with it: nothing of a dead host keeps running.
-      killGroup(spawned.pid);
-      // Exits of stopped processes are not reported as losses: forget them now.
-      const snapshot = entry.actor.getSnapshot();
-      if (!snapshot.matches("ready") || snapshot.context.generation !== generation) entry.processes.delete(generation);
-      live.channel?.fail(new HostUnavailableError(`${spec.target} host exited (${signal ?? `code ${code}`})`));
-      this.#write(this.records.remove(spawned.pid, generation));
-      if (snapshot.status === "active")
-        entry.actor.send({ type: "EXITED", generation, reason: `host process exited (${signal ?? `code ${code}`})` });
-    });
+    void spawned.exited.then(({ code, signal }) => this.#exited(entry, generation, live, signal ?? `code ${code}`));
     // Recorded before anything else can happen to it (its exit, queued after, removes the record).
     this.#write(
       this.records.add(
@@ -202,6 +271,7 @@ export class HostRegistry {
           startTime: spawned.startTime,
           commandLine: spawned.commandLine,
           startedAt: new Date().toISOString(),
+          endpoint: spawned.endpoint,
         },
         instance,
       ),
@@ -210,6 +280,48 @@ export class HostRegistry {
       this.#stopProcess(entry, generation);
       throw new HostUnavailableError(`${spec.target}: the runtime is closing`);
     }
+    await this.#connect(entry, generation, live, spec.connect(spawned, ring), timeoutMs, "startup");
+  }
+
+  /**
+   * Takes up the host a previous life left running (claimed by this entry), under its recorded
+   * generation. If it cannot be (gone, connection refused, handshake failed), that process is
+   * reaped by pid and start time before the supervisor starts a fresh one.
+   */
+  async #adopt(entry: Entry, generation: number, timeoutMs: number): Promise<void> {
+    const { spec } = entry;
+    const record = entry.adopting!;
+    entry.adopting = null;
+    const ring = new FrameRing(200, 64 * 1024, 2 * 1024, spec.secrets ?? []);
+    try {
+      if (!spec.adopt || !record.endpoint || !(await isSameProcess(record.pid, record.startTime)))
+        throw new HostUnavailableError(`${spec.target} host ${record.pid} is gone: nothing to adopt`);
+      // Not our child: no exit event comes; its pid (with its start time) is watched instead.
+      const exited = processGone(record.pid, record.startTime);
+      const live: LiveProcess = { alive: true, pid: record.pid, ring, channel: null, exited, lost: new Set() };
+      entry.processes.set(generation, live);
+      void exited.then(() => this.#exited(entry, generation, live, "gone"));
+      await this.#connect(entry, generation, live, spec.adopt(record.endpoint, ring), timeoutMs, "adoption");
+    } catch (error) {
+      entry.processes.delete(generation);
+      await this.records.reap(record, spec.stopGraceMs ?? ORPHAN_GRACE_MS);
+      throw error;
+    }
+  }
+
+  /**
+   * Waits for the host's channel (bounded by `timeoutMs`, failed by the process's exit), then
+   * watches it: a connection that fails for good loses the host; a silent host is probed.
+   */
+  async #connect(
+    entry: Entry,
+    generation: number,
+    live: LiveProcess,
+    connecting: Promise<RpcChannel>,
+    timeoutMs: number,
+    what: "startup" | "adoption",
+  ): Promise<void> {
+    const { spec } = entry;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -217,13 +329,13 @@ export class HostRegistry {
         timeoutMs,
       );
     });
-    const died = exited.then(() =>
+    const died = live.exited.then(() =>
       Promise.reject(
-        new HostUnavailableError(`${spec.target} host exited during startup:\n${ring.tail(5).join("\n")}`),
+        new HostUnavailableError(`${spec.target} host exited during ${what}:\n${live.ring.tail(5).join("\n")}`),
       ),
     );
     try {
-      const channel = await Promise.race([spec.connect(spawned, ring), timeout, died]);
+      const channel = await Promise.race([connecting, timeout, died]);
       live.channel = channel;
       // A connection that fails for good (reconnects exhausted, a frame over its cap) loses the host, leases or not.
       channel.onFailed((error) => {
@@ -234,6 +346,20 @@ export class HostRegistry {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** A host process is gone: whatever it started goes too, its channel fails, and the supervisor hears it. */
+  #exited(entry: Entry, generation: number, live: LiveProcess, how: string): void {
+    live.alive = false;
+    // Whatever the host started (its agent CLI...) dies with it: nothing of a dead host keeps running.
+    killGroup(live.pid);
+    // Exits of stopped processes are not reported as losses: forget them now.
+    const snapshot = entry.actor.getSnapshot();
+    if (!snapshot.matches("ready") || snapshot.context.generation !== generation) entry.processes.delete(generation);
+    live.channel?.fail(new HostUnavailableError(`${entry.spec.target} host exited (${how})`));
+    this.#write(this.records.remove(live.pid, generation));
+    if (snapshot.status === "active")
+      entry.actor.send({ type: "EXITED", generation, reason: `host process exited (${how})` });
   }
 
   /**
@@ -311,7 +437,7 @@ export class HostRegistry {
     let released = false;
     return {
       generation,
-      pid: live.spawned.pid,
+      pid: live.pid,
       channel: live.channel!,
       ring: live.ring,
       release: () => {
@@ -327,7 +453,7 @@ export class HostRegistry {
     const live = entry.processes.get(generation);
     if (!live?.alive) return;
     (live.channel as { close?: () => void } | null)?.close?.();
-    const stopping = stopProcessGroup(live.spawned.pid, entry.spec.stopGraceMs ?? 2_000).then(() => live.exited);
+    const stopping = stopProcessGroup(live.pid, entry.spec.stopGraceMs ?? 2_000).then(() => live.exited);
     this.#stopping.add(stopping);
     void stopping.finally(() => this.#stopping.delete(stopping));
   }

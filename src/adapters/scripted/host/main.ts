@@ -1,5 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
-import type { IncomingMessage } from "node:http";
+import { chmodSync, rmdirSync, rmSync } from "node:fs";
+import { createServer, type IncomingMessage } from "node:http";
+import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
 import { HOST_FLAGS } from "./protocol.js";
@@ -11,6 +13,10 @@ import { ScriptedHost, type FloodStream, type HostConnection } from "./server.js
  * stdio (default): newline-delimited JSON-RPC on stdin/stdout; `host.ready` on start.
  * --websocket: a loopback WebSocket server that prints `{"listening":{"port":N}}` and accepts
  * only connections presenting `?token=<TILLER_HOST_TOKEN>`; `host.ready` on every connection.
+ * --socket=PATH: a WebSocket server on the unix socket PATH (in a private directory made for
+ * it), set to 0600 before it prints `{"listening":{"socket":PATH}}`; no token. It outlives its
+ * parent (a later runtime may adopt it) and removes PATH and its directory on a clean exit.
+ * --orphan-ttl-ms=N: (listening hosts) exit once no client has been connected for N ms.
  * --never-ready: never becomes ready (stdio: ignores its input; websocket: never listens).
  * --linger-ms=N: on stdin end or SIGTERM, wait N ms after closing before exiting.
  * stdout carries protocol messages only; diagnostics go to stderr.
@@ -29,6 +35,8 @@ process.on("uncaughtException", fail);
 process.on("unhandledRejection", fail);
 // The reader may be gone (EPIPE) while the host winds down: that is no reason to crash.
 process.stdout.on("error", (error) => log(`stdout: ${error.message}`));
+// Nor for a socket host whose parent died (nobody reads its diagnostics any more): it goes on.
+process.stderr.on("error", () => undefined);
 
 function writeLine(value: unknown): Promise<void> {
   return writeText(JSON.stringify(value));
@@ -115,17 +123,55 @@ function text(data: RawData): string {
   return Buffer.isBuffer(data) ? data.toString("utf8") : Buffer.from(data).toString("utf8");
 }
 
-function runWebSocket(neverReady: boolean): void {
+/** Where a WebSocket host listens: loopback TCP behind a token, or a unix socket its file permissions guard. */
+type Listening = { kind: "loopback"; token: Buffer } | { kind: "socket"; path: string };
+
+function loopback(): Listening {
   const token = process.env.TILLER_HOST_TOKEN;
   delete process.env.TILLER_HOST_TOKEN;
+  if (!token) fail(new Error("TILLER_HOST_TOKEN must be set in websocket mode"));
+  return { kind: "loopback", token: Buffer.from(token) };
+}
+
+/** The server, and how it stops listening (a unix socket's HTTP server is ours to close). */
+function webSocketServer(on: Listening): { wss: WebSocketServer; stopListening: () => void } {
+  if (on.kind === "loopback") {
+    const expected = on.token;
+    const wss = new WebSocketServer({
+      host: "127.0.0.1",
+      port: 0,
+      verifyClient: (info: { req: IncomingMessage }) => tokenMatches(expected, info.req), // false: 401
+    });
+    return { wss, stopListening: () => wss.close() };
+  }
+  const server = createServer((_req, res) => res.writeHead(426).end()); // WebSocket upgrades only
+  const wss = new WebSocketServer({ server }); // it relays the server's `listening` and `error`
+  server.listen(on.path);
+  return {
+    wss,
+    stopListening: () => {
+      wss.close();
+      server.close();
+    },
+  };
+}
+
+/** A clean exit of a socket host leaves nothing behind: its socket, then its private directory. */
+function removeSocket(path: string): void {
+  try {
+    rmSync(path, { force: true });
+    rmdirSync(dirname(path));
+  } catch (error) {
+    log(`could not remove ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+function runWebSocket(neverReady: boolean, on: Listening, orphanTtlMs: number | null): void {
   if (neverReady) {
     keepAlive();
     process.on("SIGTERM", () => process.exit(0));
     return;
   }
-  if (!token) fail(new Error("TILLER_HOST_TOKEN must be set in websocket mode"));
-  const expected = Buffer.from(token);
-
   const terminateAll = () => {
     for (const socket of wss.clients) socket.terminate();
   };
@@ -139,24 +185,43 @@ function runWebSocket(neverReady: boolean): void {
     dropConnections: terminateAll,
     stopListening: () => {
       keepAlive();
-      wss.close();
+      stopListening();
       terminateAll();
     },
     onFatal: fail,
   });
-  const wss = new WebSocketServer({
-    host: "127.0.0.1",
-    port: 0,
-    verifyClient: (info: { req: IncomingMessage }) => tokenMatches(expected, info.req), // false: 401
-  });
+  const close = async () => {
+    await host.close();
+    stopListening();
+    terminateAll();
+    if (on.kind === "socket") removeSocket(on.path);
+  };
+  // A host nobody is connected to for `orphanTtlMs` was left behind and not adopted: it goes.
+  let orphaned: NodeJS.Timeout | null = null;
+  const awaitClient = () => {
+    if (orphanTtlMs === null || wss.clients.size > 0 || orphaned) return;
+    orphaned = setTimeout(() => {
+      log(`no client for ${orphanTtlMs} ms: exiting`);
+      shutdown(close);
+    }, orphanTtlMs);
+  };
+  const { wss, stopListening } = webSocketServer(on);
   wss.on("error", fail);
   wss.on("listening", () => {
+    awaitClient();
+    if (on.kind === "socket") {
+      // Its directory (0700) already keeps others out; the socket itself says so too, before anyone is told of it.
+      chmodSync(on.path, 0o600);
+      return void writeLine({ listening: { socket: on.path } });
+    }
     const address = wss.address();
     if (address === null || typeof address === "string")
       fail(new Error(`unexpected server address ${String(address)}`));
     void writeLine({ listening: { port: address.port } });
   });
   wss.on("connection", (socket) => {
+    if (orphaned) clearTimeout(orphaned);
+    orphaned = null;
     for (const other of wss.clients) if (other !== socket) other.terminate(); // one client at a time
     const sendText = (text: string) =>
       new Promise<void>((resolve) => {
@@ -165,29 +230,31 @@ function runWebSocket(neverReady: boolean): void {
       });
     const connection: HostConnection = { send: (message) => sendText(JSON.stringify(message)), sendText };
     socket.on("message", (data) => void host.receive(connection, text(data)));
-    socket.on("close", () => host.disconnect(connection));
+    socket.on("close", () => {
+      host.disconnect(connection);
+      awaitClient();
+    });
     socket.on("error", (error) => log(`socket: ${error.message}`));
     host.connect(connection);
   });
-  process.on("SIGTERM", () =>
-    shutdown(async () => {
-      await host.close();
-      wss.close();
-      terminateAll();
-    }),
-  );
+  process.on("SIGTERM", () => shutdown(close));
 }
 
 const flags = process.argv.slice(2);
 const known = new Set<string>(Object.values(HOST_FLAGS));
+let socketPath: string | null = null;
+let orphanTtlMs: number | null = null;
 for (const flag of flags) {
-  // `--linger-ms=N` (test behaviour, passed by hosted.ts; not in HOST_FLAGS): a slow shutdown.
-  const linger = /^--linger-ms=(\d+)$/.exec(flag);
-  if (linger) lingerMs = Number(linger[1]);
+  // Valued flags (not in HOST_FLAGS): `--linger-ms=N` (test behaviour, a slow shutdown), the socket and its TTL.
+  const [, name, value] = /^(--linger-ms|--socket|--orphan-ttl-ms)=(.+)$/.exec(flag) ?? [];
+  if (name === "--linger-ms" && /^\d+$/.test(value!)) lingerMs = Number(value);
+  else if (name === "--orphan-ttl-ms" && /^\d+$/.test(value!)) orphanTtlMs = Number(value);
+  else if (name === "--socket") socketPath = value!;
   else if (!known.has(flag)) fail(new Error(`unknown flag ${flag}`));
 }
 const neverReady = flags.includes(HOST_FLAGS.neverReady);
-if (flags.includes(HOST_FLAGS.websocket)) runWebSocket(neverReady);
+if (socketPath !== null) runWebSocket(neverReady, { kind: "socket", path: socketPath }, orphanTtlMs);
+else if (flags.includes(HOST_FLAGS.websocket)) runWebSocket(neverReady, loopback(), orphanTtlMs);
 else runStdio(neverReady);
 // Logged once the signal handlers are in place (tests wait on it before sending SIGTERM).
 if (neverReady) log("started with --never-ready: this host will never be ready");

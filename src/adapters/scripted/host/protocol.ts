@@ -2,9 +2,10 @@ import { z } from "zod";
 import { ScriptStepSchema } from "../script.js";
 
 /**
- * The scripted host's protocol: JSON-RPC 2.0 (see runtime/hosts/jsonRpc.ts) over stdio or
- * a loopback WebSocket. The host runs the in-process scripted adapter and relays its calls
- * and events, so the out-of-process provider is driven by the same scripts.
+ * The scripted host's protocol: JSON-RPC 2.0 (see runtime/hosts/jsonRpc.ts) over stdio, a
+ * loopback WebSocket, or a WebSocket on a unix socket. The host runs the in-process scripted
+ * adapter and relays its calls and events, so the out-of-process provider is driven by the same
+ * scripts.
  *
  * Host -> client notifications:
  *   `host.ready` { pid, protocol }  first message on every connection (stdio: on start)
@@ -13,6 +14,9 @@ import { ScriptStepSchema } from "../script.js";
  * `stopSession`, `ensureProviderThread`, `sendRun`, `steerRun`, `interrupt`,
  * `respondToRequest`, `readThreadSnapshot`, `rollbackThread`, `forkThread`), `openGate`,
  * `resume` { afterSeq } (after a reconnect: replays buffered events, returns the host's state),
+ * `attach` (a client that never talked to this running host takes it up: live from the seq it
+ * returns, nothing replayed), `reattach` { sessionId } (what the session still runs: null when
+ * the host does not know it),
  * and test hooks `debug.dropConnections`, `debug.stopListening`, `debug.flood` { stream:
  * stdout | stderr | websocket, bytes } (after its reply: that many bytes and no newline, a broken
  * host for the runtime's caps) and `debug.emitRaw` { sessionId, events: JSON texts } (each
@@ -20,6 +24,11 @@ import { ScriptStepSchema } from "../script.js";
  * the runtime's pump).
  * The WebSocket host prints `{"listening":{"port":N}}` on stdout and accepts only
  * connections that present its token (`?token=`), given to it in `TILLER_HOST_TOKEN`.
+ * The socket host (`--socket=PATH`) listens on a unix socket in a private directory (0700, made
+ * for it; the socket 0600): its permissions admit the runtime's user, no token is involved. It
+ * prints `{"listening":{"socket":PATH}}`, outlives its parent, and exits once it has had no
+ * connection for `--orphan-ttl-ms` (nobody adopted it); on a clean exit it removes its socket
+ * and that directory.
  */
 export const HOST_PROTOCOL_VERSION = 1;
 
@@ -44,6 +53,25 @@ export const ResumeResultSchema = z.strictObject({
   sessions: z.array(z.strictObject({ sessionId: z.string(), activeThreads: z.array(z.string()) })),
 });
 export type ResumeResult = z.infer<typeof ResumeResultSchema>;
+
+export const AttachResultSchema = z.strictObject({ seq: z.number().int().nonnegative() });
+export type AttachResult = z.infer<typeof AttachResultSchema>;
+
+/** A session's turns still running in the host, with the requests each waits on (as `respondToRequest` takes them). */
+export const ReattachResultSchema = z
+  .strictObject({
+    turns: z.array(
+      z.strictObject({
+        threadRef: z.string().nullable(),
+        turnRef: z.string().nullable(),
+        pendingRequests: z.array(
+          z.strictObject({ requestRef: z.string().nullable(), ordinal: z.number().int().positive() }),
+        ),
+      }),
+    ),
+  })
+  .nullable();
+export type ReattachResult = z.infer<typeof ReattachResultSchema>;
 
 /** How the host process is started: `transport` and test behaviours (argv flags). */
 export interface HostLaunchOptions {

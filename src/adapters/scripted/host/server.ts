@@ -11,7 +11,13 @@ import type { ProviderAdapter, ProviderEvent, SendRunInput } from "../../contrac
 import { createScriptedAdapter, type ScriptedAdapterOptions } from "../adapter.js";
 import { ScriptedBackend } from "../backend.js";
 import { keyedScript } from "../script.js";
-import { HOST_PROTOCOL_VERSION, InitParamsSchema, type ResumeResult } from "./protocol.js";
+import {
+  HOST_PROTOCOL_VERSION,
+  InitParamsSchema,
+  type AttachResult,
+  type ReattachResult,
+  type ResumeResult,
+} from "./protocol.js";
 
 /**
  * The scripted host's relay, independent of the transport: one scripted adapter (created by
@@ -20,7 +26,10 @@ import { HOST_PROTOCOL_VERSION, InitParamsSchema, type ResumeResult } from "./pr
  *
  * Live events go to the current connection only once it is in sync, i.e. after it called
  * `init` or `resume`; a fresh connection to a running host gets the events it missed (and
- * every later one) through `resume`, in order and without duplicates.
+ * every later one) through `resume`, in order and without duplicates. A client that takes up a
+ * host it never talked to (a new life of the runtime adopting it) calls `attach` instead: live
+ * from the host's current seq on, nothing replayed (its log has what the host sent before), and
+ * `reattach` tells it what a session still runs and waits on.
  */
 
 /** How many sent `event` notifications the host keeps for `resume`. */
@@ -73,6 +82,7 @@ const isAdapterMethod = (method: string): method is AdapterMethod =>
   (REQUIRED_METHODS as readonly string[]).includes(method) || Object.hasOwn(OPTIONAL_METHODS, method);
 
 const ResumeParamsSchema = z.strictObject({ afterSeq: z.number().int().nonnegative() });
+const ReattachParamsSchema = z.strictObject({ sessionId: z.string().min(1) });
 const OpenGateParamsSchema = z.strictObject({ name: z.string().min(1) });
 /** `thenOpenGate`: a gate opened once the connections are cut, so the turn goes on while nobody listens. */
 const DropParamsSchema = z.strictObject({ thenOpenGate: z.string().min(1).optional() });
@@ -94,6 +104,10 @@ interface InFlight {
   cursor: string;
   threadRef: string | null;
   turnRef: string | null;
+  /** Requests the turn opened so far: the next one's ordinal follows (the scripted turn counts them so). */
+  opened: number;
+  /** Requests the turn waits on, addressed as `respondToRequest` takes them. */
+  pending: Array<{ requestRef: string | null; ordinal: number }>;
 }
 
 interface Initialized {
@@ -177,6 +191,11 @@ export class ScriptedHost {
       this.#resume(connection, id, params);
       return;
     }
+    if (method === "attach") {
+      // The seq and going live in one synchronous step: every later event is past that seq.
+      this.#attach(connection, id);
+      return;
+    }
     let response: RpcMessage;
     let after: (() => void) | undefined;
     try {
@@ -215,6 +234,8 @@ export class ScriptedHost {
     switch (method) {
       case "init":
         return this.#init(connection, params);
+      case "reattach":
+        return this.#reattach(params);
       case "openGate": {
         const { name } = parseParams(OpenGateParamsSchema, params, method);
         this.#initialized().backend.openGate(name);
@@ -292,7 +313,34 @@ export class ScriptedHost {
     if (method === "startSession" && sessionId !== null && !this.#sessions.has(sessionId))
       this.#sessions.set(sessionId, []);
     if (method === "stopSession" && sessionId !== null) this.#sessions.delete(sessionId);
+    if (method === "respondToRequest" && sessionId !== null) this.#answered(sessionId, input);
     return value ?? null;
+  }
+
+  /** A request answered is no longer pending (an answer is the only way one resolves while its turn runs). */
+  #answered(sessionId: string, input: Record<string, unknown>): void {
+    const { thread, request } = input as Partial<Parameters<ProviderAdapter["respondToRequest"]>[0]>;
+    const flight = this.#sessions.get(sessionId)?.find((f) => f.cursor === thread?.resumeCursor);
+    if (!flight || !request) return;
+    const index = flight.pending.findIndex((p) =>
+      request.requestRef ? p.requestRef === request.requestRef : p.ordinal === request.ordinal,
+    );
+    if (index >= 0) flight.pending.splice(index, 1);
+  }
+
+  /** What a session still runs: its turns in flight and the requests they wait on; null for a session unknown here. */
+  #reattach(params: unknown): ReattachResult {
+    this.#initialized();
+    const { sessionId } = parseParams(ReattachParamsSchema, params, "reattach");
+    const flights = this.#sessions.get(sessionId);
+    if (!flights) return null;
+    return {
+      turns: flights.map((f) => ({
+        threadRef: f.threadRef,
+        turnRef: f.turnRef,
+        pendingRequests: f.pending.map((p) => ({ ...p })),
+      })),
+    };
   }
 
   /** Marks the thread in flight before the turn can start, so even an instant terminal is seen. */
@@ -301,7 +349,13 @@ export class ScriptedHost {
     if (typeof cursor !== "string") throw new InvalidInputError("thread.resumeCursor", "sendRun needs a thread handle");
     const flights = this.#sessions.get(input.sessionId);
     const existing = flights?.find((f) => f.cursor === cursor);
-    const entry = existing ?? { cursor, threadRef: input.thread.threadRef ?? null, turnRef: null };
+    const entry = existing ?? {
+      cursor,
+      threadRef: input.thread.threadRef ?? null,
+      turnRef: null,
+      opened: 0,
+      pending: [],
+    };
     if (flights && !existing) flights.push(entry);
     try {
       const value = await adapter.sendRun(input);
@@ -330,13 +384,24 @@ export class ScriptedHost {
     if (this.#current?.live) void this.#current.connection.send(message);
   }
 
-  /** Clears a thread's in-flight mark on its turn's end. */
+  /** Clears a thread's in-flight mark on its turn's end; counts and keeps the requests its turn opens. */
   #track(sessionId: string, event: ProviderEvent): void {
     const flights = this.#sessions.get(sessionId);
     if (!flights || flights.length === 0) return;
     if (event.type === "session.state") {
       if (event.state === "stopped" || event.state === "error") flights.length = 0;
       else if (event.state === "idle" && flights.length === 1) flights.length = 0;
+      return;
+    }
+    if (event.type === "request.opened") {
+      // A subagent's request names its child thread and no turn: it is the only turn's, if any.
+      const flight =
+        flights.find((f) => event.turnRef !== undefined && f.turnRef === event.turnRef) ??
+        flights.find((f) => f.threadRef === event.threadRef || f.cursor === event.threadRef) ??
+        (flights.length === 1 ? flights[0] : undefined);
+      if (!flight) return;
+      flight.opened += 1;
+      flight.pending.push({ requestRef: event.requestRef ?? null, ordinal: flight.opened });
       return;
     }
     if (event.type !== "turn.terminal") return;
@@ -349,6 +414,20 @@ export class ScriptedHost {
       if (index < 0 && flights.length === 1) index = 0;
     }
     if (index >= 0) flights.splice(index, 1);
+  }
+
+  /** A client taking up this running host: live from the current seq on, nothing replayed. */
+  #attach(connection: HostConnection, id: number): void {
+    let value: AttachResult;
+    try {
+      this.#initialized();
+      value = { seq: this.#seq };
+    } catch (error) {
+      void connection.send(errorResponse(id, error));
+      return;
+    }
+    void connection.send(result(id, value));
+    if (this.#current?.connection === connection) this.#current.live = true;
   }
 
   #resume(connection: HostConnection, id: number, params: unknown): void {
