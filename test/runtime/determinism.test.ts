@@ -183,7 +183,7 @@ function resumeFromLog(live: Awaited<ReturnType<typeof liveRun>>) {
     }
   // What stayed open when the turn ended is what the runtime closed at its terminal.
   const closedAtTerminal = normalizer.takeOpenNodes(attempt.attemptId).map((n) => n.nodeId);
-  const after = live.events.slice(cut + 1).filter((e) => e.runId === attempt.runId);
+  const after = live.events.slice(cut + 1).filter((e) => "runId" in e && e.runId === attempt.runId);
   const expected = after.flatMap((e) =>
     e.type === "node.started" || (e.type === "node.completed" && e.settledBy !== "runtime") ? [e.nodeId] : [],
   );
