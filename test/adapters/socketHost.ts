@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { WebSocket } from "ws";
@@ -45,11 +45,12 @@ export async function spawnSocketHost(flags: string[] = []): Promise<SocketHost>
   return host;
 }
 
-/** Kills what `spawnSocketHost` started and is still running. */
+/** Kills what `spawnSocketHost` started and is still running, and removes what a killed host could not. */
 export async function killSocketHosts(): Promise<void> {
   for (const host of started) {
     if (host.child.exitCode === null && host.child.signalCode === null) process.kill(-host.pid, "SIGKILL");
     await host.exited;
+    await rm(dirname(host.endpoint), { recursive: true, force: true });
   }
   started.clear();
 }

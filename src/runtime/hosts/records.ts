@@ -137,12 +137,10 @@ export class HostRecordStore {
     return { reaped, gone, adoptable: [...spared] };
   }
 
-  /** Stops a recorded host if it is still the very process recorded, and forgets it. Resolves true if it ran. */
-  async reap(record: HostRecord, graceMs: number): Promise<boolean> {
-    const running = await isSameProcess(record.pid, record.startTime);
-    if (running) await stopProcessGroup(record.pid, graceMs);
+  /** Stops a recorded host if it is still the very process recorded (pid and start time), and forgets it. */
+  async reap(record: HostRecord, graceMs: number): Promise<void> {
+    if (await isSameProcess(record.pid, record.startTime)) await stopProcessGroup(record.pid, graceMs);
     await this.remove(record.pid, record.generation);
-    return running;
   }
 }
 

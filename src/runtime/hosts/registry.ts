@@ -193,8 +193,7 @@ export class HostRegistry {
   /** Reaps the adoptable hosts nobody claimed (their TTL ran out, or the runtime closes). */
   #reapUnclaimed(): void {
     clearTimeout(this.#adoptionTimer);
-    for (const record of this.#adoptable.values())
-      this.#write(this.records.reap(record, ORPHAN_GRACE_MS).then(() => undefined));
+    for (const record of this.#adoptable.values()) this.#write(this.records.reap(record, ORPHAN_GRACE_MS));
     this.#adoptable.clear();
   }
 
@@ -304,7 +303,9 @@ export class HostRegistry {
       await this.#connect(entry, generation, live, spec.adopt(record.endpoint, ring), timeoutMs, "adoption");
     } catch (error) {
       entry.processes.delete(generation);
-      await this.records.reap(record, spec.stopGraceMs ?? ORPHAN_GRACE_MS);
+      const reaping = this.records.reap(record, spec.stopGraceMs ?? ORPHAN_GRACE_MS);
+      this.#write(reaping); // `close()` waits for it too
+      await reaping;
       throw error;
     }
   }
