@@ -54,6 +54,7 @@ export async function reattachRuns(
   }
   const runs = new Map<string, Reattachment>();
   const sessions = new Set<string>();
+  await stopStaleSessions(d, new Set(bySession.keys()));
   for (const [sessionId, candidates] of bySession) {
     const { target, run } = candidates[0]!;
     const threadView = d.views.threads.get(run.threadId)!;
@@ -75,6 +76,20 @@ export async function reattachRuns(
     }
   }
   return { runs, sessions };
+}
+
+/**
+ * A session the log left open that no run can be re-attached in may still run in a host that outlived the runtime: it
+ * is taken up and stopped there, so that nothing the runtime no longer owns runs on (or answers for) its threads.
+ */
+async function stopStaleSessions(d: ReattachHost, keep: ReadonlySet<string>): Promise<void> {
+  for (const [sessionId, session] of d.views.sessions) {
+    const target = d.targets.get(session.providerTarget);
+    const live = session.status !== "stopped" && session.status !== "error";
+    if (!live || keep.has(sessionId) || !target?.adapter.reattachSession) continue;
+    const held = await target.adapter.reattachSession({ sessionId }).catch(() => null);
+    if (held) await target.adapter.stopSession({ sessionId }).catch(() => undefined);
+  }
 }
 
 /** A run waiting on requests asked through one live session of a provider whose requests survive a restart. */

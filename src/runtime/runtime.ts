@@ -194,7 +194,8 @@ export class Runtime implements TillerRuntime {
           report({ kind: "store_failed", error });
         },
       });
-      // Hosts a crashed previous life left running are reaped before anything starts new ones.
+      // Hosts a crashed previous life left running are reaped before anything starts new ones, but for those recovery
+      // may take up again (reaped once it is done, unless it did).
       const opened = await HostRegistry.open(
         dataDir,
         typeof options.inspect === "function" ? options.inspect : undefined,
@@ -205,7 +206,7 @@ export class Runtime implements TillerRuntime {
       runtime = new Runtime(options, dataDir, log, lock, doc, registry);
       if (failedEarly) runtime.#d.failed(failedEarly);
       await runtime.#restore();
-      reportReaped(runtime.#d, reaped);
+      reportReaped(runtime.#d, [...reaped, ...registry.endAdoption()]);
       reportCutTail(runtime.#d, log.recovery.cut);
       await log.whenDurable();
       if (inspector) {

@@ -1,16 +1,28 @@
 /**
- * A runtime in its own process, left with a run waiting on an approval: prints
- * `ready <threadId>` once the request is durable, then waits to be SIGKILLed.
- * Usage: crashChild.ts <dir> <flags as JSON>
+ * A runtime in its own process, left with a run waiting on an approval (or, with `plain`, streaming and held at its
+ * gate; with `both`, one of each on two threads): prints `ready <threadId>` (the first thread) once that is durable,
+ * then waits to be SIGKILLed.
+ * Usage: crashChild.ts <dir> <flags as JSON> [hosted] [approval|plain|both]
+ * (hosted: the provider runs in a host process that outlives it)
  */
 import { World } from "./world.js";
 
-const [dir, flagsJson] = process.argv.slice(2);
-if (!dir || !flagsJson) throw new Error("usage: crashChild.ts <dir> <flags-json>");
-const world = await World.open(JSON.parse(flagsJson), ["main"], {}, dir);
-await world.createThread();
-await world.send("approval");
-await world.until("the approval", () => world.rt.views.pendingRequests(world.threadId).length === 1);
+const [dir, flagsJson, hosted, kind = "approval"] = process.argv.slice(2);
+if (!dir || !flagsJson) throw new Error("usage: crashChild.ts <dir> <flags-json> [hosted] [approval|plain|both]");
+const world = await World.open(JSON.parse(flagsJson), ["main"], {}, dir, { hosted: hosted === "hosted" });
+/** A run on a thread of its own, waiting on its approval or streaming at its gate. */
+async function leaveRun(kind: string): Promise<string> {
+  await world.createThread();
+  await world.send(kind);
+  if (kind === "approval")
+    await world.until("the approval", () => world.rt.views.pendingRequests(world.threadId).length === 1);
+  else await world.until("the streamed text", () => world.run().items.some((i) => i.text?.startsWith("working")));
+  return world.threadId;
+}
+
+// `both`: an approval on the first thread, a streaming run on a second one.
+const first = await leaveRun(kind === "both" ? "approval" : kind);
+if (kind === "both") await leaveRun("plain");
 await world.settle();
-process.stdout.write(`ready ${world.threadId}\n`);
+process.stdout.write(`ready ${first}\n`);
 setInterval(() => undefined, 60_000);

@@ -423,6 +423,14 @@ export const seed = {
   },
 
   /**
+   * `approvalCallbacksAreLiveOnly`: an approval can be answered only through the live callback that asked. A runtime
+   * that restarts answers through a new connection: only a provider whose callbacks are not live-only can take it.
+   */
+  approvalsOutliveConnection(r: SeedRecord): boolean {
+    return !r.on("approvals.approvalCallbacksAreLiveOnly");
+  },
+
+  /**
    * Provider switching "via handoff": the conversation moves only between providers that both
    * take part in it; a provider that cannot consume handoff summaries cannot be told a
    * conversation it has not seen; one without full-thread handoff cannot be told the whole

@@ -207,17 +207,6 @@ export function expectedDegradations(models: PolicyModel[]): Set<string> {
   return names;
 }
 
-/**
- * Fields whose model paths differ only by the degradation the runtime records, while what it
- * does stays the same (issue 14 names it: requests still expire across a restart of a provider
- * whose pending requests survive it). It does not count as governing until the behaviour follows
- * the record.
- */
-export const NAMED_ONLY: Readonly<Record<string, string>> = {
-  "sessions.pendingRequestsSurviveRestart":
-    "requests expire across a restart either way; re-attaching to a surviving provider turn is not built yet",
-};
-
 export interface FieldGovernance {
   field: string;
   /** How flipping the field changes a model's expected path, or null when no model shows a change. */
@@ -230,7 +219,7 @@ export interface FieldGovernance {
  * is replayed against the real runtime, so the change is the runtime's behaviour, not the model's.
  */
 export function fieldGovernance(models: PolicyModel[]): FieldGovernance[] {
-  return SEED_FIELDS.map((field) => ({ field, shownBy: field in NAMED_ONLY ? null : firstChange(models, field) }));
+  return SEED_FIELDS.map((field) => ({ field, shownBy: firstChange(models, field) }));
 }
 
 function firstChange(models: PolicyModel[], field: string): FieldGovernance["shownBy"] {

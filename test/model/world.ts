@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   createScriptedAdapter,
+  createScriptedHostAdapter,
   defineCapabilities,
   sequentialIds,
   ScriptedBackend,
@@ -11,6 +12,7 @@ import {
   type LogRecord,
   type ProviderCapabilities,
   type RuntimeOptions,
+  type ScriptedHostAdapter,
   type ScriptStep,
 } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
@@ -226,8 +228,21 @@ function stepsFor(text: string): ScriptStep[] {
   }
 }
 
+/**
+ * The model's prompts as the scripted host's prompt markers (prompts `<kind>:<n>`, n below 10): a host process
+ * runs the same turns as the in-process provider.
+ */
+function hostScripts(): Record<string, ScriptStep[]> {
+  const kinds = ["approval", "plain"];
+  return Object.fromEntries(
+    kinds.flatMap((k) => [1, 2, 3, 4, 5, 6, 7, 8, 9].map((n) => [`${k}:${n}`, stepsFor(`${k}:${n}`)])),
+  );
+}
+
 export class World {
   readonly backends = new Map<string, ScriptedBackend>();
+  /** Providers in host processes: their gates open through the host. */
+  readonly hosts: ScriptedHostAdapter[] = [];
   readonly records: LogRecord<DomainEvent>[] = [];
   threadId = "";
   forkThreadId: string | null = null;
@@ -266,30 +281,42 @@ export class World {
       declaredOnly = false,
       sameTurnRefs = false,
       repeatItemStarts = false,
-    }: { declaredOnly?: boolean; sameTurnRefs?: boolean; repeatItemStarts?: boolean } = {},
+      hosted = false,
+    }: { declaredOnly?: boolean; sameTurnRefs?: boolean; repeatItemStarts?: boolean; hosted?: boolean } = {},
   ): Promise<World> {
     const dir = dataDir ?? (await mkdtemp(join(tmpdir(), "tiller-model-")));
     const cwd = join(dir, "work");
     await mkdir(cwd, { recursive: true });
     const backends = new Map(targets.map((t) => [t, new ScriptedBackend()]));
     const calls: Calls = { inFlight: 0, made: new Map(), lastInput: new Map() };
+    // `hosted`: each provider in a host process on a unix socket, which outlives the runtime.
+    const hosts = hosted
+      ? targets.map((t) =>
+          createScriptedHostAdapter({
+            transport: "socket",
+            capabilities: overridesFrom(flags, t),
+            scripts: hostScripts(),
+          }),
+        )
+      : [];
     const providers = Object.fromEntries(
-      targets.map((t) => [
+      targets.map((t, i) => [
         t,
         counted(
           declaring(
             [sameTurnRefs && namingEveryTurnAlike, repeatItemStarts && startingEveryItemTwice].reduce(
               (a: ProviderAdapter, wrap) => (wrap ? wrap(a) : a),
-              createScriptedAdapter({
-                // Declaring only, the provider does all it can: it even tags MCP tools and calls tools back.
-                capabilities: declaredOnly
-                  ? { tools: { supportsMcpTools: true, supportsDynamicToolCallbacks: true } }
-                  : overridesFrom(flags, t),
-                backend: backends.get(t)!,
-                script: ({ text }) => stepsFor(text),
-                // `late:<n>` turns wait at gate `start-<n>` before the provider takes them up.
-                startGate: ({ text }) => (text.startsWith("late:") ? `start-${text.split(":")[1]}` : undefined),
-              }),
+              hosts[i] ??
+                createScriptedAdapter({
+                  // Declaring only, the provider does all it can: it even tags MCP tools and calls tools back.
+                  capabilities: declaredOnly
+                    ? { tools: { supportsMcpTools: true, supportsDynamicToolCallbacks: true } }
+                    : overridesFrom(flags, t),
+                  backend: backends.get(t)!,
+                  script: ({ text }) => stepsFor(text),
+                  // `late:<n>` turns wait at gate `start-<n>` before the provider takes them up.
+                  startGate: ({ text }) => (text.startsWith("late:") ? `start-${text.split(":")[1]}` : undefined),
+                }),
             ),
             declaredOnly ? capsOf(flags, t) : null,
           ),
@@ -306,6 +333,7 @@ export class World {
     });
     const world = new World(rt, flags, dir, cwd, calls);
     for (const [t, b] of backends) world.backends.set(t, b);
+    world.hosts.push(...hosts);
     rt.subscribe({ afterSeq: 0 }, (r) => world.records.push(r));
     return world;
   }
@@ -375,8 +403,15 @@ export class World {
     return run.runId;
   }
 
+  /** A run another life of the runtime started (a crashed one) waits at the gates of these prompt numbers. */
+  adoptRun(runId: string, ...prompts: number[]): void {
+    if (!this.runIds.includes(runId)) this.runIds.push(runId);
+    this.#gates.set(runId, prompts);
+  }
+
   openGate(n: number): void {
     for (const backend of this.backends.values()) backend.openGate(`finish-${n}`);
+    for (const host of this.hosts) void host.openGate(`finish-${n}`).catch(() => undefined);
   }
 
   /** Waits (polling the read models) until `condition` holds; fails with `what` after 15 s. */

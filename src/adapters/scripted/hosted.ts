@@ -322,6 +322,7 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
   if (caps.threads.canRollbackThread)
     adapter.rollbackThread = (input) => call(input.sessionId, "rollbackThread", input);
   if (caps.threads.canForkThread) adapter.forkThread = (input) => call(input.sessionId, "forkThread", input);
+  if (caps.context.canGenerateSummaries) adapter.summarize = (input) => call(input.sessionId, "summarize", input);
   if (caps.sessions.pendingRequestsSurviveRestart) {
     // The session's host is leased as for a start: a host a previous life left running is adopted then.
     adapter.reattachSession = async ({ sessionId }) => {

@@ -190,7 +190,17 @@ export class HostRegistry {
     return record;
   }
 
-  /** Reaps the adoptable hosts nobody claimed (their TTL ran out, or the runtime closes). */
+  /**
+   * Recovery took up what it could: the hosts a previous life left that nobody claimed are reaped now (a later start
+   * must not adopt a host whose turns nobody owns). Returns them.
+   */
+  endAdoption(): HostRecord[] {
+    const unclaimed = [...this.#adoptable.values()];
+    this.#reapUnclaimed();
+    return unclaimed;
+  }
+
+  /** Reaps the adoptable hosts nobody claimed (their TTL ran out, recovery ended, or the runtime closes). */
   #reapUnclaimed(): void {
     clearTimeout(this.#adoptionTimer);
     for (const record of this.#adoptable.values()) this.#write(this.records.reap(record, ORPHAN_GRACE_MS));

@@ -691,12 +691,17 @@ const crashChild = join(import.meta.dirname, "..", "crashChild.ts");
 
 /**
  * Runs crashChild.ts on `dir` (data in `<dir>/data`, target `main`) and SIGKILLs it once its run awaits an approval:
- * the thread id.
+ * the thread id. `hosted`: the provider runs in a host process on a unix socket, which outlives the runtime. `plain`:
+ * its run is streaming, held at its gate, instead.
  */
-export async function crashWithApprovalPending(dir: string, flags: Flags): Promise<string> {
-  const child = spawn(process.execPath, ["--import", "tsx", crashChild, dir, JSON.stringify(flags)], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+export async function crashWithApprovalPending(
+  dir: string,
+  flags: Flags,
+  hosted = false,
+  kind: "approval" | "plain" | "both" = "approval",
+): Promise<string> {
+  const args = ["--import", "tsx", crashChild, dir, JSON.stringify(flags), hosted ? "hosted" : "in-process", kind];
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
   const exited = new Promise((done) => child.on("exit", done));
   const threadId = await new Promise<string>((resolve, reject) => {
     let out = "";
@@ -712,39 +717,65 @@ export async function crashWithApprovalPending(dir: string, flags: Flags): Promi
   return threadId;
 }
 
-/** A runtime SIGKILLed with an approval pending, reopened on the same data directory. */
+/**
+ * A runtime SIGKILLed with an approval pending, reopened on the same data directory. The provider runs in a host
+ * process that outlives the runtime: whether the request is still answerable is the record's to say.
+ */
 export async function crashedWorld(flags: Flags): Promise<World> {
   const dir = await mkdtemp(join(tmpdir(), "tiller-model-"));
-  const threadId = await crashWithApprovalPending(dir, flags);
-  const world = await World.open(flags, ["main"], {}, dir);
+  const threadId = await crashWithApprovalPending(dir, flags, true);
+  const world = await World.open(flags, ["main"], {}, dir, { hosted: true });
   world.threadId = threadId;
-  world.runIds = world.rt.views.threads.get(threadId)!.runs.map((r) => r.runId);
+  world.adoptRun(world.rt.views.threads.get(threadId)!.runs[0]!.runId, 1);
   world.n = 1;
   return world;
 }
 
+const requestShownExpired = (w: World) =>
+  must(w.rt.affordances(w.threadId).requests[0]?.state === "expired", "the request is not shown expired");
+
 export const requestExpiryModel: PolicyModel = {
   name: "request expiry",
-  reads: { "main.sessions.pendingRequestsSurviveRestart": B },
+  reads: { "main.sessions.pendingRequestsSurviveRestart": B, "main.approvals.approvalCallbacksAreLiveOnly": B },
   open: crashedWorld,
   machine: modelMachine(
     "requestExpiry",
-    { survives: (f) => seed.requestsSurviveRestart(record(f)) },
     {
-      idle: { on: { RECOVERED: [{ guard: "survives", target: "recovered" }, { target: "expired" }] } },
-      recovered: { meta: { expect: { until: runIs("cancelled") } }, on: { RESPOND: "notResumable" } },
+      survives: (f) => seed.requestsSurviveRestart(record(f)),
+      reattaches: (f) => seed.requestsSurviveRestart(record(f)) && seed.approvalsOutliveConnection(record(f)),
+    },
+    {
+      idle: {
+        on: {
+          RECOVERED: [
+            { guard: "reattaches", target: "reattached" },
+            { guard: "survives", target: "expiredWithConnection" },
+            { target: "expired" },
+          ],
+        },
+      },
+      // The host outlived the runtime and holds the turn: the run still waits on its request, which is answerable.
+      reattached: {
+        meta: {
+          expect: {
+            until: runIs("waiting"),
+            check: (w: World) =>
+              must(w.rt.affordances(w.threadId).requests[0]?.state === "respondable", "the request is not answerable"),
+          },
+        },
+        on: { RESPOND: "answered" },
+      },
+      answered: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },
+      expiredWithConnection: {
+        meta: { expect: { until: runIs("cancelled"), policies: ["requests_expire_with_connection"] } },
+        on: { RESPOND: "notResumable" },
+      },
       expired: {
         meta: { expect: { until: runIs("cancelled"), policies: ["requests_expire_on_restart"] } },
         on: { RESPOND: "notResumable" },
       },
       notResumable: {
-        meta: {
-          expect: {
-            refused: "not_resumable",
-            check: (w: World) =>
-              must(w.rt.affordances(w.threadId).requests[0]?.state === "expired", "the request is not shown expired"),
-          },
-        },
+        meta: { expect: { refused: "not_resumable", check: requestShownExpired } },
         on: { SEND: "running" },
       },
       running: { meta: { expect: { until: runIs("running") } }, on: { FINISH: "done" } },

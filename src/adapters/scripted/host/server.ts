@@ -75,6 +75,7 @@ const OPTIONAL_METHODS = {
   readThreadSnapshot: "threads.canReadThreadSnapshot",
   rollbackThread: "threads.canRollbackThread",
   forkThread: "threads.canForkThread",
+  summarize: "context.canGenerateSummaries",
 } as const;
 type AdapterMethod = (typeof REQUIRED_METHODS)[number] | keyof typeof OPTIONAL_METHODS;
 
