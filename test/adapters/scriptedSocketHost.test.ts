@@ -9,6 +9,7 @@ import {
   type ReattachResult,
 } from "../../src/adapters/scripted/host/protocol.js";
 import type { ScriptStep } from "../../src/adapters/scripted/script.js";
+import { createScriptedHostAdapter } from "../../src/index.js";
 import { killSocketHosts, SocketClient, spawnSocketHost } from "./socketHost.js";
 
 /*
@@ -127,5 +128,19 @@ describe("scripted host on a unix socket", () => {
     expect(await host.exited).toEqual({ code: 0, signal: null });
     expect(existsSync(host.endpoint)).toBe(false);
     expect(existsSync(dirname(host.endpoint))).toBe(false);
+  });
+});
+
+describe("a record that says pending requests survive a restart", () => {
+  it("is refused (invalid_input) for a host that dies with the runtime: stdio or a loopback WebSocket", () => {
+    const capabilities = { sessions: { pendingRequestsSurviveRestart: true } };
+    for (const transport of ["stdio", "websocket"] as const)
+      expect(() => createScriptedHostAdapter({ transport, capabilities })).toThrow(
+        expect.objectContaining({
+          code: "invalid_input",
+          field: "capabilities.sessions.pendingRequestsSurviveRestart",
+        }),
+      );
+    expect(createScriptedHostAdapter({ transport: "socket", capabilities }).reattachSession).toBeTypeOf("function");
   });
 });

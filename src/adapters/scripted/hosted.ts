@@ -3,7 +3,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CapabilityOverrides, ProviderCapabilities } from "../../capabilities/index.js";
-import { HostUnavailableError } from "../../domain/errors.js";
+import { HostUnavailableError, InvalidInputError } from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import { frameTooLarge, readDiagnostics, resolveLimits, type ChannelLimits } from "../../runtime/hosts/frameLimits.js";
 import type { RpcChannel } from "../../runtime/hosts/rpcChannel.js";
@@ -86,6 +86,12 @@ interface Conn {
 export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): ScriptedHostAdapter {
   const caps = resolveCapabilities(options.capabilities);
   const transport = options.transport ?? "stdio";
+  // Only a socket host outlives the runtime: no other can keep a request answerable across a restart.
+  if (caps.sessions.pendingRequestsSurviveRestart && transport !== "socket")
+    throw new InvalidInputError(
+      "capabilities.sessions.pendingRequestsSurviveRestart",
+      `a ${transport} host dies with the runtime: its pending requests cannot survive a restart (use transport socket)`,
+    );
   const limits = resolveLimits(options.limits);
   const queue = new EventQueue<ProviderAdapterEvent>();
   const sessions = new HostSessions("scripted host", (sessionId, report) =>
