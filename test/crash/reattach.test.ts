@@ -1,4 +1,6 @@
+import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DomainEvent } from "../../src/index.js";
@@ -150,4 +152,12 @@ describe("a provider host that outlives the runtime", () => {
       await world.rt.waitForRun(world.rt.views.threads.get(first)!.runs[0]!.runId);
       expect(world.rt.views.threads.get(first)!.runs[0]!.status).toBe("completed");
     });
+
+  it("lets the process that took the host up exit once the runtime closed (nothing else alive)", async () => {
+    const { dir } = await tempDir("tiller-reattach-");
+    await crashWithApprovalPending(dir, SURVIVE, true);
+    const child = join(import.meta.dirname, "reopenChild.ts");
+    const run = promisify(execFile)(process.execPath, ["--import", "tsx", child, dir, JSON.stringify(SURVIVE)]);
+    await expect(run).resolves.toEqual(expect.objectContaining({ stdout: "closed\n" }));
+  });
 });

@@ -207,7 +207,7 @@ export function processGone(pid: number, startTime: string | null): Promise<void
   return new Promise<void>((resolve) => {
     const look = async () => {
       if (!(await isSameProcess(pid, startTime))) return resolve();
-      setTimeout(() => void look(), EXIT_POLL_MS).unref();
+      setTimeout(() => void look(), EXIT_POLL_MS); // kept referenced: close() waits on it
     };
     void look();
   });
