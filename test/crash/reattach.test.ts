@@ -1,10 +1,10 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { readFile } from "node:fs/promises";
 import { promisify } from "node:util";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { DomainEvent } from "../../src/index.js";
-import { isSameProcess } from "../../src/runtime/hosts/process.js";
+import { isSameProcess, processGone } from "../../src/runtime/hosts/process.js";
 import type { HostRecord } from "../../src/runtime/hosts/records.js";
 import { crashWithApprovalPending } from "../model/models/threadPolicies.js";
 import { World, type Flags } from "../model/world.js";
@@ -22,6 +22,7 @@ const SURVIVE: Flags = {
   "main.approvals.approvalCallbacksAreLiveOnly": false,
 };
 
+const reopenChild = join(import.meta.dirname, "reopenChild.ts");
 const opened: World[] = [];
 afterEach(async () => {
   for (const world of opened.splice(0)) await world.close();
@@ -156,8 +157,57 @@ describe("a provider host that outlives the runtime", () => {
   it("lets the process that took the host up exit once the runtime closed (nothing else alive)", async () => {
     const { dir } = await tempDir("tiller-reattach-");
     await crashWithApprovalPending(dir, SURVIVE, true);
-    const child = join(import.meta.dirname, "reopenChild.ts");
-    const run = promisify(execFile)(process.execPath, ["--import", "tsx", child, dir, JSON.stringify(SURVIVE)]);
+    const run = promisify(execFile)(process.execPath, ["--import", "tsx", reopenChild, dir, JSON.stringify(SURVIVE)]);
     await expect(run).resolves.toEqual(expect.objectContaining({ stdout: "closed\n" }));
+  });
+
+  it("takes the run up again after a second crash, of the runtime that had taken it up", async () => {
+    const { dir } = await tempDir("tiller-reattach-");
+    const threadId = await crashWithApprovalPending(dir, SURVIVE, true);
+    const child = spawn(process.execPath, ["--import", "tsx", reopenChild, dir, JSON.stringify(SURVIVE), "hold"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const exited = new Promise((done) => child.on("exit", done));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on("data", (chunk: Buffer) => chunk.toString().includes("ready") && resolve());
+      child.on("exit", (code) => reject(new Error(`reopen child exited early (${code})`)));
+    });
+    child.kill("SIGKILL");
+    await exited;
+    const world = await World.open(SURVIVE, ["main"], {}, dir, { hosted: true });
+    opened.push(world);
+    world.threadId = threadId;
+    world.adoptRun(world.rt.views.threads.get(threadId)!.runs[0]!.runId, 1);
+    await world.settle();
+    const recovered = ofType(eventsOf(world), "runtime.recovered");
+    expect(recovered.map((r) => r.reattachedRuns)).toEqual([[world.runId], [world.runId]]);
+    const [request] = world.rt.views.pendingRequests(threadId);
+    await world.rt.respond({ requestId: request!.requestId, response: { kind: "decision", decision: "accept" } });
+    world.finish();
+    await world.rt.waitForRun(world.runId);
+    expect(world.run().status).toBe("completed");
+    expect(world.run().items.filter((i) => i.kind === "command")).toHaveLength(1);
+  });
+
+  it("expires the request of a host that died with the runtime, and the thread's next turn runs", async () => {
+    const { dir } = await tempDir("tiller-reattach-");
+    const threadId = await crashWithApprovalPending(dir, SURVIVE, true);
+    const [host] = await hostRecords(join(dir, "data"));
+    process.kill(host!.pid, "SIGKILL");
+    await processGone(host!.pid, host!.startTime);
+    const world = await World.open(SURVIVE, ["main"], {}, dir, { hosted: true });
+    opened.push(world);
+    world.threadId = threadId;
+    world.adoptRun(world.rt.views.threads.get(threadId)!.runs[0]!.runId, 1);
+    world.n = 1;
+    await world.settle();
+    expect(world.run().status).toBe("cancelled");
+    expect(world.rt.views.requests.get([...world.rt.views.requests.keys()][0]!)).toEqual(
+      expect.objectContaining({
+        status: "expired",
+        closedReason: "not_resumable: the run that asked was cancelled by recovery",
+      }),
+    );
+    expect(await nextTurn(world)).toEqual({ status: "completed", text: "working 2 done 2" });
   });
 });
