@@ -116,10 +116,10 @@ const TERMINAL = new Set(["completed", "interrupted", "failed", "cancelled", "ro
 /** Runs (status at the kill) and requests still pending at the kill, folded from the log. */
 export function stateAtKill(records: readonly LogLine[]): {
   runs: Map<string, { threadId: string; status: string; terminal: boolean }>;
-  pendingRequests: Map<string, { threadId: string; kind: string }>;
+  pendingRequests: Map<string, { threadId: string; runId: string; kind: string }>;
 } {
   const runs = new Map<string, { threadId: string; status: string; terminal: boolean }>();
-  const pendingRequests = new Map<string, { threadId: string; kind: string }>();
+  const pendingRequests = new Map<string, { threadId: string; runId: string; kind: string }>();
   for (const { event } of records) {
     const runId = event.runId as string;
     const threadId = event.threadId as string;
@@ -134,7 +134,11 @@ export function stateAtKill(records: readonly LogLine[]): {
         break;
       }
       case "request.opened":
-        pendingRequests.set(event.requestId as string, { threadId, kind: (event.payload as { kind: string }).kind });
+        pendingRequests.set(event.requestId as string, {
+          threadId,
+          runId,
+          kind: (event.payload as { kind: string }).kind,
+        });
         break;
       case "request.resolved":
       case "request.closed":

@@ -6,7 +6,8 @@ import { createScriptedHostAdapter, type ScriptedHostAdapter, type ScriptStep } 
  * the child writes on stdout to tell the parent what it was acknowledged.
  */
 
-export type KillTransport = "stdio" | "websocket";
+/** `socket`: a host that outlives the runtime, whose record says its pending requests survive a restart. */
+export type KillTransport = "stdio" | "websocket" | "socket";
 /** Native steering, or steering by interrupt-restart (a new attempt of the run). */
 export type KillSteering = "native" | "restart";
 
@@ -46,9 +47,14 @@ export const KILL_SCRIPTS: Record<string, ScriptStep[]> = {
 export const KILL_MARKERS = ["[stream]", "[ask]", "[question]", "[change]", ""] as const;
 
 export function killAdapter(transport: KillTransport, steering: KillSteering): ScriptedHostAdapter {
+  const survives = transport === "socket";
   return createScriptedHostAdapter({
     transport,
-    capabilities: steering === "restart" ? { turns: { supportsActiveSteering: false } } : {},
+    capabilities: {
+      ...(steering === "restart" ? { turns: { supportsActiveSteering: false } } : {}),
+      ...(survives ? { sessions: { pendingRequestsSurviveRestart: true } } : {}),
+      ...(survives ? { approvals: { approvalCallbacksAreLiveOnly: false } } : {}),
+    },
     scripts: KILL_SCRIPTS,
     chunkDelayMs: 1,
   });

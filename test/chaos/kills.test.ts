@@ -28,7 +28,7 @@ import { openRuntime } from "../support/internals.js";
 
 /**
  * Issue 12's standing SIGKILL loop. A real runtime in a child process (killChild.ts) drives a
- * mixed workload through a scripted provider in a host process (stdio and WebSocket, in turn):
+ * mixed workload through a scripted provider in a host process (stdio, WebSocket and unix socket, in turn):
  * streamed text, commands and file changes waiting for approval, questions, queued follow-ups,
  * steers (native, and by interrupt-restart), restarts and interrupts. It reports on stdout what
  * it was acknowledged. The parent SIGKILLs it after K acknowledged events (K drawn from a
@@ -40,10 +40,12 @@ import { openRuntime } from "../support/internals.js";
  *   2. no acknowledged event lost: every record the child received is in the log, same seq, same
  *      record; every receipt it got is there and a repeated command id returns it;
  *   3. no dead request answerable: every request pending at the kill is expired in affordances
- *      and `respond` refuses it with not_resumable;
+ *      and `respond` refuses it with not_resumable; unless its run was taken up again (a socket
+ *      host, whose record says pending requests survive a restart, outlived the child): then it is
+ *      answerable, and the answer lets its run end;
  *   4. no orphaned host survives: every host process of the dead child (reported by it, or found
  *      among its children at the kill) is gone (by pid and kernel start time) once the reopen
- *      returns: the reopen reaps them;
+ *      returns (the reopen reaps them), or is one the reopened runtime took up;
  *   5. the log is whole: every line parses as a domain event, seq gap-free from 1 (at most a torn
  *      last line after a kill), and a reopen only appends.
  * Replay a failure with TILLER_KILL_SEED=<seed>; TILLER_KILL_REPORT=1 prints what each kill hit.
@@ -52,12 +54,13 @@ import { openRuntime } from "../support/internals.js";
 const SEED = Number(process.env.TILLER_KILL_SEED ?? 20_261_201);
 /** Kills at random points (after K acknowledged records), and kills at the fork of a host. */
 const RANDOM_KILLS = 20;
-const AT_HOST_SPAWN = [2, 5];
+const AT_HOST_SPAWN = [2, 3, 4];
 const ROUNDS = RANDOM_KILLS + AT_HOST_SPAWN.length;
 const CHILD = join(import.meta.dirname, "killChild.ts");
 /** Generous: a run that does not end within this is stuck (a failure, never a hang). */
 const RUN_END_MS = 60_000;
 const verbose = process.env.TILLER_KILL_REPORT === "1";
+const TRANSPORTS: readonly KillTransport[] = ["stdio", "websocket", "socket"];
 
 interface Round {
   round: number;
@@ -72,7 +75,7 @@ function plan(seed: number): Round[] {
   const random = seededRandom(seed);
   return Array.from({ length: ROUNDS }, (_, round) => ({
     round,
-    transport: round % 2 === 0 ? "stdio" : "websocket",
+    transport: TRANSPORTS[round % TRANSPORTS.length]!,
     // Each steering mode has its own data directory, reopened by both transports in turn.
     steering: Math.floor(round / 2) % 2 === 0 ? "native" : "restart",
     // A quarter of the random kills land early (the child's start, its first host, the parked
@@ -162,6 +165,8 @@ interface Figures {
   pendingRequests: number;
   settledRuns: number;
   resumedRuns: number;
+  /** Runs taken up again in a host that outlived the child. */
+  reattachedRuns: number;
   hosts: number;
 }
 
@@ -211,10 +216,22 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
     for (const h of killed.frozenHosts) hosts.set(h.pid, h);
     for (const l of killed.lines)
       if (l.t === "host" && l.startTime !== null) hosts.set(l.pid, { pid: l.pid, startTime: l.startTime });
+    // Unless the reopen took it up (a socket host whose record says its requests survive a restart).
+    const adopted = new Set([...rt.hosts.supervisors.keys()].flatMap((key) => rt.hosts.pids(key)));
     for (const host of hosts.values())
-      expect(stillRunning(host), `${where}: host pid ${host.pid} of the dead child still runs after the reopen`).toBe(
-        false,
-      );
+      expect(
+        stillRunning(host) && !adopted.has(host.pid),
+        `${where}: host pid ${host.pid} of the dead child still runs after the reopen, not taken up`,
+      ).toBe(false);
+    // Runs taken up again in such a host: waiting on requests still answerable (answered below).
+    const reattached = new Set(
+      (await readLog(dataDir, { tornTailAllowed: false })).records
+        .slice(before.records.length)
+        .flatMap((rec) =>
+          rec.event.type === "runtime.recovered" ? ((rec.event.reattachedRuns as string[]) ?? []) : [],
+        ),
+    );
+    if (r.transport !== "socket") expect(reattached, `${where}: runs taken up again`).toEqual(new Set());
 
     // 5 and 2. Reopening only appended; every acknowledged record and receipt is still there.
     const reopened = await readLog(dataDir, { tornTailAllowed: false });
@@ -243,7 +260,7 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
       const now = (await rt.readThread(run.threadId)).runs.find((v) => v.runId === runId);
       expect(now, `${where}: run ${runId}`).toBeDefined();
       if (run.terminal) expect(now!.status, `${where}: run ${runId} was ${run.status} at the kill`).toBe(run.status);
-      else if (run.status === "queued") resumed.push(runId);
+      else if (run.status === "queued" || reattached.has(runId)) resumed.push(runId);
       else {
         expect([now!.status, now!.reason], `${where}: run ${runId} was ${run.status} at the kill`).toEqual([
           "cancelled",
@@ -256,6 +273,13 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
     // 3. Every request pending at the kill is dead: expired, and an answer is refused.
     for (const [requestId, request] of atKill.pendingRequests) {
       const offered = rt.affordances(request.threadId).requests.find((q) => q.requestId === requestId);
+      if (reattached.has(request.runId)) {
+        // Taken up again: still answerable, and answered (its run then ends, checked with the resumed ones).
+        expect(offered?.state, `${where}: request ${requestId} of a run taken up again`).toBe("respondable");
+        const answered = await rt.respond({ requestId, response: answerFor(request.kind) });
+        expect(answered.status, `${where}: answering request ${requestId} of a run taken up again`).toBe("accepted");
+        continue;
+      }
       expect(offered?.state, `${where}: request ${requestId} (${request.kind}) pending at the kill`).toBe("expired");
       expect(
         (await rt.readThread(request.threadId)).pendingRequests.map((q) => q.requestId),
@@ -300,6 +324,7 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
       pendingRequests: atKill.pendingRequests.size,
       settledRuns: settled,
       resumedRuns: resumed.length,
+      reattachedRuns: reattached.size,
       hosts: hosts.size,
     };
   } finally {
@@ -312,13 +337,13 @@ async function checkRecovery(r: Round, dataDir: string, killed: Killed): Promise
 
 describe("chaos: SIGKILL loop", () => {
   it(
-    `${ROUNDS} kills of a runtime, at random points and at a host's fork (stdio and WebSocket hosts, ` +
+    `${ROUNDS} kills of a runtime, at random points and at a host's fork (stdio, WebSocket and socket hosts, ` +
       `approvals pending): nothing running, nothing acknowledged lost, nothing dead answerable, no orphan`,
     async () => {
       const rounds = plan(SEED);
       console.info(
         `chaos kills: seed ${SEED} (replay with TILLER_KILL_SEED=${SEED}); kill points: ` +
-          `${rounds.map((r) => `${r.transport[0]}${r.steering[0]}@${r.killAfter ?? "spawn"}`).join(" ")}`,
+          `${rounds.map((r) => `${r.transport.slice(0, 2)}/${r.steering[0]}@${r.killAfter ?? "spawn"}`).join(" ")}`,
       );
       const root = await mkdtemp(join(tmpdir(), "tiller-chaos-kills-"));
       const dirs = { native: join(root, "native"), restart: join(root, "restart") };
@@ -326,6 +351,7 @@ describe("chaos: SIGKILL loop", () => {
       await mkdir(workDir);
       let kills = 0;
       let withPending = 0;
+      let reattachedRounds = 0;
       // The two data directories' sequences run side by side (each one's rounds in order): a
       // child boots in one while the other is being checked.
       const sequence = async (steering: KillSteering) => {
@@ -335,6 +361,7 @@ describe("chaos: SIGKILL loop", () => {
           kills++;
           const figures = await checkRecovery(r, dataDir, killed);
           if (figures.pendingRequests > 0) withPending++;
+          if (figures.reattachedRuns > 0) reattachedRounds++;
           if (verbose)
             console.info(
               `chaos kills: round ${r.round} ${r.transport}/${r.steering} ` +
@@ -352,8 +379,17 @@ describe("chaos: SIGKILL loop", () => {
       // The parked approval opens within the child's first records, so the mid-workload kills all have one pending.
       expect(withPending).toBeGreaterThanOrEqual(rounds.filter((r) => r.killAfter !== null && r.killAfter > 30).length);
       expect(kills).toBe(ROUNDS);
-      expect(rounds.filter((r) => r.transport === "stdio")).toHaveLength(ROUNDS / 2);
-      expect(rounds.filter((r) => r.killAfter === null).map((r) => r.transport)).toEqual(["stdio", "websocket"]);
+      // The parked approval survives every socket round killed after it opened: its run is taken up again.
+      expect(reattachedRounds).toBeGreaterThanOrEqual(
+        rounds.filter((r) => r.transport === "socket" && r.killAfter !== null && r.killAfter > 30).length,
+      );
+      for (const transport of TRANSPORTS)
+        expect(rounds.filter((r) => r.transport === transport).length).toBeGreaterThanOrEqual(7);
+      expect(rounds.filter((r) => r.killAfter === null).map((r) => r.transport)).toEqual([
+        "socket",
+        "stdio",
+        "websocket",
+      ]);
       tallyChaos("kills", { properties: 5, runs: ROUNDS, kills, violations: 0 });
     },
     180_000,
