@@ -1,0 +1,173 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createActor, fromPromise } from "xstate";
+import {
+  hostSupervisorMachine,
+  type SupervisorEmitted,
+  type SupervisorPolicy,
+} from "../../src/machines/hostSupervisor.js";
+
+/**
+ * The host supervisor's decisions that its lifecycle suite (hostSupervisor.test.ts) leaves
+ * open, pinned by the contract rather than by the code (issue 14, mutation testing): adoption
+ * of a host a previous life of the runtime left running (the log names the generation it was
+ * recorded under, so the adopted host keeps it; an adoption that fails is no crash of ours and
+ * spends no restart budget), and the restart window (a crash within it delays the next start,
+ * whichever earlier crashes have aged out). Host start and adoption are promises the test
+ * settles; the clock is faked (TTLs, backoff and the window are clock boundaries).
+ */
+
+const POLICY: SupervisorPolicy = {
+  startupTimeoutMs: 5_000,
+  idleTtlMs: 30_000,
+  restartBudget: 2,
+  restartWindowMs: 60_000,
+  backoffMs: [100, 1_000],
+};
+
+interface Call {
+  generation: number;
+  timeoutMs: number;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+function open(policy: Partial<SupervisorPolicy> = {}) {
+  const emitted: SupervisorEmitted[] = [];
+  const starts: Call[] = [];
+  const adoptions: Call[] = [];
+  const pending = (calls: Call[]) =>
+    fromPromise<void, { generation: number; timeoutMs: number }>(
+      ({ input }) => new Promise<void>((resolve, reject) => calls.push({ ...input, resolve, reject })),
+    );
+  const logic = hostSupervisorMachine.provide({
+    actors: { startHost: pending(starts), adoptHost: pending(adoptions) },
+  });
+  const actor = createActor(logic, {
+    input: { hostKey: "alpha:0123", target: "alpha", policy: { ...POLICY, ...policy } },
+  });
+  actor.on("*", (e) => emitted.push(e));
+  actor.start();
+  const send = (event: Parameters<typeof actor.send>[0]) => actor.send(event);
+  const state = () => actor.getSnapshot().value;
+  const settle = async (call: Call | undefined, error?: string) => {
+    if (error === undefined) call!.resolve();
+    else call!.reject(new Error(error));
+    await settled();
+  };
+  const generations = () => starts.map((s) => s.generation);
+  const clear = () => void emitted.splice(0);
+  return { actor, emitted, starts, adoptions, send, state, settle, generations, clear };
+}
+
+/** Lets the invoked promise settle and the machine take its result. */
+const settled = () => vi.advanceTimersByTimeAsync(0);
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+  vi.setSystemTime(1_000_000);
+});
+afterEach(() => vi.useRealTimers());
+
+describe("host supervisor: adopting a host a previous runtime left running", () => {
+  it(
+    "takes up the surviving host under the generation it was recorded with, within the startup timeout, " +
+      "and starts nothing",
+    async () => {
+      const h = open();
+      h.send({ type: "ADOPT", generation: 7 });
+      expect(h.state()).toBe("adopting");
+      expect(h.adoptions).toEqual([expect.objectContaining({ generation: 7, timeoutMs: 5_000 })]);
+      await h.settle(h.adoptions[0]);
+      expect([h.state(), h.starts, h.emitted]).toEqual(["ready", [], [{ type: "ready", generation: 7 }]]);
+    },
+  );
+
+  it(
+    "the adopter and whoever acquires meanwhile each hold a lease; " + "the host idles out after the last release",
+    async () => {
+      const h = open();
+      h.send({ type: "ADOPT", generation: 7 });
+      h.send({ type: "ACQUIRE" });
+      await h.settle(h.adoptions[0]);
+      h.clear();
+      h.send({ type: "RELEASE", generation: 7 });
+      expect(h.state()).toBe("ready");
+      h.send({ type: "RELEASE", generation: 7 });
+      expect(h.state()).toBe("idleCountdown");
+      await vi.advanceTimersByTimeAsync(POLICY.idleTtlMs);
+      expect(h.emitted).toEqual([{ type: "stopProcess", generation: 7, reason: "idle" }]);
+    },
+  );
+
+  it(
+    "an adopted host that dies is lost under its recorded generation; " + "its replacement is the next one",
+    async () => {
+      const h = open();
+      h.send({ type: "ADOPT", generation: 7 });
+      await h.settle(h.adoptions[0]);
+      h.clear();
+      h.send({ type: "EXITED", generation: 7, reason: "host process exited (SIGKILL)" });
+      expect(h.emitted).toEqual([{ type: "lost", generation: 7, reason: "host process exited (SIGKILL)" }]);
+      h.send({ type: "ACQUIRE" });
+      await vi.advanceTimersByTimeAsync(POLICY.backoffMs[0]!);
+      expect(h.generations()).toEqual([8]);
+    },
+  );
+
+  it(
+    "an adoption that fails starts a fresh host at once, under the next generation, " +
+      "without stopping anything (the registry reaps the old process) and without spending the restart budget",
+    async () => {
+      const h = open({ restartBudget: 0 });
+      h.send({ type: "ADOPT", generation: 7 });
+      await h.settle(h.adoptions[0], "connection refused");
+      expect([h.state(), h.generations(), h.emitted]).toEqual(["starting", [8], []]);
+      await h.settle(h.starts[0]);
+      expect([h.state(), h.emitted]).toEqual(["ready", [{ type: "ready", generation: 8 }]]);
+    },
+  );
+
+  it(
+    "after a failed adoption, the first crash of the fresh host " + "waits the first backoff, not a later one",
+    async () => {
+      const h = open();
+      h.send({ type: "ADOPT", generation: 7 });
+      await h.settle(h.adoptions[0], "connection refused");
+      await h.settle(h.starts[0]);
+      h.send({ type: "EXITED", generation: 8, reason: "crash" });
+      h.send({ type: "ACQUIRE" });
+      await vi.advanceTimersByTimeAsync(POLICY.backoffMs[0]!);
+      expect(h.generations()).toEqual([8, 9]);
+    },
+  );
+});
+
+describe("host supervisor: the restart window", () => {
+  it("a recent crash delays the next start even when an older one has aged out of the window", async () => {
+    const h = open({ restartBudget: 10 });
+    h.send({ type: "ACQUIRE" });
+    await h.settle(h.starts[0]);
+    h.send({ type: "EXITED", generation: 1, reason: "first crash" });
+    h.send({ type: "ACQUIRE" });
+    await vi.advanceTimersByTimeAsync(POLICY.backoffMs[0]!);
+    await h.settle(h.starts[1]);
+    await vi.advanceTimersByTimeAsync(POLICY.restartWindowMs / 2);
+    h.send({ type: "EXITED", generation: 2, reason: "second crash" });
+    // The first crash ages out of the window; the second is still in it.
+    await vi.advanceTimersByTimeAsync(POLICY.restartWindowMs / 2);
+    h.send({ type: "ACQUIRE" });
+    expect([h.state(), h.generations()]).toEqual(["backoff", [1, 2]]);
+    await vi.advanceTimersByTimeAsync(POLICY.backoffMs[0]!);
+    expect(h.generations()).toEqual([1, 2, 3]);
+  });
+
+  it("a failed start's reason is the error the start rejected with, as the unavailable reason says", async () => {
+    const h = open({ restartBudget: 0 });
+    h.send({ type: "ACQUIRE" });
+    await h.settle(h.starts[0], "handshake timed out");
+    expect(h.emitted.at(-1)).toEqual({
+      type: "unavailable",
+      reason: expect.stringMatching(/^alpha: host restart budget spent .*last error: .*handshake timed out/),
+    });
+  });
+});
