@@ -16,7 +16,8 @@ import type { DynamicTool } from "./options.js";
 import type { RollbackReceipt } from "./rollback.js";
 import { Projections, type RequestView } from "./projections.js";
 import type { EventLog, LogRecord } from "./store/eventLog.js";
-import { Target, type TargetHost } from "./targets.js";
+import type { TargetHost } from "./targetTypes.js";
+import { Target } from "./targets.js";
 
 export interface DispatchOptions {
   dataDir: string;

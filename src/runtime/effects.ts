@@ -8,6 +8,7 @@ import { ownsRun } from "../machines/run.js";
 import { Actors } from "./actors.js";
 import { performRollback, type RollbackHost, type RollbackReceipt } from "./rollback.js";
 import { targetOfRun, type Target } from "./targets.js";
+import { planTurnContext, providerSummary } from "./turnContext.js";
 import type { AttemptTracking } from "./ingest/inbound.js";
 import { TurnStarts, type TurnWait } from "./turnStarts.js";
 import { SilentTurns } from "./silentTurns.js";
@@ -122,8 +123,8 @@ export class Effects implements AttemptTracking {
       const loaded = await target.ensureThread(threadId, session);
       making = !!loaded.unmade;
       // What the turn must be told, and the summary of it the provider writes where its record says it does.
-      const plan = target.planContext(threadId, runId, loaded, session);
-      const written = plan ? await target.providerSummary(plan, session) : null;
+      const plan = planTurnContext(rt.views, target.id, { threadId, runId }, loaded, session);
+      const written = plan ? await providerSummary(target.adapter, plan, session) : null;
       const run = rt.actors.runs.get(runId);
       if (!run || run.getSnapshot().context.activeAttemptId !== attemptId) {
         rt.act(() => target.release(session.sessionId));

@@ -7,7 +7,8 @@ import { policyEvent, type Effect } from "../machines/emitted.js";
 import type { RollbackRequest } from "../machines/thread.js";
 import type { Actors } from "./actors.js";
 import type { Checkpoints } from "./checkpoints/checkpoints.js";
-import type { LiveSession, Target } from "./targets.js";
+import type { LiveSession } from "./targetTypes.js";
+import type { Target } from "./targets.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
 import {
   isTerminalRunStatus,

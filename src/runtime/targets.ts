@@ -1,20 +1,10 @@
 import { fromPromise } from "xstate";
 import { parseCapabilities, type ProviderCapabilities } from "../capabilities/index.js";
-import type {
-  HandoffContext,
-  ProviderAdapter,
-  DynamicToolDefinition,
-  ProviderThreadAddress,
-  ProviderThreadHandle,
-  ReattachedSession,
-  SandboxPolicy,
-} from "../adapters/contract.js";
+import type { HandoffContext, ProviderAdapter, ProviderThreadHandle, ReattachedSession } from "../adapters/contract.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../domain/entities.js";
 import { ClosedError, HostUnavailableError, isTillerError } from "../domain/errors.js";
-import type { DomainEvent } from "../domain/events.js";
 import { redact } from "../domain/redact.js";
-import type { IdSource } from "../domain/ids.js";
-import { pendingCall, type LoadSituation } from "../machines/providerThread.js";
+import { pendingCall } from "../machines/providerThread.js";
 import {
   sessionMachine,
   sessionSlot,
@@ -23,17 +13,11 @@ import {
   type StartSessionInput,
 } from "../machines/session.js";
 import { Actors, type ProviderThreadActor, type SessionActor } from "./actors.js";
-import { DEFAULT_HANDOFF_CHARS } from "./handoffSummary.js";
-import {
-  forkSituation,
-  historyRuns,
-  planContext,
-  recordContext,
-  wantsProviderSummary,
-  type ContextPlan,
-} from "./handoff.js";
+import { recordContext, type ContextPlan } from "./handoff.js";
 import { Normalizer } from "./ingest/normalizer.js";
-import { Projections, type ProviderThreadRecord } from "./projections.js";
+import type { Projections, ProviderThreadRecord } from "./projections.js";
+import type { LiveSession, LoadedThread, TargetHost } from "./targetTypes.js";
+import { loadSituation } from "./turnContext.js";
 
 /**
  * One configured provider target: its adapter, its normalizer, and a registry of the live
@@ -42,36 +26,6 @@ import { Projections, type ProviderThreadRecord } from "./projections.js";
  * how an app thread's provider thread is loaded. The target looks handles up, performs the
  * provider calls those machines name, and reports the results back to them.
  */
-
-export interface LiveSession {
-  sessionId: string;
-  hostGeneration: number;
-  capabilities: ProviderCapabilities;
-}
-
-export interface LoadedThread {
-  providerThreadId: string;
-  sessionId: string;
-  /** What every call on this provider thread passes: its handle, with its app thread's cwd. */
-  handle: ProviderThreadAddress;
-  /** Not made yet: the next turn makes it (`newThread`), and `bindMadeThread` records it as `via`. */
-  unmade?: { via: ProviderThreadRecord["origin"] };
-}
-
-/** What a target needs from the runtime. */
-export interface TargetHost {
-  readonly views: Projections;
-  readonly sandbox: SandboxPolicy;
-  readonly ids: IdSource;
-  readonly sessionIdleMs: number | null;
-  /** The embedder's registered tools, as a session is told of them. */
-  readonly tools: DynamicToolDefinition[];
-  readonly actors: Actors;
-  /** Sends to actors inside the dispatcher (their records committed, their effects performed); nothing once closed. */
-  act(fn: () => void): void;
-  /** Records a fact no machine emits (a handoff computed for the next turn). */
-  commit(event: DomainEvent): void;
-}
 
 interface SessionSlot {
   sessionId: string;
@@ -318,7 +272,7 @@ export class Target {
     const { views } = this.host;
     const actor = this.#threadActor(threadId);
     const cwd = views.threads.get(threadId)!.cwd;
-    const { situation, fork } = this.#situation(threadId, session);
+    const { situation, fork } = loadSituation(views, this, threadId, session);
     this.host.act(() => actor.send({ type: "LOAD", situation }));
     for (
       let step = actor.getSnapshot(), call = pendingCall(step);
@@ -400,75 +354,6 @@ export class Target {
     this.#loads.delete(threadId);
   }
 
-  /** What the provider-thread machine decides on, read from the log's projection. */
-  #situation(threadId: string, session: LiveSession) {
-    const { views } = this.host;
-    const stored = views.providerThreads.get(Projections.providerThreadKey(threadId, this.id));
-    const transfer = views.pendingTransfer(threadId);
-    // A fork's first run: the inputs of the decision, and what realising it natively needs (parent, fork point).
-    const forking =
-      !stored && transfer
-        ? forkSituation(views, this.id, transfer, session.capabilities, !!this.adapter.forkThread)
-        : null;
-    const parent = forking?.parentThread;
-    const situation: LoadSituation = {
-      sessionId: session.sessionId,
-      capabilities: session.capabilities,
-      stored: stored ? { providerThreadId: stored.providerThreadId, resumeCursor: stored.resumeCursor } : null,
-      divergent: stored?.divergent ?? false,
-      missedRuns: !!stored && historyRuns(views, threadId).some((r) => !stored.seenRunIds.has(r.runId)),
-      hadBroken: views.hadBrokenProviderThread(threadId, this.id),
-      fork: forking && transfer ? { ...forking.situation, transferId: transfer.transferId } : null,
-    };
-    // Both from the log: after a restart the adapter has never seen the parent, and must not guess where it lives.
-    const fork = parent
-      ? {
-          parent: {
-            threadRef: parent.nativeThreadRef,
-            resumeCursor: parent.resumeCursor,
-            cwd: views.threads.get(parent.threadId)!.cwd,
-          },
-          afterTurnRef: forking.afterTurnRef,
-        }
-      : null;
-    return { situation, fork };
-  }
-
-  /** What the next turn on this provider thread must be told (a handoff, a portable fork), if anything: unrecorded. */
-  planContext(threadId: string, runId: string, loaded: LoadedThread, session: LiveSession): ContextPlan | null {
-    return planContext({
-      views: this.host.views,
-      threadId,
-      runId,
-      providerThread:
-        this.host.views.providerThreadsById.get(loaded.providerThreadId) ?? unmadeRecord(threadId, this.id, loaded),
-      capabilities: session.capabilities,
-    });
-  }
-
-  /**
-   * The summary the receiving provider writes for the plan, where its record says it writes
-   * them: its text, or why it failed (the local summariser then writes it); null where it does not.
-   */
-  async providerSummary(
-    plan: ContextPlan,
-    session: LiveSession,
-  ): Promise<{ text: string } | { failed: string } | null> {
-    if (!wantsProviderSummary(plan)) return null;
-    if (!this.adapter.summarize) return { failed: "the adapter has no summarize method" };
-    const maxChars = session.capabilities.context.maxRecommendedHandoffChars ?? DEFAULT_HANDOFF_CHARS;
-    try {
-      const text = await this.adapter.summarize({
-        sessionId: session.sessionId,
-        transcript: plan.transcript,
-        maxChars,
-      });
-      return { text };
-    } catch (error) {
-      return { failed: error instanceof Error ? error.message : String(error) };
-    }
-  }
-
   /** Records what the plan decided (inside the dispatcher): the context the turn carries. */
   recordContext(plan: ContextPlan, written: { text: string } | { failed: string } | null): HandoffContext {
     return recordContext(
@@ -478,20 +363,4 @@ export class Target {
       () => this.host.ids.next("hnd"),
     );
   }
-}
-
-/** The record of a provider thread its first turn is about to make: nothing seen, nothing bound yet. */
-function unmadeRecord(threadId: string, providerTarget: string, loaded: LoadedThread): ProviderThreadRecord {
-  return {
-    providerThreadId: loaded.providerThreadId,
-    threadId,
-    providerTarget,
-    sessionId: loaded.sessionId,
-    nativeThreadRef: null,
-    resumeCursor: "",
-    origin: loaded.unmade?.via ?? "created",
-    seenRunIds: new Set(),
-    omittedRunIds: new Set(),
-    divergent: false,
-  };
 }
