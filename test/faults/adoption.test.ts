@@ -8,6 +8,7 @@ import type { ProviderEvent } from "../../src/adapters/contract.js";
 import type { DomainEvent } from "../../src/domain/events.js";
 import { processStartTime } from "../../src/runtime/hosts/process.js";
 import { HostRecordStore, type HostRecord } from "../../src/runtime/hosts/records.js";
+import { hostKey } from "../../src/runtime/hosts/hostSpec.js";
 import { HostRegistry } from "../../src/runtime/hosts/registry.js";
 import { killSocketHosts, SocketClient, spawnSocketHost, type SocketHost } from "../adapters/socketHost.js";
 import { adoptable } from "./adoptionHelpers.js";
@@ -146,9 +147,9 @@ describe("a host that outlives its runtime", () => {
         });
         // The very process, and nothing spawned: one host under this key, one record.
         expect(adapter.hostPid(sessionId)).toBe(hostPid);
-        const hostKey = await HostRegistry.hostKey(adapter.hostSpec);
-        expect(hostKey).toBe(stored!.hostKey);
-        expect(registry.pids(hostKey)).toEqual([hostPid]);
+        const key = await hostKey(adapter.hostSpec);
+        expect(key).toBe(stored!.hostKey);
+        expect(registry.pids(key)).toEqual([hostPid]);
         expect((await storedHosts()).map((h) => [h.pid, h.generation])).toEqual([[hostPid, hostGeneration]]);
 
         // A dropped connection after the adoption re-reads from the adopted cursor: nothing older is replayed.
@@ -189,7 +190,7 @@ describe("a host that outlives its runtime", () => {
   it("is adopted under its recorded generation and supervised: its death is a loss, then a fresh start", async () => {
     const host = await readyHost();
     const spec = hosted({ transport: "socket", policy: { backoffMs: [10] } }).hostSpec;
-    await recordAsOrphan(host, await HostRegistry.hostKey(spec), 7);
+    await recordAsOrphan(host, await hostKey(spec), 7);
     const { registry } = await HostRegistry.open(dataDir);
     try {
       const adopted = await registry.acquire(spec);
@@ -210,7 +211,7 @@ describe("a host that outlives its runtime", () => {
   it("once adopted, is released like a spawned host when its idle TTL runs out", async () => {
     const host = await readyHost();
     const spec = hosted({ transport: "socket", policy: { idleTtlMs: 50 } }).hostSpec;
-    await recordAsOrphan(host, await HostRegistry.hostKey(spec), 1);
+    await recordAsOrphan(host, await hostKey(spec), 1);
     const { registry } = await HostRegistry.open(dataDir);
     try {
       const adopted = await registry.acquire(spec);
@@ -229,7 +230,7 @@ describe("a host that outlives its runtime", () => {
   it("that refuses the connection is reaped, and a fresh host spawned under the next generation", async () => {
     const host = await refusingHost();
     const spec = hosted({ transport: "socket" }).hostSpec;
-    await recordAsOrphan(host, await HostRegistry.hostKey(spec), 4);
+    await recordAsOrphan(host, await hostKey(spec), 4);
     const { registry, adoptable: kept } = await HostRegistry.open(dataDir);
     try {
       expect(kept.map((r) => r.pid)).toEqual([host.pid]);

@@ -2,7 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { HostRegistry, type HostLease } from "../../src/runtime/hosts/registry.js";
+import type { HostLease } from "../../src/runtime/hosts/hostSpec.js";
+import { HostRegistry } from "../../src/runtime/hosts/registry.js";
 import { alive, hosted, killIfAlive, report, until } from "./helpers.js";
 
 /**

@@ -3,7 +3,7 @@ import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import { StdioChannel } from "../../runtime/hosts/stdioChannel.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import { nodeHostScript } from "../../runtime/hosts/script.js";
-import type { HostSpec } from "../../runtime/hosts/registry.js";
+import type { HostSpec } from "../../runtime/hosts/hostSpec.js";
 import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../domain/entities.js";

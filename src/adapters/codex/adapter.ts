@@ -5,7 +5,7 @@ import { HostUnavailableError, ProviderError, ResumeFailedError } from "../../do
 import { INVALID_REQUEST } from "../../runtime/hosts/jsonRpc.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
-import type { HostSpec } from "../../runtime/hosts/registry.js";
+import type { HostSpec } from "../../runtime/hosts/hostSpec.js";
 import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";
 import type {

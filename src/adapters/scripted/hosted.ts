@@ -12,7 +12,7 @@ import { WebSocketChannel, type ReconnectPolicy } from "../../runtime/hosts/webS
 import { readLines } from "../../runtime/hosts/lines.js";
 import type { SpawnedHost } from "../../runtime/hosts/process.js";
 import { nodeHostScript } from "../../runtime/hosts/script.js";
-import type { HostLease, HostSpec } from "../../runtime/hosts/registry.js";
+import type { HostLease, HostSpec } from "../../runtime/hosts/hostSpec.js";
 import type { SpawnSpec } from "../../runtime/hosts/process.js";
 import { HostSessions } from "../../runtime/hosts/sessions.js";
 import type { FrameRing } from "../../runtime/hosts/ring.js";

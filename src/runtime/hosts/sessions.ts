@@ -1,5 +1,6 @@
 import { HostUnavailableError } from "../../domain/errors.js";
-import type { HostLease, HostRegistry, HostSpec } from "./registry.js";
+import type { HostLease, HostSpec } from "./hostSpec.js";
+import type { HostRegistry } from "./registry.js";
 
 /**
  * The provider sessions an adapter runs in leased hosts: one lease per session, given back
