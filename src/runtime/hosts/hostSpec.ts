@@ -5,7 +5,7 @@ import type { SpawnedHost, SpawnSpec } from "./process.js";
 import type { FrameRing } from "./ring.js";
 import type { RpcChannel } from "./rpcChannel.js";
 
-/** What an adapter tells the host registry: how its host starts and is reached (a spec), and what it holds (a lease). */
+/** What an adapter tells the host registry: how its host starts and is reached (a spec); what it holds (a lease). */
 
 export interface HostSpec {
   target: string;
