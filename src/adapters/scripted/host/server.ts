@@ -11,13 +11,8 @@ import type { ProviderAdapter, ProviderEvent, SendRunInput } from "../../contrac
 import { createScriptedAdapter, type ScriptedAdapterOptions } from "../adapter.js";
 import { ScriptedBackend } from "../backend.js";
 import { keyedScript } from "../script.js";
-import {
-  HOST_PROTOCOL_VERSION,
-  InitParamsSchema,
-  type AttachResult,
-  type ReattachResult,
-  type ResumeResult,
-} from "./protocol.js";
+import { Flights } from "./flights.js";
+import { HOST_PROTOCOL_VERSION, InitParamsSchema, type AttachResult, type ResumeResult } from "./protocol.js";
 
 /**
  * The scripted host's relay, independent of the transport: one scripted adapter (created by
@@ -100,17 +95,6 @@ const EmitRawParamsSchema = z.strictObject({ sessionId: z.string(), events: z.ar
 
 class MethodNotFound extends Error {}
 
-interface InFlight {
-  /** The thread's resume cursor (what `resume` reports). */
-  cursor: string;
-  threadRef: string | null;
-  turnRef: string | null;
-  /** Requests the turn opened so far: the next one's ordinal follows (the scripted turn counts them so). */
-  opened: number;
-  /** Requests the turn waits on, addressed as `respondToRequest` takes them. */
-  pending: Array<{ requestRef: string | null; ordinal: number }>;
-}
-
 interface Initialized {
   adapter: ProviderAdapter;
   backend: ScriptedBackend;
@@ -144,7 +128,7 @@ export class ScriptedHost {
   #seq = 0;
   #buffer: { seq: number; message: RpcMessage }[] = [];
   /** Sessions started and not stopped, with their threads that have a turn in flight. */
-  #sessions = new Map<string, InFlight[]>();
+  #flights = new Flights();
   #current: { connection: HostConnection; live: boolean } | null = null;
   #pump: Promise<void> | null = null;
 
@@ -236,7 +220,8 @@ export class ScriptedHost {
       case "init":
         return this.#init(connection, params);
       case "reattach":
-        return this.#reattach(params);
+        this.#initialized();
+        return this.#flights.reattach(parseParams(ReattachParamsSchema, params, method).sessionId);
       case "openGate": {
         const { name } = parseParams(OpenGateParamsSchema, params, method);
         this.#initialized().backend.openGate(name);
@@ -300,7 +285,12 @@ export class ScriptedHost {
   async #adapterCall(method: AdapterMethod, params: unknown): Promise<unknown> {
     const { adapter } = this.#initialized();
     const input = asInput(params, method);
-    if (method === "sendRun") return this.#sendRun(adapter, input as unknown as SendRunInput);
+    if (method === "sendRun") {
+      const run = input as unknown as SendRunInput;
+      if (typeof run.thread?.resumeCursor !== "string")
+        throw new InvalidInputError("thread.resumeCursor", "sendRun needs a thread handle");
+      return this.#flights.sendRun(run, () => adapter.sendRun(run));
+    }
     const fn = adapter[method] as ((input: unknown) => Promise<unknown>) | undefined;
     if (!fn) {
       const capability = OPTIONAL_METHODS[method as keyof typeof OPTIONAL_METHODS];
@@ -311,67 +301,15 @@ export class ScriptedHost {
     }
     const value = await fn.call(adapter, input);
     const sessionId = typeof input.sessionId === "string" ? input.sessionId : null;
-    if (method === "startSession" && sessionId !== null && !this.#sessions.has(sessionId))
-      this.#sessions.set(sessionId, []);
-    if (method === "stopSession" && sessionId !== null) this.#sessions.delete(sessionId);
-    if (method === "respondToRequest" && sessionId !== null) this.#answered(sessionId, input);
+    if (method === "startSession" && sessionId !== null) this.#flights.started(sessionId);
+    if (method === "stopSession" && sessionId !== null) this.#flights.stopped(sessionId);
+    if (method === "respondToRequest" && sessionId !== null) this.#flights.answered(sessionId, input);
     return value ?? null;
-  }
-
-  /** A request answered is no longer pending (an answer is the only way one resolves while its turn runs). */
-  #answered(sessionId: string, input: Record<string, unknown>): void {
-    const { thread, request } = input as Partial<Parameters<ProviderAdapter["respondToRequest"]>[0]>;
-    const flight = this.#sessions.get(sessionId)?.find((f) => f.cursor === thread?.resumeCursor);
-    if (!flight || !request) return;
-    const index = flight.pending.findIndex((p) =>
-      request.requestRef ? p.requestRef === request.requestRef : p.ordinal === request.ordinal,
-    );
-    if (index >= 0) flight.pending.splice(index, 1);
-  }
-
-  /** What a session still runs: its turns in flight and the requests they wait on; null for a session unknown here. */
-  #reattach(params: unknown): ReattachResult {
-    this.#initialized();
-    const { sessionId } = parseParams(ReattachParamsSchema, params, "reattach");
-    const flights = this.#sessions.get(sessionId);
-    if (!flights) return null;
-    return {
-      turns: flights.map((f) => ({
-        threadRef: f.threadRef,
-        turnRef: f.turnRef,
-        pendingRequests: f.pending.map((p) => ({ ...p })),
-      })),
-    };
-  }
-
-  /** Marks the thread in flight before the turn can start, so even an instant terminal is seen. */
-  async #sendRun(adapter: ProviderAdapter, input: SendRunInput): Promise<unknown> {
-    const cursor = input.thread?.resumeCursor;
-    if (typeof cursor !== "string") throw new InvalidInputError("thread.resumeCursor", "sendRun needs a thread handle");
-    const flights = this.#sessions.get(input.sessionId);
-    const existing = flights?.find((f) => f.cursor === cursor);
-    const entry = existing ?? {
-      cursor,
-      threadRef: input.thread.threadRef ?? null,
-      turnRef: null,
-      opened: 0,
-      pending: [],
-    };
-    if (flights && !existing) flights.push(entry);
-    try {
-      const value = await adapter.sendRun(input);
-      entry.turnRef = value.turnRef;
-      return value;
-    } catch (error) {
-      // A busy thread keeps its entry: the turn already running there is still in flight.
-      if (flights && !existing) flights.splice(flights.indexOf(entry), 1);
-      throw error;
-    }
   }
 
   async #runPump(adapter: ProviderAdapter): Promise<void> {
     for await (const { sessionId, event } of adapter.streamEvents()) {
-      this.#track(sessionId, event);
+      this.#flights.track(sessionId, event);
       this.#relay(sessionId, event);
     }
   }
@@ -383,38 +321,6 @@ export class ScriptedHost {
     this.#buffer.push({ seq: this.#seq, message });
     if (this.#buffer.length > this.#bufferLimit) this.#buffer.shift();
     if (this.#current?.live) void this.#current.connection.send(message);
-  }
-
-  /** Clears a thread's in-flight mark on its turn's end; counts and keeps the requests its turn opens. */
-  #track(sessionId: string, event: ProviderEvent): void {
-    const flights = this.#sessions.get(sessionId);
-    if (!flights || flights.length === 0) return;
-    if (event.type === "session.state") {
-      if (event.state === "stopped" || event.state === "error") flights.length = 0;
-      else if (event.state === "idle" && flights.length === 1) flights.length = 0;
-      return;
-    }
-    if (event.type === "request.opened") {
-      // A subagent's request names its child thread and no turn: it is the only turn's, if any.
-      const flight =
-        flights.find((f) => event.turnRef !== undefined && f.turnRef === event.turnRef) ??
-        flights.find((f) => f.threadRef === event.threadRef || f.cursor === event.threadRef) ??
-        (flights.length === 1 ? flights[0] : undefined);
-      if (!flight) return;
-      flight.opened += 1;
-      flight.pending.push({ requestRef: event.requestRef ?? null, ordinal: flight.opened });
-      return;
-    }
-    if (event.type !== "turn.terminal") return;
-    let index = -1;
-    if (event.threadRef !== undefined) {
-      // A subagent's child turn names its child thread: it matches no in-flight thread.
-      index = flights.findIndex((f) => f.threadRef === event.threadRef || f.cursor === event.threadRef);
-    } else {
-      if (event.turnRef !== undefined) index = flights.findIndex((f) => f.turnRef === event.turnRef);
-      if (index < 0 && flights.length === 1) index = 0;
-    }
-    if (index >= 0) flights.splice(index, 1);
   }
 
   /** A client taking up this running host: live from the current seq on, nothing replayed. */
@@ -446,10 +352,7 @@ export class ScriptedHost {
       for (const entry of missed) void connection.send(entry.message);
       value = {
         replayed: missed.length,
-        sessions: [...this.#sessions].map(([sessionId, flights]) => ({
-          sessionId,
-          activeThreads: flights.map((f) => f.cursor),
-        })),
+        sessions: this.#flights.sessions(),
       };
     } catch (error) {
       void connection.send(errorResponse(id, error));
