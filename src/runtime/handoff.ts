@@ -58,12 +58,9 @@ export function historyRuns(
   const settled = thread.runs.filter(
     (r) => isTerminalRunStatus(r.status) && standing(r) && r.attempts.some((a) => a.providerTurnId !== null),
   );
-  const cut =
-    upToRunId === undefined
-      ? settled.length
-      : upToRunId === null
-        ? 0
-        : settled.findIndex((r) => r.runId === upToRunId) + 1;
+  // Up to the fork point by its place in the thread: the point's own run may have never reached a provider.
+  const upTo = upToRunId === undefined ? Infinity : upToRunId === null ? 0 : (views.runs.get(upToRunId)?.ordinal ?? 0);
+  const cut = settled.filter((r) => r.ordinal <= upTo).length;
   const lineage = thread.lineage?.relation === "fork" ? thread.lineage : null;
   const transfer = views.transfers.get(threadId);
   // A subagent's fork inherits the subagent's conversation, not its parent's runs.

@@ -278,10 +278,8 @@ describe("what a fork point is", () => {
     }
   });
 
-  // BUG (reported; src/runtime/handoff.ts, historyRuns): a fork point whose turn never reached a provider is not in
-  // the settled history, so the cut is findIndex(-1) + 1 = 0 and the fork loses every run before it. `it.fails` until
-  // that is fixed; then make it `it`.
-  it.fails("a fork after a run whose turn never reached the provider still holds the runs before it", async () => {
+  // A fork point whose turn never reached a provider is in no conversation; the runs before it still are.
+  it("a fork after a run whose turn never reached the provider still holds the runs before it", async () => {
     const { rt, events, b, cleanup } = await refusingTarget();
     try {
       const { threadId } = await rt.createThread({ providerTarget: "a" });
