@@ -161,6 +161,59 @@ describe("host supervisor: the restart window", () => {
     expect(h.generations()).toEqual([1, 2, 3]);
   });
 
+  it("once every crash has aged out of the window, the next acquire starts at once", async () => {
+    const h = open();
+    h.send({ type: "ACQUIRE" });
+    await h.settle(h.starts[0]);
+    h.send({ type: "EXITED", generation: 1, reason: "crash" });
+    await vi.advanceTimersByTimeAsync(POLICY.restartWindowMs + 1);
+    h.send({ type: "ACQUIRE" });
+    expect([h.state(), h.generations()]).toEqual(["starting", [1, 2]]);
+  });
+
+  /*
+   * The window's edge, as hostSupervisor.test.ts fixes it ("once the failures age out of the window", exactly
+   * restartWindowMs after the last one): a crash exactly restartWindowMs old has left it. The delay before a start,
+   * the backoff and the budget read the same window.
+   */
+  it("a crash exactly one window old no longer delays the next start", async () => {
+    const h = open();
+    h.send({ type: "ACQUIRE" });
+    await h.settle(h.starts[0]);
+    h.send({ type: "EXITED", generation: 1, reason: "crash" });
+    await vi.advanceTimersByTimeAsync(POLICY.restartWindowMs);
+    h.send({ type: "ACQUIRE" });
+    expect([h.state(), h.generations()]).toEqual(["starting", [1, 2]]);
+  });
+
+  it("a crash exactly one window old no longer counts against the budget", async () => {
+    const h = open({ restartBudget: 0 });
+    h.send({ type: "ACQUIRE" });
+    await h.settle(h.starts[0], "handshake failed");
+    expect(h.state()).toBe("unavailable");
+    await vi.advanceTimersByTimeAsync(POLICY.restartWindowMs);
+    h.send({ type: "ACQUIRE" });
+    expect([h.state(), h.generations()]).toEqual(["starting", [1, 2]]);
+  });
+
+  it("a crash exactly one window old no longer lengthens the backoff", async () => {
+    const h = open({ restartBudget: 5 });
+    h.send({ type: "ACQUIRE" });
+    await h.settle(h.starts[0]);
+    h.send({ type: "EXITED", generation: 1, reason: "first crash" });
+    h.send({ type: "ACQUIRE" });
+    await vi.advanceTimersByTimeAsync(POLICY.backoffMs[0]!);
+    await h.settle(h.starts[1]);
+    await vi.advanceTimersByTimeAsync(1_000 - POLICY.backoffMs[0]!);
+    h.send({ type: "EXITED", generation: 2, reason: "second crash" });
+    // The first crash is now exactly one window old, the second 1 s old: one recent crash, the first backoff.
+    await vi.advanceTimersByTimeAsync(POLICY.restartWindowMs - 1_000);
+    h.send({ type: "ACQUIRE" });
+    expect(h.state()).toBe("backoff");
+    await vi.advanceTimersByTimeAsync(POLICY.backoffMs[0]!);
+    expect(h.generations()).toEqual([1, 2, 3]);
+  });
+
   it("a failed start's reason is the error the start rejected with, as the unavailable reason says", async () => {
     const h = open({ restartBudget: 0 });
     h.send({ type: "ACQUIRE" });
@@ -169,5 +222,31 @@ describe("host supervisor: the restart window", () => {
       type: "unavailable",
       reason: expect.stringMatching(/^alpha: host restart budget spent .*last error: .*handshake timed out/),
     });
+  });
+
+  it("the unavailable reason names the budget and the window that were spent", async () => {
+    const h = open({ restartBudget: 0, restartWindowMs: 45_000 });
+    h.send({ type: "ACQUIRE" });
+    await h.settle(h.starts[0], "handshake timed out");
+    expect(h.emitted.at(-1)).toMatchObject({ reason: expect.stringMatching(/\b0 restarts\b.*\b45000 ms\b/) });
+  });
+});
+
+describe("host supervisor: not wired to a registry", () => {
+  it.each([
+    ["start", { type: "ACQUIRE" } as const],
+    ["adopt", { type: "ADOPT", generation: 7 } as const],
+  ])("never reports a host it was not given the means to %s", async (_, event) => {
+    const emitted: SupervisorEmitted[] = [];
+    const actor = createActor(hostSupervisorMachine, {
+      input: { hostKey: "alpha:0123", target: "alpha", policy: { ...POLICY, restartBudget: 0 } },
+    });
+    actor.on("*", (e) => emitted.push(e));
+    actor.start();
+    actor.send(event);
+    await settled();
+    await settled();
+    expect(emitted.filter((e) => e.type === "ready")).toEqual([]);
+    expect(actor.getSnapshot().value).toBe("unavailable");
   });
 });
