@@ -6,6 +6,7 @@ import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../src/domain/entitie
 import type { DomainEvent } from "../../src/domain/events.js";
 import {
   sessionMachine,
+  sessionSlot,
   type SessionInput,
   type SessionSignal,
   type StartedSession,
@@ -139,8 +140,10 @@ describe("session start: what the provider is asked for", () => {
       tools: [TOOL],
       declared: defineCapabilities({ tools: { supportsDynamicToolCallbacks: false } }),
     });
-    const none = open({ tools: [], declared: CALLS_TOOLS_BACK });
-    expect([refused.startInputs[0], none.startInputs[0]].map((input) => "tools" in input!)).toEqual([false, false]);
+    const empty = open({ tools: [], declared: CALLS_TOOLS_BACK });
+    const unset = open({ declared: CALLS_TOOLS_BACK });
+    const inputs = [refused, empty, unset].map((h) => h.startInputs[0]!);
+    expect(inputs.map((input) => "tools" in input)).toEqual([false, false, false]);
   });
 });
 
@@ -156,11 +159,21 @@ describe("session start: session-wide degradations from the announced record", (
     await announce(
       h,
       defineCapabilities({
-        planning: { emitsTodoList: false, emitsProposedPlan: false, supportsStructuredQuestions: false },
+        planning: {
+          emitsPlanUpdated: false,
+          emitsTodoList: false,
+          emitsProposedPlan: false,
+          supportsStructuredQuestions: false,
+        },
       }),
     );
     const applied = policies(h.records);
-    expect(applied.map((p) => p.policy)).toEqual(["no_todo_artifacts", "no_proposed_plans", "questions_as_text"]);
+    expect(applied.map((p) => p.policy)).toEqual([
+      "no_plan_artifacts",
+      "no_todo_artifacts",
+      "no_proposed_plans",
+      "questions_as_text",
+    ]);
     for (const { detail } of applied) expect(detail).toMatch(/ses_1 \(alpha\)/);
   });
 
@@ -329,6 +342,34 @@ describe("a new session for settings the provider cannot switch in session", () 
   });
 });
 
+describe("a session machine not wired to a provider target", () => {
+  it.each([
+    ["start", {}],
+    ["re-attach", { reattach: true }],
+  ])("never reports a session it was not given the means to %s", async (_, overrides) => {
+    const signals: string[] = [];
+    const actor = createActor(sessionMachine, {
+      input: {
+        sessionId: "ses_1",
+        providerTarget: "alpha",
+        provider: "scripted",
+        sandbox: "workspace-write",
+        cwd: "/work",
+        model: null,
+        runtimeMode: DEFAULT_RUNTIME_MODE,
+        declared: fullCapabilities(),
+        idleMs: IDLE_MS,
+        ...overrides,
+      },
+    });
+    actor.on("*", (emitted) => signals.push(emitted.type));
+    actor.start();
+    await settled();
+    expect(signals).not.toContain("ready");
+    expect(signals).toContain("startFailed");
+  });
+});
+
 describe("claims and statuses", () => {
   it(
     "every claim is counted: two turns claim, one gives it back, a third claims, " +
@@ -359,5 +400,46 @@ describe("claims and statuses", () => {
       { status: "stopped", message: "provider shut down" },
     ]);
     expect(h.actor.getSnapshot().context.lastError).toBeNull();
+  });
+});
+
+describe("which session a thread's turn runs in (its registry slot)", () => {
+  const slot = (caps: ProviderCapabilities, threadId: string, model: string | null, mode: RuntimeMode) =>
+    sessionSlot(caps, threadId, model, mode);
+
+  it("a provider that hosts many threads and switches model and mode in session has one session per target", () => {
+    const shared = fullCapabilities();
+    const a = slot(shared, "thr_1", "model-a", DEFAULT_RUNTIME_MODE);
+    const b = slot(shared, "thr_2", "model-b", PLAN_MODE);
+    expect(a).toEqual(b);
+    expect(a.owner).toBe("");
+  });
+
+  it("otherwise a session per thread, owned by that thread", () => {
+    const caps = perThread({});
+    const a = slot(caps, "thr_1", "model-a", DEFAULT_RUNTIME_MODE);
+    expect(a.owner).toBe("thr_1");
+    expect(a.key).not.toBe(slot(caps, "thr_2", "model-a", DEFAULT_RUNTIME_MODE).key);
+    expect(a.key).toBe(slot(caps, "thr_1", "model-b", PLAN_MODE).key);
+  });
+
+  it("a session per model where the model cannot be switched in session, and per mode likewise", () => {
+    const byModel = defineCapabilities({ sessions: { supportsModelSwitchInSession: false } });
+    const key = (caps: ProviderCapabilities, model: string | null, mode: RuntimeMode) =>
+      slot(caps, "thr_1", model, mode).key;
+    expect(key(byModel, "model-a", DEFAULT_RUNTIME_MODE)).not.toBe(key(byModel, "model-b", DEFAULT_RUNTIME_MODE));
+    expect(key(byModel, "model-a", DEFAULT_RUNTIME_MODE)).toBe(key(byModel, "model-a", PLAN_MODE));
+    const byMode = defineCapabilities({ sessions: { supportsRuntimeModeSwitchInSession: false } });
+    const modes = [DEFAULT_RUNTIME_MODE, PLAN_MODE, NO_APPROVALS_MODE].map((mode) => key(byMode, "model-a", mode));
+    expect(new Set(modes).size).toBe(3);
+    expect(key(byMode, "model-a", { ...PLAN_MODE })).toBe(modes[1]);
+    expect(key(byMode, "model-a", PLAN_MODE)).toBe(key(byMode, "model-b", PLAN_MODE));
+  });
+
+  it("no two different threads and models share a slot, however their names run together", () => {
+    const caps = perThread({ supportsModelSwitchInSession: false });
+    expect(slot(caps, "thr_1", "2-model", DEFAULT_RUNTIME_MODE).key).not.toBe(
+      slot(caps, "thr_12", "-model", DEFAULT_RUNTIME_MODE).key,
+    );
   });
 });
