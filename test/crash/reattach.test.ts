@@ -81,6 +81,14 @@ describe("a provider host that outlives the runtime", () => {
         reattachedRuns: [run!.runId],
       },
     ]);
+    // Its session taken up, never started again: ready once more in the host generation that asked.
+    const session = request!.responseCapability.kind === "live" ? request!.responseCapability.sessionId : "";
+    const mine = eventsOf(world).filter((e) => "sessionId" in e && e.sessionId === session);
+    expect(ofType(mine, "session.started")).toHaveLength(1);
+    expect(ofType(mine, "session.state").slice(-2)).toEqual([
+      expect.objectContaining({ status: "ready", message: "re-attached after a runtime restart (host generation 1)" }),
+      expect.objectContaining({ status: "running" }),
+    ]);
     // The very host the crashed runtime started, still running.
     expect(hosts).toHaveLength(1);
     expect(await isSameProcess(hosts[0]!.pid, hosts[0]!.startTime)).toBe(true);
