@@ -71,11 +71,22 @@ export async function reattachRuns(
     }
     // Turns the provider still runs that the log cannot take up: stopped, so none runs unowned.
     for (const turn of info.turns.filter((t) => !taken.has(t))) {
-      const address = { threadRef: turn.threadRef, resumeCursor: turn.threadRef ?? "", cwd: threadView.cwd };
-      await target.adapter.interrupt({ sessionId, thread: address, turnRef: turn.turnRef }).catch(() => undefined);
+      const thread = addressOf(d.views, sessionId, turn.threadRef, threadView.cwd);
+      await target.adapter.interrupt({ sessionId, thread, turnRef: turn.turnRef }).catch(() => undefined);
     }
   }
   return { runs, sessions };
+}
+
+/** How the provider addresses one of its threads in a session: as the log bound it, else by its ref alone. */
+function addressOf(views: Projections, sessionId: string, threadRef: string | null, cwd: string) {
+  const bound = [...views.providerThreadsById.values()].find(
+    (t) => t.sessionId === sessionId && t.nativeThreadRef === threadRef,
+  );
+  const thread = bound ? views.threads.get(bound.threadId) : undefined;
+  return bound && thread
+    ? { threadRef, resumeCursor: bound.resumeCursor, cwd: thread.cwd }
+    : { threadRef, resumeCursor: threadRef ?? "", cwd };
 }
 
 /**
