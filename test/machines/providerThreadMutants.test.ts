@@ -97,3 +97,44 @@ describe("a thread re-attached in a session a previous life started", () => {
     expect(m.actor.getSnapshot().context).toMatchObject({ sessionId: null, handle: null });
   });
 });
+
+/**
+ * A degradation's detail says what the runtime did instead, in the terms of its registry entry (degradations.md): a
+ * record naming the policy and the thread but not the fallback taken would leave the log's reader guessing.
+ */
+describe("what the provider-thread machine's degradations say they did instead", () => {
+  it("no empty threads: the detail names the target and says the first turn makes the thread", () => {
+    const m = open();
+    m.load({ capabilities: defineCapabilities({ threads: { canCreateEmptyThread: false } }) });
+    const [policy] = m.policiesApplied();
+    expect(policy).toMatchObject({ detail: expect.stringContaining("alpha") });
+    expect(policy).toMatchObject({ detail: expect.stringMatching(/turn makes its provider thread/) });
+  });
+
+  it("no delta handoff: the detail says a fresh provider thread gets the whole conversation", () => {
+    const m = open();
+    m.load({
+      stored,
+      missedRuns: true,
+      capabilities: defineCapabilities({ context: { supportsDeltaHandoff: false } }),
+    });
+    expect(m.policiesApplied()).toEqual([
+      expect.objectContaining({ detail: expect.stringMatching(/no delta handoff.*fresh provider thread/) }),
+    ]);
+  });
+
+  it("a divergent rollback: the detail says a fresh provider thread gets the app's history", () => {
+    const m = open();
+    m.load({ stored, divergent: true });
+    expect(m.policiesApplied()).toEqual([
+      expect.objectContaining({ detail: expect.stringMatching(/rollback.*fresh provider thread/) }),
+    ]);
+  });
+
+  it("divergent with no stored thread to name: still realigned on a fresh provider thread, the policy recorded", () => {
+    const m = open();
+    m.load({ stored: null, divergent: true });
+    expect(pendingCall(m.actor.getSnapshot())).toEqual({ call: "create", via: "realigned" });
+    expect(m.policiesApplied()).toEqual([{ ...threadPolicy("divergent_thread_rebuilt"), detail: expect.any(String) }]);
+  });
+});
