@@ -111,6 +111,9 @@ function candidateOf(d: ReattachHost, liveTurns: LiveTurns, run: RunView): Candi
   // Its requests must outlive the runtime, and the connection that asked them (a new one answers them).
   if (!requestsSurviveRestart(target.declared) || !approvalsOutliveConnection(target.declared)) return null;
   if (run.status !== "waiting" || attempt?.status !== "running" || !attempt.providerThreadId) return null;
+  // An interrupt asked for (a restart, a steer by interrupt-restart) may or may not have reached the provider: the run
+  // is settled as before, never taken up without what was asked of it.
+  if (run.items.some((i) => i.kind === "interrupt_request" && i.attemptId === attempt.attemptId)) return null;
   const requests = d.views.pendingRequests(run.threadId).filter((r) => r.runId === run.runId);
   const sessions = new Set(
     requests.map((r) => (r.responseCapability.kind === "live" ? r.responseCapability.sessionId : "")),

@@ -28,7 +28,7 @@ afterEach(async () => {
   for (const world of opened.splice(0)) await world.close();
 });
 
-async function crashAndReopen(flags: Flags, kind: "approval" | "plain" | "both" = "approval") {
+async function crashAndReopen(flags: Flags, kind: "approval" | "plain" | "both" | "interrupted" = "approval") {
   const { dir } = await tempDir("tiller-reattach-");
   const threadId = await crashWithApprovalPending(dir, flags, true, kind);
   const hosts = await hostRecords(join(dir, "data"));
@@ -195,6 +195,13 @@ describe("a provider host that outlives the runtime", () => {
     await world.rt.waitForRun(world.runId);
     expect(world.run().status).toBe("completed");
     expect(world.run().items.filter((i) => i.kind === "command")).toHaveLength(1);
+  });
+
+  it("settles as before a run whose interrupt was asked for (it may not have reached the provider)", async () => {
+    const { world } = await crashAndReopen(SURVIVE, "interrupted");
+    expect(world.run().status).toBe("cancelled");
+    expect(ofType(eventsOf(world), "runtime.recovered").map((r) => r.reattachedRuns ?? [])).toEqual([[]]);
+    expect(await nextTurn(world)).toEqual({ status: "completed", text: "working 2 done 2" });
   });
 
   it("expires the request of a host that died with the runtime, and the thread's next turn runs", async () => {

@@ -698,7 +698,7 @@ export async function crashWithApprovalPending(
   dir: string,
   flags: Flags,
   hosted = false,
-  kind: "approval" | "plain" | "both" = "approval",
+  kind: "approval" | "plain" | "both" | "interrupted" = "approval",
 ): Promise<string> {
   const args = ["--import", "tsx", crashChild, dir, JSON.stringify(flags), hosted ? "hosted" : "in-process", kind];
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
