@@ -4,11 +4,11 @@ import type { NodeKind } from "../../src/domain/items.js";
 import { open } from "./runHarness.js";
 
 /**
- * The run machine's reading of a queued turn's early events (runModel.ts, `isProviderActivity`; issue 14). A turn handed
- * to a provider that queues follow-ups itself waits, still `queued`, until the provider takes it up (the domain model's
- * Run lifecycle: queued → starting → running; the capability seed's `turns.supportsQueuedMessages`). Anything the
- * provider says of the turn before its reply to the start is the sign it runs already; the root node's start is not,
- * since the runtime records it itself as it sends the turn (events.md: the root node holds the turn's items).
+ * The run machine's reading of a queued turn's early events (runModel.ts, `isProviderActivity`; issue 14). A turn
+ * handed to a provider that queues follow-ups itself waits, still `queued`, until the provider takes it up (the domain
+ * model's Run lifecycle: queued → starting → running; the capability seed's `turns.supportsQueuedMessages`). Anything
+ * the provider says of the turn before its reply to the start is the sign it runs already; the root node's start is
+ * not, since the runtime records it itself as it sends the turn (events.md: the root node holds the turn's items).
  */
 
 /** A run handed to the provider's own queue, whose provider has not replied to the start yet. */
@@ -59,7 +59,7 @@ describe("run machine: a queued turn the provider speaks of before replying to i
     }
   });
 
-  it("the turn's root node starting is the runtime's own record: the reply leaves the run queued at the provider", () => {
+  it("the root node starting is the runtime's own record: the reply leaves the run queued at the provider", () => {
     const r = handedToProviderQueue();
     const { attemptId, rootNodeId } = r.attempt();
     const root = nodeStarted(attemptId, "root_turn", rootNodeId);
