@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createActor } from "xstate";
 import { defineCapabilities, fullCapabilities, type ProviderCapabilities } from "../../src/capabilities/index.js";
-import type { DomainEvent } from "../../src/domain/events.js";
-import { pendingCall, providerThreadMachine, type LoadSituation } from "../../src/machines/providerThread.js";
+import type { LoadSituation } from "../../src/machines/providerThread.js";
+import { openProviderThread } from "./providerThreadHarness.js";
 
 /**
  * The provider-thread machine alone: how an app thread's provider thread is loaded, decided
@@ -10,39 +9,6 @@ import { pendingCall, providerThreadMachine, type LoadSituation } from "../../sr
  * records each decision leaves. Expectations come from the context-handoff and fork policies
  * of the capability seed and the domain model (invariants 8 and 9), not from the machine.
  */
-
-function open() {
-  const records: DomainEvent[] = [];
-  const actor = createActor(providerThreadMachine, { input: { appThreadId: "thr_1", providerTarget: "alpha" } });
-  actor.on("*", (emitted) => {
-    if (emitted.type === "record") records.push(emitted.event);
-  });
-  actor.start();
-  const load = (situation: Partial<LoadSituation> = {}) =>
-    actor.send({
-      type: "LOAD",
-      situation: {
-        sessionId: "ses_1",
-        capabilities: fullCapabilities(),
-        stored: null,
-        divergent: false,
-        missedRuns: false,
-        hadBroken: false,
-        fork: null,
-        ...situation,
-      },
-    });
-  const bind = (providerThreadId = "pth_new") =>
-    actor.send({
-      type: "BOUND",
-      providerThreadId,
-      handle: { threadRef: "native-1", resumeCursor: "cursor-1" },
-      cwd: "/work",
-    });
-  const call = () => pendingCall(actor.getSnapshot())?.call ?? null;
-  const types = () => records.map((r) => (r.type === "policy.applied" ? `policy:${r.policy}` : r.type));
-  return { actor, records, load, bind, call, types };
-}
 
 const stored = { providerThreadId: "pth_old", resumeCursor: "cursor-0" };
 const noDelta = defineCapabilities({ context: { supportsDeltaHandoff: false } });
@@ -65,7 +31,7 @@ const fork = (
 
 describe("provider-thread machine", () => {
   it("a provider that makes no empty threads: no call now, the next turn makes it (named), then it is bound", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ capabilities: defineCapabilities({ threads: { canCreateEmptyThread: false } }) });
     expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ creating: "withFirstTurn" }, "withTurn"]);
     expect(m.types()).toEqual(["policy:thread_created_with_first_turn"]);
@@ -75,7 +41,7 @@ describe("provider-thread machine", () => {
   });
 
   it("a thread never loaded on this target is created, and the binding is recorded", () => {
-    const m = open();
+    const m = openProviderThread();
     expect(m.actor.getSnapshot().value).toBe("unloaded");
     m.load();
     expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ creating: "calling" }, "create"]);
@@ -96,7 +62,7 @@ describe("provider-thread machine", () => {
   });
 
   it("a stored thread that saw every run is resumed from its cursor, under its own id", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ stored });
     expect([m.actor.getSnapshot().value, m.call()]).toEqual(["resuming", "resume"]);
     m.bind("pth_old");
@@ -107,12 +73,12 @@ describe("provider-thread machine", () => {
     "a stored thread that missed runs is resumed when the provider takes a delta, " +
       "refreshed with a full summary when it does not",
     () => {
-      const delta = open();
+      const delta = openProviderThread();
       delta.load({ stored, missedRuns: true });
       expect(delta.call()).toBe("resume");
       expect(delta.records).toEqual([]);
 
-      const m = open();
+      const m = openProviderThread();
       m.load({ stored, missedRuns: true, capabilities: noDelta });
       expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ refreshing: "calling" }, "create"]);
       m.bind();
@@ -127,7 +93,7 @@ describe("provider-thread machine", () => {
   );
 
   it("after a divergent rollback a fresh thread is realigned from the app's history, whatever else holds", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ stored, divergent: true, missedRuns: true });
     expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ realigning: "calling" }, "create"]);
     m.bind();
@@ -136,7 +102,7 @@ describe("provider-thread machine", () => {
   });
 
   it("a resume the provider refuses is never silent: a warning, then a thread rebuilt from app context", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ stored });
     m.actor.send({ type: "RESUME_FAILED", message: "no such thread" });
     expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ rebuilding: "calling" }, "create"]);
@@ -147,14 +113,14 @@ describe("provider-thread machine", () => {
   });
 
   it("a thread whose last provider thread broke gets a replacement", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ hadBroken: true });
     m.bind();
     expect(m.records).toMatchObject([{ via: "replaced" }]);
   });
 
   it("a fork whose parent ran here on a provider that forks is realised natively", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ fork: fork(fullCapabilities()) });
     expect([m.actor.getSnapshot().value, m.call()]).toEqual(["forkingNatively", "fork"]);
     m.bind();
@@ -168,7 +134,7 @@ describe("provider-thread machine", () => {
   });
 
   it("a native fork that fails falls back to a portable fork, saying why", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ fork: fork(fullCapabilities()) });
     m.actor.send({ type: "FORK_FAILED", message: "boom" });
     expect([m.actor.getSnapshot().value, m.call()]).toEqual([{ forkingPortably: "calling" }, "create"]);
@@ -196,7 +162,7 @@ describe("provider-thread machine", () => {
         ["adapter cannot fork", fork(fullCapabilities(), { adapterForks: false })!],
       ];
       for (const [name, situation] of cases) {
-        const m = open();
+        const m = openProviderThread();
         m.load({ fork: situation });
         expect([name, m.actor.getSnapshot().value]).toEqual([name, { forkingPortably: "calling" }]);
         expect(m.records[0]).toMatchObject({
@@ -209,7 +175,7 @@ describe("provider-thread machine", () => {
   );
 
   it("runs turns while loaded; a session loss unloads it, and the next load decides again for the new session", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load();
     m.bind();
     m.actor.send({ type: "TURN_BEGAN" });
@@ -224,7 +190,7 @@ describe("provider-thread machine", () => {
   });
 
   it("a load that fails binds nothing and leaves the thread unloaded", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load();
     m.actor.send({ type: "LOAD_FAILED" });
     expect(m.actor.getSnapshot().value).toBe("unloaded");

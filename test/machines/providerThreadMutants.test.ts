@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { createActor } from "xstate";
-import { defineCapabilities, fullCapabilities } from "../../src/capabilities/index.js";
-import type { DomainEvent } from "../../src/domain/events.js";
-import { pendingCall, providerThreadMachine, type LoadSituation } from "../../src/machines/providerThread.js";
+import { defineCapabilities } from "../../src/capabilities/index.js";
+import { pendingCall } from "../../src/machines/providerThread.js";
 import { DEGRADATIONS } from "../../src/machines/policies.js";
+import { openProviderThread } from "./providerThreadHarness.js";
 
 /**
  * The provider-thread machine's records and state beyond its choice of call (issue 14): a degradation it applies is
@@ -13,31 +12,6 @@ import { DEGRADATIONS } from "../../src/machines/policies.js";
  * started (guarantees.md, "Unless the provider still holds them") is loaded there, its turn running, with no new
  * provider call.
  */
-
-function open() {
-  const records: DomainEvent[] = [];
-  const actor = createActor(providerThreadMachine, { input: { appThreadId: "thr_1", providerTarget: "alpha" } });
-  actor.on("*", (emitted) => {
-    if (emitted.type === "record") records.push(emitted.event);
-  });
-  actor.start();
-  const load = (situation: Partial<LoadSituation> = {}) =>
-    actor.send({
-      type: "LOAD",
-      situation: {
-        sessionId: "ses_1",
-        capabilities: fullCapabilities(),
-        stored: null,
-        divergent: false,
-        missedRuns: false,
-        hadBroken: false,
-        fork: null,
-        ...situation,
-      },
-    });
-  const policiesApplied = () => records.filter((r) => r.type === "policy.applied");
-  return { actor, records, load, policiesApplied };
-}
 
 const stored = { providerThreadId: "pth_old", resumeCursor: "cursor-0" };
 
@@ -53,7 +27,7 @@ const threadPolicy = (policy: keyof typeof DEGRADATIONS) => ({
 
 describe("the degradations the provider-thread machine applies are the app thread's", () => {
   it("a provider that makes no empty threads: thread_created_with_first_turn, on this app thread", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ capabilities: defineCapabilities({ threads: { canCreateEmptyThread: false } }) });
     expect(m.policiesApplied()).toEqual([
       { ...threadPolicy("thread_created_with_first_turn"), detail: expect.any(String) },
@@ -61,7 +35,7 @@ describe("the degradations the provider-thread machine applies are the app threa
   });
 
   it("a returning provider without delta handoff: handoff_fresh_thread names the thread that missed runs", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({
       stored,
       missedRuns: true,
@@ -73,7 +47,7 @@ describe("the degradations the provider-thread machine applies are the app threa
   });
 
   it("after a divergent rollback: divergent_thread_rebuilt names the diverged thread", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ stored, divergent: true });
     expect(m.policiesApplied()).toEqual([
       { ...threadPolicy("divergent_thread_rebuilt"), detail: expect.stringContaining("pth_old") },
@@ -83,7 +57,7 @@ describe("the degradations the provider-thread machine applies are the app threa
 
 describe("a thread re-attached in a session a previous life started", () => {
   it("is loaded there with its turn running, asks the provider for nothing, and records nothing", () => {
-    const m = open();
+    const m = openProviderThread();
     const handle = { threadRef: "native-7", resumeCursor: "cursor-7" };
     m.actor.send({ type: "REATTACHED", providerThreadId: "pth_7", sessionId: "ses_old", handle });
     const snapshot = m.actor.getSnapshot();
@@ -104,7 +78,7 @@ describe("a thread re-attached in a session a previous life started", () => {
  */
 describe("what the provider-thread machine's degradations say they did instead", () => {
   it("no empty threads: the detail names the target and says the first turn makes the thread", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ capabilities: defineCapabilities({ threads: { canCreateEmptyThread: false } }) });
     const [policy] = m.policiesApplied();
     expect(policy).toMatchObject({ detail: expect.stringContaining("alpha") });
@@ -112,7 +86,7 @@ describe("what the provider-thread machine's degradations say they did instead",
   });
 
   it("no delta handoff: the detail says a fresh provider thread gets the whole conversation", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({
       stored,
       missedRuns: true,
@@ -124,7 +98,7 @@ describe("what the provider-thread machine's degradations say they did instead",
   });
 
   it("a divergent rollback: the detail says a fresh provider thread gets the app's history", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ stored, divergent: true });
     expect(m.policiesApplied()).toEqual([
       expect.objectContaining({ detail: expect.stringMatching(/rollback.*fresh provider thread/) }),
@@ -132,7 +106,7 @@ describe("what the provider-thread machine's degradations say they did instead",
   });
 
   it("divergent with no stored thread to name: still realigned on a fresh provider thread, the policy recorded", () => {
-    const m = open();
+    const m = openProviderThread();
     m.load({ stored: null, divergent: true });
     expect(pendingCall(m.actor.getSnapshot())).toEqual({ call: "create", via: "realigned" });
     expect(m.policiesApplied()).toEqual([{ ...threadPolicy("divergent_thread_rebuilt"), detail: expect.any(String) }]);
