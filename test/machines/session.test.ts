@@ -1,15 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createActor, fromPromise } from "xstate";
 import { defineCapabilities, fullCapabilities, type ProviderCapabilities } from "../../src/capabilities/index.js";
 import { DEFAULT_RUNTIME_MODE } from "../../src/domain/entities.js";
 import type { DomainEvent } from "../../src/domain/events.js";
-import {
-  sessionMachine,
-  type SessionInput,
-  type SessionSignal,
-  type StartedSession,
-  type StartSessionInput,
-} from "../../src/machines/session.js";
+import { IDLE_MS, openSession, settled, type SessionHarness } from "./sessionHarness.js";
 
 /**
  * The session machine alone (createActor, its records and signals), with the provider calls
@@ -19,65 +12,12 @@ import {
  * it cannot switch to, and ends when the provider says it stopped or failed.
  */
 
-const IDLE_MS = 60_000;
 const noSwitch = defineCapabilities({
   sessions: { supportsModelSwitchInSession: false, supportsMultipleProviderThreadsPerSession: false },
 });
 
-interface Harness {
-  actor: ReturnType<typeof createActor<typeof sessionMachine>>;
-  records: DomainEvent[];
-  signals: SessionSignal[];
-  stops: string[];
-  start: { resolve(value: StartedSession): void; reject(error: unknown): void };
-}
-
-function open(overrides: Partial<SessionInput> = {}, snapshot?: unknown): Harness {
-  const records: DomainEvent[] = [];
-  const signals: SessionSignal[] = [];
-  const stops: string[] = [];
-  let start!: Harness["start"];
-  const logic = sessionMachine.provide({
-    actors: {
-      startSession: fromPromise<StartedSession, StartSessionInput>(
-        () => new Promise((resolve, reject) => (start = { resolve, reject })),
-      ),
-      stopSession: fromPromise<void, { sessionId: string }>(async ({ input }) => void stops.push(input.sessionId)),
-    },
-  });
-  const input: SessionInput = {
-    sessionId: "ses_1",
-    providerTarget: "alpha",
-    provider: "scripted",
-    sandbox: "workspace-write",
-    cwd: "/work",
-    model: "model-a",
-    runtimeMode: DEFAULT_RUNTIME_MODE,
-    declared: fullCapabilities(),
-    idleMs: IDLE_MS,
-    ...overrides,
-  };
-  const actor = createActor(logic, snapshot ? { input, snapshot: snapshot as never } : { input });
-  actor.on("*", (emitted) => {
-    if (emitted.type === "record") records.push(emitted.event);
-    else if (emitted.type === "ready" || emitted.type === "startFailed" || emitted.type === "stopping")
-      signals.push(emitted);
-  });
-  actor.start();
-  return {
-    actor,
-    records,
-    signals,
-    stops,
-    start: { resolve: (v) => start.resolve(v), reject: (e) => start.reject(e) },
-  };
-}
-
-/** Lets the invoked promise settle and the machine take its result. */
-const settled = () => vi.advanceTimersByTimeAsync(0);
-
-async function started(h: Harness, capabilities: ProviderCapabilities = fullCapabilities()): Promise<void> {
-  h.start.resolve({ capabilities, hostGeneration: 3 });
+async function started(h: SessionHarness, capabilities: ProviderCapabilities = fullCapabilities()): Promise<void> {
+  h.provider.resolve({ capabilities, hostGeneration: 3 });
   await settled();
 }
 
@@ -94,7 +34,7 @@ describe("session machine", () => {
     "starts by its invoked provider call: " +
       "records the record it announced, signals ready, and arms the idle deadline",
     async () => {
-      const h = open();
+      const h = openSession();
       expect(h.actor.getSnapshot().value).toBe("starting");
       await started(h);
       expect(h.records[0]).toMatchObject({
@@ -114,7 +54,7 @@ describe("session machine", () => {
   it(
     "a provider without plan updates or approvals gets " + "its session-wide degradations recorded once, at start",
     async () => {
-      const h = open();
+      const h = openSession();
       const approvals = {
         supportsCommandApproval: false,
         supportsFileReadApproval: false,
@@ -132,11 +72,11 @@ describe("session machine", () => {
   );
 
   it("a failed start ends in error: the caller gets the provider's own error, the log a redacted message", async () => {
-    const h = open();
+    const h = openSession();
     const error = Object.assign(new Error("spawn failed: token=sk-ant-abcdefghijklmnopqrstuvwx"), {
       code: "host_unavailable",
     });
-    h.start.reject(error);
+    h.provider.reject(error);
     await settled();
     expect(h.actor.getSnapshot().status).toBe("done");
     expect(h.signals).toEqual([{ type: "startFailed", sessionId: "ses_1", error }]);
@@ -146,7 +86,7 @@ describe("session machine", () => {
   });
 
   it("stops itself once idle past its deadline, and gives its host lease back through the provider", async () => {
-    const h = open();
+    const h = openSession();
     await started(h);
     await vi.advanceTimersByTimeAsync(IDLE_MS - 1);
     expect(h.stops).toEqual([]);
@@ -161,7 +101,7 @@ describe("session machine", () => {
   });
 
   it("is never stopped while claimed: the deadline starts again when the last claim is released", async () => {
-    const h = open();
+    const h = openSession();
     await started(h);
     await vi.advanceTimersByTimeAsync(IDLE_MS / 2);
     h.actor.send({ type: "CLAIM" });
@@ -180,7 +120,7 @@ describe("session machine", () => {
   });
 
   it("with idle release turned off, it waits for turns for ever", async () => {
-    const h = open({ idleMs: null });
+    const h = openSession({ idleMs: null });
     await started(h);
     expect(h.actor.getSnapshot().value).toEqual({ ready: "held" });
     await vi.advanceTimersByTimeAsync(10 * IDLE_MS);
@@ -188,12 +128,12 @@ describe("session machine", () => {
   });
 
   it("restored from a persisted snapshot, it stops at the deadline it had, not a fresh one", async () => {
-    const first = open();
+    const first = openSession();
     await started(first);
     await vi.advanceTimersByTimeAsync(IDLE_MS / 2);
     const persisted = first.actor.getPersistedSnapshot();
     first.actor.stop();
-    const h = open({}, persisted);
+    const h = openSession({}, persisted);
     h.actor.send({ type: "RESTORED" });
     await vi.advanceTimersByTimeAsync(IDLE_MS / 2 - 1);
     expect(h.stops).toEqual([]);
@@ -204,12 +144,12 @@ describe("session machine", () => {
   it(
     "retires when its thread asks for a model the provider cannot switch to in session; " + "keeps running otherwise",
     async () => {
-      const switching = open();
+      const switching = openSession();
       await started(switching);
       switching.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
       expect(switching.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
 
-      const h = open({ declared: noSwitch });
+      const h = openSession({ declared: noSwitch });
       await started(h, noSwitch);
       h.actor.send({ type: "USE_SETTINGS", model: "model-a", runtimeMode: DEFAULT_RUNTIME_MODE });
       expect(h.actor.getSnapshot().value).toEqual({ ready: "countingDown" });
@@ -222,7 +162,7 @@ describe("session machine", () => {
   );
 
   it("asked to retire while a turn uses it, it retires once the turn gives it back, never under the turn", async () => {
-    const h = open({ declared: noSwitch });
+    const h = openSession({ declared: noSwitch });
     await started(h, noSwitch);
     h.actor.send({ type: "CLAIM" });
     h.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
@@ -238,7 +178,7 @@ describe("session machine", () => {
   });
 
   it("asked to retire while still starting, it retires as soon as it started (its start still recorded)", async () => {
-    const h = open({ declared: noSwitch });
+    const h = openSession({ declared: noSwitch });
     h.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
     await started(h, noSwitch);
     expect(h.records[0]).toMatchObject({ type: "session.started" });
@@ -247,7 +187,7 @@ describe("session machine", () => {
   });
 
   it("ends in error when the provider says the session failed, whatever it was doing", async () => {
-    const h = open();
+    const h = openSession();
     await started(h);
     h.actor.send({ type: "CLAIM" });
     h.actor.send({ type: "FAILED", message: "host exited" });

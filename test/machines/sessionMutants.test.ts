@@ -1,17 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createActor, fromPromise } from "xstate";
+import { createActor } from "xstate";
 import { defineCapabilities, fullCapabilities, type ProviderCapabilities } from "../../src/capabilities/index.js";
 import type { DynamicToolDefinition } from "../../src/adapters/contract.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../src/domain/entities.js";
 import type { DomainEvent } from "../../src/domain/events.js";
-import {
-  sessionMachine,
-  sessionSlot,
-  type SessionInput,
-  type SessionSignal,
-  type StartedSession,
-  type StartSessionInput,
-} from "../../src/machines/session.js";
+import { sessionMachine, sessionSlot } from "../../src/machines/session.js";
+import { IDLE_MS, openSession, settled, type SessionHarness } from "./sessionHarness.js";
 
 /**
  * The session machine's decisions that the lifecycle suite (session.test.ts) leaves open, each
@@ -25,7 +19,6 @@ import {
  * Capability records are written field by field from the seed, never through src predicates.
  */
 
-const IDLE_MS = 60_000;
 const PLAN_MODE: RuntimeMode = { interaction: "plan", approvals: "on_request" };
 const NO_APPROVALS_MODE: RuntimeMode = { interaction: "default", approvals: "never" };
 const TOOL: DynamicToolDefinition = {
@@ -42,69 +35,7 @@ function perThread(sessions: Partial<ProviderCapabilities["sessions"]>): Provide
   return defineCapabilities({ sessions: { supportsMultipleProviderThreadsPerSession: false, ...sessions } });
 }
 
-interface Harness {
-  actor: ReturnType<typeof createActor<typeof sessionMachine>>;
-  records: DomainEvent[];
-  signals: SessionSignal[];
-  startInputs: StartSessionInput[];
-  reattachInputs: { sessionId: string }[];
-  /** Settles the pending provider call (start or re-attach). */
-  provider: { resolve(value: StartedSession): void; reject(error: unknown): void };
-}
-
-function open(overrides: Partial<SessionInput> = {}): Harness {
-  const records: DomainEvent[] = [];
-  const signals: SessionSignal[] = [];
-  const startInputs: StartSessionInput[] = [];
-  const reattachInputs: { sessionId: string }[] = [];
-  let pending!: Harness["provider"];
-  const call = () => new Promise<StartedSession>((resolve, reject) => (pending = { resolve, reject }));
-  const logic = sessionMachine.provide({
-    actors: {
-      startSession: fromPromise<StartedSession, StartSessionInput>(({ input }) => {
-        startInputs.push(input);
-        return call();
-      }),
-      reattachSession: fromPromise<StartedSession, { sessionId: string }>(({ input }) => {
-        reattachInputs.push(input);
-        return call();
-      }),
-      stopSession: fromPromise<void, { sessionId: string }>(async () => undefined),
-    },
-  });
-  const input: SessionInput = {
-    sessionId: "ses_1",
-    providerTarget: "alpha",
-    provider: "scripted",
-    sandbox: "workspace-write",
-    cwd: "/work",
-    model: "model-a",
-    runtimeMode: DEFAULT_RUNTIME_MODE,
-    declared: fullCapabilities(),
-    idleMs: IDLE_MS,
-    ...overrides,
-  };
-  const actor = createActor(logic, { input });
-  actor.on("*", (emitted) => {
-    if (emitted.type === "record") records.push(emitted.event);
-    else if (emitted.type === "ready" || emitted.type === "startFailed" || emitted.type === "stopping")
-      signals.push(emitted);
-  });
-  actor.start();
-  return {
-    actor,
-    records,
-    signals,
-    startInputs,
-    reattachInputs,
-    provider: { resolve: (v) => pending.resolve(v), reject: (e) => pending.reject(e) },
-  };
-}
-
-/** Lets the invoked promise settle and the machine take its result. */
-const settled = () => vi.advanceTimersByTimeAsync(0);
-
-async function announce(h: Harness, capabilities: ProviderCapabilities, hostGeneration = 3): Promise<void> {
+async function announce(h: SessionHarness, capabilities: ProviderCapabilities, hostGeneration = 3): Promise<void> {
   h.provider.resolve({ capabilities, hostGeneration });
   await settled();
 }
@@ -113,7 +44,7 @@ const policies = (records: DomainEvent[]) =>
   records.flatMap((r) => (r.type === "policy.applied" ? [{ policy: r.policy, detail: r.detail }] : []));
 const states = (records: DomainEvent[]) =>
   records.flatMap((r) => (r.type === "session.state" ? [{ status: r.status, message: r.message }] : []));
-const state = (h: Harness) => h.actor.getSnapshot().value;
+const state = (h: SessionHarness) => h.actor.getSnapshot().value;
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
@@ -123,7 +54,7 @@ afterEach(() => vi.useRealTimers());
 
 describe("session start: what the provider is asked for", () => {
   it("starts with the session's id, working directory, model, runtime mode and sandbox", () => {
-    const h = open({ cwd: "/repo", model: "model-x", runtimeMode: PLAN_MODE, sandbox: "read-only" });
+    const h = openSession({ cwd: "/repo", model: "model-x", runtimeMode: PLAN_MODE, sandbox: "read-only" });
     expect(h.startInputs).toEqual([
       { sessionId: "ses_1", cwd: "/repo", model: "model-x", runtimeMode: PLAN_MODE, sandbox: "read-only" },
     ]);
@@ -131,17 +62,17 @@ describe("session start: what the provider is asked for", () => {
   });
 
   it("offers the registered tools where the declared record says the provider calls tools back", () => {
-    const h = open({ tools: [TOOL], declared: CALLS_TOOLS_BACK });
+    const h = openSession({ tools: [TOOL], declared: CALLS_TOOLS_BACK });
     expect(h.startInputs[0]!.tools).toEqual([TOOL]);
   });
 
   it("offers no tools where the provider calls none back, nor an empty list when none are registered", () => {
-    const refused = open({
+    const refused = openSession({
       tools: [TOOL],
       declared: defineCapabilities({ tools: { supportsDynamicToolCallbacks: false } }),
     });
-    const empty = open({ tools: [], declared: CALLS_TOOLS_BACK });
-    const unset = open({ declared: CALLS_TOOLS_BACK });
+    const empty = openSession({ tools: [], declared: CALLS_TOOLS_BACK });
+    const unset = openSession({ declared: CALLS_TOOLS_BACK });
     const inputs = [refused, empty, unset].map((h) => h.startInputs[0]!);
     expect(inputs.map((input) => "tools" in input)).toEqual([false, false, false]);
   });
@@ -149,13 +80,13 @@ describe("session start: what the provider is asked for", () => {
 
 describe("session start: session-wide degradations from the announced record", () => {
   it("a provider with every planning capability and structured approvals degrades nothing", async () => {
-    const h = open({ tools: [TOOL], declared: CALLS_TOOLS_BACK });
+    const h = openSession({ tools: [TOOL], declared: CALLS_TOOLS_BACK });
     await announce(h, CALLS_TOOLS_BACK);
     expect(policies(h.records)).toEqual([]);
   });
 
   it("each missing planning capability is its own named degradation, naming the session and its target", async () => {
-    const h = open();
+    const h = openSession();
     await announce(
       h,
       defineCapabilities({
@@ -178,14 +109,14 @@ describe("session start: session-wide degradations from the announced record", (
   });
 
   it("follows the record the session announced, not the one the adapter declared", async () => {
-    const h = open({ declared: defineCapabilities({ planning: { emitsTodoList: false } }) });
+    const h = openSession({ declared: defineCapabilities({ planning: { emitsTodoList: false } }) });
     await announce(h, defineCapabilities({ planning: { emitsProposedPlan: false } }));
     expect(policies(h.records).map((p) => p.policy)).toEqual(["no_proposed_plans"]);
   });
 
   it("registered tools a provider cannot call back are refused by name, once, at the start", async () => {
     const noCallbacks = defineCapabilities({ tools: { supportsDynamicToolCallbacks: false } });
-    const h = open({ declared: noCallbacks, tools: [TOOL, { ...TOOL, name: "open_ticket" }] });
+    const h = openSession({ declared: noCallbacks, tools: [TOOL, { ...TOOL, name: "open_ticket" }] });
     await announce(h, noCallbacks);
     expect(policies(h.records)).toEqual([
       {
@@ -197,13 +128,13 @@ describe("session start: session-wide degradations from the announced record", (
 
   it("without registered tools, a provider that calls none back degrades nothing", async () => {
     const noCallbacks = defineCapabilities({ tools: { supportsDynamicToolCallbacks: false } });
-    const h = open({ declared: noCallbacks });
+    const h = openSession({ declared: noCallbacks });
     await announce(h, noCallbacks);
     expect(policies(h.records)).toEqual([]);
   });
 
   it("a provider with even one kind of structured approval is not left to the sandbox", async () => {
-    const h = open();
+    const h = openSession();
     await announce(
       h,
       defineCapabilities({
@@ -220,7 +151,7 @@ describe("session start: session-wide degradations from the announced record", (
 
 describe("session start failures", () => {
   it("a provider that rejects with something other than an Error still has it logged, as text", async () => {
-    const h = open();
+    const h = openSession();
     h.provider.reject("host refused the handshake");
     await settled();
     expect(states(h.records)).toEqual([{ status: "error", message: "host refused the handshake" }]);
@@ -230,14 +161,14 @@ describe("session start failures", () => {
 
 describe("recovery: a session taken up in the host that outlived the runtime", () => {
   it("is re-attached by its id, never started again", () => {
-    const h = open({ reattach: true });
+    const h = openSession({ reattach: true });
     expect(state(h)).toBe("reattaching");
     expect(h.reattachInputs).toEqual([{ sessionId: "ses_1" }]);
     expect(h.startInputs).toEqual([]);
   });
 
   it("a session not marked for re-attachment is started", () => {
-    const h = open({ reattach: false });
+    const h = openSession({ reattach: false });
     expect([state(h), h.reattachInputs.length, h.startInputs.length]).toEqual(["starting", 0, 1]);
   });
 
@@ -245,7 +176,7 @@ describe("recovery: a session taken up in the host that outlived the runtime", (
     "once re-attached it is ready again in the host generation it names: " +
       "no second start record, no degradations said twice, and its idle deadline armed",
     async () => {
-      const h = open({ reattach: true });
+      const h = openSession({ reattach: true });
       const caps = defineCapabilities({ planning: { emitsTodoList: false } });
       await announce(h, caps, 7);
       expect(h.records).toEqual([
@@ -264,7 +195,7 @@ describe("recovery: a session taken up in the host that outlived the runtime", (
   );
 
   it("a session the provider no longer holds ends in error, and its callers get the provider's error", async () => {
-    const h = open({ reattach: true });
+    const h = openSession({ reattach: true });
     const error = Object.assign(new Error("no such session"), { code: "resume_failed" });
     h.provider.reject(error);
     await settled();
@@ -277,7 +208,7 @@ describe("recovery: a session taken up in the host that outlived the runtime", (
 describe("a new session for settings the provider cannot switch in session", () => {
   it("a provider that cannot switch its runtime mode retires the session for another mode", async () => {
     const caps = perThread({ supportsRuntimeModeSwitchInSession: false });
-    const h = open({ declared: caps });
+    const h = openSession({ declared: caps });
     await announce(h, caps);
     h.actor.send({ type: "USE_SETTINGS", model: "model-a", runtimeMode: PLAN_MODE });
     expect(state(h)).toBe("retiring");
@@ -286,7 +217,7 @@ describe("a new session for settings the provider cannot switch in session", () 
 
   it("the same mode (equal, not the same object) and the same model keep the session", async () => {
     const caps = perThread({ supportsRuntimeModeSwitchInSession: false, supportsModelSwitchInSession: false });
-    const h = open({ declared: caps });
+    const h = openSession({ declared: caps });
     await announce(h, caps);
     h.actor.send({ type: "USE_SETTINGS", model: "model-a", runtimeMode: { ...DEFAULT_RUNTIME_MODE } });
     expect(state(h)).toEqual({ ready: "countingDown" });
@@ -294,7 +225,7 @@ describe("a new session for settings the provider cannot switch in session", () 
 
   it("another approval policy is another mode too", async () => {
     const caps = perThread({ supportsRuntimeModeSwitchInSession: false });
-    const h = open({ declared: caps });
+    const h = openSession({ declared: caps });
     await announce(h, caps);
     h.actor.send({ type: "USE_SETTINGS", model: "model-a", runtimeMode: NO_APPROVALS_MODE });
     expect(state(h)).toBe("retiring");
@@ -305,13 +236,13 @@ describe("a new session for settings the provider cannot switch in session", () 
       "and one that switches models for another model",
     async () => {
       const modes = perThread({ supportsModelSwitchInSession: false, supportsRuntimeModeSwitchInSession: true });
-      const h = open({ declared: modes });
+      const h = openSession({ declared: modes });
       await announce(h, modes);
       h.actor.send({ type: "USE_SETTINGS", model: "model-a", runtimeMode: PLAN_MODE });
       expect(state(h)).toEqual({ ready: "countingDown" });
 
       const models = perThread({ supportsModelSwitchInSession: true, supportsRuntimeModeSwitchInSession: false });
-      const m = open({ declared: models });
+      const m = openSession({ declared: models });
       await announce(m, models);
       m.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
       expect(state(m)).toEqual({ ready: "countingDown" });
@@ -322,7 +253,7 @@ describe("a new session for settings the provider cannot switch in session", () 
     const shared = defineCapabilities({
       sessions: { supportsModelSwitchInSession: false, supportsRuntimeModeSwitchInSession: false },
     });
-    const h = open({ declared: shared });
+    const h = openSession({ declared: shared });
     await announce(h, shared);
     h.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: PLAN_MODE });
     expect(state(h)).toEqual({ ready: "countingDown" });
@@ -330,12 +261,12 @@ describe("a new session for settings the provider cannot switch in session", () 
 
   it("once announced, the session's own record decides, not the adapter's declaration", async () => {
     const declared = perThread({ supportsModelSwitchInSession: false });
-    const h = open({ declared });
+    const h = openSession({ declared });
     await announce(h, perThread({ supportsModelSwitchInSession: true }));
     h.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
     expect(state(h)).toEqual({ ready: "countingDown" });
 
-    const d = open({ declared: perThread({ supportsModelSwitchInSession: true }) });
+    const d = openSession({ declared: perThread({ supportsModelSwitchInSession: true }) });
     await announce(d, declared);
     d.actor.send({ type: "USE_SETTINGS", model: "model-b", runtimeMode: DEFAULT_RUNTIME_MODE });
     expect(state(d)).toBe("retiring");
@@ -375,7 +306,7 @@ describe("claims and statuses", () => {
     "every claim is counted: two turns claim, one gives it back, a third claims, " +
       "one more gives back: still in use",
     async () => {
-      const h = open();
+      const h = openSession();
       await announce(h, fullCapabilities());
       h.actor.send({ type: "CLAIM" });
       h.actor.send({ type: "CLAIM" });
@@ -389,7 +320,7 @@ describe("claims and statuses", () => {
   );
 
   it("running and ready carry no message; a stop keeps the provider's message and is no error", async () => {
-    const h = open();
+    const h = openSession();
     await announce(h, fullCapabilities());
     h.actor.send({ type: "CLAIM" });
     h.actor.send({ type: "RELEASE" });
