@@ -1,10 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createActor, fromPromise } from "xstate";
-import {
-  hostSupervisorMachine,
-  type SupervisorEmitted,
-  type SupervisorPolicy,
-} from "../../src/machines/hostSupervisor.js";
+import type { SupervisorPolicy } from "../../src/machines/hostSupervisor.js";
+import { openSupervisor as open, POLICY } from "./supervisorHarness.js";
 
 /**
  * The host supervisor alone: one host process per target, with its start (spawn + handshake)
@@ -15,55 +11,6 @@ import {
  * `unavailable`; every process has a generation, and news of an older one never touches its
  * replacement.
  */
-
-const POLICY: SupervisorPolicy = {
-  startupTimeoutMs: 5_000,
-  idleTtlMs: 30_000,
-  restartBudget: 2,
-  restartWindowMs: 60_000,
-  backoffMs: [100, 1_000],
-};
-
-interface Start {
-  generation: number;
-  timeoutMs: number;
-  resolve(): void;
-  reject(error: Error): void;
-}
-
-function open(policy: Partial<SupervisorPolicy> = {}) {
-  const emitted: SupervisorEmitted[] = [];
-  const starts: Start[] = [];
-  const logic = hostSupervisorMachine.provide({
-    actors: {
-      startHost: fromPromise<void, { generation: number; timeoutMs: number }>(
-        ({ input }) => new Promise<void>((resolve, reject) => starts.push({ ...input, resolve, reject })),
-      ),
-    },
-  });
-  const actor = createActor(logic, {
-    input: { hostKey: "alpha:0123", target: "alpha", policy: { ...POLICY, ...policy } },
-  });
-  actor.on("*", (e) => emitted.push(e));
-  actor.start();
-  const send = (event: Parameters<typeof actor.send>[0]) => actor.send(event);
-  const state = () => actor.getSnapshot().value;
-  /** The latest start succeeds / fails, and the machine takes the result. */
-  const up = async () => {
-    starts.at(-1)!.resolve();
-    await settled();
-  };
-  const down = async (message = "handshake failed") => {
-    starts.at(-1)!.reject(new Error(message));
-    await settled();
-  };
-  const generations = () => starts.map((s) => s.generation);
-  const clear = () => void emitted.splice(0);
-  return { actor, emitted, starts, send, state, up, down, generations, clear };
-}
-
-/** Lets the invoked promise settle and the machine take its result. */
-const settled = () => vi.advanceTimersByTimeAsync(0);
 
 /** A supervisor whose first host is up, with one lease. The emitted log starts empty. */
 async function ready(policy: Partial<SupervisorPolicy> = {}) {

@@ -1,10 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createActor, fromPromise } from "xstate";
-import {
-  hostSupervisorMachine,
-  type SupervisorEmitted,
-  type SupervisorPolicy,
-} from "../../src/machines/hostSupervisor.js";
+import { createActor } from "xstate";
+import { hostSupervisorMachine, type SupervisorEmitted } from "../../src/machines/hostSupervisor.js";
+import { openSupervisor as open, POLICY, settled } from "./supervisorHarness.js";
 
 /**
  * The host supervisor's decisions that its lifecycle suite (hostSupervisor.test.ts) leaves
@@ -15,52 +12,6 @@ import {
  * whichever earlier crashes have aged out). Host start and adoption are promises the test
  * settles; the clock is faked (TTLs, backoff and the window are clock boundaries).
  */
-
-const POLICY: SupervisorPolicy = {
-  startupTimeoutMs: 5_000,
-  idleTtlMs: 30_000,
-  restartBudget: 2,
-  restartWindowMs: 60_000,
-  backoffMs: [100, 1_000],
-};
-
-interface Call {
-  generation: number;
-  timeoutMs: number;
-  resolve(): void;
-  reject(error: Error): void;
-}
-
-function open(policy: Partial<SupervisorPolicy> = {}) {
-  const emitted: SupervisorEmitted[] = [];
-  const starts: Call[] = [];
-  const adoptions: Call[] = [];
-  const pending = (calls: Call[]) =>
-    fromPromise<void, { generation: number; timeoutMs: number }>(
-      ({ input }) => new Promise<void>((resolve, reject) => calls.push({ ...input, resolve, reject })),
-    );
-  const logic = hostSupervisorMachine.provide({
-    actors: { startHost: pending(starts), adoptHost: pending(adoptions) },
-  });
-  const actor = createActor(logic, {
-    input: { hostKey: "alpha:0123", target: "alpha", policy: { ...POLICY, ...policy } },
-  });
-  actor.on("*", (e) => emitted.push(e));
-  actor.start();
-  const send = (event: Parameters<typeof actor.send>[0]) => actor.send(event);
-  const state = () => actor.getSnapshot().value;
-  const settle = async (call: Call | undefined, error?: string) => {
-    if (error === undefined) call!.resolve();
-    else call!.reject(new Error(error));
-    await settled();
-  };
-  const generations = () => starts.map((s) => s.generation);
-  const clear = () => void emitted.splice(0);
-  return { actor, emitted, starts, adoptions, send, state, settle, generations, clear };
-}
-
-/** Lets the invoked promise settle and the machine take its result. */
-const settled = () => vi.advanceTimersByTimeAsync(0);
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
