@@ -32,13 +32,18 @@ async function crashAndReopen(flags: Flags, kind: "approval" | "plain" | "both" 
   const { dir } = await tempDir("tiller-reattach-");
   const threadId = await crashWithApprovalPending(dir, flags, true, kind);
   const hosts = await hostRecords(join(dir, "data"));
+  return { world: await reopen(dir, threadId, flags), hosts };
+}
+
+/** The next runtime on the crashed one's data directory (its provider in a socket host), once at rest. */
+async function reopen(dir: string, threadId: string, flags: Flags): Promise<World> {
   const world = await World.open(flags, ["main"], {}, dir, { hosted: true });
   opened.push(world);
   world.threadId = threadId;
   world.adoptRun(world.rt.views.threads.get(threadId)!.runs[0]!.runId, 1);
   world.n = 1;
   await world.settle();
-  return { world, hosts };
+  return world;
 }
 
 async function hostRecords(dataDir: string): Promise<HostRecord[]> {
@@ -182,11 +187,7 @@ describe("a provider host that outlives the runtime", () => {
     });
     child.kill("SIGKILL");
     await exited;
-    const world = await World.open(SURVIVE, ["main"], {}, dir, { hosted: true });
-    opened.push(world);
-    world.threadId = threadId;
-    world.adoptRun(world.rt.views.threads.get(threadId)!.runs[0]!.runId, 1);
-    await world.settle();
+    const world = await reopen(dir, threadId, SURVIVE);
     const recovered = ofType(eventsOf(world), "runtime.recovered");
     expect(recovered.map((r) => r.reattachedRuns)).toEqual([[world.runId], [world.runId]]);
     const [request] = world.rt.views.pendingRequests(threadId);
@@ -210,12 +211,7 @@ describe("a provider host that outlives the runtime", () => {
     const [host] = await hostRecords(join(dir, "data"));
     process.kill(host!.pid, "SIGKILL");
     await processGone(host!.pid, host!.startTime);
-    const world = await World.open(SURVIVE, ["main"], {}, dir, { hosted: true });
-    opened.push(world);
-    world.threadId = threadId;
-    world.adoptRun(world.rt.views.threads.get(threadId)!.runs[0]!.runId, 1);
-    world.n = 1;
-    await world.settle();
+    const world = await reopen(dir, threadId, SURVIVE);
     expect(world.run().status).toBe("cancelled");
     expect(world.rt.views.requests.get([...world.rt.views.requests.keys()][0]!)).toEqual(
       expect.objectContaining({
