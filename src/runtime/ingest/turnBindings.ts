@@ -143,9 +143,9 @@ export class TurnBindings {
 
   /**
    * The finished run whose turn or child thread the event names: the event is late, and fenced. An untrusted turn ref
-   * does not fence on its own: when the thread's current turn was named alike, the event is that turn's; and a turn
-   * start naming it, while the current turn is not named yet, starts the current turn (the finished turn said it
-   * ended, so it starts nothing more; a provider whose refs repeat names the next turn alike).
+   * does not fence on its own: when the thread's current turn was named alike, the event is that turn's; and so it is
+   * while the current turn is not named yet, unless the finished turn still owes its end (the provider said it ended:
+   * nothing more of it comes, and a provider whose refs repeat names the next turn alike).
    */
   lateOwner(
     sessionId: string,
@@ -155,14 +155,7 @@ export class TurnBindings {
     const byTurn = this.namesFinishedTurn(sessionId, event.turnRef);
     const current = this.#current.get(threadKey(sessionId, event.threadRef));
     const namedAlike = current?.nativeTurnRef != null && current.nativeTurnRef === event.turnRef;
-    // Not named yet, the current turn takes the ref only from the provider's own start of a turn: nothing of the
-    // finished turn (which said it ended) can be a start, while its late events can look like anything else.
-    const mayBeCurrent =
-      event.type === "turn.started" &&
-      !!current &&
-      !current.closed &&
-      current.nativeTurnRef == null &&
-      !byTurn?.owesTerminal;
+    const mayBeCurrent = !!current && !current.closed && current.nativeTurnRef == null && !byTurn?.owesTerminal;
     return (
       (byTurn && (trustsRefs || !(namedAlike || mayBeCurrent)) ? byTurn : undefined) ??
       (event.threadRef ? this.#releasedChildThreads.get(threadKey(sessionId, event.threadRef)) : undefined)
