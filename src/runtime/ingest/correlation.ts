@@ -49,8 +49,6 @@ export interface TurnBinding {
   nativeTurnRef: string | null;
   closed: boolean;
   interruptSent: boolean;
-  /** The provider said the turn ended (its own terminal): it owes nothing more. */
-  ended?: boolean;
   nodes: NodeEntry[];
   /** Latest node per native item ref (deltas look their node up by ref, once per event). */
   byRef: Map<string, NodeEntry>;

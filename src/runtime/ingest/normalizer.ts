@@ -238,7 +238,6 @@ export class Normalizer {
       ? { failureClass: event.failureClass, message: event.message ?? "", retryable: event.retryable }
       : null;
     const quality = caps.turns.terminalStatusQuality;
-    binding.ended = true;
     const marked: Routed[] =
       quality === "strong" || binding.closed
         ? []

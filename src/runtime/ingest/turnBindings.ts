@@ -18,8 +18,6 @@ export interface ReleasedOwner {
   threadId: string;
   runId: string;
   attemptId: string;
-  /** The run ended before the provider said its turn did (interrupted, lost, silent): the provider owes its end. */
-  owesTerminal?: boolean;
 }
 
 /** The provider's turn refs name one turn for ever: they may fence an event on their own. */
@@ -126,7 +124,7 @@ export class TurnBindings {
     const binding = this.#byAttempt.get(attemptId);
     if (!binding) return;
     this.#byAttempt.delete(attemptId);
-    const owner = { threadId: binding.threadId, runId: binding.runId, attemptId, owesTerminal: !binding.ended };
+    const owner = { threadId: binding.threadId, runId: binding.runId, attemptId };
     if (binding.nativeTurnRef) {
       const refKey = `${binding.sessionId}\u0000${binding.nativeTurnRef}`;
       this.#byTurnRef.delete(refKey);
@@ -143,9 +141,7 @@ export class TurnBindings {
 
   /**
    * The finished run whose turn or child thread the event names: the event is late, and fenced. An untrusted turn ref
-   * does not fence on its own: when the thread's current turn was named alike, the event is that turn's; and so it is
-   * while the current turn is not named yet, unless the finished turn still owes its end (the provider said it ended:
-   * nothing more of it comes, and a provider whose refs repeat names the next turn alike).
+   * does not fence on its own: when the thread's current turn was named alike, the event is that turn's.
    */
   lateOwner(
     sessionId: string,
@@ -155,9 +151,8 @@ export class TurnBindings {
     const byTurn = this.namesFinishedTurn(sessionId, event.turnRef);
     const current = this.#current.get(threadKey(sessionId, event.threadRef));
     const namedAlike = current?.nativeTurnRef != null && current.nativeTurnRef === event.turnRef;
-    const mayBeCurrent = !!current && !current.closed && current.nativeTurnRef == null && !byTurn?.owesTerminal;
     return (
-      (byTurn && (trustsRefs || !(namedAlike || mayBeCurrent)) ? byTurn : undefined) ??
+      (byTurn && (trustsRefs || !namedAlike) ? byTurn : undefined) ??
       (event.threadRef ? this.#releasedChildThreads.get(threadKey(sessionId, event.threadRef)) : undefined)
     );
   }
