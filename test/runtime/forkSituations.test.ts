@@ -69,6 +69,16 @@ async function forkAndRun(
   return { threadId: fork.threadId, run };
 }
 
+/** The fork point is the thread's end: a native fork of the whole thread, holding run "one" and its own turn. */
+function expectWholeThreadFork(events: Parameters<typeof resolution>[0], a: ReturnType<typeof target>, forkId: string) {
+  expect(resolution(events, forkId).resolution).toBe("native");
+  expect(forkCalls(a).map((f) => f.afterTurnRef)).toEqual([null]);
+  expect(turns(holding(a.backend, "in fork"))).toEqual([
+    ["one", null],
+    ["in fork", null],
+  ]);
+}
+
 describe("a fork point inside the parent's history: a later parent run reached the provider", () => {
   it("without threads.canForkFromTurn: portable from inside, native after the latest run", async () => {
     const a = target("a", { threads: { canForkFromTurn: false } });
@@ -149,12 +159,7 @@ describe("a fork point inside the parent's history: a later parent run reached t
       expect((await sendAndWait(rt, threadId, "refused")).status).toBe("failed");
 
       const fork = await forkAndRun(rt, { threadId, afterRunId: r1.runId });
-      expect(resolution(events, fork.threadId).resolution).toBe("native");
-      expect(forkCalls(a).map((f) => f.afterTurnRef)).toEqual([null]);
-      expect(turns(holding(a.backend, "in fork"))).toEqual([
-        ["one", null],
-        ["in fork", null],
-      ]);
+      expectWholeThreadFork(events, a, fork.threadId);
     } finally {
       await cleanup();
     }
@@ -170,12 +175,7 @@ describe("a fork point inside the parent's history: a later parent run reached t
       expect(await rt.rollback({ threadId, toRunId: r1.runId })).toMatchObject({ provider: "rolled_back" });
 
       const fork = await forkAndRun(rt, { threadId, afterRunId: r1.runId });
-      expect(resolution(events, fork.threadId).resolution).toBe("native");
-      expect(forkCalls(a).map((f) => f.afterTurnRef)).toEqual([null]);
-      expect(turns(holding(a.backend, "in fork"))).toEqual([
-        ["one", null],
-        ["in fork", null],
-      ]);
+      expectWholeThreadFork(events, a, fork.threadId);
     } finally {
       await cleanup();
     }
