@@ -15,6 +15,8 @@ export default {
     "!src/machines/policies.ts",
     "!src/machines/emitted.ts",
     "src/runtime/handoff.ts",
+    "src/runtime/history.ts",
+    "src/runtime/forkSituation.ts",
     "src/runtime/affordances.ts",
     "src/runtime/ingest/lifecycle.ts",
     "src/runtime/ingest/requests.ts",

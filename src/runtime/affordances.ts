@@ -16,7 +16,7 @@ import { isTerminalRunStatus, type RequestView, type RunView, type ThreadView } 
 import { subagentForkSource, subagentOperation } from "./commands/subagents.js";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
 import { planRollback, rollbackRequest, sharedDirectoryBusy, type RollbackPlanning } from "./rollback.js";
-import { forkSituation } from "./handoff.js";
+import { forkSituation } from "./forkSituation.js";
 import { sessionSharers } from "./commands/interrupt.js";
 import { itemLifecycle, type ItemLifecycle } from "./ingest/lifecycle.js";
 

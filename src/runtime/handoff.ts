@@ -4,20 +4,14 @@ import { CapabilityUnsupportedError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { DEFAULT_HANDOFF_CHARS, decisionsIn, summarizeRuns, type HandoffSummary } from "./handoffSummary.js";
 import type { DomainEvent, DomainEventOf } from "../domain/events.js";
-import { canForkNatively, takesDeltaHandoff, writesSummaries } from "../capabilities/predicates.js";
+import { takesDeltaHandoff, writesSummaries } from "../capabilities/predicates.js";
 import { contextDeliveryPolicy, decide, handoffAdmissionPolicy, type HandoffNeed } from "../machines/contextPolicy.js";
-import { forksNatively, type ForkSituation } from "../machines/providerThread.js";
+import { forksNatively } from "../machines/providerThread.js";
+import { forkSituation } from "./forkSituation.js";
+import { historyRuns } from "./history.js";
 import { policyEvent } from "../machines/emitted.js";
 import { DEGRADATIONS, type PolicyName } from "../machines/policies.js";
-import {
-  isTerminalRunStatus,
-  Projections,
-  type HandoffRecord,
-  type ProviderThreadRecord,
-  type RunView,
-  type Transfer,
-  type TurnItem,
-} from "./projections.js";
+import { Projections, type HandoffRecord, type ProviderThreadRecord, type RunView } from "./projections.js";
 
 /**
  * Portable context: what a provider thread is told about the app thread's runs it never saw
@@ -38,69 +32,6 @@ export function contextDelivery(caps: ProviderCapabilities): HandoffContext["del
 /** A provider that takes no context at all cannot continue a conversation it has not seen: a typed refusal. */
 export function handoffRefusal(target: string): CapabilityUnsupportedError {
   return refusal("handoff_unsupported", target, null);
-}
-
-/**
- * Everything the app thread's conversation consists of, oldest first: for a fork, its
- * parent's history up to the fork point, then its own settled runs that reached a provider.
- */
-export function historyRuns(
-  views: Projections,
-  threadId: string,
-  upToRunId?: string | null,
-  asOfSeq?: number,
-): RunView[] {
-  const thread = views.threads.get(threadId)!;
-  // A run whose turn never reached a provider (its send failed) is not part of any conversation.
-  // Rolled-back runs are no longer part of it either, except for a fork made before the rollback.
-  const standing = (r: RunView) =>
-    r.status !== "rolled_back" || (asOfSeq !== undefined && (views.rolledBackAt.get(r.runId) ?? 0) > asOfSeq);
-  const settled = thread.runs.filter(
-    (r) => isTerminalRunStatus(r.status) && standing(r) && r.attempts.some((a) => a.providerTurnId !== null),
-  );
-  // Up to the fork point by its place in the thread: the point's own run may have never reached a provider.
-  const upTo = upToRunId === undefined ? Infinity : upToRunId === null ? 0 : (views.runs.get(upToRunId)?.ordinal ?? 0);
-  const cut = settled.filter((r) => r.ordinal <= upTo).length;
-  const lineage = thread.lineage?.relation === "fork" ? thread.lineage : null;
-  const transfer = views.transfers.get(threadId);
-  // A subagent's fork inherits the subagent's conversation, not its parent's runs.
-  const inherited = transfer?.fromSubagentNodeId
-    ? [subagentRun(views, transfer.forkedFromRunId, transfer.fromSubagentNodeId)].filter((r) => r !== undefined)
-    : lineage
-      ? historyRuns(views, lineage.parentThreadId, lineage.forkedFromRunId, transfer?.seq)
-      : [];
-  return [...inherited, ...settled.slice(0, cut)];
-}
-
-/**
- * A subagent's conversation told as a run (its id the subagent's node): its prompt as the user's text, its children's
- * items, its result last. What a portable fork of the subagent carries.
- */
-export function subagentRun(views: Projections, runId: string | null, nodeId: string): RunView | undefined {
-  const run = runId ? views.runs.get(runId) : undefined;
-  const node = views.item(nodeId);
-  if (!run || !node || !run.items.includes(node)) return undefined;
-  // Its children at any depth: a parent's item always comes before its own children's.
-  const within = new Set([nodeId]);
-  const items: TurnItem[] = [];
-  for (const item of run.items) {
-    if (item.parentId === null || !within.has(item.parentId)) continue;
-    within.add(item.id);
-    items.push(item);
-  }
-  const prompt = (node.detail as { input?: unknown } | undefined)?.input;
-  const result = node.result
-    ? [{ ...node, id: `${nodeId}:result`, kind: "assistant_message" as const, text: `\n${node.result}` }]
-    : [];
-  const status = node.detail?.status;
-  return {
-    ...run,
-    runId: nodeId,
-    status: status === "failed" || status === "interrupted" ? status : "completed",
-    text: typeof prompt === "string" ? prompt : "(the subagent's prompt is unknown)",
-    items: [...items, ...result],
-    fallbacks: [],
-  };
 }
 
 /**
@@ -335,132 +266,4 @@ export function recordContext(
     supersedesHandoffId: plan.supersedes,
   });
   return { kind, text, delivery };
-}
-
-/**
- * What the fork policy reads about a fork point on a target, and why a native fork would
- * not be faithful. Natively only when this provider's parent thread executed every run up
- * to the fork point (and holds whatever the parent inherited, by having been forked itself).
- */
-export function forkSituation(
-  views: Projections,
-  target: string,
-  transfer: Pick<Transfer, "parentThreadId" | "forkedFromRunId"> & {
-    seq?: number;
-    fromSubagentNodeId?: string | null;
-  },
-  capabilities: ProviderCapabilities,
-  adapterForks: boolean,
-): {
-  situation: ForkSituation;
-  parentThread: ProviderThreadRecord | undefined;
-  runs: RunView[];
-  afterTurnRef: string | null;
-} {
-  if (transfer.fromSubagentNodeId)
-    return subagentForkSituation(views, target, transfer.forkedFromRunId, transfer.fromSubagentNodeId, capabilities, {
-      adapterForks,
-    });
-  const parentThread = views.providerThreads.get(Projections.providerThreadKey(transfer.parentThreadId, target));
-  const runs = historyRuns(views, transfer.parentThreadId, transfer.forkedFromRunId, transfer.seq);
-  const parentOwn = runs.filter((r) => r.threadId === transfer.parentThreadId);
-  // Inside the thread when any later parent run reached (or may still reach) a provider: a
-  // whole-thread fork would copy its turns.
-  const forkOrdinal = transfer.forkedFromRunId ? (views.runs.get(transfer.forkedFromRunId)?.ordinal ?? 0) : 0;
-  const fromInside = views.threads
-    .get(transfer.parentThreadId)!
-    .runs.some(
-      (r) =>
-        r.ordinal > forkOrdinal &&
-        r.status !== "rolled_back" &&
-        (!isTerminalRunStatus(r.status) || r.attempts.some((a) => a.providerTurnId !== null)),
-    );
-  const inheritsNatively = parentOwn.length === runs.length || parentThread?.origin === "forked";
-  const parentRanHere =
-    !!parentThread &&
-    !parentThread.divergent &&
-    inheritsNatively &&
-    // It ran every run up to the fork point, and still holds it (a native rollback drops turns).
-    parentOwn.every(
-      (r) =>
-        r.attempts.at(-1)!.providerThreadId === parentThread.providerThreadId && parentThread.seenRunIds.has(r.runId),
-    );
-  const afterTurnRef = fromInside ? (runs.at(-1)?.attempts.at(-1)?.nativeTurnRef ?? null) : null;
-  const capability = fromInside ? "threads.canForkFromTurn" : "threads.canForkThread";
-  const why = !parentThread
-    ? "the parent has no thread on this provider"
-    : !parentRanHere
-      ? "the parent thread's runs up to the fork point did not all run on this provider thread"
-      : !(adapterForks && canForkNatively(capabilities, fromInside))
-        ? `provider cannot fork natively (${capability})`
-        : "the fork point has no native turn id";
-  const situation: ForkSituation = {
-    capabilities,
-    fromInside,
-    parentRanHere,
-    adapterForks,
-    hasForkPointRef: afterTurnRef !== null,
-    why,
-    capability,
-    parentProviderThreadId: parentThread?.providerThreadId ?? null,
-    runCount: runs.length,
-  };
-  return { situation, parentThread, runs, afterTurnRef };
-}
-
-/**
- * A fork of a subagent's conversation: natively from its child thread (the fork's parent here) where the subagent ran
- * on this provider, its thread is addressable, and the provider forks subagent threads (`forksSubagentThreads`); else
- * from portable context told from the subagent's items (`subagent_fork_synthetic`).
- */
-export function subagentForkSituation(
-  views: Projections,
-  target: string,
-  runId: string | null,
-  nodeId: string,
-  capabilities: ProviderCapabilities,
-  { adapterForks }: { adapterForks: boolean },
-) {
-  const child = views.subagentThreads.get(nodeId);
-  const run = subagentRun(views, runId, nodeId);
-  const ranHere = !!child && child.providerTarget === target;
-  // The child thread, addressed by its ref: a provider thread of the parent app thread.
-  const parentThread: ProviderThreadRecord | undefined =
-    child && ranHere
-      ? {
-          providerThreadId: child.providerThreadId,
-          threadId: child.threadId,
-          providerTarget: target,
-          sessionId: child.sessionId,
-          nativeThreadRef: child.nativeThreadRef,
-          resumeCursor: child.nativeThreadRef,
-          origin: "created",
-          seenRunIds: new Set(),
-          omittedRunIds: new Set(),
-          divergent: false,
-        }
-      : undefined;
-  const { threads, subagents } = capabilities;
-  const [capability, why] = !child
-    ? ["subagents.exposesSubagentThreadIds", "the subagent's child thread is not addressable"]
-    : !ranHere
-      ? ["subagents.canForkSubagentThread", "the subagent ran on another provider"]
-      : !(adapterForks && threads.canForkThread)
-        ? ["threads.canForkThread", "provider cannot fork natively"]
-        : !subagents.canForkSubagentThread
-          ? ["subagents.canForkSubagentThread", "the subagent's thread does not outlive it"]
-          : ["threads.canForkFromSubagentThread", "the provider's fork takes no subagent thread"];
-  const situation: ForkSituation = {
-    capabilities,
-    fromInside: false,
-    parentRanHere: ranHere,
-    adapterForks,
-    hasForkPointRef: true,
-    why: `${why} (${capability}); the subagent's conversation is told from its items`,
-    capability,
-    parentProviderThreadId: child?.providerThreadId ?? null,
-    runCount: run ? 1 : 0,
-    fromSubagent: true,
-  };
-  return { situation, parentThread, runs: run ? [run] : [], afterTurnRef: null };
 }

@@ -1,7 +1,9 @@
 import type { ProviderAdapter } from "../adapters/contract.js";
 import type { LoadSituation } from "../machines/providerThread.js";
 import { DEFAULT_HANDOFF_CHARS } from "./handoffSummary.js";
-import { forkSituation, historyRuns, planContext, wantsProviderSummary, type ContextPlan } from "./handoff.js";
+import { forkSituation } from "./forkSituation.js";
+import { planContext, wantsProviderSummary, type ContextPlan } from "./handoff.js";
+import { historyRuns } from "./history.js";
 import { Projections, type ProviderThreadRecord } from "./projections.js";
 import type { LiveSession, LoadedThread } from "./targetTypes.js";
 

@@ -11,7 +11,8 @@ import { CapabilityUnsupportedError, ConflictError, NotFoundError, TimeoutError 
 import type { DomainEvent } from "../../domain/events.js";
 import { policyEvent } from "../../machines/emitted.js";
 import { forksNatively } from "../../machines/providerThread.js";
-import { contextDelivery, subagentForkSituation } from "../handoff.js";
+import { subagentForkSituation } from "../forkSituation.js";
+import { contextDelivery } from "../handoff.js";
 import type { Projections, RunView, SubagentThreadRecord, ThreadView, TurnItem } from "../projections.js";
 import type { EventLog } from "../store/eventLog.js";
 import type { Target } from "../targets.js";
