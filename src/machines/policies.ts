@@ -249,7 +249,7 @@ export const DEGRADATIONS = {
     outcome: "fallback",
     summary:
       "weak or no native turn ids: a turn ref is evidence, never trusted alone; a finished turn's ref does not " +
-      "fence the current turn named alike",
+      "fence the current turn named alike, and events naming it before the current turn's reply wait for that reply",
   },
   plan_deltas_by_ordinal: {
     capability: "planning.planDeltasHaveItemIds",

@@ -9,7 +9,7 @@ import { Actors } from "./actors.js";
 import { performRollback, type RollbackHost, type RollbackReceipt } from "./rollback.js";
 import { targetOfRun, type Target } from "./targets.js";
 import { planTurnContext, providerSummary } from "./turnContext.js";
-import type { AttemptTracking } from "./ingest/inbound.js";
+import type { AttemptTracking, Inbound } from "./ingest/inbound.js";
 import { TurnStarts, type TurnWait } from "./turnStarts.js";
 import { SilentTurns } from "./silentTurns.js";
 
@@ -19,6 +19,8 @@ export interface EffectsHost extends RollbackHost {
   readonly turnSilenceMs: number | null;
   /** The latest rollback started per thread (the API awaits its receipt). */
   readonly rollbacks: Map<string, Promise<RollbackReceipt>>;
+  /** Where provider events the normalizer held for a turn's reply go once it came. */
+  readonly inbound: Pick<Inbound, "route">;
   escaped(error: unknown): void;
 }
 
@@ -170,7 +172,6 @@ export class Effects implements AttemptTracking {
         making = false;
         sent = { sessionId: session.sessionId, thread: { ...reply.thread, cwd: loaded.handle.cwd } };
       }
-      target.normalizer.acceptTurn(attemptId, turnRef);
       const accepted = {
         attemptId,
         providerThreadId: loaded.providerThreadId,
@@ -178,6 +179,9 @@ export class Effects implements AttemptTracking {
         nativeTurnRef: turnRef,
       };
       rt.act(() => {
+        // What arrived before the reply and waited on it (a weak ref in doubt) goes first, as it came first.
+        const held = target.normalizer.acceptTurn(attemptId, turnRef);
+        if (held) rt.inbound.route(target, held.sessionId, held.routed);
         const current = rt.actors.runs.get(runId);
         if (current && ownsRun(current.getSnapshot().context, attemptId))
           return current.send({ type: "TURN_ACCEPTED", ...accepted });

@@ -19,8 +19,8 @@ export interface TurnCall {
   /** 1-based, in `sendRun` order. */
   n: number;
   input: SendRunInput;
-  /** The provider's reply to `sendRun` (held until the test accepts the turn). */
-  accept(): void;
+  /** The provider's reply to `sendRun` (held until the test accepts the turn), naming `turnRef` when given. */
+  accept(turnRef?: string | null): void;
 }
 
 export interface ControlledRefs {
@@ -122,7 +122,11 @@ export class ControlledProvider implements ProviderAdapter {
     this.calls.push({ method: "sendRun", input });
     const n = this.#turns.length + 1;
     return new Promise((resolve, reject) => {
-      const call: TurnCall = { n, input, accept: () => resolve({ turnRef: this.refs.turnRef(n) }) };
+      const call: TurnCall = {
+        n,
+        input,
+        accept: (turnRef) => resolve({ turnRef: turnRef === undefined ? this.refs.turnRef(n) : turnRef }),
+      };
       // A reply still held when the provider closes never comes: the call fails, as with a host that went away.
       this.#unanswered.add(() => reject(new Error("controlled provider closed")));
       this.#turns.push(call);

@@ -571,6 +571,13 @@ export interface TwoTurnScenario {
   late: Array<{ from: number; at: number }>;
   interrupt: boolean;
   via: "interrupt_restart" | "queue";
+  /** A provider whose weak turn ids repeat: turn 2 is named "turn-1" too, in its reply and its events. */
+  repeatRef?: boolean;
+}
+
+/** The ref turn 2 goes by: its own, or (weak ids that repeat) the first turn's. */
+export function secondTurnRef(s: TwoTurnScenario): string {
+  return s.repeatRef && s.caps.turnIds !== "strong" ? "turn-1" : "turn-2";
 }
 
 /**
@@ -591,6 +598,7 @@ export const twoTurnScenario: fc.Arbitrary<TwoTurnScenario> = capsChoice
       late: fc.array(fc.record({ from: index, at: index }), { maxLength: 6 }),
       interrupt: fc.boolean(),
       via: fc.constantFrom("interrupt_restart" as const, "queue" as const),
+      repeatRef: fc.boolean(),
     }),
   );
 
@@ -624,12 +632,26 @@ export function firstAttemptSteps(s: TwoTurnScenario): { beforeSteer: Step[]; af
  * turn.
  */
 export function secondAttemptSteps(s: TwoTurnScenario, first: Step[]): Array<{ turn: 1 | 2; step: Step }> {
+  const ref = secondTurnRef(s);
   const steps: Array<{ turn: 1 | 2; step: Step }> = stepsOf(
     { caps: s.caps, plan: s.second, acceptAt: s.secondAcceptAt, ops: s.secondOps },
     "turn-2",
-  ).map((step) => ({ turn: 2, step }));
+  ).map((step) => ({ turn: 2, step: renamed(step, ref, s.caps.itemIds === "strong") }));
   if (first.length === 0) return steps;
   for (const { from, at } of s.late)
     steps.splice(at % (steps.length + 1), 0, { turn: 1, step: first[from % first.length]! });
   return steps;
+}
+
+/**
+ * A step of turn 2 named by the ref it goes by (its child threads keep their own names). Named as turn 1, its strong
+ * item ids stay its own: a strong id names one item for ever, whatever turn ref comes with it.
+ */
+function renamed(step: Step, turnRef: string, strongItems: boolean): Step {
+  if (step.kind !== "event" || step.event.type === "session.state" || step.event.turnRef !== "turn-2") return step;
+  if (turnRef === "turn-2") return step;
+  const event: Record<string, unknown> = { ...step.event, turnRef };
+  for (const field of strongItems ? ["itemRef", "parentItemRef"] : [])
+    if (typeof event[field] === "string") event[field] = `t2-${event[field]}`;
+  return { ...step, event: event as ProviderEvent };
 }

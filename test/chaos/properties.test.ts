@@ -11,6 +11,7 @@ import {
   firstAttemptSteps,
   twoTurnScenario,
   secondAttemptSteps,
+  secondTurnRef,
   stepsOf,
   turnScenario,
   type CapsChoice,
@@ -243,7 +244,7 @@ async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<str
   const view = (runId: string) => rt.views.runs.get(runId)!;
   const accept = async (call: TurnCall, model: TurnExpectations, turnRef: string) => {
     const bound = awaitRecord(rt, (e) => e.type === "attempt.turn_bound" && e.nativeTurnRef === turnRef);
-    call.accept();
+    call.accept(turnRef);
     await bound;
     model.accepted(turnRef);
   };
@@ -311,11 +312,12 @@ async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<str
   frozen = { settled: true, items: frozenItems(view(firstRun), attempt1, true) };
   const attempt2 = view(second.runId).attempts.at(-1)!.attemptId;
   const model2 = new TurnExpectations(s.caps, x, model1.turnRefs);
+  const ref2 = secondTurnRef(s);
   let accepted = false;
   for (const [i, { turn, step }] of secondAttemptSteps(s, [...beforeSteer, ...afterSteer, ending]).entries()) {
     if (step.kind === "accept") {
       accepted = true;
-      await accept(next.call, model2, "turn-2");
+      await accept(next.call, model2, ref2);
       if (s.interrupt && !isTerminal(view(second.runId).status)) {
         await rt.interrupt({ runId: second.runId });
         model2.interrupted();
@@ -323,12 +325,16 @@ async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<str
     } else {
       await provider.deliver(frameOf(step, sessionId));
       // Turn 1's own events are its turn's (fenced); anything else (the session, other threads) concerns the open turn.
+      // Where turn 2 was named as turn 1 (weak ids that repeat), nothing tells turn 1's late events naming that ref
+      // from turn 2's: once the reply named turn 2 alike, they are turn 2's.
       const own =
         turn === 1 &&
         step.kind === "event" &&
         (step.tag === "root" || step.tag === "child") &&
-        step.event.type !== "session.state";
-      (own ? model1 : model2).delivered(step);
+        step.event.type !== "session.state" &&
+        step.event.turnRef !== ref2;
+      if (own) model1.delivered(step);
+      model2.delivered(step, own);
     }
     const where = `turn 2, step ${i} ${turn === 1 ? "(late, of turn 1) " : ""}${describeStep(step)}`;
     if (
@@ -340,7 +346,7 @@ async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<str
     )
       return violations;
   }
-  if (!accepted) await accept(next.call, model2, "turn-2");
+  if (!accepted) await accept(next.call, model2, ref2);
   return violations;
 }
 
@@ -413,7 +419,8 @@ describe("chaos properties", () => {
 
   it(
     "two turns on a thread (a steer by interrupt-restart, or a queued run): " +
-      "only the active attempt's root ends a run; the first turn's late events are fenced",
+      "only the active attempt's root ends a run; the first turn's late events are fenced " +
+      "(weak refs that repeat: the second turn's reply decides, and none of its events is lost)",
     async () => {
       let runs = 0;
       await fc.assert(
@@ -664,6 +671,22 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
       ]);
     },
   );
+
+  it("a weak item ref another kind took since still names the open item of its own kind (regression)", async () => {
+    // The repeated-turn-ref property's counterexample: turn 1's late message and turn 2's reasoning shared "item-1";
+    // the reasoning's completion opened a second reasoning item instead of completing its own.
+    const run = await played(declared("weak"), ({ where, ref }) => [
+      "accept",
+      { type: "item.started", ...where, ...ref("item-1"), kind: "reasoning" },
+      { type: "item.delta", ...where, ...ref("item-1"), kind: "reasoning", stream: "text", delta: "thinking" },
+      { type: "item.started", ...where, ...ref("item-1"), kind: "assistant_message" },
+      { type: "item.completed", ...where, ...ref("item-1"), kind: "assistant_message", status: "completed" },
+      { type: "item.completed", ...where, ...ref("item-1"), kind: "reasoning", status: "completed" },
+      { ...where, ...completed },
+    ]);
+    expect(itemsOf(run, "reasoning")).toMatchObject([{ text: "thinking", status: "complete" }]);
+    expect(itemsOf(run, "reasoning")[0]?.detail).not.toMatchObject({ status: "cancelled" });
+  });
 
   it("the sendRun reply names the run's turn: another turn's ref taken before it stops being the run's", async () => {
     const run = await played(declared("strong"), ({ where }) => [

@@ -117,6 +117,13 @@ export class TurnExpectations {
   /** Native refs the run's turn answers to: the sendRun reply's, and the first seen on its thread before that reply. */
   readonly turnRefs = new Set<string>();
   #bound = false;
+  /** The sendRun reply came. */
+  #replied = false;
+  /**
+   * Events that wait for the reply, in order: from the first that named an earlier turn by a ref the record does not
+   * trust (weak ids repeat: only the reply says whether the ref is now this turn's), every event of the session.
+   */
+  #waiting: Array<{ step: Step; earlier: boolean }> | null = null;
   /** The first event that ended the turn, and the run status it means. */
   ended: { status: string; by: string; via: "terminal" | "idle" | "session" } | null = null;
   /** Item kinds (turn item vocabulary) some delivered event could complete. */
@@ -137,17 +144,28 @@ export class TurnExpectations {
 
   /** The sendRun reply names the turn: a ref taken before it from another turn's event stops being this turn's. */
   accepted(turnRef: string | null): void {
-    if (!turnRef) return;
-    this.turnRefs.clear();
-    this.turnRefs.add(turnRef);
-    this.#bound = true;
+    this.#replied = true;
+    if (turnRef) {
+      this.turnRefs.clear();
+      this.turnRefs.add(turnRef);
+      this.#bound = true;
+    }
+    const waiting = this.#waiting ?? [];
+    this.#waiting = null;
+    for (const { step, earlier } of waiting) this.delivered(step, earlier);
   }
 
-  delivered(step: Step): void {
+  /**
+   * An event the provider sent while this turn is the thread's. `earlier`: it is an earlier turn's own (fenced, never
+   * this turn's), though it waits in line with this turn's events like any other.
+   */
+  delivered(step: Step, earlier = false): void {
     if (step.kind !== "event" || step.session !== "live") return;
     const parsed = ProviderEventSchema.safeParse(step.event);
     if (!parsed.success) return;
     const event = parsed.data;
+    if (this.#waiting || this.#inDoubt(event)) return void (this.#waiting ??= []).push({ step, earlier });
+    if (earlier) return;
     this.#noteCompletion(event);
     if (this.ended) return;
     if (event.type === "session.state") {
@@ -167,6 +185,17 @@ export class TurnExpectations {
     }
     if (event.type === "turn.terminal" && this.#addressesRun(event))
       this.ended = { status: event.status, by: `turn.terminal ${event.status}`, via: "terminal" };
+  }
+
+  /** Before the reply, on its own thread, an earlier turn named by a ref that is only evidence. */
+  #inDoubt(event: ProviderEvent): boolean {
+    const evidence = !(this.caps.exposesNativeTurnId && this.caps.turnIds === "strong");
+    if (!evidence || this.#replied || this.ended || event.type === "session.state") return false;
+    return (
+      event.threadRef === (this.x.threadRef ?? undefined) &&
+      event.turnRef !== undefined &&
+      this.earlierTurnRefs.has(event.turnRef)
+    );
   }
 
   /**

@@ -110,6 +110,112 @@ describe("a provider that names a new turn as it named a finished one", () => {
   });
 });
 
+/**
+ * A provider whose turn ids restart ("turn-1" for every turn) and whose reply to the second turn comes only once the
+ * runtime took in every frame of that turn, its terminal included: all its events arrive before its reply.
+ */
+function replyingLast(adapter: ProviderAdapter, reply: string | null | (() => never)) {
+  let terminals = 0;
+  const consumed: Array<() => void> = [];
+  const afterTerminal = (n: number) => new Promise<void>((resolve) => (consumed[n] = resolve));
+  const renamed = rewriteEvents(adapter, (frame) =>
+    frame.event.type !== "session.state" && frame.event.turnRef
+      ? [{ ...frame, event: { ...frame.event, turnRef: "turn-1" } }]
+      : [frame],
+  );
+  const counted = override(renamed, {
+    streamEvents: () => ({
+      async *[Symbol.asyncIterator]() {
+        for await (const frame of renamed.streamEvents()) {
+          yield frame;
+          // The runtime asks for the next frame only once it applied this one.
+          if (frame.event.type === "turn.terminal") consumed[++terminals]?.();
+        }
+      },
+    }),
+  });
+  let turns = 0;
+  return override(counted, {
+    sendRun: async (input) => {
+      turns += 1;
+      const applied = turns === 2 ? afterTerminal(2) : Promise.resolve();
+      await adapter.sendRun(input);
+      if (turns === 1) return { turnRef: "turn-1" };
+      await applied;
+      if (typeof reply === "function") return reply();
+      return { turnRef: reply };
+    },
+  });
+}
+
+describe("a weak turn ref naming a finished turn before the current turn's reply", () => {
+  const weak = { identity: { nativeTurnIds: "weak" as const } };
+
+  it("waits for the reply: named alike, the events are the current run's, none lost (regression)", async () => {
+    const { rt, events, cleanup } = await openTestRuntime({
+      p: replyingLast(createScriptedAdapter({ capabilities: weak, script: echo }), "turn-1"),
+    });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "p" });
+      const first = await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId);
+      expect(said(first.items)).toBe("re: one");
+      const { runId } = await rt.sendMessage({ threadId, text: "two" });
+      const outcome = await firstEvent(
+        rt,
+        (e) => e.type === "event.fenced" || (e.type === "run.terminal" && e.runId === runId),
+      );
+      expect(outcome.type).toBe("run.terminal");
+      const second = await rt.waitForRun(runId);
+      expect([second.status, said(second.items)]).toEqual(["completed", "re: two"]);
+      expect(ofType(events, "event.fenced")).toEqual([]);
+      expect(evidencePolicies(events).map((p) => p.runId)).toEqual([runId]);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("named otherwise by the reply, they were the finished turn's: fenced as its late events", async () => {
+    const { rt, events, cleanup } = await openTestRuntime({
+      p: replyingLast(createScriptedAdapter({ capabilities: weak, script: echo }), "turn-2"),
+    });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "p" });
+      const first = await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId);
+      const { runId } = await rt.sendMessage({ threadId, text: "two" });
+      await nextEvent(rt, "attempt.turn_bound", (e) => e.runId === runId);
+      const fenced = ofType(events, "event.fenced");
+      expect(fenced.length).toBeGreaterThan(0);
+      expect(new Set(fenced.map((f) => f.runId))).toEqual(new Set([first.runId]));
+      expect(said((await rt.readThread(threadId)).runs[0]!.items)).toBe("re: one");
+      expect(rt.views.runs.get(runId)?.status).toBe("running");
+      await rt.interrupt({ runId });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it("a turn that ends without its reply has them recorded as fenced, never dropped", async () => {
+    const refused = () => {
+      throw new Error("the provider refused the turn after streaming it");
+    };
+    const { rt, events, cleanup } = await openTestRuntime({
+      p: replyingLast(createScriptedAdapter({ capabilities: weak, script: echo }), refused),
+    });
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "p" });
+      const first = await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId);
+      const second = await rt.waitForRun((await rt.sendMessage({ threadId, text: "two" })).runId);
+      expect(second.status).toBe("failed");
+      const fenced = ofType(events, "event.fenced");
+      // The text's start, its delta, its completion and the terminal: each one recorded, for the turn the ref named.
+      expect(fenced.map((f) => f.providerEventType)).toContain("turn.terminal");
+      expect(new Set(fenced.map((f) => f.runId))).toEqual(new Set([first.runId]));
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
 describe("an event naming a turn the runtime never started", () => {
   for (const nativeTurnIds of ["weak", "strong"] as const satisfies readonly Strength[]) {
     it(`never passes for the current turn named otherwise (${nativeTurnIds} ids)`, async () => {

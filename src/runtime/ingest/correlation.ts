@@ -47,6 +47,8 @@ export interface TurnBinding {
   /** The turn makes its provider thread (no empty threads): the first thread ref its session names is this turn's. */
   makingThread?: boolean;
   nativeTurnRef: string | null;
+  /** The provider has not replied to `sendRun` yet: its reply is the word on which ref is this turn's. */
+  awaitsReply: boolean;
   closed: boolean;
   interruptSent: boolean;
   nodes: NodeEntry[];
@@ -141,8 +143,8 @@ export function withinSubagent(binding: TurnBinding, nodeId: string): boolean {
 
 /**
  * The node a native ref names (the latest with that ref): a strong ref alone is the item's key;
- * a weak one is only with the item's fingerprint, its kind. Without a ref: the latest open node
- * of the kind.
+ * a weak one is only with the item's fingerprint, its kind (the latest of that kind with the ref,
+ * though an item of another kind took the ref since). Without a ref: the latest open node of the kind.
  */
 export function findNode(
   binding: TurnBinding,
@@ -152,7 +154,8 @@ export function findNode(
 ): NodeEntry | undefined {
   if (!ref) return binding.nodes.findLast((n) => n.open && n.kind === kind);
   const node = binding.byRef.get(ref);
-  return node && (strength === "strong" || node.kind === kind) ? node : undefined;
+  if (!node || strength === "strong" || node.kind === kind) return node;
+  return binding.nodes.findLast((n) => n.ref === ref && n.kind === kind);
 }
 
 export function nodeById(binding: TurnBinding, nodeId: string | undefined): NodeEntry | undefined {

@@ -243,6 +243,9 @@ export class Inbound {
     for (const request of [...rt.actors.requests.values()]) {
       if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
     }
+    // Events held for a reply the turn ended without: decided now, as if they came after its end.
+    const held = target.normalizer.decideHeld(settle.attemptId);
+    if (held) this.route(target, held.sessionId, held.routed);
     if (binding) {
       const threadActor = rt.actors.providerThreads.get(Actors.providerThreadKey(binding.threadId, target.id));
       Actors.sendIfActive(threadActor, { type: "TURN_ENDED" });
@@ -254,6 +257,8 @@ export class Inbound {
   releaseRun(context: RunContext): void {
     const target = targetOfRun(this.rt, context.runId);
     for (const attempt of context.attempts) {
+      const held = target.normalizer.decideHeld(attempt.attemptId);
+      if (held) this.route(target, held.sessionId, held.routed);
       target.normalizer.release(attempt.attemptId);
       this.attempts.forgetAttempt(attempt.attemptId);
     }

@@ -26,8 +26,25 @@ import { TurnBindings, trustsTurnRefs } from "./turnBindings.js";
 
 export type { Routed } from "./correlation.js";
 
+/** Events that waited for a turn's reply, decided: where each goes, for the session they came from. */
+export interface HeldDecision {
+  sessionId: string;
+  routed: Routed[];
+}
+
+/** Most events a session holds for one turn's reply: beyond it, the doubt is decided without the reply. */
+export const HELD_EVENTS_MAX = 10_000;
+
+/** A session's events waiting, in arrival order, for the reply of the turn one of them left in doubt. */
+interface Held {
+  binding: TurnBinding;
+  events: ProviderEvent[];
+}
+
 export class Normalizer {
   #turns = new TurnBindings();
+  /** By session: at most one turn's doubt at a time; every event of the session waits behind it, in order. */
+  #held = new Map<string, Held>();
 
   constructor(
     readonly providerTarget: string,
@@ -57,6 +74,7 @@ export class Normalizer {
       ...where,
       providerTurnId: derivedId("ptu", input.attemptId),
       nativeTurnRef: null,
+      awaitsReply: true,
       closed: false,
       interruptSent: false,
       nodes: [{ nodeId: input.rootNodeId, kind: "root_turn", ref: null, open: true, announced: true }],
@@ -116,8 +134,22 @@ export class Normalizer {
    * which turn is ours: a different ref the turn took from an event before the reply named
    * another turn, whose later events are then not this turn's.
    */
-  acceptTurn(attemptId: string, nativeTurnRef: string | null): TurnBinding | undefined {
-    return this.#turns.accept(attemptId, nativeTurnRef);
+  acceptTurn(attemptId: string, nativeTurnRef: string | null): HeldDecision | null {
+    this.#turns.accept(attemptId, nativeTurnRef);
+    return this.decideHeld(attemptId);
+  }
+
+  /**
+   * The events that waited for the attempt's reply, decided now (the reply came, or the turn ended without it): each
+   * goes where it would have gone had it arrived after that moment, in the order it arrived.
+   */
+  decideHeld(attemptId: string): HeldDecision | null {
+    for (const [sessionId, held] of this.#held) {
+      if (held.binding.attemptId !== attemptId) continue;
+      this.#held.delete(sessionId);
+      return { sessionId, routed: held.events.flatMap((event) => this.ingest(sessionId, event)) };
+    }
+    return null;
   }
 
   /** The provider named the thread the attempt's turn made (no empty threads): route its events by it. */
@@ -156,9 +188,17 @@ export class Normalizer {
   }
 
   ingest(sessionId: string, event: ProviderEvent): Routed[] {
+    const held = this.#held.get(sessionId);
+    if (held) return this.#hold(held, event);
     if (event.type === "session.state") return this.#sessionState(sessionId, event);
     const caps = this.capabilities(sessionId);
     const trusted = trustsTurnRefs(caps);
+    // A weak ref naming a turn that ended, before the current turn's reply: the reply decides whose it is.
+    const doubt = trusted ? undefined : this.#turns.inDoubt(sessionId, event);
+    if (doubt) {
+      this.#held.set(sessionId, { binding: doubt, events: [event] });
+      return [];
+    }
     const late = this.#turns.lateOwner(sessionId, event, trusted);
     if (late) return [{ to: "fenced", ...late, providerEventType: event.type }];
     const located = this.#turns.locate(sessionId, event);
@@ -173,6 +213,22 @@ export class Normalizer {
     return adopted.length > 0
       ? [...adopted, ...this.#ingestFor(sessionId, binding, event)]
       : this.#ingestFor(sessionId, binding, event);
+  }
+
+  /**
+   * The session's events wait behind the doubt, in order. A provider that streams past the bound without replying
+   * has the doubt decided without its reply: the ref is taken as the finished turn's (fenced), as before any reply.
+   */
+  #hold(held: Held, event: ProviderEvent): Routed[] {
+    held.events.push(event);
+    if (held.events.length <= HELD_EVENTS_MAX) return [];
+    held.binding.awaitsReply = false;
+    const detail =
+      `${held.events.length} events waited for the reply to sendRun that would say whose turn ref they name; ` +
+      "decided without it (turn refs are evidence, never the only word)";
+    const { threadId, runId } = held.binding;
+    const warning: Routed = { to: "log", event: { type: "warning", threadId, runId, message: detail } };
+    return [warning, ...(this.decideHeld(held.binding.attemptId)?.routed ?? [])];
   }
 
   #ingestFor(

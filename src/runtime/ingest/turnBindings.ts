@@ -7,8 +7,9 @@ import type { TurnBinding } from "./correlation.js";
  * current turn, or by a child thread it holds. Turns of finished runs are remembered (bounded) so their late events
  * are fenced instead of being taken for another turn's. A strong turn ref names one turn for ever: it fences on its
  * own. A weak one (or one the provider does not declare) is evidence, weighed with the bindings' order: a finished
- * turn's ref does not fence an event while the thread's current turn was named alike (weak ids repeat); and a ref
- * naming no turn never passes for the current turn once that turn was named otherwise.
+ * turn's ref does not fence an event while the thread's current turn was named alike (weak ids repeat); before the
+ * current turn's reply names it, such an event is in doubt (`inDoubt`: the normalizer holds it for the reply); and a
+ * ref naming no turn never passes for the current turn once that turn was named otherwise.
  */
 
 const RELEASED_TURNS_KEPT = 1024;
@@ -90,11 +91,27 @@ export class TurnBindings {
    */
   accept(attemptId: string, nativeTurnRef: string | null): TurnBinding | undefined {
     const binding = this.#byAttempt.get(attemptId);
-    if (!binding || !nativeTurnRef) return binding;
+    if (!binding) return undefined;
+    binding.awaitsReply = false;
+    if (!nativeTurnRef) return binding;
     if (binding.nativeTurnRef && binding.nativeTurnRef !== nativeTurnRef)
       this.#byTurnRef.delete(`${binding.sessionId}\u0000${binding.nativeTurnRef}`);
     this.#bindTurnRef(binding, nativeTurnRef);
     return binding;
+  }
+
+  /**
+   * The turn an event leaves in doubt: the event names, by a ref the record does not trust, a turn that ended (a
+   * finished run's, or a superseded attempt's), while its thread's current turn is open and waits for its reply. Weak
+   * refs repeat: only that reply can say whether the ref is now the current turn's.
+   */
+  inDoubt(sessionId: string, event: Exclude<ProviderEvent, { type: "session.state" }>): TurnBinding | undefined {
+    if (!event.turnRef) return undefined;
+    const refKey = `${sessionId}\u0000${event.turnRef}`;
+    const bound = this.#byTurnRef.get(refKey);
+    if (!this.#released.has(refKey) && !bound?.closed) return undefined;
+    const current = this.#currentOf(threadKey(sessionId, event.threadRef));
+    return current && current !== bound && !current.closed && current.awaitsReply ? current : undefined;
   }
 
   ofAttempt(attemptId: string): TurnBinding | undefined {
@@ -124,10 +141,11 @@ export class TurnBindings {
     const binding = this.#byAttempt.get(attemptId);
     if (!binding) return;
     this.#byAttempt.delete(attemptId);
-    const owner = { threadId: binding.threadId, runId: binding.runId, attemptId };
+    const owner = ownerOf(binding);
     if (binding.nativeTurnRef) {
       const refKey = `${binding.sessionId}\u0000${binding.nativeTurnRef}`;
-      this.#byTurnRef.delete(refKey);
+      // A later turn named alike (weak refs repeat) keeps the ref.
+      if (this.#byTurnRef.get(refKey) === binding) this.#byTurnRef.delete(refKey);
       remember(this.#released, refKey, owner);
     }
     for (const childThreadRef of binding.childThreads.keys())
@@ -216,8 +234,16 @@ export class TurnBindings {
 
   #bindTurnRef(binding: TurnBinding, ref: string): void {
     binding.nativeTurnRef = ref;
-    this.#byTurnRef.set(`${binding.sessionId}\u0000${ref}`, binding);
+    const refKey = `${binding.sessionId}\u0000${ref}`;
+    // A turn that ended (a superseded attempt's) named alike: the ref is a finished turn's as well as this one's.
+    const displaced = this.#byTurnRef.get(refKey);
+    if (displaced && displaced !== binding && displaced.closed) remember(this.#released, refKey, ownerOf(displaced));
+    this.#byTurnRef.set(refKey, binding);
   }
+}
+
+function ownerOf({ threadId, runId, attemptId }: TurnBinding): ReleasedOwner {
+  return { threadId, runId, attemptId };
 }
 
 /** Remembers a finished turn's ref (or child thread), forgetting the oldest beyond the bound. */
