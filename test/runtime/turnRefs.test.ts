@@ -39,11 +39,7 @@ const evidencePolicies = (events: LogRecord<DomainEvent>[]) =>
 function restartingTurnIds(adapter: ProviderAdapter) {
   let holding = false;
   const gated = gateEvents(adapter, (frame) => holding && frame.event.type !== "session.state");
-  const renamed = rewriteEvents(gated.adapter, (frame) =>
-    frame.event.type !== "session.state" && frame.event.turnRef
-      ? [{ ...frame, event: { ...frame.event, turnRef: "turn-1" } }]
-      : [frame],
-  );
+  const renamed = namedTurnOne(gated.adapter);
   return {
     adapter: override(renamed, {
       sendRun: async (input) => {
@@ -54,6 +50,31 @@ function restartingTurnIds(adapter: ProviderAdapter) {
     hold: () => void (holding = true),
     release: gated.release,
   };
+}
+
+/**
+ * The second run has its events: it ends before any event is fenced, with its own text; the ref named the finished
+ * turn too, so the current turn, named alike, took them over it (recorded once for the attempt).
+ */
+async function expectSecondRunWhole(rt: TillerRuntime, events: LogRecord<DomainEvent>[], runId: string) {
+  const outcome = await firstEvent(
+    rt,
+    (e) => e.type === "event.fenced" || (e.type === "run.terminal" && e.runId === runId),
+  );
+  expect(outcome.type).toBe("run.terminal");
+  const second = await rt.waitForRun(runId);
+  expect([second.status, said(second.items)]).toEqual(["completed", "re: two"]);
+  expect(ofType(events, "event.fenced")).toEqual([]);
+  expect(evidencePolicies(events).map((p) => [p.runId, p.capability])).toEqual([[runId, "identity.nativeTurnIds"]]);
+}
+
+/** Every turn ref the provider sends is "turn-1". */
+function namedTurnOne(adapter: ProviderAdapter): ProviderAdapter {
+  return rewriteEvents(adapter, (frame) =>
+    frame.event.type !== "session.state" && frame.event.turnRef
+      ? [{ ...frame, event: { ...frame.event, turnRef: "turn-1" } }]
+      : [frame],
+  );
 }
 
 /** Sends the second message while the provider's frames are held, and lets them go once its reply named the turn. */
@@ -77,17 +98,7 @@ describe("a provider that names a new turn as it named a finished one", () => {
       const { threadId } = await rt.createThread({ providerTarget: "p" });
       const first = await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId);
       expect([first.status, said(first.items)]).toEqual(["completed", "re: one"]);
-      const runId = await secondRun(rt, threadId, provider);
-      const outcome = await firstEvent(
-        rt,
-        (e) => e.type === "event.fenced" || (e.type === "run.terminal" && e.runId === runId),
-      );
-      expect(outcome.type).toBe("run.terminal");
-      const second = await rt.waitForRun(runId);
-      expect([second.status, said(second.items)]).toEqual(["completed", "re: two"]);
-      expect(ofType(events, "event.fenced")).toEqual([]);
-      // The ref named the finished turn too: the current turn, named alike, had the events; once for the attempt.
-      expect(evidencePolicies(events).map((p) => [p.runId, p.capability])).toEqual([[runId, "identity.nativeTurnIds"]]);
+      await expectSecondRunWhole(rt, events, await secondRun(rt, threadId, provider));
     } finally {
       await cleanup();
     }
@@ -118,11 +129,7 @@ function replyingLast(adapter: ProviderAdapter, reply: string | null | (() => ne
   let terminals = 0;
   const consumed: Array<() => void> = [];
   const afterTerminal = (n: number) => new Promise<void>((resolve) => (consumed[n] = resolve));
-  const renamed = rewriteEvents(adapter, (frame) =>
-    frame.event.type !== "session.state" && frame.event.turnRef
-      ? [{ ...frame, event: { ...frame.event, turnRef: "turn-1" } }]
-      : [frame],
-  );
+  const renamed = namedTurnOne(adapter);
   const counted = override(renamed, {
     streamEvents: () => ({
       async *[Symbol.asyncIterator]() {
@@ -159,16 +166,7 @@ describe("a weak turn ref naming a finished turn before the current turn's reply
       const { threadId } = await rt.createThread({ providerTarget: "p" });
       const first = await rt.waitForRun((await rt.sendMessage({ threadId, text: "one" })).runId);
       expect(said(first.items)).toBe("re: one");
-      const { runId } = await rt.sendMessage({ threadId, text: "two" });
-      const outcome = await firstEvent(
-        rt,
-        (e) => e.type === "event.fenced" || (e.type === "run.terminal" && e.runId === runId),
-      );
-      expect(outcome.type).toBe("run.terminal");
-      const second = await rt.waitForRun(runId);
-      expect([second.status, said(second.items)]).toEqual(["completed", "re: two"]);
-      expect(ofType(events, "event.fenced")).toEqual([]);
-      expect(evidencePolicies(events).map((p) => p.runId)).toEqual([runId]);
+      await expectSecondRunWhole(rt, events, (await rt.sendMessage({ threadId, text: "two" })).runId);
     } finally {
       await cleanup();
     }
