@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ProviderCapabilities } from "../capabilities/schema.js";
-import type { HostRegistry } from "../runtime/hosts/registry.js";
+import type { HostLeases } from "./kit/hostSpec.js";
 import { TurnTerminalStatusSchema, type RuntimeMode, type TurnTerminalStatus } from "../domain/entities.js";
 import {
   ItemDetailSchema,
@@ -352,7 +352,7 @@ export interface ProviderAdapter {
    * Adapters whose provider runs in a host process receive the runtime's host registry at
    * open: they lease hosts from it instead of spawning their own.
    */
-  bindHosts?(hosts: HostRegistry, target: string): void;
+  bindHosts?(hosts: HostLeases, target: string): void;
   /** One consumer; yields events in provider order until `close()`. */
   streamEvents(): AsyncIterable<ProviderAdapterEvent>;
   close(): Promise<void>;

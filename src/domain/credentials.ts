@@ -1,6 +1,6 @@
 /**
  * The one table of credential shapes. It serves the log (`redact`, src/domain/redact.ts), the
- * host frame rings (src/runtime/hosts/ring.ts) and the inspector (inspector/server/redact.ts,
+ * host frame rings (src/adapters/kit/ring.ts) and the inspector (inspector/server/redact.ts,
  * whose tsconfig compiles this file beside it). It imports nothing, so the inspector's build
  * pulls in nothing else of src/.
  *

@@ -12,7 +12,7 @@ import {
 } from "../../src/adapters/scripted/host/protocol.js";
 import type { ScriptStep } from "../../src/adapters/scripted/script.js";
 import { TillerError } from "../../src/domain/errors.js";
-import { parseMessage, request, toError, type RpcMessage } from "../../src/runtime/hosts/jsonRpc.js";
+import { parseMessage, request, toError, type RpcMessage } from "../../src/adapters/kit/jsonRpc.js";
 
 /* Real host processes, driven over their real transports; every wait is on a message. */
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import { WebSocket } from "ws";
 import { EventParamsSchema } from "../../src/adapters/scripted/host/protocol.js";
 import type { ProviderEvent } from "../../src/adapters/contract.js";
-import { parseMessage, request, toError, type RpcMessage } from "../../src/runtime/hosts/jsonRpc.js";
+import { parseMessage, request, toError, type RpcMessage } from "../../src/adapters/kit/jsonRpc.js";
 
 /**
  * Scripted socket hosts started by a test itself (as a previous life of the runtime would have

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js";
 import { sequentialIds } from "../../src/index.js";
-import { BoundedLineSplitter } from "../../src/runtime/hosts/lines.js";
+import { BoundedLineSplitter } from "../../src/adapters/kit/lines.js";
 import { isRunning } from "../../src/runtime/hosts/process.js";
 import { nextEvent } from "../support/runtime.js";
 import { tallyChaos } from "./tally.js";

@@ -5,7 +5,7 @@ import type { LogEntry, PageMessage } from "../../inspector/server/protocol.js";
 import { maskCredentials } from "../../src/domain/credentials.js";
 import { redact } from "../../src/domain/redact.js";
 import { scaled, seed } from "./seed.js";
-import { FrameRing } from "../../src/runtime/hosts/ring.js";
+import { FrameRing } from "../../src/adapters/kit/ring.js";
 import { CREDENTIAL_CORPUS, NOT_SECRETS, type CredentialShape } from "./secretCorpus.js";
 import { tallyChaos } from "./tally.js";
 

@@ -8,7 +8,7 @@ import type { ProviderEvent } from "../../src/adapters/contract.js";
 import type { DomainEvent } from "../../src/domain/events.js";
 import { processStartTime } from "../../src/runtime/hosts/process.js";
 import { HostRecordStore, type HostRecord } from "../../src/runtime/hosts/records.js";
-import { hostKey } from "../../src/runtime/hosts/hostSpec.js";
+import { hostKey } from "../../src/runtime/hosts/hostKey.js";
 import { HostRegistry } from "../../src/runtime/hosts/registry.js";
 import { killSocketHosts, SocketClient, spawnSocketHost, type SocketHost } from "../adapters/socketHost.js";
 import { adoptable } from "./adoptionHelpers.js";

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { StdioChannel } from "../../src/runtime/hosts/stdioChannel.js";
-import { FrameRing } from "../../src/runtime/hosts/ring.js";
+import { StdioChannel } from "../../src/adapters/kit/stdioChannel.js";
+import { FrameRing } from "../../src/adapters/kit/ring.js";
 import { alive, killIfAlive } from "./helpers.js";
 
 /**

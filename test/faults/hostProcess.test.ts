@@ -1,7 +1,8 @@
 import type { Readable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
-import { readLines } from "../../src/runtime/hosts/lines.js";
-import { groupRunning, spawnHost, stopProcessGroup, type SpawnedHost } from "../../src/runtime/hosts/process.js";
+import { readLines } from "../../src/adapters/kit/lines.js";
+import type { SpawnedHost } from "../../src/adapters/kit/hostSpec.js";
+import { groupRunning, spawnHost, stopProcessGroup } from "../../src/runtime/hosts/process.js";
 
 /** spawnHost at the process boundary, with real processes (sh): what the registry relies on. */
 

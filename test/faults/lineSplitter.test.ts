@@ -1,7 +1,7 @@
 import { PassThrough } from "node:stream";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { BoundedLineSplitter, readLines, type LineOverflow } from "../../src/runtime/hosts/lines.js";
+import { BoundedLineSplitter, readLines, type LineOverflow } from "../../src/adapters/kit/lines.js";
 
 /** The bounded splitter every host channel reads through (issue 12, item 4). */
 

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { HostSpec } from "../../src/runtime/hosts/hostSpec.js";
+import type { HostSpec } from "../../src/adapters/kit/hostSpec.js";
 import { HostRegistry } from "../../src/runtime/hosts/registry.js";
 import { groupRunning, stopProcessGroup } from "../../src/runtime/hosts/process.js";
 import { spawn } from "node:child_process";

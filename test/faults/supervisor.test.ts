@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { HostLease } from "../../src/runtime/hosts/hostSpec.js";
+import type { HostLease } from "../../src/adapters/kit/hostSpec.js";
 import { HostRegistry } from "../../src/runtime/hosts/registry.js";
 import { alive, hosted, killIfAlive, report, until } from "./helpers.js";
 

@@ -76,8 +76,10 @@ const LAYERS: Array<[string, string[]]> = [
   // The capability record is domain vocabulary (a session's start event carries it).
   ["src/domain/", ["src/domain/", "src/capabilities/schema.ts"]],
   ["src/capabilities/", ["src/domain/", "src/capabilities/"]],
-  // The host registry an adapter may be handed is still runtime code (the adapter kit takes it in).
-  ["src/adapters/contract.ts", ["src/domain/", "src/capabilities/", "src/runtime/hosts/registry.ts"]],
+  // An adapter may be handed the runtime's host registry, as the kit's port (`HostLeases`).
+  ["src/adapters/contract.ts", ["src/domain/", "src/capabilities/", "src/adapters/kit/hostSpec.ts"]],
+  // Adapters (and their kit) never reach into the runtime: what they need of it is a port of the contract or the kit.
+  ["src/adapters/", ["src/domain/", "src/capabilities/", "src/machines/hostSupervisor.ts", "src/adapters/"]],
   ["src/machines/", ["src/domain/", "src/capabilities/", "src/machines/", "src/adapters/contract.ts"]],
 ];
 

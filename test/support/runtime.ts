@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sequentialIds, type RuntimeOptions, type TillerRuntime } from "../../src/index.js";
 import type { ProviderAdapter, ProviderAdapterEvent } from "../../src/adapters/contract.js";
-import { EventQueue } from "../../src/adapters/eventQueue.js";
+import { EventQueue } from "../../src/adapters/kit/eventQueue.js";
 import type { DomainEvent, DomainEventOf, DomainEventType } from "../../src/domain/events.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";

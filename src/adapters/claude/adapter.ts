@@ -1,14 +1,14 @@
 import { createHash } from "node:crypto";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
-import { StdioChannel } from "../../runtime/hosts/stdioChannel.js";
-import type { SpawnedHost } from "../../runtime/hosts/process.js";
-import { nodeHostScript } from "../../runtime/hosts/script.js";
-import type { HostSpec } from "../../runtime/hosts/hostSpec.js";
-import { HostSessions } from "../../runtime/hosts/sessions.js";
-import type { FrameRing } from "../../runtime/hosts/ring.js";
+import { StdioChannel } from "../kit/stdioChannel.js";
+import type { SpawnedHost } from "../kit/hostSpec.js";
+import { nodeHostScript } from "../kit/hostScript.js";
+import type { HostSpec } from "../kit/hostSpec.js";
+import { HostSessions } from "../kit/hostSessions.js";
+import type { FrameRing } from "../kit/ring.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../domain/entities.js";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent, SandboxPolicy } from "../contract.js";
-import { EventQueue } from "../eventQueue.js";
+import { EventQueue } from "../kit/eventQueue.js";
 import { claudeCapabilities } from "./capabilities.js";
 
 /**

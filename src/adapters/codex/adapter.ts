@@ -2,12 +2,12 @@ import { createHash } from "node:crypto";
 import type { ProviderCapabilities } from "../../capabilities/index.js";
 import { DEFAULT_RUNTIME_MODE, sameRuntimeMode, type RuntimeMode } from "../../domain/entities.js";
 import { HostUnavailableError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
-import { INVALID_REQUEST } from "../../runtime/hosts/jsonRpc.js";
+import { INVALID_REQUEST } from "../kit/jsonRpc.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
-import type { SpawnedHost } from "../../runtime/hosts/process.js";
-import type { HostSpec } from "../../runtime/hosts/hostSpec.js";
-import { HostSessions } from "../../runtime/hosts/sessions.js";
-import type { FrameRing } from "../../runtime/hosts/ring.js";
+import type { SpawnedHost } from "../kit/hostSpec.js";
+import type { HostSpec } from "../kit/hostSpec.js";
+import { HostSessions } from "../kit/hostSessions.js";
+import type { FrameRing } from "../kit/ring.js";
 import type {
   DynamicToolDefinition,
   ProviderAdapter,
@@ -16,7 +16,7 @@ import type {
   ProviderThreadHandle,
   SandboxPolicy,
 } from "../contract.js";
-import { EventQueue } from "../eventQueue.js";
+import { EventQueue } from "../kit/eventQueue.js";
 import { codexCapabilities, codexVersion } from "./capabilities.js";
 import { resolveCodexBinary } from "./config.js";
 import { mapNotification, mapServerRequest, nativeResponse } from "./mapper.js";

@@ -1,7 +1,7 @@
 import type { ChildProcess } from "node:child_process";
-import { StdioChannel } from "../../runtime/hosts/stdioChannel.js";
-import type { RpcMessage } from "../../runtime/hosts/jsonRpc.js";
-import type { FrameRing } from "../../runtime/hosts/ring.js";
+import { StdioChannel } from "../kit/stdioChannel.js";
+import type { RpcMessage } from "../kit/jsonRpc.js";
+import type { FrameRing } from "../kit/ring.js";
 
 /**
  * The one handwritten transport of the Codex adapter: `codex app-server` speaks JSON-RPC

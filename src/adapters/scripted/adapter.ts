@@ -15,7 +15,7 @@ import type {
   SandboxPolicy,
   TurnAddress,
 } from "../contract.js";
-import { EventQueue } from "../eventQueue.js";
+import { EventQueue } from "../kit/eventQueue.js";
 import { ScriptedBackend, type BackendThread } from "./backend.js";
 import { echoScript, type ScriptSource, type ScriptStep } from "./script.js";
 import { endedCleanly, ScriptedTurn } from "./turn.js";

@@ -1,9 +1,9 @@
-import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import type { Readable } from "node:stream";
 import { execa } from "execa";
 import { HostUnavailableError } from "../../domain/errors.js";
+import type { SpawnedHost, SpawnSpec } from "../../adapters/kit/hostSpec.js";
 import { hostEnvironment } from "./environment.js";
 
 /**
@@ -13,37 +13,6 @@ import { hostEnvironment } from "./environment.js";
  * execa's own kill and timeout signal the leader alone, and a host's agent CLI and the
  * agent's tools are in its group.
  */
-
-export interface SpawnSpec {
-  command: string;
-  args: string[];
-  /**
-   * What the host gets beyond the allowlisted part of the embedder's environment
-   * (environment.ts): the adapter's settings and the embedder's `env` option. Never the whole
-   * environment: `spawnHost` starts every host with `hostEnvironment(env, inherit)`.
-   */
-  env: Record<string, string>;
-  /** Names beyond the allowlist the host inherits when set (a provider's home variable, never a credential). */
-  inherit?: string[];
-  cwd?: string;
-  /**
-   * Where the host listens on its own (a unix socket path), for a host that outlives the
-   * runtime: recorded with the host, so the runtime's next life can adopt it there.
-   */
-  endpoint?: string;
-}
-
-export interface SpawnedHost {
-  child: ChildProcess;
-  pid: number;
-  /** Resolves once the process exited and its output was drained (listened for from the first moment). */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** Kernel start time of the process (clock ticks since boot), or null where unknown. */
-  startTime: string | null;
-  commandLine: string;
-  /** The spawn spec's endpoint, or null. */
-  endpoint: string | null;
-}
 
 /** Start time of a live process from /proc (Linux); null elsewhere or when it is gone. */
 export async function processStartTime(pid: number): Promise<string | null> {

@@ -2,18 +2,12 @@ import { randomBytes } from "node:crypto";
 import { createActor, fromPromise, type Actor, type InspectionEvent } from "xstate";
 import { HostUnavailableError } from "../../domain/errors.js";
 import { hostSupervisorMachine, type SupervisorEmitted } from "../../machines/hostSupervisor.js";
-import type { RpcChannel } from "./rpcChannel.js";
+import type { RpcChannel } from "../../adapters/kit/rpcChannel.js";
 import { isSameProcess, killGroup, processGone, spawnHost, stopProcessGroup } from "./process.js";
-import {
-  DEFAULT_ADOPTION_TTL_MS,
-  DEFAULT_HOST_POLICY,
-  hostKey,
-  type HostLease,
-  type HostRegistryOptions,
-  type HostSpec,
-} from "./hostSpec.js";
+import type { HostLease, HostLeases, HostSpec } from "../../adapters/kit/hostSpec.js";
+import { DEFAULT_ADOPTION_TTL_MS, DEFAULT_HOST_POLICY, hostKey, type HostRegistryOptions } from "./hostKey.js";
 import { HOST_INSTANCE_VARIABLE, HostRecordStore, type HostRecord } from "./records.js";
-import { FrameRing } from "./ring.js";
+import { FrameRing } from "../../adapters/kit/ring.js";
 
 /**
  * The runtime's host processes: one supervisor actor per host key. Adapters describe how to
@@ -48,7 +42,7 @@ interface Entry {
   waiters: Array<{ resolve: (lease: HostLease) => void; reject: (error: Error) => void }>;
 }
 
-export class HostRegistry {
+export class HostRegistry implements HostLeases {
   #entries = new Map<string, Entry>();
   #stopping = new Set<Promise<void>>();
   #closed = false;

@@ -16,7 +16,7 @@ import {
   type Query,
   type SDKMessage,
 } from "@anthropic-ai/claude-agent-sdk";
-import { errorResponse, notification, parseMessage, result } from "../../../runtime/hosts/jsonRpc.js";
+import { errorResponse, notification, parseMessage, result } from "../../kit/jsonRpc.js";
 import type { RuntimeMode } from "../../../domain/entities.js";
 import { ResumeFailedError, ProviderError } from "../../../domain/errors.js";
 import type { SandboxPolicy } from "../../contract.js";

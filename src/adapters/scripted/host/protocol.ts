@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ScriptStepSchema } from "../script.js";
 
 /**
- * The scripted host's protocol: JSON-RPC 2.0 (see runtime/hosts/jsonRpc.ts) over stdio, a
+ * The scripted host's protocol: JSON-RPC 2.0 (see adapters/kit/jsonRpc.ts) over stdio, a
  * loopback WebSocket, or a WebSocket on a unix socket. The host runs the in-process scripted
  * adapter and relays its calls and events, so the out-of-process provider is driven by the same
  * scripts.

@@ -1,12 +1,6 @@
 import { z } from "zod";
 import { CapabilityUnsupportedError, ConflictError, InvalidInputError, ProtocolError } from "../../../domain/errors.js";
-import {
-  errorResponse,
-  notification,
-  result,
-  RpcMessageSchema,
-  type RpcMessage,
-} from "../../../runtime/hosts/jsonRpc.js";
+import { errorResponse, notification, result, RpcMessageSchema, type RpcMessage } from "../../kit/jsonRpc.js";
 import type { ProviderAdapter, ProviderEvent, SendRunInput } from "../../contract.js";
 import { createScriptedAdapter, type ScriptedAdapterOptions } from "../adapter.js";
 import { ScriptedBackend } from "../backend.js";

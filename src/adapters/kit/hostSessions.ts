@@ -1,6 +1,5 @@
 import { HostUnavailableError } from "../../domain/errors.js";
-import type { HostLease, HostSpec } from "./hostSpec.js";
-import type { HostRegistry } from "./registry.js";
+import type { HostLease, HostLeases, HostSpec } from "./hostSpec.js";
 
 /**
  * The provider sessions an adapter runs in leased hosts: one lease per session, given back
@@ -8,7 +7,7 @@ import type { HostRegistry } from "./registry.js";
  * host's report), and a session the adapter forgot is never ended twice.
  */
 export class HostSessions {
-  #hosts: HostRegistry | null = null;
+  #hosts: HostLeases | null = null;
   #leases = new Map<string, HostLease>();
 
   constructor(
@@ -16,7 +15,7 @@ export class HostSessions {
     private readonly lost: (sessionId: string, report: string) => void,
   ) {}
 
-  bind(hosts: HostRegistry): void {
+  bind(hosts: HostLeases): void {
     this.#hosts = hosts;
   }
 
