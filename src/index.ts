@@ -46,6 +46,7 @@ export type { UndoSubagentReceipt } from "./runtime/commands/undoSubagent.js";
 export { DEGRADATIONS, POLICY_NAMES, type PolicyName } from "./machines/policies.js";
 export type * from "./adapters/contract.js";
 export { ProviderEventSchema } from "./adapters/contract.js";
+export { defineAdapter, SERVED_BY, type RequiredMethods, type Serving } from "./adapters/kit/defineAdapter.js";
 export { createScriptedAdapter, type ScriptedAdapterOptions } from "./adapters/scripted/adapter.js";
 export { ScriptedBackend } from "./adapters/scripted/backend.js";
 export {

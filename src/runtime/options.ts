@@ -1,6 +1,8 @@
 import type { InspectionEvent } from "xstate";
 import { z } from "zod";
 import type { DynamicToolDefinition, ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
+import { assertServed } from "../adapters/kit/defineAdapter.js";
+import { parseCapabilities } from "../capabilities/schema.js";
 import { parseInput } from "../domain/commands.js";
 import { InvalidInputError, type TillerError } from "../domain/errors.js";
 import type { IdSource } from "../domain/ids.js";
@@ -197,5 +199,7 @@ export function validateOptions(options: unknown): asserts options is RuntimeOpt
       if (typeof adapter[method] !== "function")
         throw new InvalidInputError(`providers.${id}.${method}`, "adapter method missing");
     }
+    // A capability declared without the method that serves it: refused before anything relies on it.
+    assertServed(adapter, parseCapabilities(adapter.getCapabilities()), `providers.${id}.capabilities`);
   }
 }

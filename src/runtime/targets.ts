@@ -1,8 +1,9 @@
 import { fromPromise } from "xstate";
 import { parseCapabilities, type ProviderCapabilities } from "../capabilities/index.js";
 import type { HandoffContext, ProviderAdapter, ProviderThreadHandle, ReattachedSession } from "../adapters/contract.js";
+import { unservedCapabilities } from "../adapters/kit/defineAdapter.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../domain/entities.js";
-import { ClosedError, HostUnavailableError, isTillerError } from "../domain/errors.js";
+import { ClosedError, HostUnavailableError, isTillerError, ProtocolError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
 import { pendingCall } from "../machines/providerThread.js";
 import {
@@ -74,12 +75,16 @@ export class Target {
       actors: {
         startSession: fromPromise<StartedSession, StartSessionInput>(async ({ input }) => {
           const info = await adapter.startSession(input);
-          return { capabilities: parseCapabilities(info.capabilities), hostGeneration: info.hostGeneration };
+          const capabilities = parseCapabilities(info.capabilities);
+          servedOrProtocolError(adapter, capabilities);
+          return { capabilities, hostGeneration: info.hostGeneration };
         }),
         reattachSession: fromPromise<StartedSession, { sessionId: string }>(async ({ input }) => {
           const info = this.#reattached.get(input.sessionId)!;
           this.#reattached.delete(input.sessionId);
-          return { capabilities: parseCapabilities(info.capabilities), hostGeneration: info.hostGeneration };
+          const capabilities = parseCapabilities(info.capabilities);
+          servedOrProtocolError(adapter, capabilities);
+          return { capabilities, hostGeneration: info.hostGeneration };
         }),
         stopSession: fromPromise<void, { sessionId: string }>(({ input }) => adapter.stopSession(input)),
       },
@@ -363,4 +368,14 @@ export class Target {
       () => this.host.ids.next("hnd"),
     );
   }
+}
+
+/** A session's record (its handshake's word) declaring what the adapter cannot serve: the session fails, typed. */
+function servedOrProtocolError(adapter: ProviderAdapter, capabilities: ProviderCapabilities): void {
+  const missing = unservedCapabilities(adapter, capabilities);
+  if (missing.length === 0) return;
+  const what = missing.map((u) => `${u.capability} (no ${u.method})`).join(", ");
+  throw new ProtocolError(
+    `the session's capability record declares what the ${adapter.provider} adapter cannot serve: ${what}`,
+  );
 }

@@ -294,10 +294,19 @@ describe("what a fork point is", () => {
     }
   });
 
-  it("an adapter without forkThread forks portably, whatever its record says", async () => {
+  it("an adapter whose record claims native forks without forkThread is refused at open, typed", async () => {
     const a = target("a");
     const noFork = override(a.adapter, { forkThread: undefined });
-    const { rt, events, cleanup } = await openTestRuntime({ a: noFork });
+    await expect(openTestRuntime({ a: noFork })).rejects.toMatchObject({
+      code: "invalid_input",
+      details: { field: "providers.a.capabilities.threads.canForkThread" },
+    });
+    expect(forkCalls(a)).toEqual([]);
+  });
+
+  it("a record without native forks forks portably", async () => {
+    const a = target("a", { threads: { canForkThread: false } });
+    const { rt, events, cleanup } = await openTestRuntime({ a: a.adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "a" });
       await sendAndWait(rt, threadId, "one");
@@ -586,10 +595,10 @@ describe("a subagent's fork: more situations", () => {
     }
   });
 
-  it("an adapter without forkThread: portable, told from the subagent's items", async () => {
-    const a = target("a", forksSubagents, withSubagent([{ type: "text", text: "found it" }]));
-    const noFork = override(a.adapter, { forkThread: undefined });
-    const { rt, events, cleanup } = await openTestRuntime({ a: noFork });
+  it("a provider that cannot fork: portable, told from the subagent's items", async () => {
+    const noFork = { ...forksSubagents, threads: { canForkThread: false } };
+    const a = target("a", noFork, withSubagent([{ type: "text", text: "found it" }]));
+    const { rt, events, cleanup } = await openTestRuntime({ a: a.adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "a" });
       const nodeId = await subagentOf(rt, threadId);

@@ -58,8 +58,7 @@ describe("a steer while an interrupt is on its way", () => {
 
 describe("steering by interrupt-restart", () => {
   it(
-    "a session that announces no native steering steers by interrupt-restart, " +
-      "never through a missing steerRun (review a17)",
+    "a session that announces no native steering steers by interrupt-restart, " + "never through steerRun (review a17)",
     async () => {
       let turns = 0;
       const base = createScriptedAdapter({
@@ -67,9 +66,14 @@ describe("steering by interrupt-restart", () => {
         script: ({ text }) => (turns++ === 0 ? hang : [{ type: "text", text: `steered: ${text}` }]),
       });
       expect(base.steerRun).toBeUndefined();
-      // Declared: steering supported (e.g. an older host binary announces less at handshake).
+      // Declared: steering supported (e.g. an older host binary announces less at handshake); its steerRun is never
+      // to be called while the session's record says otherwise.
       const declared: ProviderCapabilities = fullCapabilities();
-      const adapter = override(base, { getCapabilities: () => declared });
+      let steerCalls = 0;
+      const adapter = override(base, {
+        getCapabilities: () => declared,
+        steerRun: async () => void (steerCalls += 1),
+      });
       const { rt, events, cleanup } = await openTestRuntime({ s: adapter });
       try {
         expect(rt.capabilities("s").turns.supportsActiveSteering).toBe(true);
@@ -91,6 +95,7 @@ describe("steering by interrupt-restart", () => {
         expect(run.items.at(-1)?.text).toBe("steered: go left");
         expect(ofType(events, "steer.applied").map((e) => e.via)).toEqual(["interrupt_restart"]);
         expect(ofType(events, "warning")).toEqual([]);
+        expect(steerCalls).toBe(0);
       } finally {
         await cleanup();
       }

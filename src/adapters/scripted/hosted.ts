@@ -82,7 +82,12 @@ interface Conn {
 }
 
 export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): ScriptedHostAdapter {
-  const caps = resolveCapabilities(options.capabilities);
+  // A subagent wait or close does not cross the host's JSON-RPC (a wait's abort signal cannot): never declared.
+  const resolved = resolveCapabilities(options.capabilities);
+  const caps: ProviderCapabilities = {
+    ...resolved,
+    subagents: { ...resolved.subagents, canWaitForSubagents: false, canCloseSubagents: false },
+  };
   const transport = options.transport ?? "stdio";
   // Only a socket host outlives the runtime: no other can keep a request answerable across a restart.
   if (caps.sessions.pendingRequestsSurviveRestart && transport !== "socket")
