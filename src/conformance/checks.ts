@@ -1,0 +1,308 @@
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { Harness } from "./harness.js";
+import { APPROVAL_FIELD, APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
+
+/**
+ * What the seed says must be observable in each model state, checked on what a user sees (the run's status, its
+ * items and requests, the `policy.applied` degradations in the log, typed `capability_unsupported` refusals) and on
+ * the provider's own evidence (`WorldRun.lastTurn`). Each check gives the fields it exercises a finding.
+ */
+
+export interface Finding {
+  field: string;
+  ok: boolean;
+  /** What was observed (for a refutation: what contradicts the record). */
+  observed: string;
+}
+
+export type Check = (h: Harness, caps: ProviderCapabilities) => Finding[];
+
+/** The declared value of a dotted field. */
+export function declared(caps: ProviderCapabilities, field: string): unknown {
+  const [group, name] = field.split(".") as [keyof ProviderCapabilities, string];
+  return (caps[group] as Record<string, unknown> | undefined)?.[name];
+}
+
+/** A field the record claims: true, a strength other than `none`, or a number. */
+export function claims(value: unknown): boolean {
+  return value === true || value === "strong" || value === "weak" || typeof value === "number";
+}
+
+const finding = (field: string, ok: boolean, yes: string, no: string): Finding => ({
+  field,
+  ok,
+  observed: ok ? yes : no,
+});
+
+function completed(h: Harness, runId: string, field: string): Finding {
+  const status = h.terminal(runId)?.status ?? "(not ended)";
+  return finding(field, status === "completed", "the run completed", `the run ended ${status}`);
+}
+
+function refusal(h: Harness, policy: string, fields: string[]): Finding[] {
+  const refused = h.lastError?.code === "capability_unsupported";
+  const recorded = h.policies().includes(policy);
+  return fields.map((f) =>
+    finding(
+      f,
+      refused && recorded,
+      `refused as capability_unsupported, ${policy} recorded`,
+      `refusal ${h.lastError?.code ?? "none"}, ${policy} ${recorded ? "recorded" : "not recorded"}`,
+    ),
+  );
+}
+
+const lastTurn = (h: Harness) => h.world.lastTurn();
+const priorOf = (h: Harness) => JSON.stringify(lastTurn(h)?.priorUserTexts ?? null);
+const textOfRun = (h: Harness, index: number) => h.userTexts.get(h.runIds[index] ?? "") ?? "";
+
+function textTurn(h: Harness, caps: ProviderCapabilities): Finding[] {
+  const runId = h.runId;
+  const out: Finding[] = [completed(h, runId, "turns.emitsTurnCompleted")];
+  const terminal = h.terminal(runId);
+  const correlation = terminal?.correlation ?? "(none)";
+  const inferred = h.policies((e) => e.runId === runId).includes("terminal_inferred_from_idle");
+  if (caps.turns.emitsTurnCompleted) {
+    const sent = h.provider.some((e) => e.type === "turn.terminal");
+    out.push(
+      finding(
+        "turns.emitsTurnCompleted",
+        sent && !inferred,
+        "the provider sent the turn's terminal",
+        `provider terminal ${sent ? "sent" : "never sent"}, correlation ${correlation}`,
+      ),
+    );
+    if (caps.turns.terminalStatusQuality !== "none")
+      out.push(
+        finding(
+          "turns.terminalStatusQuality",
+          correlation === caps.turns.terminalStatusQuality,
+          `the run's end is correlated ${correlation}`,
+          `the run's end is correlated ${correlation}`,
+        ),
+      );
+  } else {
+    out.push(
+      finding(
+        "turns.emitsTurnCompleted",
+        correlation === "inferred" && inferred,
+        "no terminal: the end was inferred at idle (terminal_inferred_from_idle)",
+        `correlation ${correlation}, terminal_inferred_from_idle ${inferred ? "recorded" : "not recorded"}`,
+      ),
+    );
+  }
+  if (caps.turns.emitsTurnStarted) {
+    const started = h.provider.some((e) => e.type === "turn.started");
+    out.push(finding("turns.emitsTurnStarted", started, "turn.started streamed", "no turn.started streamed"));
+  }
+  const bound = h.events("attempt.turn_bound", (e) => e.runId === runId)[0];
+  const turnRef = bound?.nativeTurnRef ?? null;
+  for (const f of ["turns.exposesNativeTurnId", "identity.nativeTurnIds"])
+    if (claims(declared(caps, f)))
+      out.push(finding(f, turnRef !== null, `native turn ref ${turnRef}`, "the turn was bound with no native ref"));
+  const thread = h.events("provider_thread.bound", (e) => e.threadId === h.threadId)[0];
+  const threadRef = thread?.nativeThreadRef ?? null;
+  for (const f of ["threads.exposesNativeThreadId", "identity.nativeThreadIds"])
+    if (claims(declared(caps, f)))
+      out.push(finding(f, threadRef !== null, `native thread ref ${threadRef}`, "the thread has no native ref"));
+  const message = h.events("node.started", (e) => e.runId === runId && e.kind === "assistant_message")[0];
+  if (claims(caps.identity.nativeItemIds))
+    out.push(
+      finding(
+        "identity.nativeItemIds",
+        !!message?.nativeRef,
+        `native item ref ${message?.nativeRef}`,
+        message ? "the assistant message has no native ref" : "no assistant message",
+      ),
+    );
+  const firstTurn = h.policies((e) => e.threadId === h.threadId).includes("thread_created_with_first_turn");
+  out.push(
+    caps.threads.canCreateEmptyThread
+      ? finding("threads.canCreateEmptyThread", !firstTurn, "an empty thread was made", "made with its first turn")
+      : finding("threads.canCreateEmptyThread", firstTurn, "thread_created_with_first_turn", "no degradation"),
+  );
+  if (caps.streaming.streamsAssistantText) {
+    const deltas = h.provider.filter((e) => e.type === "item.delta" && e.kind === "assistant_message").length;
+    out.push(finding("streaming.streamsAssistantText", deltas > 0, `${deltas} text deltas`, "no text delta"));
+  }
+  const closed = message && h.events("node.completed", (e) => e.nodeId === message.nodeId)[0];
+  const settledBy = closed ? closed.settledBy : "(never)";
+  out.push(
+    caps.streaming.emitsMessageCompleted
+      ? finding("streaming.emitsMessageCompleted", settledBy === "provider", "closed by the provider", settledBy)
+      : finding("streaming.emitsMessageCompleted", settledBy === "runtime", "closed at the terminal", settledBy),
+  );
+  return out;
+}
+
+function forkChecks(fields: string[], native: boolean, priorWanted: (h: Harness) => string[]): Check {
+  return (h) => {
+    const threadId = h.forkThreadId!;
+    const resolution = h.events("fork.resolved", (e) => e.threadId === threadId)[0]?.resolution ?? "(none)";
+    const synthetic = h.policies((e) => e.threadId === threadId).includes("synthetic_fork");
+    const prior = priorOf(h);
+    const wanted = JSON.stringify(priorWanted(h));
+    const ok = native ? resolution === "native" && !synthetic && prior === wanted : resolution === "portable";
+    const seen = `fork ${resolution}, synthetic_fork ${synthetic ? "recorded" : "not recorded"}`;
+    const yes = native ? `native fork; the provider had ${prior}` : `${seen}`;
+    return fields.map((f) => finding(f, ok && (native || synthetic), yes, `${seen}; the provider had ${prior}`));
+  };
+}
+
+function artifactChecks(): Record<string, Check> {
+  const out: Record<string, Check> = {};
+  const events = { plan: "plan.updated", todo: "todo.updated", proposed_plan: "plan.proposed" } as const;
+  const policy = {
+    plan: "no_plan_artifacts",
+    todo: "no_todo_artifacts",
+    proposed_plan: "no_proposed_plans",
+    question: "questions_as_text",
+  };
+  for (const kind of Object.keys(ARTIFACTS) as ArtifactKind[]) {
+    const field = ARTIFACTS[kind];
+    const produced = (h: Harness) =>
+      kind === "question"
+        ? h.events("request.opened", (e) => e.runId === h.runId && e.payload.kind === "user_input").length
+        : h.events(events[kind], (e) => e.runId === h.runId).length;
+    out[`shown_${kind}`] = (h) => [finding(field, produced(h) > 0, `${kind} recorded`, `no ${kind} recorded`)];
+    out[`asText_${kind}`] = (h) => {
+      const degraded = produced(h) === 0 && h.policies().includes(policy[kind]);
+      return [finding(field, degraded, `${policy[kind]}`, `degradation ${policy[kind]} not as the seed says`)];
+    };
+  }
+  out["answered_question"] = (h) => [completed(h, h.runId, ARTIFACTS.question)];
+  return out;
+}
+
+function approvalChecks(): Record<string, Check> {
+  const out: Record<string, Check> = {};
+  for (const kind of APPROVAL_KINDS) {
+    const field = APPROVAL_FIELD[kind];
+    const opened = (h: Harness) => h.events("request.opened", (e) => e.runId === h.runId && e.payload.kind === kind);
+    out[`asked_${kind}`] = (h, caps) => {
+      const request = opened(h)[0];
+      const found = [finding(field, !!request, `a ${kind} approval was asked`, `no ${kind} approval was asked`)];
+      for (const f of ["approvals.approvalsHaveNativeRequestIds", "identity.nativeRequestIds"])
+        if (request && claims(declared(caps, f)))
+          found.push(finding(f, request.nativeRef !== null, `native ref ${request.nativeRef}`, "no native ref"));
+      return found;
+    };
+    out[`approved_${kind}`] = (h) => [completed(h, h.runId, field)];
+    out[`unasked_${kind}`] = (h) => {
+      const ok = opened(h).length === 0 && h.terminal(h.runId)?.status === "completed";
+      return [finding(field, ok, "ran under the sandbox without asking", "asked anyway, or did not complete")];
+    };
+  }
+  return out;
+}
+
+const STEER = "turns.supportsActiveSteering";
+const RESTART = "turns.supportsSteeringByInterruptRestart";
+const receiptOf = (h: Harness) => h.lastReceipt as { disposition?: string; via?: string } | null;
+
+export const checks: Record<string, Check> = {
+  answered: textTurn,
+  resumed: (h) => {
+    const rebuilt = h.events("provider_thread.bound", (e) => e.threadId === h.threadId && e.via === "rebuilt");
+    const ok =
+      h.terminal(h.runId)?.status === "completed" && rebuilt.length === 0 && priorOf(h).includes(textOfRun(h, 0));
+    const seen = `${rebuilt.length ? "the thread was rebuilt" : "resumed"}; the provider had ${priorOf(h)}`;
+    return [finding("primitive.resume", ok, seen, seen)];
+  },
+  forkedNative: () => [],
+  forkedSynthetic: () => [],
+  forkNativeAnswered: forkChecks(["threads.canForkThread"], true, (h) => [textOfRun(h, 0)]),
+  forkSyntheticAnswered: forkChecks(["threads.canForkThread"], false, () => []),
+  forkedEarlierNative: () => [],
+  forkedEarlierSynthetic: () => [],
+  forkEarlierNativeAnswered: forkChecks(["threads.canForkThread", "threads.canForkFromTurn"], true, (h) => [
+    textOfRun(h, 0),
+  ]),
+  forkEarlierSyntheticAnswered: (h, caps) =>
+    forkChecks(caps.threads.canForkThread ? ["threads.canForkFromTurn"] : ["threads.canForkThread"], false, () => [])(
+      h,
+      caps,
+    ),
+  rolledBack: (h) => {
+    const provider = (h.lastReceipt as { provider?: string } | null)?.provider ?? h.lastError?.code ?? "(none)";
+    return ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"].map((f) =>
+      finding(f, provider === "rolled_back", "the provider rolled back", `rollback: ${provider}`),
+    );
+  },
+  rolledBackAnswered: (h) => {
+    const ok = priorOf(h) === JSON.stringify([textOfRun(h, 0)]);
+    return ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"].map((f) =>
+      finding(f, ok, `after the rollback the provider had ${priorOf(h)}`, `the provider still had ${priorOf(h)}`),
+    );
+  },
+  rolledBackDivergent: (h, caps) => {
+    const provider = (h.lastReceipt as { provider?: string } | null)?.provider ?? h.lastError?.code ?? "(none)";
+    const ok = provider === "divergent" && h.policies().includes("rollback_divergent");
+    const field = caps.threads.canRollbackThread
+      ? "checkpointing.providerCanRollbackConversation"
+      : "threads.canRollbackThread";
+    return [finding(field, ok, "files restored, provider thread divergent", `rollback: ${provider}`)];
+  },
+  divergentRebuilt: (h, caps) => {
+    const ok = h.policies((e) => e.runId === h.runId).includes("divergent_thread_rebuilt");
+    const field = caps.threads.canRollbackThread
+      ? "checkpointing.providerCanRollbackConversation"
+      : "threads.canRollbackThread";
+    return [finding(field, ok, "divergent_thread_rebuilt on the next run", "no divergent_thread_rebuilt")];
+  },
+  rollbackRefused: (h) => refusal(h, "rollback_unsupported", ["threads.canRollbackThread"]),
+  steered: (h) => {
+    const receipt = receiptOf(h);
+    const ok = receipt?.disposition === "steered" && receipt.via === "native";
+    return [finding(STEER, ok, "steered natively", `steer ${receipt?.disposition ?? h.lastError?.code}`)];
+  },
+  steeredDone: (h) => {
+    const steers = lastTurn(h)?.steers ?? [];
+    const ok = steers.includes(h.steerText) && h.terminal(h.runId)?.status === "completed";
+    return [
+      finding(STEER, ok, "the provider's turn took the steer", `the provider's turn saw ${JSON.stringify(steers)}`),
+    ];
+  },
+  steerRestarted: (h, caps) => {
+    const runId = h.runId;
+    const receipt = receiptOf(h);
+    const attempts = h.events("attempt.started", (e) => e.runId === runId);
+    const restarted = attempts.length === 2 && attempts[1]!.reason === "steering_restart";
+    const policy = h.policies((e) => e.runId === runId).includes("steer_by_interrupt_restart");
+    const tookSteer = lastTurn(h)?.text === h.steerText;
+    const ok = receipt?.disposition === "restarting" && restarted && policy && tookSteer;
+    const seen = `receipt ${receipt?.disposition}, ${attempts.length} attempts, policy ${policy}, took steer ${tookSteer}`;
+    const out = [finding(STEER, ok, "steer_by_interrupt_restart", seen), finding(RESTART, ok, "restarted", seen)];
+    if (caps.turns.supportsInterrupt)
+      out.push(finding("turns.supportsInterrupt", ok, "interrupted for the restart", seen));
+    return [...out, completed(h, runId, RESTART)];
+  },
+  steerRefused: (h) => refusal(h, "steer_unsupported", [STEER]),
+  interrupted: (h) => {
+    const status = h.terminal(h.runId)?.status ?? "(not ended)";
+    const via = (h.lastReceipt as { via?: string } | null)?.via;
+    const ok = status === "interrupted" && via === "native";
+    return [finding("turns.supportsInterrupt", ok, "interrupted natively", `interrupt via ${via}, run ${status}`)];
+  },
+  interruptRefused: (h) => refusal(h, "interrupt_unsupported", ["turns.supportsInterrupt"]),
+  queuedAtProvider: (h) => {
+    const held = h.policies().includes("queue_held_by_runtime");
+    return [finding("turns.supportsQueuedMessages", !held, "handed to the provider", "held by the runtime")];
+  },
+  queuedByRuntime: (h) => {
+    const held = h.policies().includes("queue_held_by_runtime");
+    return [finding("turns.supportsQueuedMessages", held, "queue_held_by_runtime", "no queue_held_by_runtime")];
+  },
+  queueDrained: (h) => {
+    const [first, second] = h.runIds;
+    const ok =
+      h.terminal(first!)?.status === "completed" &&
+      h.terminal(second!)?.status === "completed" &&
+      lastTurn(h)?.text === textOfRun(h, 1);
+    return [
+      finding("turns.supportsQueuedMessages", ok, "both runs completed in order", `the provider had ${priorOf(h)}`),
+    ];
+  },
+  ...approvalChecks(),
+  ...artifactChecks(),
+};

@@ -1,0 +1,107 @@
+import type { Harness } from "./harness.js";
+import { APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
+
+/**
+ * What each model event does through the runtime's public API (and, for the provider's side of a turn, the world).
+ * A drive waits, on events, until what the step started has visibly happened (a run ended, a request opened, a steer
+ * was recorded); a typed refusal is kept for the state's check, never thrown.
+ */
+
+export type Drive = (h: Harness) => Promise<void>;
+
+const reply = (h: Harness) => h.nextText("reply");
+
+async function sendText(h: Harness, threadId = h.threadId): Promise<void> {
+  const runId = await h.send({ kind: "text", text: reply(h) }, { threadId });
+  if (!runId) throw new Error(`sending a text turn was refused: ${h.lastError?.code}: ${h.lastError?.message}`);
+  await h.untilTerminal(runId);
+}
+
+/** Waits for the run to end, or to wait on one of its requests. */
+async function untilAskedOrEnded(h: Harness, runId: string): Promise<void> {
+  await h.until(
+    `run ${runId} to ask or end`,
+    () => h.events("request.opened", (e) => e.runId === runId).length > 0 || h.terminal(runId) !== undefined,
+  );
+}
+
+async function respondToOpen(h: Harness, response: Parameters<Harness["rt"]["respond"]>[0]["response"]) {
+  const runId = h.runId;
+  const opened = h.events("request.opened", (e) => e.runId === runId).at(-1);
+  if (!opened) throw new Error(`run ${runId} has no request to answer`);
+  await h.rt.respond({ requestId: opened.requestId, response });
+  await h.untilTerminal(runId);
+}
+
+async function fork(h: Harness, afterRunId?: string): Promise<void> {
+  const receipt = await h.attempt(() =>
+    h.rt.forkThread({ threadId: h.threadId, ...(afterRunId ? { afterRunId } : {}) }),
+  );
+  if (!receipt) throw new Error(`the fork was refused: ${h.lastError?.code}: ${h.lastError?.message}`);
+  h.forkThreadId = receipt.threadId;
+}
+
+export const drives: Record<string, Drive> = {
+  TEXT: (h) => sendText(h),
+  HOLD: async (h) => {
+    const gate = h.nextText("gate").replace(" ", "-");
+    h.gates.push(gate);
+    const runId = await h.send({ kind: "hold", text: reply(h), gate });
+    if (!runId) throw new Error(`sending a held turn was refused: ${h.lastError?.code}`);
+    await h.untilTurnTaken(runId);
+  },
+  STEER: async (h) => {
+    const runId = h.runId;
+    // What the replacement turn does, should the runtime restart the run with the steer.
+    h.world.next({ kind: "text", text: reply(h) });
+    h.steerText = h.nextText("steer");
+    const receipt = await h.attempt(() => h.rt.sendMessage({ threadId: h.threadId, text: h.steerText, mode: "steer" }));
+    if (!receipt) return;
+    if (receipt.disposition === "steered")
+      await h.until("the steer to be applied", () => h.events("steer.applied", (e) => e.runId === runId).length > 0);
+    else if (receipt.disposition === "restarting") await h.untilTerminal(runId);
+  },
+  INTERRUPT: async (h) => {
+    const runId = h.runId;
+    const receipt = await h.attempt(() => h.rt.interrupt({ runId }));
+    if (receipt) await h.untilTerminal(runId);
+  },
+  QUEUE: async (h) => {
+    const runId = await h.send({ kind: "text", text: reply(h) }, { mode: "queue" });
+    if (!runId) throw new Error(`queueing a message was refused: ${h.lastError?.code}`);
+    await h.until("the queued run to be recorded", () => h.events("run.created", (e) => e.runId === runId).length > 0);
+  },
+  RELEASE: async (h) => {
+    for (const gate of h.gates) h.world.release(gate);
+    for (const runId of h.runIds) await h.untilTerminal(runId);
+  },
+  FORK: (h) => fork(h),
+  FORK_EARLIER: (h) => fork(h, h.runIds[0]),
+  FORK_TEXT: (h) => sendText(h, h.forkThreadId!),
+  ROLLBACK: async (h) => {
+    const toRunId = h.runIds[0]!;
+    const receipt = await h.attempt(() => h.rt.rollback({ threadId: h.threadId, toRunId }));
+    if (receipt) h.runIds.splice(1);
+  },
+  RESTART: async (h) => {
+    await h.restart();
+    await sendText(h);
+  },
+  ACCEPT: (h) => respondToOpen(h, { kind: "decision", decision: "accept" }),
+  ANSWER: (h) => respondToOpen(h, { kind: "answers", answers: { go: "yes" } }),
+};
+
+for (const approval of APPROVAL_KINDS) {
+  drives[`ASK_${approval}`] = async (h) => {
+    const runId = await h.send({ kind: "approval", approval, text: reply(h) });
+    if (!runId) throw new Error(`sending an approval turn was refused: ${h.lastError?.code}`);
+    await untilAskedOrEnded(h, runId);
+  };
+}
+for (const kind of Object.keys(ARTIFACTS) as ArtifactKind[]) {
+  drives[`ARTIFACT_${kind}`] = async (h) => {
+    const runId = await h.send({ kind, text: reply(h) });
+    if (!runId) throw new Error(`sending a ${kind} turn was refused: ${h.lastError?.code}`);
+    await untilAskedOrEnded(h, runId);
+  };
+}

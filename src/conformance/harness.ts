@@ -1,0 +1,201 @@
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../adapters/contract.js";
+import { createRuntime, type DomainEvent, type LogRecord, type TillerRuntime } from "../index.js";
+import type { TurnBehaviour, WorldRun } from "./world.js";
+
+/**
+ * One path's system under test: a real runtime on a temporary data directory (loopback only: no inspector), with the
+ * world's adapter as its one provider target, and one thread. The harness sees what a user sees (the log, receipts,
+ * typed refusals) and, tapped at the contract boundary, the provider events the adapter streams.
+ */
+
+export const TARGET = "provider";
+
+export type DomainRecord = LogRecord<DomainEvent>;
+type EventOf<T extends DomainEvent["type"]> = Extract<DomainEvent, { type: T }>;
+
+/** The adapter as the runtime gets it, its event stream copied into `seen` (optional methods stay absent). */
+function tapped(adapter: ProviderAdapter, seen: ProviderEvent[], onEvent: () => void): ProviderAdapter {
+  return new Proxy(adapter, {
+    get(target, property) {
+      if (property === "streamEvents")
+        return () => ({
+          async *[Symbol.asyncIterator]() {
+            for await (const frame of target.streamEvents() as AsyncIterable<ProviderAdapterEvent>) {
+              seen.push(frame.event);
+              onEvent();
+              yield frame;
+            }
+          },
+        });
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+export class Harness {
+  readonly records: DomainRecord[] = [];
+  /** Provider events the adapter streamed, in order, across runtime restarts. */
+  readonly provider: ProviderEvent[] = [];
+  threadId = "";
+  /** The runs of the current thread's conversation, in the order they were sent. */
+  readonly runIds: string[] = [];
+  forkThreadId: string | null = null;
+  lastError: { code: string; message: string } | null = null;
+  lastReceipt: unknown = null;
+  /** The user texts sent, by run. */
+  readonly userTexts = new Map<string, string>();
+  /** Gates of the `hold` turns sent (released together). */
+  readonly gates: string[] = [];
+  /** The text of the latest steer sent. */
+  steerText = "";
+  #n = 0;
+  #waiters = new Set<() => void>();
+  #unsubscribe: (() => void) | null = null;
+
+  private constructor(
+    readonly world: WorldRun,
+    readonly dir: string,
+    readonly cwd: string,
+    public rt: TillerRuntime,
+    readonly timeoutMs: number,
+  ) {}
+
+  static async open(world: WorldRun, timeoutMs: number): Promise<Harness> {
+    const dir = await mkdtemp(join(tmpdir(), "tiller-conformance-"));
+    const cwd = join(dir, "work");
+    await mkdir(cwd, { recursive: true });
+    const h = new Harness(world, dir, cwd, null as unknown as TillerRuntime, timeoutMs);
+    await h.#start();
+    h.threadId = (await h.rt.createThread({ providerTarget: TARGET, cwd })).threadId;
+    return h;
+  }
+
+  async #start(): Promise<void> {
+    const adapter = tapped(this.world.adapter(), this.provider, () => this.#wake());
+    this.rt = await createRuntime({
+      dataDir: join(this.dir, "data"),
+      providers: { [TARGET]: adapter },
+      checkpoints: true,
+      turnSilenceMs: null,
+      sessionIdleMs: null,
+    });
+    const afterSeq = this.records.at(-1)?.seq ?? 0;
+    this.#unsubscribe = this.rt.subscribe({ afterSeq }, (record) => {
+      this.records.push(record);
+      this.#wake();
+    });
+  }
+
+  /** Closes the runtime and opens a new one on the same data directory with a new adapter (a new session). */
+  async restart(): Promise<void> {
+    await this.rt.close();
+    this.#unsubscribe?.();
+    await this.#start();
+  }
+
+  #wake(): void {
+    for (const waiter of [...this.#waiters]) waiter();
+  }
+
+  /** Resolves once `condition` holds, checked on every record and provider event; fails after the timeout. */
+  until(what: string, condition: () => boolean): Promise<void> {
+    if (condition()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        if (!condition()) return;
+        this.#waiters.delete(check);
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.#waiters.delete(check);
+        reject(new Error(`timed out after ${this.timeoutMs} ms waiting for ${what}`));
+      }, this.timeoutMs);
+      this.#waiters.add(check);
+    });
+  }
+
+  events<T extends DomainEvent["type"]>(type: T, where: (e: EventOf<T>) => boolean = () => true): EventOf<T>[] {
+    return this.records.map((r) => r.event).filter((e): e is EventOf<T> => e.type === type && where(e as EventOf<T>));
+  }
+
+  policies(where: (e: EventOf<"policy.applied">) => boolean = () => true): string[] {
+    return this.events("policy.applied", where).map((e) => e.policy);
+  }
+
+  terminal(runId: string): EventOf<"run.terminal"> | undefined {
+    return this.events("run.terminal", (e) => e.runId === runId)[0];
+  }
+
+  get runId(): string {
+    const id = this.runIds.at(-1);
+    if (!id) throw new Error("no run sent yet");
+    return id;
+  }
+
+  /** A fresh user text, unique in the path. */
+  nextText(kind: string): string {
+    this.#n += 1;
+    return `${kind} ${this.#n}`;
+  }
+
+  /** Calls the API; a typed refusal (an error with a code) is kept in `lastError` instead of failing the step. */
+  async attempt<T>(call: () => Promise<T>): Promise<T | null> {
+    this.lastError = null;
+    try {
+      this.lastReceipt = await call();
+      return this.lastReceipt as T;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (typeof code !== "string") throw error;
+      this.lastError = { code, message: (error as Error).message };
+      return null;
+    }
+  }
+
+  /** Queues the provider's behaviour and sends a user message for it; returns the run it went into. */
+  async send(
+    behaviour: TurnBehaviour,
+    { mode, threadId = this.threadId }: { mode?: "queue" | "steer"; threadId?: string } = {},
+  ): Promise<string | null> {
+    this.world.next(behaviour);
+    const text = this.nextText(behaviour.kind);
+    const receipt = await this.attempt(() => this.rt.sendMessage({ threadId, text, ...(mode ? { mode } : {}) }));
+    if (!receipt) return null;
+    if (threadId === this.threadId && !this.runIds.includes(receipt.runId)) this.runIds.push(receipt.runId);
+    this.userTexts.set(receipt.runId, text);
+    return receipt.runId;
+  }
+
+  async untilTerminal(runId: string): Promise<EventOf<"run.terminal">> {
+    await this.until(`run ${runId} to end`, () => this.terminal(runId) !== undefined);
+    return this.terminal(runId)!;
+  }
+
+  /** Waits until the provider has visibly taken the run's turn up: something of its turn reached the log. */
+  async untilTurnTaken(runId: string): Promise<void> {
+    await this.until(
+      `the provider to take run ${runId} up`,
+      () =>
+        this.records.some(
+          (r) =>
+            (r.event.type === "node.delta" || (r.event.type === "node.started" && r.event.kind !== "root_turn")) &&
+            r.event.runId === runId,
+        ) || this.terminal(runId) !== undefined,
+    );
+  }
+
+  async close(): Promise<void> {
+    try {
+      if (!this.rt.closed) await this.rt.close();
+    } finally {
+      this.#unsubscribe?.();
+      await this.world.close().catch(() => undefined);
+      await rm(this.dir, { recursive: true, force: true });
+    }
+  }
+}

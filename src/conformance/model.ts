@@ -1,0 +1,251 @@
+import { and, setup, type AnyStateMachine } from "xstate";
+import { getShortestPaths } from "xstate/graph";
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { ApprovalKind, BehaviourKind } from "./world.js";
+
+/**
+ * The conformance model: what the capability seed (`provider-capability-system.md`) says a user sees of a provider
+ * that declares a record, as a state machine whose guards read the declared record. It is written from the seed, not
+ * from the runtime: a model that imported the runtime's predicates could not catch them.
+ *
+ * Events are what a user (or the world) does: send a turn of some behaviour, steer, interrupt, queue, fork, roll back,
+ * restart the runtime. A transition's guard picks the state the seed promises for the record: native steering where
+ * the provider steers, the `steer_by_interrupt_restart` degradation where it only interrupts, a typed refusal where it
+ * does neither. Every state names the fields it exercises (`meta.fields`): its check (`checks.ts`) gives each of them
+ * a finding, and a path that fails before its check refutes them.
+ */
+
+export interface ModelContext {
+  caps: ProviderCapabilities;
+  scripts: ReadonlySet<BehaviourKind>;
+}
+
+export const APPROVAL_KINDS = ["command", "file_change", "file_read", "apply_patch"] as const satisfies ApprovalKind[];
+const approvalField = {
+  command: "approvals.supportsCommandApproval",
+  file_change: "approvals.supportsFileChangeApproval",
+  file_read: "approvals.supportsFileReadApproval",
+  apply_patch: "approvals.supportsApplyPatchApproval",
+} as const satisfies Record<ApprovalKind, string>;
+export const APPROVAL_FIELD: Readonly<Record<ApprovalKind, string>> = approvalField;
+
+/** Structured artifacts a turn can produce, with the field that promises each. */
+export const ARTIFACTS = {
+  plan: "planning.emitsPlanUpdated",
+  todo: "planning.emitsTodoList",
+  proposed_plan: "planning.emitsProposedPlan",
+  question: "planning.supportsStructuredQuestions",
+} as const;
+export type ArtifactKind = keyof typeof ARTIFACTS;
+
+type Args = { context: ModelContext };
+const field = (path: string) => (c: ProviderCapabilities) => {
+  const [group, name] = path.split(".") as [keyof ProviderCapabilities, string];
+  return (c[group] as Record<string, unknown>)[name] === true;
+};
+
+const guards = {
+  /** The world can script this behaviour (else the event is never offered: its fields are not exercisable). */
+  scripts: ({ context }: Args, { kind }: { kind: string }) => context.scripts.has(kind as BehaviourKind),
+  asks: ({ context }: Args, { kind }: { kind: string }) => field(APPROVAL_FIELD[kind as ApprovalKind])(context.caps),
+  emits: ({ context }: Args, { kind }: { kind: string }) => field(ARTIFACTS[kind as ArtifactKind])(context.caps),
+  /** `supportsActiveSteering`: the provider modifies the in-flight turn. */
+  steersNatively: ({ context }: Args) => context.caps.turns.supportsActiveSteering,
+  /** The seed: steering by interrupt-restart needs interruption and the declared degradation. */
+  steersByRestart: ({ context }: Args) =>
+    context.caps.turns.supportsSteeringByInterruptRestart && context.caps.turns.supportsInterrupt,
+  interrupts: ({ context }: Args) => context.caps.turns.supportsInterrupt,
+  queuesNatively: ({ context }: Args) => context.caps.turns.supportsQueuedMessages,
+  forksNatively: ({ context }: Args) => context.caps.threads.canForkThread,
+  /** A fork before the latest turn: native only where the provider forks from a turn. */
+  forksFromTurnNatively: ({ context }: Args) =>
+    context.caps.threads.canForkThread && context.caps.threads.canForkFromTurn,
+  /** The seed names both: the thread can be rolled back and the provider rolls its conversation back. */
+  rollsBack: ({ context }: Args) =>
+    context.caps.threads.canRollbackThread && context.caps.checkpointing.providerCanRollbackConversation,
+  /** Rollback unsupported: restore files and mark the provider state divergent, when the app checkpoints files. */
+  restoresFiles: ({ context }: Args) => context.caps.checkpointing.appCanCheckpointFilesystem,
+};
+
+const fields = (...names: string[]) => ({ fields: names });
+const STEER = ["turns.supportsActiveSteering", "turns.supportsSteeringByInterruptRestart"];
+const INTERRUPT = ["turns.supportsInterrupt"];
+const QUEUE = ["turns.supportsQueuedMessages"];
+const FORK = ["threads.canForkThread"];
+const FORK_TURN = ["threads.canForkThread", "threads.canForkFromTurn"];
+const ROLLBACK = ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"];
+const TEXT_TURN = [
+  "turns.emitsTurnStarted",
+  "turns.emitsTurnCompleted",
+  "turns.terminalStatusQuality",
+  "turns.exposesNativeTurnId",
+  "threads.exposesNativeThreadId",
+  "threads.canCreateEmptyThread",
+  "streaming.streamsAssistantText",
+  "streaming.emitsMessageCompleted",
+  "identity.nativeThreadIds",
+  "identity.nativeTurnIds",
+  "identity.nativeItemIds",
+];
+
+function approvalStates() {
+  const states: Record<string, object> = {};
+  for (const kind of APPROVAL_KINDS) {
+    const f = APPROVAL_FIELD[kind];
+    states[`asked_${kind}`] = {
+      meta: fields(f, "approvals.approvalsHaveNativeRequestIds", "identity.nativeRequestIds"),
+      on: { ACCEPT: `approved_${kind}` },
+    };
+    states[`approved_${kind}`] = { type: "final", meta: fields(f) };
+    states[`unasked_${kind}`] = { type: "final", meta: fields(f) };
+  }
+  for (const kind of Object.keys(ARTIFACTS) as ArtifactKind[]) {
+    const f = ARTIFACTS[kind];
+    states[`shown_${kind}`] =
+      kind === "question"
+        ? { meta: fields(f), on: { ANSWER: `answered_${kind}` } }
+        : { type: "final", meta: fields(f) };
+    states[`asText_${kind}`] = { type: "final", meta: fields(f) };
+  }
+  states["answered_question"] = { type: "final", meta: fields(ARTIFACTS.question) };
+  return states;
+}
+
+function idleEvents() {
+  const on: Record<string, unknown> = { TEXT: "answered", HOLD: "holding" };
+  for (const kind of APPROVAL_KINDS) {
+    const scripts = { type: "scripts", params: { kind: `approval:${kind}` } };
+    on[`ASK_${kind}`] = [
+      { guard: and([scripts, { type: "asks", params: { kind } }]), target: `asked_${kind}` },
+      { guard: scripts, target: `unasked_${kind}` },
+    ];
+  }
+  for (const kind of Object.keys(ARTIFACTS) as ArtifactKind[]) {
+    const scripts = { type: "scripts", params: { kind } };
+    on[`ARTIFACT_${kind}`] = [
+      { guard: and([scripts, { type: "emits", params: { kind } }]), target: `shown_${kind}` },
+      { guard: scripts, target: `asText_${kind}` },
+    ];
+  }
+  return on;
+}
+
+export const conformanceMachine: AnyStateMachine = setup({
+  types: { context: {} as ModelContext, input: {} as ModelContext },
+  guards,
+}).createMachine({
+  id: "conformance",
+  context: ({ input }) => input,
+  initial: "idle",
+  states: {
+    idle: { on: idleEvents() as never },
+    answered: {
+      meta: fields(...TEXT_TURN),
+      on: {
+        TEXT: "answeredTwice",
+        FORK: [{ guard: "forksNatively", target: "forkedNative" }, { target: "forkedSynthetic" }],
+        RESTART: "resumed",
+      },
+    },
+    resumed: { type: "final", meta: fields("primitive.resume") },
+    forkedNative: { meta: fields(...FORK), on: { FORK_TEXT: "forkNativeAnswered" } },
+    forkNativeAnswered: { type: "final", meta: fields(...FORK) },
+    forkedSynthetic: { meta: fields(...FORK), on: { FORK_TEXT: "forkSyntheticAnswered" } },
+    forkSyntheticAnswered: { type: "final", meta: fields(...FORK) },
+    answeredTwice: {
+      on: {
+        FORK_EARLIER: [
+          { guard: "forksFromTurnNatively", target: "forkedEarlierNative" },
+          { target: "forkedEarlierSynthetic" },
+        ],
+        ROLLBACK: [
+          { guard: "rollsBack", target: "rolledBack" },
+          { guard: "restoresFiles", target: "rolledBackDivergent" },
+          { target: "rollbackRefused" },
+        ],
+      },
+    },
+    forkedEarlierNative: { meta: fields(...FORK_TURN), on: { FORK_TEXT: "forkEarlierNativeAnswered" } },
+    forkEarlierNativeAnswered: { type: "final", meta: fields(...FORK_TURN) },
+    forkedEarlierSynthetic: { meta: fields(...FORK_TURN), on: { FORK_TEXT: "forkEarlierSyntheticAnswered" } },
+    forkEarlierSyntheticAnswered: { type: "final", meta: fields(...FORK_TURN) },
+    rolledBack: { meta: fields(...ROLLBACK), on: { TEXT: "rolledBackAnswered" } },
+    rolledBackAnswered: { type: "final", meta: fields(...ROLLBACK) },
+    rolledBackDivergent: { meta: fields(...ROLLBACK), on: { TEXT: "divergentRebuilt" } },
+    divergentRebuilt: { type: "final", meta: fields(...ROLLBACK) },
+    rollbackRefused: { type: "final", meta: fields(...ROLLBACK, "checkpointing.appCanCheckpointFilesystem") },
+    holding: {
+      on: {
+        STEER: [
+          { guard: "steersNatively", target: "steered" },
+          { guard: "steersByRestart", target: "steerRestarted" },
+          { target: "steerRefused" },
+        ],
+        INTERRUPT: [{ guard: "interrupts", target: "interrupted" }, { target: "interruptRefused" }],
+        QUEUE: [{ guard: "queuesNatively", target: "queuedAtProvider" }, { target: "queuedByRuntime" }],
+      },
+    },
+    steered: { meta: fields(...STEER), on: { RELEASE: "steeredDone" } },
+    steeredDone: { type: "final", meta: fields(...STEER) },
+    steerRestarted: { type: "final", meta: fields(...STEER, ...INTERRUPT) },
+    steerRefused: { type: "final", meta: fields(...STEER) },
+    interrupted: { type: "final", meta: fields(...INTERRUPT) },
+    interruptRefused: { type: "final", meta: fields(...INTERRUPT) },
+    queuedAtProvider: { meta: fields(...QUEUE), on: { RELEASE: "queueDrained" } },
+    queuedByRuntime: { meta: fields(...QUEUE), on: { RELEASE: "queueDrained" } },
+    queueDrained: { type: "final", meta: fields(...QUEUE) },
+    ...approvalStates(),
+  },
+});
+
+export const MODEL_EVENTS = [
+  "TEXT",
+  "HOLD",
+  "STEER",
+  "INTERRUPT",
+  "QUEUE",
+  "RELEASE",
+  "FORK",
+  "FORK_EARLIER",
+  "FORK_TEXT",
+  "ROLLBACK",
+  "RESTART",
+  "ACCEPT",
+  "ANSWER",
+  ...APPROVAL_KINDS.map((k) => `ASK_${k}`),
+  ...Object.keys(ARTIFACTS).map((k) => `ARTIFACT_${k}`),
+] as const;
+
+export interface ModelStep {
+  event: string;
+  /** The state the event leads to (a key of `checks`), and the fields it exercises. */
+  state: string;
+  fields: string[];
+}
+
+/** One generated path: from idle to a final state, the shortest way there. */
+export interface ModelPath {
+  steps: ModelStep[];
+  /** The fields the path exercises (every step's). */
+  fields: string[];
+}
+
+/** The shortest path to every final state the declared record and the world can reach. */
+export function generatePaths(context: ModelContext): ModelPath[] {
+  const paths = getShortestPaths(conformanceMachine, {
+    input: context,
+    events: MODEL_EVENTS.map((type) => ({ type })),
+  });
+  return paths
+    .filter((p) => p.state.status === "done")
+    .map((p) => {
+      const steps = p.steps
+        .filter((s) => !s.event.type.startsWith("xstate."))
+        .map((s) => {
+          const state = String(s.state.value);
+          const meta = s.state.getMeta()[`conformance.${state}`] as { fields?: string[] } | undefined;
+          return { event: s.event.type, state, fields: meta?.fields ?? [] };
+        });
+      return { steps, fields: [...new Set(steps.flatMap((s) => s.fields))] };
+    });
+}

@@ -1,0 +1,148 @@
+import type { ProviderCapabilities } from "../capabilities/schema.js";
+import { claims, declared, type Finding } from "./checks.js";
+import { APPROVAL_FIELD, APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
+import type { BehaviourKind } from "./world.js";
+
+/**
+ * From findings to verdicts. A field is `refuted` when any finding contradicts the record, `verified` when some
+ * finding confirms it and none contradicts it, and `not exercisable` when no path gave it a finding, with the reason
+ * (the world cannot script what it needs, or no behaviour the suite can observe tells it apart).
+ */
+
+export type Verdict = "verified" | "refuted" | "not exercisable";
+
+export interface FieldVerdict {
+  /** Dotted field (`turns.supportsInterrupt`), or `primitive.resume` for the required resume primitive. */
+  field: string;
+  declared: unknown;
+  /** The record claims it (true, `strong`/`weak`, a number); a field declared false or `none` is checked for its degradation. */
+  claimed: boolean;
+  verdict: Verdict;
+  /** What was observed (verified, refuted) or why it could not be (not exercisable). */
+  detail: string;
+}
+
+export interface ConformanceReport {
+  adapter: string;
+  capabilities: ProviderCapabilities;
+  /** Fields the record claims (see `FieldVerdict.claimed`): N of the summary. */
+  declared: number;
+  verified: number;
+  refuted: number;
+  notExercisable: number;
+  fields: FieldVerdict[];
+  paths: Array<{ events: string[]; error: string | null }>;
+  /** No field (claimed or not) refuted and the resume primitive not refuted. */
+  ok: boolean;
+  /** `conformance: <adapter> declared N, verified V, refuted R, not exercisable X; ...` */
+  summary: string;
+  /** One line per field: verdict, declared value, detail. */
+  table: string;
+}
+
+/** Why a field no path exercises cannot be: what observing it would take. */
+const UNOBSERVED: Record<string, string> = {
+  "sessions.supportsMultipleProviderThreadsPerSession": "no path yet opens two provider threads in one session",
+  "sessions.supportsModelSwitchInSession": "no path yet switches models; the world cannot tell models apart",
+  "sessions.supportsProviderSwitchingViaHandoff": "needs a second provider target; a world has one provider",
+  "sessions.supportsRuntimeModeSwitchInSession": "no path yet switches modes; the world cannot tell modes apart",
+  "sessions.pendingRequestsSurviveRestart": "needs a host that outlives the runtime; not in the world interface",
+  "threads.canReadThreadSnapshot":
+    "read by the runtime only (to check rollbacks): no user-visible behaviour of its own",
+  "threads.canForkFromSubagentThread": "the world interface scripts no subagents yet",
+  "turns.supportsSteeringByInterruptRestart": "shown only where active steering is absent and interrupt present",
+  "streaming.streamsReasoning": "the world interface scripts no reasoning",
+  "streaming.streamsToolOutput": "the world interface scripts no tool output",
+  "streaming.streamsPlanText": "not distinguishable: a plan's text is recorded whole either way",
+  "tools.exposesToolItemIds": "the world interface scripts no tool calls",
+  "tools.emitsToolStarted": "the world interface scripts no tool calls",
+  "tools.emitsToolCompleted": "the world interface scripts no tool calls",
+  "tools.emitsToolOutput": "the world interface scripts no tool calls",
+  "tools.supportsMcpTools": "the world interface scripts no MCP tools",
+  "tools.supportsDynamicToolCallbacks": "the world interface scripts no dynamic tool calls",
+  "approvals.approvalsHaveNativeRequestIds": "shown only by an approval the provider asks",
+  "approvals.approvalCallbacksAreLiveOnly": "needs a host that outlives the runtime; not in the world interface",
+  "approvals.approvalsCanOriginateFromSubagents": "the world interface scripts no subagents yet",
+  "planning.planDeltasHaveItemIds": "not distinguishable through the public API",
+  "context.acceptsSystemContext": "needs a handoff between two providers; a world has one provider",
+  "context.acceptsDeveloperContext": "needs a handoff between two providers; a world has one provider",
+  "context.acceptsSyntheticUserContext": "needs a handoff between two providers; a world has one provider",
+  "context.canGenerateSummaries": "needs a handoff between two providers; a world has one provider",
+  "context.canConsumeHandoffSummaries": "needs a handoff between two providers; a world has one provider",
+  "context.supportsDeltaHandoff": "needs a handoff between two providers; a world has one provider",
+  "context.supportsFullThreadHandoff": "needs a handoff between two providers; a world has one provider",
+  "context.maxRecommendedHandoffChars": "a recommendation, not a behaviour",
+  "checkpointing.appCanCheckpointFilesystem": "app-owned: shown only where provider rollback is absent",
+  "checkpointing.supportsNestedCheckpointScopes": "the world interface scripts no subagents yet",
+  "checkpointing.providerRollbackReturnsSnapshot": "read by the runtime only (to check rollbacks)",
+  "checkpointing.providerCanReadConversationSnapshot": "read by the runtime only (to check rollbacks)",
+  "identity.nativeItemIds": "shown only by an item of a completed text turn",
+};
+const SUBAGENTS = "the world interface scripts no subagents yet";
+
+/** The behaviour a field's check needs from the world. */
+function needs(field: string): BehaviourKind | null {
+  for (const kind of APPROVAL_KINDS) if (APPROVAL_FIELD[kind] === field) return `approval:${kind}`;
+  for (const kind of Object.keys(ARTIFACTS) as ArtifactKind[]) if (ARTIFACTS[kind] === field) return kind;
+  return null;
+}
+
+function fieldsOf(caps: ProviderCapabilities): string[] {
+  return Object.entries(caps).flatMap(([group, value]) =>
+    typeof value === "object" && value !== null ? Object.keys(value).map((name) => `${group}.${name}`) : [],
+  );
+}
+
+export function buildReport(
+  adapter: string,
+  caps: ProviderCapabilities,
+  scripts: ReadonlySet<BehaviourKind>,
+  findings: Finding[],
+  paths: ConformanceReport["paths"],
+): ConformanceReport {
+  const verdictOf = (field: string, value: unknown): FieldVerdict => {
+    const mine = findings.filter((f) => f.field === field);
+    const claimed = field.startsWith("primitive.") || claims(value);
+    const refuted = mine.find((f) => !f.ok);
+    if (refuted) return { field, declared: value, claimed, verdict: "refuted", detail: refuted.observed };
+    if (mine.length > 0) return { field, declared: value, claimed, verdict: "verified", detail: mine[0]!.observed };
+    const behaviour = needs(field);
+    const reason =
+      behaviour && !scripts.has(behaviour)
+        ? `the world cannot script a ${behaviour} turn`
+        : field.startsWith("subagents.")
+          ? SUBAGENTS
+          : (UNOBSERVED[field] ?? "no path of the model exercises it");
+    return { field, declared: value, claimed, verdict: "not exercisable", detail: reason };
+  };
+  const fields = [
+    ...fieldsOf(caps).map((f) => verdictOf(f, declared(caps, f))),
+    verdictOf("primitive.resume", "required"),
+  ];
+  const claimed = fields.filter((f) => f.claimed && !f.field.startsWith("primitive."));
+  const count = (list: FieldVerdict[], v: Verdict) => list.filter((f) => f.verdict === v).length;
+  const absent = fields.filter((f) => !f.claimed);
+  const resume = fields.find((f) => f.field === "primitive.resume")!;
+  const summary =
+    `conformance: ${adapter} declared ${claimed.length}, verified ${count(claimed, "verified")}, ` +
+    `refuted ${count(claimed, "refuted")}, not exercisable ${count(claimed, "not exercisable")}; ` +
+    `absent ${absent.length}: degradation verified ${count(absent, "verified")}, ` +
+    `refuted ${count(absent, "refuted")}; resume ${resume.verdict}`;
+  const width = Math.max(...fields.map((f) => f.field.length));
+  const table = fields
+    .map((f) => `${f.field.padEnd(width)}  ${JSON.stringify(f.declared).padEnd(9)} ${f.verdict.padEnd(15)} ${f.detail}`)
+    .join("\n");
+  return {
+    adapter,
+    capabilities: caps,
+    declared: claimed.length,
+    verified: count(claimed, "verified"),
+    refuted: count(claimed, "refuted"),
+    notExercisable: count(claimed, "not exercisable"),
+    fields,
+    paths,
+    ok: fields.every((f) => f.verdict !== "refuted"),
+    summary,
+    table,
+  };
+}

@@ -1,0 +1,120 @@
+import type { ProviderAdapter } from "../adapters/contract.js";
+import {
+  createScriptedAdapter,
+  ScriptedBackend,
+  type CapabilityOverrides,
+  type ProviderCapabilities,
+  type ScriptedAdapterOptions,
+  type ScriptStep,
+} from "../index.js";
+import type { BehaviourKind, ConformanceWorld, TurnBehaviour, TurnEvidence, WorldRun } from "./world.js";
+
+/**
+ * The world of the scripted provider, and the worked example of a world: its provider runs in process, so each
+ * behaviour becomes the script of one turn, and the provider's evidence is read from its own backend (the
+ * conversation each turn was taken up in, the steer acknowledgements its turn wrote).
+ */
+
+export interface ScriptedWorldOptions {
+  /** The record the scripted provider is given (it honours whatever it is given): full, or overrides of the full. */
+  capabilities?: ProviderCapabilities | CapabilityOverrides;
+  /** Name in the report (default `scripted`). */
+  name?: string;
+  /**
+   * The adapter factory (default `createScriptedAdapter`): wrap it to test the suite itself, e.g. with an adapter
+   * that claims more than it does.
+   */
+  adapter?: (options: ScriptedAdapterOptions) => ProviderAdapter;
+}
+
+const SCRIPTS: BehaviourKind[] = [
+  "text",
+  "hold",
+  "approval:command",
+  "approval:file_change",
+  "plan",
+  "todo",
+  "proposed_plan",
+  "question",
+];
+
+function stepsOf(behaviour: TurnBehaviour): ScriptStep[] {
+  const reply: ScriptStep = { type: "text", text: behaviour.text };
+  switch (behaviour.kind) {
+    case "text":
+      return [reply];
+    case "hold":
+      return [reply, { type: "gate", name: behaviour.gate }, { type: "text", text: " (released)" }];
+    case "approval":
+      if (behaviour.approval === "command")
+        return [{ type: "command", command: "echo conformance", output: "conformance\n", approval: true }, reply];
+      if (behaviour.approval === "file_change")
+        return [{ type: "file_change", path: "conformance.txt", diff: "+conformance", approval: true }, reply];
+      throw new Error(`the scripted world cannot script a ${behaviour.approval} approval`);
+    case "plan":
+      return [
+        {
+          type: "plan",
+          steps: [
+            { step: "look", status: "completed" },
+            { step: "edit", status: "in_progress" },
+          ],
+        },
+        reply,
+      ];
+    case "todo":
+      return [{ type: "todo", items: [{ text: "edit", status: "in_progress" }] }, reply];
+    case "proposed_plan":
+      return [{ type: "proposed_plan", text: "build, then test" }, reply];
+    case "question":
+      return [{ type: "question", questions: [{ id: "go", question: "go on?" }] }, reply];
+  }
+}
+
+/** The steers a scripted turn acknowledged: it writes `(steered: <text>) ` into its reply for each. */
+function steersIn(assistantText: string): string[] {
+  return [...assistantText.matchAll(/\(steered: (.*?)\) /g)].map((m) => m[1]!);
+}
+
+export function scriptedWorld(options: ScriptedWorldOptions = {}): ConformanceWorld {
+  const factory = options.adapter ?? createScriptedAdapter;
+  return {
+    name: options.name ?? "scripted",
+    scripts: new Set(SCRIPTS),
+    async open(): Promise<WorldRun> {
+      // One backend per path: every adapter of the path (a restart's too) reaches the same conversations.
+      const backend = new ScriptedBackend();
+      const queued: TurnBehaviour[] = [];
+      let latest: { text: string; priorUserTexts: string[]; record: { assistantText: string } | null } | null = null;
+      return {
+        adapter: () =>
+          factory({
+            capabilities: options.capabilities ?? {},
+            backend,
+            script: ({ text }) => {
+              // The provider's own view: the thread this turn was taken up in, and what it held before it.
+              const thread = [...backend.threads.values()].find(
+                (t) => t.turns.at(-1)?.status === "running" && t.turns.at(-1)?.userText === text,
+              );
+              const turns = thread?.turns ?? [];
+              latest = {
+                text,
+                priorUserTexts: turns.slice(0, -1).map((t) => t.userText),
+                record: turns.at(-1) ?? null,
+              };
+              const next = queued.shift();
+              return next ? stepsOf(next) : [{ type: "text", text: "(no behaviour queued)" }];
+            },
+          }),
+        next: (behaviour) => void queued.push(behaviour),
+        release: (gate) => backend.openGate(gate),
+        lastTurn(): TurnEvidence | null {
+          if (!latest) return null;
+          const { text, priorUserTexts, record } = latest;
+          return { text, priorUserTexts, steers: steersIn(record?.assistantText ?? "") };
+        },
+        async close() {},
+      };
+    },
+  };
+}

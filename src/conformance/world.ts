@@ -1,0 +1,85 @@
+import type { ProviderAdapter } from "../adapters/contract.js";
+
+/**
+ * A world: how the conformance suite runs one provider offline and scripts what it does. The suite never knows the
+ * provider; it asks the world for an adapter, tells it what the provider's next turns must do (`next`), and asks it
+ * what the provider really had in context (`lastTurn`): that answer is the provider's own evidence, read on the
+ * provider's side of the adapter, so an adapter that claims more than it does is caught.
+ *
+ * Worlds for the in-process scripted provider script its turns directly (`scriptedWorld`). A world for a real binary
+ * starts the model simulator (`tiller/simulator`) on 127.0.0.1, points the adapter at it (`model: { baseUrl,
+ * apiKeyEnv }`) with a temporary HOME, and turns each behaviour into simulator replies (`sim.push(reply)`); its
+ * `lastTurn` reads the request the binary sent the simulator (the user messages and steers in the prompt).
+ */
+
+/** Approval kinds, as the capability record names them (`approvals.supports<Kind>Approval`). */
+export type ApprovalKind = "command" | "file_change" | "file_read" | "apply_patch";
+
+/**
+ * What one provider turn does. Every turn starts by saying something (`text`, streamed as the provider streams),
+ * so the suite can tell the provider has taken the turn up.
+ */
+export type TurnBehaviour =
+  /** Replies `text` and ends. */
+  | { kind: "text"; text: string }
+  /**
+   * Says `text`, then keeps the turn open (a stream that does not end) until `release(gate)` is called or the turn is
+   * interrupted; released, it ends normally. A native steer the provider takes while it waits must show in
+   * `lastTurn().steers`. A gate never released is a hanging stream that only an interrupt ends.
+   */
+  | { kind: "hold"; text: string; gate: string }
+  /**
+   * Asks for approval of a `approval` action (a command, a file change...), then, answered, replies `text` and ends.
+   * Where the provider cannot ask (the record says so), it acts under its sandbox and replies.
+   */
+  | { kind: "approval"; approval: ApprovalKind; text: string }
+  /** Optional: updates a structured plan (two steps), then replies `text`. */
+  | { kind: "plan"; text: string }
+  /** Optional: updates a todo list, then replies `text`. */
+  | { kind: "todo"; text: string }
+  /** Optional: proposes a plan to accept, then replies `text`. */
+  | { kind: "proposed_plan"; text: string }
+  /** Optional: asks the user one structured question, then, answered, replies `text`. */
+  | { kind: "question"; text: string };
+
+export type BehaviourKind = TurnBehaviour["kind"] | `approval:${ApprovalKind}`;
+
+/** What the provider had when it took up its latest turn, as the provider itself saw it. */
+export interface TurnEvidence {
+  /** The user text of the turn. */
+  text: string;
+  /** The user texts of the earlier turns in the provider's conversation, oldest first (what it remembers). */
+  priorUserTexts: string[];
+  /** Steer texts the turn received while it ran (native steering), in order; read once the turn has ended. */
+  steers: string[];
+}
+
+/** One path's provider: fresh for every path, so paths never see each other's conversations. */
+export interface WorldRun {
+  /**
+   * An adapter on this run's provider. Called once when the runtime opens, and once more for each runtime restart
+   * (resume in a new session): the new adapter must reach the same provider state (its conversations), as a real
+   * provider keeps them on disk.
+   */
+  adapter(): ProviderAdapter;
+  /** Queues what the provider's next turn does; turns take behaviours in the order they were queued. */
+  next(behaviour: TurnBehaviour): void;
+  /** Lets a `hold` turn waiting at `gate` go on. */
+  release(gate: string): void;
+  /** The provider's evidence of its latest turn (null: it has taken none). */
+  lastTurn(): TurnEvidence | null;
+  /** Stops what the world started (processes by pid, temporary directories). */
+  close(): Promise<void>;
+}
+
+export interface ConformanceWorld {
+  /** The adapter's name in the report (`conformance: <name> declared ...`). */
+  readonly name: string;
+  /**
+   * The behaviours this world can script. `text`, `hold` and at least one approval kind the provider supports are
+   * expected of every world; a field whose check needs a behaviour the world lacks is reported not exercisable.
+   */
+  readonly scripts: ReadonlySet<BehaviourKind>;
+  /** Opens a fresh provider for one path (before the runtime opens). */
+  open(): Promise<WorldRun>;
+}

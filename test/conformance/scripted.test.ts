@@ -1,0 +1,44 @@
+import { describe, expect, it } from "vitest";
+import { minimalCapabilities, type CapabilityOverrides, type ProviderCapabilities } from "../../src/index.js";
+import { runConformance, scriptedWorld } from "../../src/conformance/index.js";
+
+/**
+ * The conformance suite for the scripted provider, which honours whatever record it is given: under each record,
+ * every field it claims is verified or not exercisable (with its reason), never refuted.
+ */
+
+const records: Record<string, ProviderCapabilities | CapabilityOverrides> = {
+  /** Everything the scripted provider can do, strong identities. */
+  full: {},
+  /** Between: steering only by interrupt-restart, forks of the whole thread only, a provider that queues. */
+  between: {
+    turns: { supportsActiveSteering: false, supportsQueuedMessages: true, terminalStatusQuality: "weak" },
+    threads: { canForkFromTurn: false, canCreateEmptyThread: false },
+    streaming: { emitsMessageCompleted: false },
+    approvals: { supportsFileChangeApproval: false, approvalsHaveNativeRequestIds: false },
+    planning: { emitsTodoList: false, supportsStructuredQuestions: false },
+    identity: { nativeItemIds: "weak", nativeRequestIds: "none" },
+  },
+  /** Minimal: a turn and its text; no ids, no steering, no interrupt, no fork, no rollback, no approvals. */
+  minimal: minimalCapabilities(),
+  /** Minimal, without turn terminals (ends inferred at idle) and without app checkpoints (rollback refused). */
+  "minimal, no terminals": {
+    ...minimalCapabilities(),
+    turns: { ...minimalCapabilities().turns, emitsTurnCompleted: false, terminalStatusQuality: "none" },
+    checkpointing: { ...minimalCapabilities().checkpointing, appCanCheckpointFilesystem: false },
+  },
+};
+
+describe("conformance: scripted provider", () => {
+  for (const [name, capabilities] of Object.entries(records)) {
+    it(`${name}: every claimed field verified or not exercisable, none refuted`, async () => {
+      const report = await runConformance({ world: scriptedWorld({ capabilities, name: `scripted (${name})` }) });
+      console.log(`${report.summary}\n${report.table}`);
+      expect(report.paths.filter((p) => p.error)).toEqual([]);
+      expect(report.fields.filter((f) => f.verdict === "refuted")).toEqual([]);
+      expect(report.refuted).toBe(0);
+      expect(report.ok).toBe(true);
+      expect(report.verified).toBeGreaterThan(0);
+    }, 120_000);
+  }
+});
