@@ -5,7 +5,7 @@ import {
   type ClaudeAdapter,
   type ClaudeAdapterOptions,
 } from "../../src/adapters/claude/adapter.js";
-import { lastPrompt } from "../../src/adapters/claude/mapper.js";
+import { lastPrompt, type TranscriptEntry } from "../../src/adapters/claude/mapper.js";
 import { Projections } from "../../src/runtime/projections.js";
 import { until } from "../support/runtime.js";
 import type { RuntimeOptions } from "../../src/index.js";
@@ -13,10 +13,14 @@ import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
 
 /**
  * Claude Code (the binary the pinned Agent SDK ships) against the model simulator's Messages
- * dialect on 127.0.0.1, with a temporary HOME, Claude config directory and workspace, and the
- * telemetry and non-essential-traffic opt-outs.
+ * dialect on 127.0.0.1 (the adapter's `model` option), with a temporary HOME, Claude config directory and workspace,
+ * and the telemetry and non-essential-traffic opt-outs.
  */
 export type ClaudeWorld = SimulatedWorld<ClaudeAdapter>;
+
+/** Where the tests keep the simulator's API key (any will do): the adapter reads it from this variable. */
+export const SIMULATOR_KEY_ENV = "TILLER_TEST_SIMULATOR_KEY";
+export const SIMULATOR_KEY = "sk-simulator-key";
 
 /** `adapter`: extra adapter options (an `executable` such as the transcript recorder, its `env`). */
 export function claudeWorld(
@@ -26,25 +30,25 @@ export function claudeWorld(
   return simulatedWorld({
     target: "claude",
     runtime,
-    makeAdapter: ({ home }, sim) =>
-      createClaudeAdapter({
+    makeAdapter: ({ home }, sim) => {
+      process.env[SIMULATOR_KEY_ENV] = SIMULATOR_KEY;
+      return createClaudeAdapter({
         ...adapter,
         home,
         configDir: join(home, ".claude"),
-        env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "dummy-key", ...adapter.env },
-      }),
+        model: { baseUrl: sim.url, apiKeyEnv: SIMULATOR_KEY_ENV },
+      });
+    },
   });
 }
 
 export { until };
 
-type Entry = { type: string; uuid: string; parent_tool_use_id: null; message: unknown };
-
 /**
  * The thread's Claude transcript as it stands on disk, main chain only (the shape the host reads with
  * getSessionMessages).
  */
-function transcriptOnDisk(w: ClaudeWorld, threadId: string): Entry[] {
+function transcriptOnDisk(w: ClaudeWorld, threadId: string): TranscriptEntry[] {
   const cursor = w.rt.views.providerThreads.get(Projections.providerThreadKey(threadId, "claude"))?.resumeCursor;
   const projects = join(w.home, ".claude", "projects");
   if (!cursor || !existsSync(projects)) return [];
@@ -55,7 +59,12 @@ function transcriptOnDisk(w: ClaudeWorld, threadId: string): Entry[] {
       .split("\n")
       .flatMap((line) => {
         try {
-          const entry = JSON.parse(line) as { type: string; uuid: string; isSidechain?: boolean; message?: unknown };
+          const entry = JSON.parse(line) as {
+            type: TranscriptEntry["type"];
+            uuid: string;
+            isSidechain?: boolean;
+            message?: unknown;
+          };
           return entry.isSidechain || (entry.type !== "user" && entry.type !== "assistant")
             ? []
             : [{ type: entry.type, uuid: entry.uuid, parent_tool_use_id: null, message: entry.message }];

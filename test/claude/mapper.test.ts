@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ClaudeThreadMapper, cutAfter, lastPrompt } from "../../src/adapters/claude/mapper.js";
+import { ClaudeThreadMapper, cutAfter, lastPrompt, type TranscriptEntry } from "../../src/adapters/claude/mapper.js";
+import type { SDKMessage } from "../../src/adapters/claude/protocol/sdk.js";
 
 /**
  * Where a rollback resumes Claude's session, from its transcript as `getSessionMessages`
@@ -7,13 +8,16 @@ import { ClaudeThreadMapper, cutAfter, lastPrompt } from "../../src/adapters/cla
  * results, the interrupt marker).
  */
 
-const user = (uuid: string, content: unknown) => ({
+/** As much of an SDK message as the mapper reads (the SDK's types require fields it never reads). */
+const sdk = (message: object) => message as SDKMessage;
+
+const user = (uuid: string, content: unknown): TranscriptEntry => ({
   type: "user",
   uuid,
   parent_tool_use_id: null,
   message: { role: "user", content },
 });
-const assistant = (uuid: string, text: string) => ({
+const assistant = (uuid: string, text: string): TranscriptEntry => ({
   type: "assistant",
   uuid,
   parent_tool_use_id: null,
@@ -21,7 +25,7 @@ const assistant = (uuid: string, text: string) => ({
 });
 const text = (t: string) => [{ type: "text", text: t }];
 
-const transcript = [
+const transcript: TranscriptEntry[] = [
   user("p1", text("first")),
   assistant("a1", "one"),
   user("cmd", "<command-name>/model</command-name>"),
@@ -81,10 +85,10 @@ describe("claude subagent of a permission prompt", () => {
   it("names the subagent's item once its task's start is mapped, asked before or after", async () => {
     const mapper = new ClaudeThreadMapper("thread");
     const signal = new AbortController().signal;
-    mapper.map(agentUse);
+    mapper.map(sdk(agentUse));
     // Claude's prompt can reach the host before the message saying the task started has been mapped.
     const early = mapper.subagentRef("agent-a", signal);
-    expect(mapper.map(taskStarted("agent-a", "toolu_2"))).toEqual([]);
+    expect(mapper.map(sdk(taskStarted("agent-a", "toolu_2")))).toEqual([]);
     expect(await early).toBe("toolu_2");
     expect(await mapper.subagentRef("agent-a", signal)).toBe("toolu_2");
   });
@@ -92,7 +96,7 @@ describe("claude subagent of a permission prompt", () => {
   it("names none for a task of no subagent it knows, or once the prompt is aborted", async () => {
     const mapper = new ClaudeThreadMapper("thread");
     const shell = mapper.subagentRef("task-b", new AbortController().signal);
-    mapper.map(taskStarted("task-b", "toolu_9"));
+    mapper.map(sdk(taskStarted("task-b", "toolu_9")));
     expect(await shell).toBeUndefined();
     const aborted = new AbortController();
     const waiting = mapper.subagentRef("agent-c", aborted.signal);
@@ -111,10 +115,10 @@ describe("claude items beside a running subagent", () => {
 
   it("says a tool of the parent is the turn's own, and a subagent's tool is its task's", () => {
     const mapper = new ClaudeThreadMapper("thread");
-    expect(mapper.map(toolUse(null, "toolu_root"))).toMatchObject([
+    expect(mapper.map(sdk(toolUse(null, "toolu_root")))).toMatchObject([
       { type: "item.started", itemRef: "toolu_root", parentItemRef: null },
     ]);
-    expect(mapper.map(toolUse("toolu_task", "toolu_sub"))).toMatchObject([
+    expect(mapper.map(sdk(toolUse("toolu_task", "toolu_sub")))).toMatchObject([
       { type: "item.started", itemRef: "toolu_sub", parentItemRef: "toolu_task" },
     ]);
   });
@@ -122,7 +126,7 @@ describe("claude items beside a running subagent", () => {
   it("says a streamed item (only the parent streams) is the turn's own", () => {
     const mapper = new ClaudeThreadMapper("thread");
     const start = { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } };
-    const started = mapper.map({ type: "stream_event", parent_tool_use_id: null, event: start });
+    const started = mapper.map(sdk({ type: "stream_event", parent_tool_use_id: null, event: start }));
     expect(started).toMatchObject([{ type: "item.started", kind: "assistant_message", parentItemRef: null }]);
   });
 });

@@ -1,8 +1,7 @@
 /**
- * An embedding app whose environment holds credentials (the parent test puts them first in
- * it): runs a Claude turn against the model simulator, prints "host <pid>" once Claude asked
- * the model, waits for the run to end (the parent kills the host), closes the runtime and
- * prints "done <status>".
+ * An embedding app whose environment holds credentials (the parent test puts them first in it), and the key it means
+ * Claude to use: runs a Claude turn against the model simulator, prints "host <pid>" once Claude asked the model,
+ * waits for the run to end (the parent kills the host), closes the runtime and prints "done <status>".
  */
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
@@ -18,10 +17,12 @@ const home = join(root, "home");
 const workspace = join(root, "workspace");
 await Promise.all([mkdir(home, { recursive: true }), mkdir(workspace, { recursive: true })]);
 const sim = await startModelSimulator();
+// The app keeps the key in a variable of its own, which no host inherits: the adapter hands its value to Claude.
+process.env.APP_ANTHROPIC_KEY = PASSED_KEY;
 const adapter = createClaudeAdapter({
   home,
   configDir: join(home, ".claude"),
-  env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: PASSED_KEY },
+  model: { baseUrl: sim.url, apiKeyEnv: "APP_ANTHROPIC_KEY" },
 });
 const rt = await openRuntime({ dataDir: join(root, "data"), providers: { claude: adapter } });
 const { threadId } = await rt.createThread({ providerTarget: "claude", cwd: workspace });

@@ -1,3 +1,8 @@
 /** `tiller-runtime/claude`: the Claude Code provider through the Agent SDK. */
-export { createClaudeAdapter, type ClaudeAdapter, type ClaudeAdapterOptions } from "./adapter.js";
+export {
+  createClaudeAdapter,
+  type ClaudeAdapter,
+  type ClaudeAdapterOptions,
+  type ClaudeModelEndpoint,
+} from "./adapter.js";
 export { claudeCapabilities } from "./capabilities.js";

@@ -1,5 +1,5 @@
 import type { UUID } from "node:crypto";
-import type { SDKUserMessage } from "@anthropic-ai/claude-agent-sdk";
+import type { SDKUserMessage } from "../protocol/sdk.js";
 
 /**
  * Streaming input for one SDK query: user messages pushed here are yielded to Claude in order. A message given a

@@ -1,4 +1,4 @@
-import type { Options, PermissionMode } from "@anthropic-ai/claude-agent-sdk";
+import type { Options, PermissionMode } from "../protocol/sdk.js";
 import type { RuntimeMode } from "../../../domain/entities.js";
 import type { SandboxPolicy } from "../../contract.js";
 import { sandboxOptions } from "./sandbox.js";

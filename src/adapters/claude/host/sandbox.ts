@@ -1,4 +1,4 @@
-import type { Options } from "@anthropic-ai/claude-agent-sdk";
+import type { Options } from "../protocol/sdk.js";
 import type { SandboxPolicy } from "../../contract.js";
 
 /**
