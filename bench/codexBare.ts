@@ -9,7 +9,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { installedCodexBinary, writeSimulatorCodexHome } from "../src/adapters/codex/config.js";
+import { appServerLaunch, codexSimulatorOptions, installedCodexBinary } from "../src/adapters/codex/transport.js";
 import { startModelSimulator } from "../src/simulator/index.js";
 import { codexWorld } from "../test/codex/harness.js";
 import { compare, throughTiller, type Timings } from "./compare.js";
@@ -18,15 +18,16 @@ async function bare(): Promise<Timings> {
   const sim = await startModelSimulator();
   const root = await mkdtemp(join(tmpdir(), "codex-bare-"));
   await mkdir(join(root, "home"));
-  await writeSimulatorCodexHome(join(root, "codex-home"), sim.url);
+  await mkdir(join(root, "codex-home"));
+  // The adapter's own command line and environment (the simulator's endpoint as `-c` overrides).
+  const { spawn: launch } = appServerLaunch(installedCodexBinary()!, {
+    home: join(root, "home"),
+    codexHome: join(root, "codex-home"),
+    ...codexSimulatorOptions(sim.url),
+  });
   const t0 = performance.now();
-  const child = spawn(installedCodexBinary()!, ["app-server"], {
-    env: {
-      PATH: process.env.PATH!,
-      HOME: join(root, "home"),
-      CODEX_HOME: join(root, "codex-home"),
-      SIMULATOR_API_KEY: "x",
-    },
+  const child = spawn(launch.command, launch.args, {
+    env: { PATH: process.env.PATH!, ...launch.env },
     stdio: ["pipe", "pipe", "ignore"],
   });
   const waiting = new Map<number, (v: any) => void>();

@@ -2,7 +2,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { createClaudeAdapter } from "../adapters/claude/adapter.js";
 import { createCodexAdapter } from "../adapters/codex/adapter.js";
-import { writeSimulatorCodexHome } from "../adapters/codex/config.js";
+import { codexSimulatorOptions } from "../adapters/codex/transport.js";
 import type { ProviderAdapter } from "../adapters/contract.js";
 import { startModelSimulator, type ModelSimulator, type Reply } from "../simulator/index.js";
 
@@ -40,7 +40,7 @@ interface Setup {
 /** Per provider: the story's command in that provider's own tool, and its adapter in the temporary home. */
 const SETUPS = {
   async codex({ root, home, sim }: Setup): Promise<ProviderAdapter> {
-    await writeSimulatorCodexHome(join(root, "codex-home"), sim.url);
+    await mkdir(join(root, "codex-home"), { recursive: true });
     const escalated = {
       cmd: `echo '${TESTS_PASS}'`,
       sandbox_permissions: "require_escalated",
@@ -50,7 +50,7 @@ const SETUPS = {
     return createCodexAdapter({
       codexHome: join(root, "codex-home"),
       home,
-      env: { SIMULATOR_API_KEY: "demo" },
+      ...codexSimulatorOptions(sim.url),
       approvalPolicy: "untrusted",
     });
   },

@@ -1,12 +1,14 @@
 import { join } from "node:path";
 import type { RuntimeOptions } from "../../src/index.js";
 import { createCodexAdapter, type CodexAdapter, type CodexAdapterOptions } from "../../src/adapters/codex/adapter.js";
-import { installedCodexBinary, writeSimulatorCodexHome } from "../../src/adapters/codex/config.js";
+import { mkdir } from "node:fs/promises";
+import { codexSimulatorOptions, installedCodexBinary } from "../../src/adapters/codex/transport.js";
 import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
 
 /**
  * The real Codex binary (the pinned @openai/codex) against the model simulator on 127.0.0.1,
- * with a temporary HOME, CODEX_HOME and workspace per world. A missing binary throws: the
+ * with a temporary HOME, CODEX_HOME (no config file: the `model` option points Codex at the
+ * simulator) and workspace per world. A missing binary throws: the
  * suite fails loudly, it is never skipped.
  */
 
@@ -30,13 +32,14 @@ export function codexWorld(
   return simulatedWorld({
     target: "codex",
     runtime: { ...options.runtime, providers: { ...options.runtime?.providers, ...options.extraProviders } },
-    prepare: ({ root }, sim) => writeSimulatorCodexHome(codexHome(root), sim.url),
-    makeAdapter: ({ root, home }) =>
+    // An empty provider home: the simulator's endpoint and settings go on the command line.
+    prepare: async ({ root }) => void (await mkdir(codexHome(root), { recursive: true })),
+    makeAdapter: ({ root, home }, sim) =>
       createCodexAdapter({
         binary: codexBinary(),
         codexHome: codexHome(root),
         home,
-        env: { SIMULATOR_API_KEY: "dummy" },
+        ...codexSimulatorOptions(sim.url),
         approvalPolicy: "untrusted",
         ...options.adapter,
       }),

@@ -1,111 +1,152 @@
-import { execFileSync } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { codexCapabilities } from "../../src/adapters/codex/capabilities.js";
-import { CODEX_SERVER_NOTIFICATIONS } from "../../src/adapters/codex/protocol/notifications.js";
 import { createCodexAdapter } from "../../src/adapters/codex/adapter.js";
-import { generate } from "../../scripts/codex-protocol.js";
+import { mapNotification } from "../../src/adapters/codex/mapper.js";
+import { CODEX_SERVER_NOTIFICATIONS } from "../../src/adapters/codex/protocol/types.js";
+import { parseNotification, parseServerRequest } from "../../src/adapters/codex/transport.js";
+import { ProtocolError } from "../../src/domain/errors.js";
+import { bindingsCheck, BINDINGS, generate, SNAPSHOT } from "../../scripts/codex-protocol.js";
 import { openFaultRuntime } from "../faults/helpers.js";
 import { codexBinary } from "./harness.js";
 
 /**
- * The adapter against the pinned binary's own protocol description: the committed snapshots
- * reproduce, every method and notification the adapter uses exists there, every capability
- * the record declares is exercised by a test, and a missing binary fails loudly.
+ * The adapter against the pinned binary's own protocol description: the committed snapshot
+ * reproduces, the bindings are what the script generates from it, the frames the adapter reads
+ * are checked against it, every capability the record declares is exercised by a test, and a
+ * missing binary fails loudly.
  */
 
 const root = join(import.meta.dirname, "..", "..");
 const protocol = join(root, "src", "adapters", "codex", "protocol");
-const methodsOf = async (file: string): Promise<Set<string>> => {
-  const schema = JSON.parse(await readFile(join(protocol, file), "utf8")) as {
-    oneOf: Array<{ properties?: { method?: { enum?: string[] } } }>;
+const sha256 = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+type Definitions = Record<string, { properties?: Record<string, unknown>; enum?: string[]; oneOf?: unknown[] }>;
+const snapshot = async () => {
+  const { definitions } = JSON.parse(await readFile(join(protocol, SNAPSHOT), "utf8")) as {
+    definitions: Definitions & { v2: Definitions };
   };
-  return new Set(schema.oneOf.flatMap((v) => v.properties?.method?.enum ?? []));
+  return { ...definitions, ...definitions.v2 } as Definitions;
 };
-const source = (file: string) => readFile(join(root, "src", "adapters", "codex", file), "utf8");
+const methodsOf = (envelope: { oneOf?: unknown[] } | undefined) =>
+  new Set(
+    (envelope?.oneOf as Array<{ properties?: { method?: { enum?: string[] } } }>).flatMap(
+      (v) => v.properties?.method?.enum ?? [],
+    ),
+  );
+const manifest = async () =>
+  JSON.parse(await readFile(join(protocol, "MANIFEST.json"), "utf8")) as {
+    version: string;
+    files: Record<string, string>;
+    committed: string[];
+    bindings: { files: Record<string, string> };
+  };
 
 describe("codex protocol", () => {
-  it("the committed snapshots reproduce from the pinned binary", async () => {
+  it("the committed snapshot reproduces from the pinned binary", async () => {
     codexBinary();
-    const { version, hashes } = generate();
-    const manifest = JSON.parse(await readFile(join(protocol, "MANIFEST.json"), "utf8")) as {
-      version: string;
-      files: Record<string, string>;
-      committed: string[];
-    };
-    expect(version).toBe(manifest.version);
-    expect(hashes).toEqual(manifest.files);
-    const { createHash } = await import("node:crypto");
-    for (const file of manifest.committed)
-      expect(
-        createHash("sha256")
-          .update(await readFile(join(protocol, file)))
-          .digest("hex"),
-      ).toBe(hashes[file]);
+    const { version, hashes, dir } = generate();
+    try {
+      const committed = await manifest();
+      expect(version).toBe(committed.version);
+      expect(hashes).toEqual(committed.files);
+      expect(committed.committed).toEqual([SNAPSHOT]);
+      expect(sha256(await readFile(join(protocol, SNAPSHOT)))).toBe(hashes[SNAPSHOT]);
+    } finally {
+      const { rm } = await import("node:fs/promises");
+      await rm(join(dir, ".."), { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it("the committed bindings are what scripts/codex-protocol.ts generates from the snapshot", async () => {
+    const { committed, generated } = await bindingsCheck();
+    for (const file of BINDINGS) {
+      expect(committed[file], `${file} (regenerate: npm run protocol:codex -- --write)`).toBe(generated[file]);
+      expect((await manifest()).bindings.files[file], file).toBe(sha256(generated[file]!));
+    }
   }, 60_000);
 
   it("the notifications the adapter expects are exactly the binary's (others are counted as unknown)", async () => {
-    expect(new Set(CODEX_SERVER_NOTIFICATIONS)).toEqual(await methodsOf("ServerNotification.json"));
+    expect(new Set(CODEX_SERVER_NOTIFICATIONS)).toEqual(methodsOf((await snapshot()).ServerNotification));
   });
 
-  it("every method, notification and server request the adapter uses is in the binary's protocol", async () => {
-    const [client, notifications, requests] = await Promise.all([
-      methodsOf("ClientRequest.json"),
-      methodsOf("ServerNotification.json"),
-      methodsOf("ServerRequest.json"),
+  it("the experimental fields the adapter sends are in the committed (experimental) protocol", async () => {
+    const d = await snapshot();
+    expect(d.InitializeCapabilities?.properties).toHaveProperty("experimentalApi");
+    expect(d.TurnStartParams?.properties).toHaveProperty("collaborationMode");
+    // A runtime mode's approvals are each turn's policy; without the adapter's, Codex's configured one is read.
+    expect(d.TurnStartParams?.properties).toHaveProperty("approvalPolicy");
+    expect(d.Config?.properties).toHaveProperty("approval_policy");
+    expect(d.ModeKind?.enum).toEqual(expect.arrayContaining(["default", "plan"]));
+    expect(Object.keys(d.Settings?.properties ?? {}).sort()).toEqual([
+      "developer_instructions",
+      "model",
+      "reasoning_effort",
     ]);
-    const adapter = await source("adapter.ts");
-    const called = [...adapter.matchAll(/call(?:<[^>]*>)?\((?:sessionId, )?"([a-z/]+)"/g)].map((m) => m[1]!);
-    expect(called.length).toBeGreaterThanOrEqual(9);
-    for (const method of called) expect(client, method).toContain(method);
-    const mapper = await source("mapper.ts");
-    const [notes, serverPart] = mapper.split("export function mapServerRequest");
-    const handled = [...notes!.matchAll(/case "([a-zA-Z/]+)":/g)]
-      .map((m) => m[1]!)
-      .filter((m) => m.includes("/") || m === "error" || m === "warning");
-    for (const method of handled) expect(notifications, method).toContain(method);
-    for (const method of [...serverPart!.matchAll(/case "([a-zA-Z/]+)":/g)].map((m) => m[1]!))
-      expect(requests, method).toContain(method);
+    // The embedder's tools, offered when a thread starts.
+    expect(d.ThreadStartParams?.properties).toHaveProperty("dynamicTools");
+    for (const params of ["ThreadStartParams", "ThreadResumeParams", "ThreadForkParams"])
+      expect(d[params]?.properties, params).toHaveProperty("config");
   });
 
-  it("the experimental fields the adapter sends are in the binary's experimental protocol", async () => {
-    const scratch = await mkdtemp(join(tmpdir(), "codex-experimental-"));
-    try {
-      // A temporary HOME and CODEX_HOME: generating never touches the user's Codex state.
-      const env = {
-        PATH: process.env.PATH ?? "",
-        HOME: join(scratch, "home"),
-        CODEX_HOME: join(scratch, "codex-home"),
-      };
-      const out = join(scratch, "out");
-      execFileSync(codexBinary(), ["app-server", "generate-json-schema", "--experimental", "--out", out], {
-        env,
-        stdio: "ignore",
-      });
-      const { definitions: d } = JSON.parse(
-        await readFile(join(out, "codex_app_server_protocol.v2.schemas.json"), "utf8"),
-      ) as { definitions: Record<string, { properties?: Record<string, unknown>; enum?: string[] }> };
-      expect(d.InitializeCapabilities?.properties).toHaveProperty("experimentalApi");
-      expect(d.TurnStartParams?.properties).toHaveProperty("collaborationMode");
-      // A runtime mode's approvals are each turn's policy; without the adapter's, Codex's configured one is read.
-      expect(d.TurnStartParams?.properties).toHaveProperty("approvalPolicy");
-      expect(d.Config?.properties).toHaveProperty("approval_policy");
-      expect(d.ModeKind?.enum).toEqual(expect.arrayContaining(["default", "plan"]));
-      expect(Object.keys(d.Settings?.properties ?? {}).sort()).toEqual([
-        "developer_instructions",
-        "model",
-        "reasoning_effort",
-      ]);
-      // The embedder's tools, offered when a thread starts.
-      expect(d.ThreadStartParams?.properties).toHaveProperty("dynamicTools");
-      for (const params of ["ThreadStartParams", "ThreadResumeParams", "ThreadForkParams"])
-        expect(d[params]?.properties, params).toHaveProperty("config");
-    } finally {
-      await rm(scratch, { recursive: true, force: true });
-    }
-  }, 60_000);
+  it("checks the frames it reads against the schema: a mismatch is a protocol_error, never a guess", () => {
+    const at = { threadId: "t1", turnId: "u1" };
+    const delta = parseNotification("item/agentMessage/delta", { ...at, itemId: "i1", delta: "hi" });
+    expect(delta).toEqual({ method: "item/agentMessage/delta", params: { ...at, itemId: "i1", delta: "hi" } });
+    const wrong = parseNotification("item/agentMessage/delta", { ...at, itemId: "i1", delta: 42 });
+    expect(wrong).toBeInstanceOf(ProtocolError);
+    expect((wrong as ProtocolError).code).toBe("protocol_error");
+    expect((wrong as ProtocolError).message).toContain("delta");
+    // A known item type whose fields do not match its schema.
+    const item = { type: "commandExecution", id: "c1", command: 7 };
+    expect(parseNotification("item/started", { ...at, startedAtMs: 1, item })).toBeInstanceOf(ProtocolError);
+    // A notification the mapper does not read is not checked.
+    expect(parseNotification("thread/tokenUsage/updated", { nonsense: true })).toBeNull();
+    // A request the adapter answers is checked; one it does not answer says only where it belongs.
+    expect(parseServerRequest("item/tool/call", { ...at, callId: "c", tool: 3 })).toBeInstanceOf(ProtocolError);
+    expect(parseServerRequest("item/permissions/requestApproval", { threadId: "t1" })).toEqual({
+      method: "item/permissions/requestApproval",
+      threadId: "t1",
+    });
+  });
+
+  it("an item of a type the schema does not name (a newer binary's) is a visibly unknown tool", () => {
+    const parsed = parseNotification("item/started", {
+      threadId: "t1",
+      turnId: "u1",
+      startedAtMs: 1,
+      item: { type: "hologram", id: "h1", beams: 3 },
+    });
+    expect(parsed).not.toBeInstanceOf(ProtocolError);
+    expect(mapNotification(parsed as Exclude<typeof parsed, ProtocolError | null>)).toEqual([
+      {
+        type: "item.started",
+        threadRef: "t1",
+        turnRef: "u1",
+        itemRef: "h1",
+        kind: "tool_call",
+        detail: { toolName: "codex:hologram" },
+      },
+    ]);
+  });
+
+  it("every frame of the recorded transcripts the adapter reads matches the schema", async () => {
+    const dir = join(root, "test", "replay", "fixtures", "codex");
+    const { readdir } = await import("node:fs/promises");
+    let checked = 0;
+    for (const file of (await readdir(dir)).filter((f) => f.endsWith(".jsonl")))
+      for (const line of (await readFile(join(dir, file), "utf8")).split("\n").filter(Boolean)) {
+        const { d, f } = JSON.parse(line) as { d: string; f: { method?: string; id?: number; params?: unknown } };
+        if (d !== "in" || !f.method) continue;
+        const parsed =
+          f.id === undefined ? parseNotification(f.method, f.params) : parseServerRequest(f.method, f.params);
+        if (parsed === null) continue;
+        expect(parsed, `${file}: ${f.method}`).not.toBeInstanceOf(ProtocolError);
+        checked++;
+      }
+    expect(checked).toBeGreaterThan(50);
+  });
 
   it("every capability the record declares true is exercised by a real-binary test", async () => {
     const tests = (

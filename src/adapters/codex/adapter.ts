@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { ProviderCapabilities } from "../../capabilities/index.js";
 import { DEFAULT_RUNTIME_MODE, sameRuntimeMode, type RuntimeMode } from "../../domain/entities.js";
 import { HostUnavailableError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
@@ -18,39 +17,47 @@ import type {
 } from "../contract.js";
 import { EventQueue } from "../kit/eventQueue.js";
 import { codexCapabilities, codexVersion } from "./capabilities.js";
-import { resolveCodexBinary } from "./config.js";
-import { mapNotification, mapServerRequest, nativeResponse } from "./mapper.js";
-import { collaborationModeParams, UPDATE_PLAN_TOOL, type ThreadTuning } from "./modes.js";
-import { CODEX_SERVER_NOTIFICATIONS } from "./protocol/notifications.js";
-import { CodexChannel } from "./transport.js";
+import {
+  collaborationMode,
+  mapNotification,
+  mapServerRequest,
+  nativeResponse,
+  snapshotOf,
+  steerInput,
+  turnInput,
+  threadOpening,
+  type ThreadTuning,
+} from "./mapper.js";
+import {
+  CODEX_SERVER_NOTIFICATIONS,
+  type AskForApproval,
+  type CodexServerRequests,
+  type ThreadStartResponse,
+} from "./protocol/types.js";
+import { dynamicTools } from "./tools.js";
+import { appServerLaunch, CodexChannel, isAnswered, resolveCodexBinary, type CodexLaunchOptions } from "./transport.js";
 
 /**
  * Codex through `codex app-server` (JSON-RPC on stdio), in a host process owned by the
  * runtime's supervisor: the sessions of a target share one app-server; each session is a
  * lease plus the threads it opened. The capability record comes from the handshake and the
- * session's runtime mode: Codex's planning differs by collaboration mode (modes.ts), so a session
+ * session's runtime mode: Codex's planning differs by collaboration mode (mapper.ts), so a session
  * works in the one mode it started in (`supportsRuntimeModeSwitchInSession: false`), and
  * sessions of different modes share the app-server (every turn names its mode and policy).
+ *
+ * The model: Codex's configured provider (its home's `config.toml`, its login), or any
+ * OpenAI-compatible endpoint through `model: { baseUrl, apiKeyEnv, name? }`, which needs no config
+ * file: the endpoint goes on the app-server's command line as `-c` overrides, and the key is read
+ * from the named variable (of `env`, else of the embedder's environment) into memory and handed to
+ * the app-server's environment only (never logged, never written to disk, in the host key as a hash).
  */
 
-export interface CodexAdapterOptions {
-  /** The codex binary; default: `codex` on PATH, else the installed @openai/codex package. */
-  binary?: string;
-  /** CODEX_HOME for the app-server. Omitted: Codex's own home (read by Codex, never written by Tiller). */
-  codexHome?: string;
-  /** HOME for the app-server (tests give a temporary one). */
-  home?: string;
-  /**
-   * Environment for the app-server beyond the host allowlist (src/runtime/hosts/environment.ts):
-   * an API key variable... The embedder's own environment is not passed on, so a key Codex
-   * needs goes here. Hashed into the host key; never logged, never sent over RPC.
-   */
-  env?: Record<string, string>;
+export interface CodexAdapterOptions extends CodexLaunchOptions {
   /**
    * The approval policy of sessions whose runtime mode asks before acting (`approvals: "on_request"`);
    * omitted: Codex's configured one. A session that never asks runs under `never`.
    */
-  approvalPolicy?: "untrusted" | "on-request" | "on-failure" | "never";
+  approvalPolicy?: Extract<AskForApproval, string>;
   /** Host lifecycle (startup timeout, idle TTL, restart budget). */
   policy?: Partial<SupervisorPolicy>;
   /** Sees every raw frame to and from the app-server (the transcript recorder); unredacted, so never logged. */
@@ -59,12 +66,6 @@ export interface CodexAdapterOptions {
 
 /** What Codex runs a thread under when its config names no approval policy (measured on the pinned binary). */
 const CODEX_DEFAULT_APPROVAL_POLICY = "on-request";
-
-const SANDBOX: Record<SandboxPolicy, string> = {
-  "read-only": "read-only",
-  "workspace-write": "workspace-write",
-  "full-access": "danger-full-access",
-};
 
 interface Conn {
   /** The binary's version, from the handshake: the record of each session's mode is that version's. */
@@ -96,7 +97,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   /** Which session opened each native thread (events are routed by thread id). */
   const threadSessions = new Map<string, string>();
   /** Approvals waiting for an answer, by `<app-server serial>:<native request id>`. */
-  const pending = new Map<string, { channel: CodexChannel; id: number; method: string }>();
+  const pending = new Map<string, { channel: CodexChannel; id: number; method: keyof CodexServerRequests }>();
   /** Threads of stopped sessions: their late events belong to no session. */
   const retired = new Set<string>();
   let serials = 0;
@@ -121,6 +122,8 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     const sessionId = sessionFor(channel, "threadRef" in event ? event.threadRef : undefined);
     if (sessionId) queue.push({ sessionId, event });
   };
+  const warn = (channel: CodexChannel, threadRef: string | null, message: string) =>
+    emit(channel, { type: "warning", ...(threadRef ? { threadRef } : {}), message });
 
   const connect = async (host: SpawnedHost, ring: FrameRing): Promise<CodexChannel> => {
     const channel = new CodexChannel(host.child, ring);
@@ -130,41 +133,47 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     channel.onFailed(() => {
       for (const [ref, entry] of pending) if (entry.channel === channel) pending.delete(ref);
     });
-    channel.onNotification((method, params) => {
-      for (const mapped of mapNotification(method, params)) {
-        const event =
-          mapped.type === "request.resolved" && mapped.requestRef
-            ? { ...mapped, requestRef: `${serial}:${mapped.requestRef}` }
-            : mapped;
-        if (event.type === "item.started" && event.kind === "file_change" && event.itemRef) {
-          fileChanges.set(event.itemRef, { path: event.detail?.path ?? "", diff: event.detail?.diff ?? "" });
+    channel.onCodexNotification(
+      (notification) => {
+        for (const mapped of mapNotification(notification)) {
+          const event =
+            mapped.type === "request.resolved" && mapped.requestRef
+              ? { ...mapped, requestRef: `${serial}:${mapped.requestRef}` }
+              : mapped;
+          if (event.type === "item.started" && event.kind === "file_change" && event.itemRef) {
+            fileChanges.set(event.itemRef, { path: event.detail?.path ?? "", diff: event.detail?.diff ?? "" });
+          }
+          if (event.type === "request.resolved" && event.requestRef) pending.delete(event.requestRef);
+          emit(channel, event);
         }
-        if (event.type === "request.resolved" && event.requestRef) pending.delete(event.requestRef);
-        emit(channel, event);
-      }
-    });
-    channel.onRequest((method, params, id) => {
-      const native = mapServerRequest(method, params, id, fileChanges);
-      const opened = native && { ...native, requestRef: `${serial}:${id}` };
-      if (!opened) {
-        // Not projected: refused at once so the turn is never stuck on it; said in the log.
-        channel.respondError(id, `${method} is not supported by this client`);
-        const at = (params ?? {}) as { threadId?: string };
-        emit(channel, {
-          type: "warning",
-          ...(at.threadId ? { threadRef: at.threadId } : {}),
-          message: `codex request ${method} is not supported by this adapter; declined`,
-        });
-        return;
-      }
-      pending.set(opened.requestRef!, { channel, id, method });
-      emit(channel, opened);
-    });
+      },
+      // A frame of the wrong shape: not projected (it may be a newer binary's), said in the log.
+      (error) => warn(channel, null, `${error.code}: ${error.message}`),
+    );
+    channel.onCodexRequest(
+      (request, id) => {
+        const opened = isAnswered(request) ? mapServerRequest(request, id, fileChanges) : null;
+        if (!opened) {
+          // Not projected: refused at once so the turn is never stuck on it; said in the log.
+          channel.respondError(id, `${request.method} is not supported by this client`);
+          const threadRef = "threadId" in request && typeof request.threadId === "string" ? request.threadId : null;
+          warn(channel, threadRef, `codex request ${request.method} is not supported by this adapter; declined`);
+          return;
+        }
+        const requestRef = `${serial}:${id}`;
+        pending.set(requestRef, { channel, id, method: request.method as keyof CodexServerRequests });
+        emit(channel, { ...opened, requestRef });
+      },
+      (error, id) => {
+        channel.respondError(id, "the request does not match the protocol this client speaks");
+        warn(channel, null, `${error.code}: ${error.message}`);
+      },
+    );
     // The experimental API: a turn's collaboration mode is an experimental field.
-    const init = (await channel.call("initialize", {
+    const init = await channel.send("initialize", {
       clientInfo: { name: "tiller", title: null, version: "0.1.0" },
       capabilities: { experimentalApi: true },
-    })) as { userAgent?: string };
+    });
     const version = codexVersion(init.userAgent ?? "");
     // Checked here, so an unsupported binary fails the connection rather than a later session.
     const capabilities = codexCapabilities(version);
@@ -174,30 +183,14 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     return channel;
   };
 
-  // On top of the allowlist (locale, TMPDIR, proxies): the provider home and the embedder's variables.
-  const env: Record<string, string> = {
-    ...(options.home ? { HOME: options.home } : {}),
-    ...(options.codexHome ? { CODEX_HOME: options.codexHome } : {}),
-    ...options.env,
-  };
   const spec: HostSpec = {
     target: "codex",
-    // Credentials only as a digest: the spec is reachable from the adapter.
-    identity: {
-      executable: binary,
-      config: { codexHome: options.codexHome ?? null, home: options.home ?? null },
-      credentials: digest(JSON.stringify(options.env ?? {})),
-    },
-    // A user's relocated Codex home (where `codex login` put the credentials) is inherited.
-    spawn: { command: binary, args: ["app-server"], env, inherit: ["CODEX_HOME"] },
+    ...appServerLaunch(binary, options),
     connect,
     ...(options.policy ? { policy: options.policy } : {}),
-    secrets: Object.values(options.env ?? {}),
   };
 
-  const call = async <T>(sessionId: string, method: string, params: unknown): Promise<T> =>
-    (await sessions.lease(sessionId).channel.call(method, params)) as T;
-  const textInput = (text: string) => ({ type: "text", text, text_elements: [] });
+  const channelOf = (sessionId: string) => sessions.lease(sessionId).channel as CodexChannel;
 
   const adapter: CodexAdapter = {
     provider: "codex",
@@ -228,35 +221,29 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
         tunings.delete(thread);
         retired.add(thread);
         // Best effort: the app-server stops sending this thread's events to us.
-        await lease.channel
-          .call("thread/unsubscribe", { threadId: thread }, { timeoutMs: 2_000 })
+        await (lease.channel as CodexChannel)
+          .send("thread/unsubscribe", { threadId: thread }, { timeoutMs: 2_000 })
           .catch(() => undefined);
       }
       lease.release();
     },
     async ensureProviderThread({ sessionId, cwd, resume }) {
-      sessions.lease(sessionId);
       const opening = threadSettings(sessionId, cwd);
-      let opened: OpenedThread;
-      if (resume) {
-        try {
-          opened = await call<OpenedThread>(sessionId, "thread/resume", {
-            threadId: resume.cursor,
-            excludeTurns: true,
-            ...opening,
-          });
-        } catch (error) {
-          // Only a refusal (no rollout for that thread) means it cannot be resumed; anything else may pass.
-          if ((error as { rpcCode?: number }).rpcCode !== INVALID_REQUEST) throw error;
-          throw new ResumeFailedError(
-            `codex could not resume thread ${resume.cursor}: ${error instanceof Error ? error.message : String(error)}`,
-            { cursor: resume.cursor },
-          );
-        }
-      } else {
-        opened = await call<OpenedThread>(sessionId, "thread/start", { ...opening, ...dynamicToolsOf(sessionId) });
+      if (!resume) {
+        const started = await channelOf(sessionId).send("thread/start", { ...opening, ...dynamicToolsOf(sessionId) });
+        return adopt(sessionId, started);
       }
-      return adopt(sessionId, opened);
+      try {
+        const params = { threadId: resume.cursor, excludeTurns: true, ...opening };
+        return adopt(sessionId, await channelOf(sessionId).send("thread/resume", params));
+      } catch (error) {
+        // Only a refusal (no rollout for that thread) means it cannot be resumed; anything else may pass.
+        if ((error as { rpcCode?: number }).rpcCode !== INVALID_REQUEST) throw error;
+        throw new ResumeFailedError(
+          `codex could not resume thread ${resume.cursor}: ${error instanceof Error ? error.message : String(error)}`,
+          { cursor: resume.cursor },
+        );
+      }
     },
     async sendRun({ sessionId, thread, text, context, model, runtimeMode }) {
       const session = sessionSettings(sessionId);
@@ -266,25 +253,18 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
           `codex session ${sessionId} works in ${describeMode(session.runtimeMode)}; ` +
             `a turn in ${describeMode(runtimeMode)} needs a session of its own`,
         );
-      // Codex takes developer instructions only when a thread starts: a handoff goes in as user context.
-      const input = [
-        ...(context
-          ? [textInput(`Context from earlier in this conversation (${context.kind}):\n${context.text}`)]
-          : []),
-        textInput(text),
-      ];
       const tuning = tunings.get(thread.resumeCursor);
       if (!tuning) throw new ProviderError(`codex thread ${thread.resumeCursor} was not opened by this adapter`);
       // Every turn names its thread's cwd (the app-server's own directory is the embedder's) and its session's
       // approval policy and collaboration mode: Codex keeps a thread's last ones, across resumes (a resume of
       // a thread this app-server has loaded changes neither), and sessions of other modes share the app-server.
-      const { turn } = await call<{ turn: { id: string } }>(sessionId, "turn/start", {
+      const { turn } = await channelOf(sessionId).send("turn/start", {
         threadId: thread.resumeCursor,
         cwd: thread.cwd,
-        input,
+        input: turnInput(text, context),
         ...(model ? { model } : {}),
         approvalPolicy: await approvalPolicyOf(sessionId, thread.cwd),
-        ...collaborationModeParams(session.runtimeMode.interaction, { ...tuning, ...(model ? { model } : {}) }),
+        ...collaborationMode(session.runtimeMode.interaction, { ...tuning, ...(model ? { model } : {}) }),
       });
       // A model named for a turn stays the thread's model for the turns after it.
       if (model) tuning.model = model;
@@ -292,54 +272,38 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     },
     async steerRun({ sessionId, thread, turnRef, text }) {
       if (!turnRef) throw new ProviderError("codex steers a turn by its id, and this turn has none yet");
-      await call(sessionId, "turn/steer", {
+      await channelOf(sessionId).send("turn/steer", {
         threadId: thread.resumeCursor,
         expectedTurnId: turnRef,
-        input: [textInput(text)],
+        input: steerInput(text),
       });
     },
     async interrupt({ sessionId, thread, turnRef }) {
       if (!turnRef) throw new ProviderError("codex interrupts a turn by its id, and this turn has none yet");
-      await call(sessionId, "turn/interrupt", { threadId: thread.resumeCursor, turnId: turnRef });
+      await channelOf(sessionId).send("turn/interrupt", { threadId: thread.resumeCursor, turnId: turnRef });
     },
     // Codex says itself whether a turn still runs: its thread's turn is `inProgress` until it ends.
     async isTurnAlive({ sessionId, thread, turnRef }) {
-      const turns = await readTurns(sessionId, thread);
+      const turns = await readTurns(sessionId, thread.resumeCursor);
       const turn = turnRef ? turns.find((t) => t.id === turnRef) : turns.at(-1);
       return turn?.status === "inProgress";
     },
     async respondToRequest({ request, response }) {
       const waiting = request.requestRef ? pending.get(request.requestRef) : undefined;
       if (!waiting) throw new HostUnavailableError(`codex request ${request.requestRef ?? "?"} is no longer pending`);
-      waiting.channel.respond(waiting.id, nativeResponse(waiting.method, response));
+      waiting.channel.answer(waiting.id, nativeResponse(waiting.method, response));
     },
     async readThreadSnapshot({ sessionId, thread }) {
-      const turns = await readTurns(sessionId, thread);
-      return {
-        threadRef: thread.resumeCursor,
-        turns: turns.map((t) => ({
-          turnRef: t.id,
-          status:
-            t.status === "inProgress"
-              ? "running"
-              : t.status === "interrupted"
-                ? "interrupted"
-                : t.status === "failed"
-                  ? "failed"
-                  : "completed",
-          userText: itemsText(t.items, "userMessage"),
-          assistantText: itemsText(t.items, "agentMessage"),
-        })),
-      };
+      return snapshotOf(thread.resumeCursor, await readTurns(sessionId, thread.resumeCursor));
     },
     async rollbackThread({ sessionId, thread, turns }) {
       if (turns <= 0) return;
-      const all = await readTurns(sessionId, thread);
+      const all = await readTurns(sessionId, thread.resumeCursor);
       const first = all[all.length - turns];
       // Never report a rollback that did not happen: the runtime then marks the thread divergent.
       if (!first)
         throw new ProviderError(`codex thread ${thread.resumeCursor} has ${all.length} turns; cannot drop ${turns}`);
-      await call(sessionId, "thread/revert", { threadId: thread.resumeCursor, beforeTurnId: first.id });
+      await channelOf(sessionId).send("thread/revert", { threadId: thread.resumeCursor, beforeTurnId: first.id });
     },
     async forkThread({ sessionId, thread, cwd, afterTurnRef }) {
       // The fork's own settings, as for a new thread: its cwd, the session's sandbox and approval policy.
@@ -349,7 +313,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
         ...threadSettings(sessionId, cwd),
         ...(afterTurnRef ? { lastTurnId: afterTurnRef } : {}),
       };
-      return adopt(sessionId, await call<OpenedThread>(sessionId, "thread/fork", params));
+      return adopt(sessionId, await channelOf(sessionId).send("thread/fork", params));
     },
     streamEvents: () => queue,
     async close() {
@@ -371,10 +335,10 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
    * A thread once run under `never` would keep it (see sendRun): without the option, Codex's own
    * configured policy is read and restated.
    */
-  async function approvalPolicyOf(sessionId: string, cwd: string): Promise<unknown> {
+  async function approvalPolicyOf(sessionId: string, cwd: string): Promise<AskForApproval> {
     if (sessionSettings(sessionId).runtimeMode.approvals === "never") return "never";
     if (options.approvalPolicy) return options.approvalPolicy;
-    const { config } = await call<{ config: { approval_policy?: unknown } }>(sessionId, "config/read", { cwd });
+    const { config } = await channelOf(sessionId).send("config/read", { cwd });
     return config.approval_policy ?? CODEX_DEFAULT_APPROVAL_POLICY;
   }
 
@@ -382,26 +346,9 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
    * What a thread runs under, wherever it is opened (start, resume, fork); the update_plan tool is offered.
    * The approval policy is each turn's (see sendRun).
    */
-  function threadSettings(sessionId: string, cwd: string) {
-    return { cwd, sandbox: SANDBOX[sessionSettings(sessionId).sandbox], config: UPDATE_PLAN_TOOL };
-  }
+  const threadSettings = (sessionId: string, cwd: string) => threadOpening(cwd, sessionSettings(sessionId).sandbox);
 
-  /**
-   * The embedder's tools as Codex's dynamic tools (experimental: `thread/start` takes them, resume and fork do not;
-   * a call comes back as an `item/tool/call` request, answered through the runtime).
-   */
-  function dynamicToolsOf(sessionId: string) {
-    const { tools } = sessionSettings(sessionId);
-    if (tools.length === 0) return {};
-    return {
-      dynamicTools: tools.map((t) => ({
-        type: "function",
-        name: t.name,
-        description: t.description,
-        inputSchema: t.inputSchema,
-      })),
-    };
-  }
+  const dynamicToolsOf = (sessionId: string) => dynamicTools(sessionSettings(sessionId).tools);
 
   /** A thread Codex opened for a session (started, resumed or forked): its events route there. */
   function adopt(sessionId: string, opened: OpenedThread): ProviderThreadHandle {
@@ -411,37 +358,16 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     return { threadRef: id, resumeCursor: id };
   }
 
-  type NativeTurn = { id: string; status: string; items: Array<Record<string, unknown>> };
-  async function readTurns(sessionId: string, thread: ProviderThreadHandle): Promise<NativeTurn[]> {
-    const { thread: read } = await call<{ thread: { turns?: NativeTurn[] } }>(sessionId, "thread/read", {
-      threadId: thread.resumeCursor,
-      includeTurns: true,
-    });
-    return read.turns ?? [];
+  async function readTurns(sessionId: string, threadId: string) {
+    const { thread } = await channelOf(sessionId).send("thread/read", { threadId, includeTurns: true });
+    return thread.turns;
   }
   return adapter;
 }
 
-/** What `thread/start`, `thread/resume` and `thread/fork` answer (the part the adapter reads). */
-type OpenedThread = { thread: { id: string }; model: string; reasoningEffort?: string | null };
+/** What `thread/start`, `thread/resume` and `thread/fork` answer alike. */
+type OpenedThread = Pick<ThreadStartResponse, "thread" | "model" | "reasoningEffort">;
 
 function describeMode({ interaction, approvals }: RuntimeMode): string {
   return `${interaction} mode with approvals ${approvals}`;
-}
-
-function digest(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
-function itemsText(items: Array<Record<string, unknown>>, type: string): string {
-  return items
-    .filter((i) => i.type === type)
-    .map((i) =>
-      typeof i.text === "string"
-        ? i.text
-        : Array.isArray(i.content)
-          ? (i.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("")
-          : "",
-    )
-    .join("\n");
 }

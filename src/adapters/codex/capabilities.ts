@@ -1,12 +1,15 @@
 import { defineCapabilities, type ProviderCapabilities } from "../../capabilities/index.js";
 import { ProtocolError } from "../../domain/errors.js";
-import { planningIn, type CodexCollaborationMode } from "./modes.js";
+import type { RuntimeMode } from "../../domain/entities.js";
 
 /**
  * What `codex app-server` can do, by binary version (read from the `initialize` handshake's
  * user agent), and only what this adapter projects faithfully and the tests exercise
  * (see GAP.md for what the binary has and the adapter does not project).
  */
+
+/** A runtime mode's interaction names its Codex collaboration mode (`default`, `plan`: mapper.ts). */
+export type CodexCollaborationMode = RuntimeMode["interaction"];
 
 /** The versions this adapter was built and tested against. */
 export const SUPPORTED_CODEX = { major: 0, minMinor: 171 } as const;
@@ -31,7 +34,7 @@ export function codexCapabilities(version: string, mode: CodexCollaborationMode 
       supportsMultipleProviderThreadsPerSession: true,
       supportsModelSwitchInSession: true, // turn/start takes a model
       supportsProviderSwitchingViaHandoff: true,
-      // Codex takes a mode per turn, but the planning record differs by mode (modes.ts): a session
+      // Codex takes a mode per turn, but the planning record differs by mode (planningIn): a session
       // keeps the mode it started in, and a mode change gets a new session (on the same app-server).
       supportsRuntimeModeSwitchInSession: false,
       pendingRequestsSurviveRestart: false,
@@ -110,4 +113,19 @@ export function codexCapabilities(version: string, mode: CodexCollaborationMode 
     // Server request ids are per-connection integers: evidence, correlated with the item id.
     identity: { nativeThreadIds: "strong", nativeTurnIds: "strong", nativeItemIds: "strong", nativeRequestIds: "weak" },
   });
+}
+
+/** The planning capabilities of a mode, as the real-binary tests (test/codex/planning.test.ts) show them. */
+function planningIn(mode: CodexCollaborationMode): ProviderCapabilities["planning"] {
+  const plan = mode === "plan";
+  return {
+    // update_plan: refused in Plan mode.
+    emitsPlanUpdated: !plan,
+    // Codex's one checklist is update_plan, projected as the plan (it carries an explanation too).
+    emitsTodoList: false,
+    emitsProposedPlan: plan,
+    supportsStructuredQuestions: plan,
+    // Plan items (and their deltas) carry the item's id; update_plan's plans have none and never need one.
+    planDeltasHaveItemIds: plan,
+  };
 }

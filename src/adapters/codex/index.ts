@@ -1,4 +1,10 @@
 /** `tiller-runtime/codex`: the Codex provider (codex app-server) and its offline helpers. */
 export { createCodexAdapter, type CodexAdapter, type CodexAdapterOptions } from "./adapter.js";
 export { codexCapabilities, codexVersion } from "./capabilities.js";
-export { installedCodexBinary, resolveCodexBinary, writeSimulatorCodexHome } from "./config.js";
+export {
+  codexSimulatorOptions,
+  installedCodexBinary,
+  resolveCodexBinary,
+  type CodexConfigValue,
+  type CodexModelEndpoint,
+} from "./transport.js";

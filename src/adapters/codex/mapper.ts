@@ -1,225 +1,171 @@
-import { z } from "zod";
+import type { RuntimeMode } from "../../domain/entities.js";
+import type { ItemStatus, ItemStream, ProviderItemKind, RequestPayload, RequestResponse } from "../../domain/items.js";
+import type { ProviderEvent, ProviderThreadSnapshot, SandboxPolicy } from "../contract.js";
 import type {
-  ItemStatus,
-  ItemStream,
-  ProviderItemKind,
-  RequestDecision,
-  RequestPayload,
-  RequestResponse,
-  StepStatus,
-} from "../../domain/items.js";
-import type { ProviderEvent } from "../contract.js";
+  CodexServerRequests,
+  ReasoningEffort,
+  SandboxMode,
+  ThreadItem,
+  Turn,
+  TurnPlanUpdatedNotification,
+  TurnStartParams,
+  UserInput,
+} from "./protocol/types.js";
+import { detailOf, kindOf, UPDATE_PLAN_TOOL } from "./tools.js";
+import type { CodexNotification, CodexServerAnswer, CodexServerRequest, CodexThreadItem } from "./transport.js";
 
 /**
- * Codex app-server frames -> normalized provider events, in one place. Item kinds map from
- * exact native type names; a native item this adapter does not project becomes a
- * `tool_call` named `codex:<type>` (visibly unknown, never silently dropped). Plans are
- * artifacts, not items: `turn/plan/updated` (the `update_plan` tool) is the turn's live plan, a
- * completed `plan` item (Plan mode's `<proposed_plan>`) a proposed plan.
+ * Codex app-server frames -> normalized provider events, and the runtime's words -> Codex's
+ * (turn input, collaboration modes, answers), in one place; pure. The frames arrive checked
+ * and typed (transport.ts). Plans are artifacts, not items: `turn/plan/updated` (the
+ * `update_plan` tool) is the turn's live plan, a completed `plan` item (Plan mode's
+ * `<proposed_plan>`) a proposed plan.
  */
 
-const ItemSchema = z.looseObject({ type: z.string(), id: z.string() });
-type NativeItem = z.infer<typeof ItemSchema> & Record<string, unknown>;
-
-const KNOWN: Record<string, ProviderItemKind> = {
-  agentMessage: "assistant_message",
-  reasoning: "reasoning",
-  commandExecution: "command_execution",
-  fileChange: "file_change",
-  mcpToolCall: "tool_call",
-  dynamicToolCall: "tool_call",
-};
-/** Native items that are not part of the agent's output (the user's own message, bookkeeping). */
-const IGNORED = new Set(["userMessage", "hookPrompt", "contextCompaction", "enteredReviewMode", "exitedReviewMode"]);
-
-const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
-
-function kindOf(item: NativeItem): ProviderItemKind | null {
-  if (IGNORED.has(item.type)) return null;
-  return KNOWN[item.type] ?? "tool_call";
-}
-
-function detailOf(
-  item: NativeItem,
-): NonNullable<Extract<ProviderEvent, { type: "item.started" }>["detail"]> | undefined {
-  switch (item.type) {
-    case "commandExecution":
-      return { command: str(item.command) ?? "" };
-    case "fileChange": {
-      const changes = Array.isArray(item.changes) ? (item.changes as Array<{ path?: string; diff?: string }>) : [];
-      return {
-        path: changes
-          .map((c) => c.path)
-          .filter(Boolean)
-          .join(", "),
-        diff: changes.map((c) => c.diff ?? "").join("\n"),
-      };
-    }
-    // Not tagged `mcp`: the record says no MCP tools until a real-binary test shows one (GAP.md).
-    case "mcpToolCall":
-      return { toolName: `${str(item.server) ?? "mcp"}.${str(item.tool) ?? "unknown"}`, input: item.arguments ?? null };
-    case "dynamicToolCall":
-      return {
-        toolName: str(item.namespace) ? `${str(item.namespace)}.${str(item.tool)}` : (str(item.tool) ?? "unknown"),
-        input: item.arguments ?? null,
-      };
-    default:
-      return item.type in KNOWN ? undefined : { toolName: `codex:${item.type}` };
-  }
-}
-
-function itemStatus(item: NativeItem): ItemStatus {
-  const status = str(item.status);
-  if (status === "failed") return "failed";
-  if (status === "declined" || status === "rejected") return "declined";
-  return "completed";
-}
-
-const where = (params: Record<string, unknown>) => {
-  const threadRef = str(params.threadId);
-  const turnRef = str(params.turnId) ?? str((params.turn as Record<string, unknown> | undefined)?.id);
-  return { ...(threadRef ? { threadRef } : {}), ...(turnRef ? { turnRef } : {}) };
-};
+type Where = { threadRef?: string; turnRef?: string };
+const where = (threadId: string | null | undefined, turnId?: string | null): Where => ({
+  ...(threadId ? { threadRef: threadId } : {}),
+  ...(turnId ? { turnRef: turnId } : {}),
+});
 
 /** A notification as provider events (none for bookkeeping the runtime does not use). */
-export function mapNotification(method: string, raw: unknown): ProviderEvent[] {
-  const params = (raw ?? {}) as Record<string, unknown>;
-  const at = where(params);
-  switch (method) {
-    case "turn/started":
-      return [{ type: "turn.started", ...at }];
+export function mapNotification(notification: CodexNotification): ProviderEvent[] {
+  switch (notification.method) {
+    case "turn/started": {
+      const { threadId, turn } = notification.params;
+      return [{ type: "turn.started", ...where(threadId, turn.id) }];
+    }
     case "turn/completed": {
-      const turn = (params.turn ?? {}) as { status?: string; error?: { message?: string } | null };
+      const { threadId, turn } = notification.params;
       const status = turn.status === "interrupted" ? "interrupted" : turn.status === "failed" ? "failed" : "completed";
-      const failed = status === "failed";
       return [
         {
           type: "turn.terminal",
-          ...at,
+          ...where(threadId, turn.id),
           status,
           threadDisposition: "reusable",
-          failureClass: failed ? "provider_error" : null,
+          failureClass: status === "failed" ? "provider_error" : null,
           message: turn.error?.message ?? null,
           retryable: false,
         },
       ];
     }
     case "turn/plan/updated":
-      return [livePlan(at, params)];
+      return [livePlan(notification.params)];
     case "item/started":
     case "item/completed": {
-      const parsed = ItemSchema.safeParse(params.item);
-      if (!parsed.success) return [];
-      const item = parsed.data as NativeItem;
-      // Its text arrives whole at completion (its `item/plan/delta`s have no place in the contract).
-      if (item.type === "plan")
-        return method === "item/completed"
-          ? [{ type: "plan.proposed", ...at, itemRef: item.id, text: str(item.text) ?? "" }]
-          : [];
-      const kind = kindOf(item);
-      if (!kind) return [];
-      if (method === "item/started") {
-        const detail = detailOf(item);
-        return [{ type: "item.started", ...at, itemRef: item.id, kind, ...(detail ? { detail } : {}) }];
-      }
-      const text =
-        item.type === "agentMessage" ? str(item.text) : item.type === "reasoning" ? reasoningText(item) : undefined;
-      const output = str(item.aggregatedOutput);
-      const exitCode = typeof item.exitCode === "number" ? item.exitCode : undefined;
-      return [
-        {
-          type: "item.completed",
-          ...at,
-          itemRef: item.id,
-          kind,
-          status: itemStatus(item),
-          ...(text !== undefined ? { text } : {}),
-          ...(output !== undefined ? { output } : {}),
-          ...(exitCode !== undefined ? { exitCode } : {}),
-        },
-      ];
+      const { threadId, turnId, item } = notification.params;
+      return itemEvents(notification.method, where(threadId, turnId), item);
     }
     case "item/agentMessage/delta":
-      return delta(at, params, "assistant_message", "text");
+      return delta(notification.params, "assistant_message", "text");
     case "item/reasoning/summaryTextDelta":
-      return delta(at, params, "reasoning", "text");
+      return delta(notification.params, "reasoning", "text");
     case "item/commandExecution/outputDelta":
-      return delta(at, params, "command_execution", "output");
+      return delta(notification.params, "command_execution", "output");
     case "item/fileChange/outputDelta":
-      return delta(at, params, "file_change", "output");
-    case "serverRequest/resolved":
-      return [{ type: "request.resolved", ...at, requestRef: String(params.requestId) }];
-    case "error":
+      return delta(notification.params, "file_change", "output");
+    case "serverRequest/resolved": {
+      const { threadId, requestId } = notification.params;
+      return [{ type: "request.resolved", ...where(threadId), requestRef: String(requestId) }];
+    }
+    case "error": {
+      const { threadId, turnId, error } = notification.params;
+      return [{ type: "warning", ...where(threadId, turnId), message: error.message }];
+    }
     case "warning":
-      return [
-        {
-          type: "warning",
-          ...at,
-          message: str((params.error as { message?: string } | undefined)?.message) ?? str(params.message) ?? method,
-        },
-      ];
-    default:
-      return [];
+      return [{ type: "warning", ...where(notification.params.threadId), message: notification.params.message }];
   }
 }
 
-const STEP_STATUS: Record<string, StepStatus> = {
-  pending: "pending",
-  inProgress: "in_progress",
-  completed: "completed",
-};
+function itemEvents(method: "item/started" | "item/completed", at: Where, item: CodexThreadItem): ProviderEvent[] {
+  // Its text arrives whole at completion (its `item/plan/delta`s have no place in the contract).
+  if (item.type === "plan")
+    return method === "item/completed" ? [{ type: "plan.proposed", ...at, itemRef: item.id, text: item.text }] : [];
+  const kind = kindOf(item);
+  if (!kind) return [];
+  if (method === "item/started") {
+    const detail = detailOf(item);
+    return [{ type: "item.started", ...at, itemRef: item.id, kind, ...(detail ? { detail } : {}) }];
+  }
+  const text =
+    item.type === "agentMessage" ? item.text : item.type === "reasoning" ? reasoningText(item.summary) : undefined;
+  const output = item.type === "commandExecution" ? (item.aggregatedOutput ?? undefined) : undefined;
+  const exitCode = item.type === "commandExecution" ? (item.exitCode ?? undefined) : undefined;
+  return [
+    {
+      type: "item.completed",
+      ...at,
+      itemRef: item.id,
+      kind,
+      status: itemStatus(item),
+      ...(text !== undefined ? { text } : {}),
+      ...(output !== undefined ? { output } : {}),
+      ...(exitCode !== undefined ? { exitCode } : {}),
+    },
+  ];
+}
+
+function itemStatus(item: CodexThreadItem): ItemStatus {
+  const status = "status" in item ? item.status : undefined;
+  if (status === "failed") return "failed";
+  if (status === "declined" || status === "rejected") return "declined";
+  return "completed";
+}
+
+const STEP_STATUS = { pending: "pending", inProgress: "in_progress", completed: "completed" } as const;
 
 /** `turn/plan/updated`: the whole plan each time, its steps with their statuses and an optional explanation. */
-function livePlan(at: ReturnType<typeof where>, params: Record<string, unknown>): ProviderEvent {
-  const native = Array.isArray(params.plan) ? (params.plan as Array<{ step?: unknown; status?: unknown }>) : [];
-  const steps = native.map((s) => ({ step: str(s.step) ?? "", status: STEP_STATUS[str(s.status) ?? ""] ?? "pending" }));
-  const explanation = str(params.explanation);
-  return { type: "plan.updated", ...at, steps, ...(explanation !== undefined ? { explanation } : {}) };
+function livePlan({ threadId, turnId, plan, explanation }: TurnPlanUpdatedNotification): ProviderEvent {
+  const steps = plan.map((s) => ({ step: s.step, status: STEP_STATUS[s.status] ?? "pending" }));
+  return { type: "plan.updated", ...where(threadId, turnId), steps, ...(explanation != null ? { explanation } : {}) };
 }
 
 function delta(
-  at: ReturnType<typeof where>,
-  params: Record<string, unknown>,
+  params: { threadId: string; turnId: string; itemId: string; delta: string },
   kind: ProviderItemKind,
   stream: ItemStream,
 ): ProviderEvent[] {
-  const text = str(params.delta);
-  const itemRef = str(params.itemId);
-  return text ? [{ type: "item.delta", ...at, ...(itemRef ? { itemRef } : {}), kind, stream, delta: text }] : [];
+  if (!params.delta) return [];
+  const at = where(params.threadId, params.turnId);
+  return [
+    {
+      type: "item.delta",
+      ...at,
+      ...(params.itemId ? { itemRef: params.itemId } : {}),
+      kind,
+      stream,
+      delta: params.delta,
+    },
+  ];
 }
 
-function reasoningText(item: NativeItem): string | undefined {
-  const summary = Array.isArray(item.summary)
-    ? (item.summary as unknown[]).map((s) => (typeof s === "string" ? s : (str((s as { text?: string }).text) ?? "")))
-    : [];
-  return summary.length > 0 ? summary.join("\n") : undefined;
+function reasoningText(summary: string[] | undefined): string | undefined {
+  return summary && summary.length > 0 ? summary.join("\n") : undefined;
 }
 
 /**
- * A server request (approval, user input) as a `request.opened`, or null for one the adapter
- * does not project (the caller declines it so the turn is never stuck).
+ * A server request (approval, user input, tool call) as a `request.opened`, or null for one with
+ * nothing to ask (no questions). A file-change approval names only its item: its change is the one
+ * the item's start announced (`fileChanges`).
  */
 export function mapServerRequest(
-  method: string,
-  raw: unknown,
+  { method, params }: CodexServerRequest,
   id: number,
   fileChanges: ReadonlyMap<string, { path: string; diff: string }>,
 ): Extract<ProviderEvent, { type: "request.opened" }> | null {
-  const params = (raw ?? {}) as Record<string, unknown>;
-  const at = where(params);
-  const itemRef = str(params.itemId);
   let request: RequestPayload;
   switch (method) {
     case "item/commandExecution/requestApproval":
       request = {
         kind: "command",
-        command: str(params.command) ?? "",
-        ...(str(params.cwd) ? { cwd: str(params.cwd)! } : {}),
-        ...(str(params.reason) ? { reason: str(params.reason)! } : {}),
+        command: params.command ?? "",
+        ...(params.cwd ? { cwd: params.cwd } : {}),
+        ...(params.reason ? { reason: params.reason } : {}),
       };
       break;
     case "item/fileChange/requestApproval": {
-      const change = itemRef ? fileChanges.get(itemRef) : undefined;
+      const change = fileChanges.get(params.itemId);
       request = {
         kind: "file_change",
         path: change?.path ?? "(unknown path)",
@@ -228,15 +174,14 @@ export function mapServerRequest(
       break;
     }
     case "item/tool/requestUserInput": {
-      const native = Array.isArray(params.questions) ? (params.questions as Array<Record<string, unknown>>) : [];
-      const questions = native.map((q) => ({
-        id: str(q.id) ?? "question",
-        question: str(q.question) ?? "",
-        ...(str(q.header) ? { header: str(q.header)! } : {}),
-        ...(Array.isArray(q.options)
+      const questions = params.questions.map((q) => ({
+        id: q.id,
+        question: q.question,
+        ...(q.header ? { header: q.header } : {}),
+        ...(q.options
           ? {
-              options: (q.options as Array<{ label?: string; description?: string }>).map((o) => ({
-                label: o.label ?? "",
+              options: q.options.map((o) => ({
+                label: o.label,
                 ...(o.description ? { description: o.description } : {}),
               })),
             }
@@ -248,21 +193,25 @@ export function mapServerRequest(
     }
     case "item/tool/call":
       // One of the embedder's tools (offered as dynamic tools): the runtime runs it and answers.
-      request = { kind: "dynamic_tool", toolName: str(params.tool) ?? "", input: params.arguments ?? null };
+      request = { kind: "dynamic_tool", toolName: params.tool, input: params.arguments ?? null };
       break;
-    default:
-      return null;
   }
   // A tool call names its item by its call id.
-  const item = itemRef ?? (method === "item/tool/call" ? str(params.callId) : undefined);
-  return { type: "request.opened", ...at, requestRef: String(id), ...(item ? { itemRef: item } : {}), request };
+  const itemRef = "itemId" in params ? params.itemId : params.callId;
+  return {
+    type: "request.opened",
+    ...where(params.threadId, params.turnId),
+    requestRef: String(id),
+    ...(itemRef ? { itemRef } : {}),
+    request,
+  };
 }
 
 /**
  * A Tiller answer in Codex's words: decisions for approvals, `{ answers: { id: { answers } } }` for questions, the
  * tool's text and success for a dynamic tool call (a declined call: a failure the model is told of).
  */
-export function nativeResponse(method: string, response: RequestResponse): unknown {
+export function nativeResponse(method: keyof CodexServerRequests, response: RequestResponse): CodexServerAnswer {
   if (method === "item/tool/call") {
     const result = response.kind === "tool_result" ? response : { output: "declined by the client", success: false };
     return { contentItems: [{ type: "inputText", text: result.output }], success: result.success };
@@ -275,10 +224,100 @@ export function nativeResponse(method: string, response: RequestResponse): unkno
       ),
     };
   }
-  return { decision: response.kind === "decision" ? nativeDecision(response.decision) : "decline" };
+  if (response.kind !== "decision") return { decision: "decline" };
+  return { decision: response.decision === "accept_for_session" ? "acceptForSession" : response.decision };
 }
 
-/** A Tiller decision in Codex's words. */
-export function nativeDecision(decision: RequestDecision): string {
-  return decision === "accept_for_session" ? "acceptForSession" : decision;
+// ---------------------------------------------------------------------------------------------
+// The runtime's words in Codex's
+
+const SANDBOX: Record<SandboxPolicy, SandboxMode> = {
+  "read-only": "read-only",
+  "workspace-write": "workspace-write",
+  "full-access": "danger-full-access",
+};
+
+/**
+ * What a thread runs under, wherever it is opened (start, resume, fork): its cwd, the session's sandbox, and the
+ * update_plan tool offered. The approval policy is each turn's (adapter.ts, sendRun).
+ */
+export function threadOpening(cwd: string, sandbox: SandboxPolicy) {
+  return { cwd, sandbox: SANDBOX[sandbox], config: UPDATE_PLAN_TOOL };
+}
+
+const textInput = (text: string): UserInput => ({ type: "text", text, text_elements: [] });
+
+/** A turn's input: a handoff's context goes in as user context (Codex takes developer instructions at thread start). */
+export function turnInput(text: string, context?: { kind: string; text: string } | null): UserInput[] {
+  return [
+    ...(context ? [textInput(`Context from earlier in this conversation (${context.kind}):\n${context.text}`)] : []),
+    textInput(text),
+  ];
+}
+
+export const steerInput = (text: string): UserInput[] => [textInput(text)];
+
+/** What a thread runs with, from its start, resume or fork response: a mode must restate both. */
+export interface ThreadTuning {
+  model: string;
+  effort: ReasoningEffort | null;
+}
+
+/**
+ * Codex's collaboration modes (`turn/start.collaborationMode`, experimental API), measured on the
+ * pinned binary. `default`: the `update_plan` tool works (once enabled, tools.ts) and each call is a
+ * `turn/plan/updated`; `request_user_input` answers the model "unavailable in Default mode"; a
+ * `<proposed_plan>` block stays assistant text. `plan`: `request_user_input` becomes an
+ * `item/tool/requestUserInput` server request; a `<proposed_plan>` block becomes a `plan` item;
+ * `update_plan` answers "not allowed in Plan mode". A runtime mode's interaction names the mode.
+ *
+ * Codex keeps a turn's mode for the turns after it, so every turn names its own. A mode overrides
+ * the model and the reasoning effort too: both are restated from the thread (an unset effort would
+ * drop the configured one); `developer_instructions: null` keeps Codex's built-in instructions.
+ */
+export function collaborationMode(
+  mode: RuntimeMode["interaction"],
+  tuning: ThreadTuning,
+): Pick<TurnStartParams, "collaborationMode"> {
+  return {
+    collaborationMode: {
+      mode,
+      settings: { model: tuning.model, reasoning_effort: tuning.effort, developer_instructions: null },
+    },
+  };
+}
+
+const TURN_STATUS = {
+  inProgress: "running",
+  interrupted: "interrupted",
+  failed: "failed",
+  completed: "completed",
+} as const;
+
+/** A thread's turns as the runtime's snapshot (`thread/read`). */
+export function snapshotOf(threadRef: string, turns: Turn[]): ProviderThreadSnapshot {
+  return {
+    threadRef,
+    turns: turns.map((t) => ({
+      turnRef: t.id,
+      status: TURN_STATUS[t.status] ?? "completed",
+      userText: itemsText(t.items, "userMessage"),
+      assistantText: itemsText(t.items, "agentMessage"),
+    })),
+  };
+}
+
+function itemsText(items: ThreadItem[], type: "userMessage" | "agentMessage"): string {
+  return items
+    .map((i) =>
+      i.type !== type
+        ? null
+        : i.type === "agentMessage"
+          ? i.text
+          : i.type === "userMessage"
+            ? i.content.map((c) => (c.type === "text" ? c.text : "")).join("")
+            : null,
+    )
+    .filter((text): text is string => text !== null)
+    .join("\n");
 }
