@@ -65,6 +65,18 @@ describe("claude: a model endpoint as an option", () => {
     expect(everyFile(join(w.root, "data"))).not.toContain(SIMULATOR_KEY);
   });
 
+  it("names the model Claude asks for", async () => {
+    world = await claudeWorld({}, { model: { name: "sim-model-7" } });
+    const w = world;
+    const { threadId } = await w.rt.createThread({ providerTarget: "claude", cwd: w.workspace });
+    w.sim.push({ text: "named" });
+    const run = await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "which model?" })).runId);
+    expect(run.status).toBe("completed");
+    const asked = w.sim.requests.filter((r) => r.url.startsWith("/v1/messages"));
+    expect(asked.length).toBeGreaterThan(0);
+    for (const request of asked) expect((request.body as { model?: string }).model).toBe("sim-model-7");
+  });
+
   it("reads the key when the adapter is made, and refuses what it cannot use", () => {
     const model = { baseUrl: "http://127.0.0.1:9/", apiKeyEnv: "APP_KEY" };
     expect(endpointEnvironment(model, {}, { APP_KEY: "k-123" })).toEqual({
@@ -80,9 +92,7 @@ describe("claude: a model endpoint as an option", () => {
       }
       throw new Error("not refused");
     };
-    expect(refused(() => endpointEnvironment(model, {}, {}))).toBe(
-      "model.apiKeyEnv: APP_KEY is not set in the environment",
-    );
+    expect(refused(() => endpointEnvironment(model, {}, {}))).toBe("model.apiKeyEnv: the variable APP_KEY is not set");
     expect(refused(() => endpointEnvironment({ ...model, baseUrl: "localhost:9" }, {}, { APP_KEY: "k" }))).toBe(
       "model.baseUrl: is not an http(s) URL",
     );
@@ -94,8 +104,14 @@ describe("claude: a model endpoint as an option", () => {
     );
     // One place says where Claude's model is: the option, or `env`, not both.
     expect(refused(() => endpointEnvironment(model, { ANTHROPIC_API_KEY: "other" }, { APP_KEY: "k" }))).toBe(
-      "env: sets ANTHROPIC_API_KEY, which the model option sets",
+      "env: sets ANTHROPIC_API_KEY, which the model option decides",
     );
+    // The adapter's `env` may hold the key (Claude gets it there too); the model's name is Claude's default model.
+    expect(endpointEnvironment({ ...model, name: "m-1" }, { APP_KEY: "k-env" }, { APP_KEY: "k-123" })).toEqual({
+      ANTHROPIC_BASE_URL: "http://127.0.0.1:9/",
+      ANTHROPIC_API_KEY: "k-env",
+      ANTHROPIC_MODEL: "m-1",
+    });
     // At creation, not at the first session.
     expect(() =>
       createClaudeAdapter({ model: { baseUrl: "http://127.0.0.1:9/", apiKeyEnv: "TILLER_TEST_UNSET_KEY" } }),

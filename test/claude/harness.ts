@@ -22,10 +22,13 @@ export type ClaudeWorld = SimulatedWorld<ClaudeAdapter>;
 export const SIMULATOR_KEY_ENV = "TILLER_TEST_SIMULATOR_KEY";
 export const SIMULATOR_KEY = "sk-simulator-key";
 
-/** `adapter`: extra adapter options (an `executable` such as the transcript recorder, its `env`). */
+/**
+ * `adapter`: extra adapter options (an `executable` such as the transcript recorder, its `env`, the name of the model
+ * Claude asks the simulator for).
+ */
 export function claudeWorld(
   runtime: Partial<RuntimeOptions> = {},
-  adapter: Partial<ClaudeAdapterOptions> = {},
+  adapter: Omit<ClaudeAdapterOptions, "model"> & { model?: { name?: string } } = {},
 ): Promise<ClaudeWorld> {
   return simulatedWorld({
     target: "claude",
@@ -36,7 +39,7 @@ export function claudeWorld(
         ...adapter,
         home,
         configDir: join(home, ".claude"),
-        model: { baseUrl: sim.url, apiKeyEnv: SIMULATOR_KEY_ENV },
+        model: { baseUrl: sim.url, apiKeyEnv: SIMULATOR_KEY_ENV, ...adapter.model },
       });
     },
   });

@@ -18,14 +18,16 @@ import { StdioChannel } from "../kit/stdioChannel.js";
 
 /** An Anthropic-compatible model endpoint for Claude Code, instead of Anthropic's own API and the user's login. */
 export interface ClaudeModelEndpoint {
-  /** The endpoint's base URL (Claude Code's `ANTHROPIC_BASE_URL`). */
+  /** The endpoint's base URL, as Claude Code takes it (`ANTHROPIC_BASE_URL`): Claude POSTs `{baseUrl}/v1/messages`. */
   baseUrl: string;
   /**
-   * The name of the embedder's environment variable that holds the endpoint's API key: read once, when the adapter is
-   * made, and handed to Claude only, as `ANTHROPIC_API_KEY` in its host's environment. Never logged, never sent over
-   * RPC, never part of the host key but as a hash.
+   * The environment variable holding the endpoint's API key: looked up in the adapter's `env`, then in the embedder's,
+   * once, when the adapter is made, and handed to Claude only, as `ANTHROPIC_API_KEY` in its host's environment. Never
+   * logged, never sent over RPC, in the host key as a hash only.
    */
   apiKeyEnv: string;
+  /** The model's name (`ANTHROPIC_MODEL`); omitted: Claude's default. A turn's own `model` still wins. */
+  name?: string;
 }
 
 export interface ClaudeHostOptions {
@@ -58,15 +60,24 @@ const QUIET = {
  */
 const NO_BACKGROUND = { CLAUDE_CODE_DISABLE_BACKGROUND_TASKS: "1" };
 
-/** What the model endpoint option sets in Claude's environment; `env` may not set it too. */
-const ENDPOINT_VARIABLES = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"];
+/**
+ * What the model endpoint option decides in Claude's environment; `env` may not set it too (a bearer token would go
+ * to the endpoint beside the key).
+ */
+const ENDPOINT_VARIABLES = ["ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_MODEL"];
 
-/** The model endpoint as Claude Code reads it from its environment, the key read from the embedder's. */
+interface EndpointEnvironment {
+  ANTHROPIC_BASE_URL: string;
+  ANTHROPIC_API_KEY: string;
+  ANTHROPIC_MODEL?: string;
+}
+
+/** The model endpoint as Claude Code reads it from its environment, the key from `env`, else the embedder's. */
 export function endpointEnvironment(
   model: ClaudeModelEndpoint,
   env: Record<string, string> = {},
   from: NodeJS.ProcessEnv = process.env,
-): { ANTHROPIC_BASE_URL: string; ANTHROPIC_API_KEY: string } {
+): EndpointEnvironment {
   let url: URL;
   try {
     url = new URL(model.baseUrl);
@@ -77,12 +88,16 @@ export function endpointEnvironment(
     throw new InvalidInputError("model.baseUrl", "is not an http(s) URL");
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(model.apiKeyEnv))
     throw new InvalidInputError("model.apiKeyEnv", "is not an environment variable name");
-  const key = from[model.apiKeyEnv];
+  const key = env[model.apiKeyEnv] ?? from[model.apiKeyEnv];
   // Never the key itself in a message: only the name it was looked up under.
-  if (!key) throw new InvalidInputError("model.apiKeyEnv", `${model.apiKeyEnv} is not set in the environment`);
+  if (!key) throw new InvalidInputError("model.apiKeyEnv", `the variable ${model.apiKeyEnv} is not set`);
   const clash = ENDPOINT_VARIABLES.filter((name) => name in env);
-  if (clash.length > 0) throw new InvalidInputError("env", `sets ${clash.join(", ")}, which the model option sets`);
-  return { ANTHROPIC_BASE_URL: model.baseUrl, ANTHROPIC_API_KEY: key };
+  if (clash.length > 0) throw new InvalidInputError("env", `sets ${clash.join(", ")}, which the model option decides`);
+  return {
+    ANTHROPIC_BASE_URL: model.baseUrl,
+    ANTHROPIC_API_KEY: key,
+    ...(model.name ? { ANTHROPIC_MODEL: model.name } : {}),
+  };
 }
 
 // The host's calls. Each call's params are checked by the host, each result by the adapter.
@@ -167,9 +182,7 @@ export function claudeHostSpec(
   options: ClaudeHostOptions,
   onEvent: (sessionId: string, event: ProviderEvent) => void,
 ): HostSpec {
-  const endpoint: Partial<ReturnType<typeof endpointEnvironment>> = options.model
-    ? endpointEnvironment(options.model, options.env)
-    : {};
+  const endpoint: Partial<EndpointEnvironment> = options.model ? endpointEnvironment(options.model, options.env) : {};
   // Set at spawn and read by the host from its own environment, never sent in a call: a frame
   // ring's dump of the init call would otherwise put the key in the log.
   const claudeEnv: Record<string, string> = {
@@ -208,6 +221,7 @@ export function claudeHostSpec(
         home: options.home ?? null,
         configDir: options.configDir ?? null,
         baseUrl: options.model?.baseUrl ?? null,
+        modelName: options.model?.name ?? null,
       },
       credentials: createHash("sha256").update(JSON.stringify(credentials)).digest("hex"),
     },

@@ -29,7 +29,7 @@ const handlers: Handlers = {
 };
 
 async function handle(method: string, params: unknown): Promise<unknown> {
-  if (!Object.hasOwn(HOST_CALLS, method)) throw Object.assign(new Error(`unknown method ${method}`), { code: -32601 });
+  if (!Object.hasOwn(HOST_CALLS, method)) throw new ProtocolError(`claude host: unknown method ${method}`);
   const call = method as HostMethod;
   const parsed = HOST_CALLS[call].params.safeParse(params ?? {});
   if (!parsed.success)
