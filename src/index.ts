@@ -47,17 +47,16 @@ export { DEGRADATIONS, POLICY_NAMES, type PolicyName } from "./machines/policies
 export type * from "./adapters/contract.js";
 export { ProviderEventSchema } from "./adapters/contract.js";
 export { defineAdapter, SERVED_BY, type RequiredMethods, type Serving } from "./adapters/kit/defineAdapter.js";
-export { createScriptedAdapter, type ScriptedAdapterOptions } from "./adapters/scripted/adapter.js";
-export { ScriptedBackend } from "./adapters/scripted/backend.js";
 export {
+  createScriptedAdapter,
   createScriptedHostAdapter,
-  type ScriptedHostAdapter,
-  type ScriptedHostOptions,
-} from "./adapters/scripted/hosted.js";
-export {
+  ScriptedBackend,
   keyedScript,
   echoScript,
   ScriptStepSchema,
+  type ScriptedAdapterOptions,
+  type ScriptedHostAdapter,
+  type ScriptedHostOptions,
   type ScriptStep,
   type ScriptSource,
-} from "./adapters/scripted/script.js";
+} from "./adapters/scripted/index.js";

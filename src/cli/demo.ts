@@ -1,6 +1,6 @@
 import { join } from "node:path";
-import { createScriptedAdapter } from "../adapters/scripted/adapter.js";
-import { keyedScript, type ScriptStep } from "../adapters/scripted/script.js";
+import { createScriptedAdapter } from "../adapters/scripted/host/provider.js";
+import { keyedScript, type ScriptStep } from "../adapters/scripted/host/script.js";
 import { createRuntime, type TillerRuntime } from "../index.js";
 import { demoProvider, type DemoProviderName } from "./demoProviders.js";
 import { TranscriptPrinter, describe } from "./transcript.js";

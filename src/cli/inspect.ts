@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
-import { createScriptedAdapter } from "../adapters/scripted/adapter.js";
-import { keyedScript, type ScriptStep } from "../adapters/scripted/script.js";
+import { createScriptedAdapter } from "../adapters/scripted/host/provider.js";
+import { keyedScript, type ScriptStep } from "../adapters/scripted/host/script.js";
 import { InvalidInputError } from "../domain/errors.js";
 import { createRuntime, type TillerRuntime } from "../index.js";
 import { inspectorCatalog, loadInspector } from "../runtime/inspector.js";

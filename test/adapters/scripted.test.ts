@@ -8,10 +8,10 @@ import type {
   ProviderThreadHandle,
 } from "../../src/adapters/contract.js";
 import type { RequestResponse } from "../../src/domain/items.js";
-import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
-import type { ScriptedAdapterOptions } from "../../src/adapters/scripted/adapter.js";
-import { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
-import type { ScriptStep } from "../../src/adapters/scripted/script.js";
+import { createScriptedAdapter } from "../../src/adapters/scripted/host/provider.js";
+import type { ScriptedAdapterOptions } from "../../src/adapters/scripted/host/provider.js";
+import { ScriptedBackend } from "../../src/adapters/scripted/host/backend.js";
+import type { ScriptStep } from "../../src/adapters/scripted/host/script.js";
 import type { CapabilityOverrides, ProviderCapabilities } from "../../src/capabilities/index.js";
 import { CapabilityUnsupportedError, ResumeFailedError } from "../../src/domain/errors.js";
 

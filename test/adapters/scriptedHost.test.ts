@@ -9,8 +9,8 @@ import {
   EventParamsSchema,
   HOST_PROTOCOL_VERSION,
   ResumeResultSchema,
-} from "../../src/adapters/scripted/host/protocol.js";
-import type { ScriptStep } from "../../src/adapters/scripted/script.js";
+} from "../../src/adapters/scripted/protocol/host.js";
+import type { ScriptStep } from "../../src/adapters/scripted/host/script.js";
 import { TillerError } from "../../src/domain/errors.js";
 import { parseMessage, request, toError, type RpcMessage } from "../../src/adapters/kit/jsonRpc.js";
 

@@ -7,8 +7,8 @@ import {
   AttachResultSchema,
   ReattachResultSchema,
   type ReattachResult,
-} from "../../src/adapters/scripted/host/protocol.js";
-import type { ScriptStep } from "../../src/adapters/scripted/script.js";
+} from "../../src/adapters/scripted/protocol/host.js";
+import type { ScriptStep } from "../../src/adapters/scripted/host/script.js";
 import { createScriptedHostAdapter } from "../../src/index.js";
 import { killSocketHosts, SocketClient, spawnSocketHost } from "./socketHost.js";
 

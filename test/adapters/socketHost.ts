@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { WebSocket } from "ws";
-import { EventParamsSchema } from "../../src/adapters/scripted/host/protocol.js";
+import { EventParamsSchema } from "../../src/adapters/scripted/protocol/host.js";
 import type { ProviderEvent } from "../../src/adapters/contract.js";
 import { parseMessage, request, toError, type RpcMessage } from "../../src/adapters/kit/jsonRpc.js";
 

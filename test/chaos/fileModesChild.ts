@@ -7,7 +7,7 @@ import { lstat, mkdir, mkdtemp, readdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { createRuntime } from "../../src/index.js";
-import { createScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js";
+import { createScriptedHostAdapter } from "../../src/adapters/scripted/adapter.js";
 
 process.umask(0o000);
 const root = await mkdtemp(join(tmpdir(), "tiller-modes-"));

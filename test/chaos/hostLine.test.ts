@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js";
+import { createScriptedHostAdapter } from "../../src/adapters/scripted/adapter.js";
 import { sequentialIds } from "../../src/index.js";
 import { BoundedLineSplitter } from "../../src/adapters/kit/lines.js";
 import { isRunning } from "../../src/runtime/hosts/process.js";

@@ -1,9 +1,9 @@
 import { rm } from "node:fs/promises";
 import fc from "fast-check";
 import { describe, it } from "vitest";
-import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
-import { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
-import { keyedScript } from "../../src/adapters/scripted/script.js";
+import { createScriptedAdapter } from "../../src/adapters/scripted/host/provider.js";
+import { ScriptedBackend } from "../../src/adapters/scripted/host/backend.js";
+import { keyedScript } from "../../src/adapters/scripted/host/script.js";
 import { isTillerError } from "../../src/domain/errors.js";
 import type { DomainEvent } from "../../src/domain/events.js";
 import type { Runtime } from "../../src/runtime/runtime.js";

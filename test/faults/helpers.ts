@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sequentialIds, type RuntimeOptions, type ScriptStep } from "../../src/index.js";
-import { createScriptedHostAdapter, type ScriptedHostOptions } from "../../src/adapters/scripted/hosted.js";
+import { createScriptedHostAdapter, type ScriptedHostOptions } from "../../src/adapters/scripted/adapter.js";
 import { isRunning } from "../../src/runtime/hosts/process.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { openRuntime } from "../support/internals.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
+import { createScriptedAdapter } from "../../src/adapters/scripted/host/provider.js";
 import { nextEvent, withInjectedFrames } from "../support/runtime.js";
 import { hosted, openFaultRuntime } from "./helpers.js";
 import type { DomainEvent } from "../../src/domain/events.js";

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { alive, hosted, killIfAlive, openFaultRuntime, report, until } from "./helpers.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
-import type { ScriptedHostAdapter } from "../../src/adapters/scripted/hosted.js";
+import type { ScriptedHostAdapter } from "../../src/adapters/scripted/adapter.js";
 
 /**
  * Host processes under the runtime, for real: the scripted provider runs in child processes

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { CapabilityOverrides } from "../../src/index.js";
 import { holding, rejectsWith, scripted, turns } from "../support/policies.js";
 import { ofType, openTestRuntime, override, recordCalls, sendAndWait } from "../support/runtime.js";
-import { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
+import { ScriptedBackend } from "../../src/adapters/scripted/host/backend.js";
 
 /**
  * What a provider thread must be told of the conversation before a run may go to it (issue 14), through the real

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { keyedScript, ScriptedBackend } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
-import type { BackendTurn } from "../../src/adapters/scripted/backend.js";
+import type { BackendTurn } from "../../src/adapters/scripted/host/backend.js";
 import { tempDir } from "../support/files.js";
 import { allTurns, policies, rejectsWith, row, scripted } from "../support/policies.js";
 import { nextEvent, ofType, openTestRuntime, override, sendAndWait } from "../support/runtime.js";

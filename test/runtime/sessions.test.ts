@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createScriptedAdapter } from "../../src/adapters/scripted/adapter.js";
+import { createScriptedAdapter } from "../../src/adapters/scripted/host/provider.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import { keyedScript } from "../../src/index.js";
 import { nextEvent, openTestRuntime, ofType } from "../support/runtime.js";

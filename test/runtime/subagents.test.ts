@@ -6,7 +6,7 @@ import {
   type ScriptStep,
 } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
-import { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
+import { ScriptedBackend } from "../../src/adapters/scripted/host/backend.js";
 import { declaring } from "./hostileProvider.js";
 import {
   injectOnThread,

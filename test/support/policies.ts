@@ -9,7 +9,7 @@ import {
   type TillerRuntime,
 } from "../../src/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
-import type { BackendThread, ScriptedBackend } from "../../src/adapters/scripted/backend.js";
+import type { BackendThread, ScriptedBackend } from "../../src/adapters/scripted/host/backend.js";
 import type { DomainEvent, DomainEventOf } from "../../src/domain/events.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
 import { nextEvent, ofType, rejection } from "./runtime.js";

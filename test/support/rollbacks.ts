@@ -1,5 +1,5 @@
 import type { CapabilityOverrides, ScriptStep } from "../../src/index.js";
-import type { ScriptedBackend } from "../../src/adapters/scripted/backend.js";
+import type { ScriptedBackend } from "../../src/adapters/scripted/host/backend.js";
 import { scripted } from "./policies.js";
 import { deferred, override } from "./runtime.js";
 

@@ -1,368 +1,152 @@
-import {
-  defineCapabilities,
-  parseCapabilities,
-  type CapabilityOverrides,
-  type ProviderCapabilities,
-} from "../../capabilities/index.js";
-import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../domain/entities.js";
-import { CapabilityUnsupportedError, NotFoundError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
-import type {
-  HandoffContext,
-  ProviderAdapter,
-  ProviderAdapterEvent,
-  ProviderEvent,
-  ProviderThreadHandle,
-  SandboxPolicy,
-  TurnAddress,
-} from "../contract.js";
+import type { ProviderCapabilities } from "../../capabilities/index.js";
+import { HostUnavailableError } from "../../domain/errors.js";
+import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
 import { EventQueue } from "../kit/eventQueue.js";
-import { ScriptedBackend, type BackendThread } from "./backend.js";
-import { echoScript, type ScriptSource, type ScriptStep } from "./script.js";
-import { endedCleanly, ScriptedTurn } from "./turn.js";
+import type { HostLease, HostSpec } from "../kit/hostSpec.js";
+import { HostSessions } from "../kit/hostSessions.js";
+import { hostedCapabilities } from "./capabilities.js";
+import { ReattachResultSchema } from "./protocol/host.js";
+import { scriptedHostTransport, type ScriptedHostOptions } from "./transport.js";
 
 /**
- * The scripted provider: a real adapter whose "model" is a script. It honours exactly the
- * capability record it is given: optional methods exist only when declared, native ids
- * appear only where identity exposes them, and so on.
+ * The scripted provider's adapters. `createScriptedAdapter` runs the scripted provider in process (it is the provider:
+ * see `host/provider.ts`). `createScriptedHostAdapter` runs the same provider in its own process, leased from the
+ * runtime's host registry: sessions on the target share one host; a dead host fails its sessions. A socket host
+ * outlives the runtime (until nobody has been connected to it for `orphanTtlMs`): the runtime's next life adopts it,
+ * and where the record says pending requests survive a restart, `reattachSession` takes up a session it still runs.
  */
 
-export interface ScriptedAdapterOptions {
-  /** A full record, or overrides applied to `fullCapabilities()`. */
-  capabilities?: ProviderCapabilities | CapabilityOverrides;
-  script?: ScriptSource;
-  /** Share a backend between adapters to model a provider that outlives the runtime. */
-  backend?: ScriptedBackend;
-  /** Delay between streamed chunks; 0 yields to the event loop only. */
-  chunkDelayMs?: number;
+export { createScriptedAdapter, type ScriptedAdapterOptions } from "./host/provider.js";
+export { DEFAULT_ORPHAN_TTL_MS, type ScriptedHostOptions } from "./transport.js";
+
+export type ScriptedHostAdapter = ProviderAdapter & {
+  /** Opens a `gate` step in every live host. */
+  openGate(name: string): Promise<void>;
   /**
-   * A backend gate a turn waits at after sendRun answered and before the provider takes it up
-   * (before its turn.started): a provider slow to start a turn.
+   * Calls a host test hook (`debug.dropConnections`, `debug.stopListening`, `debug.flood`, `debug.emitRaw`) through a
+   * live session's host.
    */
-  startGate?: (input: { text: string; turnIndex: number }) => string | undefined;
-}
+  debug(method: string, params?: Record<string, unknown>): Promise<void>;
+  /** Pid of the host a session runs in. */
+  hostPid(sessionId: string): number | null;
+  /** How its host is started and reached (what it leases from the registry). */
+  readonly hostSpec: HostSpec;
+};
 
-/** A turn the provider accepted and has not run yet: the next of its thread once the active one ended. */
-interface QueuedTurn {
-  sessionId: string;
-  turn: ScriptedTurn;
-  input: { text: string; context: HandoffContext | null; runtimeMode: RuntimeMode };
-}
-
-interface Session {
-  generation: number;
-  stopped: boolean;
-  sandbox: SandboxPolicy;
-  /** The mode the session started in: every turn's, unless the record lets a turn switch it. */
-  runtimeMode: RuntimeMode;
-  /** The embedder's tools the session was offered, by name: the only ones its turns can call. */
-  tools: string[];
-}
-
-export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): ProviderAdapter {
-  const caps = resolveCapabilities(options.capabilities);
-  const backend = options.backend ?? new ScriptedBackend();
-  const script = options.script ?? echoScript;
-  const chunkDelayMs = options.chunkDelayMs ?? 0;
+export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): ScriptedHostAdapter {
+  const caps: ProviderCapabilities = hostedCapabilities(options.capabilities, options.transport ?? "stdio");
   const queue = new EventQueue<ProviderAdapterEvent>();
-  const sessions = new Map<string, Session>();
-  /** Active turn per native thread id. */
-  const active = new Map<string, { sessionId: string; turn: ScriptedTurn; ended: Promise<void> }>();
-  /** Turns sent while another ran, per native thread id, in order (only where the record says it queues). */
-  const waiting = new Map<string, QueuedTurn[]>();
-  let generation = 0;
-
-  const exposesThreadRef = caps.threads.exposesNativeThreadId && caps.identity.nativeThreadIds !== "none";
-  const exposesTurnRef = caps.turns.exposesNativeTurnId && caps.identity.nativeTurnIds !== "none";
+  const sessions = new HostSessions("scripted host", (sessionId, report) =>
+    queue.push({
+      sessionId,
+      event: { type: "session.state", state: "error", message: `provider host lost: ${report}` },
+    }),
+  );
   const push = (sessionId: string, event: ProviderEvent) => queue.push({ sessionId, event });
+  const { spec, connOf } = scriptedHostTransport(
+    options,
+    caps,
+    (frame) => queue.push(frame),
+    (conn, alive) => {
+      for (const [sessionId, lease] of sessions.entries()) {
+        if (!conn.leases.has(lease) || alive.has(sessionId)) continue;
+        forget(sessionId, lease);
+        push(sessionId, {
+          type: "session.state",
+          state: "error",
+          message: "the host lost this session while disconnected",
+        });
+      }
+    },
+  );
 
-  const liveSession = (sessionId: string): Session => {
-    const session = sessions.get(sessionId);
-    if (!session || session.stopped)
-      throw new ProviderError(`scripted session ${sessionId} is not running`, { sessionId });
-    return session;
+  const call = async <T>(sessionId: string, method: string, input: unknown): Promise<T> =>
+    (await sessions.lease(sessionId).channel.call(method, input)) as T;
+
+  /** Leases a host for a session (taken, not yet confirmed: `forget` gives it back). */
+  const lease = async (sessionId: string): Promise<HostLease> => {
+    const held = await sessions.open(sessionId, spec);
+    connOf(held.channel)?.leases.add(held);
+    return held;
   };
-  const threadOf = (handle: ProviderThreadHandle): BackendThread => {
-    const thread = backend.threads.get(handle.resumeCursor);
-    if (!thread) throw new NotFoundError("scripted thread", handle.resumeCursor);
-    return thread;
-  };
-  const handleOf = (thread: BackendThread): ProviderThreadHandle => ({
-    threadRef: exposesThreadRef ? thread.id : null,
-    resumeCursor: thread.id,
-  });
-  const activeTurn = (input: TurnAddress) => {
-    const entry = active.get(input.thread.resumeCursor);
-    if (!entry) throw new ProviderError("no active turn on this thread", { cursor: input.thread.resumeCursor });
-    return entry.turn;
-  };
-
-  async function runTurn(
-    sessionId: string,
-    thread: BackendThread,
-    turn: ScriptedTurn,
-    { text, context, runtimeMode }: { text: string; context: HandoffContext | null; runtimeMode: RuntimeMode },
-    turnIndex: number,
-  ) {
-    const threadRef = exposesThreadRef ? thread.id : undefined;
-    const where = { ...(threadRef ? { threadRef } : {}), ...(turn.turnRef ? { turnRef: turn.turnRef } : {}) };
-    const record = {
-      turnRef: turn.turnRef ?? `turn-${turnIndex}`,
-      userText: text,
-      assistantText: "",
-      status: "running" as const,
-      context,
-      runtimeMode,
-    };
-    thread.turns.push(record);
-    await Promise.resolve(); // the turn starts after sendRun returns, as with a real provider
-    const gate = options.startGate?.({ text, turnIndex });
-    if (gate) await backend.gateOpened(gate);
-    turn.announced = true;
-    if (caps.turns.emitsTurnStarted) push(sessionId, { type: "turn.started", ...where });
-    let steps: ScriptStep[];
-    try {
-      steps = script({ text, turnIndex });
-    } catch (error) {
-      steps = [{ type: "fail", message: `the script threw: ${String(error)}` }];
-    }
-    const terminal = await turn.run(steps, threadRef);
-    // The session died with the turn: no terminal.
-    if (!sessions.get(sessionId)?.stopped) {
-      Object.assign(record, { assistantText: turn.assistantText, status: terminal.status });
-      if (caps.turns.emitsTurnCompleted) push(sessionId, { type: "turn.terminal", ...where, ...terminal });
-      else push(sessionId, { type: "session.state", state: "idle" });
-    }
-    // Only once its terminal is on its way does the turn stop counting as running (isTurnAlive).
-    if (active.get(thread.id)?.turn === turn) {
-      active.delete(thread.id);
-      takeUpNext(thread);
-    }
+  function giveBack(held: HostLease): void {
+    connOf(held.channel)?.leases.delete(held);
+    held.release();
+  }
+  /** The session is no longer the adapter's: its lease goes back. */
+  function forget(sessionId: string, held: HostLease): void {
+    sessions.take(sessionId);
+    giveBack(held);
   }
 
-  /** The turn runs now: it is its thread's active turn. */
-  function begin(queued: QueuedTurn, thread: BackendThread): void {
-    const { sessionId, turn, input } = queued;
-    const ended = runTurn(sessionId, thread, turn, input, thread.turns.length).catch((error: unknown) => {
-      push(sessionId, { type: "warning", message: `scripted turn crashed: ${String(error)}` });
-    });
-    active.set(thread.id, { sessionId, turn, ended });
-  }
-
-  /** Takes the queued turns `leaves` names off a thread's queue. */
-  function unqueue(threadId: string, leaves: (queued: QueuedTurn, index: number) => boolean): void {
-    const kept = (waiting.get(threadId) ?? []).filter((q, i) => !leaves(q, i));
-    if (kept.length > 0) waiting.set(threadId, kept);
-    else waiting.delete(threadId);
-  }
-
-  /** A provider that queues follow-ups takes the next one up once its thread's turn ended. */
-  function takeUpNext(thread: BackendThread): void {
-    const next = waiting.get(thread.id)?.[0];
-    unqueue(thread.id, (_, i) => i === 0);
-    if (next && !sessions.get(next.sessionId)?.stopped) begin(next, thread);
-  }
-
-  /**
-   * Drops a queued turn the runtime interrupted, by its ref: it never runs. Its terminal says so where the provider
-   * sends terminals; where it does not, the turn is aborted before it starts and ends at once when its time comes.
-   */
-  function dropQueued(threadId: string, turnRef: string | null): boolean {
-    const queued = waiting.get(threadId)?.find((q) => turnRef !== null && q.turn.turnRef === turnRef);
-    if (!queued) return false;
-    queued.turn.abort.abort();
-    if (!caps.turns.emitsTurnCompleted) return true;
-    unqueue(threadId, (q) => q === queued);
-    const where = { ...(exposesThreadRef ? { threadRef: threadId } : {}), turnRef: turnRef! };
-    push(queued.sessionId, { type: "turn.terminal", ...where, ...endedCleanly("interrupted") });
-    return true;
-  }
-
-  const adapter: ProviderAdapter = {
+  const adapter: ScriptedHostAdapter = {
     provider: "scripted",
     getCapabilities: () => caps,
-    async startSession({ sessionId, sandbox, runtimeMode, tools }) {
-      generation += 1;
-      sessions.set(sessionId, {
-        generation,
-        stopped: false,
-        sandbox: sandbox ?? "workspace-write",
-        runtimeMode: runtimeMode ?? DEFAULT_RUNTIME_MODE,
-        tools: (tools ?? []).map((t) => t.name),
-      });
-      push(sessionId, { type: "session.state", state: "ready" });
-      return { sessionId, capabilities: caps, hostGeneration: generation };
+    bindHosts(registry, target) {
+      sessions.bind(registry);
+      spec.target = target;
+    },
+    async startSession(input) {
+      const held = await lease(input.sessionId);
+      try {
+        await held.channel.call("startSession", input);
+      } catch (error) {
+        forget(input.sessionId, held);
+        throw error;
+      }
+      return { sessionId: input.sessionId, capabilities: caps, hostGeneration: held.generation };
     },
     async stopSession({ sessionId }) {
-      const session = sessions.get(sessionId);
-      if (!session || session.stopped) return;
-      session.stopped = true;
-      const ending: Promise<void>[] = [];
-      // Turns it held in its queue end with it, never run.
-      for (const threadId of [...waiting.keys()]) unqueue(threadId, (q) => q.sessionId === sessionId);
-      for (const [threadId, entry] of active) {
-        if (entry.sessionId !== sessionId) continue;
-        entry.turn.abort.abort();
-        active.delete(threadId);
-        ending.push(entry.ended);
-      }
-      // Its turns are over before the session says it stopped: nothing of theirs can follow.
-      await Promise.all(ending);
-      push(sessionId, { type: "session.state", state: "stopped", message: "session stopped" });
+      const held = sessions.take(sessionId);
+      if (!held) return;
+      await held.channel.call("stopSession", { sessionId }, { timeoutMs: 2_000 }).catch(() => undefined);
+      giveBack(held);
     },
-    // Where a thread's files go is not its own: every call's address names its cwd.
-    async ensureProviderThread({ sessionId, resume }) {
-      liveSession(sessionId);
-      if (!resume && !caps.threads.canCreateEmptyThread)
-        throw new CapabilityUnsupportedError(
-          "threads.canCreateEmptyThread",
-          "scripted provider makes no empty threads",
-        );
-      if (!resume) return handleOf(backend.createThread());
-      const thread = backend.threads.get(resume.cursor);
-      if (!thread)
-        throw new ResumeFailedError(`scripted provider has no thread for cursor ${resume.cursor}`, {
-          cursor: resume.cursor,
-        });
-      return handleOf(thread);
-    },
-    async sendRun({ sessionId, thread: address, text, context, runtimeMode, newThread }) {
-      const session = liveSession(sessionId);
-      // A provider without empty threads makes the thread with its first turn, and names it in its reply.
-      const made = newThread ? handleOf(backend.createThread()) : undefined;
-      const handle = made ? { ...made, cwd: address.cwd } : address;
-      const thread = threadOf(handle);
-      if (active.has(thread.id) && !caps.turns.supportsQueuedMessages)
-        throw new ProviderError("a turn is already running on this thread", { cursor: thread.id });
-      const turnRef = exposesTurnRef ? backend.nextId("sturn") : undefined;
-      // Files are written where the runtime says the thread lives, as with a real provider's tools.
-      // A provider that cannot switch modes in session works every turn in the session's mode.
-      const mode = caps.sessions.supportsRuntimeModeSwitchInSession
-        ? (runtimeMode ?? DEFAULT_RUNTIME_MODE)
-        : session.runtimeMode;
-      const workspace = { cwd: handle.cwd, sandbox: session.sandbox, runtimeMode: mode, tools: session.tools };
-      const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs, workspace);
-      const queued = { sessionId, turn, input: { text, context, runtimeMode: mode } };
-      // A provider that queues holds a turn sent while another runs, and takes it up when that one ended.
-      if (active.has(thread.id)) waiting.set(thread.id, [...(waiting.get(thread.id) ?? []), queued]);
-      else begin(queued, thread);
-      return { turnRef: turnRef ?? null, ...(made ? { thread: made } : {}) };
-    },
-    async interrupt(input) {
-      if (!caps.turns.supportsInterrupt) {
-        throw new CapabilityUnsupportedError("turns.supportsInterrupt", "scripted provider declared no interrupt");
-      }
-      liveSession(input.sessionId);
-      if (dropQueued(input.thread.resumeCursor, input.turnRef)) return;
-      const turn = activeTurn(input);
-      // Like Codex: a provider that announces its turns knows no turn to stop before it announced it.
-      if (caps.turns.emitsTurnStarted && !turn.announced)
-        throw new ProviderError("no active turn to interrupt yet", { cursor: input.thread.resumeCursor });
-      turn.abort.abort(); // acknowledgement only: the terminal follows as an event
-    },
-    async isTurnAlive(input) {
-      const session = sessions.get(input.sessionId);
-      if (!session || session.stopped) return false;
-      const threadId = threadOf(input.thread).id;
-      const entry = active.get(threadId);
-      if (entry !== undefined && (input.turnRef === null || entry.turn.turnRef === input.turnRef)) return true;
-      // A turn waiting in the provider's queue is alive: it runs once the turns ahead of it ended.
-      return (waiting.get(threadId) ?? []).some(
-        (q) => q.sessionId === input.sessionId && q.turn.turnRef === input.turnRef,
-      );
-    },
-    async respondToRequest({ sessionId, thread, request, response }) {
-      liveSession(sessionId);
-      const turn = activeTurn({ sessionId, thread, turnRef: request.turnRef });
-      const pending = turn.pending.find((p) =>
-        request.requestRef ? p.requestRef === request.requestRef : p.ordinal === request.ordinal,
-      );
-      if (!pending) throw new ProviderError("no such pending request", { request });
-      pending.answer(response);
-    },
+    ensureProviderThread: (input) => call(input.sessionId, "ensureProviderThread", input),
+    sendRun: (input) => call(input.sessionId, "sendRun", input),
+    interrupt: (input) => call(input.sessionId, "interrupt", input),
+    isTurnAlive: (input) => call(input.sessionId, "isTurnAlive", input),
+    respondToRequest: (input) => call(input.sessionId, "respondToRequest", input),
     streamEvents: () => queue,
     async close() {
-      for (const sessionId of sessions.keys()) await adapter.stopSession({ sessionId });
+      for (const [sessionId] of sessions.entries()) await adapter.stopSession({ sessionId });
       queue.close();
     },
+    async openGate(name) {
+      const channels = new Set(sessions.entries().map(([, l]) => l.channel));
+      await Promise.all([...channels].map((c) => c.call("openGate", { name })));
+    },
+    async debug(method, params = {}) {
+      const [lease] = sessions.entries().map(([, l]) => l);
+      if (!lease) throw new HostUnavailableError("no live host");
+      await lease.channel.call(method, params);
+    },
+    hostPid: (sessionId) => sessions.pid(sessionId),
+    hostSpec: spec,
   };
-
-  if (caps.turns.supportsActiveSteering) {
-    adapter.steerRun = async (input) => {
-      liveSession(input.sessionId);
-      activeTurn(input).steers.push(input.text);
-    };
-  }
-  if (caps.threads.canReadThreadSnapshot) {
-    adapter.readThreadSnapshot = async ({ thread }) =>
-      backend.snapshot(threadOf(thread), { thread: exposesThreadRef, turn: exposesTurnRef });
-  }
-  if (caps.context.canGenerateSummaries) {
-    adapter.summarize = async ({ sessionId, transcript, maxChars }) => {
-      liveSession(sessionId);
-      backend.summaries.push({ transcript, maxChars });
-      // A provider's summary: condensed to the bound, the newest of the conversation kept.
-      const head = "Summary written by the scripted provider:\n";
-      return head + transcript.slice(Math.max(0, transcript.length - (maxChars - head.length)));
-    };
-  }
-  if (caps.threads.canRollbackThread) {
-    adapter.rollbackThread = async ({ thread: handle, turns }) => {
-      const thread = threadOf(handle);
-      thread.turns.splice(Math.max(0, thread.turns.length - turns));
-      return { snapshot: backend.snapshot(thread, { thread: exposesThreadRef, turn: exposesTurnRef }) };
-    };
-  }
-  if (caps.subagents.canWaitForSubagents) {
-    adapter.waitForSubagent = async ({ sessionId, thread, childThreadRef, signal }) => {
-      liveSession(sessionId);
-      const subagent = active.get(thread.resumeCursor)?.turn.subagents.get(childThreadRef);
-      if (subagent) return { status: await untilAborted(subagent.ended, signal) };
-      // Ended already: its child thread tells how (where the provider keeps it).
-      const status = backend.threads.get(childThreadRef)?.turns[0]?.status;
-      if (!status || status === "running") throw new ProviderError("no such subagent", { childThreadRef });
-      return { status };
-    };
-  }
-  if (caps.subagents.canCloseSubagents) {
-    adapter.closeSubagent = async ({ sessionId, thread, childThreadRef }) => {
-      liveSession(sessionId);
-      const subagent = active.get(thread.resumeCursor)?.turn.subagents.get(childThreadRef);
-      if (!subagent) throw new ProviderError("no subagent on this child thread", { childThreadRef });
-      subagent.close.abort(); // acknowledgement only: its end follows as events (an ended one stays as it ended)
-    };
-  }
-  if (caps.threads.canForkThread) {
-    adapter.forkThread = async ({ thread: handle, afterTurnRef }) => {
-      const source = threadOf(handle);
-      if (source.parentId !== undefined && !caps.threads.canForkFromSubagentThread)
-        throw new CapabilityUnsupportedError(
-          "threads.canForkFromSubagentThread",
-          "the scripted provider forks no subagent thread",
-        );
-      const cut =
-        afterTurnRef === null ? source.turns.length : source.turns.findIndex((t) => t.turnRef === afterTurnRef) + 1;
-      if (cut === 0) throw new ProviderError(`no turn ${afterTurnRef} to fork after`);
-      // The fork's files go where its sendRun's address says, like every turn's.
-      return handleOf(backend.createThread(source.turns.slice(0, cut).map((t) => ({ ...t }))));
+  // Optional methods exist exactly when the record declares them, as in-process.
+  if (caps.turns.supportsActiveSteering) adapter.steerRun = (input) => call(input.sessionId, "steerRun", input);
+  if (caps.threads.canReadThreadSnapshot)
+    adapter.readThreadSnapshot = (input) => call(input.sessionId, "readThreadSnapshot", input);
+  if (caps.threads.canRollbackThread)
+    adapter.rollbackThread = (input) => call(input.sessionId, "rollbackThread", input);
+  if (caps.threads.canForkThread) adapter.forkThread = (input) => call(input.sessionId, "forkThread", input);
+  if (caps.context.canGenerateSummaries) adapter.summarize = (input) => call(input.sessionId, "summarize", input);
+  if (caps.sessions.pendingRequestsSurviveRestart) {
+    // The session's host is leased as for a start: a host a previous life left running is adopted then.
+    adapter.reattachSession = async ({ sessionId }) => {
+      const live = sessions.find(sessionId);
+      const held = live ?? (await lease(sessionId));
+      try {
+        const found = ReattachResultSchema.parse(await held.channel.call("reattach", { sessionId }));
+        if (found) return { sessionId, capabilities: caps, hostGeneration: held.generation, turns: found.turns };
+      } catch (error) {
+        if (!live) forget(sessionId, held);
+        throw error;
+      }
+      if (!live) forget(sessionId, held);
+      return null;
     };
   }
   return adapter;
-}
-
-/** The promise's value, unless `signal` aborts first (rejects with its reason). */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    void promise.then((value) => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(value);
-    });
-  });
-}
-
-export function resolveCapabilities(input: ScriptedAdapterOptions["capabilities"]): ProviderCapabilities {
-  if (input && "version" in input) return parseCapabilities(input);
-  return defineCapabilities(input ?? {});
 }

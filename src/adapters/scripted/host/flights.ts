@@ -1,5 +1,5 @@
 import type { ProviderAdapter, ProviderEvent, SendRunInput } from "../../contract.js";
-import type { ReattachResult } from "./protocol.js";
+import type { ReattachResult } from "../protocol/host.js";
 
 /**
  * What the scripted host knows of its sessions without asking the provider: each session's

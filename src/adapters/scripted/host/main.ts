@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import { dirname } from "node:path";
 import { createInterface } from "node:readline";
 import { WebSocket, WebSocketServer, type RawData } from "ws";
-import { HOST_FLAGS } from "./protocol.js";
+import { HOST_FLAGS } from "../protocol/host.js";
 import { ScriptedHost, type FloodStream, type HostConnection } from "./server.js";
 
 /**

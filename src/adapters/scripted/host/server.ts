@@ -2,11 +2,11 @@ import { z } from "zod";
 import { CapabilityUnsupportedError, ConflictError, InvalidInputError, ProtocolError } from "../../../domain/errors.js";
 import { errorResponse, notification, result, RpcMessageSchema, type RpcMessage } from "../../kit/jsonRpc.js";
 import type { ProviderAdapter, ProviderEvent, SendRunInput } from "../../contract.js";
-import { createScriptedAdapter, type ScriptedAdapterOptions } from "../adapter.js";
-import { ScriptedBackend } from "../backend.js";
-import { keyedScript } from "../script.js";
+import { createScriptedAdapter, type ScriptedAdapterOptions } from "./provider.js";
+import { ScriptedBackend } from "./backend.js";
+import { keyedScript } from "./script.js";
 import { Flights } from "./flights.js";
-import { HOST_PROTOCOL_VERSION, InitParamsSchema, type AttachResult, type ResumeResult } from "./protocol.js";
+import { HOST_PROTOCOL_VERSION, InitParamsSchema, type AttachResult, type ResumeResult } from "../protocol/host.js";
 
 /**
  * The scripted host's relay, independent of the transport: one scripted adapter (created by

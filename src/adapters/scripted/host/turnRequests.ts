@@ -1,9 +1,9 @@
-import type { ProviderCapabilities } from "../../capabilities/schema.js";
-import type { RequestPayload, RequestResponse } from "../../domain/items.js";
+import type { ProviderCapabilities } from "../../../capabilities/schema.js";
+import type { RequestPayload, RequestResponse } from "../../../domain/items.js";
 import type { ScriptedBackend } from "./backend.js";
 import type { Emit, Scope } from "./turnItems.js";
 import { TurnInterrupted } from "./turnWaits.js";
-import { supportsApprovalFor } from "../../capabilities/predicates.js";
+import { supportsApprovalFor } from "../../../capabilities/predicates.js";
 
 /**
  * A scripted turn's requests (approvals and questions): asked only where the capability

@@ -1,6 +1,6 @@
-import type { ProviderCapabilities } from "../../capabilities/schema.js";
-import type { ItemStatus, ItemStream, ProviderItemKind } from "../../domain/items.js";
-import type { ProviderEvent } from "../contract.js";
+import type { ProviderCapabilities } from "../../../capabilities/schema.js";
+import type { ItemStatus, ItemStream, ProviderItemKind } from "../../../domain/items.js";
+import type { ProviderEvent } from "../../contract.js";
 import type { ScriptedBackend } from "./backend.js";
 import { checkAborted, wait } from "./turnWaits.js";
 

@@ -1,14 +1,15 @@
-import type { ProviderCapabilities } from "../../capabilities/schema.js";
+import type { ProviderCapabilities } from "../../../capabilities/schema.js";
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { RuntimeMode, TurnTerminalStatus } from "../../domain/entities.js";
-import type { RequestPayload } from "../../domain/items.js";
-import type { ProviderEvent, SandboxPolicy } from "../contract.js";
+import type { RuntimeMode, TurnTerminalStatus } from "../../../domain/entities.js";
+import type { RequestPayload } from "../../../domain/items.js";
+import type { ProviderEvent, SandboxPolicy } from "../../contract.js";
 import type { BackendThread, ScriptedBackend } from "./backend.js";
 import type { ScriptStep } from "./script.js";
 import { type Emit, type Scope, TurnItems } from "./turnItems.js";
 import { type PendingRequest, TurnRequests } from "./turnRequests.js";
 import { checkAborted, TurnInterrupted, until, wait } from "./turnWaits.js";
+import { callBack, canCallBack, toolDetail } from "../tools.js";
 
 /**
  * One scripted turn in flight. It emits exactly what the capability record declares:
@@ -145,8 +146,7 @@ export class ScriptedTurn {
         return;
       case "tool": {
         const ref = this.#items.itemRef(true);
-        const mcp = step.mcp && caps.tools.supportsMcpTools ? { mcp: step.mcp } : {};
-        this.#items.started("tool_call", ref, scope, { toolName: step.name, input: step.input, ...mcp });
+        this.#items.started("tool_call", ref, scope, toolDetail(step, caps));
         if (caps.tools.emitsToolOutput) await this.#items.stream("tool_call", ref, scope, step.output, "output");
         this.#items.completed("tool_call", ref, scope, {
           status: step.failed ? "failed" : "completed",
@@ -248,13 +248,13 @@ export class ScriptedTurn {
    * the item's output and goes into the reply.
    */
   async #callBack(step: Extract<ScriptStep, { type: "tool_call" }>, scope: Scope): Promise<void> {
-    const { tools, approvals } = this.caps;
-    const offered = tools.supportsDynamicToolCallbacks && (this.workspace.tools ?? []).includes(step.tool);
+    const { approvals } = this.caps;
+    const offered = canCallBack(step.tool, this.caps, this.workspace.tools);
     if (!offered || (scope.inSubagent && !approvals.approvalsCanOriginateFromSubagents))
       return this.#items.message("assistant_message", `I have no tool named ${step.tool}.`, scope);
     const ref = this.#items.itemRef(true);
-    this.#items.started("tool_call", ref, scope, { toolName: step.tool, input: step.input ?? null });
-    const request: RequestPayload = { kind: "dynamic_tool", toolName: step.tool, input: step.input ?? null };
+    const { detail, request } = callBack(step);
+    this.#items.started("tool_call", ref, scope, detail);
     const response = await this.#requests.ask(request, ref, scope);
     const result = response.kind === "tool_result" ? response : { output: `${step.tool} was not run`, success: false };
     this.#items.completed("tool_call", ref, scope, {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import type { RuntimeMode, TurnTerminalStatus } from "../../domain/entities.js";
-import type { HandoffContext, ProviderThreadSnapshot } from "../contract.js";
+import type { RuntimeMode, TurnTerminalStatus } from "../../../domain/entities.js";
+import type { HandoffContext, ProviderThreadSnapshot } from "../../contract.js";
 
 /**
  * The scripted provider's own persistent state: its threads and their turns. Share one

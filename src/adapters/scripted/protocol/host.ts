@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ScriptStepSchema } from "../script.js";
+import { ScriptStepSchema } from "../host/script.js";
 
 /**
  * The scripted host's protocol: JSON-RPC 2.0 (see adapters/kit/jsonRpc.ts) over stdio, a

@@ -1,6 +1,6 @@
 import { isAbsolute } from "node:path";
 import { z } from "zod";
-import { McpToolRefSchema, PlanStepSchema, QuestionSchema, TodoItemSchema } from "../../domain/items.js";
+import { McpToolRefSchema, PlanStepSchema, QuestionSchema, TodoItemSchema } from "../../../domain/items.js";
 
 /**
  * What a scripted turn does, step by step. Scripts are data (validated with zod), so a
