@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { CodexAdapterOptions } from "../../src/adapters/codex/adapter.js";
 import { isTerminalRunStatus } from "../../src/runtime/projectionRuns.js";
+import { codexSimulatorOptions } from "../../src/adapters/codex/transport.js";
 import { codexWorld, sawInNextRequest, shell, until, type CodexWorld } from "./harness.js";
 
 /**
@@ -61,14 +62,19 @@ describe("codex: approvals in the runtime mode", () => {
   });
 
   it("on_request without an adapter policy restates Codex's configured one after a turn under never", async () => {
-    const adapter: Partial<CodexAdapterOptions> = { approvalPolicy: undefined };
+    // Codex's configured policy, set the way an embedder sets any Codex config (`untrusted` is no config value in
+    // 0.171: the app-server refuses to start with it).
+    const adapter = (sim: { url: string }): Partial<CodexAdapterOptions> => ({
+      approvalPolicy: undefined,
+      config: { ...codexSimulatorOptions(sim.url).config, approval_policy: "on-request" },
+    });
     world = await codexWorld({ adapter });
     const w = world;
     const threadId = await thread(w);
     w.sim.push({ text: "nothing to run" });
     await w.rt.waitForRun((await w.rt.sendMessage({ threadId, text: "hi", ...never })).runId);
 
-    // The configured policy (on-request, the simulator home's) asks before an escalated command.
+    // The configured policy (on-request) asks before an escalated command.
     w.sim.push(shell("echo escalated > escalated.txt && echo ESC-$((6*7))"), sawInNextRequest("ESC-42"));
     const { runId } = await w.rt.sendMessage({ threadId, text: "run it", ...onRequest });
     const [request] = await endOrAsk(w, threadId, runId);

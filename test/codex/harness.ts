@@ -23,7 +23,8 @@ export type CodexWorld = SimulatedWorld<CodexAdapter>;
 
 export function codexWorld(
   options: {
-    adapter?: Partial<CodexAdapterOptions>;
+    /** The adapter's options over the harness's (a function: options that name the simulator). */
+    adapter?: Partial<CodexAdapterOptions> | ((sim: { url: string }) => Partial<CodexAdapterOptions>);
     runtime?: Partial<RuntimeOptions>;
     extraProviders?: RuntimeOptions["providers"];
   } = {},
@@ -41,7 +42,7 @@ export function codexWorld(
         home,
         ...codexSimulatorOptions(sim.url),
         approvalPolicy: "untrusted",
-        ...options.adapter,
+        ...(typeof options.adapter === "function" ? options.adapter(sim) : options.adapter),
       }),
   });
 }

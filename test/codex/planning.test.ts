@@ -5,7 +5,7 @@ import { codexWorld, sawInNextRequest, until, type CodexWorld } from "./harness.
 
 /**
  * Plans and questions on the real Codex binary, through the runtime, against the model
- * simulator. What the pinned binary does (src/adapters/codex/modes.ts): in Default mode an
+ * simulator. What the pinned binary does (src/adapters/codex/mapper.ts, collaborationMode): in Default mode an
  * `update_plan` call is a `turn/plan/updated` and `request_user_input` is refused; in Plan mode
  * (a thread sent `runtimeMode: { interaction: "plan" }`) `request_user_input` asks the client and a
  * `<proposed_plan>` block is a plan item, while `update_plan` is refused. Codex cannot switch

@@ -67,20 +67,26 @@ export interface CodexModelEndpoint {
   maxRetries?: number;
 }
 
-/** A config value of Codex's `-c key=value` (the value is TOML). */
-export type CodexConfigValue = string | number | boolean;
+/** A config value of Codex's `-c key=value` (the value is TOML: a string, number, boolean or array of strings). */
+export type CodexConfigValue = string | number | boolean | readonly string[];
 
 /** The provider id the endpoint is registered under, in this process's command line only. */
 const ENDPOINT_PROVIDER = "tiller_endpoint";
+const SHELL_EXCLUDE = "shell_environment_policy.exclude";
 
 /**
  * The app-server's command line: the endpoint as a model provider, and the config overrides,
  * as `-c` flags (nothing is written to a config file). The key itself never appears here: Codex
- * reads it from the variable named by `env_key`, which is in the host's environment only.
+ * reads it from the variable named by `env_key`, which is in the host's environment only. That
+ * variable is also kept out of the environment of the model's commands: Codex's shell snapshot
+ * (`$CODEX_HOME/shell_snapshots/*.sh`) would otherwise write it to disk (measured on 0.171.0).
  */
 function appServerArgs(model: CodexModelEndpoint | undefined, config: Record<string, CodexConfigValue>) {
   const settings: Array<[string, CodexConfigValue]> = [];
+  const overrides = { ...config };
   if (model) {
+    const excluded = overrides[SHELL_EXCLUDE];
+    overrides[SHELL_EXCLUDE] = [...(Array.isArray(excluded) ? excluded : []), model.apiKeyEnv];
     const provider = `model_providers.${ENDPOINT_PROVIDER}`;
     settings.push(
       ["model_provider", ENDPOINT_PROVIDER],
@@ -96,7 +102,7 @@ function appServerArgs(model: CodexModelEndpoint | undefined, config: Record<str
       );
     if (model.name) settings.push(["model", model.name]);
   }
-  settings.push(...Object.entries(config).sort(([a], [b]) => a.localeCompare(b)));
+  settings.push(...Object.entries(overrides).sort(([a], [b]) => a.localeCompare(b)));
   return ["app-server", ...settings.flatMap(([key, value]) => ["-c", `${key}=${toml(value)}`])];
 }
 
@@ -147,6 +153,7 @@ export function appServerLaunch(binary: string, options: CodexLaunchOptions) {
 
 /** A TOML scalar (a JSON string is a valid TOML basic string). */
 function toml(value: CodexConfigValue): string {
+  if (Array.isArray(value)) return `[${value.map((v) => JSON.stringify(v)).join(", ")}]`;
   return typeof value === "string" ? JSON.stringify(value) : String(value);
 }
 
