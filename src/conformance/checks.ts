@@ -39,15 +39,23 @@ function completed(h: Harness, runId: string, field: string): Finding {
   return finding(field, status === "completed", "the run completed", `the run ended ${status}`);
 }
 
+/** The refusal policy of the latest step: named by the typed refusal, or recorded in the log. */
+function refusedBy(h: Harness, policies: string[]): string | null {
+  if (h.lastError?.code !== "capability_unsupported") return null;
+  const named = h.lastError.policy;
+  if (named && policies.includes(named)) return named;
+  return h.policies().find((p) => policies.includes(p)) ?? null;
+}
+
 function refusal(h: Harness, policy: string, fields: string[]): Finding[] {
   const refused = h.lastError?.code === "capability_unsupported";
-  const recorded = h.policies().includes(policy);
+  const recorded = refusedBy(h, [policy]) !== null;
   return fields.map((f) =>
     finding(
       f,
       refused && recorded,
-      `refused as capability_unsupported, ${policy} recorded`,
-      `refusal ${h.lastError?.code ?? "none"}, ${policy} ${recorded ? "recorded" : "not recorded"}`,
+      `refused as capability_unsupported (${policy})`,
+      `refusal ${h.lastError?.code ?? "none"}, policy ${h.lastError?.policy ?? "none"}, ${policy} expected`,
     ),
   );
 }
@@ -58,18 +66,19 @@ const textOfRun = (h: Harness, index: number) => h.userTexts.get(h.runIds[index]
 
 function textTurn(h: Harness, caps: ProviderCapabilities): Finding[] {
   const runId = h.runId;
-  const out: Finding[] = [completed(h, runId, "turns.emitsTurnCompleted")];
+  const out: Finding[] = [];
   const terminal = h.terminal(runId);
   const correlation = terminal?.correlation ?? "(none)";
+  const done = terminal?.status === "completed";
   const inferred = h.policies((e) => e.runId === runId).includes("terminal_inferred_from_idle");
   if (caps.turns.emitsTurnCompleted) {
     const sent = h.provider.some((e) => e.type === "turn.terminal");
     out.push(
       finding(
         "turns.emitsTurnCompleted",
-        sent && !inferred,
+        sent && !inferred && done,
         "the provider sent the turn's terminal",
-        `provider terminal ${sent ? "sent" : "never sent"}, correlation ${correlation}`,
+        `run ${terminal?.status}, provider terminal ${sent ? "sent" : "never sent"}, correlation ${correlation}`,
       ),
     );
     if (caps.turns.terminalStatusQuality !== "none")
@@ -85,9 +94,9 @@ function textTurn(h: Harness, caps: ProviderCapabilities): Finding[] {
     out.push(
       finding(
         "turns.emitsTurnCompleted",
-        correlation === "inferred" && inferred,
+        correlation === "inferred" && inferred && done,
         "no terminal: the end was inferred at idle (terminal_inferred_from_idle)",
-        `correlation ${correlation}, terminal_inferred_from_idle ${inferred ? "recorded" : "not recorded"}`,
+        `run ${terminal?.status}, correlation ${correlation}, inferred from idle: ${inferred}`,
       ),
     );
   }
@@ -149,6 +158,55 @@ function forkChecks(fields: string[], native: boolean, priorWanted: (h: Harness)
   };
 }
 
+const DELIVERY_FIELD = {
+  system: "context.acceptsSystemContext",
+  developer: "context.acceptsDeveloperContext",
+  synthetic_user: "context.acceptsSyntheticUserContext",
+} as const;
+
+/** A fresh provider thread was told the whole conversation: the provider's turn carried it, as the record says. */
+function told(threadOf: (h: Harness) => string): Check {
+  return (h, caps) => {
+    const threadId = threadOf(h);
+    const handoff = h.events("handoff.created", (e) => e.threadId === threadId).at(-1);
+    const context = lastTurn(h)?.context ?? null;
+    const carried = !!context && context.text.includes(textOfRun(h, 0));
+    const how = context
+      ? `${context.delivery} context, ${carried ? "telling" : "not telling"} the conversation`
+      : "none";
+    const seen = `handoff ${handoff?.strategy ?? "none"}; the provider's turn carried ${how}`;
+    const out = [
+      finding("context.canConsumeHandoffSummaries", carried && !!handoff, seen, seen),
+      finding("context.supportsFullThreadHandoff", carried && handoff?.strategy === "full_thread_summary", seen, seen),
+    ];
+    const delivery = context ? DELIVERY_FIELD[context.delivery] : null;
+    if (delivery) out.push(finding(delivery, claims(declared(caps, delivery)), seen, `${seen}, not declared`));
+    const local = h.policies((e) => e.threadId === threadId).includes("summary_by_local_summariser");
+    const by = `summarized by ${handoff?.summarizedBy ?? "nobody"}`;
+    const field = "context.canGenerateSummaries";
+    out.push(
+      caps.context.canGenerateSummaries
+        ? finding(field, handoff?.summarizedBy === "provider", by, by)
+        : finding(field, handoff?.summarizedBy === "runtime" && local, `${by} (summary_by_local_summariser)`, by),
+    );
+    return out;
+  };
+}
+
+const UNTOLD = ["handoff_summary_unsupported", "full_handoff_unsupported", "handoff_unsupported"];
+
+/** A fresh provider thread that cannot be told the conversation: the run is refused, typed, with its policy. */
+function untold(fields: (caps: ProviderCapabilities) => string[]): Check {
+  return (h, caps) => {
+    const refused = h.lastError?.code === "capability_unsupported";
+    const policy = refusedBy(h, UNTOLD);
+    const seen = `refusal ${h.lastError?.code ?? "none"}, policy ${policy ?? "none"}`;
+    const context = ["context.canConsumeHandoffSummaries", "context.supportsFullThreadHandoff"];
+    const absent = context.filter((f) => !claims(declared(caps, f)));
+    return [...fields(caps), ...absent].map((f) => finding(f, refused && !!policy, seen, seen));
+  };
+}
+
 function artifactChecks(): Record<string, Check> {
   const out: Record<string, Check> = {};
   const events = { plan: "plan.updated", todo: "todo.updated", proposed_plan: "plan.proposed" } as const;
@@ -196,6 +254,19 @@ function approvalChecks(): Record<string, Check> {
   return out;
 }
 
+const both =
+  (...all: Check[]): Check =>
+  (h, caps) =>
+    all.flatMap((check) => check(h, caps));
+const forkThread = (h: Harness) => h.forkThreadId!;
+/** The field a fork from an earlier turn answers for: the fork itself, or forking from a turn. */
+const forkEarlierField = (caps: ProviderCapabilities) => [
+  caps.threads.canForkThread ? "threads.canForkFromTurn" : "threads.canForkThread",
+];
+/** The field a divergent rollback answers for: the provider's rollback, where the thread allows one. */
+const divergentField = (caps: ProviderCapabilities) => [
+  caps.threads.canRollbackThread ? "checkpointing.providerCanRollbackConversation" : "threads.canRollbackThread",
+];
 const STEER = "turns.supportsActiveSteering";
 const RESTART = "turns.supportsSteeringByInterruptRestart";
 const receiptOf = (h: Harness) => h.lastReceipt as { disposition?: string; via?: string } | null;
@@ -212,17 +283,23 @@ export const checks: Record<string, Check> = {
   forkedNative: () => [],
   forkedSynthetic: () => [],
   forkNativeAnswered: forkChecks(["threads.canForkThread"], true, (h) => [textOfRun(h, 0)]),
-  forkSyntheticAnswered: forkChecks(["threads.canForkThread"], false, () => []),
+  forkSyntheticAnswered: both(
+    forkChecks(["threads.canForkThread"], false, () => []),
+    told(forkThread),
+  ),
+  forkedUntold: () => [],
+  forkRefused: untold(() => ["threads.canForkThread"]),
+  forkedEarlierUntold: () => [],
+  forkEarlierRefused: untold(forkEarlierField),
   forkedEarlierNative: () => [],
   forkedEarlierSynthetic: () => [],
   forkEarlierNativeAnswered: forkChecks(["threads.canForkThread", "threads.canForkFromTurn"], true, (h) => [
     textOfRun(h, 0),
   ]),
-  forkEarlierSyntheticAnswered: (h, caps) =>
-    forkChecks(caps.threads.canForkThread ? ["threads.canForkFromTurn"] : ["threads.canForkThread"], false, () => [])(
-      h,
-      caps,
-    ),
+  forkEarlierSyntheticAnswered: both(
+    (h, caps) => forkChecks(forkEarlierField(caps), false, () => [])(h, caps),
+    told(forkThread),
+  ),
   rolledBack: (h) => {
     const provider = (h.lastReceipt as { provider?: string } | null)?.provider ?? h.lastError?.code ?? "(none)";
     return ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"].map((f) =>
@@ -243,13 +320,14 @@ export const checks: Record<string, Check> = {
       : "threads.canRollbackThread";
     return [finding(field, ok, "files restored, provider thread divergent", `rollback: ${provider}`)];
   },
-  divergentRebuilt: (h, caps) => {
-    const ok = h.policies((e) => e.runId === h.runId).includes("divergent_thread_rebuilt");
-    const field = caps.threads.canRollbackThread
-      ? "checkpointing.providerCanRollbackConversation"
-      : "threads.canRollbackThread";
-    return [finding(field, ok, "divergent_thread_rebuilt on the next run", "no divergent_thread_rebuilt")];
-  },
+  divergentRebuilt: both(
+    told((h) => h.threadId),
+    (h, caps) => {
+      const ok = h.policies((e) => e.runId === h.runId).includes("divergent_thread_rebuilt");
+      return divergentField(caps).map((f) => finding(f, ok, "divergent_thread_rebuilt on the next run", "not rebuilt"));
+    },
+  ),
+  rebuildRefused: untold(divergentField),
   rollbackRefused: (h) => refusal(h, "rollback_unsupported", ["threads.canRollbackThread"]),
   steered: (h) => {
     const receipt = receiptOf(h);
@@ -270,8 +348,8 @@ export const checks: Record<string, Check> = {
     const restarted = attempts.length === 2 && attempts[1]!.reason === "steering_restart";
     const policy = h.policies((e) => e.runId === runId).includes("steer_by_interrupt_restart");
     const tookSteer = lastTurn(h)?.text === h.steerText;
-    const ok = receipt?.disposition === "restarting" && restarted && policy && tookSteer;
-    const seen = `receipt ${receipt?.disposition}, ${attempts.length} attempts, policy ${policy}, took steer ${tookSteer}`;
+    const ok = receipt?.via === "interrupt_restart" && restarted && policy && tookSteer;
+    const seen = `receipt via ${receipt?.via}, ${attempts.length} attempts, policy ${policy}, took steer ${tookSteer}`;
     const out = [finding(STEER, ok, "steer_by_interrupt_restart", seen), finding(RESTART, ok, "restarted", seen)];
     if (caps.turns.supportsInterrupt)
       out.push(finding("turns.supportsInterrupt", ok, "interrupted for the restart", seen));

@@ -44,7 +44,8 @@ export class Harness {
   /** The runs of the current thread's conversation, in the order they were sent. */
   readonly runIds: string[] = [];
   forkThreadId: string | null = null;
-  lastError: { code: string; message: string } | null = null;
+  /** The latest typed refusal, with the degradation policy and capability its details name. */
+  lastError: { code: string; message: string; policy: string | null; capability: string | null } | null = null;
   lastReceipt: unknown = null;
   /** The user texts sent, by run. */
   readonly userTexts = new Map<string, string>();
@@ -119,6 +120,12 @@ export class Harness {
     });
   }
 
+  /** Resolves once every record the runtime has committed so far has reached the harness. */
+  async settle(): Promise<void> {
+    const head = this.rt.head;
+    await this.until("the log to be delivered", () => (this.records.at(-1)?.seq ?? 0) >= head);
+  }
+
   events<T extends DomainEvent["type"]>(type: T, where: (e: EventOf<T>) => boolean = () => true): EventOf<T>[] {
     return this.records.map((r) => r.event).filter((e): e is EventOf<T> => e.type === type && where(e as EventOf<T>));
   }
@@ -152,7 +159,10 @@ export class Harness {
     } catch (error) {
       const code = (error as { code?: unknown }).code;
       if (typeof code !== "string") throw error;
-      this.lastError = { code, message: (error as Error).message };
+      const details = ((error as { details?: unknown }).details ?? {}) as { policy?: unknown; capability?: unknown };
+      const named = (v: unknown) => (typeof v === "string" ? v : null);
+      const message = (error as Error).message;
+      this.lastError = { code, message, policy: named(details.policy), capability: named(details.capability) };
       return null;
     }
   }

@@ -66,6 +66,8 @@ async function runPath(
     for (; index < path.steps.length; index++) {
       const step = path.steps[index]!;
       await drives[step.event]!(h);
+      await h.settle();
+      if (h.lastError && !step.refusal) throw new Error(`refused: ${h.lastError.code}: ${h.lastError.message}`);
       findings.push(...(checks[step.state]?.(h, caps) ?? []));
     }
     return { findings, error: null };
@@ -96,4 +98,14 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     options.onPath?.(entry);
   }
   return buildReport(world.name, caps, world.scripts, findings, paths);
+}
+
+/** Throws when the report refutes a field (claimed or not) or the resume primitive, naming each with what was seen. */
+export function assertConformance(report: ConformanceReport): void {
+  if (report.ok) return;
+  const refuted = report.fields.filter((f) => f.verdict === "refuted");
+  throw new Error(
+    `${report.summary}\n` +
+      refuted.map((f) => `  ${f.field} (declared ${JSON.stringify(f.declared)}): ${f.detail}`).join("\n"),
+  );
 }

@@ -63,17 +63,37 @@ const guards = {
   /** The seed names both: the thread can be rolled back and the provider rolls its conversation back. */
   rollsBack: ({ context }: Args) =>
     context.caps.threads.canRollbackThread && context.caps.checkpointing.providerCanRollbackConversation,
+  /**
+   * A fresh provider thread can be told the whole conversation (a synthetic fork, a rebuilt divergent thread): the
+   * provider continues from a summary, takes a whole-conversation one, and accepts explicit context some way.
+   */
+  tellsConversation: ({ context }: Args) => {
+    const c = context.caps.context;
+    const delivered = c.acceptsSystemContext || c.acceptsDeveloperContext || c.acceptsSyntheticUserContext;
+    return c.canConsumeHandoffSummaries && c.supportsFullThreadHandoff && delivered;
+  },
   /** Rollback unsupported: restore files and mark the provider state divergent, when the app checkpoints files. */
   restoresFiles: ({ context }: Args) => context.caps.checkpointing.appCanCheckpointFilesystem,
 };
 
 const fields = (...names: string[]) => ({ fields: names });
+/** A state the seed reaches by a typed refusal of the step's command (the only steps a refusal does not fail). */
+const refused = (...names: string[]) => ({ fields: names, refusal: true });
 const STEER = ["turns.supportsActiveSteering", "turns.supportsSteeringByInterruptRestart"];
 const INTERRUPT = ["turns.supportsInterrupt"];
 const QUEUE = ["turns.supportsQueuedMessages"];
 const FORK = ["threads.canForkThread"];
 const FORK_TURN = ["threads.canForkThread", "threads.canForkFromTurn"];
 const ROLLBACK = ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"];
+/** What telling a fresh provider thread the whole conversation exercises. */
+const TOLD = [
+  "context.canConsumeHandoffSummaries",
+  "context.supportsFullThreadHandoff",
+  "context.canGenerateSummaries",
+  "context.acceptsSystemContext",
+  "context.acceptsDeveloperContext",
+  "context.acceptsSyntheticUserContext",
+];
 const TEXT_TURN = [
   "turns.emitsTurnStarted",
   "turns.emitsTurnCompleted",
@@ -143,7 +163,11 @@ export const conformanceMachine: AnyStateMachine = setup({
       meta: fields(...TEXT_TURN),
       on: {
         TEXT: "answeredTwice",
-        FORK: [{ guard: "forksNatively", target: "forkedNative" }, { target: "forkedSynthetic" }],
+        FORK: [
+          { guard: "forksNatively", target: "forkedNative" },
+          { guard: "tellsConversation", target: "forkedSynthetic" },
+          { target: "forkedUntold" },
+        ],
         RESTART: "resumed",
       },
     },
@@ -151,12 +175,15 @@ export const conformanceMachine: AnyStateMachine = setup({
     forkedNative: { meta: fields(...FORK), on: { FORK_TEXT: "forkNativeAnswered" } },
     forkNativeAnswered: { type: "final", meta: fields(...FORK) },
     forkedSynthetic: { meta: fields(...FORK), on: { FORK_TEXT: "forkSyntheticAnswered" } },
-    forkSyntheticAnswered: { type: "final", meta: fields(...FORK) },
+    forkSyntheticAnswered: { type: "final", meta: fields(...FORK, ...TOLD) },
+    forkedUntold: { meta: fields(...FORK), on: { FORK_TEXT: "forkRefused" } },
+    forkRefused: { type: "final", meta: refused(...FORK, ...TOLD) },
     answeredTwice: {
       on: {
         FORK_EARLIER: [
           { guard: "forksFromTurnNatively", target: "forkedEarlierNative" },
-          { target: "forkedEarlierSynthetic" },
+          { guard: "tellsConversation", target: "forkedEarlierSynthetic" },
+          { target: "forkedEarlierUntold" },
         ],
         ROLLBACK: [
           { guard: "rollsBack", target: "rolledBack" },
@@ -168,12 +195,18 @@ export const conformanceMachine: AnyStateMachine = setup({
     forkedEarlierNative: { meta: fields(...FORK_TURN), on: { FORK_TEXT: "forkEarlierNativeAnswered" } },
     forkEarlierNativeAnswered: { type: "final", meta: fields(...FORK_TURN) },
     forkedEarlierSynthetic: { meta: fields(...FORK_TURN), on: { FORK_TEXT: "forkEarlierSyntheticAnswered" } },
-    forkEarlierSyntheticAnswered: { type: "final", meta: fields(...FORK_TURN) },
+    forkEarlierSyntheticAnswered: { type: "final", meta: fields(...FORK_TURN, ...TOLD) },
+    forkedEarlierUntold: { meta: fields(...FORK_TURN), on: { FORK_TEXT: "forkEarlierRefused" } },
+    forkEarlierRefused: { type: "final", meta: refused(...FORK_TURN, ...TOLD) },
     rolledBack: { meta: fields(...ROLLBACK), on: { TEXT: "rolledBackAnswered" } },
     rolledBackAnswered: { type: "final", meta: fields(...ROLLBACK) },
-    rolledBackDivergent: { meta: fields(...ROLLBACK), on: { TEXT: "divergentRebuilt" } },
-    divergentRebuilt: { type: "final", meta: fields(...ROLLBACK) },
-    rollbackRefused: { type: "final", meta: fields(...ROLLBACK, "checkpointing.appCanCheckpointFilesystem") },
+    rolledBackDivergent: {
+      meta: fields(...ROLLBACK),
+      on: { TEXT: [{ guard: "tellsConversation", target: "divergentRebuilt" }, { target: "rebuildRefused" }] },
+    },
+    divergentRebuilt: { type: "final", meta: fields(...ROLLBACK, ...TOLD) },
+    rebuildRefused: { type: "final", meta: refused(...ROLLBACK, ...TOLD) },
+    rollbackRefused: { type: "final", meta: refused(...ROLLBACK, "checkpointing.appCanCheckpointFilesystem") },
     holding: {
       on: {
         STEER: [
@@ -188,9 +221,9 @@ export const conformanceMachine: AnyStateMachine = setup({
     steered: { meta: fields(...STEER), on: { RELEASE: "steeredDone" } },
     steeredDone: { type: "final", meta: fields(...STEER) },
     steerRestarted: { type: "final", meta: fields(...STEER, ...INTERRUPT) },
-    steerRefused: { type: "final", meta: fields(...STEER) },
+    steerRefused: { type: "final", meta: refused(...STEER) },
     interrupted: { type: "final", meta: fields(...INTERRUPT) },
-    interruptRefused: { type: "final", meta: fields(...INTERRUPT) },
+    interruptRefused: { type: "final", meta: refused(...INTERRUPT) },
     queuedAtProvider: { meta: fields(...QUEUE), on: { RELEASE: "queueDrained" } },
     queuedByRuntime: { meta: fields(...QUEUE), on: { RELEASE: "queueDrained" } },
     queueDrained: { type: "final", meta: fields(...QUEUE) },
@@ -221,6 +254,8 @@ export interface ModelStep {
   /** The state the event leads to (a key of `checks`), and the fields it exercises. */
   state: string;
   fields: string[];
+  /** The state is reached by a typed refusal of the step's command. */
+  refusal: boolean;
 }
 
 /** One generated path: from idle to a final state, the shortest way there. */
@@ -243,8 +278,8 @@ export function generatePaths(context: ModelContext): ModelPath[] {
         .filter((s) => !s.event.type.startsWith("xstate."))
         .map((s) => {
           const state = String(s.state.value);
-          const meta = s.state.getMeta()[`conformance.${state}`] as { fields?: string[] } | undefined;
-          return { event: s.event.type, state, fields: meta?.fields ?? [] };
+          const meta = s.state.getMeta()[`conformance.${state}`] as { fields?: string[]; refusal?: true } | undefined;
+          return { event: s.event.type, state, fields: meta?.fields ?? [], refusal: meta?.refusal === true };
         });
       return { steps, fields: [...new Set(steps.flatMap((s) => s.fields))] };
     });

@@ -15,7 +15,10 @@ export interface FieldVerdict {
   /** Dotted field (`turns.supportsInterrupt`), or `primitive.resume` for the required resume primitive. */
   field: string;
   declared: unknown;
-  /** The record claims it (true, `strong`/`weak`, a number); a field declared false or `none` is checked for its degradation. */
+  /**
+   * The record claims it (true, `strong`/`weak`, a number); a field declared false or `none` is checked for the
+   * degradation its absence implies.
+   */
   claimed: boolean;
   verdict: Verdict;
   /** What was observed (verified, refuted) or why it could not be (not exercisable). */
@@ -105,7 +108,9 @@ export function buildReport(
     const claimed = field.startsWith("primitive.") || claims(value);
     const refuted = mine.find((f) => !f.ok);
     if (refuted) return { field, declared: value, claimed, verdict: "refuted", detail: refuted.observed };
-    if (mine.length > 0) return { field, declared: value, claimed, verdict: "verified", detail: mine[0]!.observed };
+    const seen = [...new Set(mine.map((f) => f.observed))];
+    const detail = seen.slice(0, 2).join("; ") + (seen.length > 2 ? ` (+${seen.length - 2} more)` : "");
+    if (mine.length > 0) return { field, declared: value, claimed, verdict: "verified", detail };
     const behaviour = needs(field);
     const reason =
       behaviour && !scripts.has(behaviour)

@@ -27,6 +27,9 @@ export interface ScriptedWorldOptions {
   adapter?: (options: ScriptedAdapterOptions) => ProviderAdapter;
 }
 
+/** A turn as the scripted provider keeps it. */
+type BackendTurn = NonNullable<ReturnType<ScriptedBackend["threads"]["get"]>>["turns"][number];
+
 const SCRIPTS: BehaviourKind[] = [
   "text",
   "hold",
@@ -85,7 +88,7 @@ export function scriptedWorld(options: ScriptedWorldOptions = {}): ConformanceWo
       // One backend per path: every adapter of the path (a restart's too) reaches the same conversations.
       const backend = new ScriptedBackend();
       const queued: TurnBehaviour[] = [];
-      let latest: { text: string; priorUserTexts: string[]; record: { assistantText: string } | null } | null = null;
+      let latest: { text: string; priorUserTexts: string[]; record: BackendTurn | null } | null = null;
       return {
         adapter: () =>
           factory({
@@ -111,7 +114,8 @@ export function scriptedWorld(options: ScriptedWorldOptions = {}): ConformanceWo
         lastTurn(): TurnEvidence | null {
           if (!latest) return null;
           const { text, priorUserTexts, record } = latest;
-          return { text, priorUserTexts, steers: steersIn(record?.assistantText ?? "") };
+          const context = record?.context ? { text: record.context.text, delivery: record.context.delivery } : null;
+          return { text, priorUserTexts, steers: steersIn(record?.assistantText ?? ""), context };
         },
         async close() {},
       };

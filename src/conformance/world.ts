@@ -39,7 +39,7 @@ export type TurnBehaviour =
   | { kind: "todo"; text: string }
   /** Optional: proposes a plan to accept, then replies `text`. */
   | { kind: "proposed_plan"; text: string }
-  /** Optional: asks the user one structured question, then, answered, replies `text`. */
+  /** Optional: asks the user one structured question (id `go`), then, answered, replies `text`. */
   | { kind: "question"; text: string };
 
 export type BehaviourKind = TurnBehaviour["kind"] | `approval:${ApprovalKind}`;
@@ -52,6 +52,11 @@ export interface TurnEvidence {
   priorUserTexts: string[];
   /** Steer texts the turn received while it ran (native steering), in order; read once the turn has ended. */
   steers: string[];
+  /**
+   * The explicit context the turn carried (a handoff or fork summary), as the provider received it, and how: as system
+   * or developer context, or as synthetic user context. Null when it carried none.
+   */
+  context: { text: string; delivery: "system" | "developer" | "synthetic_user" } | null;
 }
 
 /** One path's provider: fresh for every path, so paths never see each other's conversations. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { minimalCapabilities, type CapabilityOverrides, type ProviderCapabilities } from "../../src/index.js";
-import { runConformance, scriptedWorld } from "../../src/conformance/index.js";
+import { assertConformance, runConformance, scriptedWorld } from "../../src/conformance/index.js";
 
 /**
  * The conformance suite for the scripted provider, which honours whatever record it is given: under each record,
@@ -38,6 +38,7 @@ describe("conformance: scripted provider", () => {
       expect(report.fields.filter((f) => f.verdict === "refuted")).toEqual([]);
       expect(report.refuted).toBe(0);
       expect(report.ok).toBe(true);
+      expect(() => assertConformance(report)).not.toThrow();
       expect(report.verified).toBeGreaterThan(0);
     }, 120_000);
   }

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { createScriptedAdapter, type ProviderAdapter, type ScriptedAdapterOptions } from "../../src/index.js";
+import {
+  assertConformance,
+  runConformance,
+  scriptedWorld,
+  type ConformanceReport,
+} from "../../src/conformance/index.js";
+
+/**
+ * The suite catches an adapter that claims more than it does: the scripted provider, wrapped to declare a capability
+ * it does not honour, has that field refuted (with what was observed) and fails the report.
+ */
+
+function verdictOf(report: ConformanceReport, field: string) {
+  return report.fields.find((f) => f.field === field)!;
+}
+
+async function conformanceOf(name: string, lie: (adapter: ProviderAdapter) => ProviderAdapter) {
+  const adapter = (options: ScriptedAdapterOptions) => lie(createScriptedAdapter(options));
+  const report = await runConformance({ world: scriptedWorld({ name, adapter }) });
+  console.log(`${report.summary}\n${report.table}`);
+  return report;
+}
+
+describe("conformance: a lying adapter is caught", () => {
+  it("declares active steering, its steerRun resolves without steering: supportsActiveSteering refuted", async () => {
+    const report = await conformanceOf("steers-nothing", (adapter) => ({ ...adapter, steerRun: async () => {} }));
+    const steering = verdictOf(report, "turns.supportsActiveSteering");
+    expect(steering.declared).toBe(true);
+    expect(steering.verdict).toBe("refuted");
+    expect(steering.detail).toContain("the provider's turn saw []");
+    expect(report.refuted).toBe(1);
+    expect(report.ok).toBe(false);
+    expect(() => assertConformance(report)).toThrow(/turns\.supportsActiveSteering \(declared true\)/);
+    expect(report.summary).toMatch(
+      /^conformance: steers-nothing declared \d+, verified \d+, refuted 1, not exercisable/,
+    );
+    // The rest of what it declares still holds.
+    expect(verdictOf(report, "turns.supportsInterrupt").verdict).toBe("verified");
+  }, 120_000);
+
+  it("declares native forks, and its fork is a fresh thread without the history: canForkThread refuted", async () => {
+    const report = await conformanceOf("forgetful-fork", (adapter) => ({
+      ...adapter,
+      // A thread of the provider's, but an empty one: the conversation is lost.
+      forkThread: ({ sessionId, cwd }) => adapter.ensureProviderThread({ sessionId, cwd }),
+    }));
+    for (const field of ["threads.canForkThread", "threads.canForkFromTurn"]) {
+      const fork = verdictOf(report, field);
+      expect(fork.verdict).toBe("refuted");
+      expect(fork.detail).toContain("the provider had []");
+    }
+    expect(report.refuted).toBe(2);
+    expect(report.ok).toBe(false);
+    expect(verdictOf(report, "threads.canRollbackThread").verdict).toBe("verified");
+  }, 120_000);
+});
