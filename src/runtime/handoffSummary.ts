@@ -64,13 +64,13 @@ export function summarizeRuns(
   decisionsOf: (runId: string) => readonly RequestView[] = () => [],
 ): HandoffSummary {
   const limit = maxChars ?? DEFAULT_HANDOFF_CHARS;
-  const header = "Context from earlier in this conversation:\n";
+  // No header: the adapter kit's context formatter writes it, once, where the context is delivered.
   const parts = runs.map((run) => runText(run, threadId, decisionsOf(run.runId)));
   let dropped = 0;
   const omittedNote = (n: number) => (n > 0 ? `(${n} earlier runs omitted)\n\n` : "");
-  const size = () => header.length + omittedNote(dropped).length + parts.slice(dropped).join("\n\n").length;
+  const size = () => omittedNote(dropped).length + parts.slice(dropped).join("\n\n").length;
   while (runs.length - dropped > 1 && size() > limit) dropped += 1;
-  const text = (header + omittedNote(dropped) + parts.slice(dropped).join("\n\n")).slice(0, limit);
+  const text = (omittedNote(dropped) + parts.slice(dropped).join("\n\n")).slice(0, limit);
   return { text, carried: runs.slice(dropped), omitted: runs.slice(0, dropped) };
 }
 

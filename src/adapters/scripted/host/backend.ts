@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { RuntimeMode, TurnTerminalStatus } from "../../../domain/entities.js";
 import type { HandoffContext, ProviderThreadSnapshot } from "../../contract.js";
+import type { DeliveredContext } from "../../kit/context.js";
 
 /**
  * The scripted provider's own persistent state: its threads and their turns. Share one
@@ -14,6 +15,8 @@ export interface BackendTurn {
   status: TurnTerminalStatus | "running";
   /** The explicit context (handoff, fork, rebuild) the turn was sent with. */
   context?: HandoffContext | null;
+  /** That context as the provider received it (the kit's formatter: where its delivery says, the header once). */
+  delivered?: DeliveredContext;
   /** The mode the turn worked in. */
   runtimeMode?: RuntimeMode;
 }

@@ -15,6 +15,7 @@ import { EventQueue } from "../../kit/eventQueue.js";
 import { ScriptedBackend, type BackendThread } from "./backend.js";
 import { echoScript, type ScriptSource, type ScriptStep } from "./script.js";
 import { endedCleanly, ScriptedTurn } from "./turn.js";
+import { deliverContext } from "../../kit/context.js";
 
 /**
  * The scripted provider: a real adapter whose "model" is a script. It honours exactly the
@@ -107,6 +108,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       assistantText: "",
       status: "running" as const,
       context,
+      delivered: deliverContext(context),
       runtimeMode,
     };
     thread.turns.push(record);
