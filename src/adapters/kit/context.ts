@@ -7,7 +7,7 @@ import type { HandoffContext } from "../contract.js";
  * its protocol takes developer or system instructions for the turn, and sends `userMessages` before the user's own.
  */
 export interface DeliveredContext {
-  /** Developer or system instructions for this turn; null when the context goes in as a user message (or there is none). */
+  /** Developer or system instructions for this turn; null when it goes in as a user message (or there is none). */
   instructions: { role: "developer" | "system"; text: string } | null;
   /** User messages that go before the user's own text, in order. */
   userMessages: string[];
