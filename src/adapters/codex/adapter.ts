@@ -46,10 +46,13 @@ import { appServerLaunch, CodexChannel, isAnswered, resolveCodexBinary, type Cod
  * sessions of different modes share the app-server (every turn names its mode and policy).
  *
  * The model: Codex's configured provider (its home's `config.toml`, its login), or any
- * OpenAI-compatible endpoint through `model: { baseUrl, apiKeyEnv, name? }`, which needs no config
+ * OpenAI-compatible endpoint through `model: { baseUrl, apiKeyEnv, name?, maxRetries? }`
+ * (`baseUrl` as OpenAI clients take it, e.g. `http://127.0.0.1:8080/v1`), which needs no config
  * file: the endpoint goes on the app-server's command line as `-c` overrides, and the key is read
- * from the named variable (of `env`, else of the embedder's environment) into memory and handed to
- * the app-server's environment only (never logged, never written to disk, in the host key as a hash).
+ * from the named variable (of `env`, else of the embedder's environment) into memory when the
+ * adapter is created (unset: `invalid_input`) and handed to the app-server's environment only:
+ * never logged, in no argument or file (the variable is kept out of Codex's shell snapshot), in
+ * the host key as a hash. Any other Codex setting: `config` (`-c key=value`). GAP.md, runtime-owned state.
  */
 
 export interface CodexAdapterOptions extends CodexLaunchOptions {
@@ -153,29 +156,23 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     channel.onCodexRequest(
       (request, id) => {
         const opened = isAnswered(request) ? mapServerRequest(request, id, fileChanges) : null;
-        if (!opened) {
-          // Not projected: refused at once so the turn is never stuck on it; said in the log.
-          channel.respondError(id, `${request.method} is not supported by this client`);
-          const threadRef = "threadId" in request && typeof request.threadId === "string" ? request.threadId : null;
-          warn(channel, threadRef, `codex request ${request.method} is not supported by this adapter; declined`);
-          return;
+        if (opened && isAnswered(request)) {
+          const requestRef = `${serial}:${id}`;
+          pending.set(requestRef, { channel, id, method: request.method });
+          return emit(channel, { ...opened, requestRef });
         }
-        const requestRef = `${serial}:${id}`;
-        pending.set(requestRef, { channel, id, method: request.method as keyof CodexServerRequests });
-        emit(channel, { ...opened, requestRef });
+        // Not projected: refused at once so the turn is never stuck on it; said in the log.
+        channel.respondError(id, `${request.method} is not supported by this client`);
+        const threadRef = isAnswered(request) ? request.params.threadId : request.threadId;
+        warn(channel, threadRef, `codex request ${request.method} is not supported by this adapter; declined`);
       },
       (error, id) => {
         channel.respondError(id, "the request does not match the protocol this client speaks");
         warn(channel, null, `${error.code}: ${error.message}`);
       },
     );
-    // The experimental API: a turn's collaboration mode is an experimental field.
-    const init = await channel.send("initialize", {
-      clientInfo: { name: "tiller", title: null, version: "0.1.0" },
-      capabilities: { experimentalApi: true },
-    });
-    const version = codexVersion(init.userAgent ?? "");
-    // Checked here, so an unsupported binary fails the connection rather than a later session.
+    const version = codexVersion((await channel.initialize()).userAgent);
+    // Checked before `initialized`, so an unsupported binary fails the connection rather than a later session.
     const capabilities = codexCapabilities(version);
     channel.notify("initialized");
     conns.set(channel, { version, serial });

@@ -10,7 +10,13 @@ import type { HostSpec } from "../kit/hostSpec.js";
 import type { FrameRing } from "../kit/ring.js";
 import { StdioChannel } from "../kit/stdioChannel.js";
 import { CODEX_DEFINITIONS, CODEX_VALIDATED_PARAMS } from "./protocol/schemas.js";
-import type { CodexCalls, CodexNotifications, CodexServerRequests, ThreadItem } from "./protocol/types.js";
+import type {
+  CodexCalls,
+  CodexNotifications,
+  CodexServerRequests,
+  InitializeResponse,
+  ThreadItem,
+} from "./protocol/types.js";
 
 /**
  * The one hand-written boundary of the Codex adapter: where the binary comes from, how
@@ -319,6 +325,17 @@ export class CodexChannel extends StdioChannel {
     options?: { timeoutMs?: number },
   ): Promise<CodexCalls[M]["result"]> {
     return (await this.call(method, params, options)) as CodexCalls[M]["result"];
+  }
+
+  /**
+   * The handshake's call (`initialized` follows once the adapter has read the version): the
+   * experimental API, since a turn's collaboration mode and a thread's dynamic tools are experimental fields.
+   */
+  initialize(): Promise<InitializeResponse> {
+    return this.send("initialize", {
+      clientInfo: { name: "tiller", title: null, version: "0.1.0" },
+      capabilities: { experimentalApi: true },
+    });
   }
 
   /** The notifications the mapper reads, checked; one that does not match is counted and reported. */
