@@ -1,5 +1,6 @@
 import type { Harness } from "./harness.js";
 import { APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
+import { subagentDrives } from "./subagents.js";
 
 /**
  * What each model event does through the runtime's public API (and, for the provider's side of a turn, the world).
@@ -89,6 +90,7 @@ export const drives: Record<string, Drive> = {
   },
   ACCEPT: (h) => respondToOpen(h, { kind: "decision", decision: "accept" }),
   ANSWER: (h) => respondToOpen(h, { kind: "answers", answers: { go: "yes" } }),
+  ...subagentDrives,
 };
 
 for (const approval of APPROVAL_KINDS) {

@@ -1,5 +1,6 @@
-import type { ProviderCapabilities } from "../capabilities/schema.js";
-import { checks, type Finding } from "./checks.js";
+import type { ProviderCapabilities } from "../index.js";
+import { checks } from "./checks.js";
+import type { Finding } from "./findings.js";
 import { drives } from "./drive.js";
 import { Harness } from "./harness.js";
 import { generatePaths, type ModelPath } from "./model.js";
@@ -27,7 +28,7 @@ import type { ConformanceWorld } from "./world.js";
 
 export type * from "./world.js";
 export type { ConformanceReport, FieldVerdict, Verdict } from "./report.js";
-export type { Finding } from "./checks.js";
+export type { Finding } from "./findings.js";
 export { scriptedWorld, type ScriptedWorldOptions } from "./scriptedWorld.js";
 
 export interface ConformanceOptions {

@@ -1,6 +1,7 @@
 import { and, setup, type AnyStateMachine } from "xstate";
 import { getShortestPaths } from "xstate/graph";
-import type { ProviderCapabilities } from "../capabilities/schema.js";
+import type { ProviderCapabilities } from "../index.js";
+import { subagentGuards, subagentIdleEvents, subagentStates } from "./subagents.js";
 import type { ApprovalKind, BehaviourKind } from "./world.js";
 
 /**
@@ -72,6 +73,9 @@ const guards = {
     const delivered = c.acceptsSystemContext || c.acceptsDeveloperContext || c.acceptsSyntheticUserContext;
     return c.canConsumeHandoffSummaries && c.supportsFullThreadHandoff && delivered;
   },
+  ...Object.fromEntries(
+    Object.entries(subagentGuards).map(([name, guard]) => [name, ({ context }: Args) => guard(context.caps)]),
+  ),
   /** Rollback unsupported: restore files and mark the provider state divergent, when the app checkpoints files. */
   restoresFiles: ({ context }: Args) => context.caps.checkpointing.appCanCheckpointFilesystem,
 };
@@ -147,7 +151,7 @@ function idleEvents() {
       { guard: scripts, target: `asText_${kind}` },
     ];
   }
-  return on;
+  return { ...on, ...subagentIdleEvents(and as (guards: unknown[]) => unknown) };
 }
 
 export const conformanceMachine: AnyStateMachine = setup({
@@ -228,6 +232,7 @@ export const conformanceMachine: AnyStateMachine = setup({
     queuedByRuntime: { meta: fields(...QUEUE), on: { RELEASE: "queueDrained" } },
     queueDrained: { type: "final", meta: fields(...QUEUE) },
     ...approvalStates(),
+    ...(subagentStates as Record<string, object>),
   },
 });
 
@@ -247,6 +252,10 @@ export const MODEL_EVENTS = [
   "ANSWER",
   ...APPROVAL_KINDS.map((k) => `ASK_${k}`),
   ...Object.keys(ARTIFACTS).map((k) => `ARTIFACT_${k}`),
+  "SUBAGENT",
+  "ASK_SUBAGENT",
+  "WAIT_SUBAGENT",
+  "CLOSE_SUBAGENT",
 ] as const;
 
 export interface ModelStep {

@@ -1,5 +1,5 @@
-import type { ProviderCapabilities } from "../capabilities/schema.js";
-import { claims, declared, type Finding } from "./checks.js";
+import type { ProviderCapabilities } from "../index.js";
+import { claims, declared, type Finding } from "./findings.js";
 import { APPROVAL_FIELD, APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
 import type { BehaviourKind } from "./world.js";
 
@@ -52,7 +52,7 @@ const UNOBSERVED: Record<string, string> = {
   "sessions.pendingRequestsSurviveRestart": "needs a host that outlives the runtime; not in the world interface",
   "threads.canReadThreadSnapshot":
     "read by the runtime only (to check rollbacks): no user-visible behaviour of its own",
-  "threads.canForkFromSubagentThread": "the world interface scripts no subagents yet",
+  "threads.canForkFromSubagentThread": "no path yet forks a finished subagent's conversation",
   "turns.supportsSteeringByInterruptRestart": "shown only where active steering is absent and interrupt present",
   "streaming.streamsReasoning": "the world interface scripts no reasoning",
   "streaming.streamsToolOutput": "the world interface scripts no tool output",
@@ -65,7 +65,7 @@ const UNOBSERVED: Record<string, string> = {
   "tools.supportsDynamicToolCallbacks": "the world interface scripts no dynamic tool calls",
   "approvals.approvalsHaveNativeRequestIds": "shown only by an approval the provider asks",
   "approvals.approvalCallbacksAreLiveOnly": "needs a host that outlives the runtime; not in the world interface",
-  "approvals.approvalsCanOriginateFromSubagents": "the world interface scripts no subagents yet",
+  "approvals.approvalsCanOriginateFromSubagents": "shown only where subagents show and command approvals are asked",
   "planning.planDeltasHaveItemIds": "not distinguishable through the public API",
   "context.acceptsSystemContext": "needs a handoff between two providers; a world has one provider",
   "context.acceptsDeveloperContext": "needs a handoff between two providers; a world has one provider",
@@ -76,17 +76,25 @@ const UNOBSERVED: Record<string, string> = {
   "context.supportsFullThreadHandoff": "needs a handoff between two providers; a world has one provider",
   "context.maxRecommendedHandoffChars": "a recommendation, not a behaviour",
   "checkpointing.appCanCheckpointFilesystem": "app-owned: shown only where provider rollback is absent",
-  "checkpointing.supportsNestedCheckpointScopes": "the world interface scripts no subagents yet",
+  "checkpointing.supportsNestedCheckpointScopes": "no path yet undoes a subagent (undoSubagent)",
   "checkpointing.providerRollbackReturnsSnapshot": "read by the runtime only (to check rollbacks)",
   "checkpointing.providerCanReadConversationSnapshot": "read by the runtime only (to check rollbacks)",
   "identity.nativeItemIds": "shown only by an item of a completed text turn",
 };
-const SUBAGENTS = "the world interface scripts no subagents yet";
+const SUBAGENTS: Record<string, string> = {
+  "subagents.supportsSubagents": "shown only by a subagent's node, which needs its lifecycle events",
+  "subagents.exposesSubagentThreadIds": "shown only by a subagent the provider announces",
+  "subagents.emitsSubagentLifecycle": "shown only where the provider has subagents",
+  "subagents.canWaitForSubagents": "shown only for an addressable subagent (lifecycle and thread ids)",
+  "subagents.canCloseSubagents": "shown only for an addressable subagent (lifecycle and thread ids)",
+  "subagents.canForkSubagentThread": "no path yet forks a finished subagent's conversation",
+};
 
 /** The behaviour a field's check needs from the world. */
 function needs(field: string): BehaviourKind | null {
   for (const kind of APPROVAL_KINDS) if (APPROVAL_FIELD[kind] === field) return `approval:${kind}`;
   for (const kind of Object.keys(ARTIFACTS) as ArtifactKind[]) if (ARTIFACTS[kind] === field) return kind;
+  if (field.startsWith("subagents.") || field === "approvals.approvalsCanOriginateFromSubagents") return "subagent";
   return null;
 }
 
@@ -115,9 +123,7 @@ export function buildReport(
     const reason =
       behaviour && !scripts.has(behaviour)
         ? `the world cannot script a ${behaviour} turn`
-        : field.startsWith("subagents.")
-          ? SUBAGENTS
-          : (UNOBSERVED[field] ?? "no path of the model exercises it");
+        : (UNOBSERVED[field] ?? SUBAGENTS[field] ?? "no path of the model exercises it");
     return { field, declared: value, claimed, verdict: "not exercisable", detail: reason };
   };
   const fields = [

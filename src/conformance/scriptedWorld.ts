@@ -39,6 +39,7 @@ const SCRIPTS: BehaviourKind[] = [
   "todo",
   "proposed_plan",
   "question",
+  "subagent",
 ];
 
 function stepsOf(behaviour: TurnBehaviour): ScriptStep[] {
@@ -71,6 +72,12 @@ function stepsOf(behaviour: TurnBehaviour): ScriptStep[] {
       return [{ type: "proposed_plan", text: "build, then test" }, reply];
     case "question":
       return [{ type: "question", questions: [{ id: "go", question: "go on?" }] }, reply];
+    case "subagent": {
+      const child: ScriptStep[] = [{ type: "text", text: "the subagent works" }];
+      if (behaviour.ask) child.push({ type: "command", command: "echo sub", output: "sub\n", approval: true });
+      if (behaviour.gate) child.push({ type: "gate", name: behaviour.gate });
+      return [{ type: "subagent", agent: "helper", prompt: "help", steps: child }, reply];
+    }
   }
 }
 

@@ -40,7 +40,13 @@ export type TurnBehaviour =
   /** Optional: proposes a plan to accept, then replies `text`. */
   | { kind: "proposed_plan"; text: string }
   /** Optional: asks the user one structured question (id `go`), then, answered, replies `text`. */
-  | { kind: "question"; text: string };
+  | { kind: "question"; text: string }
+  /**
+   * Optional: starts a subagent that says something, then asks for approval of a command (`ask`) or waits at `gate`
+   * (until released, closed or interrupted), and ends; then the parent replies `text`. A provider without subagents
+   * runs the subagent's steps in the parent turn.
+   */
+  | { kind: "subagent"; text: string; gate?: string; ask?: boolean };
 
 export type BehaviourKind = TurnBehaviour["kind"] | `approval:${ApprovalKind}`;
 

@@ -1,0 +1,158 @@
+import type { ProviderCapabilities } from "../index.js";
+import { claims, completed, finding, refusal, type Check, type Finding } from "./findings.js";
+import type { Harness } from "./harness.js";
+
+/**
+ * The subagent part of the conformance model (written from the seed's subagent capabilities): a turn that delegates
+ * to a subagent, which the user may wait for or close, and a subagent that asks for approval. Where the provider has
+ * no subagents, their steps run in the parent turn and nothing of a subagent shows.
+ */
+
+const SUPPORTS = "subagents.supportsSubagents";
+const LIFECYCLE = "subagents.emitsSubagentLifecycle";
+const IDS = "subagents.exposesSubagentThreadIds";
+const WAIT = "subagents.canWaitForSubagents";
+const CLOSE = "subagents.canCloseSubagents";
+const ASKS = "approvals.approvalsCanOriginateFromSubagents";
+
+/** A subagent the user can see (a node of its own) and address (its thread): what waiting and closing need. */
+const shown = (c: ProviderCapabilities) => c.subagents.supportsSubagents && c.subagents.emitsSubagentLifecycle;
+const addressable = (c: ProviderCapabilities) => shown(c) && c.subagents.exposesSubagentThreadIds;
+
+export const subagentGuards = {
+  delegates: shown,
+  waitsForSubagents: (c: ProviderCapabilities) => addressable(c) && c.subagents.canWaitForSubagents,
+  closesSubagents: (c: ProviderCapabilities) => addressable(c) && c.subagents.canCloseSubagents,
+  asksFromSubagents: (c: ProviderCapabilities) =>
+    shown(c) && c.approvals.approvalsCanOriginateFromSubagents && c.approvals.supportsCommandApproval,
+};
+
+const scripts = { type: "scripts", params: { kind: "subagent" } } as const;
+const scriptsApproval = { type: "scripts", params: { kind: "approval:command" } } as const;
+
+/** Events from idle, guarded by what the world scripts and the record declares. */
+export const subagentIdleEvents = (and: (guards: unknown[]) => unknown) => ({
+  SUBAGENT: [
+    { guard: and([scripts, "delegates"]), target: "delegated" },
+    { guard: scripts, target: "delegatedInline" },
+  ],
+  ASK_SUBAGENT: [
+    { guard: and([scripts, scriptsApproval, "asksFromSubagents"]), target: "subagentAsked" },
+    { guard: and([scripts, scriptsApproval]), target: "subagentUnasked" },
+  ],
+});
+
+export const subagentStates = {
+  delegated: {
+    meta: { fields: [SUPPORTS, LIFECYCLE, IDS] },
+    on: {
+      WAIT_SUBAGENT: [{ guard: "waitsForSubagents", target: "subagentWaited" }, { target: "waitRefused" }],
+      CLOSE_SUBAGENT: [{ guard: "closesSubagents", target: "subagentClosed" }, { target: "closeRefused" }],
+    },
+  },
+  delegatedInline: { type: "final", meta: { fields: [SUPPORTS, LIFECYCLE] } },
+  subagentWaited: { type: "final", meta: { fields: [WAIT] } },
+  waitRefused: { type: "final", meta: { fields: [WAIT], refusal: true } },
+  subagentClosed: { type: "final", meta: { fields: [CLOSE] } },
+  closeRefused: { type: "final", meta: { fields: [CLOSE], refusal: true } },
+  subagentAsked: { meta: { fields: [ASKS] }, on: { ACCEPT: "subagentApproved" } },
+  subagentApproved: { type: "final", meta: { fields: [ASKS] } },
+  subagentUnasked: { type: "final", meta: { fields: [ASKS] } },
+} as const;
+
+function subagentNode(h: Harness) {
+  return h.events("node.started", (e) => e.runId === h.runId && e.kind === "subagent")[0];
+}
+
+async function delegate(h: Harness, ask: boolean): Promise<void> {
+  const gate = ask ? undefined : h.nextText("gate").replace(" ", "-");
+  if (gate) h.gates.push(gate);
+  const runId = await h.send({ kind: "subagent", text: h.nextText("reply"), ...(gate ? { gate } : {}), ask });
+  if (!runId) throw new Error(`sending a subagent turn was refused: ${h.lastError?.code}`);
+  // The subagent has said something (it runs, and waits at its gate), or asked.
+  await h.until(
+    `run ${runId} to ask, end, or hear from its subagent`,
+    () =>
+      (!ask && h.events("node.delta", (e) => e.runId === runId).length > 0) ||
+      h.events("request.opened", (e) => e.runId === runId).length > 0 ||
+      h.terminal(runId) !== undefined,
+  );
+}
+
+export const subagentDrives: Record<string, (h: Harness) => Promise<void>> = {
+  SUBAGENT: (h) => delegate(h, false),
+  ASK_SUBAGENT: (h) => delegate(h, true),
+  WAIT_SUBAGENT: async (h) => {
+    const node = subagentNode(h);
+    if (!node) throw new Error("no subagent to wait for");
+    const waiting = h.attempt(() =>
+      h.rt.waitForSubagent({ threadId: h.threadId, nodeId: node.nodeId, timeoutMs: h.timeoutMs }),
+    );
+    for (const gate of h.gates) h.world.release(gate);
+    await waiting;
+    await h.untilTerminal(h.runId);
+  },
+  CLOSE_SUBAGENT: async (h) => {
+    const node = subagentNode(h);
+    if (!node) throw new Error("no subagent to close");
+    const receipt = await h.attempt(() => h.rt.closeSubagent({ threadId: h.threadId, nodeId: node.nodeId }));
+    if (receipt) await h.untilTerminal(h.runId);
+  },
+};
+
+/** The nodes a node sits under, nearest first. */
+function ancestors(h: Harness, nodeId: string): string[] {
+  const parents = new Map(h.events("node.started").map((e) => [e.nodeId, e.parentNodeId]));
+  const out: string[] = [];
+  for (let at = parents.get(nodeId); at; at = parents.get(at)) out.push(at);
+  return out;
+}
+
+export const subagentChecks: Record<string, Check> = {
+  delegated: (h, caps) => {
+    const node = subagentNode(h);
+    const out: Finding[] = [finding(SUPPORTS, !!node, "a subagent node", "no subagent node")];
+    const started = h.provider.some((e) => e.type === "subagent.started");
+    out.push(finding(LIFECYCLE, started, "subagent.started streamed", "no subagent.started streamed"));
+    if (claims(caps.subagents.exposesSubagentThreadIds)) {
+      const bound = h.events("subagent.thread_bound", (e) => e.runId === h.runId)[0];
+      out.push(finding(IDS, !!bound, `child thread ${bound?.nativeThreadRef}`, "no child thread bound"));
+    }
+    return out;
+  },
+  delegatedInline: (h, caps) => {
+    const none = !subagentNode(h);
+    const field = caps.subagents.supportsSubagents ? LIFECYCLE : SUPPORTS;
+    return [finding(field, none, "ran in the parent turn: no subagent node", "a subagent node anyway")];
+  },
+  subagentWaited: (h) => {
+    const outcome = h.lastReceipt as { status?: string } | null;
+    const ok = outcome?.status === "completed";
+    const seen = `the wait ${h.lastError ? `was refused (${h.lastError.code})` : `ended ${outcome?.status}`}`;
+    return [finding(WAIT, ok, seen, seen), completed(h, h.runId, WAIT)];
+  },
+  waitRefused: (h) => refusal(h, "subagent_wait_unsupported", [WAIT]),
+  subagentClosed: (h) => {
+    const node = subagentNode(h)!;
+    const ended = h.events("node.completed", (e) => e.nodeId === node.nodeId)[0]?.status ?? "(running)";
+    const ok = ended === "interrupted" && h.terminal(h.runId)?.status === "completed";
+    const seen = `the subagent ended ${ended}, the run ${h.terminal(h.runId)?.status}`;
+    return [finding(CLOSE, ok, seen, seen)];
+  },
+  closeRefused: (h) => refusal(h, "subagent_close_unsupported", [CLOSE]),
+  subagentAsked: (h) => {
+    const request = h.events("request.opened", (e) => e.runId === h.runId && e.payload.kind === "command")[0];
+    const node = subagentNode(h);
+    const under = !!request && !!node && ancestors(h, request.nodeId).includes(node.nodeId);
+    return [finding(ASKS, under, "asked from inside the subagent", request ? "asked outside it" : "never asked")];
+  },
+  subagentApproved: (h) => [completed(h, h.runId, ASKS)],
+  subagentUnasked: (h, caps) => {
+    // Only where this field alone keeps the subagent from asking is its absence shown.
+    if (claims(caps.approvals.approvalsCanOriginateFromSubagents) || !subagentGuards.delegates(caps)) return [];
+    if (!caps.approvals.supportsCommandApproval) return [];
+    const asked = h.events("request.opened", (e) => e.runId === h.runId).length > 0;
+    const ok = !asked && h.terminal(h.runId)?.status === "completed";
+    return [finding(ASKS, ok, "the subagent ran under the sandbox without asking", "asked, or did not complete")];
+  },
+};
