@@ -1,9 +1,8 @@
 import type { ProviderCapabilities } from "../../capabilities/index.js";
 import { HostUnavailableError } from "../../domain/errors.js";
-import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
-import { EventQueue } from "../kit/eventQueue.js";
+import type { ProviderAdapter } from "../contract.js";
+import { hosted } from "../kit/hosted.js";
 import type { HostLease, HostSpec } from "../kit/hostSpec.js";
-import { HostSessions } from "../kit/hostSessions.js";
 import { hostedCapabilities } from "./capabilities.js";
 import { ReattachResultSchema } from "./protocol/host.js";
 import { scriptedHostTransport, type ScriptedHostOptions } from "./transport.js";
@@ -35,18 +34,15 @@ export type ScriptedHostAdapter = ProviderAdapter & {
 
 export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): ScriptedHostAdapter {
   const caps: ProviderCapabilities = hostedCapabilities(options.capabilities, options.transport ?? "stdio");
-  const queue = new EventQueue<ProviderAdapterEvent>();
-  const sessions = new HostSessions("scripted host", (sessionId, report) =>
-    queue.push({
-      sessionId,
-      event: { type: "session.state", state: "error", message: `provider host lost: ${report}` },
-    }),
-  );
-  const push = (sessionId: string, event: ProviderEvent) => queue.push({ sessionId, event });
+  const host = hosted("scripted", {
+    goodbye: (sessionId, held) => held.channel.call("stopSession", { sessionId }, { timeoutMs: 2_000 }),
+    released: (held) => connOf(held.channel)?.leases.delete(held),
+  });
+  const { sessions, push } = host;
   const { spec, connOf } = scriptedHostTransport(
     options,
     caps,
-    (frame) => queue.push(frame),
+    (frame) => host.queue.push(frame),
     (conn, alive) => {
       for (const [sessionId, lease] of sessions.entries()) {
         if (!conn.leases.has(lease) || alive.has(sessionId)) continue;
@@ -69,23 +65,16 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     connOf(held.channel)?.leases.add(held);
     return held;
   };
-  function giveBack(held: HostLease): void {
-    connOf(held.channel)?.leases.delete(held);
-    held.release();
-  }
   /** The session is no longer the adapter's: its lease goes back. */
   function forget(sessionId: string, held: HostLease): void {
     sessions.take(sessionId);
-    giveBack(held);
+    host.giveBack(held);
   }
 
   const adapter: ScriptedHostAdapter = {
+    ...host.methods(spec),
     provider: "scripted",
     getCapabilities: () => caps,
-    bindHosts(registry, target) {
-      sessions.bind(registry);
-      spec.target = target;
-    },
     async startSession(input) {
       const held = await lease(input.sessionId);
       try {
@@ -96,22 +85,11 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
       }
       return { sessionId: input.sessionId, capabilities: caps, hostGeneration: held.generation };
     },
-    async stopSession({ sessionId }) {
-      const held = sessions.take(sessionId);
-      if (!held) return;
-      await held.channel.call("stopSession", { sessionId }, { timeoutMs: 2_000 }).catch(() => undefined);
-      giveBack(held);
-    },
     ensureProviderThread: (input) => call(input.sessionId, "ensureProviderThread", input),
     sendRun: (input) => call(input.sessionId, "sendRun", input),
     interrupt: (input) => call(input.sessionId, "interrupt", input),
     isTurnAlive: (input) => call(input.sessionId, "isTurnAlive", input),
     respondToRequest: (input) => call(input.sessionId, "respondToRequest", input),
-    streamEvents: () => queue,
-    async close() {
-      for (const [sessionId] of sessions.entries()) await adapter.stopSession({ sessionId });
-      queue.close();
-    },
     async openGate(name) {
       const channels = new Set(sessions.entries().map(([, l]) => l.channel));
       await Promise.all([...channels].map((c) => c.call("openGate", { name })));
@@ -121,8 +99,6 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
       if (!lease) throw new HostUnavailableError("no live host");
       await lease.channel.call(method, params);
     },
-    hostPid: (sessionId) => sessions.pid(sessionId),
-    hostSpec: spec,
   };
   // Optional methods exist exactly when the record declares them, as in-process.
   if (caps.turns.supportsActiveSteering) adapter.steerRun = (input) => call(input.sessionId, "steerRun", input);
