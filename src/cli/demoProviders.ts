@@ -61,7 +61,9 @@ const SETUPS = {
     return createClaudeAdapter({
       home,
       configDir: join(home, ".claude"),
-      env: { ANTHROPIC_BASE_URL: sim.url, ANTHROPIC_API_KEY: "demo" },
+      // The simulator takes any key: it is read from the adapter's env, handed to Claude only.
+      model: { baseUrl: sim.url, apiKeyEnv: "SIMULATOR_API_KEY" },
+      env: { SIMULATOR_API_KEY: "demo" },
     });
   },
 };

@@ -100,7 +100,7 @@ describe("the packed package", () => {
       for (const [entry, names] of Object.entries({
         "tiller-runtime": ["createRuntime", "createScriptedAdapter", "keyedScript", "DEGRADATIONS"],
         "tiller-runtime/simulator": ["startModelSimulator"],
-        "tiller-runtime/codex": ["createCodexAdapter", "writeSimulatorCodexHome"],
+        "tiller-runtime/codex": ["createCodexAdapter", "codexSimulatorOptions"],
         "tiller-runtime/claude": ["createClaudeAdapter"],
       })) {
         const module = await import(entry);
