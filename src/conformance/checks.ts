@@ -1,6 +1,7 @@
 import type { ProviderCapabilities } from "../index.js";
 import type { Harness } from "./harness.js";
 import { claims, completed, declared, finding, refusal, refusedBy, type Check, type Finding } from "./findings.js";
+import { sessionChecks } from "./sessions.js";
 import { subagentChecks } from "./subagents.js";
 import { APPROVAL_FIELD, APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
 
@@ -332,6 +333,7 @@ export const checks: Record<string, Check> = {
     ];
   },
   ...subagentChecks,
+  ...sessionChecks,
   ...approvalChecks(),
   ...artifactChecks(),
 };

@@ -1,5 +1,6 @@
 import type { Harness } from "./harness.js";
 import { APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
+import { sessionDrives } from "./sessions.js";
 import { subagentDrives } from "./subagents.js";
 
 /**
@@ -91,6 +92,7 @@ export const drives: Record<string, Drive> = {
   ACCEPT: (h) => respondToOpen(h, { kind: "decision", decision: "accept" }),
   ANSWER: (h) => respondToOpen(h, { kind: "answers", answers: { go: "yes" } }),
   ...subagentDrives,
+  ...sessionDrives,
 };
 
 for (const approval of APPROVAL_KINDS) {

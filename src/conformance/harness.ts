@@ -44,6 +44,10 @@ export class Harness {
   /** The runs of the current thread's conversation, in the order they were sent. */
   readonly runIds: string[] = [];
   forkThreadId: string | null = null;
+  /** A second thread on the same target, and its run. */
+  otherThreadId: string | null = null;
+  otherRunId: string | null = null;
+  readonly target = TARGET;
   /** The latest typed refusal, with the degradation policy and capability its details name. */
   lastError: { code: string; message: string; policy: string | null; capability: string | null } | null = null;
   lastReceipt: unknown = null;

@@ -1,6 +1,7 @@
 import { and, setup, type AnyStateMachine } from "xstate";
 import { getShortestPaths } from "xstate/graph";
 import type { ProviderCapabilities } from "../index.js";
+import { sessionAnsweredEvents, sessionGuards, sessionHoldingEvents, sessionStates } from "./sessions.js";
 import { subagentGuards, subagentIdleEvents, subagentStates } from "./subagents.js";
 import type { ApprovalKind, BehaviourKind } from "./world.js";
 
@@ -74,7 +75,10 @@ const guards = {
     return c.canConsumeHandoffSummaries && c.supportsFullThreadHandoff && delivered;
   },
   ...Object.fromEntries(
-    Object.entries(subagentGuards).map(([name, guard]) => [name, ({ context }: Args) => guard(context.caps)]),
+    Object.entries({ ...subagentGuards, ...sessionGuards }).map(([name, guard]) => [
+      name,
+      ({ context }: Args) => guard(context.caps),
+    ]),
   ),
   /** Rollback unsupported: restore files and mark the provider state divergent, when the app checkpoints files. */
   restoresFiles: ({ context }: Args) => context.caps.checkpointing.appCanCheckpointFilesystem,
@@ -173,6 +177,7 @@ export const conformanceMachine: AnyStateMachine = setup({
           { target: "forkedUntold" },
         ],
         RESTART: "resumed",
+        ...(sessionAnsweredEvents as object),
       },
     },
     resumed: { type: "final", meta: fields("primitive.resume") },
@@ -220,6 +225,7 @@ export const conformanceMachine: AnyStateMachine = setup({
         ],
         INTERRUPT: [{ guard: "interrupts", target: "interrupted" }, { target: "interruptRefused" }],
         QUEUE: [{ guard: "queuesNatively", target: "queuedAtProvider" }, { target: "queuedByRuntime" }],
+        ...(sessionHoldingEvents as object),
       },
     },
     steered: { meta: fields(...STEER), on: { RELEASE: "steeredDone" } },
@@ -233,6 +239,7 @@ export const conformanceMachine: AnyStateMachine = setup({
     queueDrained: { type: "final", meta: fields(...QUEUE) },
     ...approvalStates(),
     ...(subagentStates as Record<string, object>),
+    ...(sessionStates as Record<string, object>),
   },
 });
 
@@ -256,6 +263,9 @@ export const MODEL_EVENTS = [
   "ASK_SUBAGENT",
   "WAIT_SUBAGENT",
   "CLOSE_SUBAGENT",
+  "SWITCH_MODEL",
+  "SWITCH_MODE",
+  "OTHER_THREAD",
 ] as const;
 
 export interface ModelStep {

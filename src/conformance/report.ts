@@ -45,10 +45,11 @@ export interface ConformanceReport {
 
 /** Why a field no path exercises cannot be: what observing it would take. */
 const UNOBSERVED: Record<string, string> = {
-  "sessions.supportsMultipleProviderThreadsPerSession": "no path yet opens two provider threads in one session",
-  "sessions.supportsModelSwitchInSession": "no path yet switches models; the world cannot tell models apart",
+  "sessions.supportsMultipleProviderThreadsPerSession":
+    "shown only where threads can share a session (thread ids, turn terminals, empty threads)",
+  "sessions.supportsModelSwitchInSession": "the world does not report the model a turn ran with",
   "sessions.supportsProviderSwitchingViaHandoff": "needs a second provider target; a world has one provider",
-  "sessions.supportsRuntimeModeSwitchInSession": "no path yet switches modes; the world cannot tell modes apart",
+  "sessions.supportsRuntimeModeSwitchInSession": "the world does not report the mode a turn worked in",
   "sessions.pendingRequestsSurviveRestart": "needs a host that outlives the runtime; not in the world interface",
   "threads.canReadThreadSnapshot":
     "read by the runtime only (to check rollbacks): no user-visible behaviour of its own",

@@ -122,7 +122,15 @@ export function scriptedWorld(options: ScriptedWorldOptions = {}): ConformanceWo
           if (!latest) return null;
           const { text, priorUserTexts, record } = latest;
           const context = record?.context ? { text: record.context.text, delivery: record.context.delivery } : null;
-          return { text, priorUserTexts, steers: steersIn(record?.assistantText ?? ""), context };
+          const steers = steersIn(record?.assistantText ?? "");
+          // The scripted provider keeps each turn's mode; it has no models to tell apart.
+          return {
+            text,
+            priorUserTexts,
+            steers,
+            context,
+            ...(record?.runtimeMode ? { runtimeMode: record.runtimeMode } : {}),
+          };
         },
         async close() {},
       };

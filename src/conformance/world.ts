@@ -63,6 +63,10 @@ export interface TurnEvidence {
    * or developer context, or as synthetic user context. Null when it carried none.
    */
   context: { text: string; delivery: "system" | "developer" | "synthetic_user" } | null;
+  /** The model the turn ran with, where the world can tell (undefined: it cannot). */
+  model?: string | null;
+  /** The mode the turn worked in (plan mode, approval policy), where the world can tell (undefined: it cannot). */
+  runtimeMode?: { interaction: "default" | "plan"; approvals: "on_request" | "never" };
 }
 
 /** One path's provider: fresh for every path, so paths never see each other's conversations. */
