@@ -113,7 +113,8 @@ export const sessionChecks: Record<string, Check> = {
     const held = h.terminal(h.runId) === undefined;
     const isolated = JSON.stringify(h.world.lastTurn()?.priorUserTexts ?? null) === "[]";
     const ok = held && isolated && sessions(h) === 1 && h.terminal(h.otherRunId!)?.status === "completed";
-    const seen = `${sessions(h)} sessions; the second thread's turn ${isolated ? "saw only its own thread" : "saw another"}`;
+    const saw = isolated ? "saw only its own thread" : "saw another";
+    const seen = `${sessions(h)} sessions; the second thread's turn ${saw}`;
     return [finding(SHARED, ok, `${seen}, beside the held turn`, seen)];
   },
   separateWhileHeld: (h, caps) => {
