@@ -23,7 +23,22 @@ import type { ConformanceWorld } from "./world.js";
  * The report counts the fields the record claims (N: booleans declared true, identities and terminal quality
  * declared `strong` or `weak`, numbers): how many were verified, refuted, or not exercisable (with the reason). Fields
  * declared false (or `none`) are checked for the degradation their absence implies and reported beside. A refuted
- * field, claimed or not, fails the report (`ok: false`).
+ * field, claimed or not, fails the report (`ok: false`; `assertConformance` throws).
+ *
+ * Each path's runtime is opened with defaults a user would have (no destructive session-stop interrupts, app
+ * checkpoints on, no turn watchdog), on a temporary data directory and working directory, with no inspector.
+ *
+ * ```ts
+ * import { assertConformance, runConformance, scriptedWorld } from "tiller-runtime/conformance";
+ *
+ * const world = scriptedWorld({ capabilities: { turns: { supportsInterrupt: false } } });
+ * const report = await runConformance({ world });
+ * console.log(report.summary); // conformance: scripted declared N, verified V, refuted 0, not exercisable X; ...
+ * console.log(report.table); // one line per field: declared value, verdict, what was seen or why not
+ * assertConformance(report);
+ * ```
+ *
+ * A provider of your own brings a `ConformanceWorld` (`world.ts`): `scriptedWorld.ts` is the worked example.
  */
 
 export type * from "./world.js";

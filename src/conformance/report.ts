@@ -123,7 +123,7 @@ export function buildReport(
     const behaviour = needs(field);
     const reason =
       behaviour && !scripts.has(behaviour)
-        ? `the world cannot script a ${behaviour} turn`
+        ? `the world cannot script the ${behaviour} behaviour`
         : (UNOBSERVED[field] ?? SUBAGENTS[field] ?? "no path of the model exercises it");
     return { field, declared: value, claimed, verdict: "not exercisable", detail: reason };
   };

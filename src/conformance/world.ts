@@ -52,7 +52,7 @@ export type BehaviourKind = TurnBehaviour["kind"] | `approval:${ApprovalKind}`;
 
 /** What the provider had when it took up its latest turn, as the provider itself saw it. */
 export interface TurnEvidence {
-  /** The user text of the turn. */
+  /** The user text of the turn (without any context it carried: see `context`). */
   text: string;
   /** The user texts of the earlier turns in the provider's conversation, oldest first (what it remembers). */
   priorUserTexts: string[];
