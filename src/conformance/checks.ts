@@ -2,6 +2,7 @@ import type { ProviderCapabilities } from "../index.js";
 import type { Harness } from "./harness.js";
 import { claims, completed, declared, finding, refusal, refusedBy, type Check, type Finding } from "./findings.js";
 import { sessionChecks } from "./sessions.js";
+import { toolChecks } from "./tools.js";
 import { subagentChecks } from "./subagents.js";
 import { APPROVAL_FIELD, APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
 
@@ -83,7 +84,9 @@ function textTurn(h: Harness, caps: ProviderCapabilities): Finding[] {
   );
   if (caps.streaming.streamsAssistantText) {
     const deltas = h.provider.filter((e) => e.type === "item.delta" && e.kind === "assistant_message").length;
-    out.push(finding("streaming.streamsAssistantText", deltas > 0, `${deltas} text deltas`, "no text delta"));
+    out.push(
+      finding("streaming.streamsAssistantText", deltas > 0, `text streamed in ${deltas} delta(s)`, "no text delta"),
+    );
   }
   const closed = message && h.events("node.completed", (e) => e.nodeId === message.nodeId)[0];
   const settledBy = closed ? closed.settledBy : "(never)";
@@ -334,6 +337,7 @@ export const checks: Record<string, Check> = {
   },
   ...subagentChecks,
   ...sessionChecks,
+  ...toolChecks,
   ...approvalChecks(),
   ...artifactChecks(),
 };

@@ -1,6 +1,7 @@
 import type { Harness } from "./harness.js";
 import { APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
 import { sessionDrives } from "./sessions.js";
+import { toolDrives } from "./tools.js";
 import { subagentDrives } from "./subagents.js";
 
 /**
@@ -93,6 +94,7 @@ export const drives: Record<string, Drive> = {
   ANSWER: (h) => respondToOpen(h, { kind: "answers", answers: { go: "yes" } }),
   ...subagentDrives,
   ...sessionDrives,
+  ...toolDrives,
 };
 
 for (const approval of APPROVAL_KINDS) {

@@ -3,6 +3,7 @@ import { getShortestPaths } from "xstate/graph";
 import type { ProviderCapabilities } from "../index.js";
 import { sessionAnsweredEvents, sessionGuards, sessionHoldingEvents, sessionStates } from "./sessions.js";
 import { subagentGuards, subagentIdleEvents, subagentStates } from "./subagents.js";
+import { toolIdleEvents, toolStates } from "./tools.js";
 import type { ApprovalKind, BehaviourKind } from "./world.js";
 
 /**
@@ -155,7 +156,7 @@ function idleEvents() {
       { guard: scripts, target: `asText_${kind}` },
     ];
   }
-  return { ...on, ...subagentIdleEvents(and as (guards: unknown[]) => unknown) };
+  return { ...on, ...subagentIdleEvents(and as (guards: unknown[]) => unknown), ...toolIdleEvents };
 }
 
 export const conformanceMachine: AnyStateMachine = setup({
@@ -240,6 +241,7 @@ export const conformanceMachine: AnyStateMachine = setup({
     ...approvalStates(),
     ...(subagentStates as Record<string, object>),
     ...(sessionStates as Record<string, object>),
+    ...(toolStates as Record<string, object>),
   },
 });
 
@@ -266,6 +268,7 @@ export const MODEL_EVENTS = [
   "SWITCH_MODEL",
   "SWITCH_MODE",
   "OTHER_THREAD",
+  "TOOL",
 ] as const;
 
 export interface ModelStep {

@@ -55,13 +55,7 @@ const UNOBSERVED: Record<string, string> = {
     "read by the runtime only (to check rollbacks): no user-visible behaviour of its own",
   "threads.canForkFromSubagentThread": "no path yet forks a finished subagent's conversation",
   "turns.supportsSteeringByInterruptRestart": "shown only where active steering is absent and interrupt present",
-  "streaming.streamsReasoning": "the world interface scripts no reasoning",
-  "streaming.streamsToolOutput": "the world interface scripts no tool output",
   "streaming.streamsPlanText": "not distinguishable: a plan's text is recorded whole either way",
-  "tools.exposesToolItemIds": "the world interface scripts no tool calls",
-  "tools.emitsToolStarted": "the world interface scripts no tool calls",
-  "tools.emitsToolCompleted": "the world interface scripts no tool calls",
-  "tools.emitsToolOutput": "the world interface scripts no tool calls",
   "tools.supportsMcpTools": "the world interface scripts no MCP tools",
   "tools.supportsDynamicToolCallbacks": "the world interface scripts no dynamic tool calls",
   "approvals.approvalsHaveNativeRequestIds": "shown only by an approval the provider asks",
@@ -91,10 +85,20 @@ const SUBAGENTS: Record<string, string> = {
   "subagents.canForkSubagentThread": "no path yet forks a finished subagent's conversation",
 };
 
+const TOOL_FIELDS = [
+  "streaming.streamsReasoning",
+  "streaming.streamsToolOutput",
+  "tools.exposesToolItemIds",
+  "tools.emitsToolStarted",
+  "tools.emitsToolCompleted",
+  "tools.emitsToolOutput",
+];
+
 /** The behaviour a field's check needs from the world. */
 function needs(field: string): BehaviourKind | null {
   for (const kind of APPROVAL_KINDS) if (APPROVAL_FIELD[kind] === field) return `approval:${kind}`;
   for (const kind of Object.keys(ARTIFACTS) as ArtifactKind[]) if (ARTIFACTS[kind] === field) return kind;
+  if (TOOL_FIELDS.includes(field)) return "tool";
   if (field.startsWith("subagents.") || field === "approvals.approvalsCanOriginateFromSubagents") return "subagent";
   return null;
 }
@@ -124,7 +128,11 @@ export function buildReport(
     const reason =
       behaviour && !scripts.has(behaviour)
         ? `the world cannot script the ${behaviour} behaviour`
-        : (UNOBSERVED[field] ?? SUBAGENTS[field] ?? "no path of the model exercises it");
+        : (UNOBSERVED[field] ??
+          SUBAGENTS[field] ??
+          (claimed
+            ? "no path of the model exercises it"
+            : "declared absent, with no degradation of its own to observe"));
     return { field, declared: value, claimed, verdict: "not exercisable", detail: reason };
   };
   const fields = [

@@ -40,6 +40,7 @@ const SCRIPTS: BehaviourKind[] = [
   "proposed_plan",
   "question",
   "subagent",
+  "tool",
 ];
 
 function stepsOf(behaviour: TurnBehaviour): ScriptStep[] {
@@ -72,6 +73,12 @@ function stepsOf(behaviour: TurnBehaviour): ScriptStep[] {
       return [{ type: "proposed_plan", text: "build, then test" }, reply];
     case "question":
       return [{ type: "question", questions: [{ id: "go", question: "go on?" }] }, reply];
+    case "tool":
+      return [
+        { type: "reasoning", text: "thinking it over" },
+        { type: "command", command: "echo conformance", output: behaviour.output },
+        reply,
+      ];
     case "subagent": {
       const child: ScriptStep[] = [{ type: "text", text: "the subagent works" }];
       if (behaviour.ask) child.push({ type: "command", command: "echo sub", output: "sub\n", approval: true });

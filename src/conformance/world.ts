@@ -46,7 +46,9 @@ export type TurnBehaviour =
    * (until released, closed or interrupted), and ends; then the parent replies `text`. A provider without subagents
    * runs the subagent's steps in the parent turn.
    */
-  | { kind: "subagent"; text: string; gate?: string; ask?: boolean };
+  | { kind: "subagent"; text: string; gate?: string; ask?: boolean }
+  /** Optional: thinks (reasoning), runs a command that asks nothing and prints `output`, then replies `text`. */
+  | { kind: "tool"; text: string; output: string };
 
 export type BehaviourKind = TurnBehaviour["kind"] | `approval:${ApprovalKind}`;
 
