@@ -200,9 +200,13 @@ function approvalChecks(): Record<string, Check> {
       return found;
     };
     out[`approved_${kind}`] = (h) => [completed(h, h.runId, field)];
-    out[`unasked_${kind}`] = (h) => {
-      const ok = opened(h).length === 0 && h.terminal(h.runId)?.status === "completed";
-      return [finding(field, ok, "ran under the sandbox without asking", "asked anyway, or did not complete")];
+    out[`unasked_${kind}`] = (h, caps) => {
+      // A provider that asks for nothing at all runs under the sandbox policy, recorded once for its session.
+      const asksNothing = APPROVAL_KINDS.every((k) => !claims(declared(caps, APPROVAL_FIELD[k])));
+      const bySandbox = !asksNothing || h.policies().includes("approvals_by_sandbox");
+      const ok = opened(h).length === 0 && h.terminal(h.runId)?.status === "completed" && bySandbox;
+      const yes = `ran under the sandbox without asking${asksNothing ? " (approvals_by_sandbox)" : ""}`;
+      return [finding(field, ok, yes, `asked anyway, did not complete, or no approvals_by_sandbox`)];
     };
   }
   return out;

@@ -16,6 +16,17 @@ function verdictOf(report: ConformanceReport, field: string) {
   return report.fields.find((f) => f.field === field)!;
 }
 
+/** The adapter with some methods replaced (whatever the adapter is made of: an object, a class instance). */
+function overriding(adapter: ProviderAdapter, overrides: Partial<ProviderAdapter>): ProviderAdapter {
+  return new Proxy(adapter, {
+    get(target, property) {
+      if (property in overrides) return overrides[property as keyof ProviderAdapter];
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 async function conformanceOf(name: string, lie: (adapter: ProviderAdapter) => ProviderAdapter) {
   const adapter = (options: ScriptedAdapterOptions) => lie(createScriptedAdapter(options));
   const report = await runConformance({ world: scriptedWorld({ name, adapter }) });
@@ -25,7 +36,9 @@ async function conformanceOf(name: string, lie: (adapter: ProviderAdapter) => Pr
 
 describe("conformance: a lying adapter is caught", () => {
   it("declares active steering, its steerRun resolves without steering: supportsActiveSteering refuted", async () => {
-    const report = await conformanceOf("steers-nothing", (adapter) => ({ ...adapter, steerRun: async () => {} }));
+    const report = await conformanceOf("steers-nothing", (adapter) =>
+      overriding(adapter, { steerRun: async () => {} }),
+    );
     const steering = verdictOf(report, "turns.supportsActiveSteering");
     expect(steering.declared).toBe(true);
     expect(steering.verdict).toBe("refuted");
@@ -41,11 +54,12 @@ describe("conformance: a lying adapter is caught", () => {
   }, 120_000);
 
   it("declares native forks, and its fork is a fresh thread without the history: canForkThread refuted", async () => {
-    const report = await conformanceOf("forgetful-fork", (adapter) => ({
-      ...adapter,
-      // A thread of the provider's, but an empty one: the conversation is lost.
-      forkThread: ({ sessionId, cwd }) => adapter.ensureProviderThread({ sessionId, cwd }),
-    }));
+    const report = await conformanceOf("forgetful-fork", (adapter) =>
+      overriding(adapter, {
+        // A thread of the provider's, but an empty one: the conversation is lost.
+        forkThread: ({ sessionId, cwd }) => adapter.ensureProviderThread({ sessionId, cwd }),
+      }),
+    );
     for (const field of ["threads.canForkThread", "threads.canForkFromTurn"]) {
       const fork = verdictOf(report, field);
       expect(fork.verdict).toBe("refuted");
