@@ -56,8 +56,8 @@ export const drives: Record<string, Drive> = {
   STEER: async (h) => {
     const runId = h.runId;
     // What the replacement turn does, should the runtime restart the run with the steer.
-    h.world.next({ kind: "text", text: reply(h) });
     h.steerText = h.nextText("steer");
+    h.world.next({ kind: "text", text: reply(h) }, { userText: h.steerText });
     const receipt = await h.attempt(() => h.rt.sendMessage({ threadId: h.threadId, text: h.steerText, mode: "steer" }));
     if (!receipt) return;
     if (receipt.via === "native")

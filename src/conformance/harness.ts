@@ -176,8 +176,8 @@ export class Harness {
     behaviour: TurnBehaviour,
     { mode, threadId = this.threadId }: { mode?: "queue" | "steer"; threadId?: string } = {},
   ): Promise<string | null> {
-    this.world.next(behaviour);
     const text = this.nextText(behaviour.kind);
+    this.world.next(behaviour, { userText: text });
     const receipt = await this.attempt(() => this.rt.sendMessage({ threadId, text, ...(mode ? { mode } : {}) }));
     if (!receipt) return null;
     if (threadId === this.threadId && !this.runIds.includes(receipt.runId)) this.runIds.push(receipt.runId);

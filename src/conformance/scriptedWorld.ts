@@ -101,7 +101,8 @@ export function scriptedWorld(options: ScriptedWorldOptions = {}): ConformanceWo
     async open(): Promise<WorldRun> {
       // One backend per path: every adapter of the path (a restart's too) reaches the same conversations.
       const backend = new ScriptedBackend();
-      const queued: TurnBehaviour[] = [];
+      // Behaviours by the user text of the turn they are for (a queued turn may run after a later one is sent).
+      const behaviours = new Map<string, TurnBehaviour>();
       let latest: { text: string; priorUserTexts: string[]; record: BackendTurn | null } | null = null;
       return {
         adapter: () =>
@@ -119,11 +120,11 @@ export function scriptedWorld(options: ScriptedWorldOptions = {}): ConformanceWo
                 priorUserTexts: turns.slice(0, -1).map((t) => t.userText),
                 record: turns.at(-1) ?? null,
               };
-              const next = queued.shift();
-              return next ? stepsOf(next) : [{ type: "text", text: "(no behaviour queued)" }];
+              const behaviour = behaviours.get(text);
+              return behaviour ? stepsOf(behaviour) : [{ type: "text", text: "(no behaviour for this turn)" }];
             },
           }),
-        next: (behaviour) => void queued.push(behaviour),
+        next: (behaviour, { userText }) => void behaviours.set(userText, behaviour),
         release: (gate) => backend.openGate(gate),
         lastTurn(): TurnEvidence | null {
           if (!latest) return null;

@@ -50,8 +50,8 @@ export const sessionStates = {
 } as const;
 
 async function sendWith(h: Harness, extra: { model?: string; runtimeMode?: typeof PLAN_MODE }): Promise<void> {
-  h.world.next({ kind: "text", text: h.nextText("reply") });
   const text = h.nextText("switch");
+  h.world.next({ kind: "text", text: h.nextText("reply") }, { userText: text });
   const receipt = await h.attempt(() => h.rt.sendMessage({ threadId: h.threadId, text, ...extra }));
   if (!receipt) return;
   h.runIds.push(receipt.runId);

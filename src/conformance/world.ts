@@ -79,8 +79,13 @@ export interface WorldRun {
    * provider keeps them on disk.
    */
   adapter(): ProviderAdapter;
-  /** Queues what the provider's next turn does; turns take behaviours in the order they were queued. */
-  next(behaviour: TurnBehaviour): void;
+  /**
+   * Says what the provider's turn for `userText` does, before the message is sent. Behaviours come in the order the
+   * turns will: a world may queue them (a simulator's reply queue) or key them by the user text the turn carries (more
+   * robust where the provider makes side requests). A steer that restarts a run is a turn of its own: its user text
+   * is the steer's.
+   */
+  next(behaviour: TurnBehaviour, turn: { userText: string }): void;
   /** Lets a `hold` turn waiting at `gate` go on. */
   release(gate: string): void;
   /** The provider's evidence of its latest turn (null: it has taken none). */
