@@ -47,6 +47,8 @@ export class Harness {
   /** A second thread on the same target, and its run. */
   otherThreadId: string | null = null;
   otherRunId: string | null = null;
+  /** The run the latest message went into, on whichever thread. */
+  lastRunId: string | null = null;
   readonly target = TARGET;
   /** The latest typed refusal, with the degradation policy and capability its details name. */
   lastError: { code: string; message: string; policy: string | null; capability: string | null } | null = null;
@@ -182,6 +184,7 @@ export class Harness {
     if (!receipt) return null;
     if (threadId === this.threadId && !this.runIds.includes(receipt.runId)) this.runIds.push(receipt.runId);
     this.userTexts.set(receipt.runId, text);
+    this.lastRunId = receipt.runId;
     return receipt.runId;
   }
 

@@ -53,7 +53,7 @@ const UNOBSERVED: Record<string, string> = {
   "sessions.pendingRequestsSurviveRestart": "needs a host that outlives the runtime; not in the world interface",
   "threads.canReadThreadSnapshot":
     "read by the runtime only (to check rollbacks): no user-visible behaviour of its own",
-  "threads.canForkFromSubagentThread": "no path yet forks a finished subagent's conversation",
+  "threads.canForkFromSubagentThread": "shown only for an addressable subagent whose thread outlives it",
   "turns.supportsSteeringByInterruptRestart": "shown only where active steering is absent and interrupt present",
   "streaming.streamsPlanText": "not distinguishable: a plan's text is recorded whole either way",
   "tools.supportsMcpTools": "the world interface scripts no MCP tools",
@@ -82,7 +82,7 @@ const SUBAGENTS: Record<string, string> = {
   "subagents.emitsSubagentLifecycle": "shown only where the provider has subagents",
   "subagents.canWaitForSubagents": "shown only for an addressable subagent (lifecycle and thread ids)",
   "subagents.canCloseSubagents": "shown only for an addressable subagent (lifecycle and thread ids)",
-  "subagents.canForkSubagentThread": "no path yet forks a finished subagent's conversation",
+  "subagents.canForkSubagentThread": "shown only for an addressable subagent, where the provider forks",
 };
 
 const TOOL_FIELDS = [
@@ -99,7 +99,8 @@ function needs(field: string): BehaviourKind | null {
   for (const kind of APPROVAL_KINDS) if (APPROVAL_FIELD[kind] === field) return `approval:${kind}`;
   for (const kind of Object.keys(ARTIFACTS) as ArtifactKind[]) if (ARTIFACTS[kind] === field) return kind;
   if (TOOL_FIELDS.includes(field)) return "tool";
-  if (field.startsWith("subagents.") || field === "approvals.approvalsCanOriginateFromSubagents") return "subagent";
+  const bySubagents = ["approvals.approvalsCanOriginateFromSubagents", "threads.canForkFromSubagentThread"];
+  if (field.startsWith("subagents.") || bySubagents.includes(field)) return "subagent";
   return null;
 }
 

@@ -83,7 +83,7 @@ function stepsOf(behaviour: TurnBehaviour): ScriptStep[] {
       const child: ScriptStep[] = [{ type: "text", text: "the subagent works" }];
       if (behaviour.ask) child.push({ type: "command", command: "echo sub", output: "sub\n", approval: true });
       if (behaviour.gate) child.push({ type: "gate", name: behaviour.gate });
-      return [{ type: "subagent", agent: "helper", prompt: "help", steps: child }, reply];
+      return [{ type: "subagent", agent: "helper", prompt: behaviour.prompt, steps: child }, reply];
     }
   }
 }

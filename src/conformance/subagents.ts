@@ -1,5 +1,5 @@
 import type { ProviderCapabilities } from "../index.js";
-import { claims, completed, finding, refusal, type Check, type Finding } from "./findings.js";
+import { claims, completed, declared, finding, refusal, type Check, type Finding } from "./findings.js";
 import type { Harness } from "./harness.js";
 
 /**
@@ -14,6 +14,9 @@ const IDS = "subagents.exposesSubagentThreadIds";
 const WAIT = "subagents.canWaitForSubagents";
 const CLOSE = "subagents.canCloseSubagents";
 const ASKS = "approvals.approvalsCanOriginateFromSubagents";
+const FORK_SUB = ["threads.canForkFromSubagentThread", "subagents.canForkSubagentThread"];
+/** What the harness asks each subagent: a native fork of its conversation must remember it. */
+export const SUBAGENT_PROMPT = "conformance: look into it";
 
 /** A subagent the user can see (a node of its own) and address (its thread): what waiting and closing need. */
 const shown = (c: ProviderCapabilities) => c.subagents.supportsSubagents && c.subagents.emitsSubagentLifecycle;
@@ -23,6 +26,15 @@ export const subagentGuards = {
   delegates: shown,
   waitsForSubagents: (c: ProviderCapabilities) => addressable(c) && c.subagents.canWaitForSubagents,
   closesSubagents: (c: ProviderCapabilities) => addressable(c) && c.subagents.canCloseSubagents,
+  /**
+   * A fork of a finished subagent's conversation is native where its thread is addressable, outlives it, and the
+   * provider forks from it.
+   */
+  forksSubagentNatively: (c: ProviderCapabilities) =>
+    addressable(c) &&
+    c.threads.canForkThread &&
+    c.subagents.canForkSubagentThread &&
+    c.threads.canForkFromSubagentThread,
   asksFromSubagents: (c: ProviderCapabilities) =>
     shown(c) && c.approvals.approvalsCanOriginateFromSubagents && c.approvals.supportsCommandApproval,
 };
@@ -48,8 +60,25 @@ export const subagentStates = {
     on: {
       WAIT_SUBAGENT: [{ guard: "waitsForSubagents", target: "subagentWaited" }, { target: "waitRefused" }],
       CLOSE_SUBAGENT: [{ guard: "closesSubagents", target: "subagentClosed" }, { target: "closeRefused" }],
+      RELEASE: "delegatedDone",
     },
   },
+  delegatedDone: {
+    meta: { fields: [SUPPORTS, LIFECYCLE] },
+    on: {
+      FORK_SUBAGENT: [
+        { guard: "forksSubagentNatively", target: "subagentForkedNative" },
+        { guard: "tellsConversation", target: "subagentForkedSynthetic" },
+        { target: "subagentForkedUntold" },
+      ],
+    },
+  },
+  subagentForkedNative: { meta: { fields: FORK_SUB }, on: { FORK_TEXT: "subagentForkNativeAnswered" } },
+  subagentForkNativeAnswered: { type: "final", meta: { fields: FORK_SUB } },
+  subagentForkedSynthetic: { meta: { fields: FORK_SUB }, on: { FORK_TEXT: "subagentForkSyntheticAnswered" } },
+  subagentForkSyntheticAnswered: { type: "final", meta: { fields: FORK_SUB } },
+  subagentForkedUntold: { meta: { fields: FORK_SUB }, on: { FORK_TEXT: "subagentForkRefused" } },
+  subagentForkRefused: { type: "final", meta: { fields: FORK_SUB, refusal: true } },
   delegatedInline: { type: "final", meta: { fields: [SUPPORTS, LIFECYCLE] } },
   subagentWaited: { type: "final", meta: { fields: [WAIT] } },
   waitRefused: { type: "final", meta: { fields: [WAIT], refusal: true } },
@@ -67,7 +96,8 @@ function subagentNode(h: Harness) {
 async function delegate(h: Harness, ask: boolean): Promise<void> {
   const gate = ask ? undefined : h.nextText("gate").replace(" ", "-");
   if (gate) h.gates.push(gate);
-  const runId = await h.send({ kind: "subagent", text: h.nextText("reply"), ...(gate ? { gate } : {}), ask });
+  const behaviour = { kind: "subagent", text: h.nextText("reply"), prompt: SUBAGENT_PROMPT, ask } as const;
+  const runId = await h.send({ ...behaviour, ...(gate ? { gate } : {}) });
   if (!runId) throw new Error(`sending a subagent turn was refused: ${h.lastError?.code}`);
   // The subagent has said something (it runs, and waits at its gate), or asked.
   await h.until(
@@ -92,6 +122,13 @@ export const subagentDrives: Record<string, (h: Harness) => Promise<void>> = {
     await waiting;
     await h.untilTerminal(h.runId);
   },
+  FORK_SUBAGENT: async (h) => {
+    const node = subagentNode(h);
+    if (!node) throw new Error("no subagent to fork");
+    const receipt = await h.attempt(() => h.rt.forkThread({ threadId: h.threadId, fromSubagentNodeId: node.nodeId }));
+    if (!receipt) throw new Error(`the fork was refused: ${h.lastError?.code}: ${h.lastError?.message}`);
+    h.forkThreadId = receipt.threadId;
+  },
   CLOSE_SUBAGENT: async (h) => {
     const node = subagentNode(h);
     if (!node) throw new Error("no subagent to close");
@@ -108,6 +145,18 @@ function ancestors(h: Harness, nodeId: string): string[] {
   return out;
 }
 
+/** The field a degraded subagent fork answers for: the first one it needs that the record does not claim. */
+function absentOf(caps: ProviderCapabilities): string[] {
+  const needed = [
+    "subagents.exposesSubagentThreadIds",
+    "threads.canForkThread",
+    "subagents.canForkSubagentThread",
+    "threads.canForkFromSubagentThread",
+  ];
+  const missing = needed.find((f) => !claims(declared(caps, f)));
+  return missing ? [missing] : [];
+}
+
 export const subagentChecks: Record<string, Check> = {
   delegated: (h, caps) => {
     const node = subagentNode(h);
@@ -119,6 +168,41 @@ export const subagentChecks: Record<string, Check> = {
       out.push(finding(IDS, !!bound, `child thread ${bound?.nativeThreadRef}`, "no child thread bound"));
     }
     return out;
+  },
+  delegatedDone: (h, caps) => {
+    const node = subagentNode(h);
+    const ended = node && h.events("node.completed", (e) => e.nodeId === node.nodeId)[0]?.status;
+    const out = [
+      finding(SUPPORTS, ended === "completed", "the subagent completed", `the subagent ${ended ?? "never ended"}`),
+    ];
+    if (caps.subagents.emitsSubagentLifecycle) {
+      const done = h.provider.some((e) => e.type === "subagent.completed");
+      out.push(finding(LIFECYCLE, done, "subagent.completed streamed", "no subagent.completed streamed"));
+    }
+    return [...out, completed(h, h.runId, SUPPORTS)];
+  },
+  subagentForkedNative: () => [],
+  subagentForkedSynthetic: () => [],
+  subagentForkedUntold: () => [],
+  subagentForkNativeAnswered: (h) => {
+    const resolution = h.events("fork.resolved", (e) => e.threadId === h.forkThreadId)[0]?.resolution ?? "(none)";
+    const prior = h.world.lastTurn()?.priorUserTexts ?? [];
+    const ok = resolution === "native" && prior.includes(SUBAGENT_PROMPT);
+    const seen = `fork ${resolution}; the provider had ${JSON.stringify(prior)}`;
+    return FORK_SUB.map((f) => finding(f, ok, seen, seen));
+  },
+  subagentForkSyntheticAnswered: (h, caps) => {
+    const resolution = h.events("fork.resolved", (e) => e.threadId === h.forkThreadId)[0]?.resolution ?? "(none)";
+    const policy = h.policies((e) => e.threadId === h.forkThreadId).includes("subagent_fork_synthetic");
+    const told = h.world.lastTurn()?.context !== null;
+    const ok = resolution === "portable" && policy && told && h.terminal(h.lastRunId!)?.status === "completed";
+    const seen = `fork ${resolution}, subagent_fork_synthetic ${policy}, context carried ${told}`;
+    return absentOf(caps).map((f) => finding(f, ok, seen, seen));
+  },
+  subagentForkRefused: (h, caps) => {
+    const ok = h.lastError?.code === "capability_unsupported";
+    const seen = `refusal ${h.lastError?.code ?? "none"} (${h.lastError?.policy ?? "no policy"})`;
+    return absentOf(caps).map((f) => finding(f, ok, seen, seen));
   },
   delegatedInline: (h, caps) => {
     const none = !subagentNode(h);

@@ -42,11 +42,11 @@ export type TurnBehaviour =
   /** Optional: asks the user one structured question (id `go`), then, answered, replies `text`. */
   | { kind: "question"; text: string }
   /**
-   * Optional: starts a subagent that says something, then asks for approval of a command (`ask`) or waits at `gate`
-   * (until released, closed or interrupted), and ends; then the parent replies `text`. A provider without subagents
-   * runs the subagent's steps in the parent turn.
+   * Optional: starts a subagent asked `prompt` (its conversation's first user text), which says something, then asks
+   * for approval of a command (`ask`) or waits at `gate` (until released, closed or interrupted), and ends; then the
+   * parent replies `text`. A provider without subagents runs the subagent's steps in the parent turn.
    */
-  | { kind: "subagent"; text: string; gate?: string; ask?: boolean }
+  | { kind: "subagent"; text: string; prompt: string; gate?: string; ask?: boolean }
   /** Optional: thinks (reasoning), runs a command that asks nothing and prints `output`, then replies `text`. */
   | { kind: "tool"; text: string; output: string };
 

@@ -10,7 +10,10 @@ import { assertConformance, runConformance, scriptedWorld } from "../../src/conf
 const records: Record<string, ProviderCapabilities | CapabilityOverrides> = {
   /** Everything the scripted provider can do, strong identities. */
   full: {},
-  /** Between: steering only by interrupt-restart, forks of the whole thread only, a provider that queues. */
+  /**
+   * Between: steering only by interrupt-restart, forks of the whole thread (and of a subagent's) only, a provider that
+   * queues, weak terminals, no message completions, no empty threads.
+   */
   between: {
     turns: { supportsActiveSteering: false, supportsQueuedMessages: true, terminalStatusQuality: "weak" },
     threads: { canForkFromTurn: false, canCreateEmptyThread: false },
@@ -18,6 +21,7 @@ const records: Record<string, ProviderCapabilities | CapabilityOverrides> = {
     approvals: { supportsFileChangeApproval: false, approvalsHaveNativeRequestIds: false },
     planning: { emitsTodoList: false, supportsStructuredQuestions: false },
     identity: { nativeItemIds: "weak", nativeRequestIds: "none" },
+    subagents: { canForkSubagentThread: true },
   },
   /** Minimal: a turn and its text; no ids, no steering, no interrupt, no fork, no rollback, no approvals. */
   minimal: minimalCapabilities(),
