@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createScriptedAdapter, ScriptedBackend, type CapabilityOverrides } from "../../src/index.js";
-import { contextHeader, deliverContext, withUserContext } from "../../src/adapters/kit/context.js";
+import { contextHeader, deliverContext, userPrompt } from "../../src/adapters/kit/context.js";
 import { openTestRuntime } from "../support/runtime.js";
 
 /**
@@ -22,7 +22,12 @@ describe("deliverContext", () => {
     expect(deliverContext({ kind: "fork", text, delivery: "system" }).instructions?.role).toBe("system");
     const asUser = deliverContext({ kind: "rebuild", text, delivery: "synthetic_user" });
     expect(asUser).toEqual({ instructions: null, userMessages: [contextHeader("rebuild") + text] });
-    expect(withUserContext(asUser, "go on")).toBe(`${contextHeader("rebuild")}${text}\n\ngo on`);
+    const rebuild = { kind: "rebuild", text, delivery: "synthetic_user" } as const;
+    expect(userPrompt(rebuild, "go on", "p")).toBe(`${contextHeader("rebuild")}${text}\n\ngo on`);
+    // A provider that takes user context only refuses instructions, typed, rather than slip them into the prompt.
+    expect(() => userPrompt({ ...rebuild, delivery: "developer" }, "go on", "p")).toThrow(
+      expect.objectContaining({ code: "capability_unsupported" }),
+    );
     expect(deliverContext(null)).toEqual({ instructions: null, userMessages: [] });
   });
 });

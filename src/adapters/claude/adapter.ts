@@ -1,12 +1,12 @@
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { HostSpec } from "../kit/hostSpec.js";
-import { HostSessions } from "../kit/hostSessions.js";
+import { hosted } from "../kit/hosted.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../domain/entities.js";
 import { ProviderError } from "../../domain/errors.js";
-import type { ProviderAdapter, ProviderAdapterEvent, SandboxPolicy } from "../contract.js";
-import { EventQueue } from "../kit/eventQueue.js";
+import type { ProviderAdapter, SandboxPolicy } from "../contract.js";
 import { claudeCapabilities } from "./capabilities.js";
 import { callHost, claudeHostSpec, type ClaudeHostOptions, type HostMethod, type HostParams } from "./transport.js";
+import { userPrompt } from "../kit/context.js";
 
 /**
  * Claude Code through the official Agent SDK, in a host process owned by the runtime's
@@ -28,7 +28,6 @@ export type ClaudeAdapter = ProviderAdapter & {
 
 export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeAdapter {
   const caps = claudeCapabilities();
-  const queue = new EventQueue<ProviderAdapterEvent>();
   /**
    * Each session's sandbox policy and the mode it started in: its threads open under them (the host maps them to
    * Claude's permission mode); each turn then names its own mode.
@@ -36,9 +35,11 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
   const settings = new Map<string, { sandbox: SandboxPolicy; runtimeMode: RuntimeMode }>();
   const settingsOf = (sessionId: string) =>
     settings.get(sessionId) ?? { sandbox: "workspace-write", runtimeMode: DEFAULT_RUNTIME_MODE };
-  const sessions = new HostSessions("claude", (sessionId, report) =>
-    queue.push({ sessionId, event: { type: "session.state", state: "error", message: `claude host lost: ${report}` } }),
-  );
+  const host = hosted("claude", {
+    forget: (sessionId) => settings.delete(sessionId),
+    goodbye: (sessionId, held) => callHost(held.channel, "closeThreads", { sessionId }, { timeoutMs: 2_000 }),
+  });
+  const { queue, sessions } = host;
   const spec: HostSpec = {
     ...claudeHostSpec(options, (sessionId, event) => {
       if (sessions.find(sessionId)) queue.push({ sessionId, event });
@@ -50,12 +51,9 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
     callHost(sessions.lease(sessionId).channel, method, params);
 
   const adapter: ClaudeAdapter = {
+    ...host.methods(spec),
     provider: "claude",
     getCapabilities: () => caps,
-    bindHosts(registry, target) {
-      sessions.bind(registry);
-      spec.target = target;
-    },
     async startSession({ sessionId, sandbox, runtimeMode }) {
       const held = await sessions.open(sessionId, spec);
       settings.set(sessionId, {
@@ -63,13 +61,6 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
         runtimeMode: runtimeMode ?? DEFAULT_RUNTIME_MODE,
       });
       return { sessionId, capabilities: caps, hostGeneration: held.generation };
-    },
-    async stopSession({ sessionId }) {
-      const held = sessions.take(sessionId);
-      settings.delete(sessionId);
-      if (!held) return;
-      await callHost(held.channel, "closeThreads", { sessionId }, { timeoutMs: 2_000 }).catch(() => undefined);
-      held.release();
     },
     async ensureProviderThread({ sessionId, cwd, resume }) {
       const { cursor } = await call(sessionId, "openThread", {
@@ -82,9 +73,7 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       return { threadRef: cursor, resumeCursor: cursor };
     },
     async sendRun({ sessionId, thread, text, context, model, runtimeMode }) {
-      const full = context
-        ? `Context from earlier in this conversation (${context.kind}):\n${context.text}\n\n${text}`
-        : text;
+      const full = userPrompt(context, text, "claude");
       await call(sessionId, "send", {
         cursor: thread.resumeCursor,
         text: full,
@@ -130,13 +119,6 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       });
       return { threadRef: cursor, resumeCursor: cursor };
     },
-    streamEvents: () => queue,
-    async close() {
-      for (const [sessionId] of sessions.entries()) await adapter.stopSession({ sessionId });
-      queue.close();
-    },
-    hostSpec: spec,
-    hostPid: (sessionId) => sessions.pid(sessionId),
   };
   return adapter;
 }

@@ -5,17 +5,15 @@ import { INVALID_REQUEST } from "../kit/jsonRpc.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { SpawnedHost } from "../kit/hostSpec.js";
 import type { HostSpec } from "../kit/hostSpec.js";
-import { HostSessions } from "../kit/hostSessions.js";
+import { hosted } from "../kit/hosted.js";
 import type { FrameRing } from "../kit/ring.js";
 import type {
   DynamicToolDefinition,
   ProviderAdapter,
-  ProviderAdapterEvent,
   ProviderEvent,
   ProviderThreadHandle,
   SandboxPolicy,
 } from "../contract.js";
-import { EventQueue } from "../kit/eventQueue.js";
 import { codexCapabilities, codexVersion } from "./capabilities.js";
 import {
   collaborationMode,
@@ -81,13 +79,22 @@ export type CodexAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; host
 
 export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdapter {
   const binary = resolveCodexBinary(options.binary);
-  const queue = new EventQueue<ProviderAdapterEvent>();
-  const sessions = new HostSessions("codex", (sessionId, report) =>
-    queue.push({
-      sessionId,
-      event: { type: "session.state", state: "error", message: `codex app-server lost: ${report}` },
-    }),
-  );
+  const host = hosted("codex", {
+    forget: (sessionId) => settings.delete(sessionId),
+    goodbye: async (sessionId, lease) => {
+      const owned = [...threadSessions].filter(([, owner]) => owner === sessionId).map(([thread]) => thread);
+      for (const thread of owned) {
+        threadSessions.delete(thread);
+        tunings.delete(thread);
+        retired.add(thread);
+        // Best effort: the app-server stops sending this thread's events to us.
+        await (lease.channel as CodexChannel)
+          .send("thread/unsubscribe", { threadId: thread }, { timeoutMs: 2_000 })
+          .catch(() => undefined);
+      }
+    },
+  });
+  const { queue, sessions } = host;
   /**
    * What each session's threads and turns run under: its sandbox, the runtime mode it started in, and the embedder's
    * tools it was offered (Codex's dynamic tools, given to every thread it starts).
@@ -190,13 +197,10 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   const channelOf = (sessionId: string) => sessions.lease(sessionId).channel as CodexChannel;
 
   const adapter: CodexAdapter = {
+    ...host.methods(spec),
     provider: "codex",
     // The Default-mode record (before a handshake, the supported version's); each session announces its own mode's.
     getCapabilities: () => declared ?? codexCapabilities("0.171.0"),
-    bindHosts(registry, target) {
-      sessions.bind(registry);
-      spec.target = target;
-    },
     async startSession({ sessionId, sandbox, runtimeMode, tools }) {
       const lease = await sessions.open(sessionId, spec);
       const mode = runtimeMode ?? DEFAULT_RUNTIME_MODE;
@@ -207,22 +211,6 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
         capabilities: codexCapabilities(version, mode.interaction),
         hostGeneration: lease.generation,
       };
-    },
-    async stopSession({ sessionId }) {
-      const lease = sessions.take(sessionId);
-      settings.delete(sessionId);
-      if (!lease) return;
-      const owned = [...threadSessions].filter(([, owner]) => owner === sessionId).map(([thread]) => thread);
-      for (const thread of owned) {
-        threadSessions.delete(thread);
-        tunings.delete(thread);
-        retired.add(thread);
-        // Best effort: the app-server stops sending this thread's events to us.
-        await (lease.channel as CodexChannel)
-          .send("thread/unsubscribe", { threadId: thread }, { timeoutMs: 2_000 })
-          .catch(() => undefined);
-      }
-      lease.release();
     },
     async ensureProviderThread({ sessionId, cwd, resume }) {
       const opening = threadSettings(sessionId, cwd);
@@ -312,13 +300,6 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
       };
       return adopt(sessionId, await channelOf(sessionId).send("thread/fork", params));
     },
-    streamEvents: () => queue,
-    async close() {
-      for (const [sessionId] of sessions.entries()) await adapter.stopSession({ sessionId });
-      queue.close();
-    },
-    hostSpec: spec,
-    hostPid: (sessionId) => sessions.pid(sessionId),
   };
 
   function sessionSettings(sessionId: string) {

@@ -13,6 +13,8 @@ import type {
 } from "./protocol/types.js";
 import { detailOf, kindOf, UPDATE_PLAN_TOOL } from "./tools.js";
 import type { CodexNotification, CodexServerAnswer, CodexServerRequest, CodexThreadItem } from "./transport.js";
+import { userContextMessages } from "../kit/context.js";
+import type { HandoffContext } from "../contract.js";
 
 /**
  * Codex app-server frames -> normalized provider events, and the runtime's words -> Codex's
@@ -248,11 +250,8 @@ export function threadOpening(cwd: string, sandbox: SandboxPolicy) {
 const textInput = (text: string): UserInput => ({ type: "text", text, text_elements: [] });
 
 /** A turn's input: a handoff's context goes in as user context (Codex takes developer instructions at thread start). */
-export function turnInput(text: string, context?: { kind: string; text: string } | null): UserInput[] {
-  return [
-    ...(context ? [textInput(`Context from earlier in this conversation (${context.kind}):\n${context.text}`)] : []),
-    textInput(text),
-  ];
+export function turnInput(text: string, context?: HandoffContext | null): UserInput[] {
+  return [...userContextMessages(context, "codex").map(textInput), textInput(text)];
 }
 
 export const steerInput = (text: string): UserInput[] => [textInput(text)];

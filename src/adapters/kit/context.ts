@@ -1,3 +1,4 @@
+import { CapabilityUnsupportedError } from "../../domain/errors.js";
 import type { HandoffContext } from "../contract.js";
 
 /**
@@ -26,10 +27,21 @@ export function deliverContext(context: HandoffContext | null | undefined): Deli
 }
 
 /**
- * The user's text with the context before it, for a provider that takes one prompt a turn: the synthetic user message
- * and the user's own, one after the other. Only for `synthetic_user` delivery; instructions go where the protocol
- * takes them.
+ * For a provider whose record takes context only as a user message (no developer or system instructions per turn):
+ * the messages that go before the user's own. A context delivered otherwise is one the record did not offer: refused,
+ * typed, never slipped into the prompt under another role.
  */
-export function withUserContext(delivered: DeliveredContext, text: string): string {
-  return [...delivered.userMessages, text].join("\n\n");
+export function userContextMessages(context: HandoffContext | null | undefined, provider: string): string[] {
+  const delivered = deliverContext(context);
+  if (delivered.instructions) {
+    const { role } = delivered.instructions;
+    const capability = role === "developer" ? "context.acceptsDeveloperContext" : "context.acceptsSystemContext";
+    throw new CapabilityUnsupportedError(capability, `${provider} takes no ${role} context per turn`);
+  }
+  return delivered.userMessages;
+}
+
+/** For such a provider taking one prompt a turn: the context's messages, then the user's own text. */
+export function userPrompt(context: HandoffContext | null | undefined, text: string, provider: string): string {
+  return [...userContextMessages(context, provider), text].join("\n\n");
 }
