@@ -37,7 +37,10 @@ export interface ConformanceReport {
   paths: Array<{ events: string[]; error: string | null }>;
   /** No field (claimed or not) refuted and the resume primitive not refuted. */
   ok: boolean;
-  /** `conformance: <adapter> declared N, verified V, refuted R, not exercisable X; ...` */
+  /**
+   * `conformance: <adapter> declared N, verified V, refuted R, not exercisable X; absent M: degradation verified D,
+   * refuted F, not exercisable Y; resume <verdict>`: N and its split count the claimed fields, M the others.
+   */
   summary: string;
   /** One line per field: verdict, declared value, detail. */
   table: string;
@@ -148,7 +151,8 @@ export function buildReport(
     `conformance: ${adapter} declared ${claimed.length}, verified ${count(claimed, "verified")}, ` +
     `refuted ${count(claimed, "refuted")}, not exercisable ${count(claimed, "not exercisable")}; ` +
     `absent ${absent.length}: degradation verified ${count(absent, "verified")}, ` +
-    `refuted ${count(absent, "refuted")}; resume ${resume.verdict}`;
+    `refuted ${count(absent, "refuted")}, not exercisable ${count(absent, "not exercisable")}; ` +
+    `resume ${resume.verdict}`;
   const width = Math.max(...fields.map((f) => f.field.length));
   const table = fields
     .map((f) => `${f.field.padEnd(width)}  ${JSON.stringify(f.declared).padEnd(9)} ${f.verdict.padEnd(15)} ${f.detail}`)
