@@ -76,9 +76,15 @@ export class Harness {
     const cwd = join(dir, "work");
     await mkdir(cwd, { recursive: true });
     const h = new Harness(world, dir, cwd, null as unknown as TillerRuntime, timeoutMs);
-    await h.#start();
-    h.threadId = (await h.rt.createThread({ providerTarget: TARGET, cwd })).threadId;
-    return h;
+    try {
+      await h.#start();
+      h.threadId = (await h.rt.createThread({ providerTarget: TARGET, cwd })).threadId;
+      return h;
+    } catch (error) {
+      // What opened is closed: the runtime if it started, the world, the directory.
+      await (h.rt ? h.close() : world.close().then(() => rm(dir, { recursive: true, force: true }))).catch(() => {});
+      throw error;
+    }
   }
 
   async #start(): Promise<void> {
