@@ -7,9 +7,19 @@ import type { ProviderAdapter } from "../adapters/contract.js";
  * provider's side of the adapter, so an adapter that claims more than it does is caught.
  *
  * Worlds for the in-process scripted provider script its turns directly (`scriptedWorld`). A world for a real binary
- * starts the model simulator (`tiller/simulator`) on 127.0.0.1, points the adapter at it (`model: { baseUrl,
- * apiKeyEnv }`) with a temporary HOME, and turns each behaviour into simulator replies (`sim.push(reply)`); its
- * `lastTurn` reads the request the binary sent the simulator (the user messages and steers in the prompt).
+ * starts the model simulator (`tiller-runtime/simulator`) on 127.0.0.1, points the adapter at it (`model: { baseUrl,
+ * apiKeyEnv }`) with a temporary HOME and provider home, and turns each behaviour into simulator replies:
+ *
+ * | behaviour | simulator replies |
+ * |---|---|
+ * | `text` | `{ text }` |
+ * | `hold` | `{ hang: true, text }`; `release` is `sim.releaseHang()`, an interrupt aborts the stream |
+ * | `approval` | `{ tools: [<the binary's tool for that action>] }`, then `{ text }` once the tool ran |
+ * | `tool` | `{ reasoning, tools: [<a shell command>] }`, then `{ text }` |
+ *
+ * Its `lastTurn` reads the latest request the binary sent the simulator (`sim.requests`): the user messages of the
+ * conversation, a steer as a later user message, the context as the system or developer prompt or a user message.
+ * Its `close` stops the simulator and removes the temporary homes.
  */
 
 /** Approval kinds, as the capability record names them (`approvals.supports<Kind>Approval`). */
@@ -29,7 +39,7 @@ export type TurnBehaviour =
    */
   | { kind: "hold"; text: string; gate: string }
   /**
-   * Asks for approval of a `approval` action (a command, a file change...), then, answered, replies `text` and ends.
+   * Asks for approval of an action of kind `approval` (a command, a file change...), then, answered, replies `text`.
    * Where the provider cannot ask (the record says so), it acts under its sandbox and replies.
    */
   | { kind: "approval"; approval: ApprovalKind; text: string }
@@ -83,7 +93,7 @@ export interface WorldRun {
    * Says what the provider's turn for `userText` does, before the message is sent. Behaviours come in the order the
    * turns will: a world may queue them (a simulator's reply queue) or key them by the user text the turn carries (more
    * robust where the provider makes side requests). A steer that restarts a run is a turn of its own: its user text
-   * is the steer's.
+   * is the steer's. A native steer is no turn: it goes into the turn it steers (`TurnEvidence.steers`).
    */
   next(behaviour: TurnBehaviour, turn: { userText: string }): void;
   /** Lets a `hold` turn waiting at `gate` go on. */
