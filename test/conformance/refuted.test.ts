@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { createScriptedAdapter, type ProviderAdapter, type ScriptedAdapterOptions } from "../../src/index.js";
+import {
+  createScriptedAdapter,
+  fullCapabilities,
+  type ProviderAdapter,
+  type ScriptedAdapterOptions,
+} from "../../src/index.js";
 import {
   assertConformance,
   runConformance,
@@ -68,5 +73,26 @@ describe("conformance: a lying adapter is caught", () => {
     expect(report.refuted).toBe(2);
     expect(report.ok).toBe(false);
     expect(verdictOf(report, "threads.canRollbackThread").verdict).toBe("verified");
+  }, 120_000);
+
+  it("declares the full record at session start, honours less: each field it does not honour refuted", async () => {
+    const declared = fullCapabilities();
+    const adapter = (options: ScriptedAdapterOptions) => {
+      // The provider behaves without file-change approvals and todo lists, and says it has them.
+      const honoured = { approvals: { supportsFileChangeApproval: false }, planning: { emitsTodoList: false } };
+      const real = createScriptedAdapter({ ...options, capabilities: honoured });
+      return overriding(real, {
+        getCapabilities: () => declared,
+        startSession: async (input) => ({ ...(await real.startSession(input)), capabilities: declared }),
+      });
+    };
+    const report = await runConformance({ world: scriptedWorld({ name: "overclaims", adapter }) });
+    console.log(`${report.summary}\n${report.table}`);
+    expect(report.fields.filter((f) => f.verdict === "refuted").map((f) => f.field)).toEqual([
+      "approvals.supportsFileChangeApproval",
+      "planning.emitsTodoList",
+    ]);
+    expect(verdictOf(report, "approvals.supportsFileChangeApproval").detail).toContain("no file_change approval");
+    expect(report.ok).toBe(false);
   }, 120_000);
 });
