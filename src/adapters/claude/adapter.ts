@@ -7,6 +7,7 @@ import type { ProviderAdapter, SandboxPolicy } from "../contract.js";
 import { claudeCapabilities } from "./capabilities.js";
 import { callHost, claudeHostSpec, type ClaudeHostOptions, type HostMethod, type HostParams } from "./transport.js";
 import { userPrompt } from "../kit/context.js";
+import { defineAdapter } from "../kit/defineAdapter.js";
 
 /**
  * Claude Code through the official Agent SDK, in a host process owned by the runtime's
@@ -120,5 +121,5 @@ export function createClaudeAdapter(options: ClaudeAdapterOptions = {}): ClaudeA
       return { threadRef: cursor, resumeCursor: cursor };
     },
   };
-  return adapter;
+  return defineAdapter(adapter);
 }

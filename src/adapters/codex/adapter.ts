@@ -34,6 +34,7 @@ import {
 } from "./protocol/types.js";
 import { dynamicTools } from "./tools.js";
 import { appServerLaunch, CodexChannel, isAnswered, resolveCodexBinary, type CodexLaunchOptions } from "./transport.js";
+import { defineAdapter } from "../kit/defineAdapter.js";
 
 /**
  * Codex through `codex app-server` (JSON-RPC on stdio), in a host process owned by the
@@ -340,7 +341,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
     const { thread } = await channelOf(sessionId).send("thread/read", { threadId, includeTurns: true });
     return thread.turns;
   }
-  return adapter;
+  return defineAdapter(adapter);
 }
 
 /** What `thread/start`, `thread/resume` and `thread/fork` answer alike. */

@@ -6,6 +6,7 @@ import type { HostLease, HostSpec } from "../kit/hostSpec.js";
 import { hostedCapabilities } from "./capabilities.js";
 import { ReattachResultSchema } from "./protocol/host.js";
 import { scriptedHostTransport, type ScriptedHostOptions } from "./transport.js";
+import { defineAdapter } from "../kit/defineAdapter.js";
 
 /**
  * The scripted provider's adapters. `createScriptedAdapter` runs the scripted provider in process (it is the provider:
@@ -124,5 +125,5 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
       return null;
     };
   }
-  return adapter;
+  return defineAdapter(adapter);
 }

@@ -16,6 +16,7 @@ import { ScriptedBackend, type BackendThread } from "./backend.js";
 import { echoScript, type ScriptSource, type ScriptStep } from "./script.js";
 import { endedCleanly, ScriptedTurn } from "./turn.js";
 import { deliverContext } from "../../kit/context.js";
+import { defineAdapter } from "../../kit/defineAdapter.js";
 
 /**
  * The scripted provider: a real adapter whose "model" is a script. It honours exactly the
@@ -344,7 +345,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       return handleOf(backend.createThread(source.turns.slice(0, cut).map((t) => ({ ...t }))));
     };
   }
-  return adapter;
+  return defineAdapter(adapter);
 }
 
 /** The promise's value, unless `signal` aborts first (rejects with its reason). */

@@ -7,6 +7,7 @@ import { ScriptedBackend } from "./backend.js";
 import { keyedScript } from "./script.js";
 import { Flights } from "./flights.js";
 import { HOST_PROTOCOL_VERSION, InitParamsSchema, type AttachResult, type ResumeResult } from "../protocol/host.js";
+import { resolveCapabilities } from "../capabilities.js";
 
 /**
  * The scripted host's relay, independent of the transport: one scripted adapter (created by
@@ -260,9 +261,11 @@ export class ScriptedHost {
     if (this.#state) throw new ConflictError("the host is already initialized");
     const { capabilities, scripts, chunkDelayMs } = parseParams(InitParamsSchema, params, "init");
     const backend = new ScriptedBackend();
+    // A full record or overrides: validated (invalid_input when wrong). The host serves re-attach itself (its
+    // `reattach` call, from the turns it keeps): the provider in it is not asked to.
+    const record = resolveCapabilities(capabilities as ScriptedAdapterOptions["capabilities"]);
     const adapter = createScriptedAdapter({
-      // A full record or overrides: the adapter validates either (invalid_input when wrong).
-      capabilities: capabilities as ScriptedAdapterOptions["capabilities"],
+      capabilities: { ...record, sessions: { ...record.sessions, pendingRequestsSurviveRestart: false } },
       script: keyedScript(scripts),
       backend,
       ...(chunkDelayMs === undefined ? {} : { chunkDelayMs }),
