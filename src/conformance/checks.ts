@@ -1,9 +1,21 @@
 import type { ProviderCapabilities } from "../index.js";
 import type { Harness } from "./harness.js";
-import { claims, completed, declared, finding, refusal, refusedBy, type Check, type Finding } from "./findings.js";
+import {
+  claims,
+  completed,
+  declared,
+  finding,
+  refusal,
+  textOfRun,
+  told,
+  untold,
+  type Check,
+  type Finding,
+} from "./findings.js";
 import { sessionChecks } from "./sessions.js";
 import { toolChecks } from "./tools.js";
 import { subagentChecks } from "./subagents.js";
+import { switchingChecks } from "./switching.js";
 import { APPROVAL_FIELD, APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
 
 /**
@@ -14,7 +26,6 @@ import { APPROVAL_FIELD, APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./
 
 const lastTurn = (h: Harness) => h.world.lastTurn();
 const priorOf = (h: Harness) => JSON.stringify(lastTurn(h)?.priorUserTexts ?? null);
-const textOfRun = (h: Harness, index: number) => h.userTexts.get(h.runIds[index] ?? "") ?? "";
 
 function textTurn(h: Harness, caps: ProviderCapabilities): Finding[] {
   const runId = h.runId;
@@ -109,55 +120,6 @@ function forkChecks(fields: string[], native: boolean, priorWanted: (h: Harness)
     const seen = `fork ${resolution}, synthetic_fork ${synthetic ? "recorded" : "not recorded"}`;
     const yes = native ? `native fork; the provider had ${prior}` : `${seen}`;
     return fields.map((f) => finding(f, ok && (native || synthetic), yes, `${seen}; the provider had ${prior}`));
-  };
-}
-
-const DELIVERY_FIELD = {
-  system: "context.acceptsSystemContext",
-  developer: "context.acceptsDeveloperContext",
-  synthetic_user: "context.acceptsSyntheticUserContext",
-} as const;
-
-/** A fresh provider thread was told the whole conversation: the provider's turn carried it, as the record says. */
-function told(threadOf: (h: Harness) => string): Check {
-  return (h, caps) => {
-    const threadId = threadOf(h);
-    const handoff = h.events("handoff.created", (e) => e.threadId === threadId).at(-1);
-    const context = lastTurn(h)?.context ?? null;
-    const carried = !!context && context.text.includes(textOfRun(h, 0));
-    const how = context
-      ? `${context.delivery} context, ${carried ? "telling" : "not telling"} the conversation`
-      : "none";
-    const seen = `handoff ${handoff?.strategy ?? "none"}; the provider's turn carried ${how}`;
-    const out = [
-      finding("context.canConsumeHandoffSummaries", carried && !!handoff, seen, seen),
-      finding("context.supportsFullThreadHandoff", carried && handoff?.strategy === "full_thread_summary", seen, seen),
-    ];
-    const delivery = context ? DELIVERY_FIELD[context.delivery] : null;
-    if (delivery) out.push(finding(delivery, claims(declared(caps, delivery)), seen, `${seen}, not declared`));
-    const local = h.policies((e) => e.threadId === threadId).includes("summary_by_local_summariser");
-    const by = `summarized by ${handoff?.summarizedBy ?? "nobody"}`;
-    const field = "context.canGenerateSummaries";
-    out.push(
-      caps.context.canGenerateSummaries
-        ? finding(field, handoff?.summarizedBy === "provider", by, by)
-        : finding(field, handoff?.summarizedBy === "runtime" && local, `${by} (summary_by_local_summariser)`, by),
-    );
-    return out;
-  };
-}
-
-const UNTOLD = ["handoff_summary_unsupported", "full_handoff_unsupported", "handoff_unsupported"];
-
-/** A fresh provider thread that cannot be told the conversation: the run is refused, typed, with its policy. */
-function untold(fields: (caps: ProviderCapabilities) => string[]): Check {
-  return (h, caps) => {
-    const refused = h.lastError?.code === "capability_unsupported";
-    const policy = refusedBy(h, UNTOLD);
-    const seen = `refusal ${h.lastError?.code ?? "none"}, policy ${policy ?? "none"}`;
-    const context = ["context.canConsumeHandoffSummaries", "context.supportsFullThreadHandoff"];
-    const absent = context.filter((f) => !claims(declared(caps, f)));
-    return [...fields(caps), ...absent].map((f) => finding(f, refused && !!policy, seen, seen));
   };
 }
 
@@ -342,6 +304,7 @@ export const checks: Record<string, Check> = {
   ...subagentChecks,
   ...sessionChecks,
   ...toolChecks,
+  ...switchingChecks,
   ...approvalChecks(),
   ...artifactChecks(),
 };

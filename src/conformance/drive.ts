@@ -3,6 +3,7 @@ import { APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
 import { sessionDrives } from "./sessions.js";
 import { toolDrives } from "./tools.js";
 import { subagentDrives } from "./subagents.js";
+import { switchingDrives } from "./switching.js";
 
 /**
  * What each model event does through the runtime's public API (and, for the provider's side of a turn, the world).
@@ -95,6 +96,7 @@ export const drives: Record<string, Drive> = {
   ...subagentDrives,
   ...sessionDrives,
   ...toolDrives,
+  ...switchingDrives,
 };
 
 for (const approval of APPROVAL_KINDS) {

@@ -54,3 +54,64 @@ export function refusal(h: Harness, policy: string, fields: string[]): Finding[]
     ),
   );
 }
+
+const lastTurn = (h: Harness) => h.world.lastTurn();
+/** The user text of the thread's `index`th run (its conversation's, in the order sent). */
+export const textOfRun = (h: Harness, index: number) => h.userTexts.get(h.runIds[index] ?? "") ?? "";
+
+const DELIVERY_FIELD = {
+  system: "context.acceptsSystemContext",
+  developer: "context.acceptsDeveloperContext",
+  synthetic_user: "context.acceptsSyntheticUserContext",
+} as const;
+
+/** A fresh provider thread was told the whole conversation: the provider's turn carried it, as the record says. */
+export function told(threadOf: (h: Harness) => string): Check {
+  return (h, caps) => {
+    const threadId = threadOf(h);
+    const handoff = h.events("handoff.created", (e) => e.threadId === threadId).at(-1);
+    const context = lastTurn(h)?.context ?? null;
+    const carried = !!context && context.text.includes(textOfRun(h, 0));
+    const how = context
+      ? `${context.delivery} context, ${carried ? "telling" : "not telling"} the conversation`
+      : "none";
+    const seen = `handoff ${handoff?.strategy ?? "none"}; the provider's turn carried ${how}`;
+    const out = [
+      finding("context.canConsumeHandoffSummaries", carried && !!handoff, seen, seen),
+      finding("context.supportsFullThreadHandoff", carried && handoff?.strategy === "full_thread_summary", seen, seen),
+    ];
+    const delivery = context ? DELIVERY_FIELD[context.delivery] : null;
+    if (delivery) out.push(finding(delivery, claims(declared(caps, delivery)), seen, `${seen}, not declared`));
+    // Neither system nor developer context: the seed's fallback is synthetic user context, recorded as such.
+    if (!caps.context.acceptsSystemContext && !caps.context.acceptsDeveloperContext) {
+      const asUser = h.policies((e) => e.threadId === threadId).includes("handoff_as_user_context");
+      const ok = asUser && context?.delivery === "synthetic_user";
+      out.push(
+        finding("context.acceptsDeveloperContext", ok, "handoff_as_user_context", `${seen}, as user: ${asUser}`),
+      );
+    }
+    const local = h.policies((e) => e.threadId === threadId).includes("summary_by_local_summariser");
+    const by = `summarized by ${handoff?.summarizedBy ?? "nobody"}`;
+    const field = "context.canGenerateSummaries";
+    out.push(
+      caps.context.canGenerateSummaries
+        ? finding(field, handoff?.summarizedBy === "provider", by, by)
+        : finding(field, handoff?.summarizedBy === "runtime" && local, `${by} (summary_by_local_summariser)`, by),
+    );
+    return out;
+  };
+}
+
+export const UNTOLD = ["handoff_summary_unsupported", "full_handoff_unsupported", "handoff_unsupported"];
+
+/** A fresh provider thread that cannot be told the conversation: the run is refused, typed, with its policy. */
+export function untold(fields: (caps: ProviderCapabilities) => string[]): Check {
+  return (h, caps) => {
+    const refused = h.lastError?.code === "capability_unsupported";
+    const policy = refusedBy(h, UNTOLD);
+    const seen = `refusal ${h.lastError?.code ?? "none"}, policy ${policy ?? "none"}`;
+    const context = ["context.canConsumeHandoffSummaries", "context.supportsFullThreadHandoff"];
+    const absent = context.filter((f) => !claims(declared(caps, f)));
+    return [...fields(caps), ...absent].map((f) => finding(f, refused && !!policy, seen, seen));
+  };
+}

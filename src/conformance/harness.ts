@@ -6,12 +6,15 @@ import { createRuntime, type DomainEvent, type LogRecord, type TillerRuntime } f
 import type { TurnBehaviour, WorldRun } from "./world.js";
 
 /**
- * One path's system under test: a real runtime on a temporary data directory (loopback only: no inspector), with the
- * world's adapter as its one provider target, and one thread. The harness sees what a user sees (the log, receipts,
- * typed refusals) and, tapped at the contract boundary, the provider events the adapter streams.
+ * One path's system under test: a real runtime on a temporary data directory (loopback only: no inspector), with two
+ * targets on the world's provider (the second only where a conversation switches providers), and one thread. The
+ * harness sees what a user sees (the log, receipts, typed refusals) and, tapped at the contract boundary, the provider
+ * events the adapters stream.
  */
 
 export const TARGET = "provider";
+/** A second target on the same provider: where a conversation switches to, and back from. */
+export const OTHER_TARGET = "provider-b";
 
 export type DomainRecord = LogRecord<DomainEvent>;
 type EventOf<T extends DomainEvent["type"]> = Extract<DomainEvent, { type: T }>;
@@ -88,10 +91,10 @@ export class Harness {
   }
 
   async #start(): Promise<void> {
-    const adapter = tapped(this.world.adapter(), this.provider, () => this.#wake());
+    const tap = () => tapped(this.world.adapter(), this.provider, () => this.#wake());
     this.rt = await createRuntime({
       dataDir: join(this.dir, "data"),
-      providers: { [TARGET]: adapter },
+      providers: { [TARGET]: tap(), [OTHER_TARGET]: tap() },
       checkpoints: true,
       turnSilenceMs: null,
       sessionIdleMs: null,
@@ -182,11 +185,16 @@ export class Harness {
   /** Queues the provider's behaviour and sends a user message for it; returns the run it went into. */
   async send(
     behaviour: TurnBehaviour,
-    { mode, threadId = this.threadId }: { mode?: "queue" | "steer"; threadId?: string } = {},
+    {
+      mode,
+      threadId = this.threadId,
+      providerTarget,
+    }: { mode?: "queue" | "steer"; threadId?: string; providerTarget?: string } = {},
   ): Promise<string | null> {
     const text = this.nextText(behaviour.kind);
     this.world.next(behaviour, { userText: text });
-    const receipt = await this.attempt(() => this.rt.sendMessage({ threadId, text, ...(mode ? { mode } : {}) }));
+    const options = { ...(mode ? { mode } : {}), ...(providerTarget ? { providerTarget } : {}) };
+    const receipt = await this.attempt(() => this.rt.sendMessage({ threadId, text, ...options }));
     if (!receipt) return null;
     if (threadId === this.threadId && !this.runIds.includes(receipt.runId)) this.runIds.push(receipt.runId);
     this.userTexts.set(receipt.runId, text);

@@ -3,6 +3,7 @@ import { getShortestPaths } from "xstate/graph";
 import type { ProviderCapabilities } from "../index.js";
 import { sessionAnsweredEvents, sessionGuards, sessionHoldingEvents, sessionStates } from "./sessions.js";
 import { subagentGuards, subagentIdleEvents, subagentStates } from "./subagents.js";
+import { switchingAnsweredEvents, switchingGuards, switchingStates } from "./switching.js";
 import { toolIdleEvents, toolStates } from "./tools.js";
 import type { ApprovalKind, BehaviourKind } from "./world.js";
 
@@ -76,7 +77,7 @@ const guards = {
     return c.canConsumeHandoffSummaries && c.supportsFullThreadHandoff && delivered;
   },
   ...Object.fromEntries(
-    Object.entries({ ...subagentGuards, ...sessionGuards }).map(([name, guard]) => [
+    Object.entries({ ...subagentGuards, ...sessionGuards, ...switchingGuards }).map(([name, guard]) => [
       name,
       ({ context }: Args) => guard(context.caps),
     ]),
@@ -179,6 +180,7 @@ export const conformanceMachine: AnyStateMachine = setup({
         ],
         RESTART: "resumed",
         ...(sessionAnsweredEvents as object),
+        ...(switchingAnsweredEvents as object),
       },
     },
     resumed: { type: "final", meta: fields("primitive.resume") },
@@ -242,6 +244,7 @@ export const conformanceMachine: AnyStateMachine = setup({
     ...(subagentStates as Record<string, object>),
     ...(sessionStates as Record<string, object>),
     ...(toolStates as Record<string, object>),
+    ...(switchingStates as Record<string, object>),
   },
 });
 
@@ -270,6 +273,8 @@ export const MODEL_EVENTS = [
   "SWITCH_MODE",
   "OTHER_THREAD",
   "TOOL",
+  "SWITCH_PROVIDER",
+  "SWITCH_BACK",
 ] as const;
 
 export interface ModelStep {

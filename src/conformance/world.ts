@@ -84,9 +84,9 @@ export interface TurnEvidence {
 /** One path's provider: fresh for every path, so paths never see each other's conversations. */
 export interface WorldRun {
   /**
-   * An adapter on this run's provider. Called once when the runtime opens, and once more for each runtime restart
-   * (resume in a new session): the new adapter must reach the same provider state (its conversations), as a real
-   * provider keeps them on disk.
+   * An adapter on this run's provider. Called for each of the runtime's two targets when it opens (a conversation
+   * switches from one to the other and back), and again for each runtime restart (resume in a new session): every
+   * adapter must reach the same provider state (its conversations), as a real provider keeps them on disk.
    */
   adapter(): ProviderAdapter;
   /**

@@ -12,7 +12,8 @@ const records: Record<string, ProviderCapabilities | CapabilityOverrides> = {
   full: {},
   /**
    * Between: steering only by interrupt-restart, forks of the whole thread (and of a subagent's) only, a provider that
-   * queues, weak terminals, no message completions, no empty threads.
+   * queues, weak terminals, no message completions, no empty threads, handoffs as developer context written by the
+   * runtime, never as deltas.
    */
   between: {
     turns: { supportsActiveSteering: false, supportsQueuedMessages: true, terminalStatusQuality: "weak" },
@@ -22,14 +23,20 @@ const records: Record<string, ProviderCapabilities | CapabilityOverrides> = {
     planning: { emitsTodoList: false, supportsStructuredQuestions: false },
     identity: { nativeItemIds: "weak", nativeRequestIds: "none" },
     subagents: { canForkSubagentThread: true },
+    context: { supportsDeltaHandoff: false, canGenerateSummaries: false, acceptsSystemContext: false },
   },
   /** Minimal: a turn and its text; no ids, no steering, no interrupt, no fork, no rollback, no approvals. */
   minimal: minimalCapabilities(),
-  /** Minimal, without turn terminals (ends inferred at idle) and without app checkpoints (rollback refused). */
+  /**
+   * Minimal, without turn terminals (ends inferred at idle) and without app checkpoints (rollback refused), told a
+   * conversation as synthetic user context.
+   */
   "minimal, no terminals": {
     ...minimalCapabilities(),
     turns: { ...minimalCapabilities().turns, emitsTurnCompleted: false, terminalStatusQuality: "none" },
     checkpointing: { ...minimalCapabilities().checkpointing, appCanCheckpointFilesystem: false },
+    // A conversation it has not seen reaches it as synthetic user context only (forks are told, not refused).
+    context: { ...minimalCapabilities().context, canConsumeHandoffSummaries: true, supportsFullThreadHandoff: true },
   },
 };
 
