@@ -92,14 +92,29 @@ function modeOf(request: SimulatorRequest): TurnEvidence["runtimeMode"] {
   const developer = inputOf(request)
     .filter((i) => i.type === "message" && i.role === "developer")
     .flatMap((i) => (i.content ?? []).map((c) => c.text ?? ""));
+  // Default mode says `# Collaboration Mode: Default`, Plan mode `# Plan Mode (Conversational)`.
   const mode = developer
-    .flatMap((t) => [...t.matchAll(/<collaboration_mode># Collaboration Mode: (\w+)/g)])
+    .flatMap((t) => [...t.matchAll(/<collaboration_mode># (?:Collaboration Mode: )?(\w+)/g)])
     .at(-1)?.[1];
   const permissions = developer.filter((t) => t.startsWith("<permissions instructions>")).at(-1);
   if (!mode || !permissions) return undefined;
   const approvals = permissions.includes("# Escalation Requests") ? "on_request" : "never";
   return { interaction: mode === "Plan" ? "plan" : "default", approvals };
 }
+
+const QUESTION = {
+  questions: [
+    {
+      id: "go",
+      header: "Go",
+      question: "go on?",
+      options: [
+        { label: "yes", description: "go on" },
+        { label: "no", description: "stop" },
+      ],
+    },
+  ],
+};
 
 const isTurnRequest = (r: SimulatorRequest) => r.dialect === "responses" && inputOf(r).length > 0;
 
@@ -130,7 +145,16 @@ const patchOutside = (file: string): ReplySpec => ({
 export function codexConformanceWorld(): ConformanceWorld {
   const binary = installedCodexBinary();
   if (!binary) throw new Error("the pinned @openai/codex binary is not installed: run `npm ci` (never skipped)");
-  const scripts: BehaviourKind[] = ["text", "hold", "approval:command", "approval:file_change", "plan", "tool"];
+  const scripts: BehaviourKind[] = [
+    "text",
+    "hold",
+    "approval:command",
+    "approval:file_change",
+    "plan",
+    "tool",
+    "proposed_plan",
+    "question",
+  ];
   return {
     name: "codex",
     scripts: new Set(scripts),
@@ -177,6 +201,11 @@ export function codexConformanceWorld(): ConformanceWorld {
                 },
               ],
             };
+          case "proposed_plan":
+            // Codex takes a proposed plan in Plan mode only; in Default mode the block stays the reply's text.
+            return { text: `<proposed_plan>\nbuild, then test\n</proposed_plan>\n${behaviour.text}` };
+          case "question":
+            return step > 0 ? { text: behaviour.text } : { tools: [{ name: "request_user_input", args: QUESTION }] };
           case "tool":
             return step > 0
               ? { reasoning: "thinking it over", text: behaviour.text }
