@@ -187,6 +187,13 @@ const forkEarlierField = (caps: ProviderCapabilities) => [
 const divergentField = (caps: ProviderCapabilities) => [
   caps.threads.canRollbackThread ? "checkpointing.providerCanRollbackConversation" : "threads.canRollbackThread",
 ];
+/** A rollback returns to the app's checkpoint of the run it goes back to, where the app checkpoints files. */
+const checkpointed: Check = (h, caps) => {
+  if (!caps.checkpointing.appCanCheckpointFilesystem) return [];
+  const checkpoint = (h.lastReceipt as { checkpointId?: string | null } | null)?.checkpointId ?? null;
+  const seen = checkpoint ? `restored checkpoint ${checkpoint}` : "no checkpoint restored";
+  return [finding("checkpointing.appCanCheckpointFilesystem", checkpoint !== null, seen, seen)];
+};
 const STEER = "turns.supportsActiveSteering";
 const RESTART = "turns.supportsSteeringByInterruptRestart";
 const receiptOf = (h: Harness) => h.lastReceipt as { disposition?: string; via?: string } | null;
@@ -220,26 +227,26 @@ export const checks: Record<string, Check> = {
     (h, caps) => forkChecks(forkEarlierField(caps), false, () => [])(h, caps),
     told(forkThread),
   ),
-  rolledBack: (h) => {
+  rolledBack: both((h) => {
     const provider = (h.lastReceipt as { provider?: string } | null)?.provider ?? h.lastError?.code ?? "(none)";
     return ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"].map((f) =>
       finding(f, provider === "rolled_back", "the provider rolled back", `rollback: ${provider}`),
     );
-  },
+  }, checkpointed),
   rolledBackAnswered: (h) => {
     const ok = priorOf(h) === JSON.stringify([textOfRun(h, 0)]);
     return ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"].map((f) =>
       finding(f, ok, `after the rollback the provider had ${priorOf(h)}`, `the provider still had ${priorOf(h)}`),
     );
   },
-  rolledBackDivergent: (h, caps) => {
+  rolledBackDivergent: both((h, caps) => {
     const provider = (h.lastReceipt as { provider?: string } | null)?.provider ?? h.lastError?.code ?? "(none)";
     const ok = provider === "divergent" && h.policies().includes("rollback_divergent");
     const field = caps.threads.canRollbackThread
       ? "checkpointing.providerCanRollbackConversation"
       : "threads.canRollbackThread";
     return [finding(field, ok, "files restored, provider thread divergent", `rollback: ${provider}`)];
-  },
+  }, checkpointed),
   divergentRebuilt: both(
     told((h) => h.threadId),
     (h, caps) => {
@@ -248,7 +255,8 @@ export const checks: Record<string, Check> = {
     },
   ),
   rebuildRefused: untold(divergentField),
-  rollbackRefused: (h) => refusal(h, "rollback_unsupported", ["threads.canRollbackThread"]),
+  rollbackRefused: (h) =>
+    refusal(h, "rollback_unsupported", ["threads.canRollbackThread", "checkpointing.appCanCheckpointFilesystem"]),
   steered: (h) => {
     const receipt = receiptOf(h);
     const ok = receipt?.disposition === "steered" && receipt.via === "native";

@@ -82,6 +82,11 @@ export function told(threadOf: (h: Harness) => string): Check {
     ];
     const delivery = context ? DELIVERY_FIELD[context.delivery] : null;
     if (delivery) out.push(finding(delivery, claims(declared(caps, delivery)), seen, `${seen}, not declared`));
+    const max = caps.context.maxRecommendedHandoffChars;
+    if (max !== null && handoff) {
+      const size = `a ${handoff.text.length}-character summary`;
+      out.push(finding("context.maxRecommendedHandoffChars", handoff.text.length <= max, size, `${size}, over ${max}`));
+    }
     // Neither system nor developer context: the seed's fallback is synthetic user context, recorded as such.
     if (!caps.context.acceptsSystemContext && !caps.context.acceptsDeveloperContext) {
       const asUser = h.policies((e) => e.threadId === threadId).includes("handoff_as_user_context");
