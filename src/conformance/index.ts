@@ -16,9 +16,11 @@ import type { ConformanceWorld } from "./world.js";
  * seed) generates with `xstate/graph` the shortest path to every outcome the record promises: native steering or the
  * `steer_by_interrupt_restart` degradation or a refusal, native interrupt or its refusal, queued messages, approvals
  * of each kind, structured artifacts or their text degradations, native or synthetic forks (whole thread, from a
- * turn), provider rollback or the divergent degradation or its refusal, resume in a new session, turn terminals or
- * idle inference. Each path runs in a fresh runtime against the real adapter; each state's check (`checks.ts`) reads
- * what the seed says must be observable and gives the fields it exercises a finding.
+ * turn, from a subagent) or their refusal, provider rollback or the divergent degradation or its refusal, resume in a
+ * new session, turn terminals or idle inference, tool items and streaming, subagents waited for or closed, model and
+ * mode switches in session or by a new one, threads sharing a session, provider switches and the return by delta or
+ * fresh thread. Each path runs in a fresh runtime against the real adapter; each state's check (`checks.ts` and the
+ * part files it gathers) reads what the seed says must be observable and gives the fields it exercises a finding.
  *
  * The report counts the fields the record claims (N: booleans declared true, identities and terminal quality
  * declared `strong` or `weak`, numbers): how many were verified, refuted, or not exercisable (with the reason). Fields
@@ -26,7 +28,8 @@ import type { ConformanceWorld } from "./world.js";
  * field, claimed or not, fails the report (`ok: false`; `assertConformance` throws).
  *
  * Each path's runtime is opened with defaults a user would have (no destructive session-stop interrupts, app
- * checkpoints on, no turn watchdog), on a temporary data directory and working directory, with no inspector.
+ * checkpoints on, no turn watchdog), with two targets on the world's provider (for provider switches), on a temporary
+ * data directory and working directory, with no inspector.
  *
  * ```ts
  * import { assertConformance, runConformance, scriptedWorld } from "tiller-runtime/conformance";
