@@ -131,12 +131,13 @@ export function scriptedWorld(options: ScriptedWorldOptions = {}): ConformanceWo
           const { text, priorUserTexts, record } = latest;
           const context = record?.context ? { text: record.context.text, delivery: record.context.delivery } : null;
           const steers = steersIn(record?.assistantText ?? "");
-          // The scripted provider keeps each turn's mode; it has no models to tell apart.
+          // The scripted provider keeps each turn's model and mode.
           return {
             text,
             priorUserTexts,
             steers,
             context,
+            ...(record && record.model !== undefined ? { model: record.model } : {}),
             ...(record?.runtimeMode ? { runtimeMode: record.runtimeMode } : {}),
           };
         },

@@ -17,6 +17,8 @@ export interface BackendTurn {
   context?: HandoffContext | null;
   /** That context as the provider received it (the kit's formatter: where its delivery says, the header once). */
   delivered?: DeliveredContext;
+  /** The model the turn ran with (null: the provider's default). */
+  model?: string | null;
   /** The mode the turn worked in. */
   runtimeMode?: RuntimeMode;
 }

@@ -43,13 +43,15 @@ export interface ScriptedAdapterOptions {
 interface QueuedTurn {
   sessionId: string;
   turn: ScriptedTurn;
-  input: { text: string; context: HandoffContext | null; runtimeMode: RuntimeMode };
+  input: { text: string; context: HandoffContext | null; runtimeMode: RuntimeMode; model: string | null };
 }
 
 interface Session {
   generation: number;
   stopped: boolean;
   sandbox: SandboxPolicy;
+  /** The model the session started with: every turn's, unless the record lets a turn switch it. */
+  model: string | null;
   /** The mode the session started in: every turn's, unless the record lets a turn switch it. */
   runtimeMode: RuntimeMode;
   /** The embedder's tools the session was offered, by name: the only ones its turns can call. */
@@ -98,7 +100,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
     sessionId: string,
     thread: BackendThread,
     turn: ScriptedTurn,
-    { text, context, runtimeMode }: { text: string; context: HandoffContext | null; runtimeMode: RuntimeMode },
+    { text, context, runtimeMode, model }: QueuedTurn["input"],
     turnIndex: number,
   ) {
     const threadRef = exposesThreadRef ? thread.id : undefined;
@@ -111,6 +113,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       context,
       delivered: deliverContext(context),
       runtimeMode,
+      model,
     };
     thread.turns.push(record);
     await Promise.resolve(); // the turn starts after sendRun returns, as with a real provider
@@ -179,11 +182,12 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   const adapter: ProviderAdapter = {
     provider: "scripted",
     getCapabilities: () => caps,
-    async startSession({ sessionId, sandbox, runtimeMode, tools }) {
+    async startSession({ sessionId, sandbox, runtimeMode, tools, model }) {
       generation += 1;
       sessions.set(sessionId, {
         generation,
         stopped: false,
+        model: model ?? null,
         sandbox: sandbox ?? "workspace-write",
         runtimeMode: runtimeMode ?? DEFAULT_RUNTIME_MODE,
         tools: (tools ?? []).map((t) => t.name),
@@ -224,7 +228,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
         });
       return handleOf(thread);
     },
-    async sendRun({ sessionId, thread: address, text, context, runtimeMode, newThread }) {
+    async sendRun({ sessionId, thread: address, text, context, model, runtimeMode, newThread }) {
       const session = liveSession(sessionId);
       // A provider without empty threads makes the thread with its first turn, and names it in its reply.
       const made = newThread ? handleOf(backend.createThread()) : undefined;
@@ -240,7 +244,8 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
         : session.runtimeMode;
       const workspace = { cwd: handle.cwd, sandbox: session.sandbox, runtimeMode: mode, tools: session.tools };
       const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs, workspace);
-      const queued = { sessionId, turn, input: { text, context, runtimeMode: mode } };
+      const turnModel = caps.sessions.supportsModelSwitchInSession ? (model ?? session.model) : session.model;
+      const queued = { sessionId, turn, input: { text, context, runtimeMode: mode, model: turnModel } };
       // A provider that queues holds a turn sent while another runs, and takes it up when that one ended.
       if (active.has(thread.id)) waiting.set(thread.id, [...(waiting.get(thread.id) ?? []), queued]);
       else begin(queued, thread);
