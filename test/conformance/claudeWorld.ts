@@ -10,6 +10,7 @@ import type {
   TurnEvidence,
   WorldRun,
 } from "../../src/conformance/index.js";
+import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import { startModelSimulator, type ReplySpec, type SimulatorRequest } from "../../src/simulator/index.js";
 
 /**
@@ -101,7 +102,15 @@ function modeOf(request: SimulatorRequest): TurnEvidence["runtimeMode"] {
   return { interaction: active > exited ? "plan" : "default", approvals: "on_request" };
 }
 
-export function claudeConformanceWorld(): ConformanceWorld {
+export interface RealWorldOptions {
+  /** Name in the report (default: the provider's). */
+  name?: string;
+  /** Wraps each adapter the world makes: to test the suite on the real binary, e.g. with an adapter that lies. */
+  wrap?: (adapter: ProviderAdapter) => ProviderAdapter;
+}
+
+export function claudeConformanceWorld(options: RealWorldOptions = {}): ConformanceWorld {
+  const wrap = options.wrap ?? ((adapter: ProviderAdapter) => adapter);
   const scripts: BehaviourKind[] = [
     "text",
     "hold",
@@ -115,7 +124,7 @@ export function claudeConformanceWorld(): ConformanceWorld {
     "subagent",
   ];
   return {
-    name: "claude",
+    name: options.name ?? "claude",
     scripts: new Set(scripts),
     async open(): Promise<WorldRun> {
       const root = await mkdtemp(join(tmpdir(), "tiller-conformance-claude-"));
@@ -205,12 +214,14 @@ export function claudeConformanceWorld(): ConformanceWorld {
       };
       return {
         adapter: () =>
-          createClaudeAdapter({
-            home,
-            configDir: join(home, ".claude"),
-            model: { baseUrl: sim.url, apiKeyEnv: KEY_ENV },
-            env: { [KEY_ENV]: "sk-simulator" },
-          }),
+          wrap(
+            createClaudeAdapter({
+              home,
+              configDir: join(home, ".claude"),
+              model: { baseUrl: sim.url, apiKeyEnv: KEY_ENV },
+              env: { [KEY_ENV]: "sk-simulator" },
+            }),
+          ),
         next: (behaviour, { userText }) => void behaviours.set(userText, behaviour),
         release: (gate) => {
           released.add(gate);

@@ -11,6 +11,7 @@ import type {
   TurnEvidence,
   WorldRun,
 } from "../../src/conformance/index.js";
+import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import { startModelSimulator, type ReplySpec, type SimulatorRequest } from "../../src/simulator/index.js";
 
 /**
@@ -131,8 +132,8 @@ const exec = (cmd: string, escalate: boolean): ReplySpec => ({
   ],
 });
 
-/** The file a file-change approval writes: outside every writable root (see `open`). */
-const patchOutside = (file: string): ReplySpec => ({
+/** A patch adding `file`: asked for outside every writable root (see `open`), applied unasked inside the cwd. */
+const patch = (file: string): ReplySpec => ({
   tools: [
     {
       name: "apply_patch",
@@ -142,7 +143,15 @@ const patchOutside = (file: string): ReplySpec => ({
   ],
 });
 
-export function codexConformanceWorld(): ConformanceWorld {
+export interface RealWorldOptions {
+  /** Name in the report (default: the provider's). */
+  name?: string;
+  /** Wraps each adapter the world makes: to test the suite on the real binary, e.g. with an adapter that lies. */
+  wrap?: (adapter: ProviderAdapter) => ProviderAdapter;
+}
+
+export function codexConformanceWorld(options: RealWorldOptions = {}): ConformanceWorld {
+  const wrap = options.wrap ?? ((adapter: ProviderAdapter) => adapter);
   const binary = installedCodexBinary();
   if (!binary) throw new Error("the pinned @openai/codex binary is not installed: run `npm ci` (never skipped)");
   const scripts: BehaviourKind[] = [
@@ -150,13 +159,15 @@ export function codexConformanceWorld(): ConformanceWorld {
     "hold",
     "approval:command",
     "approval:file_change",
+    "approval:apply_patch",
     "plan",
+    "todo",
     "tool",
     "proposed_plan",
     "question",
   ];
   return {
-    name: "codex",
+    name: options.name ?? "codex",
     scripts: new Set(scripts),
     async open(): Promise<WorldRun> {
       const root = await mkdtemp(join(tmpdir(), "tiller-conformance-codex-"));
@@ -183,9 +194,13 @@ export function codexConformanceWorld(): ConformanceWorld {
           case "approval":
             if (step > 0) return { text: behaviour.text };
             if (behaviour.approval === "command") return exec(APPROVED_COMMAND, true);
-            if (behaviour.approval === "file_change") return patchOutside(join(outside, `change-${request.id}.txt`));
+            if (behaviour.approval === "file_change") return patch(join(outside, `change-${request.id}.txt`));
+            // Codex asks no patch approval of its own: a patch in the working directory applies under the sandbox.
+            if (behaviour.approval === "apply_patch") return patch(`patch-${request.id}.txt`);
             return { text: `(codex world: no ${behaviour.approval} approval)` };
+          // Codex's one checklist is update_plan: a todo list is a plan update too (projected as the plan).
           case "plan":
+          case "todo":
             if (step > 0) return { text: behaviour.text };
             return {
               tools: [
@@ -219,18 +234,20 @@ export function codexConformanceWorld(): ConformanceWorld {
       const simulator = codexSimulatorOptions(sim.url);
       return {
         adapter: () =>
-          createCodexAdapter({
-            binary,
-            home,
-            codexHome,
-            ...simulator,
-            // /tmp is writable under workspace-write by default: the file a file-change approval writes is under it.
-            config: {
-              ...simulator.config,
-              "sandbox_workspace_write.exclude_slash_tmp": true,
-              "sandbox_workspace_write.exclude_tmpdir_env_var": true,
-            },
-          }),
+          wrap(
+            createCodexAdapter({
+              binary,
+              home,
+              codexHome,
+              ...simulator,
+              // /tmp is writable under workspace-write by default: the file a file-change approval writes is under it.
+              config: {
+                ...simulator.config,
+                "sandbox_workspace_write.exclude_slash_tmp": true,
+                "sandbox_workspace_write.exclude_tmpdir_env_var": true,
+              },
+            }),
+          ),
         next: (behaviour, { userText }) => void behaviours.set(userText, behaviour),
         release: (gate) => {
           released.add(gate);
