@@ -25,6 +25,10 @@ const records: Record<string, ProviderCapabilities | CapabilityOverrides> = {
     subagents: { canForkSubagentThread: true },
     context: { supportsDeltaHandoff: false, canGenerateSummaries: false, acceptsSystemContext: false },
   },
+  /** Context as system instructions: the delivery after developer context. */
+  "system context": { context: { acceptsDeveloperContext: false } },
+  /** Context only as a user message (`handoff_as_user_context`), as Codex and Claude take it. */
+  "user context": { context: { acceptsDeveloperContext: false, acceptsSystemContext: false } },
   /** Minimal: a turn and its text; no ids, no steering, no interrupt, no fork, no rollback, no approvals. */
   minimal: minimalCapabilities(),
   /**
