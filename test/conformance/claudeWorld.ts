@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClaudeAdapter } from "../../src/adapters/claude/adapter.js";
@@ -26,7 +26,8 @@ import { startModelSimulator, type ReplySpec, type SimulatorRequest } from "../.
  * The evidence is what Claude sent the model in its latest main-conversation request: the user's text is the last
  * user text block (a handoff's context goes before it in the same prompt, under the context header), the
  * conversation before it the earlier ones, the model the request's, the mode what Claude's reminders told the model.
- * Claude takes no steer into a running turn (no native steering), so a turn's steers are always none.
+ * Claude takes no steer into a running turn (no native steering), and its requests name no turn a steer could be
+ * told apart by, so a turn's steers are always none: an adapter that claimed native steering would be refuted.
  */
 
 /** Claude's own user text blocks (reminders, local command records) are wrapped in tags; a user's text is not. */
@@ -131,6 +132,7 @@ export function claudeConformanceWorld(options: RealWorldOptions = {}): Conforma
       const home = join(root, "home");
       const outside = join(root, "outside");
       await Promise.all([home, outside].map((d) => mkdir(d, { recursive: true })));
+      await writeFile(join(outside, "read.txt"), "conformance\n");
       const behaviours = new Map<string, TurnBehaviour>();
       /** The subagent behaviours, by the prompt their subagent is given. */
       const subagents = new Map<string, Extract<TurnBehaviour, { kind: "subagent" }>>();
@@ -166,7 +168,7 @@ export function claudeConformanceWorld(options: RealWorldOptions = {}): Conforma
             // Outside the working directory: a write and a read there ask under workspace-write.
             if (behaviour.approval === "file_change")
               return tool("Write", { file_path: join(outside, `change-${request.id}.txt`), content: "conformance" });
-            if (behaviour.approval === "file_read") return tool("Read", { file_path: "/etc/hostname" });
+            if (behaviour.approval === "file_read") return tool("Read", { file_path: join(outside, "read.txt") });
             return { text: `(claude world: no ${behaviour.approval} approval)` };
           case "tool":
             return step > 0
