@@ -3,7 +3,7 @@ import { assertConformance, runConformance } from "../../src/conformance/index.j
 import { claudeConformanceWorld } from "./claudeWorld.js";
 
 /**
- * The conformance suite for the real Claude binary, offline against the model simulator: every field its record
+ * The conformance suite for Claude Code (the binary the pinned Agent SDK ships), offline against the model simulator: every field its record
  * claims is verified or not exercisable (explained in src/adapters/claude/GAP.md), none refuted.
  */
 describe("conformance: claude", () => {
@@ -16,10 +16,8 @@ describe("conformance: claude", () => {
         if (path.error) console.log(`claude path ${path.events.join(" > ")}: ${path.error}`);
       },
     });
-    console.log(`${report.summary}\n${report.table}`);
-    console.log(
-      `claude conformance: ${report.paths.length} paths in ${((performance.now() - started) / 1000).toFixed(0)} s`,
-    );
+    const seconds = ((performance.now() - started) / 1000).toFixed(0);
+    console.log(`${report.summary}\n${report.table}\nclaude conformance: ${report.paths.length} paths in ${seconds} s`);
     expect(report.paths.filter((p) => p.error)).toEqual([]);
     expect(report.fields.filter((f) => f.verdict === "refuted")).toEqual([]);
     expect(report.refuted).toBe(0);
