@@ -62,7 +62,17 @@ export function capabilitiesOf(
       nativeItemIds: c.itemIds,
       nativeRequestIds: c.requestIds,
     },
-    threads: { exposesNativeThreadId: c.exposesNativeThreadId },
+    // The controlled provider serves no snapshot, rollback or fork: its record does not claim them.
+    threads: {
+      exposesNativeThreadId: c.exposesNativeThreadId,
+      canReadThreadSnapshot: false,
+      canRollbackThread: false,
+      canForkThread: false,
+      canForkFromTurn: false,
+      canForkFromSubagentThread: false,
+    },
+    checkpointing: { providerCanRollbackConversation: false, providerRollbackReturnsSnapshot: false },
+    context: { canGenerateSummaries: false },
     turns: {
       exposesNativeTurnId: c.exposesNativeTurnId,
       emitsTurnStarted: c.emitsTurnStarted,
@@ -76,6 +86,9 @@ export function capabilitiesOf(
       supportsSubagents: c.supportsSubagents,
       emitsSubagentLifecycle: c.emitsSubagentLifecycle,
       exposesSubagentThreadIds: c.exposesSubagentThreadIds,
+      canWaitForSubagents: false,
+      canCloseSubagents: false,
+      canForkSubagentThread: false,
     },
     planning: { planDeltasHaveItemIds: c.planDeltasHaveItemIds },
   });
