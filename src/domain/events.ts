@@ -394,18 +394,3 @@ export const DomainEventSchema = z.discriminatedUnion("type", [
 export type DomainEvent = z.infer<typeof DomainEventSchema>;
 export type DomainEventType = DomainEvent["type"];
 export type DomainEventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>;
-
-/** Events whose loss would leave something stuck: committed without waiting for the group window. */
-export function isUrgentEvent(event: DomainEvent): boolean {
-  return (
-    event.type === "run.terminal" ||
-    event.type === "request.opened" ||
-    event.type === "request.resolved" ||
-    event.type === "command.receipt"
-  );
-}
-
-/** The thread an event belongs to, for per-thread subscriptions. */
-export function threadOf(event: DomainEvent): string | null {
-  return "threadId" in event ? event.threadId : null;
-}

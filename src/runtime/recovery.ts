@@ -25,7 +25,7 @@ import {
   settleInterruptedRollback,
   trackAnnouncedRestores,
   type RestoreFinishing,
-} from "./rollback.js";
+} from "./rollbackRecovery.js";
 import type { EventLog } from "./store/eventLog.js";
 import type { CutTail } from "./store/jsonl.js";
 import type { HostRecord } from "./hosts/records.js";

@@ -21,9 +21,6 @@ import {
 /**
  * What rollback needs of the runtime: its read models, targets and actors, the checkpoint store, and the write path.
  */
-/** What finishing an announced restore at start-up needs. */
-export type RestoreFinishing = Pick<RollbackHost, "views" | "checkpoints" | "run" | "commit">;
-
 /** What planning a rollback reads (the affordances read it too). */
 export type RollbackPlanning = Pick<RollbackHost, "views" | "targets">;
 
@@ -173,7 +170,7 @@ export async function performRollback(
   }
 }
 
-type RestoreStarted = DomainEventOf<"checkpoint.restore_started">;
+export type RestoreStarted = DomainEventOf<"checkpoint.restore_started">;
 
 /**
  * The file step of a rollback; null when the files were not restored. It is announced
@@ -214,7 +211,7 @@ async function restoreFiles(
 }
 
 /** The message names the first files; the event's `files` has them all. */
-function unknownState(files: ChangedFile[], reason: string): string {
+export function unknownState(files: ChangedFile[], reason: string): string {
   const named =
     files
       .slice(0, 20)
@@ -224,109 +221,6 @@ function unknownState(files: ChangedFile[], reason: string): string {
     `the restore stopped part way (${reason}); ` +
     `each of these files holds either its state before the rollback or the checkpoint's: ${named}`
   );
-}
-
-/** Restores announced and not followed by `rollback.applied`, by thread, as the log is read. */
-export function trackAnnouncedRestores(): { fold(event: DomainEvent): void; pending(): RestoreStarted[] } {
-  const open = new Map<string, RestoreStarted>();
-  return {
-    fold(event) {
-      if (event.type === "checkpoint.restore_started") open.set(event.threadId, event);
-      else if (event.type === "rollback.applied") open.delete(event.threadId);
-    },
-    pending: () => [...open.values()],
-  };
-}
-
-/**
- * Recovery of a restore the previous runtime announced but did not finish (it died or was
- * closed in the middle): the rollback had been decided, its provider step done, so the files
- * are restored again (a restore is idempotent: it makes the files match the checkpoint) and
- * the rollback is recorded as it would have been. When that fails, the files it names are in
- * an unknown state: reported as such, and the rollback counts as not done (provider threads
- * that may have moved are rebuilt). Runs before the runtime accepts commands.
- */
-export async function finishAnnouncedRestores(d: RestoreFinishing, announced: RestoreStarted[]): Promise<void> {
-  for (const restore of announced) {
-    const { threadId, toRunId, checkpointId } = restore;
-    if (d.views.rollbacksInFlight.get(threadId) !== toRunId) continue;
-    let changed: ChangedFile[];
-    try {
-      changed = await d.checkpoints.restore(checkpointId);
-    } catch (error) {
-      const reason = redact(error instanceof Error ? error.message : String(error));
-      const settled: DomainEvent = {
-        type: "checkpoint.restore_settled",
-        threadId,
-        toRunId,
-        checkpointId,
-        outcome: "unknown",
-        files: restore.files,
-        message: unknownState(restore.files, `the runtime stopped, and finishing it failed: ${reason}`),
-      };
-      d.run(() => [settled, ...settleInterruptedRollback(d.views, threadId, toRunId)].forEach((e) => d.commit(e)));
-      continue;
-    }
-    const { rolledBackRunIds, provider, providerThreadId, divergentProviderThreadIds, files } = restore;
-    const message = `the runtime stopped during the restore to checkpoint ${checkpointId}; recovery finished it`;
-    d.run(() => {
-      d.commit({
-        type: "checkpoint.restore_settled",
-        threadId,
-        toRunId,
-        checkpointId,
-        outcome: "finished",
-        files: changed,
-        message,
-      });
-      d.commit({
-        type: "rollback.applied",
-        threadId,
-        toRunId,
-        rolledBackRunIds,
-        provider,
-        providerThreadId,
-        divergentProviderThreadIds,
-        checkpointId,
-        files,
-      });
-    });
-  }
-}
-
-/**
- * A rollback that started but was never recorded as applied (the runtime died in between):
- * the provider may already have dropped turns the app still shows, so every provider thread
- * that holds a later run is marked divergent and rebuilt from the app's history on its next run.
- */
-export function settleInterruptedRollback(views: Projections, threadId: string, toRunId: string): DomainEvent[] {
-  const toRun = views.runs.get(toRunId);
-  const later = new Set(
-    views.threads
-      .get(threadId)!
-      .runs.filter((r) => r.ordinal > (toRun?.ordinal ?? 0))
-      .map((r) => r.runId),
-  );
-  const divergentProviderThreadIds = [...views.providerThreadsById.values()]
-    .filter((p) => p.threadId === threadId && [...p.seenRunIds].some((id) => later.has(id)))
-    .map((p) => p.providerThreadId);
-  const message =
-    `the rollback to ${toRunId} was interrupted by a restart: nothing was rolled back in the app; ` +
-    "provider threads that may have been rolled back are rebuilt on the next run";
-  return [
-    { type: "warning", threadId, runId: toRunId, message },
-    {
-      type: "rollback.applied",
-      threadId,
-      toRunId,
-      rolledBackRunIds: [],
-      provider: "divergent",
-      providerThreadId: null,
-      divergentProviderThreadIds,
-      checkpointId: null,
-      files: [],
-    },
-  ];
 }
 
 async function rollbackProvider(rt: RollbackHost, plan: RollbackPlan): Promise<void> {

@@ -34,19 +34,15 @@ import {
   type ImplementPlanInput,
   type WaitForSubagentInput,
 } from "../domain/commands.js";
-import {
-  ConflictError,
-  InvalidInputError,
-  NotFoundError,
-  StoreFailedError,
-  isFileSystemError,
-} from "../domain/errors.js";
-import { isUrgentEvent, threadOf, type DomainEvent } from "../domain/events.js";
+import { InvalidInputError, NotFoundError, StoreFailedError, isFileSystemError } from "../domain/errors.js";
+import type { DomainEvent } from "../domain/events.js";
+import { isUrgentEvent, threadOf } from "../domain/eventRouting.js";
 import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
 import type { Actors } from "./actors.js";
 import type { Subscriber, TillerRuntime, WaitForRunOptions } from "./api.js";
 import { affordancesOf, type Affordances } from "./affordances.js";
 import { assertNotFailed, assertOpen, findTarget, findThread } from "./commands/checks.js";
+import { CommandReceipts } from "./commands/receipts.js";
 import { interrupt } from "./commands/interrupt.js";
 import { respond } from "./commands/respond.js";
 import { rollback } from "./commands/rollback.js";
@@ -91,8 +87,8 @@ export class Runtime implements TillerRuntime {
   readonly #readModels: ReadModelStore;
   #pumps: Promise<void>[] = [];
   #closing: Promise<void> | undefined;
-  /** Commands in flight by id (their receipt is not committed yet). */
-  readonly #inflight = new Map<string, { command: string; done: Promise<object> }>();
+  /** Command ids and their durable receipts: each command runs once. */
+  readonly #receipts: CommandReceipts;
 
   readonly #allowSessionStop: boolean;
   /** The live inspector this runtime started (`inspect: true`, a port or options), if any. */
@@ -124,6 +120,7 @@ export class Runtime implements TillerRuntime {
       onEscaped: (error) => failureReporter(options.onFailure)({ kind: "internal_error", error }),
       onFolded: (record) => this.#readModels.apply(record),
     });
+    this.#receipts = new CommandReceipts(this.#d, log, this.ids);
     this.#readModels = new ReadModelStore(this.#d.views, log, (error) =>
       failureReporter(options.onFailure)({ kind: "subscriber_threw", error }),
     );
@@ -233,45 +230,45 @@ export class Runtime implements TillerRuntime {
     this.#pumps = await restoreRuntime(this.#d, this.log);
   }
 
-  // ---- public API: parsed here, run by src/runtime/commands/ under `#command` ------------
+  // ---- public API: parsed here, run by src/runtime/commands/ under `#receipts` -----------
   async createThread(input: CreateThreadInput): Promise<CreateThreadReceipt> {
     const p = parseInput(CreateThreadInputSchema, input);
-    return this.#command(p.commandId, "createThread", () => createThread(this.#d, p));
+    return this.#receipts.run(p.commandId, "createThread", () => createThread(this.#d, p));
   }
 
   async sendMessage(input: SendMessageInput): Promise<SendMessageReceipt> {
     const p = parseInput(SendMessageInputSchema, input);
-    return this.#command(p.commandId, "sendMessage", () => sendMessage(this.#d, p));
+    return this.#receipts.run(p.commandId, "sendMessage", () => sendMessage(this.#d, p));
   }
 
   async interrupt(input: InterruptInput): Promise<InterruptReceipt> {
     const p = parseInput(InterruptInputSchema, input);
-    return this.#command(p.commandId, "interrupt", () => interrupt(this.#d, p));
+    return this.#receipts.run(p.commandId, "interrupt", () => interrupt(this.#d, p));
   }
 
   async respond(input: RespondInput): Promise<RespondReceipt> {
     const p = parseInput(RespondInputSchema, input);
-    return this.#command(p.commandId, "respond", () => respond(this.#d, p));
+    return this.#receipts.run(p.commandId, "respond", () => respond(this.#d, p));
   }
 
   async forkThread(input: ForkThreadInput): Promise<ForkReceipt> {
     const p = parseInput(ForkThreadInputSchema, input);
-    return this.#command(p.commandId, "forkThread", () => forkThread(this.#d, p));
+    return this.#receipts.run(p.commandId, "forkThread", () => forkThread(this.#d, p));
   }
 
   async rollback(input: RollbackInput): Promise<RollbackReceipt & { commandId: string }> {
     const p = parseInput(RollbackInputSchema, input);
-    return this.#command(p.commandId, "rollback", () => rollback(this.#d, p));
+    return this.#receipts.run(p.commandId, "rollback", () => rollback(this.#d, p));
   }
 
   async undoSubagent(input: UndoSubagentInput): Promise<UndoSubagentReceipt & { commandId: string }> {
     const p = parseInput(UndoSubagentInputSchema, input);
-    return this.#command(p.commandId, "undoSubagent", () => undoSubagent(this.#d, p));
+    return this.#receipts.run(p.commandId, "undoSubagent", () => undoSubagent(this.#d, p));
   }
 
   async implementPlan(input: ImplementPlanInput): Promise<SendMessageReceipt> {
     const p = parseInput(ImplementPlanInputSchema, input);
-    return this.#command(p.commandId, "implementPlan", () => implementPlan(this.#d, p));
+    return this.#receipts.run(p.commandId, "implementPlan", () => implementPlan(this.#d, p));
   }
 
   /** Resolves once the subagent has ended (the provider asked to wait for it). See TillerRuntime.waitForSubagent. */
@@ -282,7 +279,7 @@ export class Runtime implements TillerRuntime {
 
   async closeSubagent(input: CloseSubagentInput): Promise<CloseSubagentReceipt> {
     const p = parseInput(SubagentInputSchema, input);
-    return this.#command(p.commandId, "closeSubagent", () => closeSubagent(this.#d, p));
+    return this.#receipts.run(p.commandId, "closeSubagent", () => closeSubagent(this.#d, p));
   }
 
   /** What a client may offer for this thread now (fork, interrupt, rollback, approvals, panels), and why not. */
@@ -367,45 +364,5 @@ export class Runtime implements TillerRuntime {
   #close(): Promise<void> {
     const { hosts, log, meta, lock } = this;
     return shutDown({ d: this.#d, pumps: this.#pumps, inspector: this.#inspector, hosts, log, meta, lock });
-  }
-
-  // ---- helpers -------------------------------------------------------------------------
-
-  /**
-   * Every command gets an id and a durable receipt: repeating the id returns the receipt and
-   * nothing runs twice. A command still in flight is known by its id too: a second caller with
-   * the same id (even inside one `Promise.all`) awaits the first one's receipt or error.
-   */
-  async #command<R extends object>(
-    commandId: string | undefined,
-    command: string,
-    fn: () => R | Promise<R>,
-  ): Promise<R & { commandId: string }> {
-    assertOpen(this.#d);
-    if (commandId) {
-      const running = this.#inflight.get(commandId) ?? this.#d.views.receipts.get(commandId);
-      if (running) {
-        if (running.command !== command)
-          throw new ConflictError(`command id ${commandId} was used for ${running.command}`, { commandId });
-        const receipt = "done" in running ? await running.done : running.receipt;
-        await this.log.whenDurable();
-        return structuredClone(receipt) as R & { commandId: string };
-      }
-    }
-    const id = commandId ?? this.ids.next("cmd");
-    const done = (async () => {
-      const receipt = { commandId: id, ...(await fn()) };
-      assertOpen(this.#d);
-      this.#d.run(() => this.#d.commit({ type: "command.receipt", commandId: id, command, receipt }));
-      await this.log.whenDurable();
-      return receipt;
-    })();
-    // Registered before the first await of `fn`, so a concurrent caller always finds it.
-    this.#inflight.set(id, { command, done });
-    try {
-      return await done;
-    } finally {
-      this.#inflight.delete(id);
-    }
   }
 }
