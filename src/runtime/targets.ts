@@ -1,7 +1,7 @@
 import { fromPromise } from "xstate";
 import { parseCapabilities, type ProviderCapabilities } from "../capabilities/index.js";
 import type { HandoffContext, ProviderAdapter, ProviderThreadHandle, ReattachedSession } from "../adapters/contract.js";
-import { unservedCapabilities } from "../adapters/kit/defineAdapter.js";
+import { describeUnserved, unservedCapabilities } from "../adapters/kit/defineAdapter.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../domain/entities.js";
 import { ClosedError, HostUnavailableError, isTillerError, ProtocolError } from "../domain/errors.js";
 import { redact } from "../domain/redact.js";
@@ -374,8 +374,8 @@ export class Target {
 function servedOrProtocolError(adapter: ProviderAdapter, capabilities: ProviderCapabilities): void {
   const missing = unservedCapabilities(adapter, capabilities);
   if (missing.length === 0) return;
-  const what = missing.map((u) => `${u.capability} (no ${u.method})`).join(", ");
   throw new ProtocolError(
-    `the session's capability record declares what the ${adapter.provider} adapter cannot serve: ${what}`,
+    `the session's capability record declares what the ${adapter.provider} adapter cannot serve: ` +
+      describeUnserved(missing),
   );
 }

@@ -52,14 +52,18 @@ export function unservedCapabilities(
   });
 }
 
+/** Each unserved capability with the method it lacks, for a message. */
+export function describeUnserved(unserved: ReadonlyArray<{ capability: string; method: string }>): string {
+  return unserved.map((u) => `${u.capability} (no ${u.method})`).join(", ");
+}
+
 /** Fails, typed, naming each capability the record declares without the method that serves it. */
 export function assertServed(adapter: ProviderAdapter, caps: ProviderCapabilities, where: string): void {
-  const [first, ...rest] = unservedCapabilities(adapter, caps);
-  if (!first) return;
-  const all = [first, ...rest].map((u) => `${u.capability} (no ${u.method})`).join(", ");
+  const unserved = unservedCapabilities(adapter, caps);
+  if (unserved.length === 0) return;
   throw new InvalidInputError(
-    `${where}.${first.capability}`,
-    `the ${adapter.provider} adapter declares what it cannot serve: ${all}`,
+    `${where}.${unserved[0]!.capability}`,
+    `the ${adapter.provider} adapter declares what it cannot serve: ${describeUnserved(unserved)}`,
   );
 }
 
