@@ -1,8 +1,6 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createClaudeAdapter } from "../../src/adapters/claude/adapter.js";
-import { contextHeader } from "../../src/adapters/kit/context.js";
 import type {
   BehaviourKind,
   ConformanceWorld,
@@ -11,7 +9,8 @@ import type {
   WorldRun,
 } from "../../src/conformance/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
-import { startModelSimulator, type ReplySpec, type SimulatorRequest } from "../../src/simulator/index.js";
+import type { ReplySpec, SimulatorRequest } from "../../src/simulator/index.js";
+import { CONTEXT, openSimulatorPath, type RealWorldOptions } from "./simulatorWorld.js";
 
 /**
  * The conformance world of Claude Code (the binary the pinned Agent SDK ships), offline: each path gets a model
@@ -32,8 +31,6 @@ import { startModelSimulator, type ReplySpec, type SimulatorRequest } from "../.
 
 /** Claude's own user text blocks (reminders, local command records) are wrapped in tags; a user's text is not. */
 const CLAUDE_OWN = /^\s*(<|\[Request interrupted)/;
-/** How the adapter's context header starts, whatever the context's kind. */
-const CONTEXT = contextHeader("handoff").split("(")[0]!;
 const KEY_ENV = "TILLER_CONFORMANCE_SIMULATOR_KEY";
 /** Under the runtime's default sandbox (workspace-write, Claude's `acceptEdits`) a `node` command asks; `echo` not. */
 const ASKING_COMMAND = "node -e \"console.log('conformance')\"";
@@ -103,13 +100,6 @@ function modeOf(request: SimulatorRequest): TurnEvidence["runtimeMode"] {
   return { interaction: active > exited ? "plan" : "default", approvals: "on_request" };
 }
 
-export interface RealWorldOptions {
-  /** Name in the report (default: the provider's). */
-  name?: string;
-  /** Wraps each adapter the world makes: to test the suite on the real binary, e.g. with an adapter that lies. */
-  wrap?: (adapter: ProviderAdapter) => ProviderAdapter;
-}
-
 export function claudeConformanceWorld(options: RealWorldOptions = {}): ConformanceWorld {
   const wrap = options.wrap ?? ((adapter: ProviderAdapter) => adapter);
   const scripts: BehaviourKind[] = [
@@ -128,15 +118,12 @@ export function claudeConformanceWorld(options: RealWorldOptions = {}): Conforma
     name: options.name ?? "claude",
     scripts: new Set(scripts),
     async open(): Promise<WorldRun> {
-      const root = await mkdtemp(join(tmpdir(), "tiller-conformance-claude-"));
-      const home = join(root, "home");
-      const outside = join(root, "outside");
-      await Promise.all([home, outside].map((d) => mkdir(d, { recursive: true })));
+      const path = await openSimulatorPath("claude", ["home", "outside"]);
+      const { behaviours, released } = path;
+      const { home, outside } = path.dirs;
       await writeFile(join(outside, "read.txt"), "conformance\n");
-      const behaviours = new Map<string, TurnBehaviour>();
       /** The subagent behaviours, by the prompt their subagent is given. */
       const subagents = new Map<string, Extract<TurnBehaviour, { kind: "subagent" }>>();
-      const released = new Set<string>();
 
       function subagentReply(behaviour: Extract<TurnBehaviour, { kind: "subagent" }>, step: number): ReplySpec {
         const said = "the subagent works";
@@ -208,13 +195,14 @@ export function claudeConformanceWorld(options: RealWorldOptions = {}): Conforma
         }
       }
 
-      const sim = await startModelSimulator({ sideReply: replyFor });
+      const { sim, shared } = await path.start(replyFor);
       const isMain = (r: SimulatorRequest) => {
         const first = userTexts(messagesOf(r))[0];
         const body = r.body as { tools?: unknown[] } | null;
         return r.dialect === "messages" && !!body?.tools?.length && !!first && !subagents.has(first.text);
       };
       return {
+        ...shared,
         adapter: () =>
           wrap(
             createClaudeAdapter({
@@ -224,11 +212,6 @@ export function claudeConformanceWorld(options: RealWorldOptions = {}): Conforma
               env: { [KEY_ENV]: "sk-simulator" },
             }),
           ),
-        next: (behaviour, { userText }) => void behaviours.set(userText, behaviour),
-        release: (gate) => {
-          released.add(gate);
-          sim.releaseHang();
-        },
         lastTurn(): TurnEvidence | null {
           const latest = sim.requests.filter(isMain).at(-1);
           if (!latest) return null;
@@ -242,10 +225,6 @@ export function claudeConformanceWorld(options: RealWorldOptions = {}): Conforma
             model: (latest.body as { model?: string }).model ?? null,
             runtimeMode: modeOf(latest),
           };
-        },
-        async close() {
-          await sim.close();
-          await rm(root, { recursive: true, force: true, maxRetries: 10 });
         },
       };
     },

@@ -1,18 +1,10 @@
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCodexAdapter } from "../../src/adapters/codex/adapter.js";
 import { codexSimulatorOptions, installedCodexBinary } from "../../src/adapters/codex/transport.js";
-import { contextHeader } from "../../src/adapters/kit/context.js";
-import type {
-  BehaviourKind,
-  ConformanceWorld,
-  TurnBehaviour,
-  TurnEvidence,
-  WorldRun,
-} from "../../src/conformance/index.js";
+import type { BehaviourKind, ConformanceWorld, TurnEvidence, WorldRun } from "../../src/conformance/index.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
-import { startModelSimulator, type ReplySpec, type SimulatorRequest } from "../../src/simulator/index.js";
+import type { ReplySpec, SimulatorRequest } from "../../src/simulator/index.js";
+import { CONTEXT, openSimulatorPath, type RealWorldOptions } from "./simulatorWorld.js";
 
 /**
  * The conformance world of the real Codex binary (the pinned `codex app-server`), offline: each path gets a model
@@ -31,8 +23,6 @@ import { startModelSimulator, type ReplySpec, type SimulatorRequest } from "../.
 
 /** Codex's own user messages (its environment context, AGENTS.md, skills) are wrapped in tags; a user's text is not. */
 const CODEX_OWN = /^\s*</;
-/** How the adapter's context header starts, whatever the context's kind. */
-const CONTEXT = contextHeader("handoff").split("(")[0]!;
 const APPROVED_COMMAND = "echo conformance";
 
 interface InputItem {
@@ -143,13 +133,6 @@ const patch = (file: string): ReplySpec => ({
   ],
 });
 
-export interface RealWorldOptions {
-  /** Name in the report (default: the provider's). */
-  name?: string;
-  /** Wraps each adapter the world makes: to test the suite on the real binary, e.g. with an adapter that lies. */
-  wrap?: (adapter: ProviderAdapter) => ProviderAdapter;
-}
-
 export function codexConformanceWorld(options: RealWorldOptions = {}): ConformanceWorld {
   const wrap = options.wrap ?? ((adapter: ProviderAdapter) => adapter);
   const binary = installedCodexBinary();
@@ -170,13 +153,9 @@ export function codexConformanceWorld(options: RealWorldOptions = {}): Conforman
     name: options.name ?? "codex",
     scripts: new Set(scripts),
     async open(): Promise<WorldRun> {
-      const root = await mkdtemp(join(tmpdir(), "tiller-conformance-codex-"));
-      const home = join(root, "home");
-      const codexHome = join(root, "codex-home");
-      const outside = join(root, "outside");
-      await Promise.all([home, codexHome, outside].map((d) => mkdir(d, { recursive: true })));
-      const behaviours = new Map<string, TurnBehaviour>();
-      const released = new Set<string>();
+      const path = await openSimulatorPath("codex", ["home", "codex-home", "outside"]);
+      const { behaviours, released } = path;
+      const { home, "codex-home": codexHome, outside } = path.dirs;
 
       function replyFor(request: SimulatorRequest): ReplySpec {
         const input = inputOf(request);
@@ -230,9 +209,10 @@ export function codexConformanceWorld(options: RealWorldOptions = {}): Conforman
         }
       }
 
-      const sim = await startModelSimulator({ sideReply: replyFor });
+      const { sim, shared } = await path.start(replyFor);
       const simulator = codexSimulatorOptions(sim.url);
       return {
+        ...shared,
         adapter: () =>
           wrap(
             createCodexAdapter({
@@ -248,11 +228,6 @@ export function codexConformanceWorld(options: RealWorldOptions = {}): Conforman
               },
             }),
           ),
-        next: (behaviour, { userText }) => void behaviours.set(userText, behaviour),
-        release: (gate) => {
-          released.add(gate);
-          sim.releaseHang();
-        },
         lastTurn(): TurnEvidence | null {
           const requests = sim.requests.filter(isTurnRequest);
           const latest = requests.at(-1);
@@ -275,10 +250,6 @@ export function codexConformanceWorld(options: RealWorldOptions = {}): Conforman
             model: body.model ?? null,
             ...(mode ? { runtimeMode: mode } : {}),
           };
-        },
-        async close() {
-          await sim.close();
-          await rm(root, { recursive: true, force: true, maxRetries: 10 });
         },
       };
     },
