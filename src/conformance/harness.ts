@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../adapters/contract.js";
-import { createRuntime, type DomainEvent, type LogRecord, type TillerRuntime } from "../index.js";
+import { createRuntime, isTillerError, type DomainEvent, type LogRecord, type TillerRuntime } from "../index.js";
 import type { TurnBehaviour, WorldRun } from "./world.js";
 
 /**
@@ -165,18 +165,16 @@ export class Harness {
     return `${kind} ${this.#n}`;
   }
 
-  /** Calls the API; a typed refusal (an error with a code) is kept in `lastError` instead of failing the step. */
+  /** Calls the API; a typed refusal (a `TillerError`) is kept in `lastError` instead of failing the step. */
   async attempt<T>(call: () => Promise<T>): Promise<T | null> {
     this.lastError = null;
     try {
       this.lastReceipt = await call();
       return this.lastReceipt as T;
     } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (typeof code !== "string") throw error;
-      const details = ((error as { details?: unknown }).details ?? {}) as { policy?: unknown; capability?: unknown };
+      if (!isTillerError(error)) throw error;
+      const { code, message, details } = error;
       const named = (v: unknown) => (typeof v === "string" ? v : null);
-      const message = (error as Error).message;
       this.lastError = { code, message, policy: named(details.policy), capability: named(details.capability) };
       return null;
     }

@@ -145,11 +145,14 @@ export function buildReport(
   ];
   const claimed = fields.filter((f) => f.claimed && !f.field.startsWith("primitive."));
   const count = (list: FieldVerdict[], v: Verdict) => list.filter((f) => f.verdict === v).length;
+  const verified = count(claimed, "verified");
+  const refuted = count(claimed, "refuted");
+  const notExercisable = count(claimed, "not exercisable");
   const absent = fields.filter((f) => !f.claimed);
   const resume = fields.find((f) => f.field === "primitive.resume")!;
   const summary =
-    `conformance: ${adapter} declared ${claimed.length}, verified ${count(claimed, "verified")}, ` +
-    `refuted ${count(claimed, "refuted")}, not exercisable ${count(claimed, "not exercisable")}; ` +
+    `conformance: ${adapter} declared ${claimed.length}, verified ${verified}, ` +
+    `refuted ${refuted}, not exercisable ${notExercisable}; ` +
     `absent ${absent.length}: degradation verified ${count(absent, "verified")}, ` +
     `refuted ${count(absent, "refuted")}, not exercisable ${count(absent, "not exercisable")}; ` +
     `resume ${resume.verdict}`;
@@ -161,9 +164,9 @@ export function buildReport(
     adapter,
     capabilities: caps,
     declared: claimed.length,
-    verified: count(claimed, "verified"),
-    refuted: count(claimed, "refuted"),
-    notExercisable: count(claimed, "not exercisable"),
+    verified,
+    refuted,
+    notExercisable,
     fields,
     paths,
     ok: fields.every((f) => f.verdict !== "refuted"),
