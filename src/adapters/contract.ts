@@ -353,6 +353,12 @@ export interface ProviderAdapter {
    * open: they lease hosts from it instead of spawning their own.
    */
   bindHosts?(hosts: HostLeases, target: string): void;
+  /**
+   * Adapters whose provider runs in a host process: starts (leases, then gives back) the target's host now, so the
+   * first session finds it running; unused, it goes at the registry's idle release like any host. Resolves once the
+   * host is ready; rejects (typed) when it could not be started. The runtime's `prewarm` option calls it after open.
+   */
+  prewarm?(): Promise<void>;
   /** One consumer; yields events in provider order until `close()`. */
   streamEvents(): AsyncIterable<ProviderAdapterEvent>;
   close(): Promise<void>;

@@ -65,6 +65,14 @@ export interface RuntimeOptions {
    * `tool_result`; a handler that throws, or an unknown tool, answers a failure); no user answers it.
    */
   tools?: DynamicTool[];
+  /**
+   * Start these targets' host processes right after open, in the background, so the first session finds its host
+   * running instead of starting it (`true`: every target whose adapter has one, i.e. has `prewarm`). Open neither
+   * waits for them nor fails with them: a host that cannot start is reported to `onFailure` (`prewarm_failed`) and
+   * started again when a session needs it. Unused, a prewarmed host stops after the registry's idle TTL; `close`
+   * stops it. Default: none.
+   */
+  prewarm?: boolean | string[];
 }
 
 /** A tool the embedder registers (see `RuntimeOptions.tools`). */
@@ -86,7 +94,8 @@ export interface DynamicToolContext {
 export type RuntimeFailure =
   | { kind: "store_failed"; error: TillerError }
   | { kind: "subscriber_threw"; error: unknown }
-  | { kind: "internal_error"; error: unknown };
+  | { kind: "internal_error"; error: unknown }
+  | { kind: "prewarm_failed"; target: string; error: unknown };
 
 export interface InspectOptions {
   /** 0 or absent: a free port. */
@@ -174,6 +183,7 @@ const RuntimeOptionsSchema = z.strictObject({
     .array(DynamicToolSchema)
     .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, "tool names must be unique")
     .optional(),
+  prewarm: z.union([z.boolean(), z.array(z.string())]).optional(),
 });
 
 /** Where failures go when the embedder gave no `onFailure`: a process warning, never silence. */
@@ -202,4 +212,20 @@ export function validateOptions(options: unknown): asserts options is RuntimeOpt
     // A capability declared without the method that serves it: refused before anything relies on it.
     assertServed(adapter, parseCapabilities(adapter.getCapabilities()), `providers.${id}.capabilities`);
   }
+  if (Array.isArray(parsed.prewarm)) {
+    for (const [i, target] of parsed.prewarm.entries()) {
+      if (!Object.hasOwn(parsed.providers, target))
+        throw new InvalidInputError(`prewarm.${i}`, `unknown provider target ${JSON.stringify(target)}`);
+      if (typeof parsed.providers[target]!.prewarm !== "function")
+        throw new InvalidInputError(`prewarm.${i}`, `the adapter of ${target} runs no host to prewarm`);
+    }
+  }
+}
+
+/** The targets `prewarm` names (validated): `true` is every target whose adapter can prewarm. */
+export function prewarmTargets(options: RuntimeOptions): string[] {
+  const { prewarm, providers } = options;
+  if (Array.isArray(prewarm)) return [...new Set(prewarm)];
+  if (prewarm !== true) return [];
+  return Object.keys(providers).filter((target) => typeof providers[target]!.prewarm === "function");
 }

@@ -58,6 +58,7 @@ import { Projections, isTerminalRunStatus, type RunView } from "./projections.js
 import { ReadModelStore, type ReadModelSelector } from "./readModels.js";
 import { HostRegistry } from "./hosts/registry.js";
 import { failureReporter, validateOptions, type RuntimeOptions } from "./options.js";
+import { startPrewarm } from "./prewarm.js";
 import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "./inspector.js";
 import { shutDown } from "./shutdown.js";
 import { WaitForRunOptionsSchema, runEndedWithin } from "./waitForRun.js";
@@ -210,6 +211,8 @@ export class Runtime implements TillerRuntime {
         runtime.#inspector = inspector;
         inspector.attach(runtime, Object.keys(options.providers));
       }
+      const running = runtime;
+      startPrewarm(options, report, () => running.closed);
       return runtime;
     } catch (error) {
       // Whatever was opened is given back: the runtime closes its own; before it existed, the log and hosts.

@@ -19,11 +19,16 @@ export class HostSessions {
     this.#hosts = hosts;
   }
 
-  /** Leases a host for a new session. */
-  async open(sessionId: string, spec: HostSpec): Promise<HostLease> {
+  /** A lease on the spec's host that belongs to no session (a pre-warm): the caller gives it back. */
+  async acquire(spec: HostSpec): Promise<HostLease> {
     if (!this.#hosts)
       throw new HostUnavailableError(`the ${this.provider} adapter runs only inside a runtime (no host registry)`);
-    const lease = await this.#hosts.acquire(spec);
+    return this.#hosts.acquire(spec);
+  }
+
+  /** Leases a host for a new session. */
+  async open(sessionId: string, spec: HostSpec): Promise<HostLease> {
+    const lease = await this.acquire(spec);
     this.#leases.set(sessionId, lease);
     lease.onLost((report) => {
       if (this.#leases.get(sessionId) !== lease) return;

@@ -6,8 +6,9 @@ import { HostSessions } from "./hostSessions.js";
 /**
  * What every adapter whose provider runs in a leased host does alike: its event queue; its sessions, one lease each,
  * a lost host failing them (`session.state` error, with the host's report); taking the runtime's host registry at
- * `bindHosts`; stopping a session (its goodbye to the host, bounded and best effort, then the lease back); closing
- * (every session stopped, then the queue); the host's pid. The adapter writes only what its provider does.
+ * `bindHosts`; starting the host ahead of any session (`prewarm`); stopping a session (its goodbye to the host,
+ * bounded and best effort, then the lease back); closing (every session stopped, then the queue); the host's pid. The
+ * adapter writes only what its provider does.
  */
 export interface HostedHooks {
   /** The session's goodbye to its host, before its lease goes back (failures are ignored: the host may be gone). */
@@ -28,7 +29,7 @@ export interface Hosted {
   methods(spec: HostSpec): HostedMethods;
 }
 
-export type HostedMethods = Required<Pick<ProviderAdapter, "bindHosts">> &
+export type HostedMethods = Required<Pick<ProviderAdapter, "bindHosts" | "prewarm">> &
   Pick<ProviderAdapter, "stopSession" | "streamEvents" | "close"> & {
     hostPid(sessionId: string): number | null;
     readonly hostSpec: HostSpec;
@@ -60,6 +61,11 @@ export function hosted(provider: string, hooks: HostedHooks = {}): Hosted {
       bindHosts(registry, target) {
         sessions.bind(registry);
         spec.target = target;
+      },
+      // The host is started and its lease given back at once: the registry keeps it for its idle TTL, where the
+      // first session's lease takes it up.
+      async prewarm() {
+        giveBack(await sessions.acquire(spec));
       },
       stopSession,
       streamEvents: () => queue,
