@@ -36,7 +36,7 @@ import {
 } from "../domain/commands.js";
 import { InvalidInputError, NotFoundError, StoreFailedError, isFileSystemError } from "../domain/errors.js";
 import type { DomainEvent } from "../domain/events.js";
-import { isUrgentEvent, threadOf } from "../domain/eventRouting.js";
+import { coalesceDeltas, isUrgentEvent, threadOf } from "../domain/eventRouting.js";
 import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
 import type { Actors } from "./actors.js";
 import type { Subscriber, TillerRuntime, WaitForRunOptions } from "./api.js";
@@ -183,6 +183,7 @@ export class Runtime implements TillerRuntime {
       const { doc } = await openRuntimeMeta(dataDir, now());
       log = await EventLog.open<DomainEvent>(join(dataDir, "events.jsonl"), {
         isUrgent: isUrgentEvent,
+        coalesce: coalesceDeltas,
         groupWindowMs: options.groupCommitMs ?? 2,
         now,
         onListenerError: (error) => report({ kind: "subscriber_threw", error }),

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ClosedError, StoreCorruptError } from "../../src/domain/errors.js";
-import { EventLog } from "../../src/runtime/store/eventLog.js";
+import { EventLog, MAX_JOINED_PIECES } from "../../src/runtime/store/eventLog.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
 
 type Ev = { type: string; n?: number };
@@ -76,6 +76,76 @@ describe("EventLog", () => {
     expect(batches.length).toBeGreaterThan(0);
     expect(batches.length).toBeLessThan(200);
     expect(batches.flat()).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+  });
+
+  describe("coalescing", () => {
+    type Piece = Ev & { stream?: string; text?: string };
+    const coalesce = {
+      joins: (last: Piece, next: Piece) =>
+        last.type === "piece" && next.type === "piece" && last.stream === next.stream,
+      merge: (pieces: readonly Piece[]): Piece => ({ ...pieces[0]!, text: pieces.map((p) => p.text).join("") }),
+    };
+    const read = async () =>
+      (await readFile(file, "utf8"))
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
+
+    it("joins consecutive pieces of one stream queued in one group into one record, in order", async () => {
+      const log = (await openLog({ groupWindowMs: WINDOW_BEYOND_TEST_TIMEOUT, coalesce })) as EventLog<Piece>;
+      const seen: LogRecord<Piece>[] = [];
+      log.subscribe(0, (r) => seen.push(r));
+      const seqs = [
+        log.append({ type: "piece", stream: "a", text: "he" }),
+        log.append({ type: "piece", stream: "a", text: "ll" }),
+        log.append({ type: "piece", stream: "a", text: "o" }),
+        log.append({ type: "piece", stream: "b", text: "x" }), // another stream: a record of its own
+        log.append({ type: "other" }),
+        log.append({ type: "piece", stream: "b", text: "y" }), // something came between: apart again
+        log.append({ type: "piece", stream: "b", text: "z" }),
+      ].map((r) => r.seq);
+      expect(seqs).toEqual([1, 1, 1, 2, 3, 4, 4]);
+      await log.close();
+      const written = [
+        { seq: 1, event: { type: "piece", stream: "a", text: "hello" } },
+        { seq: 2, event: { type: "piece", stream: "b", text: "x" } },
+        { seq: 3, event: { type: "other" } },
+        { seq: 4, event: { type: "piece", stream: "b", text: "yz" } },
+      ];
+      expect((await read()).map(({ seq, event }) => ({ seq, event }))).toEqual(written);
+      expect(seen.map(({ seq, event }) => ({ seq, event }))).toEqual(written);
+    });
+
+    it("never joins a record already being written: pieces after it start the next one", async () => {
+      const log = (await openLog({ coalesce, isUrgent: (e) => e.type === "flush" })) as EventLog<Piece>;
+      log.append({ type: "piece", stream: "a", text: "1" });
+      log.append({ type: "flush" }); // the batch is taken at the next turn of the event loop
+      await log.whenDurable(2);
+      const next = log.append({ type: "piece", stream: "a", text: "2" });
+      expect(next.seq).toBe(3);
+      await log.close();
+      expect((await read()).map((r) => r.event.text ?? null)).toEqual(["1", null, "2"]);
+    });
+
+    it("bounds the pieces of one record", async () => {
+      const log = (await openLog({ groupWindowMs: WINDOW_BEYOND_TEST_TIMEOUT, coalesce })) as EventLog<Piece>;
+      for (let i = 0; i < MAX_JOINED_PIECES + 1; i++) log.append({ type: "piece", stream: "a", text: "." });
+      await log.close();
+      expect((await read()).map((r) => r.event.text.length)).toEqual([MAX_JOINED_PIECES, 1]);
+    });
+
+    it("hands every reader the same deeply frozen record, never a copy parsed back", async () => {
+      const log = await openLog({ isUrgent: () => true });
+      const got: LogRecord<Ev>[][] = [[], []];
+      log.subscribe(0, (r) => got[0]!.push(r));
+      log.subscribe(0, (r) => got[1]!.push(r));
+      log.append({ type: "nested", n: 1, deep: { list: [1, 2] } } as Ev);
+      await until(() => got[1]!.length === 1);
+      const [record] = got[0]!;
+      expect(got[1]![0]).toBe(record);
+      expect(Object.isFrozen(record) && Object.isFrozen(record!.event)).toBe(true);
+      expect(() => ((record!.event as unknown as { deep: { list: number[] } }).deep.list[0] = 9)).toThrow(TypeError);
+    });
   });
 
   it("commits an urgent event without waiting for the group window", async () => {

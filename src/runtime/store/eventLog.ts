@@ -8,6 +8,10 @@
  *
  * Memory model: records are not retained after commit. Catch-up reads the file, helped
  * by a sparse seq -> byte offset index (one entry per INDEX_STRIDE records).
+ *
+ * Cost model: each line is built once (JSON.stringify) and never parsed back; readers share one deeply frozen record.
+ * Consecutive pieces of one stream queued in the same group are coalesced (`coalesce`) into one record, so a burst
+ * of small deltas becomes one line, not one line each.
  */
 import { mkdir, open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
@@ -29,11 +33,21 @@ export interface EventLogOptions<E> {
   isUrgent?: (event: E) => boolean;
   /** Clock for `at`. Default `() => new Date()`. */
   now?: () => Date;
+  /**
+   * Consecutive pieces of one stream queued in the same group become one record: `joins(last, next)` says whether
+   * `next` continues the latest queued record (not yet being written); `merge` makes the record of the pieces when
+   * its batch is written (a new object, JSON-safe). The merged record keeps the first piece's seq and `at`; the
+   * pieces after it get no seq of their own.
+   */
+  coalesce?: { joins(last: E, next: E): boolean; merge(pieces: readonly E[]): E };
   /** Receives exceptions thrown by listeners/filters and subscriber catch-up failures. */
   onListenerError?: (error: unknown) => void;
   /** Told once when a write or fdatasync fails (a full disk...): the log accepts nothing more. */
   onFailed?: (error: StoreFailedError) => void;
 }
+
+/** A record takes at most this many pieces: a line stays bounded (with `joins` bounding each piece). */
+export const MAX_JOINED_PIECES = 1024;
 
 type Subscriber<E> = {
   delivered: number; // highest seq handed to this subscriber: the dedupe key
@@ -44,6 +58,11 @@ type Subscriber<E> = {
   filter: ((record: LogRecord<E>) => boolean) | undefined;
 };
 type Waiter = { seq: number; resolve: () => void; reject: (error: unknown) => void };
+/**
+ * A record waiting to be written. `line` is built at append; once later pieces joined it (`joined`), its event and
+ * line are made again when its batch is taken.
+ */
+type Queued<E> = { seq: number; at: string; event: E; line: string | null; joined: E[] | null };
 
 export class EventLog<E extends { type: string }> {
   static async open<E extends { type: string }>(file: string, options: EventLogOptions<E> = {}): Promise<EventLog<E>> {
@@ -83,7 +102,9 @@ export class EventLog<E extends { type: string }> {
   #head: number;
   #durableHead: number;
   #endOffset: number;
-  #queue: { record: LogRecord<E>; line: string }[] = [];
+  #queue: Queued<E>[] = [];
+  /** `at` of the last clock reading, and the millisecond it was read at: one ISO string per millisecond. */
+  #at = { ms: Number.NaN, iso: "" };
   #timer: NodeJS.Timeout | undefined;
   #flushing: Promise<void> | undefined;
   #waiters: Waiter[] = [];
@@ -115,10 +136,9 @@ export class EventLog<E extends { type: string }> {
   }
 
   /**
-   * Assigns the next seq and queues the record (synchronously; it becomes durable later).
-   * The returned record holds the caller's event object. Readers get their own copy, parsed
-   * back from the written line at commit, so live and replayed views agree and no reader can
-   * mutate what another holds.
+   * Assigns the next seq and queues the record (synchronously; it becomes durable later). The returned record holds
+   * the caller's event; when the event was coalesced into the record queued before it, the returned seq is that
+   * record's. Readers get the committed record (the coalesced one), deeply frozen, shared by all of them.
    */
   append(event: E): LogRecord<E> {
     if (this.#failed) throw this.#failed.error;
@@ -127,20 +147,24 @@ export class EventLog<E extends { type: string }> {
     if (typeof event !== "object" || event === null || typeof event.type !== "string") {
       throw new InvalidInputError("event.type", "expected a string");
     }
-    const record: LogRecord<E> = {
-      seq: this.#head + 1,
-      at: (this.#options.now?.() ?? new Date()).toISOString(),
-      event,
-    };
-    let line: string;
+    const urgent = this.#options.isUrgent?.(event) ?? false; // may throw: do it before any state change
+    const last = this.#queue[this.#queue.length - 1];
+    const coalesce = this.#options.coalesce;
+    const joinable = last && (last.joined?.length ?? 1) < MAX_JOINED_PIECES;
+    if (joinable && coalesce?.joins(last.joined?.at(-1) ?? last.event, event)) {
+      (last.joined ??= [last.event]).push(event);
+      last.line = null;
+      if (urgent) this.#startFlush();
+      return { seq: last.seq, at: last.at, event };
+    }
+    const queued: Queued<E> = { seq: this.#head + 1, at: this.#now(), event, line: null, joined: null };
     try {
-      line = JSON.stringify(record) + "\n";
+      queued.line = lineOf(queued);
     } catch (error) {
       throw new InvalidInputError("event", `cannot be serialized: ${String(error)}`);
     }
-    const urgent = this.#options.isUrgent?.(event) ?? false; // may throw: do it before any state change
-    this.#head = record.seq;
-    this.#queue.push({ record, line });
+    this.#head = queued.seq;
+    this.#queue.push(queued);
     // An urgent record skips the group window, not the current macrotask: what the same
     // synchronous step and its microtasks append (a command's work and then its receipt) lands
     // in the same batch, so a crash never keeps one without the other.
@@ -148,7 +172,21 @@ export class EventLog<E extends { type: string }> {
     else if (!this.#flushing) this.#timer ??= setTimeout(() => this.#startFlush(), this.#windowMs);
     // While a flush is in flight its loop picks the record up right after: appends that
     // arrive during an fsync form the next group.
-    return record;
+    return { seq: queued.seq, at: queued.at, event };
+  }
+
+  /** A record pieces joined: its event is their merge, from now on. */
+  #lineOfJoined(item: Queued<E>): string {
+    if (item.joined) item.event = this.#options.coalesce!.merge(item.joined);
+    item.joined = null;
+    return lineOf(item);
+  }
+
+  #now(): string {
+    const date = this.#options.now?.() ?? new Date();
+    const ms = date.getTime();
+    if (ms !== this.#at.ms) this.#at = { ms, iso: date.toISOString() };
+    return this.#at.iso;
   }
 
   whenDurable(seq: number = this.#head): Promise<void> {
@@ -227,7 +265,8 @@ export class EventLog<E extends { type: string }> {
       await new Promise(setImmediate);
       const batch = this.#queue;
       this.#queue = [];
-      const data = Buffer.from(batch.map((item) => item.line).join(""), "utf8");
+      const lines = batch.map((item) => (item.line ??= this.#lineOfJoined(item)));
+      const data = Buffer.from(lines.join(""), "utf8");
       try {
         // write() may be short in theory; loop so a batch never lands half-written.
         for (let done = 0; done < data.length;) {
@@ -238,13 +277,13 @@ export class EventLog<E extends { type: string }> {
         this.#fail(error);
         break;
       }
-      for (const { record, line } of batch) {
-        if ((record.seq - 1) % INDEX_STRIDE === 0) this.#index.push(this.#endOffset);
-        this.#endOffset += Buffer.byteLength(line);
+      for (let i = 0; i < batch.length; i++) {
+        if ((batch[i]!.seq - 1) % INDEX_STRIDE === 0) this.#index.push(this.#endOffset);
+        this.#endOffset += Buffer.byteLength(lines[i]!);
       }
       const readers = this.#commitListeners.size + this.#subscribers.size > 0;
-      const records = Object.freeze(readers ? batch.map((item) => JSON.parse(item.line) as LogRecord<E>) : []);
-      this.#durableHead = batch[batch.length - 1]?.record.seq ?? this.#durableHead;
+      const records: readonly LogRecord<E>[] = Object.freeze(readers ? batch.map(committed) : []);
+      this.#durableHead = batch[batch.length - 1]?.seq ?? this.#durableHead;
       const ready = this.#waiters.filter((w) => w.seq <= this.#durableHead);
       this.#waiters = this.#waiters.filter((w) => w.seq > this.#durableHead);
       for (const waiter of ready) waiter.resolve();
@@ -335,4 +374,21 @@ export class EventLog<E extends { type: string }> {
       }
     }
   }
+}
+
+/** The record's line in the file. */
+function lineOf<E>({ seq, at, event }: Queued<E>): string {
+  return JSON.stringify({ seq, at, event }) + "\n";
+}
+
+/** What readers get of a written record: the record, frozen all the way down (they share it). */
+function committed<E>({ seq, at, event }: Queued<E>): LogRecord<E> {
+  return Object.freeze({ seq, at, event: deepFreeze(event) });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  return value;
 }
