@@ -1,38 +1,55 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createRuntime, createScriptedAdapter, type DomainEvent, type LogRecord } from "../src/index.js";
+import {
+  createRuntime,
+  createScriptedAdapter,
+  type DomainEvent,
+  type LogRecord,
+  type ProviderAdapterEvent,
+} from "../src/index.js";
+import { tapFrames } from "./frameTap.js";
 import { turnText, workloadScript, type Workload } from "./workload.js";
 
 export interface PipelineResult {
   /** Records the subscriber received after the first send, up to the last run.terminal. */
-  events: number;
+  records: number;
+  /** From the first send to the subscriber seeing the last run.terminal. */
   seconds: number;
+  /** Size of the runtime's events.jsonl once it closed. */
+  logBytes: number;
+}
+
+export interface PipelineHooks {
+  /** Every record the subscriber receives (bench/readModels.ts keeps them to fold again). */
+  onRecord?: (record: LogRecord<DomainEvent>) => void;
+  /** Every frame the adapter yields (adds a promise per frame: leave it out of timed runs). */
+  onFrame?: (frame: ProviderAdapterEvent) => void;
 }
 
 /**
  * Whole pipeline: scripted frames -> normalizer -> actors -> durable log -> one subscriber.
  * Turns are sent one after another on one thread; each next send waits until the
- * subscriber has seen the previous run's `run.terminal`. `onRecord` sees every record the
- * subscriber receives (bench/readModels.ts keeps them to fold again).
+ * subscriber has seen the previous run's `run.terminal`. Every frame the adapter emits comes
+ * after the first send (the session starts with the first run), so the frames of a run are
+ * those `captureFrames` records for the same workload.
  */
-export async function runPipeline(
-  w: Workload,
-  onRecord?: (record: LogRecord<DomainEvent>) => void,
-): Promise<PipelineResult> {
+export async function runPipeline(w: Workload, hooks: PipelineHooks = {}): Promise<PipelineResult> {
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-bench-"));
+  const scripted = createScriptedAdapter({ script: workloadScript(w), chunkDelayMs: 0 });
   const runtime = await createRuntime({
     dataDir,
-    providers: { scripted: createScriptedAdapter({ script: workloadScript(w), chunkDelayMs: 0 }) },
+    providers: { scripted: hooks.onFrame ? tapFrames(scripted, hooks.onFrame) : scripted },
   });
+  let closed = false;
   try {
     let startSeq = Infinity;
-    let events = 0;
+    let records = 0;
     const ended = new Set<string>();
     let waiting: { runId: string; done: () => void } | undefined;
     const unsubscribe = runtime.subscribe({ afterSeq: 0 }, (record) => {
-      if (record.seq > startSeq) events++;
-      onRecord?.(record);
+      if (record.seq > startSeq) records++;
+      hooks.onRecord?.(record);
       if (record.event.type !== "run.terminal") return;
       ended.add(record.event.runId);
       if (waiting?.runId === record.event.runId) waiting.done();
@@ -47,9 +64,12 @@ export async function runPipeline(
     }
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
     unsubscribe();
-    return { events, seconds };
-  } finally {
     await runtime.close();
+    closed = true;
+    const logBytes = (await stat(join(dataDir, "events.jsonl"))).size;
+    return { records, seconds, logBytes };
+  } finally {
+    if (!closed) await runtime.close();
     await rm(dataDir, { recursive: true, force: true });
   }
 }

@@ -1,5 +1,13 @@
 import { createStore } from "@xstate/store";
-import type { DomainEvent, DomainEventOf, LogRecord, RequestView, RunStatus, TurnItem } from "../src/index.js";
+import type {
+  DomainEvent,
+  DomainEventOf,
+  LogRecord,
+  ProviderAdapterEvent,
+  RequestView,
+  RunStatus,
+  TurnItem,
+} from "../src/index.js";
 import { TURN_ITEM_KIND_OF_NODE } from "../src/domain/items.js";
 import { Projections, isTerminalRunStatus } from "../src/runtime/projections.js";
 import { ReadModelStore } from "../src/runtime/readModels.js";
@@ -25,9 +33,9 @@ import type { Workload } from "./workload.js";
 
 export type Records = Array<LogRecord<DomainEvent>>;
 
-export async function captureRecords(w: Workload): Promise<Records> {
+export async function captureRecords(w: Workload, onFrame?: (frame: ProviderAdapterEvent) => void): Promise<Records> {
   const records: Records = [];
-  await runPipeline(w, (record) => records.push(record));
+  await runPipeline(w, { onRecord: (record) => records.push(record), ...(onFrame ? { onFrame } : {}) });
   return records;
 }
 

@@ -1,107 +1,197 @@
 /**
- * `npm run bench`: pipeline throughput vs the raw JSON-parse limit, heap per idle thread, and
- * what folding the workload's records into the read models costs (bench/readModels.ts).
- * Prints a table and writes bench/results.json. Measures only; asserts nothing.
+ * `npm run bench`: the figures of issue 16, measured side by side in one run (see bench/README.md).
+ * Prints the table of targets and the context figures, writes bench/results.json. Measures only;
+ * asserts nothing.
+ *
+ * Flags: `--profile` (or `--profile=pipeline,codex,concurrent,reopen`) prints the top self-time
+ * functions of those parts afterwards; `--no-providers` leaves out the real-provider start-up
+ * figures (bench/startup.ts); `--only=pipeline,codex,...` measures those parts alone (for quick
+ * tries: results.json is then written partial). Environment: BENCH_REOPEN_EVENTS (default
+ * 1,000,000), BENCH_THREADS (default 1,000).
  */
+import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
-import { runPipeline } from "./pipeline.js";
-import { captureFrames, measureRaw } from "./raw.js";
+import { measureCodexReplay } from "./codexReplay.js";
+import { measureConcurrent } from "./concurrent.js";
 import { measureHeapPerThread } from "./heap.js";
+import { runPipeline, type PipelineResult } from "./pipeline.js";
+import { profile } from "./profile.js";
+import { captureFrames, measureRaw } from "./raw.js";
 import { captureRecords, measureReadModels } from "./readModels.js";
+import { measureReopen } from "./reopen.js";
+import { printTable } from "./targets.js";
 import type { Workload } from "./workload.js";
 
 if (typeof globalThis.gc !== "function") {
   throw new Error(
-    "the heap measurement needs a forced GC: run with `node --expose-gc --import tsx bench/run.ts` (npm run bench)",
+    "the heap figures need a forced GC: run `node --expose-gc --import tsx bench/run.ts` (npm run bench)",
   );
 }
 
+const PARTS = ["pipeline", "codex", "concurrent", "heap", "reopen", "providers"] as const;
+type Part = (typeof PARTS)[number];
+const flag = (name: string) => process.argv.slice(2).find((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+const listFlag = (name: string, all: readonly string[]) => {
+  const found = flag(name);
+  if (!found) return null;
+  return found.includes("=") ? found.slice(found.indexOf("=") + 1).split(",") : [...all];
+};
+const only = listFlag("only", PARTS);
+const wanted = (part: Part) => (only ? only.includes(part) : part !== "providers" || !flag("no-providers"));
+const profiled = listFlag("profile", ["pipeline"]) ?? [];
+
 const WORKLOAD: Workload = { turns: 10, textChars: 30_000, chunkSize: 6 };
 const WARMUP: Workload = { ...WORKLOAD, turns: 2 };
-const THREADS = 1_000;
 const PIPELINE_RUNS = 3; // the median is reported: wall-clock numbers on a shared machine are noisy
+const CODEX = { turns: 3, copies: 4_000 };
+const THREADS = Number(process.env.BENCH_THREADS ?? 1_000);
+const CONCURRENT = { threads: THREADS, deltas: 30, chunkDelayMs: 100, groupCommitMs: 2 };
+const REOPEN_EVENTS = Number(process.env.BENCH_REOPEN_EVENTS ?? 1_000_000);
 
-await runPipeline(WARMUP);
-const runs = [];
-for (let i = 0; i < PIPELINE_RUNS; i++) runs.push(await runPipeline(WORKLOAD));
-const pipelineRate = (r: { events: number; seconds: number }) => r.events / r.seconds;
-const pipeline = [...runs].sort((a, b) => pipelineRate(a) - pipelineRate(b))[Math.floor(PIPELINE_RUNS / 2)]!;
-
-const frames = await captureFrames(WORKLOAD);
-const raw = measureRaw(frames);
-
-const folds = await measureReadModels(await captureRecords(WORKLOAD));
-
-const heap = await measureHeapPerThread(THREADS);
-
-const pipelinePerS = pipelineRate(pipeline);
-const rawPerS = raw.events / raw.seconds;
 const round = (n: number) => Number(n.toPrecision(4));
-/** A fold's time per record as a share of the pipeline's time per record. */
-const shareOfPipeline = (foldPerS: number) => pipelinePerS / foldPerS;
-const results = {
-  pipeline_events_per_s: Math.round(pipelinePerS),
-  raw_events_per_s: Math.round(rawPerS),
-  ratio: Number((pipelinePerS / rawPerS).toPrecision(4)),
-  heap_bytes_per_idle_thread: Math.round(heap.bytesPerThread),
+const results: Record<string, unknown> = {
   node: process.version,
   date: new Date().toISOString(),
-  events_measured: pipeline.events,
-  provider_frames: frames.length,
-  pipeline_seconds: Number(pipeline.seconds.toFixed(3)),
-  pipeline_runs_events_per_s: runs.map((r) => Math.round(pipelineRate(r))),
-  threads: THREADS,
-  workload: WORKLOAD,
-  // (a) Projections.apply, (b) one immutable @xstate/store of every UI model (text deltas included),
-  // (c) (a) plus the store of low-rate models the runtime's `select` uses (no text delta reaches it).
-  readmodels_records: folds.records,
-  readmodels_projections_records_per_s: Math.round(folds.projections),
-  readmodels_store_records_per_s: Math.round(folds.store),
-  readmodels_hybrid_records_per_s: Math.round(folds.hybrid),
-  readmodels_store_vs_projections: round(folds.store / folds.projections),
-  readmodels_hybrid_vs_projections: round(folds.hybrid / folds.projections),
-  readmodels_projections_vs_pipeline: round(folds.projections / pipelinePerS),
-  readmodels_store_vs_pipeline: round(folds.store / pipelinePerS),
-  readmodels_hybrid_vs_pipeline: round(folds.hybrid / pipelinePerS),
-  // What each store adds per record, as a share of the pipeline's time per record (carries the rate under ~0.05):
-  // (b) comes on top of the projections the runtime needs anyway; (c) adds its difference to (a).
-  readmodels_store_added_share_of_pipeline: round(shareOfPipeline(folds.store)),
-  readmodels_hybrid_added_share_of_pipeline: round(shareOfPipeline(folds.hybrid) - shareOfPipeline(folds.projections)),
-  readmodels_notifications: { store: folds.storeNotifications, hybrid: folds.hybridNotifications },
+  loadavg_at_start: (await import("node:os")).loadavg().map(round),
 };
+const context: Array<[string, string]> = [];
+const note = (label: string, value: string) => context.push([label, value]);
 
-const percent = (share: number) => `${(share * 100).toFixed(2)}%`;
-const rows: Array<[string, string, string]> = [
-  ["pipeline throughput", results.pipeline_events_per_s.toLocaleString("en-US"), "events/s"],
-  ["raw parse+dispatch", results.raw_events_per_s.toLocaleString("en-US"), "events/s"],
-  ["ratio pipeline/raw", results.ratio.toString(), ""],
-  ["events measured", `${pipeline.events} (${frames.length} frames)`, "records"],
-  ["pipeline wall time", results.pipeline_seconds.toString(), "s (median run)"],
-  ["pipeline runs", results.pipeline_runs_events_per_s.join(" / "), "events/s"],
-  ["heap per idle thread", results.heap_bytes_per_idle_thread.toLocaleString("en-US"), `bytes (${THREADS} threads)`],
-  [
-    "fold (a) projections",
-    results.readmodels_projections_records_per_s.toLocaleString("en-US"),
-    `records/s (${folds.records} records)`,
-  ],
-  [
-    "fold (b) full store",
-    results.readmodels_store_records_per_s.toLocaleString("en-US"),
-    `records/s (x${results.readmodels_store_vs_projections} of a)`,
-  ],
-  [
-    "fold (c) hybrid",
-    results.readmodels_hybrid_records_per_s.toLocaleString("en-US"),
-    `records/s (x${results.readmodels_hybrid_vs_projections} of a)`,
-  ],
-  ["(b) adds to pipeline", percent(results.readmodels_store_added_share_of_pipeline), "of its time per record"],
-  ["(c) adds to pipeline", percent(results.readmodels_hybrid_added_share_of_pipeline), "of its time per record"],
-];
-const width = (i: 0 | 1) => Math.max(...rows.map((r) => r[i].length), i === 0 ? 6 : 5);
-console.log(`${"metric".padEnd(width(0))}  ${"value".padStart(width(1))}  unit`);
-for (const [metric, value, unit] of rows)
-  console.log(`${metric.padEnd(width(0))}  ${value.padStart(width(1))}  ${unit}`);
+if (wanted("pipeline")) {
+  await runPipeline(WARMUP);
+  const runs: PipelineResult[] = [];
+  for (let i = 0; i < PIPELINE_RUNS; i++) runs.push(await runPipeline(WORKLOAD));
+  const median = [...runs].sort((a, b) => a.seconds - b.seconds)[Math.floor(PIPELINE_RUNS / 2)]!;
+  const frames = await captureFrames(WORKLOAD);
+  const raw = measureRaw(frames);
+  const rawPerS = raw.events / raw.seconds;
+  const framesPerS = frames.length / median.seconds;
+  const contentBytes = frames.reduce((sum, line) => sum + Buffer.byteLength(deltaOfLine(line)), 0);
 
+  // An untimed run that counts what the adapter yields up to its last turn.terminal (the session's
+  // stop at close comes after): the frames the ratio divides by are those.
+  let tapped = 0;
+  let upToLastTerminal = 0;
+  const records = await captureRecords(WORKLOAD, (frame) => {
+    tapped++;
+    if (frame.event.type === "turn.terminal") upToLastTerminal = tapped;
+  });
+  if (upToLastTerminal !== frames.length)
+    throw new Error(`pipeline: the adapter yielded ${upToLastTerminal} frames, raw has ${frames.length}`);
+  const folds = await measureReadModels(records);
+
+  Object.assign(results, {
+    ratio: round(framesPerS / rawPerS),
+    log_bytes_per_content_byte: round(median.logBytes / contentBytes),
+    pipeline_frames_per_s: Math.round(framesPerS),
+    raw_frames_per_s: Math.round(rawPerS),
+    pipeline_records_per_s: Math.round(median.records / median.seconds),
+    provider_frames: frames.length,
+    records_measured: median.records,
+    pipeline_seconds: round(median.seconds),
+    pipeline_runs_frames_per_s: runs.map((r) => Math.round(frames.length / r.seconds)),
+    log_bytes: median.logBytes,
+    content_bytes: contentBytes,
+    workload: WORKLOAD,
+    // The read-model folds of issue 13 (bench/readModels.ts), per record the subscriber received.
+    readmodels_records: folds.records,
+    readmodels_projections_records_per_s: Math.round(folds.projections),
+    readmodels_store_records_per_s: Math.round(folds.store),
+    readmodels_hybrid_records_per_s: Math.round(folds.hybrid),
+    readmodels_hybrid_vs_projections: round(folds.hybrid / folds.projections),
+  });
+  note("pipeline", `${results.pipeline_frames_per_s} frames/s, raw ${results.raw_frames_per_s} frames/s`);
+  note("pipeline runs", `${(results.pipeline_runs_frames_per_s as number[]).join(" / ")} frames/s (median taken)`);
+  note("pipeline records", `${median.records} records for ${frames.length} frames in ${round(median.seconds)} s`);
+  note("log", `${median.logBytes} bytes for ${contentBytes} bytes of streamed content`);
+}
+
+if (wanted("codex")) {
+  const codex = await measureCodexReplay(CODEX.turns, CODEX.copies);
+  const perS = codex.frames / codex.seconds;
+  Object.assign(results, {
+    codex_replay_ratio: round(perS / codex.rawFramesPerS),
+    codex_replay_frames_per_s: Math.round(perS),
+    codex_raw_frames_per_s: Math.round(codex.rawFramesPerS),
+    codex_replay_frames: codex.frames,
+    codex_replay_frame_bytes: Math.round(codex.frameBytes),
+    codex_replay_seconds: round(codex.seconds),
+  });
+  note("codex replay", `${Math.round(perS)} frames/s, raw ${Math.round(codex.rawFramesPerS)} frames/s`);
+  note("codex frames", `${codex.frames} frames of ${Math.round(codex.frameBytes)} B in ${round(codex.seconds)} s`);
+}
+
+if (wanted("concurrent")) {
+  const c = await measureConcurrent(CONCURRENT);
+  Object.assign(results, {
+    concurrent_p99_ratio: round(c.p99Ms / (CONCURRENT.groupCommitMs + c.fdatasyncP99Ms)),
+    concurrent_p99_ms: round(c.p99Ms),
+    concurrent_p50_ms: round(c.p50Ms),
+    concurrent_max_ms: round(c.maxMs),
+    concurrent_steady_p99_ms: round(c.steadyP99Ms),
+    concurrent_fdatasync_p99_ms: round(c.fdatasyncP99Ms),
+    concurrent_deltas: c.deltas,
+    concurrent_seconds: round(c.seconds),
+    concurrent: CONCURRENT,
+  });
+  note("concurrent", `p50 ${round(c.p50Ms)} ms, p99 ${round(c.p99Ms)} ms, max ${round(c.maxMs)} ms`);
+  note("concurrent (after start-up)", `p99 ${round(c.steadyP99Ms)} ms`);
+  note("bare fdatasync p99", `${round(c.fdatasyncP99Ms)} ms (+ ${CONCURRENT.groupCommitMs} ms window)`);
+  note("concurrent load", `${c.deltas} deltas, ${THREADS} threads, ${round(c.seconds)} s`);
+}
+
+if (wanted("heap")) {
+  const heap = await measureHeapPerThread(THREADS);
+  Object.assign(results, { heap_bytes_per_idle_thread: Math.round(heap.bytesPerThread), threads: THREADS });
+}
+
+if (wanted("reopen")) {
+  const profileOpen = profiled.includes("reopen")
+    ? async (open: () => Promise<number>) => printProfile("reopen (one more open)", await profile(open))
+    : undefined;
+  const r = await measureReopen(REOPEN_EVENTS, profileOpen);
+  Object.assign(results, {
+    reopen_ratio: round(r.reopenSeconds / r.parseSeconds),
+    reopen_seconds: round(r.reopenSeconds),
+    reopen_first_open_seconds: round(r.firstOpenSeconds),
+    reopen_parse_seconds: round(r.parseSeconds),
+    reopen_events: r.events,
+    reopen_log_bytes: r.logBytes,
+  });
+  note("reopen", `${round(r.reopenSeconds)} s (first open ${round(r.firstOpenSeconds)} s)`);
+  note("parse every line", `${round(r.parseSeconds)} s for ${r.events} lines, ${r.logBytes} bytes`);
+}
+
+if (wanted("providers")) {
+  const file = new URL("./startup.ts", import.meta.url);
+  if (!existsSync(file)) note("providers", "not measured: bench/startup.ts is absent (--no-providers to skip)");
+  else {
+    const specifier = "./startup.js"; // not a static import: the file is another helper's, and may not exist yet
+    const { measureStartRatios } = (await import(specifier)) as {
+      measureStartRatios: () => Promise<Record<string, number>>;
+    };
+    Object.assign(results, await measureStartRatios());
+  }
+}
+
+printTable(results, context);
 const out = new URL("./results.json", import.meta.url);
 await writeFile(out, JSON.stringify(results, null, 2) + "\n");
-console.log(`\nwrote ${out.pathname}`);
+console.log(`\nwrote ${out.pathname}${only ? ` (only ${only.join(", ")})` : ""}`);
+
+for (const part of profiled) {
+  if (part === "pipeline") printProfile("scripted pipeline", await profile(() => runPipeline(WORKLOAD)));
+  else if (part === "codex") printProfile("codex replay", await profile(() => measureCodexReplay(1, CODEX.copies)));
+  else if (part === "concurrent") printProfile("concurrent", await profile(() => measureConcurrent(CONCURRENT)));
+  else if (part !== "reopen") console.log(`\n--profile: no part named ${part}`);
+}
+
+function printProfile(title: string, lines: Awaited<ReturnType<typeof profile>>): void {
+  console.log(`\nCPU profile, ${title}: top self time`);
+  for (const { fn, self } of lines) console.log(`${(self * 100).toFixed(1).padStart(5)}%  ${fn}`);
+}
+
+function deltaOfLine(line: string): string {
+  const frame = JSON.parse(line) as { event: { type: string; delta?: string } };
+  return frame.event.type === "item.delta" ? (frame.event.delta ?? "") : "";
+}

@@ -1,0 +1,124 @@
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createCodexAdapter } from "../src/adapters/codex/index.js";
+import { createRuntime } from "../src/index.js";
+import { CODEX_FIXTURE, readRecording, turnContent, turnLines, turnTemplate } from "./codexStream.js";
+
+/**
+ * A recorded real Codex transcript replayed at full speed through the real Codex adapter (its
+ * stdio transport, its mapper) and the runtime, against the raw limit of the same frame lines.
+ * The provider process is bench/codex-stream (codexStreamHost.ts). Turn 0 warms up (it also
+ * starts the host, which the clock must not see); the measured turns follow, one after another.
+ */
+
+export interface CodexReplayResult {
+  frames: number;
+  seconds: number;
+  rawFramesPerS: number;
+  /** Mean bytes of a measured frame line (without its newline). */
+  frameBytes: number;
+}
+
+const WARMUP_COPIES = 50;
+
+export async function measureCodexReplay(turns: number, copies: number): Promise<CodexReplayResult> {
+  const root = await mkdtemp(join(tmpdir(), "tiller-bench-codex-"));
+  try {
+    const dirs = { workspace: join(root, "workspace"), home: join(root, "home"), codexHome: join(root, "codex-home") };
+    await Promise.all(Object.values(dirs).map((d) => mkdir(d, { recursive: true })));
+    const template = turnTemplate(readRecording(CODEX_FIXTURE, root));
+    const measured = Array.from({ length: turns }, (_, i) => turnLines(template, i + 1, copies, 0));
+
+    const adapter = createCodexAdapter({
+      binary: new URL("./codex-stream", import.meta.url).pathname,
+      codexHome: dirs.codexHome,
+      home: dirs.home,
+      env: {
+        BENCH_CODEX_FIXTURE: CODEX_FIXTURE,
+        BENCH_CODEX_ROOT: root,
+        BENCH_CODEX_COPIES: `${WARMUP_COPIES},${copies}`,
+      },
+      approvalPolicy: "untrusted",
+    });
+    const dataDir = join(root, "data");
+    const runtime = await createRuntime({ dataDir, providers: { codex: adapter } });
+    let seconds: number;
+    try {
+      const { threadId } = await runtime.createThread({ providerTarget: "codex", cwd: dirs.workspace, title: "bench" });
+      const send = async (text: string) => {
+        const run = await runtime.waitForRun((await runtime.sendMessage({ threadId, text })).runId);
+        if (run.status !== "completed") throw new Error(`codex replay: a run ended ${run.status}`);
+      };
+      await send("warm-up");
+      const start = process.hrtime.bigint();
+      for (let i = 0; i < turns; i++) await send(`turn ${i + 1}`);
+      seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    } finally {
+      await runtime.close();
+    }
+    const streamed = turnContent(template, WARMUP_COPIES).length + turns * turnContent(template, copies).length;
+    await checkLogContent(join(dataDir, "events.jsonl"), streamed);
+
+    const lines = measured.flat();
+    const raw = measureRawCodex(lines);
+    const bytes = lines.reduce((sum, line) => sum + Buffer.byteLength(line), 0);
+    return { frames: lines.length, seconds, rawFramesPerS: raw, frameBytes: bytes / lines.length };
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+/** The log must hold the streamed text: the deltas it recorded add up to what the provider sent. */
+async function checkLogContent(file: string, expectedChars: number): Promise<void> {
+  let chars = 0;
+  for (const line of (await readFile(file, "utf8")).split("\n")) {
+    if (!line.includes('"node.delta"')) continue;
+    const event = (JSON.parse(line) as { event: { type: string; delta?: string } }).event;
+    if (event.type === "node.delta") chars += event.delta?.length ?? 0;
+  }
+  if (chars !== expectedChars)
+    throw new Error(
+      `codex replay: the log holds ${chars} characters of deltas, the provider streamed ${expectedChars}`,
+    );
+}
+
+/** JSON.parse and a dispatch switch on the method of every frame line: frames per second. */
+export function measureRawCodex(lines: readonly string[], minSeconds = 0.5): number {
+  const pass = () => {
+    let deltas = 0,
+      items = 0,
+      turns = 0,
+      other = 0;
+    for (const line of lines) {
+      const frame = JSON.parse(line) as { method?: string; params?: { delta?: string } };
+      switch (frame.method) {
+        case "item/agentMessage/delta":
+          deltas += frame.params?.delta?.length ?? 0;
+          break;
+        case "item/started":
+        case "item/completed":
+          items++;
+          break;
+        case "turn/started":
+        case "turn/completed":
+          turns++;
+          break;
+        default:
+          other++;
+      }
+    }
+    return deltas + items * 3 + turns * 5 + other * 7;
+  };
+  let checksum = pass(); // warm-up
+  let passes = 0;
+  const start = process.hrtime.bigint();
+  let seconds = 0;
+  while (passes < 5 || seconds < minSeconds) {
+    checksum ^= pass();
+    passes++;
+    seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  }
+  if (checksum === 0.5) console.log(""); // keeps the checksum alive
+  return (lines.length * passes) / seconds;
+}

@@ -1,0 +1,57 @@
+import { createInterface } from "node:readline";
+import { answersOf, readRecording, turnLines, turnTemplate, type Frame } from "./codexStream.js";
+
+/**
+ * A bench-only `codex app-server`: answers the handshake and every other request from the
+ * recorded transcript (as test/replay/codexReplayHost.ts does, without checking the client),
+ * and answers each turn/start with a long streamed turn of real recorded frames
+ * (codexStream.ts), written at full speed. Started through bench/codex-stream as the Codex
+ * adapter's `binary`. Environment: BENCH_CODEX_FIXTURE, BENCH_CODEX_ROOT, BENCH_CODEX_COPIES
+ * (agent message items per turn, a list: turn i takes entry i, the last entry after that).
+ */
+
+const fixture = process.env.BENCH_CODEX_FIXTURE;
+const root = process.env.BENCH_CODEX_ROOT;
+const copies = (process.env.BENCH_CODEX_COPIES ?? "").split(",").map(Number);
+if (!fixture || !root || copies.some((n) => !Number.isInteger(n) || n < 1)) {
+  process.stderr.write("codex-stream: BENCH_CODEX_FIXTURE, BENCH_CODEX_ROOT and BENCH_CODEX_COPIES are required\n");
+  process.exit(1);
+}
+
+const recording = readRecording(fixture, root);
+const blocks = answersOf(recording);
+const template = turnTemplate(recording);
+let turns = 0;
+
+/** Writes in large pieces: a pipe write is synchronous on Linux, so the reader sets the pace. */
+function writeLines(lines: readonly string[]): void {
+  const PIECE = 256;
+  for (let i = 0; i < lines.length; i += PIECE) process.stdout.write(lines.slice(i, i + PIECE).join("\n") + "\n");
+}
+
+function answer(frame: Frame): void {
+  if (frame.method === "turn/start") {
+    const turn = turns++;
+    writeLines(turnLines(template, turn, copies[Math.min(turn, copies.length - 1)]!, frame.id));
+    return;
+  }
+  const block = blocks.find((b) => b.out.method === frame.method);
+  if (!block) {
+    if (frame.id !== undefined) writeLines([JSON.stringify({ id: frame.id, error: { code: -32601, message: "" } })]);
+    return;
+  }
+  const recordedId = block.out.id;
+  writeLines(
+    block.answers.map((f) =>
+      JSON.stringify(recordedId !== undefined && f.id === recordedId && !("method" in f) ? { ...f, id: frame.id } : f),
+    ),
+  );
+}
+
+createInterface({ input: process.stdin })
+  .on("line", (line) => {
+    if (line.trim() === "") return;
+    const frame = JSON.parse(line) as Frame;
+    answer(frame);
+  })
+  .on("close", () => process.exit(0));

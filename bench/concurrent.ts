@@ -1,0 +1,136 @@
+import { closeSync, fdatasyncSync, openSync, writeSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { createRuntime, createScriptedAdapter, type ScriptSource } from "../src/index.js";
+import { deltaText, tapFrames } from "./frameTap.js";
+
+/**
+ * Many threads streaming at once through one runtime: the latency from a provider frame (the
+ * moment the runtime takes it from the scripted adapter's stream) to the subscriber receiving
+ * the record that holds its text, for every delta. Each delta is one marker, unique across
+ * threads, so a record that coalesces several frames' text counts each of them. Against it:
+ * the commit window plus the p99 of a bare write + fdatasync on the same disk, same run.
+ */
+
+export interface ConcurrentOptions {
+  threads: number;
+  /** Deltas each thread streams. */
+  deltas: number;
+  /** The scripted provider's pause between two deltas of a thread: sets the offered load. */
+  chunkDelayMs: number;
+  groupCommitMs: number;
+}
+
+export interface ConcurrentResult {
+  deltas: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** p99 of the deltas emitted once every thread had emitted its first (the start-up burst left out). */
+  steadyP99Ms: number;
+  fdatasyncP99Ms: number;
+  seconds: number;
+}
+
+const MARK = 8; // characters of one marker: 3 for the thread, 4 for the delta, then ";"
+const marker = (thread: number, delta: number) =>
+  `${thread.toString(36).padStart(3, "0")}${delta.toString(36).padStart(4, "0")};`;
+
+/** The thread number is the user's message text; the reply is its markers, one per delta. */
+const markerScript =
+  (deltas: number): ScriptSource =>
+  ({ text }) => {
+    const thread = Number(text);
+    let reply = "";
+    for (let d = 0; d < deltas; d++) reply += marker(thread, d);
+    return [{ type: "text", text: reply, chunkSize: MARK }];
+  };
+
+const quantile = (sorted: Float64Array, q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+/** p99 of a small write followed by fdatasync, in a loop, on a file in `dir`. */
+export function bareFdatasyncP99(dir: string, rounds = 300): number {
+  const fd = openSync(join(dir, "fdatasync-probe"), "a");
+  const line = Buffer.from(`${"x".repeat(199)}\n`);
+  const times = new Float64Array(rounds);
+  try {
+    for (let i = 0; i < rounds; i++) {
+      const start = performance.now();
+      writeSync(fd, line);
+      fdatasyncSync(fd);
+      times[i] = performance.now() - start;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return quantile(times.sort(), 0.99);
+}
+
+export async function measureConcurrent(o: ConcurrentOptions): Promise<ConcurrentResult> {
+  const dataDir = await mkdtemp(join(tmpdir(), "tiller-bench-concurrent-"));
+  try {
+    const fdatasyncP99Ms = bareFdatasyncP99(dataDir);
+    const emitted = new Map<string, number>();
+    let lastFirstDelta = 0;
+    const scripted = createScriptedAdapter({ script: markerScript(o.deltas), chunkDelayMs: o.chunkDelayMs });
+    const adapter = tapFrames(scripted, (frame) => {
+      const text = deltaText(frame);
+      if (text.length !== MARK) return;
+      const now = performance.now();
+      emitted.set(text, now);
+      if (text.endsWith("0000;")) lastFirstDelta = now;
+    });
+    const runtime = await createRuntime({ dataDir, providers: { scripted: adapter }, groupCommitMs: o.groupCommitMs });
+    const latencies = new Float64Array(o.threads * o.deltas);
+    const emittedAt = new Float64Array(o.threads * o.deltas);
+    let measured = 0;
+    let terminals = 0;
+    let allEnded!: () => void;
+    const ended = new Promise<void>((resolve) => (allEnded = resolve));
+    let seconds: number;
+    try {
+      const threadIds = await Promise.all(
+        Array.from({ length: o.threads }, (_, i) =>
+          runtime.createThread({ providerTarget: "scripted", title: `t${i}` }).then((t) => t.threadId),
+        ),
+      );
+      const unsubscribe = runtime.subscribe({ afterSeq: runtime.head }, (record) => {
+        const event = record.event;
+        if (event.type === "node.delta") {
+          const now = performance.now();
+          for (let i = 0; i + MARK <= event.delta.length; i += MARK) {
+            const at = emitted.get(event.delta.slice(i, i + MARK));
+            if (at === undefined) continue;
+            emittedAt[measured] = at;
+            latencies[measured++] = now - at;
+          }
+        } else if (event.type === "run.terminal" && ++terminals === o.threads) allEnded();
+      });
+      const start = performance.now();
+      await Promise.all(threadIds.map((threadId, i) => runtime.sendMessage({ threadId, text: String(i) })));
+      await ended;
+      seconds = (performance.now() - start) / 1000;
+      unsubscribe();
+    } finally {
+      await runtime.close();
+    }
+    if (measured !== o.threads * o.deltas)
+      throw new Error(`concurrent: ${measured} deltas reached the subscriber, ${o.threads * o.deltas} were streamed`);
+    const steady = latencies.filter((_, i) => emittedAt[i]! > lastFirstDelta).sort();
+    const sorted = latencies.sort();
+    return {
+      deltas: measured,
+      p50Ms: quantile(sorted, 0.5),
+      p99Ms: quantile(sorted, 0.99),
+      maxMs: sorted[sorted.length - 1]!,
+      steadyP99Ms: steady.length > 0 ? quantile(steady, 0.99) : NaN,
+      fdatasyncP99Ms,
+      seconds,
+    };
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
