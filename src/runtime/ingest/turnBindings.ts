@@ -26,12 +26,28 @@ export function trustsTurnRefs(caps: ProviderCapabilities): boolean {
   return caps.turns.exposesNativeTurnId && caps.identity.nativeTurnIds === "strong";
 }
 
-/** Routing key of a provider thread: its native ref when exposed, else its session. */
-export function threadKey(sessionId: string, threadRef: string | null | undefined): string {
-  return threadRef ? `${sessionId}\u0000${threadRef}` : sessionId;
+/**
+ * Keys of (session, ref) pairs. Every event of a turn asks for the same keys again and again: the same pair as the
+ * call before gets the same string back, whose hash the maps computed already (a new string is hashed anew).
+ */
+class PairKeys {
+  #a = "";
+  #b = "";
+  #key = "\u0000";
+
+  of(a: string, b: string): string {
+    if (a !== this.#a || b !== this.#b) {
+      this.#a = a;
+      this.#b = b;
+      this.#key = `${a}\u0000${b}`;
+    }
+    return this.#key;
+  }
 }
 
 export class TurnBindings {
+  readonly #refKeys = new PairKeys();
+  readonly #threadKeys = new PairKeys();
   /** Provider thread (by session + native ref, or session alone without ids) -> current binding. */
   #current = new Map<string, TurnBinding>();
   #byTurnRef = new Map<string, TurnBinding>();
@@ -45,13 +61,23 @@ export class TurnBindings {
   /** Turns a provider holds in its own queue behind its thread's current turn, in order (by thread key). */
   #waiting = new Map<string, TurnBinding[]>();
 
+  /** Key of a native turn ref, in its session. */
+  #refKey(sessionId: string, turnRef: string): string {
+    return this.#refKeys.of(sessionId, turnRef);
+  }
+
+  /** Routing key of a provider thread: its native ref when exposed, else its session. */
+  #threadKey(sessionId: string, threadRef: string | null | undefined): string {
+    return threadRef ? this.#threadKeys.of(sessionId, threadRef) : sessionId;
+  }
+
   /**
    * The binding is its attempt's, and its provider thread's current turn; unless `queued` (the provider holds it in
    * its own queue) while that thread's current turn is still open: then it waits behind it, and becomes current when
    * the provider names it or the turns ahead of it ended.
    */
   add(binding: TurnBinding, queued = false): void {
-    const key = threadKey(binding.sessionId, binding.threadRef);
+    const key = this.#threadKey(binding.sessionId, binding.threadRef);
     this.#byAttempt.set(binding.attemptId, binding);
     if (binding.threadRef) this.#knownThreads.add(key);
     const current = this.#current.get(key);
@@ -63,7 +89,7 @@ export class TurnBindings {
   isWaiting(attemptId: string): boolean {
     const binding = this.#byAttempt.get(attemptId);
     if (!binding) return false;
-    return this.#waiting.get(threadKey(binding.sessionId, binding.threadRef))?.includes(binding) ?? false;
+    return this.#waiting.get(this.#threadKey(binding.sessionId, binding.threadRef))?.includes(binding) ?? false;
   }
 
   /** The thread's current turn: the first turn waiting in the provider's queue once the one before it closed. */
@@ -76,7 +102,7 @@ export class TurnBindings {
 
   /** A turn the provider held in its queue runs now: it is its thread's current turn. */
   #takeUp(binding: TurnBinding): TurnBinding {
-    const key = threadKey(binding.sessionId, binding.threadRef);
+    const key = this.#threadKey(binding.sessionId, binding.threadRef);
     const rest = (this.#waiting.get(key) ?? []).filter((b) => b !== binding);
     if (rest.length > 0) this.#waiting.set(key, rest);
     else this.#waiting.delete(key);
@@ -95,7 +121,7 @@ export class TurnBindings {
     binding.awaitsReply = false;
     if (!nativeTurnRef) return binding;
     if (binding.nativeTurnRef && binding.nativeTurnRef !== nativeTurnRef)
-      this.#byTurnRef.delete(`${binding.sessionId}\u0000${binding.nativeTurnRef}`);
+      this.#byTurnRef.delete(this.#refKey(binding.sessionId, binding.nativeTurnRef));
     this.#bindTurnRef(binding, nativeTurnRef);
     return binding;
   }
@@ -107,10 +133,10 @@ export class TurnBindings {
    */
   inDoubt(sessionId: string, event: Exclude<ProviderEvent, { type: "session.state" }>): TurnBinding | undefined {
     if (!event.turnRef) return undefined;
-    const refKey = `${sessionId}\u0000${event.turnRef}`;
+    const refKey = this.#refKey(sessionId, event.turnRef);
     const bound = this.#byTurnRef.get(refKey);
     if (!this.#released.has(refKey) && !bound?.closed) return undefined;
-    const current = this.#currentOf(threadKey(sessionId, event.threadRef));
+    const current = this.#currentOf(this.#threadKey(sessionId, event.threadRef));
     return current && current !== bound && !current.closed && current.awaitsReply ? current : undefined;
   }
 
@@ -122,10 +148,10 @@ export class TurnBindings {
   nameThread(binding: TurnBinding, threadRef: string | null): void {
     binding.makingThread = false;
     if (!threadRef || binding.threadRef === threadRef) return;
-    const before = threadKey(binding.sessionId, binding.threadRef);
+    const before = this.#threadKey(binding.sessionId, binding.threadRef);
     if (this.#current.get(before) === binding) this.#current.delete(before);
     binding.threadRef = threadRef;
-    const key = threadKey(binding.sessionId, threadRef);
+    const key = this.#threadKey(binding.sessionId, threadRef);
     this.#current.set(key, binding);
     this.#knownThreads.add(key);
   }
@@ -143,14 +169,14 @@ export class TurnBindings {
     this.#byAttempt.delete(attemptId);
     const owner = ownerOf(binding);
     if (binding.nativeTurnRef) {
-      const refKey = `${binding.sessionId}\u0000${binding.nativeTurnRef}`;
+      const refKey = this.#refKey(binding.sessionId, binding.nativeTurnRef);
       // A later turn named alike (weak refs repeat) keeps the ref.
       if (this.#byTurnRef.get(refKey) === binding) this.#byTurnRef.delete(refKey);
       remember(this.#released, refKey, owner);
     }
     for (const childThreadRef of binding.childThreads.keys())
-      remember(this.#releasedChildThreads, threadKey(binding.sessionId, childThreadRef), owner);
-    const key = threadKey(binding.sessionId, binding.threadRef);
+      remember(this.#releasedChildThreads, this.#threadKey(binding.sessionId, childThreadRef), owner);
+    const key = this.#threadKey(binding.sessionId, binding.threadRef);
     if (this.#current.get(key) === binding) this.#current.delete(key);
     const waiting = this.#waiting.get(key)?.filter((b) => b !== binding);
     if (waiting?.length) this.#waiting.set(key, waiting);
@@ -167,22 +193,22 @@ export class TurnBindings {
     trustsRefs: boolean,
   ): ReleasedOwner | undefined {
     const byTurn = this.namesFinishedTurn(sessionId, event.turnRef);
-    const current = this.#current.get(threadKey(sessionId, event.threadRef));
+    const current = this.#current.get(this.#threadKey(sessionId, event.threadRef));
     const namedAlike = current?.nativeTurnRef != null && current.nativeTurnRef === event.turnRef;
     return (
       (byTurn && (trustsRefs || !namedAlike) ? byTurn : undefined) ??
-      (event.threadRef ? this.#releasedChildThreads.get(threadKey(sessionId, event.threadRef)) : undefined)
+      (event.threadRef ? this.#releasedChildThreads.get(this.#threadKey(sessionId, event.threadRef)) : undefined)
     );
   }
 
   /** The finished run whose turn had this native ref (remembered, bounded). */
   namesFinishedTurn(sessionId: string, turnRef: string | undefined): ReleasedOwner | undefined {
-    return turnRef ? this.#released.get(`${sessionId}\u0000${turnRef}`) : undefined;
+    return turnRef ? this.#released.get(this.#refKey(sessionId, turnRef)) : undefined;
   }
 
   /** A child thread a subagent of this turn starts on again is this turn's, no longer fenced. */
   reclaimChildThread(sessionId: string, childThreadRef: string): void {
-    this.#releasedChildThreads.delete(threadKey(sessionId, childThreadRef));
+    this.#releasedChildThreads.delete(this.#threadKey(sessionId, childThreadRef));
   }
 
   /** The session's turns that are still open (their provider threads' current turns; never those queued behind). */
@@ -192,22 +218,22 @@ export class TurnBindings {
 
   /** A top-level provider thread of the session (never a subagent's). */
   isKnownThread(sessionId: string, threadRef: string): boolean {
-    return this.#knownThreads.has(threadKey(sessionId, threadRef));
+    return this.#knownThreads.has(this.#threadKey(sessionId, threadRef));
   }
 
   /** Which turn an event belongs to: by native turn ref when given, else the thread's current turn. */
   locate(sessionId: string, event: Exclude<ProviderEvent, { type: "session.state" }>): TurnBinding | undefined {
     if (event.turnRef) {
-      const byRef = this.#byTurnRef.get(`${sessionId}\u0000${event.turnRef}`);
+      const byRef = this.#byTurnRef.get(this.#refKey(sessionId, event.turnRef));
       // The provider names a turn it held in its queue: it took that turn up.
       if (byRef) return this.isWaiting(byRef.attemptId) ? this.#takeUp(byRef) : byRef;
     }
     if (event.threadRef) {
-      const current = this.#currentOf(threadKey(sessionId, event.threadRef));
+      const current = this.#currentOf(this.#threadKey(sessionId, event.threadRef));
       if (current) return this.#sameTurn(current, event.turnRef);
       // A thread the session never named, ahead of the reply of the turn that makes it: that turn's thread.
       const making = this.#makingThreadIn(sessionId);
-      if (making && !this.#knownThreads.has(threadKey(sessionId, event.threadRef))) {
+      if (making && !this.#knownThreads.has(this.#threadKey(sessionId, event.threadRef))) {
         this.nameThread(making, event.threadRef);
         return this.#sameTurn(making, event.turnRef);
       }
@@ -234,7 +260,7 @@ export class TurnBindings {
 
   #bindTurnRef(binding: TurnBinding, ref: string): void {
     binding.nativeTurnRef = ref;
-    const refKey = `${binding.sessionId}\u0000${ref}`;
+    const refKey = this.#refKey(binding.sessionId, ref);
     // A turn that ended (a superseded attempt's) named alike: the ref is a finished turn's as well as this one's.
     const displaced = this.#byTurnRef.get(refKey);
     if (displaced && displaced !== binding && displaced.closed) remember(this.#released, refKey, ownerOf(displaced));
