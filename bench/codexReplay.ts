@@ -59,7 +59,7 @@ export async function measureCodexReplay(turns: number, copies: number, raw = tr
       await runtime.close();
     }
     const streamed = turnContent(template, WARMUP_COPIES).length + turns * turnContent(template, copies).length;
-    await checkLogContent(join(dataDir, "events.jsonl"), streamed);
+    await checkLog(join(dataDir, "events.jsonl"), { items: WARMUP_COPIES + turns * copies, chars: streamed });
 
     const lines = measured.flat();
     const rawFramesPerS = raw ? measureRawCodex(lines).framesPerS : NaN;
@@ -70,17 +70,24 @@ export async function measureCodexReplay(turns: number, copies: number, raw = tr
   }
 }
 
-/** The log must hold the streamed text: the deltas it recorded add up to what the provider sent. */
-async function checkLogContent(file: string, expectedChars: number): Promise<void> {
+/**
+ * The log must hold what was streamed: one assistant message per streamed item (each under its own
+ * id), and deltas that add up to the text the provider sent.
+ */
+async function checkLog(file: string, expected: { items: number; chars: number }): Promise<void> {
   let chars = 0;
+  const items = new Set<string>();
   for (const line of (await readFile(file, "utf8")).split("\n")) {
-    if (!line.includes('"node.delta"')) continue;
-    const event = (JSON.parse(line) as { event: { type: string; delta?: string } }).event;
+    if (!line.includes('"node.delta"') && !line.includes('"node.started"')) continue;
+    const event = (JSON.parse(line) as { event: { type: string; delta?: string; kind?: string; nodeId?: string } })
+      .event;
     if (event.type === "node.delta") chars += event.delta?.length ?? 0;
+    if (event.type === "node.started" && event.kind === "assistant_message") items.add(event.nodeId ?? "");
   }
-  if (chars !== expectedChars)
+  if (chars !== expected.chars || items.size !== expected.items)
     throw new Error(
-      `codex replay: the log holds ${chars} characters of deltas, the provider streamed ${expectedChars}`,
+      `codex replay: the log holds ${items.size} assistant messages and ${chars} characters of deltas, ` +
+        `the provider streamed ${expected.items} and ${expected.chars}`,
     );
 }
 

@@ -20,9 +20,10 @@ export interface Recorded {
 
 export const CODEX_FIXTURE = new URL("../test/replay/fixtures/codex/text-turn.jsonl", import.meta.url).pathname;
 
-const TURN = "\u0000TURN\u0000";
-const ITEM = "\u0000ITEM\u0000";
-const USER_ITEM = "\u0000USER\u0000";
+// Placeholders that JSON keeps as they are (no escapes) and no recorded frame contains.
+const TURN = "@@TURN@@";
+const ITEM = "@@ITEM@@";
+const USER_ITEM = "@@USER@@";
 
 export function readRecording(file: string, root: string): Recorded[] {
   // The path goes into JSON strings: escape it as JSON would.
