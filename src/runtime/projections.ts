@@ -13,6 +13,14 @@ import type {
   TurnItem,
 } from "./projectionTypes.js";
 import type { LogRecord } from "./store/eventLog.js";
+import { trackLiveTurns, type LiveTurns } from "./ingest/liveTurns.js";
+import {
+  PUBLIC_MAPS,
+  projectionStateShape,
+  trackAnnouncedRestores,
+  type AnnouncedRestores,
+  type ProjectionState,
+} from "./projectionState.js";
 
 export type * from "./projectionTypes.js";
 export { isTerminalRunStatus };
@@ -23,6 +31,13 @@ export { isTerminalRunStatus };
  * transcript items and requests are folded in projectionRuns.ts; threads, provider threads,
  * handoffs, transfers, sessions, checkpoints and receipts here.
  */
+
+/**
+ * The meaning of the fold, for projection snapshots (src/runtime/snapshots/): bump it whenever what `apply` makes of
+ * the log changes (a field added to a view, an event folded differently, a tracker added...). A snapshot taken with
+ * another fold version is ignored, and the log replayed.
+ */
+export const FOLD_VERSION = 1;
 
 /** Event fields that carry an allocated app id. */
 const ID_FIELDS = [
@@ -86,7 +101,63 @@ export class Projections {
   #knownIds = new Set<string>();
   /** (app thread, target) pairs whose provider thread was closed as broken. */
   #replaced = new Set<string>();
+  /** File restores announced and not finished: what open must finish (rollbackRecovery.ts). */
+  #restores: AnnouncedRestores = trackAnnouncedRestores();
+  /** The turns the log leaves open: what open takes up where a host outlived the runtime (ingest/liveTurns.ts). */
+  #liveTurns: LiveTurns = trackLiveTurns();
   head = 0;
+
+  /** File restores announced and not followed by their rollback, oldest first. */
+  announcedRestores(): ReturnType<AnnouncedRestores["pending"]> {
+    return this.#restores.pending();
+  }
+
+  get liveTurns(): LiveTurns {
+    return this.#liveTurns;
+  }
+
+  /**
+   * Everything the fold made, private maps included, sharing the live objects (nothing is copied): encode it before
+   * the next fold. `loadState` takes it back.
+   */
+  state(): ProjectionState {
+    const maps = Object.fromEntries(PUBLIC_MAPS.map((key) => [key, this[key]])) as Pick<
+      ProjectionState,
+      (typeof PUBLIC_MAPS)[number]
+    >;
+    return {
+      head: this.head,
+      ...maps,
+      threadCheckpoints: this.#threadCheckpoints,
+      items: this.#items,
+      knownIds: this.#knownIds,
+      replaced: this.#replaced,
+      restores: this.#restores.state,
+      liveTurns: this.#liveTurns.state,
+    };
+  }
+
+  /**
+   * Becomes the fold that `state()` described, at record `head` (of an empty projection: at open, before anything
+   * is folded); throws, having changed nothing, when `data` is not such a state. The objects are taken as they are,
+   * so their sharing is the one they were written with.
+   */
+  loadState(data: unknown, head: number): void {
+    if (this.head !== 0) throw new Error("internal: projections load a state only before they fold");
+    const parsed = projectionStateShape.safeParse(data);
+    if (!parsed.success) throw new Error(`its state is not a projection state (${parsed.error.issues[0]?.message})`);
+    const state = parsed.data as ProjectionState;
+    if (state.head !== head) throw new Error(`its state is at record ${state.head}, not ${head}`);
+    // The map objects stay (the run fold and others hold them); their entries become the state's, in its order.
+    for (const key of PUBLIC_MAPS) refill(this[key] as Map<unknown, unknown>, state[key]);
+    refill(this.#items, state.items);
+    this.#threadCheckpoints = state.threadCheckpoints;
+    this.#knownIds = state.knownIds;
+    this.#replaced = state.replaced;
+    this.#restores = trackAnnouncedRestores(state.restores);
+    this.#liveTurns = trackLiveTurns(state.liveTurns);
+    this.head = state.head;
+  }
 
   isKnownId(id: string): boolean {
     return this.#knownIds.has(id);
@@ -98,6 +169,8 @@ export class Projections {
 
   apply({ seq, event }: LogRecord<DomainEvent>): void {
     this.head = seq;
+    this.#restores.fold(event);
+    this.#liveTurns.fold(event);
     if (INTRODUCES_IDS.has(event.type)) {
       for (const key of ID_FIELDS) {
         const value = (event as Record<string, unknown>)[key];
@@ -366,4 +439,9 @@ export class Projections {
   pendingRequests(threadId?: string): RequestView[] {
     return [...this.requests.values()].filter((r) => r.status === "pending" && (!threadId || r.threadId === threadId));
   }
+}
+
+function refill<K, V>(map: Map<K, V>, from: ReadonlyMap<K, V>): void {
+  map.clear();
+  for (const [key, value] of from) map.set(key, value);
 }

@@ -20,16 +20,10 @@ export interface RecoveryHost extends RestoreFinishing {
   spawnRun(runId: string): void;
 }
 import type { Projections } from "./projections.js";
-import {
-  finishAnnouncedRestores,
-  settleInterruptedRollback,
-  trackAnnouncedRestores,
-  type RestoreFinishing,
-} from "./rollbackRecovery.js";
+import { finishAnnouncedRestores, settleInterruptedRollback, type RestoreFinishing } from "./rollbackRecovery.js";
 import type { EventLog } from "./store/eventLog.js";
 import type { CutTail } from "./store/jsonl.js";
 import type { HostRecord } from "./hosts/records.js";
-import { trackLiveTurns } from "./ingest/liveTurns.js";
 import { reattachRuns, restoreReattached } from "./reattach.js";
 
 /** Says in the log which hosts of the previous life were found running and killed. */
@@ -48,23 +42,43 @@ export function reportCutTail(d: RecoveryHost, cut: CutTail | null): void {
   d.run(() => d.commit({ type: "warning", threadId: null, runId: null, message }));
 }
 
+/** Says in the log that open found a projection snapshot it could not use (and replayed the log instead). */
+export function reportIgnoredSnapshot(d: RecoveryHost, ignored: string | null): void {
+  if (!ignored) return;
+  const message = `${ignored}; the whole log was replayed`;
+  d.run(() => d.commit({ type: "warning", threadId: null, runId: null, message }));
+}
+
 /**
  * Fold the log, settle what the previous life left open, rebuild the actors, resume queued
  * work. Returns the targets' event pumps. Runs before the runtime accepts any command.
+ *
+ * `snapshot`: the projections' state at record `seq`, verified against the log (src/runtime/snapshots/): only the
+ * records after it are folded. Its state is checked again as it is loaded; when it does not hold, the whole log is
+ * folded and `ignored` says why.
  */
-export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>): Promise<Promise<void>[]> {
-  const restores = trackAnnouncedRestores();
-  const liveTurns = trackLiveTurns();
-  for await (const record of log.readAll()) {
+export async function restoreRuntime(
+  d: RecoveryHost,
+  log: EventLog<DomainEvent>,
+  snapshot?: { seq: number; state: unknown },
+): Promise<{ pumps: Promise<void>[]; ignored: string | null }> {
+  let ignored: string | null = null;
+  if (snapshot) {
+    try {
+      d.views.loadState(snapshot.state, snapshot.seq); // all checked before anything is loaded
+    } catch (error) {
+      ignored = `the projection snapshot was ignored: ${error instanceof Error ? error.message : String(error)}`;
+    }
+  }
+  for await (const record of log.readAll(d.views.head)) {
     const parsed = DomainEventSchema.safeParse(record.event);
     if (!parsed.success)
       throw new StoreCorruptError(`event ${record.seq} does not match the schema`, { seq: record.seq });
     d.views.apply({ ...record, event: parsed.data });
-    restores.fold(parsed.data);
-    liveTurns.fold(parsed.data);
   }
+  const liveTurns = d.views.liveTurns;
   // A file restore the previous life announced and did not finish is finished (or reported) first.
-  await finishAnnouncedRestores(d, restores.pending());
+  await finishAnnouncedRestores(d, d.views.announcedRestores());
   const capabilities = new Map([...d.targets].map(([id, target]) => [id, target.capabilities()]));
   // Runs waiting on requests in a host that outlived the runtime are taken up there, where the provider holds them.
   const reattached = await reattachRuns(d, liveTurns);
@@ -92,7 +106,7 @@ export async function restoreRuntime(d: RecoveryHost, log: EventLog<DomainEvent>
     for (const actor of d.actors.threads.values()) actor.send({ type: "RESUME" });
   });
   await log.whenDurable();
-  return pumps;
+  return { pumps, ignored };
 }
 
 /**

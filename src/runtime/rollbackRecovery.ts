@@ -13,18 +13,6 @@ import { unknownState, type RestoreStarted, type RollbackHost } from "./rollback
 /** What finishing an announced restore at start-up needs. */
 export type RestoreFinishing = Pick<RollbackHost, "views" | "checkpoints" | "run" | "commit">;
 
-/** Restores announced and not followed by `rollback.applied`, by thread, as the log is read. */
-export function trackAnnouncedRestores(): { fold(event: DomainEvent): void; pending(): RestoreStarted[] } {
-  const open = new Map<string, RestoreStarted>();
-  return {
-    fold(event) {
-      if (event.type === "checkpoint.restore_started") open.set(event.threadId, event);
-      else if (event.type === "rollback.applied") open.delete(event.threadId);
-    },
-    pending: () => [...open.values()],
-  };
-}
-
 /**
  * Recovery of a restore the previous runtime announced but did not finish (it died or was
  * closed in the middle): the rollback had been decided, its provider step done, so the files

@@ -54,7 +54,7 @@ import { undoSubagent, type UndoSubagentReceipt } from "./commands/undoSubagent.
 import { Dispatcher } from "./dispatch.js";
 import type { RollbackReceipt } from "./rollback.js";
 import { threadSnapshot, type ThreadSnapshot } from "./snapshot.js";
-import { Projections, isTerminalRunStatus, type RunView } from "./projections.js";
+import { FOLD_VERSION, Projections, isTerminalRunStatus, type RunView } from "./projections.js";
 import { ReadModelStore, type ReadModelSelector } from "./readModels.js";
 import { HostRegistry } from "./hosts/registry.js";
 import { failureReporter, validateOptions, type RuntimeOptions } from "./options.js";
@@ -62,7 +62,9 @@ import { startPrewarm } from "./prewarm.js";
 import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "./inspector.js";
 import { shutDown } from "./shutdown.js";
 import { WaitForRunOptionsSchema, runEndedWithin } from "./waitForRun.js";
-import { reportCutTail, reportReaped, restoreRuntime } from "./recovery.js";
+import { reportCutTail, reportIgnoredSnapshot, reportReaped, restoreRuntime } from "./recovery.js";
+import { readSnapshot, type VerifiedSnapshot } from "./snapshots/file.js";
+import { SnapshotWriter } from "./snapshots/writer.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
 import { openRuntimeMeta } from "./store/meta.js";
@@ -94,6 +96,8 @@ export class Runtime implements TillerRuntime {
   readonly #allowSessionStop: boolean;
   /** The live inspector this runtime started (`inspect: true`, a port or options), if any. */
   #inspector: RuntimeInspector | null = null;
+  /** Projection snapshots beside the log (src/runtime/snapshots/): what makes the next open replay only a tail. */
+  #snapshots: SnapshotWriter | undefined;
 
   private constructor(
     options: RuntimeOptions,
@@ -181,7 +185,10 @@ export class Runtime implements TillerRuntime {
         options = { ...options, inspect: inspector.inspect };
       }
       const { doc } = await openRuntimeMeta(dataDir, now());
-      log = await EventLog.open<DomainEvent>(join(dataDir, "events.jsonl"), {
+      const logFile = join(dataDir, "events.jsonl");
+      // Read under the lock, checked against the log as it is now; one that does not hold is ignored (and said).
+      const found = await readSnapshot(dataDir, logFile, FOLD_VERSION);
+      log = await EventLog.open<DomainEvent>(logFile, {
         isUrgent: isUrgentEvent,
         coalesce: coalesceDeltas,
         groupWindowMs: options.groupCommitMs ?? 2,
@@ -192,6 +199,7 @@ export class Runtime implements TillerRuntime {
           else failedEarly = error;
           report({ kind: "store_failed", error });
         },
+        start: found.snapshot?.start,
       });
       // Hosts a crashed previous life left running are reaped before anything starts new ones, but for those recovery
       // may take up again (reaped once it is done, unless it did).
@@ -204,9 +212,12 @@ export class Runtime implements TillerRuntime {
       for (const [target, adapter] of Object.entries(options.providers)) adapter.bindHosts?.(registry, target);
       runtime = new Runtime(options, dataDir, log, lock, doc, registry);
       if (failedEarly) runtime.#d.failed(failedEarly);
-      await runtime.#restore();
+      const ignored = await runtime.#restore(found.snapshot);
       reportReaped(runtime.#d, [...reaped, ...registry.endAdoption()]);
       reportCutTail(runtime.#d, log.recovery.cut);
+      reportIgnoredSnapshot(runtime.#d, found.ignored ?? ignored);
+      const loadedSeq = ignored ? 0 : (found.snapshot?.start.seq ?? 0);
+      runtime.#snapshots = SnapshotWriter.start({ dataDir, logFile, log, views: runtime.#d.views, loadedSeq });
       await log.whenDurable();
       if (inspector) {
         runtime.#inspector = inspector;
@@ -230,8 +241,11 @@ export class Runtime implements TillerRuntime {
   }
 
   /** Fold the log, settle what the previous life left open, rebuild actors, then accept work. */
-  async #restore(): Promise<void> {
-    this.#pumps = await restoreRuntime(this.#d, this.log);
+  async #restore(snapshot: VerifiedSnapshot | null): Promise<string | null> {
+    const start = snapshot && { seq: snapshot.start.seq, state: snapshot.state };
+    const restored = await restoreRuntime(this.#d, this.log, start ?? undefined);
+    this.#pumps = restored.pumps;
+    return restored.ignored;
   }
 
   // ---- public API: parsed here, run by src/runtime/commands/ under `#receipts` -----------
@@ -367,6 +381,7 @@ export class Runtime implements TillerRuntime {
 
   #close(): Promise<void> {
     const { hosts, log, meta, lock } = this;
-    return shutDown({ d: this.#d, pumps: this.#pumps, inspector: this.#inspector, hosts, log, meta, lock });
+    const snapshots = this.#snapshots;
+    return shutDown({ d: this.#d, pumps: this.#pumps, inspector: this.#inspector, hosts, log, meta, lock, snapshots });
   }
 }

@@ -6,6 +6,7 @@ import type { StateDocument } from "./store/documents.js";
 import type { EventLog } from "./store/eventLog.js";
 import type { DataDirLock } from "./store/lock.js";
 import type { RuntimeMeta } from "./store/meta.js";
+import type { SnapshotWriter } from "./snapshots/writer.js";
 
 /** How long `close()` waits for provider calls that are still in flight. */
 const CLOSE_GRACE_MS = 5_000;
@@ -33,6 +34,8 @@ export interface ShutdownParts {
   readonly meta: StateDocument<RuntimeMeta>;
   readonly inspector: RuntimeInspector | null;
   readonly lock: DataDirLock;
+  /** Absent when open failed before they started. */
+  readonly snapshots?: Pick<SnapshotWriter, "close" | "stop"> | undefined;
 }
 
 /** Stops providers, cancels what is still running (nothing is left "running"), flushes, unlocks. */
@@ -63,6 +66,8 @@ export async function shutDown(rt: ShutdownParts): Promise<void> {
     await rt.log.close().catch((error: unknown) => {
       if (!failed()) throw error;
     });
+    // After the last commit, before the lock is released: the next open replays nothing. Never fails the close.
+    await (failed() ? rt.snapshots?.stop() : rt.snapshots?.close());
     if (!failed()) await rt.meta.update((doc) => void (doc.closedCleanly = true));
   } finally {
     await rt.inspector?.close();

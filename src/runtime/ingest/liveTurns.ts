@@ -5,8 +5,8 @@ import type { NodeEntry, TurnBinding } from "./correlation.js";
  * What the log says of the turns still open at its end: each attempt's nodes in the order the
  * normalizer made them (their ids are derived from that order), which are still open, the
  * requests it asked and the subagent threads it bound. Enough for the normalizer to take a turn
- * up again where a host outlived the runtime (see `Normalizer.restoreTurn`). Folded once while
- * the log is read at open; a finished attempt's trail is dropped as it ends.
+ * up again where a host outlived the runtime (see `Normalizer.restoreTurn`). Folded with the
+ * projections (so a projection snapshot holds it too); a finished attempt's trail is dropped as it ends.
  */
 export interface TurnTrail {
   nodes: NodeEntry[];
@@ -18,13 +18,23 @@ export interface LiveTurns {
   fold(event: DomainEvent): void;
   /** The trail of an attempt the log has not ended. */
   trail(attemptId: string): TurnTrail | undefined;
+  /** What it holds: kept in projection snapshots, given back to `trackLiveTurns`. */
+  readonly state: LiveTurnsState;
 }
 
-export function trackLiveTurns(): LiveTurns {
-  const trails = new Map<string, TurnTrail>();
-  const attemptOfNode = new Map<string, string>();
-  const attemptOfRequest = new Map<string, string>();
-  const attemptsOfRun = new Map<string, Set<string>>();
+export interface LiveTurnsState {
+  trails: Map<string, TurnTrail>;
+  attemptOfNode: Map<string, string>;
+  attemptOfRequest: Map<string, string>;
+  attemptsOfRun: Map<string, Set<string>>;
+}
+
+export function emptyLiveTurns(): LiveTurnsState {
+  return { trails: new Map(), attemptOfNode: new Map(), attemptOfRequest: new Map(), attemptsOfRun: new Map() };
+}
+
+export function trackLiveTurns(state: LiveTurnsState = emptyLiveTurns()): LiveTurns {
+  const { trails, attemptOfNode, attemptOfRequest, attemptsOfRun } = state;
 
   const forget = (attemptId: string) => {
     const trail = trails.get(attemptId);
@@ -90,5 +100,6 @@ export function trackLiveTurns(): LiveTurns {
       }
     },
     trail: (attemptId) => trails.get(attemptId),
+    state,
   };
 }

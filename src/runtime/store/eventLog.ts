@@ -18,7 +18,7 @@ import type { FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { ClosedError, InvalidInputError, StoreCorruptError, StoreFailedError } from "../../domain/errors.js";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./files.js";
-import { INDEX_STRIDE, recover, scanLines, type CutTail, type Recovered } from "./jsonl.js";
+import { INDEX_STRIDE, recover, scanLines, type CutTail, type Recovered, type VerifiedStart } from "./jsonl.js";
 
 export interface LogRecord<E> {
   seq: number;
@@ -44,6 +44,11 @@ export interface EventLogOptions<E> {
   onListenerError?: (error: unknown) => void;
   /** Told once when a write or fdatasync fails (a full disk...): the log accepts nothing more. */
   onFailed?: (error: StoreFailedError) => void;
+  /**
+   * What a projection snapshot verified against this file (its line `seq` ends at `offset`): open takes the lines up
+   * to it as they are and validates only what follows (a torn tail after it is still cut).
+   */
+  start?: VerifiedStart | undefined;
 }
 
 /** A record takes at most this many pieces: a line stays bounded (with `joins` bounding each piece). */
@@ -74,7 +79,7 @@ export class EventLog<E extends { type: string }> {
     const fh = await open(file, "a", PRIVATE_FILE_MODE);
     try {
       await fh.chmod(PRIVATE_FILE_MODE); // whatever the umask, and for a log an older version left readable
-      const found = await recover(file);
+      const found = await recover(file, options.start);
       if (found.truncatedBytes > 0) {
         await fh.truncate(found.goodEnd);
         await fh.datasync();
@@ -133,6 +138,38 @@ export class EventLog<E extends { type: string }> {
   /** Last seq known to be fdatasynced. */
   get durableHead(): number {
     return this.#durableHead;
+  }
+
+  /** Bytes of the durable records (where the next written line starts). */
+  get durableBytes(): number {
+    return this.#endOffset;
+  }
+
+  /**
+   * Nothing is queued: every assigned record is written or being written, so none of them can change any more (a
+   * queued record can still take more pieces: see `coalesce`).
+   */
+  get sealed(): boolean {
+    return this.#queue.length === 0;
+  }
+
+  /** The sparse index (byte offset of records 1, 1 + INDEX_STRIDE, ...) up to durable record `seq`. */
+  indexUpTo(seq: number): number[] {
+    return this.#index.slice(0, seq < 1 ? 0 : Math.floor((seq - 1) / INDEX_STRIDE) + 1);
+  }
+
+  /** Where durable line `seq` starts and ends in the file (reads at most one index stride). */
+  async lineRange(seq: number): Promise<{ start: number; end: number }> {
+    if (!Number.isInteger(seq) || seq < 1 || seq > this.#durableHead) {
+      throw new InvalidInputError("seq", `must be an integer in 1..${this.#durableHead}`);
+    }
+    const slot = Math.floor((seq - 1) / INDEX_STRIDE);
+    const offset = this.#index[slot];
+    let at = offset === undefined ? 0 : slot * INDEX_STRIDE;
+    for await (const line of scanLines(this.#file, offset ?? 0)) {
+      if (++at === seq) return { start: line.start, end: line.end };
+    }
+    throw new StoreCorruptError(`${this.#file} ends before seq ${seq}`, { file: this.#file });
   }
 
   /**

@@ -72,17 +72,26 @@ export type Recovered = {
   cut: CutTail | null;
 };
 
-/** Validates the whole file; only the final line may be bad (a torn write) and is cut. */
-export async function recover(file: string): Promise<Recovered> {
+/**
+ * Where a verified snapshot says the log's first `seq` lines end (`offset`), with the sparse index of those lines: open
+ * scans only what follows.
+ */
+export type VerifiedStart = { seq: number; offset: number; index: readonly number[] };
+
+/**
+ * Validates the file (or, from a verified start, what follows it); only the final line may be bad (a torn write) and
+ * is cut.
+ */
+export async function recover(file: string, start?: VerifiedStart): Promise<Recovered> {
   const corrupt = (line: number, reason: string) =>
     new StoreCorruptError(`${file} line ${line}: ${reason}`, { file, line });
-  let lineNo = 0;
-  let expected = 1;
-  let goodEnd = 0;
-  let fileEnd = 0;
+  let lineNo = start?.seq ?? 0;
+  let expected = lineNo + 1;
+  let goodEnd = start?.offset ?? 0;
+  let fileEnd = goodEnd;
   let bad: { line: number; reason: string; complete: boolean } | undefined;
-  const index: number[] = [];
-  for await (const line of scanLines(file)) {
+  const index: number[] = start ? [...start.index] : [];
+  for await (const line of scanLines(file, goodEnd)) {
     lineNo++;
     if (bad) throw corrupt(bad.line, bad.reason); // something follows the bad line: not a torn tail
     fileEnd = line.end;

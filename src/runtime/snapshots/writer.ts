@@ -1,0 +1,126 @@
+import type { DomainEvent } from "../../domain/events.js";
+import { FOLD_VERSION, type Projections } from "../projections.js";
+import type { EventLog } from "../store/eventLog.js";
+import { encodeGraph } from "./codec.js";
+import { checkLine, writeSnapshot } from "./file.js";
+
+/**
+ * Takes projection snapshots (file.ts): in the background while the runtime runs, and a last one at close.
+ *
+ * Which state: the fold of exactly the records 1..H, with H durable before the snapshot is installed. The fold is
+ * synchronous at append, so the state is taken (encoded, synchronously) at a moment when the projections' head is the
+ * log's head H and nothing is queued in the log (`sealed`): then no record after H is in the state, and record H can
+ * no longer change (a queued record can still take coalesced pieces; a record being written cannot). The file is
+ * written only once H is durable (`whenDurable`): a log that fails first rejects that wait, and no snapshot ahead of
+ * the durable log is ever installed.
+ *
+ * When: after a commit, once `everyRecords` records have been appended since the last snapshot and the log grew by at
+ * least the last snapshot's size (so the cost of snapshots stays a fraction of the log's writes however big the state
+ * grows); one at a time; never in a commit's way (the commit has been delivered when it is taken). A failure is told
+ * to `onError` and costs nothing else: the next open replays more of the log.
+ */
+export interface SnapshotWriterOptions {
+  dataDir: string;
+  logFile: string;
+  log: EventLog<DomainEvent>;
+  views: Projections;
+  /** The seq of the snapshot open found and used (0: none). */
+  loadedSeq?: number;
+  /** Records since the last snapshot before a background one is taken. Default 100,000. */
+  everyRecords?: number;
+  /** Told when writing a snapshot failed (a full disk...). The runtime goes on. */
+  onError?: (error: unknown) => void;
+}
+
+export class SnapshotWriter {
+  readonly #everyRecords: number;
+  #lastSeq: number;
+  #lastBytes = 0;
+  #logBytesAtLast: number;
+  #writing: Promise<void> | undefined;
+  #stopListening: () => void = () => undefined;
+  #stopped = false;
+  /** The last failure, for tests and diagnostics. */
+  lastError: unknown;
+
+  readonly dataDir: string;
+  readonly logFile: string;
+  readonly log: EventLog<DomainEvent>;
+  readonly views: Projections;
+
+  private constructor(private readonly options: SnapshotWriterOptions) {
+    ({ dataDir: this.dataDir, logFile: this.logFile, log: this.log, views: this.views } = options);
+    this.#everyRecords = Math.max(1, options.everyRecords ?? 100_000);
+    this.#lastSeq = options.loadedSeq ?? 0;
+    this.#logBytesAtLast = this.#lastSeq > 0 ? this.log.durableBytes : 0;
+  }
+
+  /** A writer that snapshots in the background from now on. */
+  static start(options: SnapshotWriterOptions): SnapshotWriter {
+    const writer = new SnapshotWriter(options);
+    writer.#stopListening = writer.log.onCommit(() => writer.#maybe());
+    return writer;
+  }
+
+  #maybe(): void {
+    if (this.#writing || this.#stopped) return;
+    if (this.log.head - this.#lastSeq < this.#everyRecords) return;
+    if (this.log.durableBytes - this.#logBytesAtLast < this.#lastBytes) return;
+    this.#take();
+  }
+
+  /** Takes the state now if it is the fold of a sealed head; the write goes on in the background. */
+  #take(): Promise<void> | undefined {
+    const seq = this.views.head;
+    if (seq === 0 || seq === this.#lastSeq || seq !== this.log.head || !this.log.sealed) return undefined;
+    let body: string;
+    try {
+      body = JSON.stringify(encodeGraph(this.views.state()));
+    } catch (error) {
+      this.#failed(error);
+      return undefined;
+    }
+    this.#writing = this.#write(seq, body)
+      .catch((error: unknown) => this.#failed(error))
+      .finally(() => (this.#writing = undefined));
+    return this.#writing;
+  }
+
+  async #write(seq: number, body: string): Promise<void> {
+    await this.log.whenDurable(seq);
+    const range = await this.log.lineRange(seq);
+    const line = await checkLine(this.logFile, seq, range.start, range.end);
+    await writeSnapshot(this.dataDir, { fold: FOLD_VERSION, line, index: this.log.indexUpTo(seq), body });
+    this.#lastSeq = seq;
+    this.#lastBytes = Buffer.byteLength(body);
+    this.#logBytesAtLast = range.end;
+  }
+
+  #failed(error: unknown): void {
+    this.lastError = error;
+    try {
+      this.options.onError?.(error);
+    } catch {
+      // a failing reporter has nowhere left to report to
+    }
+  }
+
+  /**
+   * The last snapshot, once the log is closed (everything committed and durable): waits for one in flight, then
+   * writes one at the head unless it is already there. Never rejects.
+   */
+  async close(): Promise<void> {
+    this.#stopped = true;
+    this.#stopListening();
+    await this.#writing;
+    if (this.log.failure !== undefined) return;
+    await this.#take();
+  }
+
+  /** Stops without a last snapshot (a runtime whose store failed). */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#stopListening();
+    await this.#writing;
+  }
+}
