@@ -73,7 +73,7 @@ describe("prewarm", () => {
     expect(isRunning(pid)).toBe(false);
   });
 
-  it("a host that cannot start is reported and open still succeeds; a session asks for one again", async () => {
+  it("a host that cannot start is reported (prewarm_failed) and open still succeeds", async () => {
     const failures: RuntimeFailure[] = [];
     const adapter = createScriptedHostAdapter({
       neverReady: true,

@@ -3,11 +3,11 @@ import { z } from "zod";
 import { RuntimeModeSchema } from "../../domain/entities.js";
 import { InvalidInputError, ProtocolError } from "../../domain/errors.js";
 import { ProviderEventSchema, type ProviderEvent } from "../contract.js";
-import { nodeHostScript } from "../kit/hostScript.js";
 import type { HostSpec, SpawnedHost } from "../kit/hostSpec.js";
 import type { FrameRing } from "../kit/ring.js";
 import type { RpcChannel } from "../kit/rpcChannel.js";
 import { StdioChannel } from "../kit/stdioChannel.js";
+import { hostScript } from "./hostBundle.js";
 
 /**
  * How Claude is reached: the Agent SDK runs in a host process (`host/main.ts`) the runtime's registry starts from the
@@ -194,7 +194,7 @@ export function claudeHostSpec(
     ...NO_BACKGROUND,
   };
   const credentials = { ...options.env, ...endpoint };
-  const { script, execArgs } = nodeHostScript("./host/main.js", import.meta.url);
+  const { script, execArgs } = hostScript("./host/main.js", import.meta.url);
 
   const connect = async (host: SpawnedHost, ring: FrameRing): Promise<StdioChannel> => {
     const channel = new StdioChannel(host.child, ring);
