@@ -2,7 +2,8 @@
  * The Claude scenarios of the closing note measured twice on this machine: driving Claude
  * Code with the Agent SDK alone (one query with streaming input: first turn, a warm turn, an
  * interrupt) and through Tiller (host process, runtime, log), both against the model simulator.
- * Run: `npx tsx bench/claudeBare.ts`. Prints medians of 5; never part of the tests.
+ * Run: `npx tsx bench/claudeBare.ts`. Prints medians of 5; never part of the tests. `bench/startup.ts` imports
+ * `claudeBare` and `claudeThroughTiller`.
  */
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,9 +12,11 @@ import { query, type SDKMessage } from "@anthropic-ai/claude-agent-sdk";
 import { userInbox } from "../src/adapters/claude/host/inbox.js";
 import { startModelSimulator } from "../src/simulator/index.js";
 import { claudeWorld } from "../test/claude/harness.js";
+import { pathToFileURL } from "node:url";
 import { compare, throughTiller, type Timings } from "./compare.js";
 
-async function bare(): Promise<Timings> {
+/** Claude Code driven by the Agent SDK alone: `start` from `query()` to the first turn's result. */
+export async function claudeBare(): Promise<Timings> {
   const sim = await startModelSimulator();
   const root = await mkdtemp(join(tmpdir(), "claude-bare-"));
   const home = join(root, "home");
@@ -71,9 +74,13 @@ async function bare(): Promise<Timings> {
   return { start, text, interrupt };
 }
 
-const tiller = async (): Promise<Timings> => throughTiller(await claudeWorld(), "claude");
+/** The same through Tiller; `prewarm`: the runtime opened with `prewarm: ["claude"]`, its host ready before timing. */
+export const claudeThroughTiller = async ({ prewarm = false }: { prewarm?: boolean } = {}): Promise<Timings> =>
+  throughTiller(await claudeWorld(prewarm ? { prewarm: ["claude"] } : {}), "claude", { prewarmed: prewarm });
 
-await compare([
-  ["bare SDK", bare],
-  ["through Tiller", tiller],
-]);
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href)
+  await compare([
+    ["bare SDK", claudeBare],
+    ["through Tiller", () => claudeThroughTiller()],
+    ["Tiller, prewarm", () => claudeThroughTiller({ prewarm: true })],
+  ]);

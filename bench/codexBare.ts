@@ -2,7 +2,8 @@
  * The Codex scenarios of the closing note measured twice on this machine: driving
  * `codex app-server` on the bare protocol (spawn, initialize, thread/start, turn/start, wait
  * for turn/completed; turn/interrupt) and through Tiller, both against the model simulator.
- * Run: `npx tsx bench/codexBare.ts`. Prints medians of 5; never part of the tests.
+ * Run: `npx tsx bench/codexBare.ts`. Prints medians of 5; never part of the tests. `bench/startup.ts` imports
+ * `codexBare` and `codexThroughTiller`.
  */
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -12,9 +13,11 @@ import { createInterface } from "node:readline";
 import { appServerLaunch, codexSimulatorOptions, installedCodexBinary } from "../src/adapters/codex/transport.js";
 import { startModelSimulator } from "../src/simulator/index.js";
 import { codexWorld } from "../test/codex/harness.js";
+import { pathToFileURL } from "node:url";
 import { compare, throughTiller, type Timings } from "./compare.js";
 
-async function bare(): Promise<Timings> {
+/** `codex app-server` on the bare protocol: `start` from its spawn to the first turn's completion. */
+export async function codexBare(): Promise<Timings> {
   const sim = await startModelSimulator();
   const root = await mkdtemp(join(tmpdir(), "codex-bare-"));
   await mkdir(join(root, "home"));
@@ -77,9 +80,13 @@ async function bare(): Promise<Timings> {
   return { start, text, interrupt };
 }
 
-const tiller = async (): Promise<Timings> => throughTiller(await codexWorld(), "codex");
+/** The same through Tiller; `prewarm`: the runtime opened with `prewarm: ["codex"]`, its app-server ready first. */
+export const codexThroughTiller = async ({ prewarm = false }: { prewarm?: boolean } = {}): Promise<Timings> =>
+  throughTiller(await codexWorld(prewarm ? { runtime: { prewarm: ["codex"] } } : {}), "codex", { prewarmed: prewarm });
 
-await compare([
-  ["bare protocol", bare],
-  ["through Tiller", tiller],
-]);
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href)
+  await compare([
+    ["bare protocol", codexBare],
+    ["through Tiller", () => codexThroughTiller()],
+    ["Tiller, prewarm", () => codexThroughTiller({ prewarm: true })],
+  ]);

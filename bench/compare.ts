@@ -9,7 +9,7 @@ export interface Timings {
   interrupt: number;
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 /** Runs each way `times` times (sequentially) and prints the medians. */
 export async function compare(
@@ -27,18 +27,32 @@ export async function compare(
   }
 }
 
-/** The same scenario through Tiller: a runtime with one real provider target against the simulator. */
+/**
+ * The same scenario through Tiller: a runtime with one real provider target against the simulator. `start` is timed
+ * from the first `sendMessage` to its run's end: it includes the host's start (spawn, handshake, the provider's
+ * session), unless the runtime was opened with `prewarm` for the target (the world's runtime options), in which case
+ * the prewarmed host is waited for first, as an embedding whose user types a message a moment after open would.
+ */
 export async function throughTiller(
-  world: { rt: Runtime; sim: ModelSimulator; workspace: string; cleanup(): Promise<void> },
+  world: {
+    rt: Runtime;
+    sim: ModelSimulator;
+    workspace: string;
+    adapter: { prewarm?(): Promise<void> };
+    cleanup(): Promise<void>;
+  },
   target: string,
+  { prewarmed = false }: { prewarmed?: boolean } = {},
 ): Promise<Timings> {
   const { rt, sim } = world;
   try {
+    // A second prewarm joins the runtime's own: it resolves once the host is ready.
+    if (prewarmed) await world.adapter.prewarm!();
     const { threadId } = await rt.createThread({ providerTarget: target, cwd: world.workspace });
     sim.push({ text: "warm" }, { text: "hi" }, { hang: true, text: "long" });
     const t0 = performance.now();
     await rt.waitForRun((await rt.sendMessage({ threadId, text: "warm up" })).runId);
-    const start = performance.now() - t0; // host start + first turn (Tiller starts the host lazily)
+    const start = performance.now() - t0; // (host start +) first turn
     const t1 = performance.now();
     await rt.waitForRun((await rt.sendMessage({ threadId, text: "say hi" })).runId);
     const text = performance.now() - t1;

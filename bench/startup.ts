@@ -1,0 +1,65 @@
+/**
+ * Start-up through Tiller against the bare provider, real binaries against the model simulator (127.0.0.1), each way
+ * run several times in one process, interleaved (bare, through Tiller with prewarm, through Tiller cold; then again),
+ * so a busy moment of the machine weighs on every way alike. Medians. Never part of the tests.
+ * Run alone: `npx tsx bench/startup.ts [runs]`.
+ *
+ * What each way times (`bench/compare.ts`):
+ * - bare Claude: from `query()` (the Agent SDK already imported) to the first turn's result: Claude Code's start and
+ *   its first turn. Bare Codex: from the spawn of `codex app-server` to `turn/completed` of the first turn.
+ * - through Tiller, prewarm: the runtime opened with `prewarm: [target]` and its host ready (a real embedding opens
+ *   the runtime before its user's first message), then from `sendMessage` to the run's end: the provider session,
+ *   the thread, the turn (Claude Code's own start included, as in bare), through the runtime and its log.
+ * - through Tiller, cold: no prewarm: the same, the host's start (spawn, handshake) included.
+ */
+import { pathToFileURL } from "node:url";
+import { claudeBare, claudeThroughTiller } from "./claudeBare.js";
+import { codexBare, codexThroughTiller } from "./codexBare.js";
+import { median, type Timings } from "./compare.js";
+
+const round = (n: number) => Number(n.toPrecision(4));
+
+export async function measureStartRatios(runs = 5): Promise<Record<string, number>> {
+  const claude = { bare: [] as Timings[], warm: [] as Timings[], cold: [] as Timings[] };
+  const codex = { bare: [] as Timings[], warm: [] as Timings[], cold: [] as Timings[] };
+  for (let i = 0; i < runs; i++) {
+    claude.bare.push(await claudeBare());
+    claude.warm.push(await claudeThroughTiller({ prewarm: true }));
+    claude.cold.push(await claudeThroughTiller());
+    codex.bare.push(await codexBare());
+    codex.warm.push(await codexThroughTiller({ prewarm: true }));
+    codex.cold.push(await codexThroughTiller());
+  }
+  const m = (xs: Timings[], key: keyof Timings) => median(xs.map((x) => x[key]));
+  const ms = (xs: Timings[], key: keyof Timings) => Math.round(m(xs, key));
+  return {
+    // Through Tiller with prewarm (host ready before the first sendMessage) / bare Agent SDK, start + first turn.
+    claude_start_ratio: round(m(claude.warm, "start") / m(claude.bare, "start")),
+    // The same without prewarm: the host's start (node, the host's modules, the SDK) on the first turn.
+    claude_start_ratio_cold: round(m(claude.cold, "start") / m(claude.bare, "start")),
+    // Through Tiller with prewarm (app-server started and initialized before the first sendMessage) / bare protocol
+    // from spawn: below 1 where the spawn and handshake prewarm hides outweigh the runtime's own cost.
+    codex_start_ratio: round(m(codex.warm, "start") / m(codex.bare, "start")),
+    // Without prewarm: spawn + handshake + first turn through Tiller / the same on the bare protocol.
+    codex_start_ratio_cold: round(m(codex.cold, "start") / m(codex.bare, "start")),
+    // A warm text turn (the second of the thread) through Tiller (every Tiller run, prewarmed or not) / bare.
+    codex_turn_ratio: round(m([...codex.warm, ...codex.cold], "text") / m(codex.bare, "text")),
+    claude_turn_ratio: round(m([...claude.warm, ...claude.cold], "text") / m(claude.bare, "text")),
+    startup_runs: runs,
+    claude_bare_start_ms: ms(claude.bare, "start"),
+    claude_tiller_prewarm_start_ms: ms(claude.warm, "start"),
+    claude_tiller_cold_start_ms: ms(claude.cold, "start"),
+    claude_bare_turn_ms: ms(claude.bare, "text"),
+    claude_tiller_turn_ms: ms([...claude.warm, ...claude.cold], "text"),
+    codex_bare_start_ms: ms(codex.bare, "start"),
+    codex_tiller_prewarm_start_ms: ms(codex.warm, "start"),
+    codex_tiller_cold_start_ms: ms(codex.cold, "start"),
+    codex_bare_turn_ms: ms(codex.bare, "text"),
+    codex_tiller_turn_ms: ms([...codex.warm, ...codex.cold], "text"),
+  };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const results = await measureStartRatios(Number(process.argv[2] ?? 5));
+  for (const [key, value] of Object.entries(results)) console.log(`${key.padEnd(32)} ${value}`);
+}
