@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -61,6 +61,26 @@ describe("prewarm", () => {
     const pid = await prewarmedPid(rt, adapter);
     await rt.close();
     expect(isRunning(pid)).toBe(false);
+  });
+
+  it("close() right after open cuts a prewarm short: no failure reported, no host left", async () => {
+    const failures: RuntimeFailure[] = [];
+    const adapter = createScriptedHostAdapter();
+    const dataDir = await mkdtemp(join(tmpdir(), "tiller-prewarm-"));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const rt = await createRuntime({
+      dataDir,
+      providers: { scripted: adapter },
+      prewarm: true,
+      onFailure: (f) => failures.push(f),
+    });
+    await rt.close();
+    const records = JSON.parse(await readFile(join(dataDir, "runtimes", "hosts.json"), "utf8")) as {
+      hosts: Array<{ pid: number }>;
+      spawning: unknown[];
+    };
+    expect(records).toMatchObject({ hosts: [], spawning: [] });
+    expect(failures).toEqual([]);
   });
 
   it("an unused prewarmed host goes at the registry's idle release", async () => {
