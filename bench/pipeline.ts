@@ -20,7 +20,9 @@ export interface PipelineResult {
   logBytes: number;
 }
 
-export interface PipelineHooks {
+export interface PipelineOptions {
+  /** The scripted provider's pause between streamed chunks (default 0: full speed). */
+  chunkDelayMs?: number;
   /** Every record the subscriber receives (bench/readModels.ts keeps them to fold again). */
   onRecord?: (record: LogRecord<DomainEvent>) => void;
   /** Every frame the adapter yields (adds a promise per frame: leave it out of timed runs). */
@@ -34,9 +36,9 @@ export interface PipelineHooks {
  * after the first send (the session starts with the first run), so the frames of a run are
  * those `captureFrames` records for the same workload.
  */
-export async function runPipeline(w: Workload, hooks: PipelineHooks = {}): Promise<PipelineResult> {
+export async function runPipeline(w: Workload, hooks: PipelineOptions = {}): Promise<PipelineResult> {
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-bench-"));
-  const scripted = createScriptedAdapter({ script: workloadScript(w), chunkDelayMs: 0 });
+  const scripted = createScriptedAdapter({ script: workloadScript(w), chunkDelayMs: hooks.chunkDelayMs ?? 0 });
   const runtime = await createRuntime({
     dataDir,
     providers: { scripted: hooks.onFrame ? tapFrames(scripted, hooks.onFrame) : scripted },

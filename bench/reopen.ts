@@ -9,13 +9,15 @@ import type { Workload } from "./workload.js";
 /**
  * Reopen of a large data directory against the time to JSON.parse every line of its log.
  * The directory is built from the records of one real pipeline run (threads, runs, attempts,
- * nodes, deltas, terminals), written over and over with fresh ids (every app id and native
+ * nodes, deltas, terminals; two turns at a provider's pace), written over and over with fresh ids (every app id and native
  * ref of a copy gets the copy's suffix) and consecutive seqs, straight into events.jsonl.
  * The first open may write what a runtime keeps beside its log (snapshots); the second is timed.
  */
 
 export interface ReopenResult {
   events: number;
+  /** Records of the source run: the log is that many records' copies, each with its own thread. */
+  recordsPerCopy: number;
   logBytes: number;
   /** createRuntime on the built directory (its first life there): context only. */
   firstOpenSeconds: number;
@@ -29,12 +31,20 @@ export interface ReopenResult {
 const ID =
   /\b(?:thr|run|att|nod|req|ses|pth|ptu|msg|cmd|hnd|xfr|chk)_[A-Za-z0-9_-]+|\bs(?:thread|turn|item)-[0-9a-f]+-\d+/g;
 
-const SOURCE: Workload = { turns: 3, textChars: 30_000, chunkSize: 6 };
+/**
+ * The source run streams at a provider's pace (a chunk every millisecond or so), not at full
+ * speed: a record then holds a delta or a few, as in a live session. At full speed the runtime
+ * coalesces thousands of deltas into one record, and a million such records would stand for a
+ * log of gigabytes no session writes.
+ */
+const SOURCE: Workload = { turns: 2, textChars: 3_000, chunkSize: 6 };
+const SOURCE_CHUNK_DELAY_MS = 1;
 
 /** Each source record's `at` and its event JSON cut around the ids: [text, id, text, id, ..., text]. */
 async function sourceTemplates(): Promise<Array<{ at: string; parts: string[] }>> {
   const templates: Array<{ at: string; parts: string[] }> = [];
   await runPipeline(SOURCE, {
+    chunkDelayMs: SOURCE_CHUNK_DELAY_MS,
     onRecord: (record) => {
       const json = JSON.stringify(record.event);
       const parts: string[] = [];
@@ -50,7 +60,8 @@ async function sourceTemplates(): Promise<Array<{ at: string; parts: string[] }>
   return templates;
 }
 
-async function writeLog(file: string, events: number): Promise<void> {
+/** Writes the log; returns how many records one copy (one source run) has. */
+async function writeLog(file: string, events: number): Promise<number> {
   const templates = await sourceTemplates();
   const out = createWriteStream(file, { mode: 0o600 });
   let buffer = "";
@@ -67,6 +78,7 @@ async function writeLog(file: string, events: number): Promise<void> {
     }
   }
   await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+  return templates.length;
 }
 
 /** Reads the file, splits it into lines and parses each: the floor any replay of the log pays. */
@@ -92,7 +104,7 @@ export async function measureReopen(
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-bench-reopen-"));
   const file = join(dataDir, "events.jsonl");
   try {
-    await writeLog(file, events);
+    const recordsPerCopy = await writeLog(file, events);
     const logBytes = (await stat(file)).size;
     const open = async () => {
       const start = process.hrtime.bigint();
@@ -108,7 +120,7 @@ export async function measureReopen(
     const parsed = await parseEveryLine(file);
     if (parsed.lines < events) throw new Error(`reopen: the log has ${parsed.lines} lines, ${events} were written`);
     await profileOpen?.(open);
-    return { events, logBytes, firstOpenSeconds, reopenSeconds, parseSeconds: parsed.seconds };
+    return { events, recordsPerCopy, logBytes, firstOpenSeconds, reopenSeconds, parseSeconds: parsed.seconds };
   } finally {
     await rm(dataDir, { recursive: true, force: true });
   }

@@ -157,10 +157,12 @@ if (wanted("reopen")) {
     reopen_first_open_seconds: round(r.firstOpenSeconds),
     reopen_parse_seconds: round(r.parseSeconds),
     reopen_events: r.events,
+    reopen_records_per_copy: r.recordsPerCopy,
     reopen_log_bytes: r.logBytes,
   });
   note("reopen", `${round(r.reopenSeconds)} s (first open ${round(r.firstOpenSeconds)} s)`);
   note("parse every line", `${round(r.parseSeconds)} s for ${r.events} lines, ${r.logBytes} bytes`);
+  note("reopen directory", `${Math.ceil(r.events / r.recordsPerCopy)} copies of a ${r.recordsPerCopy}-record run`);
 }
 
 if (wanted("providers")) {
