@@ -47,7 +47,8 @@ export interface RuntimeOptions {
    * Told what no caller's promise can carry: the event log could no longer be written
    * (`store_failed`: every waiter was rejected with the same typed error and the runtime
    * accepts nothing more; close it, free the space, reopen), a `subscribe` or `select` listener threw
-   * (`subscriber_threw`; delivery goes on), or an asynchronous completion failed with no caller
+   * (`subscriber_threw`; delivery goes on), a host the `prewarm` option started could not start
+   * (`prewarm_failed`; a session starts one again), or an asynchronous completion failed with no caller
    * left to tell (`internal_error`, a bug). Default: `process.emitWarning`.
    */
   onFailure?: (failure: RuntimeFailure) => void;
