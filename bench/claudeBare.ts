@@ -45,7 +45,7 @@ export async function claudeBare(): Promise<Timings> {
       canUseTool: async (_tool, updatedInput) => ({ behavior: "allow", updatedInput }),
     },
   });
-  void (async () => {
+  const reading = (async () => {
     for await (const m of q) for (const w of [...waiters]) w(m);
   })().catch(() => undefined);
   const result = () => next((m) => m.type === "result");
@@ -68,6 +68,8 @@ export async function claudeBare(): Promise<Timings> {
   await done;
   const interrupt = performance.now() - t2;
   q.close();
+  // Claude Code's exit is left out of the next measurement (bounded: the SDK may not end the stream).
+  await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
   await sim.close();
   // Claude may still be writing its session files as it exits.
   await rm(root, { recursive: true, force: true, maxRetries: 10 });

@@ -74,7 +74,12 @@ export async function codexBare(): Promise<Timings> {
   await call("turn/interrupt", { threadId: thread.id, turnId: started.turn.id });
   await ended;
   const interrupt = performance.now() - t2;
-  child.kill("SIGKILL");
+  // Its exit is left out of the next measurement.
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+  }
   await sim.close();
   await rm(root, { recursive: true, force: true });
   return { start, text, interrupt };
