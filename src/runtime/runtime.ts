@@ -147,6 +147,11 @@ export class Runtime implements TillerRuntime {
     return this.#d.views;
   }
 
+  /** The projection snapshots (internal, like `views`). */
+  get snapshots(): SnapshotWriter | undefined {
+    return this.#snapshots;
+  }
+
   /** Live actors by app id (internal, like `views`). */
   get actors(): Actors {
     return this.#d.actors;
@@ -216,8 +221,8 @@ export class Runtime implements TillerRuntime {
       reportReaped(runtime.#d, [...reaped, ...registry.endAdoption()]);
       reportCutTail(runtime.#d, log.recovery.cut);
       reportIgnoredSnapshot(runtime.#d, found.ignored ?? ignored);
-      const loadedSeq = ignored ? 0 : (found.snapshot?.start.seq ?? 0);
-      runtime.#snapshots = SnapshotWriter.start({ dataDir, logFile, log, views: runtime.#d.views, loadedSeq });
+      const loaded = { snapshot: found.snapshot, used: !ignored };
+      runtime.#snapshots = SnapshotWriter.start({ dataDir, logFile, log, views: runtime.#d.views, opened: loaded });
       await log.whenDurable();
       if (inspector) {
         runtime.#inspector = inspector;

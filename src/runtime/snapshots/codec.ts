@@ -9,12 +9,16 @@
  * `["r", n]` the n-th object met (0-based, counted in the order written), `["u"]` undefined.
  * Objects are numbered when first met, before their contents, on both sides: the reader rebuilds the numbering by
  * walking in the writer's order.
+ * With a text file (texts.ts), an object's field holding a long string is `["t", start, bytes]`: read back as a
+ * field that reads its text on first access; a field of that kind not read since is written as where it already is.
  */
+
+import { LAZY_TEXT_MIN, lazyText, unreadTexts, type TextRef, type TextSink, type TextStore } from "./texts.js";
 
 /** Why a snapshot's graph cannot be read back (a file on disk is untrusted). */
 export class SnapshotShapeError extends Error {}
 
-export function encodeGraph(root: unknown): unknown {
+export function encodeGraph(root: unknown, texts?: TextSink): unknown {
   const ids = new Map<object, number>();
   const encode = (value: unknown): unknown => {
     if (value === null || typeof value === "string" || typeof value === "boolean") return value;
@@ -37,16 +41,33 @@ export function encodeGraph(root: unknown): unknown {
     const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null) throw new SnapshotShapeError("cannot keep a class instance");
     const out: Record<string, unknown> = {};
-    for (const key of Object.keys(value)) define(out, key, encode((value as Record<string, unknown>)[key]));
+    const unread = texts && unreadTexts(value);
+    for (const key of Object.keys(value)) {
+      const ref = unread?.get(key);
+      if (ref) {
+        define(out, key, ["t", ...texts!.keep(ref)]);
+        continue;
+      }
+      const field = (value as Record<string, unknown>)[key];
+      if (texts && typeof field === "string" && field.length >= LAZY_TEXT_MIN)
+        define(out, key, ["t", ...texts.put(field)]);
+      else define(out, key, encode(field));
+    }
     return ["o", out];
   };
   return encode(root);
 }
 
-export function decodeGraph(data: unknown): unknown {
+export function decodeGraph(data: unknown, texts?: { store: TextStore; bytes: number }): unknown {
   const objects: unknown[] = [];
   const bad = (why: string): never => {
     throw new SnapshotShapeError(why);
+  };
+  const textRef = ([, start, bytes]: unknown[]): TextRef => {
+    if (!texts) return bad("a text field without a text file");
+    const fits = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 0;
+    if (!fits(start) || !fits(bytes) || start + bytes > texts.bytes) return bad("a text field out of its file");
+    return { store: texts.store, start, bytes };
   };
   const decode = (node: unknown): unknown => {
     if (node === null || typeof node === "string" || typeof node === "boolean" || typeof node === "number") return node;
@@ -88,7 +109,11 @@ export function decodeGraph(data: unknown): unknown {
           return bad("an object node without fields");
         const out: Record<string, unknown> = {};
         objects.push(out);
-        for (const key of Object.keys(body)) define(out, key, decode((body as Record<string, unknown>)[key]));
+        for (const key of Object.keys(body)) {
+          const field = (body as Record<string, unknown>)[key];
+          if (Array.isArray(field) && field[0] === "t") lazyText(out, key, textRef(field));
+          else define(out, key, decode(field));
+        }
         return out;
       }
       default:

@@ -5,6 +5,7 @@ import { z } from "zod";
 import { PRIVATE_FILE_MODE } from "../store/files.js";
 import { INDEX_STRIDE, parseLine, type VerifiedStart } from "../store/jsonl.js";
 import { decodeGraph } from "./codec.js";
+import { syncDir, TextStore, textFileName } from "./texts.js";
 
 /**
  * The projection snapshot file (`projections.snapshot` beside `events.jsonl`): two lines, a header and the body.
@@ -30,6 +31,8 @@ const HeaderSchema = z.object({
   line: z.object({ bytes: z.number().int().positive(), sha256: Hex64 }),
   index: z.array(z.number().int().nonnegative()),
   body: z.object({ bytes: z.number().int().nonnegative(), sha256: Hex64 }),
+  /** The text file (texts.ts) its long texts are in, and how much of it they take. */
+  text: z.object({ gen: z.number().int().nonnegative(), bytes: z.number().int().nonnegative() }),
 });
 type Header = z.infer<typeof HeaderSchema>;
 
@@ -71,7 +74,7 @@ export async function checkLine(logFile: string, seq: number, start: number, end
  */
 export async function writeSnapshot(
   dataDir: string,
-  snapshot: { fold: number; line: LineCheck; index: readonly number[]; body: string },
+  snapshot: { fold: number; line: LineCheck; index: readonly number[]; body: string; text: Header["text"] },
 ): Promise<void> {
   const body = Buffer.from(snapshot.body, "utf8");
   const { seq, offset, bytes, sha256: lineSha } = snapshot.line;
@@ -83,6 +86,7 @@ export async function writeSnapshot(
     line: { bytes, sha256: lineSha },
     index: [...snapshot.index],
     body: { bytes: body.length, sha256: sha256(body) },
+    text: snapshot.text,
   };
   const file = join(dataDir, SNAPSHOT_FILE);
   const temporary = `${file}.${process.pid}.tmp`;
@@ -103,16 +107,15 @@ export async function writeSnapshot(
     await rm(temporary, { force: true }).catch(() => undefined);
     throw error;
   }
-  if (process.platform !== "win32") {
-    const dir = await open(dirname(file), "r");
-    await dir.sync().finally(() => dir.close());
-  }
+  await syncDir(dirname(file));
 }
 
 /** A snapshot that holds against the log: where the log's open starts, and the projections' state at `start.seq`. */
 export interface VerifiedSnapshot {
   start: VerifiedStart;
   state: unknown;
+  /** Its long texts' file, open: whoever takes the snapshot closes it. */
+  texts: { store: TextStore; bytes: number };
 }
 
 /**
@@ -145,11 +148,22 @@ export async function readSnapshot(
     if (body.length !== header.body.bytes || sha256(body) !== header.body.sha256) {
       return ignore("its body does not match its hash");
     }
-    const state = decodeGraph(JSON.parse(body.toString("utf8")));
-    return {
-      snapshot: { start: { seq: header.seq, offset: header.offset, index: header.index }, state },
-      ignored: null,
-    };
+    const textFile = join(dataDir, textFileName(header.text.gen));
+    const textBytes = await stat(textFile).then(
+      (s) => s.size,
+      () => -1,
+    );
+    if (textBytes < header.text.bytes)
+      return ignore(`its text file ${textFileName(header.text.gen)} is missing or short`);
+    const texts = { store: TextStore.open(textFile, header.text.gen), bytes: header.text.bytes };
+    try {
+      const state = decodeGraph(JSON.parse(body.toString("utf8")), texts);
+      const start = { seq: header.seq, offset: header.offset, index: header.index };
+      return { snapshot: { start, state, texts }, ignored: null };
+    } catch (error) {
+      texts.store.close();
+      throw error;
+    }
   } catch (error) {
     return ignore(`it cannot be read back (${error instanceof Error ? error.message : String(error)})`);
   }

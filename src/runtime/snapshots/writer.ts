@@ -2,7 +2,8 @@ import type { DomainEvent } from "../../domain/events.js";
 import { FOLD_VERSION, type Projections } from "../projections.js";
 import type { EventLog } from "../store/eventLog.js";
 import { encodeGraph } from "./codec.js";
-import { checkLine, writeSnapshot } from "./file.js";
+import { checkLine, writeSnapshot, type VerifiedSnapshot } from "./file.js";
+import { removeTextFiles, TextSink, writeTexts, type TextStore } from "./texts.js";
 
 /**
  * Takes projection snapshots (file.ts): in the background while the runtime runs, and a last one at close.
@@ -24,8 +25,8 @@ export interface SnapshotWriterOptions {
   logFile: string;
   log: EventLog<DomainEvent>;
   views: Projections;
-  /** The seq of the snapshot open found and used (0: none). */
-  loadedSeq?: number;
+  /** The snapshot open found, and whether the projections were loaded from it (it is then the text file's owner). */
+  opened?: { snapshot: VerifiedSnapshot | null; used: boolean };
   /** Records since the last snapshot before a background one is taken. Default 100,000. */
   everyRecords?: number;
   /** Told when writing a snapshot failed (a full disk...). The runtime goes on. */
@@ -40,6 +41,12 @@ export class SnapshotWriter {
   #writing: Promise<void> | undefined;
   #stopListening: () => void = () => undefined;
   #stopped = false;
+  /** The text file the next snapshot appends to, and the length the last one relies on (null: a new generation). */
+  #texts: { store: TextStore; bytes: number } | null;
+  /** The text file of the loaded snapshot: its unread texts are read from it until the runtime closes. */
+  readonly #loadedTexts: TextStore | null;
+  /** The seq of the snapshot the runtime was opened from (0: the log was replayed from its start). */
+  readonly loadedSeq: number;
   /** The last failure, for tests and diagnostics. */
   lastError: unknown;
 
@@ -51,7 +58,11 @@ export class SnapshotWriter {
   private constructor(private readonly options: SnapshotWriterOptions) {
     ({ dataDir: this.dataDir, logFile: this.logFile, log: this.log, views: this.views } = options);
     this.#everyRecords = Math.max(1, options.everyRecords ?? 100_000);
-    this.#lastSeq = options.loadedSeq ?? 0;
+    const { snapshot, used } = options.opened ?? { snapshot: null, used: false };
+    if (snapshot && !used) snapshot.texts.store.close();
+    this.#texts = snapshot && used ? snapshot.texts : null;
+    this.#loadedTexts = this.#texts?.store ?? null;
+    this.loadedSeq = this.#lastSeq = this.#texts ? snapshot!.start.seq : 0;
     this.#logBytesAtLast = this.#lastSeq > 0 ? this.log.durableBytes : 0;
   }
 
@@ -74,23 +85,34 @@ export class SnapshotWriter {
     const seq = this.views.head;
     if (seq === 0 || seq === this.#lastSeq || seq !== this.log.head || !this.log.sealed) return undefined;
     let body: string;
+    const texts = new TextSink(this.#texts?.store ?? null, this.#texts?.bytes ?? 0);
     try {
-      body = JSON.stringify(encodeGraph(this.views.state()));
+      body = JSON.stringify(encodeGraph(this.views.state(), texts));
     } catch (error) {
       this.#failed(error);
       return undefined;
     }
-    this.#writing = this.#write(seq, body)
+    this.#writing = this.#write(seq, body, texts)
       .catch((error: unknown) => this.#failed(error))
       .finally(() => (this.#writing = undefined));
     return this.#writing;
   }
 
-  async #write(seq: number, body: string): Promise<void> {
+  async #write(seq: number, body: string, texts: TextSink): Promise<void> {
     await this.log.whenDurable(seq);
     const range = await this.log.lineRange(seq);
     const line = await checkLine(this.logFile, seq, range.start, range.end);
-    await writeSnapshot(this.dataDir, { fold: FOLD_VERSION, line, index: this.log.indexUpTo(seq), body });
+    const text = await writeTexts(this.dataDir, texts);
+    const index = this.log.indexUpTo(seq);
+    const installed = { gen: text.gen, bytes: text.bytes };
+    try {
+      await writeSnapshot(this.dataDir, { fold: FOLD_VERSION, line, index, body, text: installed });
+    } catch (error) {
+      if (text.store !== this.#texts?.store) text.store.close();
+      throw error;
+    }
+    if (text.store !== this.#texts?.store) await removeTextFiles(this.dataDir, text.gen);
+    this.#texts = text;
     this.#lastSeq = seq;
     this.#lastBytes = Buffer.byteLength(body);
     this.#logBytesAtLast = range.end;
@@ -106,6 +128,19 @@ export class SnapshotWriter {
   }
 
   /**
+   * A snapshot now, if the log is sealed at the projections' head (else none: false); resolves once it is written.
+   * For tests and embedders' maintenance: the background ones need no call.
+   */
+  async snapshotNow(): Promise<boolean> {
+    await this.#writing;
+    const seq = this.views.head;
+    const written = this.#take();
+    if (!written) return false;
+    await written;
+    return this.#lastSeq === seq;
+  }
+
+  /**
    * The last snapshot, once the log is closed (everything committed and durable): waits for one in flight, then
    * writes one at the head unless it is already there. Never rejects.
    */
@@ -113,8 +148,13 @@ export class SnapshotWriter {
     this.#stopped = true;
     this.#stopListening();
     await this.#writing;
-    if (this.log.failure !== undefined) return;
-    await this.#take();
+    if (this.log.failure === undefined) await this.#take();
+    this.#closeTexts();
+  }
+
+  #closeTexts(): void {
+    this.#loadedTexts?.close();
+    if (this.#texts?.store !== this.#loadedTexts) this.#texts?.store.close();
   }
 
   /** Stops without a last snapshot (a runtime whose store failed). */
@@ -122,5 +162,6 @@ export class SnapshotWriter {
     this.#stopped = true;
     this.#stopListening();
     await this.#writing;
+    this.#closeTexts();
   }
 }

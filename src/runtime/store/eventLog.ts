@@ -99,6 +99,8 @@ export class EventLog<E extends { type: string }> {
 
   /** What open found: the records kept, and the tail it cut (a torn write or an unparseable last line), if any. */
   readonly recovery: { records: number; truncatedBytes: number; cut: CutTail | null };
+  /** The records open took as they were (from a verified snapshot's start): it validated only those after. */
+  readonly scannedFrom: number;
   readonly #file: string;
   readonly #fh: FileHandle;
   readonly #options: EventLogOptions<E>;
@@ -128,6 +130,7 @@ export class EventLog<E extends { type: string }> {
     this.#head = this.#durableHead = found.records;
     this.#endOffset = found.goodEnd;
     this.recovery = { records: found.records, truncatedBytes: found.truncatedBytes, cut: found.cut };
+    this.scannedFrom = options.start?.seq ?? 0;
   }
 
   /** Last assigned seq (0 when empty). */
