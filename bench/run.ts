@@ -9,7 +9,6 @@
  * tries: results.json is then written partial). Environment: BENCH_REOPEN_EVENTS (default
  * 1,000,000), BENCH_THREADS (default 1,000).
  */
-import { existsSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { measureCodexReplay } from "./codexReplay.js";
@@ -20,6 +19,7 @@ import { profile } from "./profile.js";
 import { captureFrames, measureRaw } from "./raw.js";
 import { captureRecords, measureReadModels } from "./readModels.js";
 import { measureReopen } from "./reopen.js";
+import { measureStartRatios } from "./startup.js";
 import { printTable } from "./targets.js";
 import type { Workload } from "./workload.js";
 
@@ -168,17 +168,7 @@ if (wanted("reopen")) {
   note("reopen directory", `${Math.ceil(r.events / r.recordsPerCopy)} copies of a ${r.recordsPerCopy}-record run`);
 }
 
-if (wanted("providers")) {
-  const file = new URL("./startup.ts", import.meta.url);
-  if (!existsSync(file)) note("providers", "not measured: bench/startup.ts is absent (--no-providers to skip)");
-  else {
-    const specifier = "./startup.js"; // not a static import: the file is another helper's, and may not exist yet
-    const { measureStartRatios } = (await import(specifier)) as {
-      measureStartRatios: () => Promise<Record<string, number>>;
-    };
-    Object.assign(results, await measureStartRatios());
-  }
-}
+if (wanted("providers")) Object.assign(results, await measureStartRatios());
 
 results.loadavg_at_end = loadavg().map(round);
 printTable(results, context);
