@@ -15,14 +15,21 @@ import { CODEX_FIXTURE, readRecording, turnContent, turnLines, turnTemplate } fr
 export interface CodexReplayResult {
   frames: number;
   seconds: number;
+  /** Of all the measured frames, in passes between the turns. */
   rawFramesPerS: number;
+  /** Each measured turn's frames/s / the raw frames/s of its own lines, parsed right after it. */
+  turnRatios: number[];
   /** Mean bytes of a measured frame line (without its newline). */
   frameBytes: number;
 }
 
 const WARMUP_COPIES = 50;
 
-/** `raw: false` leaves out the raw pass (for a profile of the replay alone); rawFramesPerS is then NaN. */
+/**
+ * Each measured turn is timed alone, from its send to its run's end, and followed (the runtime idle)
+ * by a raw pass over its own frame lines: a pair sees about the same load of a shared machine.
+ * `raw: false` leaves out the raw passes (for a profile of the replay alone); the raw figures are then NaN.
+ */
 export async function measureCodexReplay(turns: number, copies: number, raw = true): Promise<CodexReplayResult> {
   const root = await mkdtemp(join(tmpdir(), "tiller-bench-codex-"));
   try {
@@ -44,7 +51,7 @@ export async function measureCodexReplay(turns: number, copies: number, raw = tr
     });
     const dataDir = join(root, "data");
     const runtime = await createRuntime({ dataDir, providers: { codex: adapter } });
-    let seconds: number;
+    const perTurn: Array<{ seconds: number; rawSeconds: number }> = [];
     try {
       const { threadId } = await runtime.createThread({ providerTarget: "codex", cwd: dirs.workspace, title: "bench" });
       const send = async (text: string) => {
@@ -52,9 +59,14 @@ export async function measureCodexReplay(turns: number, copies: number, raw = tr
         if (run.status !== "completed") throw new Error(`codex replay: a run ended ${run.status}`);
       };
       await send("warm-up");
-      const start = process.hrtime.bigint();
-      for (let i = 0; i < turns; i++) await send(`turn ${i + 1}`);
-      seconds = Number(process.hrtime.bigint() - start) / 1e9;
+      if (raw) measureRawCodex(measured[0]!, 0.1); // warms up the raw side too
+      for (let i = 0; i < turns; i++) {
+        const start = process.hrtime.bigint();
+        await send(`turn ${i + 1}`);
+        const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+        const rawPerS = raw ? measureRawCodex(measured[i]!, 0.3).framesPerS : NaN;
+        perTurn.push({ seconds, rawSeconds: measured[i]!.length / rawPerS });
+      }
     } finally {
       await runtime.close();
     }
@@ -62,9 +74,15 @@ export async function measureCodexReplay(turns: number, copies: number, raw = tr
     await checkLog(join(dataDir, "events.jsonl"), { items: WARMUP_COPIES + turns * copies, chars: streamed });
 
     const lines = measured.flat();
-    const rawFramesPerS = raw ? measureRawCodex(lines).framesPerS : NaN;
-    const bytes = lines.reduce((sum, line) => sum + Buffer.byteLength(line), 0);
-    return { frames: lines.length, seconds, rawFramesPerS, frameBytes: bytes / lines.length };
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    const bytes = sum(lines.map((line) => Buffer.byteLength(line)));
+    return {
+      frames: lines.length,
+      seconds: sum(perTurn.map((t) => t.seconds)),
+      rawFramesPerS: lines.length / sum(perTurn.map((t) => t.rawSeconds)),
+      turnRatios: perTurn.map((t) => t.rawSeconds / t.seconds),
+      frameBytes: bytes / lines.length,
+    };
   } finally {
     await rm(root, { recursive: true, force: true });
   }
