@@ -9,8 +9,9 @@ import type { Workload } from "./workload.js";
 /**
  * Reopen of a large data directory against the time to JSON.parse every line of its log.
  * The directory is built from the records of one real pipeline run (threads, runs, attempts,
- * nodes, deltas, terminals; two turns at a provider's pace), written over and over with fresh ids (every app id and native
- * ref of a copy gets the copy's suffix) and consecutive seqs, straight into events.jsonl.
+ * nodes, deltas, terminals; two turns at a provider's pace), written over and over with fresh
+ * ids (every app id and native ref of a copy gets the copy's suffix) and consecutive seqs,
+ * straight into events.jsonl.
  * The first open may write what a runtime keeps beside its log (snapshots); the second is timed.
  */
 
