@@ -55,8 +55,8 @@ const markerScript =
 const quantile = (sorted: Float64Array, q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
-/** p99 of a small write followed by fdatasync, in a loop, on a file in `dir`. */
-export function bareFdatasyncP99(dir: string, rounds = 300): number {
+/** Times of a small write followed by fdatasync, in a loop, on a file in `dir`. */
+function bareFdatasyncTimes(dir: string, rounds = 300): Float64Array {
   const fd = openSync(join(dir, "fdatasync-probe"), "a");
   const line = Buffer.from(`${"x".repeat(199)}\n`);
   const times = new Float64Array(rounds);
@@ -70,13 +70,14 @@ export function bareFdatasyncP99(dir: string, rounds = 300): number {
   } finally {
     closeSync(fd);
   }
-  return quantile(times.sort(), 0.99);
+  return times;
 }
 
 export async function measureConcurrent(o: ConcurrentOptions): Promise<ConcurrentResult> {
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-bench-concurrent-"));
   try {
-    const fdatasyncP99Ms = bareFdatasyncP99(dataDir);
+    // The disk's latency drifts with what else the machine does: sampled before and after the streams.
+    const before = bareFdatasyncTimes(dataDir);
     const emitted = new Map<string, number>();
     let lastFirstDelta = 0;
     let firstLastDelta = Infinity;
@@ -141,6 +142,11 @@ export async function measureConcurrent(o: ConcurrentOptions): Promise<Concurren
     const steady = latencies.filter((_, i) => emittedAt[i]! > lastFirstDelta && emittedAt[i]! < firstLastDelta).sort();
     if (steady.length === 0) throw new Error("concurrent: the threads never all streamed at once (raise deltas)");
     const sorted = latencies.sort();
+    const after = bareFdatasyncTimes(dataDir);
+    const fdatasync = new Float64Array(before.length + after.length);
+    fdatasync.set(before);
+    fdatasync.set(after, before.length);
+    const fdatasyncP99Ms = quantile(fdatasync.sort(), 0.99);
     return {
       deltas: measured,
       p50Ms: quantile(sorted, 0.5),
