@@ -50,7 +50,7 @@ export function encodeGraph(root: unknown, texts?: TextSink): unknown {
       }
       const field = (value as Record<string, unknown>)[key];
       if (texts && typeof field === "string" && field.length >= LAZY_TEXT_MIN)
-        define(out, key, ["t", ...texts.put(field)]);
+        define(out, key, ["t", ...texts.put(field, { target: value, key })]);
       else define(out, key, encode(field));
     }
     return ["o", out];

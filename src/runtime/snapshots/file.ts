@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import { z } from "zod";
 import { PRIVATE_FILE_MODE } from "../store/files.js";
 import { INDEX_STRIDE, parseLine, type VerifiedStart } from "../store/jsonl.js";
-import { decodeGraph } from "./codec.js";
+import { decodeState } from "./state.js";
 import { syncDir, TextStore, textFileName } from "./texts.js";
 
 /**
@@ -18,7 +18,7 @@ import { syncDir, TextStore, textFileName } from "./texts.js";
 
 export const SNAPSHOT_FILE = "projections.snapshot";
 /** The file's layout: bump when the header or the codec changes. (The fold's meaning has FOLD_VERSION.) */
-export const SNAPSHOT_FORMAT = 1;
+export const SNAPSHOT_FORMAT = 2;
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const Hex64 = z.string().regex(/^[0-9a-f]{64}$/);
@@ -157,7 +157,7 @@ export async function readSnapshot(
       return ignore(`its text file ${textFileName(header.text.gen)} is missing or short`);
     const texts = { store: TextStore.open(textFile, header.text.gen), bytes: header.text.bytes };
     try {
-      const state = decodeGraph(JSON.parse(body.toString("utf8")), texts);
+      const state = decodeState(body.toString("utf8"), texts);
       const start = { seq: header.seq, offset: header.offset, index: header.index };
       return { snapshot: { start, state, texts }, ignored: null };
     } catch (error) {

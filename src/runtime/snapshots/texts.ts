@@ -68,10 +68,46 @@ export interface TextRef {
 }
 
 /** The fields not read yet, by object: what the next snapshot refers to again instead of reading. */
-const unread = new WeakMap<object, Map<string, TextRef>>();
+const unread = new WeakMap<object, Record<string, TextRef>>();
 
 export function unreadTexts(target: object): ReadonlyMap<string, TextRef> | undefined {
-  return unread.get(target);
+  const fields = unread.get(target);
+  return fields && new Map(Object.entries(fields));
+}
+
+/** The field becomes an ordinary one holding `value` (the text read, or what was set). */
+function settle(target: object, key: string, value: unknown): void {
+  const fields = unread.get(target);
+  if (fields) delete fields[key];
+  try {
+    Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  } catch {
+    // a frozen copy keeps the accessor; it still answers
+  }
+}
+
+/** One accessor per field name, shared by every object (a closure per field costs too much for a whole log). */
+const accessors = new Map<string, PropertyDescriptor>();
+function accessorOf(key: string): PropertyDescriptor {
+  let descriptor = accessors.get(key);
+  if (!descriptor) {
+    descriptor = {
+      enumerable: true,
+      configurable: true,
+      get(this: object) {
+        const ref = unread.get(this)?.[key];
+        if (!ref) return undefined;
+        const value = ref.store.read(ref.start, ref.bytes);
+        settle(this, key, value);
+        return value;
+      },
+      set(this: object, value: unknown) {
+        settle(this, key, value);
+      },
+    };
+    accessors.set(key, descriptor);
+  }
+  return descriptor;
 }
 
 /**
@@ -79,29 +115,10 @@ export function unreadTexts(target: object): ReadonlyMap<string, TextRef> | unde
  * without reading.
  */
 export function lazyText(target: Record<string, unknown>, key: string, ref: TextRef): void {
-  let fields = unread.get(target);
-  if (!fields) unread.set(target, (fields = new Map()));
-  fields.set(key, ref);
-  const settle = (value: unknown) => {
-    unread.get(target)?.delete(key);
-    try {
-      Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
-    } catch {
-      // a frozen copy keeps the accessor; it still answers
-    }
-  };
-  Object.defineProperty(target, key, {
-    enumerable: true,
-    configurable: true,
-    get() {
-      const value = ref.store.read(ref.start, ref.bytes);
-      settle(value);
-      return value;
-    },
-    set(value: unknown) {
-      settle(value);
-    },
-  });
+  const fields = unread.get(target);
+  if (fields) fields[key] = ref;
+  else unread.set(target, { [key]: ref });
+  Object.defineProperty(target, key, accessorOf(key));
 }
 
 /**
@@ -112,6 +129,7 @@ export class TextSink {
   readonly start: number;
   #end: number;
   readonly #chunks: Buffer[] = [];
+  readonly #placed: Array<{ target: object; key: string; text: string; start: number; bytes: number }> = [];
 
   constructor(
     readonly store: TextStore | null,
@@ -120,13 +138,29 @@ export class TextSink {
     this.start = this.#end = start;
   }
 
-  /** Where `text` will be: [start, bytes]. */
-  put(text: string): [number, number] {
+  /** Where `text` will be: [start, bytes]. With `field`, the field holding it (see `release`). */
+  put(text: string, field?: { target: object; key: string }): [number, number] {
     const bytes = Buffer.from(text, "utf8");
     const at = this.#end;
     this.#chunks.push(bytes);
     this.#end += bytes.length;
+    if (field) this.#placed.push({ ...field, text, start: at, bytes: bytes.length });
     return [at, bytes.length];
+  }
+
+  /**
+   * Once the snapshot is installed: the fields whose text it wrote, and that still hold it, read it from the file
+   * from now on (the next snapshot refers to it where it is instead of writing it again, and the heap lets it go).
+   */
+  release(store: TextStore): void {
+    for (const { target, key, text, start, bytes } of this.#placed.splice(0)) {
+      if (Object.getOwnPropertyDescriptor(target, key)?.value !== text) continue; // changed since: kept as it is
+      try {
+        lazyText(target as Record<string, unknown>, key, { store, start, bytes });
+      } catch {
+        // a frozen object keeps its text in memory
+      }
+    }
   }
 
   /** A text not read yet: where it already is, or (from another generation) copied. */

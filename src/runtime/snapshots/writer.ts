@@ -1,7 +1,7 @@
 import type { DomainEvent } from "../../domain/events.js";
 import { FOLD_VERSION, type Projections } from "../projections.js";
 import type { EventLog } from "../store/eventLog.js";
-import { encodeGraph } from "./codec.js";
+import { encodeState } from "./state.js";
 import { checkLine, writeSnapshot, type VerifiedSnapshot } from "./file.js";
 import { removeTextFiles, TextSink, writeTexts, type TextStore } from "./texts.js";
 
@@ -87,7 +87,7 @@ export class SnapshotWriter {
     let body: string;
     const texts = new TextSink(this.#texts?.store ?? null, this.#texts?.bytes ?? 0);
     try {
-      body = JSON.stringify(encodeGraph(this.views.state(), texts));
+      body = encodeState(this.views.state(), texts);
     } catch (error) {
       this.#failed(error);
       return undefined;
@@ -113,6 +113,7 @@ export class SnapshotWriter {
     }
     if (text.store !== this.#texts?.store) await removeTextFiles(this.dataDir, text.gen);
     this.#texts = text;
+    texts.release(text.store);
     this.#lastSeq = seq;
     this.#lastBytes = Buffer.byteLength(body);
     this.#logBytesAtLast = range.end;
