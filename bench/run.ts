@@ -46,7 +46,7 @@ for (const part of [...(only ?? []), ...profiled])
 const WORKLOAD: Workload = { turns: 10, textChars: 30_000, chunkSize: 6 };
 const WARMUP: Workload = { ...WORKLOAD, turns: 2 };
 const PIPELINE_RUNS = 3; // the median is reported: wall-clock numbers on a shared machine are noisy
-const CODEX = { turns: 3, copies: 4_000 };
+const CODEX = { turns: 12, copies: 1_000 }; // 54,000 frames; a turn of 1,000 agent messages
 const THREADS = Number(process.env.BENCH_THREADS ?? 1_000);
 const CONCURRENT = { threads: THREADS, deltas: 60, chunkDelayMs: 100, groupCommitMs: 2 };
 const REOPEN_EVENTS = Number(process.env.BENCH_REOPEN_EVENTS ?? 1_000_000);
