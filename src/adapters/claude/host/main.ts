@@ -18,7 +18,7 @@ import { closeAll, closeThreads, init, openOne, openThread, rollback, sendTurn, 
 type Handlers = { [M in HostMethod]: (params: HostParams<M>) => Promise<HostResult<M>> | HostResult<M> };
 
 const handlers: Handlers = {
-  init: async (params) => (await init(params), null),
+  init: (params) => (init(params), null),
   openThread: async (params) => ({ cursor: await openThread(params) }),
   send: async (params) => (await sendTurn(params), null),
   turnAlive: ({ cursor }) => ({ alive: turnAlive(openOne(cursor)) }),

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { forkSession, getSessionInfo, getSessionMessages, query } from "@anthropic-ai/claude-agent-sdk";
 import type { RuntimeMode } from "../../../domain/entities.js";
 import { ProviderError, ResumeFailedError } from "../../../domain/errors.js";
 import { ClaudeThreadMapper, cutAfter } from "../mapper.js";
@@ -8,7 +9,6 @@ import { userInbox } from "./inbox.js";
 import { dropHeldInterrupt, holdInterrupt, tookUpPrompt } from "./interrupts.js";
 import { modeOptions, permissionModeOf } from "./modes.js";
 import { permissionGate } from "./permissions.js";
-import { agentSdk, loadedSdk } from "./sdk.js";
 import { emit, type Prompt, type Thread } from "./thread.js";
 
 /**
@@ -26,20 +26,17 @@ const threads = new Map<string, Thread>();
 /** Threads whose Claude process went away on its own (it could not start, or it died), and why. */
 const gone = new Map<string, { thread: Thread; reason: string }>();
 
-/** Answered once the Agent SDK is loaded: a host that is ready has nothing left to load before its first thread. */
-export async function init(params: HostParams<"init">): Promise<void> {
-  await agentSdk();
+export function init(params: HostParams<"init">): void {
   executable = params.executable;
   initialized = true;
 }
 
 /**
  * `resume` a session, `fork` one (into a new session), or start a new one; `id`: a new session's id (default: a fresh
- * one). Its caller awaited the SDK.
+ * one).
  */
 function open(params: OpenParams): Thread {
   if (!initialized) throw new ProviderError("claude host: init first");
-  const { query } = loadedSdk();
   const cursor = params.resume ?? params.id ?? randomUUID();
   const inbox = userInbox();
   const mapper = new ClaudeThreadMapper(cursor);
@@ -110,7 +107,6 @@ function open(params: OpenParams): Thread {
 
 /** Opens a thread, or takes up the one open on the session resumed. */
 export async function openThread(params: OpenParams): Promise<string> {
-  const { getSessionInfo } = await agentSdk();
   if (params.resume && !params.fork && threads.has(params.resume)) return params.resume;
   if (params.resume && !(await getSessionInfo(params.resume, { dir: params.cwd })))
     throw new ResumeFailedError(`claude has no session ${params.resume}`, { cursor: params.resume });
@@ -162,8 +158,7 @@ async function wentAway(thread: Thread, reason: string): Promise<void> {
   else emit(thread, { type: "warning", threadRef: cursor, message: reason });
 }
 
-const transcript = async (t: { cursor: string; cwd: string }) =>
-  (await agentSdk()).getSessionMessages(t.cursor, { dir: t.cwd }).catch(() => []);
+const transcript = (t: { cursor: string; cwd: string }) => getSessionMessages(t.cursor, { dir: t.cwd }).catch(() => []);
 
 /** Claude wrote this prompt down in the thread's session (so it took it up), by the id it was sent under. */
 async function wroteDown(thread: Thread, prompt: Prompt): Promise<boolean> {
@@ -175,7 +170,6 @@ async function wroteDown(thread: Thread, prompt: Prompt): Promise<boolean> {
  * wrote it down, else as the fork or new session it was. Null when it is not gone (or was closed).
  */
 async function revive(cursor: string): Promise<Thread | null> {
-  const { getSessionInfo } = await agentSdk();
   const dead = gone.get(cursor);
   if (!dead || threads.has(cursor)) return threads.get(cursor) ?? null;
   const { sessionId, cwd, model, sandbox, runtimeMode, forkOf } = dead.thread;
@@ -246,7 +240,7 @@ export async function rollback({ cursor, turns }: HostParams<"rollback">): Promi
   const t = threads.get(cursor) ?? gone.get(cursor)?.thread ?? thread(cursor);
   const at = cutAfter(await transcript(t), turns);
   if (!at) throw new ProviderError(`claude thread ${t.cursor}: cannot drop ${turns} turns`);
-  const { sessionId: cut } = await (await agentSdk()).forkSession(t.cursor, { dir: t.cwd, upToMessageId: at });
+  const { sessionId: cut } = await forkSession(t.cursor, { dir: t.cwd, upToMessageId: at });
   if (threads.get(cursor) === t) t.query.close();
   threads.delete(cursor);
   gone.delete(cursor);
