@@ -49,6 +49,7 @@ export async function codexBare(): Promise<Timings> {
   const completed = () => new Promise<void>((res) => notes.push((m) => m.method === "turn/completed" && res()));
   await call("initialize", { clientInfo: { name: "bare", title: null, version: "0" }, capabilities: null });
   child.stdin!.write(`${JSON.stringify({ method: "initialized" })}\n`);
+  const ready = performance.now();
   const { thread } = await call("thread/start", { cwd: root });
   const turn = async (text: string) => {
     const done = completed();
@@ -58,6 +59,7 @@ export async function codexBare(): Promise<Timings> {
   sim.push({ text: "warm" }, { text: "hi" });
   await turn("warm up");
   const start = performance.now() - t0; // spawn -> first turn completed, as for Tiller
+  const firstTurnOnReadyHost = performance.now() - ready; // as for Tiller with a prewarmed host
   const t1 = performance.now();
   await turn("say hi");
   const text = performance.now() - t1;
@@ -82,7 +84,7 @@ export async function codexBare(): Promise<Timings> {
   }
   await sim.close();
   await rm(root, { recursive: true, force: true });
-  return { start, text, interrupt };
+  return { start, text, interrupt, firstTurnOnReadyHost };
 }
 
 /** The same through Tiller; `prewarm`: the runtime opened with `prewarm: ["codex"]`, its app-server ready first. */

@@ -7,6 +7,8 @@ export interface Timings {
   start: number;
   text: number;
   interrupt: number;
+  /** Bare Codex only: from the end of the app-server's handshake to the first turn's end (thread/start included). */
+  firstTurnOnReadyHost?: number;
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -19,7 +21,7 @@ export async function compare(
   for (const [name, fn] of ways) {
     const runs: Timings[] = [];
     for (let i = 0; i < times; i++) runs.push(await fn());
-    const m = (k: keyof Timings) => median(runs.map((r) => r[k])).toFixed(0);
+    const m = (k: "start" | "text" | "interrupt") => median(runs.map((r) => r[k])).toFixed(0);
     console.log(
       `${name.padEnd(16)} host start + first turn ${m("start")} ms, ` +
         `warm text turn ${m("text")} ms, interrupt -> terminal ${m("interrupt")} ms`,

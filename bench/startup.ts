@@ -30,7 +30,7 @@ export async function measureStartRatios(runs = 5): Promise<Record<string, numbe
     codex.warm.push(await codexThroughTiller({ prewarm: true }));
     codex.cold.push(await codexThroughTiller());
   }
-  const m = (xs: Timings[], key: keyof Timings) => median(xs.map((x) => x[key]));
+  const m = (xs: Timings[], key: keyof Timings) => median(xs.map((x) => x[key] ?? Number.NaN));
   const ms = (xs: Timings[], key: keyof Timings) => Math.round(m(xs, key));
   return {
     // Through Tiller with prewarm (host ready before the first sendMessage) / bare Agent SDK, start + first turn.
@@ -42,6 +42,9 @@ export async function measureStartRatios(runs = 5): Promise<Record<string, numbe
     codex_start_ratio: round(m(codex.warm, "start") / m(codex.bare, "start")),
     // Without prewarm: spawn + handshake + first turn through Tiller / the same on the bare protocol.
     codex_start_ratio_cold: round(m(codex.cold, "start") / m(codex.bare, "start")),
+    // Like for like with a ready app-server on both sides: the first turn through Tiller with prewarm (session,
+    // thread/start, turn) / bare from the end of the handshake (thread/start, turn): what the runtime adds to it.
+    codex_first_turn_on_ready_host_ratio: round(m(codex.warm, "start") / m(codex.bare, "firstTurnOnReadyHost")),
     // A warm text turn (the second of the thread) through Tiller (every Tiller run, prewarmed or not) / bare.
     codex_turn_ratio: round(m([...codex.warm, ...codex.cold], "text") / m(codex.bare, "text")),
     claude_turn_ratio: round(m([...claude.warm, ...claude.cold], "text") / m(claude.bare, "text")),
@@ -54,6 +57,7 @@ export async function measureStartRatios(runs = 5): Promise<Record<string, numbe
     codex_bare_start_ms: ms(codex.bare, "start"),
     codex_tiller_prewarm_start_ms: ms(codex.warm, "start"),
     codex_tiller_cold_start_ms: ms(codex.cold, "start"),
+    codex_bare_first_turn_on_ready_host_ms: ms(codex.bare, "firstTurnOnReadyHost"),
     codex_bare_turn_ms: ms(codex.bare, "text"),
     codex_tiller_turn_ms: ms([...codex.warm, ...codex.cold], "text"),
   };
