@@ -30,13 +30,18 @@ const WARMUP_COPIES = 50;
  * by a raw pass over its own frame lines: a pair sees about the same load of a shared machine.
  * `raw: false` leaves out the raw passes (for a profile of the replay alone); the raw figures are then NaN.
  */
-export async function measureCodexReplay(turns: number, copies: number, raw = true): Promise<CodexReplayResult> {
+export async function measureCodexReplay(
+  turns: number,
+  copies: number,
+  repeats: number,
+  raw = true,
+): Promise<CodexReplayResult> {
   const root = await mkdtemp(join(tmpdir(), "tiller-bench-codex-"));
   try {
     const dirs = { workspace: join(root, "workspace"), home: join(root, "home"), codexHome: join(root, "codex-home") };
     await Promise.all(Object.values(dirs).map((d) => mkdir(d, { recursive: true })));
     const template = turnTemplate(readRecording(CODEX_FIXTURE, root));
-    const measured = Array.from({ length: turns }, (_, i) => turnLines(template, i + 1, copies, 0));
+    const measured = Array.from({ length: turns }, (_, i) => turnLines(template, i + 1, copies, 0, repeats));
 
     const adapter = createCodexAdapter({
       binary: new URL("./codex-stream", import.meta.url).pathname,
@@ -46,6 +51,7 @@ export async function measureCodexReplay(turns: number, copies: number, raw = tr
         BENCH_CODEX_FIXTURE: CODEX_FIXTURE,
         BENCH_CODEX_ROOT: root,
         BENCH_CODEX_COPIES: `${WARMUP_COPIES},${copies}`,
+        BENCH_CODEX_REPEATS: String(repeats),
       },
       approvalPolicy: "untrusted",
     });
@@ -70,7 +76,8 @@ export async function measureCodexReplay(turns: number, copies: number, raw = tr
     } finally {
       await runtime.close();
     }
-    const streamed = turnContent(template, WARMUP_COPIES).length + turns * turnContent(template, copies).length;
+    const streamed =
+      turnContent(template, WARMUP_COPIES, repeats).length + turns * turnContent(template, copies, repeats).length;
     await checkLog(join(dataDir, "events.jsonl"), { items: WARMUP_COPIES + turns * copies, chars: streamed });
 
     const lines = measured.flat();

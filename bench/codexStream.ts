@@ -105,23 +105,35 @@ const deltaOf = (f: Frame): string => String((f.params as { delta?: unknown }).d
 /** A turn id of the recorded shape (a UUID), fresh for each turn index. */
 const freshTurnId = (turn: number) => `01a22c20-beef-7000-8000-${turn.toString(16).padStart(12, "0")}`;
 
-/** The lines of one streamed turn, after its response; `answerId` is the id of the client's turn/start. */
-export function turnLines(t: TurnTemplate, turn: number, copies: number, answerId: unknown): string[] {
+/**
+ * The lines of one streamed turn, after its response; `answerId` is the id of the client's turn/start. Each agent
+ * message streams its recorded deltas `repeats` times over (a long message, as Codex streams one: a delta every token
+ * or so), and its completion carries the text they add up to.
+ */
+export function turnLines(t: TurnTemplate, turn: number, copies: number, answerId: unknown, repeats = 1): string[] {
   const turnId = freshTurnId(turn);
   const fill = (line: string, item: string) =>
     line.replaceAll(TURN, turnId).replaceAll(USER_ITEM, `user_t${turn}`).replaceAll(ITEM, item);
   const lines = t.head.map((line) => fill(line, `msg_t${turn}_`));
   lines[0] = JSON.stringify({ ...(JSON.parse(lines[0]!) as Frame), id: answerId }); // the response
   for (let copy = 0; copy < copies; copy++) {
-    for (const line of t.items[copy % t.items.length]!) lines.push(fill(line, `msg_t${turn}_${copy}`));
+    const item = t.items[copy % t.items.length]!.map((line) => fill(line, `msg_t${turn}_${copy}`));
+    const deltas = item.filter(isDelta);
+    lines.push(item[0]!);
+    for (let r = 0; r < repeats; r++) lines.push(...deltas);
+    const completed = JSON.parse(item.at(-1)!) as { params: { item: { text: string } } };
+    completed.params.item.text = t.itemTexts[copy % t.itemTexts.length]!.repeat(repeats);
+    lines.push(JSON.stringify(completed));
   }
   for (const line of t.tail) lines.push(fill(line, `msg_t${turn}_`));
   return lines;
 }
 
+const isDelta = (line: string) => line.includes('"method":"item/agentMessage/delta"');
+
 /** The agent message text a streamed turn carries in its deltas. */
-export function turnContent(t: TurnTemplate, copies: number): string {
+export function turnContent(t: TurnTemplate, copies: number, repeats = 1): string {
   let text = "";
-  for (let copy = 0; copy < copies; copy++) text += t.itemTexts[copy % t.itemTexts.length]!;
+  for (let copy = 0; copy < copies; copy++) text += t.itemTexts[copy % t.itemTexts.length]!.repeat(repeats);
   return text;
 }

@@ -6,14 +6,16 @@ import { answersOf, readRecording, turnLines, turnTemplate, type Frame } from ".
  * recorded transcript (as test/replay/codexReplayHost.ts does, without checking the client),
  * and answers each turn/start with a long streamed turn of real recorded frames
  * (codexStream.ts), written at full speed. Started through bench/codex-stream as the Codex
- * adapter's `binary`. Environment: BENCH_CODEX_FIXTURE, BENCH_CODEX_ROOT, BENCH_CODEX_COPIES
+ * adapter's `binary`. Environment: BENCH_CODEX_FIXTURE, BENCH_CODEX_ROOT, BENCH_CODEX_REPEATS (how many times each
+ * message streams its recorded deltas over), BENCH_CODEX_COPIES
  * (agent message items per turn, a list: turn i takes entry i, the last entry after that).
  */
 
 const fixture = process.env.BENCH_CODEX_FIXTURE;
 const root = process.env.BENCH_CODEX_ROOT;
 const copies = (process.env.BENCH_CODEX_COPIES ?? "").split(",").map(Number);
-if (!fixture || !root || copies.some((n) => !Number.isInteger(n) || n < 1)) {
+const repeats = Number(process.env.BENCH_CODEX_REPEATS ?? "1");
+if (!fixture || !root || [...copies, repeats].some((n) => !Number.isInteger(n) || n < 1)) {
   process.stderr.write("codex-stream: BENCH_CODEX_FIXTURE, BENCH_CODEX_ROOT and BENCH_CODEX_COPIES are required\n");
   process.exit(1);
 }
@@ -32,7 +34,7 @@ function writeLines(lines: readonly string[]): void {
 function answer(frame: Frame): void {
   if (frame.method === "turn/start") {
     const turn = turns++;
-    writeLines(turnLines(template, turn, copies[Math.min(turn, copies.length - 1)]!, frame.id));
+    writeLines(turnLines(template, turn, copies[Math.min(turn, copies.length - 1)]!, frame.id, repeats));
     return;
   }
   const block = blocks.find((b) => b.out.method === frame.method);

@@ -46,7 +46,9 @@ for (const part of [...(only ?? []), ...profiled])
 const WORKLOAD: Workload = { turns: 10, textChars: 30_000, chunkSize: 6 };
 const WARMUP: Workload = { ...WORKLOAD, turns: 2 };
 const PIPELINE_RUNS = 3; // the median is reported: wall-clock numbers on a shared machine are noisy
-const CODEX = { turns: 12, copies: 1_000 }; // 54,000 frames; a turn of 1,000 agent messages
+// A turn of 100 agent messages, each streaming its recorded deltas 40 times over (about 100 deltas a message, as a
+// long Codex message streams): about 10,200 frames a turn, 122,000 in all.
+const CODEX = { turns: 12, copies: 100, repeats: 40 };
 const THREADS = Number(process.env.BENCH_THREADS ?? 1_000);
 const CONCURRENT = { threads: THREADS, deltas: 60, chunkDelayMs: 100, groupCommitMs: 2 };
 const REOPEN_EVENTS = Number(process.env.BENCH_REOPEN_EVENTS ?? 1_000_000);
@@ -119,7 +121,7 @@ if (wanted("pipeline")) {
 }
 
 if (wanted("codex")) {
-  const codex = await measureCodexReplay(CODEX.turns, CODEX.copies);
+  const codex = await measureCodexReplay(CODEX.turns, CODEX.copies, CODEX.repeats);
   const perS = codex.frames / codex.seconds;
   const turnRatios = [...codex.turnRatios].sort((a, b) => a - b);
   Object.assign(results, {
@@ -191,7 +193,10 @@ console.log(`\nwrote ${out.pathname}${only ? ` (only ${only.join(", ")})` : ""}`
 for (const part of profiled) {
   if (part === "pipeline") printProfile("scripted pipeline", await profile(() => runPipeline(WORKLOAD)));
   else if (part === "codex")
-    printProfile("codex replay", await profile(() => measureCodexReplay(CODEX.turns, CODEX.copies, false)));
+    printProfile(
+      "codex replay",
+      await profile(() => measureCodexReplay(CODEX.turns, CODEX.copies, CODEX.repeats, false)),
+    );
   else if (part === "concurrent") printProfile("concurrent", await profile(() => measureConcurrent(CONCURRENT)));
   // reopen is profiled inside its measurement (the directory only exists there); heap and providers are not profiled.
 }

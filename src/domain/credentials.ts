@@ -93,6 +93,7 @@ const KEY_END = /-----END[ A-Z0-9]*PRIVATE KEY[ A-Z0-9]*-----/g;
  * line of a stream read line by line) is still the key.
  */
 export function opensKeyBlock(text: string): boolean {
+  if (!text.includes("-----BEGIN")) return false; // every BEGIN line has it: most texts are done here
   const begins = [...text.matchAll(KEY_BEGIN)];
   const last = begins.at(-1);
   return last !== undefined && keyBlockEnd(text.slice(last.index + last[0].length)) < 0;

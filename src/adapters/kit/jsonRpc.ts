@@ -63,6 +63,35 @@ export function parseFrame(
   } catch {
     return { kind: "not_json" };
   }
-  const parsed = RpcMessageSchema.safeParse(raw);
-  return parsed.success ? { kind: "message", message: parsed.data } : { kind: "not_rpc" };
+  const message = readRpc(raw);
+  return message ? { kind: "message", message } : { kind: "not_rpc" };
+}
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+const isInt = (value: unknown): value is number => typeof value === "number" && Number.isSafeInteger(value);
+
+/**
+ * `RpcMessageSchema` applied by hand to a parsed frame (every frame of every host passes here): the same union tried
+ * in the same order, the same keys kept (present ones, even undefined), the unknown ones dropped, the params and
+ * results passed on as they are. A property test holds it to the schema.
+ */
+export function readRpc(raw: unknown): RpcMessage | null {
+  if (!isObject(raw)) return null;
+  if (raw.jsonrpc !== undefined && raw.jsonrpc !== "2.0") return null;
+  const version = "jsonrpc" in raw ? { jsonrpc: raw.jsonrpc as "2.0" | undefined } : {};
+  const params = "params" in raw ? { params: raw.params } : {};
+  if (typeof raw.method === "string") {
+    return isInt(raw.id)
+      ? { ...version, id: raw.id, method: raw.method, ...params }
+      : { ...version, method: raw.method, ...params };
+  }
+  if (isInt(raw.id) && "result" in raw) return { ...version, id: raw.id, result: raw.result };
+  const { error } = raw;
+  if ((raw.id === null || isInt(raw.id)) && isObject(error) && isInt(error.code) && typeof error.message === "string") {
+    const data = "data" in error ? { data: error.data } : {};
+    return { ...version, id: raw.id, error: { code: error.code, message: error.message, ...data } };
+  }
+  return null;
 }
