@@ -91,7 +91,7 @@ export class Projections {
   #threadCheckpoints = new Map<string, CheckpointView[]>();
   #items = new Map<string, TurnItem>();
   /** What the run fold (projectionRuns.ts) reads and writes: these maps, and every transcript item by id. */
-  readonly #runModels: RunModels = {
+  #runModels: RunModels = {
     threads: this.threads,
     runs: this.runs,
     requests: this.requests,
@@ -150,7 +150,8 @@ export class Projections {
     if (state.head !== head) throw new Error(`its state is at record ${state.head}, not ${head}`);
     // The map objects stay (the run fold and others hold them); their entries become the state's, in its order.
     for (const key of PUBLIC_MAPS) refill(this[key] as Map<unknown, unknown>, state[key]);
-    refill(this.#items, state.items);
+    this.#items = state.items; // a snapshot's items are read on demand (snapshots/itemIndex.ts)
+    this.#runModels = { threads: this.threads, runs: this.runs, requests: this.requests, items: this.#items };
     this.#threadCheckpoints = state.threadCheckpoints;
     this.#knownIds = state.knownIds;
     this.#replaced = state.replaced;

@@ -2,6 +2,7 @@ import { appendFile, cp, readFile, rm, truncate, writeFile } from "node:fs/promi
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { keyedScript, sequentialIds, type ScriptStep, type TillerRuntime } from "../../src/index.js";
+import type { TurnItem } from "../../src/runtime/projections.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { SNAPSHOT_FILE } from "../../src/runtime/snapshots/file.js";
 import { unreadTexts } from "../../src/runtime/snapshots/texts.js";
@@ -73,12 +74,19 @@ function sameRefs(json: string): string {
 const withoutSeqs = (json: string) =>
   json.replace(/"(seq|head)":\d+/g, '"$1":#').replace(/("run_\d+"),\d+\]/g, "$1,#]");
 
-/** Everything the projections hold, private maps and trackers included, in order (maps and sets as their entries). */
+/**
+ * Everything the projections hold, private maps and trackers included, in order (maps and sets as their entries;
+ * the items by id in the order the items were made: a snapshot's are indexed as they are read).
+ */
 const graphOf = (rt: Runtime) =>
   sameRefs(
-    JSON.stringify(rt.views.state(), (_key, value: unknown) =>
-      value instanceof Map ? { map: [...value] } : value instanceof Set ? { set: [...value] } : value,
-    ),
+    JSON.stringify(rt.views.state(), (key, value: unknown) => {
+      if (value instanceof Set) return { set: [...value] };
+      if (!(value instanceof Map)) return value;
+      const entries = [...value];
+      if (key === "items") entries.sort(([, a]: [string, TurnItem], [, b]: [string, TurnItem]) => a.seq - b.seq);
+      return { map: entries };
+    }),
   );
 
 /**

@@ -1,6 +1,7 @@
 import type { ProjectionState } from "../projectionState.js";
 import type { RunView, ThreadView, TurnItem } from "../projectionTypes.js";
 import { decodeGraph, encodeGraph, SnapshotShapeError } from "./codec.js";
+import { ItemIndex, itemsUnread } from "./itemIndex.js";
 import { LAZY_TEXT_MIN, lazyText, unreadTexts, type TextSink, type TextStore } from "./texts.js";
 
 /**
@@ -52,6 +53,25 @@ function withTexts<T extends object>(target: T, texts: TextSink): T {
   return (copy as T | undefined) ?? target;
 }
 
+/** The fields of `target` without reading an unread one (null in its place, for the caller to fill). */
+function fieldsOf<T extends object>(target: T): T {
+  const unread = unreadTexts(target);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(target)) out[key] = unread?.has(key) ? null : (target as Record<string, unknown>)[key];
+  return out as T;
+}
+
+/** A run as the body holds it: its items in the text file (`{ ref: [start, bytes] }`), as JSON. */
+function runOut(run: RunView, texts: TextSink): RunView {
+  const withText = withTexts(run, texts);
+  const out = withText === run ? fieldsOf(run) : withText;
+  const ref = unreadTexts(run)?.get("items");
+  // Items not read since are where they are, unless this snapshot starts a new text file (their texts move too).
+  const items =
+    ref && texts.holds(ref) ? texts.keep(ref) : texts.put(JSON.stringify(run.items.map((i) => withTexts(i, texts))));
+  return { ...out, items: { ref: items } as unknown as TurnItem[] };
+}
+
 export function encodeState(state: ProjectionState, texts: TextSink): string {
   const at = new Map<RunView, [number, number]>();
   const threads = [...state.threads.values()];
@@ -63,22 +83,24 @@ export function encodeState(state: ProjectionState, texts: TextSink): string {
     if (!place) at.set(run, (place = [-1, orphanRuns.push(run) - 1]));
     runs.push(key, ...place);
   }
+  const runOf = (run: RunView) => at.get(run) ?? bad("an item's run is in no thread");
+  const bad = (why: string): never => {
+    throw new SnapshotShapeError(why);
+  };
   const itemAt = new Map<TurnItem, [number, number, number]>();
-  for (const [run, [t, r]] of at) run.items.forEach((item, i) => itemAt.has(item) || itemAt.set(item, [t, r, i]));
-  const items: Array<string | number> = [];
-  for (const [key, item] of state.items) {
-    const place = itemAt.get(item);
-    if (!place) throw new SnapshotShapeError(`item ${key} is in no run`);
-    items.push(key, ...place);
+  for (const [run, [t, r]] of at) {
+    if (!itemsUnread(run)) run.items.forEach((item, i) => itemAt.has(item) || itemAt.set(item, [t, r, i]));
   }
-  const runOut = (run: RunView): RunView => ({
-    ...withTexts(run, texts),
-    items: run.items.map((i) => withTexts(i, texts)),
-  });
+  const items: Array<string | number> = [];
+  const index = state.items;
+  for (const [key, item] of index instanceof ItemIndex ? index.read() : index) {
+    items.push(key, ...(itemAt.get(item) ?? bad(`item ${key} is in no run`)));
+  }
+  if (index instanceof ItemIndex) for (const [key, run, i] of index.places()) items.push(key, ...runOf(run), i);
   const { threads: _t, runs: _r, items: _i, knownIds, receipts, head, ...rest } = state;
   const body: Body = {
-    threads: threads.map((thread) => ({ ...thread, runs: thread.runs.map(runOut) })),
-    orphanRuns: orphanRuns.map(runOut),
+    threads: threads.map((thread) => ({ ...thread, runs: thread.runs.map((run) => runOut(run, texts)) })),
+    orphanRuns: orphanRuns.map((run) => runOut(run, texts)),
     runs,
     items,
     knownIds: [...knownIds],
@@ -98,29 +120,44 @@ export function decodeState(json: string, texts: { store: TextStore; bytes: numb
   const { threads, orphanRuns, runs, items, knownIds, receipts } = body;
   for (const list of [threads, orphanRuns, runs, items, knownIds, receipts])
     if (!Array.isArray(list)) return bad("its body lacks a part");
+  const fits = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 0;
   const lazy = (target: object) => {
     for (const key of TEXT_FIELDS) {
       const value = (target as Record<string, unknown>)[key];
       if (!Array.isArray(value)) continue;
       const [start, bytes] = value as unknown[];
-      const fits = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 0;
       if (!fits(start) || !fits(bytes) || start + bytes > texts.bytes) return bad("a text out of its file");
       lazyText(target as Record<string, unknown>, key, { store: texts.store, start, bytes });
     }
   };
   const runAt = (t: unknown, r: unknown): RunView =>
     (t === -1 ? orphanRuns[r as number] : threads[t as number]?.runs?.[r as number]) ?? bad("a run out of place");
+  const parseItems = (json: string): TurnItem[] => {
+    const list = JSON.parse(json) as TurnItem[];
+    if (!Array.isArray(list)) return bad("a run's items are not a list");
+    for (const item of list) lazy(item);
+    return list;
+  };
   const runMap = new Map<string, RunView>();
   for (const run of [...threads.flatMap((thread) => thread.runs ?? bad("a thread without runs")), ...orphanRuns]) {
     lazy(run);
-    for (const item of run.items ?? bad("a run without items")) lazy(item);
+    const [start, bytes] = ((run.items as unknown as { ref?: unknown[] } | undefined)?.ref ?? []) as unknown[];
+    if (!fits(start) || !fits(bytes) || start + bytes > texts.bytes) return bad("a run's items out of their file");
+    lazyText(run as unknown as Record<string, unknown>, "items", {
+      store: texts.store,
+      start,
+      bytes,
+      parse: parseItems,
+    });
   }
   for (let i = 0; i < runs.length; i += 3) runMap.set(runs[i] as string, runAt(runs[i + 1], runs[i + 2]));
-  const itemMap = new Map<string, TurnItem>();
-  for (let i = 0; i < items.length; i += 4) {
-    const item = runAt(items[i + 1], items[i + 2]).items[items[i + 3] as number] ?? bad("an item out of place");
-    itemMap.set(items[i] as string, item);
-  }
+  const itemMap = new ItemIndex(function* () {
+    for (let i = 0; i < items.length; i += 4) {
+      const index = items[i + 3];
+      if (typeof items[i] !== "string" || !fits(index)) return bad("an item out of place");
+      yield [items[i] as string, runAt(items[i + 1], items[i + 2]), index];
+    }
+  });
   const rest = decodeGraph(body.rest, texts) as Omit<ProjectionState, keyof Body | "threads" | "runs" | "items">;
   return {
     ...rest,

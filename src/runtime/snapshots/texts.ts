@@ -65,6 +65,8 @@ export interface TextRef {
   store: TextStore;
   start: number;
   bytes: number;
+  /** What the field holds is made of the text (a run's items, from their JSON); absent: the text itself. */
+  parse?: ((text: string) => unknown) | undefined;
 }
 
 /** The fields not read yet, by object: what the next snapshot refers to again instead of reading. */
@@ -97,7 +99,8 @@ function accessorOf(key: string): PropertyDescriptor {
       get(this: object) {
         const ref = unread.get(this)?.[key];
         if (!ref) return undefined;
-        const value = ref.store.read(ref.start, ref.bytes);
+        const text = ref.store.read(ref.start, ref.bytes);
+        const value = ref.parse ? ref.parse(text) : text;
         settle(this, key, value);
         return value;
       },
@@ -163,9 +166,14 @@ export class TextSink {
     }
   }
 
+  /** Whether `ref` is in the file this sink appends to (its place stays valid). */
+  holds(ref: TextRef): boolean {
+    return this.store !== null && ref.store.path === this.store.path;
+  }
+
   /** A text not read yet: where it already is, or (from another generation) copied. */
   keep(ref: TextRef): [number, number] {
-    if (this.store && ref.store.path === this.store.path) return [ref.start, ref.bytes];
+    if (this.holds(ref)) return [ref.start, ref.bytes];
     return this.put(ref.store.read(ref.start, ref.bytes));
   }
 

@@ -16,7 +16,7 @@ import { removeTextFiles, TextSink, writeTexts, type TextStore } from "./texts.j
  * the durable log is ever installed.
  *
  * When: after a commit, once `everyRecords` records have been appended since the last snapshot and the log grew by at
- * least the last snapshot's size (so the cost of snapshots stays a fraction of the log's writes however big the state
+ * least what the last snapshot wrote (its body and the texts it appended) (so the cost of snapshots stays a fraction of the log's writes however big the state
  * grows); one at a time; never in a commit's way (the commit has been delivered when it is taken). A failure is told
  * to `onError` and costs nothing else: the next open replays more of the log.
  */
@@ -115,7 +115,7 @@ export class SnapshotWriter {
     this.#texts = text;
     texts.release(text.store);
     this.#lastSeq = seq;
-    this.#lastBytes = Buffer.byteLength(body);
+    this.#lastBytes = Buffer.byteLength(body) + (texts.end - texts.start);
     this.#logBytesAtLast = range.end;
   }
 

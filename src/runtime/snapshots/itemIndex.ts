@@ -1,0 +1,127 @@
+import type { RunView, TurnItem } from "../projectionTypes.js";
+import { unreadTexts } from "./texts.js";
+
+/**
+ * The items-by-id map of projections loaded from a snapshot. A run's items are read from the text file the first
+ * time something reads them (texts.ts); until then the map knows only where each of its items is (the run, the
+ * index in its items), and reads the run when one is asked for. To everyone else it is the complete map: asking
+ * for an item, or walking the map, reads what it needs. Only the snapshot writer sees the two parts apart.
+ */
+export class ItemIndex extends Map<string, TurnItem> {
+  readonly #pendingRun = new Map<string, RunView>();
+  readonly #pendingAt = new Map<string, number>();
+  /** Where the items are, as the snapshot lists them, until the first lookup indexes them (open needs none). */
+  #unindexed: (() => Iterable<[string, RunView, number]>) | null;
+
+  /** `places`: each item's id, run and index in the run's items (not read yet), listed when first needed. */
+  constructor(places: (() => Iterable<[string, RunView, number]>) | null = null) {
+    super();
+    this.#unindexed = places;
+  }
+
+  #index(): void {
+    const places = this.#unindexed;
+    if (!places) return;
+    this.#unindexed = null;
+    for (const [id, run, index] of places()) {
+      if (super.has(id)) continue; // set since
+      this.#pendingRun.set(id, run);
+      this.#pendingAt.set(id, index);
+    }
+  }
+
+  #resolve(id: string): void {
+    this.#index();
+    const run = this.#pendingRun.get(id);
+    if (!run) return;
+    const index = this.#pendingAt.get(id)!;
+    this.#pendingRun.delete(id);
+    this.#pendingAt.delete(id);
+    const item = run.items[index];
+    if (item && !super.has(id)) super.set(id, item);
+  }
+
+  #resolveAll(): void {
+    this.#index();
+    for (const id of [...this.#pendingRun.keys()]) this.#resolve(id);
+  }
+
+  override get(id: string): TurnItem | undefined {
+    this.#resolve(id);
+    return super.get(id);
+  }
+
+  override has(id: string): boolean {
+    this.#index();
+    return this.#pendingRun.has(id) || super.has(id);
+  }
+
+  override set(id: string, item: TurnItem): this {
+    this.#index();
+    this.#pendingRun.delete(id);
+    this.#pendingAt.delete(id);
+    return super.set(id, item);
+  }
+
+  override delete(id: string): boolean {
+    this.#index();
+    const pending = this.#pendingRun.delete(id);
+    this.#pendingAt.delete(id);
+    return super.delete(id) || pending;
+  }
+
+  override clear(): void {
+    this.#unindexed = null;
+    this.#pendingRun.clear();
+    this.#pendingAt.clear();
+    super.clear();
+  }
+
+  override get size(): number {
+    this.#resolveAll();
+    return super.size;
+  }
+
+  override entries(): MapIterator<[string, TurnItem]> {
+    this.#resolveAll();
+    return super.entries();
+  }
+
+  override keys(): MapIterator<string> {
+    this.#resolveAll();
+    return super.keys();
+  }
+
+  override values(): MapIterator<TurnItem> {
+    this.#resolveAll();
+    return super.values();
+  }
+
+  override forEach(fn: (value: TurnItem, key: string, map: Map<string, TurnItem>) => void, thisArg?: unknown): void {
+    this.#resolveAll();
+    super.forEach(fn, thisArg);
+  }
+
+  override [Symbol.iterator](): MapIterator<[string, TurnItem]> {
+    return this.entries();
+  }
+
+  /**
+   * For the snapshot writer, without reading anything: each entry as [id, run, index in its items] (a run whose
+   * items were read gives the item's place there).
+   */
+  places(): Array<[string, RunView, number]> {
+    if (this.#unindexed) return [...this.#unindexed()];
+    const out: Array<[string, RunView, number]> = [];
+    for (const [id, run] of this.#pendingRun) out.push([id, run, this.#pendingAt.get(id)!]);
+    return out;
+  }
+
+  /** The entries read so far (for the writer: with `places`, the whole map). */
+  read(): IterableIterator<[string, TurnItem]> {
+    return super.entries();
+  }
+}
+
+/** Whether a run's items are still in the text file (reading `run.items` would read them). */
+export const itemsUnread = (run: RunView): boolean => unreadTexts(run)?.has("items") ?? false;
