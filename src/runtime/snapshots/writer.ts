@@ -16,9 +16,10 @@ import { removeTextFiles, TextSink, writeTexts, type TextStore } from "./texts.j
  * the durable log is ever installed.
  *
  * When: after a commit, once `everyRecords` records have been appended since the last snapshot and the log grew by at
- * least what the last snapshot wrote (its body and the texts it appended) (so the cost of snapshots stays a fraction of the log's writes however big the state
- * grows); one at a time; never in a commit's way (the commit has been delivered when it is taken). A failure is told
- * to `onError` and costs nothing else: the next open replays more of the log.
+ * least what the last snapshot wrote (its body and the texts it appended: so the cost of snapshots stays a fraction
+ * of the log's writes however big the state grows); one at a time; never in a commit's way (the commit has been
+ * delivered when it is taken). A failure is told to `onError` and costs nothing else: the next open replays more of
+ * the log.
  */
 export interface SnapshotWriterOptions {
   dataDir: string;
