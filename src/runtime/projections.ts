@@ -76,7 +76,7 @@ export class Projections {
   readonly providerThreadsById = new Map<string, ProviderThreadRecord>();
   /** Handoffs per app thread, oldest first. */
   readonly handoffs = new Map<string, HandoffRecord[]>();
-  readonly receipts = new Map<string, { command: string; receipt: unknown }>();
+  #receipts = new Map<string, { command: string; receipt: unknown }>();
   /** Last known status of every provider session (what recovery must mark stopped). */
   readonly sessions = new Map<string, { providerTarget: string; status: string }>();
   /** Fork transfers by forked thread; realised (native or portable) at its first run. */
@@ -99,6 +99,10 @@ export class Projections {
   };
   /** Every app id the log has used, so an id source that restarts never reissues one. */
   #knownIds = new Set<string>();
+
+  get receipts(): Map<string, { command: string; receipt: unknown }> {
+    return this.#receipts;
+  }
   /** (app thread, target) pairs whose provider thread was closed as broken. */
   #replaced = new Set<string>();
   /** File restores announced and not finished: what open must finish (rollbackRecovery.ts). */
@@ -131,6 +135,7 @@ export class Projections {
       threadCheckpoints: this.#threadCheckpoints,
       items: this.#items,
       knownIds: this.#knownIds,
+      receipts: this.#receipts,
       replaced: this.#replaced,
       restores: this.#restores.state,
       liveTurns: this.#liveTurns.state,
@@ -154,6 +159,7 @@ export class Projections {
     this.#runModels = { threads: this.threads, runs: this.runs, requests: this.requests, items: this.#items };
     this.#threadCheckpoints = state.threadCheckpoints;
     this.#knownIds = state.knownIds;
+    this.#receipts = state.receipts; // a snapshot's are read on first use (snapshots/lazyCollections.ts)
     this.#replaced = state.replaced;
     this.#restores = trackAnnouncedRestores(state.restores);
     this.#liveTurns = trackLiveTurns(state.liveTurns);

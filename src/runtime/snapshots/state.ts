@@ -2,7 +2,8 @@ import type { ProjectionState } from "../projectionState.js";
 import type { RunView, ThreadView, TurnItem } from "../projectionTypes.js";
 import { decodeGraph, encodeGraph, SnapshotShapeError } from "./codec.js";
 import { ItemIndex, itemsUnread } from "./itemIndex.js";
-import { LAZY_TEXT_MIN, lazyText, unreadTexts, type TextSink, type TextStore } from "./texts.js";
+import { LazyMap, LazySet } from "./lazyCollections.js";
+import { LAZY_TEXT_MIN, lazyText, unreadTexts, type TextRef, type TextSink, type TextStore } from "./texts.js";
 
 /**
  * The projections' state as a snapshot body. The bulk of it (threads with their runs and items, the known ids, the
@@ -24,8 +25,9 @@ interface Body {
   runs: Array<string | number>;
   /** The items map, in order: key, thread index (-1: orphan run), run index, item index. */
   items: Array<string | number>;
-  knownIds: string[];
-  receipts: Array<[string, { command: string; receipt: unknown }]>;
+  /** The known ids and the receipts: their place in the text file (read on first use). */
+  knownIds: { ref: [number, number] };
+  receipts: { ref: [number, number] };
   head: number;
   rest: unknown;
 }
@@ -72,6 +74,12 @@ function runOut(run: RunView, texts: TextSink): RunView {
   return { ...out, items: { ref: items } as unknown as TurnItem[] };
 }
 
+/** A collection as the body holds it: its contents' place in the text file (`{ ref: [start, bytes] }`). */
+function collection(of: Map<unknown, unknown> | Set<unknown>, texts: TextSink): { ref: [number, number] } {
+  const unread = of instanceof LazyMap || of instanceof LazySet ? of.unread : null;
+  return { ref: unread && texts.holds(unread) ? texts.keep(unread) : texts.put(JSON.stringify([...of])) };
+}
+
 export function encodeState(state: ProjectionState, texts: TextSink): string {
   const at = new Map<RunView, [number, number]>();
   const threads = [...state.threads.values()];
@@ -103,8 +111,8 @@ export function encodeState(state: ProjectionState, texts: TextSink): string {
     orphanRuns: orphanRuns.map((run) => runOut(run, texts)),
     runs,
     items,
-    knownIds: [...knownIds],
-    receipts: [...receipts],
+    knownIds: collection(knownIds, texts),
+    receipts: collection(receipts, texts),
     head,
     rest: encodeGraph(rest, texts),
   };
@@ -118,8 +126,12 @@ export function decodeState(json: string, texts: { store: TextStore; bytes: numb
   const body = JSON.parse(json) as Body;
   if (typeof body !== "object" || body === null) return bad("its body is not an object");
   const { threads, orphanRuns, runs, items, knownIds, receipts } = body;
-  for (const list of [threads, orphanRuns, runs, items, knownIds, receipts])
-    if (!Array.isArray(list)) return bad("its body lacks a part");
+  for (const list of [threads, orphanRuns, runs, items]) if (!Array.isArray(list)) return bad("its body lacks a part");
+  const refOf = (part: { ref?: unknown } | undefined): TextRef => {
+    const [start, bytes] = (Array.isArray(part?.ref) ? part.ref : []) as unknown[];
+    if (!fits(start) || !fits(bytes) || start + bytes > texts.bytes) return bad("a part out of its file");
+    return { store: texts.store, start, bytes };
+  };
   const fits = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 0;
   const lazy = (target: object) => {
     for (const key of TEXT_FIELDS) {
@@ -165,7 +177,7 @@ export function decodeState(json: string, texts: { store: TextStore; bytes: numb
     threads: new Map(threads.map((thread) => [thread.threadId, thread])),
     runs: runMap,
     items: itemMap,
-    knownIds: new Set(knownIds),
-    receipts: new Map(receipts),
+    knownIds: new LazySet(refOf(knownIds)),
+    receipts: new LazyMap(refOf(receipts)),
   } as ProjectionState;
 }
