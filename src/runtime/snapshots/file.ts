@@ -18,7 +18,7 @@ import { syncDir, TextStore, textFileName } from "./texts.js";
 
 export const SNAPSHOT_FILE = "projections.snapshot";
 /** The file's layout: bump when the header or the codec changes. (The fold's meaning has FOLD_VERSION.) */
-export const SNAPSHOT_FORMAT = 4;
+export const SNAPSHOT_FORMAT = 5;
 
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
 const Hex64 = z.string().regex(/^[0-9a-f]{64}$/);

@@ -1,5 +1,5 @@
 import type { RunView, TurnItem } from "../projectionTypes.js";
-import { unreadTexts } from "./texts.js";
+import { unreadTexts, type TextRef } from "./texts.js";
 
 /**
  * The items-by-id map of projections loaded from a snapshot. A run's items are read from the text file the first
@@ -11,19 +11,27 @@ export class ItemIndex extends Map<string, TurnItem> {
   readonly #pendingRun = new Map<string, RunView>();
   readonly #pendingAt = new Map<string, number>();
   /** Where the items are, as the snapshot lists them, until the first lookup indexes them (open needs none). */
-  #unindexed: (() => Iterable<[string, RunView, number]>) | null;
+  #unindexed: { ref: TextRef; places: () => Iterable<[string, RunView, number]> } | null;
 
-  /** `places`: each item's id, run and index in the run's items (not read yet), listed when first needed. */
-  constructor(places: (() => Iterable<[string, RunView, number]>) | null = null) {
+  /**
+   * `source.places`: each item's id, run and index in the run's items (not read yet), read from `source.ref` in the
+   * text file when first needed.
+   */
+  constructor(source: { ref: TextRef; places: () => Iterable<[string, RunView, number]> } | null = null) {
     super();
-    this.#unindexed = places;
+    this.#unindexed = source;
+  }
+
+  /** The snapshot's list of places while nothing asked this map anything (it is then unchanged). */
+  get unread(): TextRef | null {
+    return this.#unindexed?.ref ?? null;
   }
 
   #index(): void {
-    const places = this.#unindexed;
-    if (!places) return;
+    const source = this.#unindexed;
+    if (!source) return;
     this.#unindexed = null;
-    for (const [id, run, index] of places()) {
+    for (const [id, run, index] of source.places()) {
       if (super.has(id)) continue; // set since
       this.#pendingRun.set(id, run);
       this.#pendingAt.set(id, index);
@@ -111,7 +119,7 @@ export class ItemIndex extends Map<string, TurnItem> {
    * items were read gives the item's place there).
    */
   places(): Array<[string, RunView, number]> {
-    if (this.#unindexed) return [...this.#unindexed()];
+    if (this.#unindexed) return [...this.#unindexed.places()];
     const out: Array<[string, RunView, number]> = [];
     for (const [id, run] of this.#pendingRun) out.push([id, run, this.#pendingAt.get(id)!]);
     return out;

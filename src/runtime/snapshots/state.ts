@@ -6,12 +6,13 @@ import { LazyMap, LazySet } from "./lazyCollections.js";
 import { LAZY_TEXT_MIN, lazyText, unreadTexts, type TextRef, type TextSink, type TextStore } from "./texts.js";
 
 /**
- * The projections' state as a snapshot body. The bulk of it (threads with their runs and items, the known ids, the
- * receipts) is plain JSON, so reading it back is one `JSON.parse` and a walk that rebuilds the maps: the runs map and
- * the items map hold the very objects the threads' runs and the runs' items hold (positions, not copies), as the fold
- * made them. Long texts of runs and items are `[start, bytes]` in the text file (texts.ts), read on first access.
- * The rest (provider threads, handoffs, checkpoints, trackers... small) goes through the graph codec, which keeps
- * whatever sharing it has.
+ * The projections' state as a snapshot body: plain JSON, so reading it back is one `JSON.parse` and a short walk.
+ * It holds the threads with their runs; the runs map is rebuilt from positions in the threads' runs (the very
+ * objects, as the fold shares them). What open does not need is in the text file (texts.ts), read on first use:
+ * each run's items (JSON), the items map's places (ItemIndex: an item is looked up in its run's items, the same
+ * objects), the receipts and the known ids (lazyCollections.ts), and the long texts of runs and items. What was not
+ * read since the last snapshot is referred to again where it is. The rest (provider threads, handoffs, checkpoints,
+ * trackers... small) goes through the graph codec, which keeps whatever sharing it has.
  */
 
 /** The fields of runs and items that may hold long texts (always strings, or absent, in the fold). */
@@ -23,8 +24,8 @@ interface Body {
   orphanRuns: RunView[];
   /** The runs map, in order: key, thread index (-1: orphan), run index. */
   runs: Array<string | number>;
-  /** The items map, in order: key, thread index (-1: orphan run), run index, item index. */
-  items: Array<string | number>;
+  /** The items map's places (in the text file): key, thread index (-1: orphan run), run index, item index. */
+  items: { ref: [number, number] };
   /** The known ids and the receipts: their place in the text file (read on first use). */
   knownIds: { ref: [number, number] };
   receipts: { ref: [number, number] };
@@ -95,16 +96,24 @@ export function encodeState(state: ProjectionState, texts: TextSink): string {
   const bad = (why: string): never => {
     throw new SnapshotShapeError(why);
   };
-  const itemAt = new Map<TurnItem, [number, number, number]>();
-  for (const [run, [t, r]] of at) {
-    if (!itemsUnread(run)) run.items.forEach((item, i) => itemAt.has(item) || itemAt.set(item, [t, r, i]));
-  }
-  const items: Array<string | number> = [];
   const index = state.items;
-  for (const [key, item] of index instanceof ItemIndex ? index.read() : index) {
-    items.push(key, ...(itemAt.get(item) ?? bad(`item ${key} is in no run`)));
-  }
-  if (index instanceof ItemIndex) for (const [key, run, i] of index.places()) items.push(key, ...runOf(run), i);
+  const unindexed = index instanceof ItemIndex ? index.unread : null;
+  const places = (): Array<string | number> => {
+    const itemAt = new Map<TurnItem, [number, number, number]>();
+    for (const [run, [t, r]] of at) {
+      if (!itemsUnread(run)) run.items.forEach((item, i) => itemAt.has(item) || itemAt.set(item, [t, r, i]));
+    }
+    const out: Array<string | number> = [];
+    for (const [key, item] of index instanceof ItemIndex ? index.read() : index) {
+      out.push(key, ...(itemAt.get(item) ?? bad(`item ${key} is in no run`)));
+    }
+    if (index instanceof ItemIndex) for (const [key, run, i] of index.places()) out.push(key, ...runOf(run), i);
+    return out;
+  };
+  // Untouched since it was read back: the same places (runs are only ever appended, so their positions hold).
+  const items = {
+    ref: unindexed && texts.holds(unindexed) ? texts.keep(unindexed) : texts.put(JSON.stringify(places())),
+  };
   const { threads: _t, runs: _r, items: _i, knownIds, receipts, head, ...rest } = state;
   const body: Body = {
     threads: threads.map((thread) => ({ ...thread, runs: thread.runs.map((run) => runOut(run, texts)) })),
@@ -126,7 +135,7 @@ export function decodeState(json: string, texts: { store: TextStore; bytes: numb
   const body = JSON.parse(json) as Body;
   if (typeof body !== "object" || body === null) return bad("its body is not an object");
   const { threads, orphanRuns, runs, items, knownIds, receipts } = body;
-  for (const list of [threads, orphanRuns, runs, items]) if (!Array.isArray(list)) return bad("its body lacks a part");
+  for (const list of [threads, orphanRuns, runs]) if (!Array.isArray(list)) return bad("its body lacks a part");
   const refOf = (part: { ref?: unknown } | undefined): TextRef => {
     const [start, bytes] = (Array.isArray(part?.ref) ? part.ref : []) as unknown[];
     if (!fits(start) || !fits(bytes) || start + bytes > texts.bytes) return bad("a part out of its file");
@@ -163,12 +172,18 @@ export function decodeState(json: string, texts: { store: TextStore; bytes: numb
     });
   }
   for (let i = 0; i < runs.length; i += 3) runMap.set(runs[i] as string, runAt(runs[i + 1], runs[i + 2]));
-  const itemMap = new ItemIndex(function* () {
-    for (let i = 0; i < items.length; i += 4) {
-      const index = items[i + 3];
-      if (typeof items[i] !== "string" || !fits(index)) return bad("an item out of place");
-      yield [items[i] as string, runAt(items[i + 1], items[i + 2]), index];
-    }
+  const placesRef = refOf(items);
+  const itemMap = new ItemIndex({
+    ref: placesRef,
+    *places() {
+      const list = JSON.parse(placesRef.store.read(placesRef.start, placesRef.bytes)) as unknown[];
+      if (!Array.isArray(list)) return bad("the items' places are not a list");
+      for (let i = 0; i < list.length; i += 4) {
+        const index = list[i + 3];
+        if (typeof list[i] !== "string" || !fits(index)) return bad("an item out of place");
+        yield [list[i] as string, runAt(list[i + 1], list[i + 2]), index];
+      }
+    },
   });
   const rest = decodeGraph(body.rest, texts) as Omit<ProjectionState, keyof Body | "threads" | "runs" | "items">;
   return {
