@@ -183,6 +183,7 @@ export class Runtime implements TillerRuntime {
     let log: EventLog<DomainEvent> | undefined;
     let registry: HostRegistry | undefined;
     let failedEarly: StoreFailedError | undefined;
+    let found: Awaited<ReturnType<typeof readSnapshot>> | undefined;
     try {
       const inspectOptions = inspectOptionsOf(options.inspect);
       if (inspectOptions) {
@@ -192,7 +193,7 @@ export class Runtime implements TillerRuntime {
       const { doc } = await openRuntimeMeta(dataDir, now());
       const logFile = join(dataDir, "events.jsonl");
       // Read under the lock, checked against the log as it is now; one that does not hold is ignored (and said).
-      const found = await readSnapshot(dataDir, logFile, FOLD_VERSION);
+      found = await readSnapshot(dataDir, logFile, FOLD_VERSION);
       log = await EventLog.open<DomainEvent>(logFile, {
         isUrgent: isUrgentEvent,
         coalesce: coalesceDeltas,
@@ -239,6 +240,7 @@ export class Runtime implements TillerRuntime {
         await log?.close().catch(() => undefined);
       }
       await inspector?.close();
+      found?.snapshot?.texts.store.close(); // its text file, unless the snapshot writer took it (and closed it)
       await lock.release().catch(() => undefined);
       // A full or failing disk while opening is typed like one while running.
       throw isFileSystemError(error) ? StoreFailedError.from(error, `opening ${dataDir}`) : error;
