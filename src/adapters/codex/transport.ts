@@ -228,7 +228,7 @@ export interface UnhandledServerRequest {
 const Located = z.looseObject({ threadId: z.string().optional() });
 
 /** A check derived from the binary's schema for a definition (the item union left open: see itemCheck). */
-function check(definition: string): z.ZodType {
+export function check(definition: string): z.ZodType {
   const definitions = { ...CODEX_DEFINITIONS, ThreadItem: OPEN_ITEM };
   return z.fromJSONSchema({ definitions, $ref: `#/definitions/${definition}` } as never, { defaultTarget: "draft-7" });
 }
@@ -260,6 +260,49 @@ const checks = new Map(
   Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [method, lazy(() => check(definition))]),
 );
 
+/** JSON schema types a flat check reads by hand. */
+const FLAT_TYPES: Readonly<Record<string, (value: unknown) => boolean>> = {
+  string: (value) => typeof value === "string",
+  boolean: (value) => typeof value === "boolean",
+  null: (value) => value === null,
+};
+
+/**
+ * The check of a definition that is a flat object (every property of primitive type: string, boolean, null), by hand:
+ * the streamed deltas, nearly every frame of a turn, are such. Accepts only what the schema accepts and gives what it
+ * gives (a copy, unknown keys kept); anything else is left to the schema, which also says why it fails. Null for a
+ * definition that is not flat. A property test holds it to the schema.
+ */
+export function flatCheck(definition: string): ((params: unknown) => Record<string, unknown> | undefined) | null {
+  const schema = CODEX_DEFINITIONS[definition] as { type?: unknown; properties?: object; required?: string[] };
+  if (Object.keys(schema).some((key) => !["type", "properties", "required"].includes(key))) return null;
+  if (schema.type !== "object" || !schema.properties) return null;
+  const fields: Array<[string, Array<(value: unknown) => boolean>]> = [];
+  for (const [name, property] of Object.entries(schema.properties) as Array<[string, { type?: unknown }]>) {
+    const types = [property.type].flat();
+    if (Object.keys(property).some((key) => key !== "type") || types.some((t) => !Object.hasOwn(FLAT_TYPES, String(t))))
+      return null;
+    fields.push([name, types.map((t) => FLAT_TYPES[t as string]!)]);
+  }
+  const required = new Set(schema.required ?? []);
+  return (params) => {
+    if (typeof params !== "object" || params === null || Array.isArray(params)) return undefined;
+    const value = params as Record<string, unknown>;
+    for (const [name, accepts] of fields) {
+      if (!Object.hasOwn(value, name)) {
+        if (required.has(name)) return undefined;
+        continue;
+      }
+      if (!accepts.some((ok) => ok(value[name]))) return undefined;
+    }
+    return { ...value };
+  };
+}
+
+const flatChecks = new Map(
+  Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [method, lazy(() => flatCheck(definition))]),
+);
+
 function invalid(kind: string, method: string, error: z.ZodError): ProtocolError {
   const issues = error.issues.slice(0, 3).map((i) => `${i.path.join(".") || "(params)"}: ${i.message}`);
   return new ProtocolError(`codex ${kind} ${method} does not match its schema: ${issues.join("; ")}`, { method });
@@ -269,6 +312,8 @@ function invalid(kind: string, method: string, error: z.ZodError): ProtocolError
 function parse(kind: string, method: string, params: unknown): { params: unknown } | ProtocolError | null {
   const schema = checks.get(method);
   if (!schema) return null;
+  const flat = flatChecks.get(method)?.()?.(params ?? {});
+  if (flat) return { params: flat };
   const parsed = schema().safeParse(params ?? {});
   if (!parsed.success) return invalid(kind, method, parsed.error);
   const value = parsed.data as { item?: { type: string; id: string } };
