@@ -42,6 +42,7 @@ export class SnapshotWriter {
   #writing: Promise<void> | undefined;
   #stopListening: () => void = () => undefined;
   #stopped = false;
+  #scheduled = false;
   /** The text file the next snapshot appends to, and the length the last one relies on (null: a new generation). */
   #texts: { store: TextStore; bytes: number } | null;
   /** The text file of the loaded snapshot: its unread texts are read from it until the runtime closes. */
@@ -75,10 +76,15 @@ export class SnapshotWriter {
   }
 
   #maybe(): void {
-    if (this.#writing || this.#stopped) return;
+    if (this.#writing || this.#scheduled || this.#stopped) return;
     if (this.log.head - this.#lastSeq < this.#everyRecords) return;
     if (this.log.durableBytes - this.#logBytesAtLast < this.#lastBytes) return;
-    this.#take();
+    // Out of the log's commit loop (its listeners run inside it): the next batch is not held up by the encoding.
+    this.#scheduled = true;
+    setImmediate(() => {
+      this.#scheduled = false;
+      if (!this.#writing && !this.#stopped) this.#take();
+    });
   }
 
   /** Takes the state now if it is the fold of a sealed head; the write goes on in the background. */
