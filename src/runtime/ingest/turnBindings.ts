@@ -26,22 +26,32 @@ export function trustsTurnRefs(caps: ProviderCapabilities): boolean {
   return caps.turns.exposesNativeTurnId && caps.identity.nativeTurnIds === "strong";
 }
 
+/** Past this many pairs the keys made so far are dropped (made again when asked): memory stays flat. */
+const PAIR_KEYS_KEPT = 16_384;
+
 /**
- * Keys of (session, ref) pairs. Every event of a turn asks for the same keys again and again: the same pair as the
- * call before gets the same string back, whose hash the maps computed already (a new string is hashed anew).
+ * Keys of (session, ref) pairs, each made once. Every event asks for its turn's keys, and with many turns streaming at
+ * once the events of different turns interleave: a key string made anew for each event is allocated and hashed anew by
+ * every map it is looked up in, where the one made before keeps its hash.
  */
 class PairKeys {
-  #a = "";
-  #b = "";
-  #key = "\u0000";
+  #keys = new Map<string, Map<string, string>>();
+  #size = 0;
 
   of(a: string, b: string): string {
-    if (a !== this.#a || b !== this.#b) {
-      this.#a = a;
-      this.#b = b;
-      this.#key = `${a}\u0000${b}`;
+    let ofA = this.#keys.get(a);
+    const known = ofA?.get(b);
+    if (known !== undefined) return known;
+    if (this.#size >= PAIR_KEYS_KEPT) {
+      this.#keys.clear();
+      this.#size = 0;
+      ofA = undefined;
     }
-    return this.#key;
+    if (!ofA) this.#keys.set(a, (ofA = new Map()));
+    const key = `${a}\u0000${b}`;
+    ofA.set(b, key);
+    this.#size += 1;
+    return key;
   }
 }
 
@@ -50,6 +60,8 @@ export class TurnBindings {
   readonly #threadKeys = new PairKeys();
   /** Provider thread (by session + native ref, or session alone without ids) -> current binding. */
   #current = new Map<string, TurnBinding>();
+  /** The same current bindings by session: what asks for a session's turns reads its own, never every session's. */
+  #currentBySession = new Map<string, Map<string, TurnBinding>>();
   #byTurnRef = new Map<string, TurnBinding>();
   #byAttempt = new Map<string, TurnBinding>();
   /** Turns of finished runs, by native turn ref (bounded): their late events are fenced. */
@@ -82,11 +94,35 @@ export class TurnBindings {
     if (binding.threadRef) this.#knownThreads.add(key);
     const current = this.#current.get(key);
     if (queued && current && !current.closed) this.#waiting.set(key, [...(this.#waiting.get(key) ?? []), binding]);
-    else this.#current.set(key, binding);
+    else this.#setCurrent(key, binding);
+  }
+
+  /** Every thread key names one session: the session's own map sees the same sets and deletes, in the same order. */
+  #setCurrent(key: string, binding: TurnBinding): void {
+    this.#current.set(key, binding);
+    const ofSession = this.#currentBySession.get(binding.sessionId);
+    if (ofSession) ofSession.set(key, binding);
+    else this.#currentBySession.set(binding.sessionId, new Map([[key, binding]]));
+  }
+
+  /** Unsets the key's current binding when it is `binding`. */
+  #deleteCurrent(key: string, binding: TurnBinding): void {
+    if (this.#current.get(key) !== binding) return;
+    this.#current.delete(key);
+    const ofSession = this.#currentBySession.get(binding.sessionId);
+    ofSession?.delete(key);
+    if (ofSession?.size === 0) this.#currentBySession.delete(binding.sessionId);
+  }
+
+  /** The session's current bindings (one per provider thread). */
+  #currentIn(sessionId: string): TurnBinding[] {
+    const ofSession = this.#currentBySession.get(sessionId);
+    return ofSession ? [...ofSession.values()] : [];
   }
 
   /** The provider still holds this attempt's turn in its queue: it has not taken it up. */
   isWaiting(attemptId: string): boolean {
+    if (this.#waiting.size === 0) return false;
     const binding = this.#byAttempt.get(attemptId);
     if (!binding) return false;
     return this.#waiting.get(this.#threadKey(binding.sessionId, binding.threadRef))?.includes(binding) ?? false;
@@ -106,7 +142,7 @@ export class TurnBindings {
     const rest = (this.#waiting.get(key) ?? []).filter((b) => b !== binding);
     if (rest.length > 0) this.#waiting.set(key, rest);
     else this.#waiting.delete(key);
-    this.#current.set(key, binding);
+    this.#setCurrent(key, binding);
     return binding;
   }
 
@@ -149,16 +185,16 @@ export class TurnBindings {
     binding.makingThread = false;
     if (!threadRef || binding.threadRef === threadRef) return;
     const before = this.#threadKey(binding.sessionId, binding.threadRef);
-    if (this.#current.get(before) === binding) this.#current.delete(before);
+    this.#deleteCurrent(before, binding);
     binding.threadRef = threadRef;
     const key = this.#threadKey(binding.sessionId, threadRef);
-    this.#current.set(key, binding);
+    this.#setCurrent(key, binding);
     this.#knownThreads.add(key);
   }
 
   /** The session's turn still waiting for the provider to name the thread it makes, if exactly one. */
   #makingThreadIn(sessionId: string): TurnBinding | undefined {
-    const making = [...this.#current.values()].filter((b) => b.sessionId === sessionId && b.makingThread);
+    const making = this.#currentIn(sessionId).filter((b) => b.makingThread);
     return making.length === 1 ? making[0] : undefined;
   }
 
@@ -177,7 +213,7 @@ export class TurnBindings {
     for (const childThreadRef of binding.childThreads.keys())
       remember(this.#releasedChildThreads, this.#threadKey(binding.sessionId, childThreadRef), owner);
     const key = this.#threadKey(binding.sessionId, binding.threadRef);
-    if (this.#current.get(key) === binding) this.#current.delete(key);
+    this.#deleteCurrent(key, binding);
     const waiting = this.#waiting.get(key)?.filter((b) => b !== binding);
     if (waiting?.length) this.#waiting.set(key, waiting);
     else this.#waiting.delete(key);
@@ -213,7 +249,7 @@ export class TurnBindings {
 
   /** The session's turns that are still open (their provider threads' current turns; never those queued behind). */
   openIn(sessionId: string): TurnBinding[] {
-    return [...this.#current.values()].filter((b) => b.sessionId === sessionId && !b.closed);
+    return this.#currentIn(sessionId).filter((b) => !b.closed);
   }
 
   /** A top-level provider thread of the session (never a subagent's). */

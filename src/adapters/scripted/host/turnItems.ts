@@ -2,7 +2,7 @@ import type { ProviderCapabilities } from "../../../capabilities/schema.js";
 import type { ItemStatus, ItemStream, ProviderItemKind } from "../../../domain/items.js";
 import type { ProviderEvent } from "../../contract.js";
 import type { ScriptedBackend } from "./backend.js";
-import { checkAborted, wait } from "./turnWaits.js";
+import { checkAborted, ChunkPauses } from "./turnWaits.js";
 
 /**
  * A scripted turn's items on the event stream: started, streamed and completed only as far
@@ -22,6 +22,7 @@ export class TurnItems {
   /** The top-level assistant text so far (a subagent's text is not the turn's answer). */
   assistantText = "";
   #itemCounter = 0;
+  readonly #pauses: ChunkPauses;
 
   constructor(
     private readonly turnRef: string | undefined,
@@ -30,7 +31,9 @@ export class TurnItems {
     private readonly emit: Emit,
     private readonly signal: AbortSignal,
     private readonly chunkDelayMs: number,
-  ) {}
+  ) {
+    this.#pauses = new ChunkPauses(signal);
+  }
 
   async message(
     kind: "assistant_message" | "reasoning",
@@ -131,6 +134,6 @@ export class TurnItems {
   }
 
   #tick(): Promise<void> {
-    return wait(this.signal, this.chunkDelayMs);
+    return this.#pauses.wait(this.chunkDelayMs);
   }
 }

@@ -41,6 +41,45 @@ export function wait(signal: AbortSignal, ms: number | null): Promise<void> {
 }
 
 /**
+ * The pauses between streamed chunks of one turn: one abort listener for the whole turn ends the pauses in progress
+ * when it is interrupted, where `wait` adds and removes a listener each time (with many turns streaming at once, that
+ * is a good part of what a chunk costs).
+ */
+export class ChunkPauses {
+  readonly #pending = new Set<{ timer: NodeJS.Timeout; reject: (error: Error) => void }>();
+
+  constructor(private readonly signal: AbortSignal) {
+    signal.addEventListener(
+      "abort",
+      () => {
+        for (const pause of this.#pending) {
+          clearTimeout(pause.timer);
+          pause.reject(new TurnInterrupted());
+        }
+        this.#pending.clear();
+      },
+      { once: true },
+    );
+  }
+
+  /** Waits `ms` unless the turn is interrupted first (0: gives way to the event loop once). */
+  wait(ms: number): Promise<void> {
+    if (ms === 0) return yieldTurn(this.signal);
+    if (this.signal.aborted) return Promise.reject(new TurnInterrupted());
+    return new Promise((resolve, reject) => {
+      const pause = {
+        timer: setTimeout(() => {
+          this.#pending.delete(pause);
+          resolve();
+        }, ms),
+        reject,
+      };
+      this.#pending.add(pause);
+    });
+  }
+}
+
+/**
  * Gives way to the event loop once (what a streaming provider does between two chunks), then fails if the turn was
  * interrupted meanwhile. No abort listener: nothing is left to cancel, and this runs once per streamed chunk.
  */
