@@ -1,4 +1,4 @@
-import { createActor, setup, type AnyStateMachine } from "xstate";
+import { getInitialSnapshot, setup, type AnyStateMachine } from "xstate";
 import {
   consumesHandoffSummaries,
   switchesProvidersViaHandoff,
@@ -14,14 +14,15 @@ import type { PolicyName } from "./policies.js";
  * included, is decided by the provider-thread machine itself.)
  */
 
-/** Run a decision machine to its (immediate) final state. */
+/**
+ * Run a decision machine to its (immediate) final state: the pure initial transition, no actor (starting and stopping
+ * one costs more than the decision, and every turn start asks for one).
+ */
 export function decide<TInput>(
   machine: AnyStateMachine,
   input: TInput,
 ): { decision: string; policy: PolicyName | null } {
-  const actor = createActor(machine, { input }).start();
-  const snapshot = actor.getSnapshot();
-  actor.stop();
+  const snapshot = getInitialSnapshot(machine, input);
   const decision = String(snapshot.value);
   const meta = snapshot.getMeta() as Record<string, { policy?: PolicyName } | undefined>;
   const policy = Object.values(meta).find((m) => m?.policy)?.policy ?? null;
