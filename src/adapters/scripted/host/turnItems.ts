@@ -61,6 +61,7 @@ export class TurnItems {
     chunkSize = 12,
   ): Promise<void> {
     if (stream === "output" && !this.#streamsToolOutput()) return;
+    let slot = performance.now();
     for (let i = 0; i < text.length; i += chunkSize) {
       checkAborted(this.signal);
       this.emit({
@@ -71,7 +72,7 @@ export class TurnItems {
         stream,
         delta: text.slice(i, i + chunkSize),
       });
-      await this.#tick();
+      slot = await this.#pauses.next(slot, this.chunkDelayMs);
     }
   }
 
@@ -131,9 +132,5 @@ export class TurnItems {
     if (scope.threadRef) where.threadRef = scope.threadRef;
     if (this.turnRef && !scope.inSubagent) where.turnRef = this.turnRef;
     return where;
-  }
-
-  #tick(): Promise<void> {
-    return this.#pauses.wait(this.chunkDelayMs);
   }
 }

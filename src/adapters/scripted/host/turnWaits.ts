@@ -62,6 +62,25 @@ export class ChunkPauses {
     );
   }
 
+  /**
+   * Waits for the next chunk's slot after `slot` (a `performance.now()` time): one `period` later, or as many whole
+   * periods later as it takes to be ahead of now. A stream keeps its own clock, as a provider in its own process does:
+   * a stall of the process it streams to makes it miss slots, never shifts its later ones (pauses of a fixed length
+   * after each chunk would: the streams of many turns delayed by one stall would stay in step for ever after, all
+   * their chunks landing in the same instant). Returns the slot it waited for.
+   */
+  async next(slot: number, period: number): Promise<number> {
+    if (period === 0) {
+      await yieldTurn(this.signal);
+      return slot;
+    }
+    const now = performance.now();
+    let next = slot + period;
+    if (next < now) next += Math.ceil((now - next) / period) * period;
+    await this.wait(Math.max(1, Math.round(next - now)));
+    return next;
+  }
+
   /** Waits `ms` unless the turn is interrupted first (0: gives way to the event loop once). */
   wait(ms: number): Promise<void> {
     if (ms === 0) return yieldTurn(this.signal);
