@@ -33,9 +33,11 @@ describe("scripted chunk pacing", () => {
   it("an interrupt ends the pause in progress at once", async () => {
     const abort = new AbortController();
     const pauses = new ChunkPauses(abort.signal);
+    expect(() => pauses.checkInterrupted()).not.toThrow();
     const pending = pauses.next(performance.now(), 60_000);
     abort.abort();
     await expect(pending).rejects.toBeInstanceOf(TurnInterrupted);
     await expect(pauses.wait(5)).rejects.toBeInstanceOf(TurnInterrupted);
+    expect(() => pauses.checkInterrupted()).toThrow(TurnInterrupted);
   });
 });

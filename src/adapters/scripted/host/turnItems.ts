@@ -2,7 +2,7 @@ import type { ProviderCapabilities } from "../../../capabilities/schema.js";
 import type { ItemStatus, ItemStream, ProviderItemKind } from "../../../domain/items.js";
 import type { ProviderEvent } from "../../contract.js";
 import type { ScriptedBackend } from "./backend.js";
-import { checkAborted, ChunkPauses } from "./turnWaits.js";
+import { ChunkPauses } from "./turnWaits.js";
 
 /**
  * A scripted turn's items on the event stream: started, streamed and completed only as far
@@ -29,7 +29,7 @@ export class TurnItems {
     private readonly caps: ProviderCapabilities,
     private readonly backend: ScriptedBackend,
     private readonly emit: Emit,
-    private readonly signal: AbortSignal,
+    signal: AbortSignal,
     private readonly chunkDelayMs: number,
   ) {
     this.#pauses = new ChunkPauses(signal);
@@ -61,12 +61,13 @@ export class TurnItems {
     chunkSize = 12,
   ): Promise<void> {
     if (stream === "output" && !this.#streamsToolOutput()) return;
+    const where = this.where(scope);
     let slot = performance.now();
     for (let i = 0; i < text.length; i += chunkSize) {
-      checkAborted(this.signal);
+      this.#pauses.checkInterrupted();
       this.emit({
         type: "item.delta",
-        ...this.where(scope),
+        ...where,
         itemRef,
         kind,
         stream,

@@ -47,11 +47,15 @@ export function wait(signal: AbortSignal, ms: number | null): Promise<void> {
  */
 export class ChunkPauses {
   readonly #pending = new Set<{ timer: NodeJS.Timeout; reject: (error: Error) => void }>();
+  /** The signal's `aborted`, kept here: asked before every chunk, where the signal's getter validates its receiver. */
+  #interrupted: boolean;
 
   constructor(private readonly signal: AbortSignal) {
+    this.#interrupted = signal.aborted;
     signal.addEventListener(
       "abort",
       () => {
+        this.#interrupted = true;
         for (const pause of this.#pending) {
           clearTimeout(pause.timer);
           pause.reject(new TurnInterrupted());
@@ -60,6 +64,11 @@ export class ChunkPauses {
       },
       { once: true },
     );
+  }
+
+  /** Fails if the turn was interrupted (`checkAborted` of the turn's signal). */
+  checkInterrupted(): void {
+    if (this.#interrupted) throw new TurnInterrupted();
   }
 
   /**
@@ -84,7 +93,7 @@ export class ChunkPauses {
   /** Waits `ms` unless the turn is interrupted first (0: gives way to the event loop once). */
   wait(ms: number): Promise<void> {
     if (ms === 0) return yieldTurn(this.signal);
-    if (this.signal.aborted) return Promise.reject(new TurnInterrupted());
+    if (this.#interrupted) return Promise.reject(new TurnInterrupted());
     return new Promise((resolve, reject) => {
       const pause = {
         timer: setTimeout(() => {
