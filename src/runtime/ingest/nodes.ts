@@ -90,17 +90,18 @@ export function itemDelta(
   event: EventOf<"item.delta">,
 ): Routed[] {
   const { node, started } = openNode(binding, caps, providerTarget, event.kind, event.itemRef, event.threadRef);
-  (node.streamed ??= new Set()).add(event.stream);
-  return [
-    ...started,
-    applied(binding, {
-      type: "node.delta",
-      ...scopeOf(binding),
-      nodeId: node.nodeId,
-      stream: event.stream,
-      delta: event.delta,
-    }),
-  ];
+  if (!node.streamed) node.streamed = new Set([event.stream]);
+  else if (!node.streamed.has(event.stream)) node.streamed.add(event.stream);
+  // Deltas are the bulk of all traffic: the one record, built without intermediate objects.
+  const delta = applied(binding, {
+    type: "node.delta",
+    threadId: binding.threadId,
+    runId: binding.runId,
+    nodeId: node.nodeId,
+    stream: event.stream,
+    delta: event.delta,
+  });
+  return started.length === 0 ? [delta] : [...started, delta];
 }
 
 export function itemCompleted(
@@ -216,6 +217,9 @@ export function artifactUpdated(
 }
 
 /** The node a delta/completion refers to; started implicitly (once) when the provider has not said, or not yet. */
+/** What finding an open node starts: nothing (shared: its readers only spread it). */
+const NOTHING_STARTED: readonly Routed[] = Object.freeze([]);
+
 export function openNode(
   binding: TurnBinding,
   caps: ProviderCapabilities,
@@ -223,10 +227,10 @@ export function openNode(
   kind: ProviderItemKind,
   ref: string | undefined,
   threadRef: string | undefined,
-): { node: NodeEntry; started: Routed[] } {
+): { node: NodeEntry; started: readonly Routed[] } {
   const strength = itemIdStrength(caps, kind);
   const found = findNode(binding, kind, ref, strength);
-  if (found && (found.open || ref)) return { node: found, started: [] };
+  if (found && (found.open || ref)) return { node: found, started: NOTHING_STARTED };
   const node = startNode(binding, strength, kind, ref);
   node.announced = false;
   return {
