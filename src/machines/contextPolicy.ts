@@ -1,4 +1,4 @@
-import { getInitialSnapshot, setup, type AnyStateMachine } from "xstate";
+import { createActor, setup, type AnyActorScope, type AnyStateMachine } from "xstate";
 import {
   consumesHandoffSummaries,
   switchesProvidersViaHandoff,
@@ -15,14 +15,39 @@ import type { PolicyName } from "./policies.js";
  */
 
 /**
- * Run a decision machine to its (immediate) final state: the pure initial transition, no actor (starting and stopping
- * one costs more than the decision, and every turn start asks for one).
+ * A decision machine's actor scope, made once: the machines only read guards (no actions, no children), so the scope of
+ * one never started actor serves every decision. (xstate's `getInitialSnapshot` makes an actor and a system for each
+ * call; starting and stopping an actor costs more again. Every turn start asks for two decisions.)
  */
+const inertScopes = new WeakMap<AnyStateMachine, AnyActorScope>();
+
+function inertScope(machine: AnyStateMachine, input: unknown): AnyActorScope {
+  let scope = inertScopes.get(machine);
+  if (!scope) {
+    const self = createActor(machine, { input });
+    const none = () => {};
+    scope = {
+      self,
+      id: "",
+      sessionId: "",
+      system: self.system,
+      defer: none,
+      logger: none,
+      stopChild: none,
+      emit: none,
+      actionExecutor: none,
+    } as AnyActorScope;
+    inertScopes.set(machine, scope);
+  }
+  return scope;
+}
+
+/** Run a decision machine to its (immediate) final state: its pure initial transition. */
 export function decide<TInput>(
   machine: AnyStateMachine,
   input: TInput,
 ): { decision: string; policy: PolicyName | null } {
-  const snapshot = getInitialSnapshot(machine, input);
+  const snapshot = machine.getInitialSnapshot(inertScope(machine, input), input);
   const decision = String(snapshot.value);
   const meta = snapshot.getMeta() as Record<string, { policy?: PolicyName } | undefined>;
   const policy = Object.values(meta).find((m) => m?.policy)?.policy ?? null;
