@@ -7,7 +7,7 @@ import type { HostSpec, SpawnedHost } from "../kit/hostSpec.js";
 import type { FrameRing } from "../kit/ring.js";
 import type { RpcChannel } from "../kit/rpcChannel.js";
 import { StdioChannel } from "../kit/stdioChannel.js";
-import { hostScript } from "./hostBundle.js";
+import { hostScript } from "../kit/hostBundle.js";
 
 /**
  * How Claude is reached: the Agent SDK runs in a host process (`host/main.ts`) the runtime's registry starts from the

@@ -11,7 +11,7 @@ import {
 } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
-import { nodeHostScript } from "../kit/hostScript.js";
+import { nodeHostScript } from "./hostScript.js";
 
 /**
  * How the host script runs when the package is not built (tests, benches, development from source): `--import tsx`
