@@ -105,14 +105,23 @@ const EMPTY: ReadModelState = Object.freeze({
   pendingRequests: Object.freeze([]),
 });
 
+/**
+ * What one record changed: a thread's model, or the pending requests. The containers that hold them (the thread list,
+ * the threads by id) are rebuilt once per publish, not once per record: each is as long as the runtime has threads.
+ */
+type Change = { seq: number; model: ThreadModel } | { seq: number; pendingRequests: readonly RequestView[] };
+
 export class ReadModelStore {
   /** Holds the published (durable) state; created by the first `select`. */
   #store: ReturnType<typeof createReadModelStore> | undefined;
-  /** The state at the latest folded record (may be ahead of the published one). */
-  #latest: ReadModelState = EMPTY;
+  /** The last state handed to the store. */
+  #published: ReadModelState = EMPTY;
+  /** Each thread's model at the latest folded record (may be ahead of the published one). */
+  #models = new Map<string, ThreadModel>();
+  #requests: readonly RequestView[] = EMPTY.pendingRequests;
   #latestSeq = 0;
-  /** States derived and not durable yet, oldest first. */
-  #pending: Array<{ seq: number; state: ReadModelState }> = [];
+  /** Changes derived and not published yet, oldest first. */
+  #pending: Change[] = [];
 
   constructor(
     private readonly views: Projections,
@@ -125,11 +134,12 @@ export class ReadModelStore {
     if (!this.#store) return;
     const part = PARTS.get(event.type);
     if (!part) return;
-    const next = deriveNext(this.#latest, this.views, event, part);
-    if (next === this.#latest) return;
-    this.#latest = next;
+    const change = this.#derive(seq, event, part);
+    if (!change) return;
+    if ("model" in change) this.#models.set(change.model.threadId, change.model);
+    else this.#requests = change.pendingRequests;
     this.#latestSeq = seq;
-    this.#pending.push({ seq, state: next });
+    this.#pending.push(change);
     if (this.#pending.length === 1) this.#publishWhenDurable(seq);
   }
 
@@ -180,22 +190,59 @@ export class ReadModelStore {
 
   #start(): ReturnType<typeof createReadModelStore> {
     if (this.#store) return this.#store;
+    const seeded = seed(this.views);
     this.#store = createReadModelStore();
-    this.#latest = seed(this.views);
+    // The base of every later change; the store is told once the records it reflects are durable (before any change
+    // after it: durability resolves its waiters in order).
+    this.#published = seeded;
+    for (const model of Object.values(seeded.threads)) this.#models.set(model.threadId, model);
+    this.#requests = seeded.pendingRequests;
     this.#latestSeq = this.views.head;
-    this.#pending.push({ seq: this.#latestSeq, state: this.#latest });
-    this.#publishWhenDurable(this.#latestSeq);
+    this.durability.whenDurable(this.#latestSeq).then(
+      () => {
+        if (this.#published === seeded) this.#store!.trigger.published({ state: seeded });
+      },
+      () => undefined,
+    );
     return this.#store;
   }
 
-  /** Publishes the newest pending state that is durable, then waits for the next one. */
+  #derive(seq: number, event: DomainEvent, part: Part): Change | null {
+    const { views } = this;
+    if (part === "requests") {
+      if (!("requestId" in event)) return null;
+      const view = views.requests.get(event.requestId);
+      const rest = this.#requests.filter((r) => r.requestId !== event.requestId);
+      if (view?.status === "pending") return { seq, pendingRequests: freeze([...rest, freeze(structuredClone(view))]) };
+      return rest.length === this.#requests.length ? null : { seq, pendingRequests: freeze(rest) };
+    }
+    const thread = "threadId" in event && event.threadId ? views.threads.get(event.threadId) : undefined;
+    if (!thread) return null;
+    const before = this.#models.get(thread.threadId);
+    let panels = before?.panels ?? { plan: false, todo: false };
+    if (part === "panels") {
+      const nodeId = "nodeId" in event ? event.nodeId : null;
+      if (!nodeId) return null;
+      panels = withKind(panels, views.item(nodeId)?.kind);
+      if (panels === before?.panels) return null;
+    }
+    const model = threadModel(thread, before, panels);
+    return model === before ? null : { seq, model };
+  }
+
+  /** Publishes what the durable changes make of the published state, then waits for the next change. */
   #publishWhenDurable(seq: number): void {
     this.durability.whenDurable(seq).then(
       () => {
-        const durable = this.#pending.filter((p) => p.seq <= this.durability.durableHead);
-        this.#pending = this.#pending.slice(durable.length);
-        const newest = durable.at(-1);
-        if (newest) this.#store!.trigger.published({ state: newest.state });
+        const head = this.durability.durableHead;
+        let durable = 0;
+        while (durable < this.#pending.length && this.#pending[durable]!.seq <= head) durable++;
+        const changes = this.#pending.slice(0, durable);
+        this.#pending = this.#pending.slice(durable);
+        if (changes.length > 0) {
+          this.#published = withChanges(this.#published, changes);
+          this.#store!.trigger.published({ state: this.#published });
+        }
         const next = this.#pending[0];
         if (next) this.#publishWhenDurable(next.seq);
       },
@@ -212,29 +259,6 @@ function createReadModelStore() {
 }
 
 // ---- derivation from the projections (structural sharing: what did not change stays the same object) ----
-
-function deriveNext(state: ReadModelState, views: Projections, event: DomainEvent, part: Part): ReadModelState {
-  if (part === "requests") {
-    if (!("requestId" in event)) return state;
-    const view = views.requests.get(event.requestId);
-    const rest = state.pendingRequests.filter((r) => r.requestId !== event.requestId);
-    if (view?.status === "pending")
-      return { ...state, pendingRequests: freeze([...rest, freeze(structuredClone(view))]) };
-    return rest.length === state.pendingRequests.length ? state : { ...state, pendingRequests: freeze(rest) };
-  }
-  const thread = "threadId" in event && event.threadId ? views.threads.get(event.threadId) : undefined;
-  if (!thread) return state;
-  const before = state.threads[thread.threadId];
-  let panels = before?.panels ?? { plan: false, todo: false };
-  if (part === "panels") {
-    const nodeId = "nodeId" in event ? event.nodeId : null;
-    if (!nodeId) return state;
-    panels = withKind(panels, views.item(nodeId)?.kind);
-    if (panels === before?.panels) return state;
-  }
-  const model = threadModel(thread, before, panels);
-  return model === before ? state : withThread(state, model);
-}
 
 /** The whole state at once (the first `select`; built in one pass, not thread by thread). */
 function seed(views: Projections): ReadModelState {
@@ -267,24 +291,41 @@ function withKind(panels: ThreadModel["panels"], kind: string | undefined): Thre
   return plan === panels.plan && todo === panels.todo ? panels : freeze({ plan, todo });
 }
 
-function withThread(state: ReadModelState, model: ThreadModel): ReadModelState {
-  const entry = listEntry(model);
-  const at = state.threadList.findIndex((t) => t.threadId === model.threadId);
-  const known = state.threadList[at];
-  const unchanged =
-    known &&
-    known.runs === entry.runs &&
-    known.status === entry.status &&
-    known.title === entry.title &&
-    known.providerTarget === entry.providerTarget;
-  const threadList = unchanged
-    ? state.threadList
-    : freeze(at < 0 ? [...state.threadList, entry] : state.threadList.map((t, i) => (i === at ? entry : t)));
+/** The state once `changes` (in order) applied: each container copied once, what did not change kept as it was. */
+function withChanges(state: ReadModelState, changes: readonly Change[]): ReadModelState {
+  const models = new Map<string, ThreadModel>();
+  let pendingRequests = state.pendingRequests;
+  for (const change of changes) {
+    if ("model" in change) models.set(change.model.threadId, change.model);
+    else pendingRequests = change.pendingRequests;
+  }
+  if (models.size === 0) return { ...state, pendingRequests };
+  const fresh = new Map([...models.values()].map((model) => [model.threadId, listEntry(model)]));
+  let listChanged = false;
+  const list = state.threadList.map((known) => {
+    const entry = fresh.get(known.threadId);
+    if (!entry) return known;
+    fresh.delete(known.threadId);
+    if (sameEntry(known, entry)) return known;
+    listChanged = true;
+    return entry;
+  });
+  // Threads new to the list, in the order they first changed.
+  for (const entry of fresh.values()) {
+    list.push(entry);
+    listChanged = true;
+  }
+  const threads = { ...state.threads };
+  for (const [threadId, model] of models) threads[threadId] = model;
   return {
-    threadList,
-    threads: freeze({ ...state.threads, [model.threadId]: model }),
-    pendingRequests: state.pendingRequests,
+    threadList: listChanged ? freeze(list) : state.threadList,
+    threads: Object.freeze(threads),
+    pendingRequests,
   };
+}
+
+function sameEntry(a: ThreadListEntry, b: ThreadListEntry): boolean {
+  return a.runs === b.runs && a.status === b.status && a.title === b.title && a.providerTarget === b.providerTarget;
 }
 
 function threadModel(thread: ThreadView, before: ThreadModel | undefined, panels: ThreadModel["panels"]): ThreadModel {
