@@ -7,7 +7,7 @@ import { openTestRuntime } from "../support/runtime.js";
  * from the changes of its records. The list keeps the threads' order and every part that did not change.
  */
 describe("select, many threads at once", () => {
-  it("lists threads created together in their order, and a change to one keeps every other entry as it was", async () => {
+  it("lists threads created together in order; a change to one keeps every other entry as it was", async () => {
     const scripted = createScriptedAdapter({ script: keyedScript({ "[hi]": [{ type: "text", text: "hi" }] }) });
     const { rt, cleanup } = await openTestRuntime({ scripted });
     try {
