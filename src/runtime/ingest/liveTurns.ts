@@ -35,6 +35,14 @@ export function emptyLiveTurns(): LiveTurnsState {
 
 export function trackLiveTurns(state: LiveTurnsState = emptyLiveTurns()): LiveTurns {
   const { trails, attemptOfNode, attemptOfRequest, attemptsOfRun } = state;
+  // A turn's nodes by id, made on first use (a trail loaded from a snapshot has none yet): a turn of thousands of items
+  // would otherwise be searched from its first node at every start and end.
+  const nodeIndexes = new WeakMap<TurnTrail, Map<string, NodeEntry>>();
+  const nodeIn = (trail: TurnTrail, nodeId: string): NodeEntry | undefined => {
+    let index = nodeIndexes.get(trail);
+    if (!index) nodeIndexes.set(trail, (index = new Map(trail.nodes.map((n) => [n.nodeId, n]))));
+    return index.get(nodeId);
+  };
 
   const forget = (attemptId: string) => {
     const trail = trails.get(attemptId);
@@ -55,16 +63,26 @@ export function trackLiveTurns(state: LiveTurnsState = emptyLiveTurns()): LiveTu
             trails.set(attemptId, trail);
             attemptsOfRun.set(event.runId, (attemptsOfRun.get(event.runId) ?? new Set()).add(attemptId));
           }
-          const known = trail.nodes.find((n) => n.nodeId === nodeId);
+          const known = nodeIn(trail, nodeId);
           const parentId = event.parentNodeId ?? undefined;
           // Announced again (its start came after its first delta): one node, as the normalizer keeps it.
           if (known) return void (known.parentId = parentId);
-          trail.nodes.push({ nodeId, kind: event.kind, ref: event.nativeRef, open: true, announced: true, parentId });
+          const node: NodeEntry = {
+            nodeId,
+            kind: event.kind,
+            ref: event.nativeRef,
+            open: true,
+            announced: true,
+            parentId,
+          };
+          trail.nodes.push(node);
+          nodeIndexes.get(trail)?.set(nodeId, node);
           attemptOfNode.set(nodeId, attemptId);
           return;
         }
         case "node.completed": {
-          const node = trailOfNode(event.nodeId)?.nodes.find((n) => n.nodeId === event.nodeId);
+          const trail = trailOfNode(event.nodeId);
+          const node = trail && nodeIn(trail, event.nodeId);
           if (node) node.open = false;
           return;
         }
