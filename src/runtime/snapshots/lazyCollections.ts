@@ -6,30 +6,35 @@ import type { TextRef } from "./texts.js";
  * are (`unread`).
  */
 
-function parsed(ref: TextRef): unknown[] {
-  const list: unknown = JSON.parse(ref.store.read(ref.start, ref.bytes));
-  if (!Array.isArray(list)) throw new Error(`${ref.store.path}: a collection is not a list`);
-  return list;
+/** Where a collection's contents are until it is first used; `take` reads them, once. */
+class Unread<T> {
+  constructor(public ref: TextRef | null) {}
+
+  take(): T[] {
+    const ref = this.ref;
+    if (!ref) return [];
+    this.ref = null;
+    const list: unknown = JSON.parse(ref.store.read(ref.start, ref.bytes));
+    if (!Array.isArray(list)) throw new Error(`${ref.store.path}: a collection is not a list`);
+    return list as T[];
+  }
 }
 
 export class LazyMap<K, V> extends Map<K, V> {
-  #unread: TextRef | null;
+  readonly #unread: Unread<[K, V]>;
 
   constructor(ref: TextRef) {
     super();
-    this.#unread = ref;
+    this.#unread = new Unread(ref);
   }
 
   /** Where its entries are while none was read. */
   get unread(): TextRef | null {
-    return this.#unread;
+    return this.#unread.ref;
   }
 
   #load(): void {
-    const ref = this.#unread;
-    if (!ref) return;
-    this.#unread = null;
-    for (const [key, value] of parsed(ref) as Array<[K, V]>) super.set(key, value);
+    for (const [key, value] of this.#unread.take()) super.set(key, value);
   }
 
   override get(key: K): V | undefined {
@@ -49,7 +54,7 @@ export class LazyMap<K, V> extends Map<K, V> {
     return super.delete(key);
   }
   override clear(): void {
-    this.#unread = null;
+    this.#unread.ref = null;
     super.clear();
   }
   override get size(): number {
@@ -78,23 +83,20 @@ export class LazyMap<K, V> extends Map<K, V> {
 }
 
 export class LazySet<T> extends Set<T> {
-  #unread: TextRef | null;
+  readonly #unread: Unread<T>;
 
   constructor(ref: TextRef) {
     super();
-    this.#unread = ref;
+    this.#unread = new Unread(ref);
   }
 
   /** Where its values are while none was read. */
   get unread(): TextRef | null {
-    return this.#unread;
+    return this.#unread.ref;
   }
 
   #load(): void {
-    const ref = this.#unread;
-    if (!ref) return;
-    this.#unread = null;
-    for (const value of parsed(ref) as T[]) super.add(value);
+    for (const value of this.#unread.take()) super.add(value);
   }
 
   override has(value: T): boolean {
@@ -110,7 +112,7 @@ export class LazySet<T> extends Set<T> {
     return super.delete(value);
   }
   override clear(): void {
-    this.#unread = null;
+    this.#unread.ref = null;
     super.clear();
   }
   override get size(): number {
