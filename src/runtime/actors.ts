@@ -19,7 +19,10 @@ export type ProviderThreadActor = Actor<typeof providerThreadMachine>;
 export class Actors {
   readonly threads = new Map<string, ThreadActor>();
   readonly runs = new Map<string, RunActor>();
+  /** Read freely; a request is forgotten through `forgetRequest` (it keeps the by-run index in step). */
   readonly requests = new Map<string, RequestActor>();
+  /** Each run's live requests, in the order they opened: a run's end reads its own, never every run's. */
+  readonly #requestsByRun = new Map<string, Set<string>>();
   readonly sessions = new Map<string, SessionActor>();
   readonly providerThreads = new Map<string, ProviderThreadActor>();
 
@@ -53,7 +56,27 @@ export class Actors {
   request(input: Omit<RequestContext, "response">): RequestActor {
     const actor = this.#start(createActor(requestMachine, this.#options(input.requestId, input)));
     this.requests.set(input.requestId, actor);
+    const ofRun = this.#requestsByRun.get(input.runId);
+    if (ofRun) ofRun.add(input.requestId);
+    else this.#requestsByRun.set(input.runId, new Set([input.requestId]));
     return actor;
+  }
+
+  /** The run's live request actors, in the order they opened (a copy: telling one may forget it). */
+  requestsOfRun(runId: string): RequestActor[] {
+    const ofRun = this.#requestsByRun.get(runId);
+    if (!ofRun) return [];
+    return [...ofRun].flatMap((requestId) => this.requests.get(requestId) ?? []);
+  }
+
+  forgetRequest(requestId: string): void {
+    const actor = this.requests.get(requestId);
+    if (!actor) return;
+    this.requests.delete(requestId);
+    const runId = actor.getSnapshot().context.runId;
+    const ofRun = this.#requestsByRun.get(runId);
+    ofRun?.delete(requestId);
+    if (ofRun?.size === 0) this.#requestsByRun.delete(runId);
   }
 
   /** A session, started with its target's provider calls (`logic` is the session machine with them provided). */

@@ -175,7 +175,7 @@ export class Dispatcher implements TargetHost {
       }
       case "request.resolved":
       case "request.closed":
-        this.actors.requests.delete(event.requestId);
+        this.actors.forgetRequest(event.requestId);
         return Actors.sendIfActive(this.actors.runs.get(event.runId), {
           type: "REQUEST_SETTLED",
           requestId: event.requestId,

@@ -240,9 +240,8 @@ export class Inbound {
         settledBy: "runtime",
       });
     }
-    for (const request of [...rt.actors.requests.values()]) {
-      if (request.getSnapshot().context.runId === settle.runId) request.send({ type: "CANCEL", reason: settle.reason });
-    }
+    for (const request of rt.actors.requestsOfRun(settle.runId))
+      request.send({ type: "CANCEL", reason: settle.reason });
     // Events held for a reply the turn ended without: decided now, as if they came after its end.
     const held = target.normalizer.decideHeld(settle.attemptId);
     if (held) this.route(target, held.sessionId, held.routed);
