@@ -48,7 +48,8 @@ export interface RuntimeOptions {
    * (`store_failed`: every waiter was rejected with the same typed error and the runtime
    * accepts nothing more; close it, free the space, reopen), a `subscribe` or `select` listener threw
    * (`subscriber_threw`; delivery goes on), a host the `prewarm` option started could not start
-   * (`prewarm_failed`; a session starts one again), or an asynchronous completion failed with no caller
+   * (`prewarm_failed`; a session starts one again), a projection snapshot could not be written (`snapshot_failed`;
+   * nothing is lost, the next open replays more of the log), or an asynchronous completion failed with no caller
    * left to tell (`internal_error`, a bug). Default: `process.emitWarning`.
    */
   onFailure?: (failure: RuntimeFailure) => void;
@@ -96,7 +97,9 @@ export type RuntimeFailure =
   | { kind: "store_failed"; error: TillerError }
   | { kind: "subscriber_threw"; error: unknown }
   | { kind: "internal_error"; error: unknown }
-  | { kind: "prewarm_failed"; target: string; error: unknown };
+  | { kind: "prewarm_failed"; target: string; error: unknown }
+  /** A projection snapshot could not be written (a full disk...): nothing is lost, the next open replays more. */
+  | { kind: "snapshot_failed"; error: unknown };
 
 export interface InspectOptions {
   /** 0 or absent: a free port. */

@@ -223,7 +223,14 @@ export class Runtime implements TillerRuntime {
       reportCutTail(runtime.#d, log.recovery.cut);
       reportIgnoredSnapshot(runtime.#d, found.ignored ?? ignored);
       const loaded = { snapshot: found.snapshot, used: !ignored };
-      runtime.#snapshots = SnapshotWriter.start({ dataDir, logFile, log, views: runtime.#d.views, opened: loaded });
+      runtime.#snapshots = SnapshotWriter.start({
+        dataDir,
+        logFile,
+        log,
+        views: runtime.#d.views,
+        opened: loaded,
+        onError: (error) => report({ kind: "snapshot_failed", error }),
+      });
       await log.whenDurable();
       if (inspector) {
         runtime.#inspector = inspector;

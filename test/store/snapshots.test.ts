@@ -9,7 +9,9 @@ import { readSnapshot, SNAPSHOT_FILE } from "../../src/runtime/snapshots/file.js
 import { TextSink, TextStore, unreadTexts, writeTexts } from "../../src/runtime/snapshots/texts.js";
 import { SnapshotWriter } from "../../src/runtime/snapshots/writer.js";
 import { EventLog } from "../../src/runtime/store/eventLog.js";
+import { createScriptedAdapter, type RuntimeFailure } from "../../src/index.js";
 import { tempDir } from "../support/files.js";
+import { openRuntime } from "../support/internals.js";
 import { until } from "../support/runtime.js";
 
 /**
@@ -192,6 +194,34 @@ describe("the log opened from a verified start", () => {
       expect(seqs).toEqual(Array.from({ length: 3001 - 1020 }, (_, i) => 1021 + i));
     } finally {
       await again.close();
+    }
+  });
+});
+
+describe("a runtime's snapshots", () => {
+  it("a snapshot the runtime cannot write is told to onFailure (snapshot_failed), and the runtime goes on", async () => {
+    const { dir, cleanup } = await tempDir("tiller-snapshot-failure-");
+    const failures: RuntimeFailure[] = [];
+    const rt = await openRuntime({
+      dataDir: dir,
+      providers: { scripted: createScriptedAdapter() },
+      onFailure: (failure) => failures.push(failure),
+    });
+    const probe = await open(join(dir, "probe"), "w");
+    const proto = Object.getPrototypeOf(probe) as { writeFile: () => Promise<void> };
+    await probe.close();
+    const full = Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+    const spy = vi.spyOn(proto, "writeFile").mockRejectedValueOnce(full);
+    try {
+      const { threadId } = await rt.createThread({ providerTarget: "scripted" });
+      expect(await rt.snapshots!.snapshotNow()).toBe(false);
+      expect(failures).toEqual([{ kind: "snapshot_failed", error: full }]);
+      const { runId } = await rt.sendMessage({ threadId, text: "still here" });
+      expect((await rt.waitForRun(runId)).status).toBe("completed");
+    } finally {
+      spy.mockRestore();
+      await rt.close();
+      await cleanup();
     }
   });
 });
