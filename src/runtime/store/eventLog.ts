@@ -13,12 +13,18 @@
  * Consecutive pieces of one stream queued in the same group are coalesced (`coalesce`) into one record, so a burst
  * of small deltas becomes one line, not one line each.
  */
-import { mkdir, open } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import { dirname } from "node:path";
-import { ClosedError, InvalidInputError, StoreCorruptError, StoreFailedError } from "../../domain/errors.js";
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./files.js";
-import { INDEX_STRIDE, recover, scanLines, type CutTail, type Recovered, type VerifiedStart } from "./jsonl.js";
+import { ClosedError, InvalidInputError, StoreFailedError } from "../../domain/errors.js";
+import {
+  deepFreeze,
+  INDEX_STRIDE,
+  lineRange,
+  readRecords,
+  openLogFile,
+  type CutTail,
+  type Recovered,
+  type VerifiedStart,
+} from "./jsonl.js";
 
 export interface LogRecord<E> {
   seq: number;
@@ -75,26 +81,8 @@ export class EventLog<E extends { type: string }> {
     if (!Number.isFinite(windowMs) || windowMs < 0) {
       throw new InvalidInputError("groupWindowMs", "must be a non-negative number");
     }
-    await mkdir(dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
-    const fh = await open(file, "a", PRIVATE_FILE_MODE);
-    try {
-      await fh.chmod(PRIVATE_FILE_MODE); // whatever the umask, and for a log an older version left readable
-      const found = await recover(file, options.start);
-      if (found.truncatedBytes > 0) {
-        await fh.truncate(found.goodEnd);
-        await fh.datasync();
-      }
-      // Make the file's directory entry durable too (matters when the file was just created).
-      // Windows cannot open a directory for fsync.
-      if (process.platform !== "win32") {
-        const dir = await open(dirname(file), "r");
-        await dir.sync().finally(() => dir.close());
-      }
-      return new EventLog<E>(file, fh, options, windowMs, found);
-    } catch (error) {
-      await fh.close();
-      throw error;
-    }
+    const { fh, found } = await openLogFile(file, options.start);
+    return new EventLog<E>(file, fh, options, windowMs, found);
   }
 
   /** What open found: the records kept, and the tail it cut (a torn write or an unparseable last line), if any. */
@@ -166,13 +154,7 @@ export class EventLog<E extends { type: string }> {
     if (!Number.isInteger(seq) || seq < 1 || seq > this.#durableHead) {
       throw new InvalidInputError("seq", `must be an integer in 1..${this.#durableHead}`);
     }
-    const slot = Math.floor((seq - 1) / INDEX_STRIDE);
-    const offset = this.#index[slot];
-    let at = offset === undefined ? 0 : slot * INDEX_STRIDE;
-    for await (const line of scanLines(this.#file, offset ?? 0)) {
-      if (++at === seq) return { start: line.start, end: line.end };
-    }
-    throw new StoreCorruptError(`${this.#file} ends before seq ${seq}`, { file: this.#file });
+    return lineRange(this.#file, this.#index, seq);
   }
 
   /**
@@ -375,23 +357,9 @@ export class EventLog<E extends { type: string }> {
     sub.live = true;
   }
 
-  async *#read(afterSeq: number, upTo: number): AsyncGenerator<LogRecord<E>> {
-    if (afterSeq >= upTo) return;
-    // Start at the nearest indexed record at or before afterSeq + 1.
-    const slot = Math.floor(afterSeq / INDEX_STRIDE);
-    const offset = this.#index[slot];
-    let seq = offset === undefined ? 0 : slot * INDEX_STRIDE;
-    // Stopping at upTo (<= durableHead) matters: bytes past it may be a write in progress.
-    for await (const line of scanLines(this.#file, offset ?? 0)) {
-      seq++;
-      const record = JSON.parse(line.text) as LogRecord<E>;
-      if (record.seq !== seq) {
-        throw new StoreCorruptError(`${this.#file}: expected seq ${seq}, found ${record.seq}`, { file: this.#file });
-      }
-      if (seq > afterSeq) yield record;
-      if (seq >= upTo) return;
-    }
-    throw new StoreCorruptError(`${this.#file} ends before seq ${upTo}`, { file: this.#file });
+  /** Durable records after `afterSeq` up to `upTo` (<= durableHead: bytes past it may be a write in progress). */
+  #read(afterSeq: number, upTo: number): AsyncGenerator<LogRecord<E>> {
+    return readRecords<LogRecord<E>>(this.#file, this.#index, afterSeq, upTo);
   }
 
   #deliver(sub: Subscriber<E>, record: LogRecord<E>): void {
@@ -424,11 +392,4 @@ function lineOf<E>({ seq, at, event }: Queued<E>): string {
 /** What readers get of a written record: the record, frozen all the way down (they share it). */
 function committed<E>({ seq, at, event }: Queued<E>): LogRecord<E> {
   return Object.freeze({ seq, at, event: deepFreeze(event) });
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
-  Object.freeze(value);
-  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
-  return value;
 }

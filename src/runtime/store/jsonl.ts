@@ -1,6 +1,9 @@
 import { createReadStream } from "node:fs";
+import { mkdir, open, type FileHandle } from "node:fs/promises";
+import { dirname } from "node:path";
 import { z } from "zod";
 import { StoreCorruptError } from "../../domain/errors.js";
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./files.js";
 
 /**
  * The log's file format: one JSON record per line (`{"seq","at","event"}`), read back with
@@ -108,4 +111,77 @@ export async function recover(file: string, start?: VerifiedStart): Promise<Reco
   const truncatedBytes = fileEnd - goodEnd;
   const cut = bad ? { line: bad.line, bytes: truncatedBytes, complete: bad.complete, reason: bad.reason } : null;
   return { records: expected - 1, goodEnd, truncatedBytes, index, cut };
+}
+
+/** Where line `seq` starts and ends in the file, from the sparse index (reads at most one index stride). */
+export async function lineRange(
+  file: string,
+  index: readonly number[],
+  seq: number,
+): Promise<{ start: number; end: number }> {
+  const slot = Math.floor((seq - 1) / INDEX_STRIDE);
+  const offset = index[slot];
+  let at = offset === undefined ? 0 : slot * INDEX_STRIDE;
+  for await (const line of scanLines(file, offset ?? 0)) {
+    if (++at === seq) return { start: line.start, end: line.end };
+  }
+  throw new StoreCorruptError(`${file} ends before seq ${seq}`, { file });
+}
+
+/** The records after `afterSeq` up to `upTo`, parsed, starting at the nearest indexed record; each seq checked. */
+export async function* readRecords<R extends { seq: number }>(
+  file: string,
+  index: readonly number[],
+  afterSeq: number,
+  upTo: number,
+): AsyncGenerator<R> {
+  if (afterSeq >= upTo) return;
+  const slot = Math.floor(afterSeq / INDEX_STRIDE);
+  const offset = index[slot];
+  let seq = offset === undefined ? 0 : slot * INDEX_STRIDE;
+  for await (const line of scanLines(file, offset ?? 0)) {
+    seq++;
+    const record = JSON.parse(line.text) as R;
+    if (record.seq !== seq) throw new StoreCorruptError(`${file}: expected seq ${seq}, found ${record.seq}`, { file });
+    if (seq > afterSeq) yield record;
+    if (seq >= upTo) return;
+  }
+  throw new StoreCorruptError(`${file} ends before seq ${upTo}`, { file });
+}
+
+/** Frozen all the way down: a record every reader shares. */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  return value;
+}
+
+/**
+ * Opens the log file for appending (private, whatever the umask or an older version left), validates it from `start`
+ * (`recover`), cuts a torn tail, and makes the file's directory entry durable (matters when the file was just made).
+ */
+export async function openLogFile(
+  file: string,
+  start: VerifiedStart | undefined,
+): Promise<{ fh: FileHandle; found: Recovered }> {
+  await mkdir(dirname(file), { recursive: true, mode: PRIVATE_DIR_MODE });
+  const fh = await open(file, "a", PRIVATE_FILE_MODE);
+  try {
+    await fh.chmod(PRIVATE_FILE_MODE);
+    const found = await recover(file, start);
+    if (found.truncatedBytes > 0) {
+      await fh.truncate(found.goodEnd);
+      await fh.datasync();
+    }
+    // Windows cannot open a directory for fsync.
+    if (process.platform !== "win32") {
+      const dir = await open(dirname(file), "r");
+      await dir.sync().finally(() => dir.close());
+    }
+    return { fh, found };
+  } catch (error) {
+    await fh.close();
+    throw error;
+  }
 }
