@@ -9,6 +9,7 @@ import type { RpcMessage } from "../kit/jsonRpc.js";
 import type { HostSpec } from "../kit/hostSpec.js";
 import type { FrameRing } from "../kit/ring.js";
 import { StdioChannel } from "../kit/stdioChannel.js";
+import { flatSchemaCheck } from "../kit/flatSchema.js";
 import { CODEX_DEFINITIONS, CODEX_VALIDATED_PARAMS } from "./protocol/schemas.js";
 import type {
   CodexCalls,
@@ -260,43 +261,9 @@ const checks = new Map(
   Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [method, lazy(() => check(definition))]),
 );
 
-/** JSON schema types a flat check reads by hand. */
-const FLAT_TYPES: Readonly<Record<string, (value: unknown) => boolean>> = {
-  string: (value) => typeof value === "string",
-  boolean: (value) => typeof value === "boolean",
-  null: (value) => value === null,
-};
-
-/**
- * The check of a definition that is a flat object (every property of primitive type: string, boolean, null), by hand:
- * the streamed deltas, nearly every frame of a turn, are such. Accepts only what the schema accepts and gives what it
- * gives (a copy, unknown keys kept); anything else is left to the schema, which also says why it fails. Null for a
- * definition that is not flat. A property test holds it to the schema.
- */
+/** The hand check of a flat definition (kit/flatSchema.ts), or null: the streamed deltas are flat. */
 export function flatCheck(definition: string): ((params: unknown) => Record<string, unknown> | undefined) | null {
-  const schema = CODEX_DEFINITIONS[definition] as { type?: unknown; properties?: object; required?: string[] };
-  if (Object.keys(schema).some((key) => !["type", "properties", "required"].includes(key))) return null;
-  if (schema.type !== "object" || !schema.properties) return null;
-  const fields: Array<[string, Array<(value: unknown) => boolean>]> = [];
-  for (const [name, property] of Object.entries(schema.properties) as Array<[string, { type?: unknown }]>) {
-    const types = [property.type].flat();
-    if (Object.keys(property).some((key) => key !== "type") || types.some((t) => !Object.hasOwn(FLAT_TYPES, String(t))))
-      return null;
-    fields.push([name, types.map((t) => FLAT_TYPES[t as string]!)]);
-  }
-  const required = new Set(schema.required ?? []);
-  return (params) => {
-    if (typeof params !== "object" || params === null || Array.isArray(params)) return undefined;
-    const value = params as Record<string, unknown>;
-    for (const [name, accepts] of fields) {
-      if (!Object.hasOwn(value, name)) {
-        if (required.has(name)) return undefined;
-        continue;
-      }
-      if (!accepts.some((ok) => ok(value[name]))) return undefined;
-    }
-    return { ...value };
-  };
+  return flatSchemaCheck(CODEX_DEFINITIONS[definition] as object);
 }
 
 const flatChecks = new Map(
