@@ -1,6 +1,7 @@
-import type { DomainEvent, DomainEventOf } from "../domain/events.js";
+import type { DomainEvent } from "../domain/events.js";
 import { DEFAULT_RUNTIME_MODE } from "../domain/entities.js";
 import { addItem, foldRun, isTerminalRunStatus, type RunModels } from "./projectionRuns.js";
+import { foldCheckpoint, foldRollback, type HistoryModels } from "./projectionHistory.js";
 import type {
   CheckpointView,
   HandoffRecord,
@@ -99,6 +100,13 @@ export class Projections {
   };
   /** Every app id the log has used, so an id source that restarts never reissues one. */
   #knownIds = new Set<string>();
+
+  /** What the history folds (projectionHistory.ts) read and write: these maps, as they are now. */
+  get #historyModels(): HistoryModels {
+    const { threads, runs, checkpoints, providerThreadsById, handoffs, rolledBackAt } = this;
+    const [items, threadCheckpoints] = [this.#items, this.#threadCheckpoints];
+    return { threads, runs, items, checkpoints, threadCheckpoints, providerThreadsById, handoffs, rolledBackAt };
+  }
 
   get receipts(): Map<string, { command: string; receipt: unknown }> {
     return this.#receipts;
@@ -327,86 +335,19 @@ export class Projections {
       case "checkpoint.captured":
       case "checkpoint.failed":
       case "checkpoint.skipped":
-        return this.#checkpoint(event);
+        return foldCheckpoint(this.#historyModels, event);
       case "rollback.started":
         this.rollbacksInFlight.set(event.threadId, event.toRunId);
         return;
       case "rollback.applied":
         this.rollbacksInFlight.delete(event.threadId);
-        return this.#rollback(event, seq);
+        return foldRollback(this.#historyModels, event, seq);
       case "command.receipt":
         this.receipts.set(event.commandId, { command: event.command, receipt: event.receipt });
         return;
       default:
         return;
     }
-  }
-
-  #checkpoint(event: DomainEventOf<"checkpoint.captured" | "checkpoint.failed" | "checkpoint.skipped">): void {
-    if (event.type === "checkpoint.skipped") {
-      const item = this.#items.get(event.nodeId);
-      if (item) item.detail = { ...item.detail, checkpoint: "uncheckpointed" };
-      return;
-    }
-    const { checkpointId, threadId, runId, scope, phase, nodeId } = event;
-    const captured = event.type === "checkpoint.captured" ? event : null;
-    const view: CheckpointView = {
-      ...{ checkpointId, threadId, runId, scope, phase, nodeId },
-      parentCheckpointId: captured?.parentCheckpointId ?? null,
-      commit: captured?.commit ?? null,
-      files: captured?.files ?? [],
-      insertions: captured?.insertions ?? 0,
-      deletions: captured?.deletions ?? 0,
-      status: captured ? "ready" : "error",
-      message: event.type === "checkpoint.failed" ? event.message : null,
-    };
-    this.checkpoints.set(checkpointId, view);
-    this.#threadCheckpoints.set(threadId, [...(this.#threadCheckpoints.get(threadId) ?? []), view]);
-  }
-
-  /** Later runs become `rolled_back`, their checkpoints stale; a provider that could not follow is divergent. */
-  #rollback(event: DomainEventOf<"rollback.applied">, seq: number): void {
-    const rolledBack = new Set(event.rolledBackRunIds);
-    for (const runId of rolledBack) {
-      const run = this.runs.get(runId);
-      if (run) run.status = "rolled_back";
-      this.rolledBackAt.set(runId, seq);
-    }
-    for (const checkpoint of this.#threadCheckpoints.get(event.threadId) ?? []) {
-      if (rolledBack.has(checkpoint.runId)) checkpoint.status = "stale";
-    }
-    const native = event.providerThreadId ? this.providerThreadsById.get(event.providerThreadId) : undefined;
-    if (native) {
-      native.seenRunIds = this.#seenBy(native);
-      native.omittedRunIds = new Set(
-        [...native.omittedRunIds].filter((id) => this.runs.get(id)?.status !== "rolled_back"),
-      );
-    }
-    for (const id of event.divergentProviderThreadIds) {
-      const providerThread = this.providerThreadsById.get(id);
-      if (providerThread) providerThread.divergent = true;
-    }
-  }
-
-  /**
-   * What a provider thread still holds after a native rollback: the runs it executed, and the handoffs carried by runs
-   * still standing.
-   */
-  #seenBy(providerThread: ProviderThreadRecord): Set<string> {
-    const seen = new Set<string>();
-    const standing = (runId: string) => this.runs.get(runId)?.status !== "rolled_back";
-    for (const run of this.threads.get(providerThread.threadId)?.runs ?? []) {
-      if (
-        standing(run.runId) &&
-        run.attempts.some((a) => a.providerThreadId === providerThread.providerThreadId && a.providerTurnId !== null)
-      )
-        seen.add(run.runId);
-    }
-    for (const handoff of this.handoffs.get(providerThread.threadId) ?? []) {
-      if (handoff.consumed && handoff.providerThreadId === providerThread.providerThreadId && standing(handoff.runId))
-        handoff.coveredRunIds.forEach((id) => seen.add(id));
-    }
-    return seen;
   }
 
   /** Checkpoints of a thread, oldest first (stale and failed ones included). */
