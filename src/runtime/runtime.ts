@@ -209,12 +209,12 @@ export class Runtime implements TillerRuntime {
       });
       // Hosts a crashed previous life left running are reaped before anything starts new ones, but for those recovery
       // may take up again (reaped once it is done, unless it did).
-      const opened = await HostRegistry.open(
+      const hosts = await HostRegistry.open(
         dataDir,
         typeof options.inspect === "function" ? options.inspect : undefined,
       );
-      registry = opened.registry;
-      const { reaped } = opened;
+      registry = hosts.registry;
+      const { reaped } = hosts;
       for (const [target, adapter] of Object.entries(options.providers)) adapter.bindHosts?.(registry, target);
       runtime = new Runtime(options, dataDir, log, lock, doc, registry);
       if (failedEarly) runtime.#d.failed(failedEarly);
@@ -222,15 +222,9 @@ export class Runtime implements TillerRuntime {
       reportReaped(runtime.#d, [...reaped, ...registry.endAdoption()]);
       reportCutTail(runtime.#d, log.recovery.cut);
       reportIgnoredSnapshot(runtime.#d, found.ignored ?? ignored);
-      const loaded = { snapshot: found.snapshot, used: !ignored };
-      runtime.#snapshots = SnapshotWriter.start({
-        dataDir,
-        logFile,
-        log,
-        views: runtime.#d.views,
-        opened: loaded,
-        onError: (error) => report({ kind: "snapshot_failed", error }),
-      });
+      const opened = { snapshot: found.snapshot, used: !ignored };
+      const onError = (error: unknown) => report({ kind: "snapshot_failed", error });
+      runtime.#snapshots = SnapshotWriter.start({ dataDir, logFile, log, views: runtime.#d.views, opened, onError });
       await log.whenDurable();
       if (inspector) {
         runtime.#inspector = inspector;
