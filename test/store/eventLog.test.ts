@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { ClosedError, StoreCorruptError } from "../../src/domain/errors.js";
 import { EventLog, MAX_JOINED_PIECES } from "../../src/runtime/store/eventLog.js";
+import { INDEX_STRIDE } from "../../src/runtime/store/jsonl.js";
 import type { LogRecord } from "../../src/runtime/store/eventLog.js";
 
 type Ev = { type: string; n?: number };
@@ -146,6 +147,21 @@ describe("EventLog", () => {
       expect(Object.isFrozen(record) && Object.isFrozen(record!.event)).toBe(true);
       expect(() => ((record!.event as unknown as { deep: { list: number[] } }).deep.list[0] = 9)).toThrow(TypeError);
     });
+  });
+
+  it("catches a late subscriber up from the index when lines hold multi-byte text, ASCII batches between", async () => {
+    const log = await openLog();
+    const texts = ["plain", "café", "🚀 launch", "日本語", "ascii again"];
+    const total = INDEX_STRIDE * 3 + 17;
+    for (let i = 0; i < total; i++) {
+      log.append({ type: "a", n: i, ...(i % 700 < 350 ? {} : { text: texts[i % texts.length] }) } as Ev);
+      if (i % 500 === 0) await log.whenDurable(); // batches of their own: some all ASCII, some not
+    }
+    await log.whenDurable();
+    const from = INDEX_STRIDE * 2 + 5;
+    const caught = await collect(log, from);
+    expect(caught.map((r) => r.seq)).toEqual(Array.from({ length: total - from }, (_, i) => from + 1 + i));
+    expect(caught.every((r) => r.event.n === r.seq - 1)).toBe(true);
   });
 
   it("commits an urgent event without waiting for the group window", async () => {

@@ -288,7 +288,8 @@ export class EventLog<E extends { type: string }> {
       const batch = this.#queue;
       this.#queue = [];
       const lines = batch.map((item) => (item.line ??= this.#lineOfJoined(item)));
-      const data = Buffer.from(lines.join(""), "utf8");
+      const text = lines.join("");
+      const data = Buffer.from(text, "utf8");
       try {
         // write() may be short in theory; loop so a batch never lands half-written.
         for (let done = 0; done < data.length;) {
@@ -299,9 +300,11 @@ export class EventLog<E extends { type: string }> {
         this.#fail(error);
         break;
       }
+      // An all-ASCII batch (as long as its text) has lines as long in bytes as in characters: no per-line count.
+      const ascii = data.length === text.length;
       for (let i = 0; i < batch.length; i++) {
         if ((batch[i]!.seq - 1) % INDEX_STRIDE === 0) this.#index.push(this.#endOffset);
-        this.#endOffset += Buffer.byteLength(lines[i]!);
+        this.#endOffset += ascii ? lines[i]!.length : Buffer.byteLength(lines[i]!);
       }
       const readers = this.#commitListeners.size + this.#subscribers.size > 0;
       const records: readonly LogRecord<E>[] = Object.freeze(readers ? batch.map(committed) : []);
