@@ -12,8 +12,13 @@ import { TurnWatchdog, withinLimit } from "./watchdog.js";
  * cannot vouch for fails its run (`turn_silent`) and is stopped, so the thread can go on.
  */
 
-/** How long the provider may take to say whether a silent turn is alive (no answer counts as "cannot say"). */
+/**
+ * How long the provider may take to say whether a silent turn is alive (no answer counts as "cannot say"): the
+ * silence limit, within these bounds. The floor keeps a short silence limit from failing a live turn whose provider
+ * answers a little late (a loaded machine), the ceiling a long one from holding a dead turn.
+ */
 const PROBE_LIMIT_MS = 30_000;
+const PROBE_FLOOR_MS = 2_000;
 /** How long a turn its provider calls ended may take to deliver its terminal before it is failed. */
 const TERMINAL_GRACE_MS = 1_000;
 
@@ -86,7 +91,7 @@ export class SilentTurns {
     const session = binding && target.session(binding.sessionId);
     let why = "the provider cannot say whether the turn is alive";
     if (binding && session && target.adapter.isTurnAlive) {
-      const limitMs = Math.min(rt.turnSilenceMs ?? PROBE_LIMIT_MS, PROBE_LIMIT_MS);
+      const limitMs = Math.min(Math.max(rt.turnSilenceMs ?? PROBE_LIMIT_MS, PROBE_FLOOR_MS), PROBE_LIMIT_MS);
       try {
         const alive = await withinLimit(limitMs, async () => {
           const loaded = await target.ensureThread(binding.threadId, session);

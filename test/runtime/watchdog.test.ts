@@ -88,7 +88,8 @@ describe("turn watchdog", () => {
         const { threadId } = await rt.createThread({ providerTarget: "s" });
         const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "[hang] wait" })).runId);
         expect([run.status, run.failure?.failureClass]).toEqual(["failed", "turn_silent"]);
-        expect(run.failure?.message).toMatch(/could not be asked: no answer within 50 ms/);
+        // The provider gets at least 2 s to answer, however short the silence limit.
+        expect(run.failure?.message).toMatch(/could not be asked: no answer within 2000 ms/);
       } finally {
         await cleanup();
       }
