@@ -47,13 +47,38 @@ export async function codexBare(): Promise<Timings> {
       child.stdin!.write(`${JSON.stringify({ id, method, params })}\n`);
     });
   const completed = () => new Promise<void>((res) => notes.push((m) => m.method === "turn/completed" && res()));
-  await call("initialize", { clientInfo: { name: "bare", title: null, version: "0" }, capabilities: null });
+  // The same session the Codex adapter opens (src/adapters/codex/): the experimental API, a workspace-write thread
+  // with the plan tool, and every turn naming its cwd, approval policy and collaboration mode. Codex's own work
+  // differs with these (an untrusted-approval, sandboxed turn took 70-90 ms against 55-60 ms plain, here), so the
+  // bare side does them too: the ratio is what Tiller adds, not what those settings cost.
+  const workspace = join(root, "workspace");
+  await mkdir(workspace);
+  const settings = {
+    cwd: workspace,
+    approvalPolicy: "untrusted",
+    collaborationMode: {
+      mode: "default",
+      settings: {
+        model: codexSimulatorOptions(sim.url).model.name,
+        reasoning_effort: null,
+        developer_instructions: null,
+      },
+    },
+  };
+  await call("initialize", {
+    clientInfo: { name: "bare", title: null, version: "0" },
+    capabilities: { experimentalApi: true },
+  });
   child.stdin!.write(`${JSON.stringify({ method: "initialized" })}\n`);
   const ready = performance.now();
-  const { thread } = await call("thread/start", { cwd: root });
+  const { thread } = await call("thread/start", {
+    cwd: workspace,
+    sandbox: "workspace-write",
+    config: { tools: { update_plan: { enabled: true } } },
+  });
   const turn = async (text: string) => {
     const done = completed();
-    await call("turn/start", { threadId: thread.id, input: [{ type: "text", text, text_elements: [] }] });
+    await call("turn/start", { threadId: thread.id, input: [{ type: "text", text, text_elements: [] }], ...settings });
     await done;
   };
   sim.push({ text: "warm" }, { text: "hi" });
@@ -70,6 +95,7 @@ export async function codexBare(): Promise<Timings> {
   const started = await call("turn/start", {
     threadId: thread.id,
     input: [{ type: "text", text: "long", text_elements: [] }],
+    ...settings,
   });
   await streaming;
   const t2 = performance.now();
