@@ -63,13 +63,15 @@ async function moreWork(rt: TillerRuntime, threads: Threads): Promise<void> {
  */
 function sameRefs(json: string): string {
   const derived = new Map<string, string>();
-  return json
-    .replace(/\bs(thread|turn|item)-[0-9a-f]+-/g, "s$1-*-")
-    // An id may end in "-" or "_", where \b finds no word boundary: the end is where the id's characters end.
-    .replace(/\b(nod|att|ptu|req)_[A-Za-z0-9_-]{16}(?![A-Za-z0-9_-])/g, (id, kind: string) => {
-      if (!derived.has(id)) derived.set(id, `${kind}_#${derived.size}`);
-      return derived.get(id)!;
-    });
+  return (
+    json
+      .replace(/\bs(thread|turn|item)-[0-9a-f]+-/g, "s$1-*-")
+      // An id may end in "-" or "_", where \b finds no word boundary: the end is where the id's characters end.
+      .replace(/\b(nod|att|ptu|req)_[A-Za-z0-9_-]{16}(?![A-Za-z0-9_-])/g, (id, kind: string) => {
+        if (!derived.has(id)) derived.set(id, `${kind}_#${derived.size}`);
+        return derived.get(id)!;
+      })
+  );
 }
 
 const withoutSeqs = (json: string) =>

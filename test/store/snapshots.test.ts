@@ -199,7 +199,7 @@ describe("the log opened from a verified start", () => {
 });
 
 describe("a runtime's snapshots", () => {
-  it("a snapshot the runtime cannot write is told to onFailure (snapshot_failed), and the runtime goes on", async () => {
+  it("a snapshot the runtime cannot write is told to onFailure (snapshot_failed); the runtime goes on", async () => {
     const { dir, cleanup } = await tempDir("tiller-snapshot-failure-");
     const failures: RuntimeFailure[] = [];
     const rt = await openRuntime({
