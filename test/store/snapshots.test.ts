@@ -136,11 +136,7 @@ describe("the snapshot writer", () => {
 
   it("a snapshot that cannot be written (a full disk) is told and costs nothing else", async () => {
     const { log, writer, errors, commit, logFile } = await folded();
-    const probe = await open(join(dir, "probe"), "w");
-    const proto = Object.getPrototypeOf(probe) as { writeFile: () => Promise<void> };
-    await probe.close();
-    const full = Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
-    const spy = vi.spyOn(proto, "writeFile").mockRejectedValueOnce(full);
+    const { full, spy } = await diskFullOnNextWriteFile(dir);
     try {
       commit();
       await log.whenDurable();
@@ -207,11 +203,7 @@ describe("a runtime's snapshots", () => {
       providers: { scripted: createScriptedAdapter() },
       onFailure: (failure) => failures.push(failure),
     });
-    const probe = await open(join(dir, "probe"), "w");
-    const proto = Object.getPrototypeOf(probe) as { writeFile: () => Promise<void> };
-    await probe.close();
-    const full = Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
-    const spy = vi.spyOn(proto, "writeFile").mockRejectedValueOnce(full);
+    const { full, spy } = await diskFullOnNextWriteFile(dir);
     try {
       const { threadId } = await rt.createThread({ providerTarget: "scripted" });
       expect(await rt.snapshots!.snapshotNow()).toBe(false);
@@ -225,3 +217,12 @@ describe("a runtime's snapshots", () => {
     }
   });
 });
+
+/** The next `FileHandle.writeFile` (how a snapshot is written) fails as on a full disk. */
+async function diskFullOnNextWriteFile(dir: string) {
+  const probe = await open(join(dir, "probe"), "w");
+  const proto = Object.getPrototypeOf(probe) as { writeFile: () => Promise<void> };
+  await probe.close();
+  const full = Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+  return { full, spy: vi.spyOn(proto, "writeFile").mockRejectedValueOnce(full) };
+}
