@@ -8,8 +8,8 @@ import { unreadTexts, type TextRef } from "./texts.js";
  * for an item, or walking the map, reads what it needs. Only the snapshot writer sees the two parts apart.
  */
 export class ItemIndex extends Map<string, TurnItem> {
-  readonly #pendingRun = new Map<string, RunView>();
-  readonly #pendingAt = new Map<string, number>();
+  /** Items not read yet: each one's run and index in that run's items. */
+  readonly #pending = new Map<string, { run: RunView; index: number }>();
   /** Where the items are, as the snapshot lists them, until the first lookup indexes them (open needs none). */
   #unindexed: { ref: TextRef; places: () => Iterable<[string, RunView, number]> } | null;
 
@@ -33,25 +33,22 @@ export class ItemIndex extends Map<string, TurnItem> {
     this.#unindexed = null;
     for (const [id, run, index] of source.places()) {
       if (super.has(id)) continue; // set since
-      this.#pendingRun.set(id, run);
-      this.#pendingAt.set(id, index);
+      this.#pending.set(id, { run, index });
     }
   }
 
   #resolve(id: string): void {
     this.#index();
-    const run = this.#pendingRun.get(id);
-    if (!run) return;
-    const index = this.#pendingAt.get(id)!;
-    this.#pendingRun.delete(id);
-    this.#pendingAt.delete(id);
-    const item = run.items[index];
+    const place = this.#pending.get(id);
+    if (!place) return;
+    this.#pending.delete(id);
+    const item = place.run.items[place.index];
     if (item && !super.has(id)) super.set(id, item);
   }
 
   #resolveAll(): void {
     this.#index();
-    for (const id of [...this.#pendingRun.keys()]) this.#resolve(id);
+    for (const id of [...this.#pending.keys()]) this.#resolve(id);
   }
 
   override get(id: string): TurnItem | undefined {
@@ -61,27 +58,24 @@ export class ItemIndex extends Map<string, TurnItem> {
 
   override has(id: string): boolean {
     this.#index();
-    return this.#pendingRun.has(id) || super.has(id);
+    return this.#pending.has(id) || super.has(id);
   }
 
   override set(id: string, item: TurnItem): this {
     this.#index();
-    this.#pendingRun.delete(id);
-    this.#pendingAt.delete(id);
+    this.#pending.delete(id);
     return super.set(id, item);
   }
 
   override delete(id: string): boolean {
     this.#index();
-    const pending = this.#pendingRun.delete(id);
-    this.#pendingAt.delete(id);
+    const pending = this.#pending.delete(id);
     return super.delete(id) || pending;
   }
 
   override clear(): void {
     this.#unindexed = null;
-    this.#pendingRun.clear();
-    this.#pendingAt.clear();
+    this.#pending.clear();
     super.clear();
   }
 
@@ -121,7 +115,7 @@ export class ItemIndex extends Map<string, TurnItem> {
   places(): Array<[string, RunView, number]> {
     if (this.#unindexed) return [...this.#unindexed.places()];
     const out: Array<[string, RunView, number]> = [];
-    for (const [id, run] of this.#pendingRun) out.push([id, run, this.#pendingAt.get(id)!]);
+    for (const [id, { run, index }] of this.#pending) out.push([id, run, index]);
     return out;
   }
 
