@@ -10,6 +10,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { collaborationMode, threadOpening, turnInput } from "../src/adapters/codex/mapper.js";
 import { appServerLaunch, codexSimulatorOptions, installedCodexBinary } from "../src/adapters/codex/transport.js";
 import { startModelSimulator } from "../src/simulator/index.js";
 import { codexWorld } from "../test/codex/harness.js";
@@ -47,38 +48,24 @@ export async function codexBare(): Promise<Timings> {
       child.stdin!.write(`${JSON.stringify({ id, method, params })}\n`);
     });
   const completed = () => new Promise<void>((res) => notes.push((m) => m.method === "turn/completed" && res()));
-  // The same session the Codex adapter opens (src/adapters/codex/): the experimental API, a workspace-write thread
+  // The same session the Codex adapter opens, built by its own mapper: the experimental API, a workspace-write thread
   // with the plan tool, and every turn naming its cwd, approval policy and collaboration mode. Codex's own work
   // differs with these (an untrusted-approval, sandboxed turn took 70-90 ms against 55-60 ms plain, here), so the
   // bare side does them too: the ratio is what Tiller adds, not what those settings cost.
   const workspace = join(root, "workspace");
   await mkdir(workspace);
-  const settings = {
-    cwd: workspace,
-    approvalPolicy: "untrusted",
-    collaborationMode: {
-      mode: "default",
-      settings: {
-        model: codexSimulatorOptions(sim.url).model.name,
-        reasoning_effort: null,
-        developer_instructions: null,
-      },
-    },
-  };
+  const tuning = { model: codexSimulatorOptions(sim.url).model.name, effort: null };
+  const settings = { cwd: workspace, approvalPolicy: "untrusted", ...collaborationMode("default", tuning) };
   await call("initialize", {
     clientInfo: { name: "bare", title: null, version: "0" },
     capabilities: { experimentalApi: true },
   });
   child.stdin!.write(`${JSON.stringify({ method: "initialized" })}\n`);
   const ready = performance.now();
-  const { thread } = await call("thread/start", {
-    cwd: workspace,
-    sandbox: "workspace-write",
-    config: { tools: { update_plan: { enabled: true } } },
-  });
+  const { thread } = await call("thread/start", threadOpening(workspace, "workspace-write"));
   const turn = async (text: string) => {
     const done = completed();
-    await call("turn/start", { threadId: thread.id, input: [{ type: "text", text, text_elements: [] }], ...settings });
+    await call("turn/start", { threadId: thread.id, input: turnInput(text), ...settings });
     await done;
   };
   sim.push({ text: "warm" }, { text: "hi" });
@@ -94,7 +81,7 @@ export async function codexBare(): Promise<Timings> {
   const ended = completed();
   const started = await call("turn/start", {
     threadId: thread.id,
-    input: [{ type: "text", text: "long", text_elements: [] }],
+    input: turnInput("long"),
     ...settings,
   });
   await streaming;
