@@ -11,6 +11,13 @@ import {
 import { tapFrames } from "./frameTap.js";
 import { turnText, workloadScript, type Workload } from "./workload.js";
 
+/**
+ * Frames a provider's stream hands the runtime at once, at full speed: a read from a provider's pipe holds many
+ * frames (64 KiB of frames of about 150 bytes is over 400 of them). The scripted provider streams this many chunks
+ * each time it wakes.
+ */
+export const PIPE_BURST = 64;
+
 export interface PipelineResult {
   /** Records the subscriber received after the first send, up to the last run.terminal. */
   records: number;
@@ -23,6 +30,8 @@ export interface PipelineResult {
 export interface PipelineOptions {
   /** The scripted provider's pause between streamed chunks (default 0: full speed). */
   chunkDelayMs?: number;
+  /** Chunks the scripted provider streams each time it wakes (default PIPE_BURST). */
+  chunksPerWake?: number;
   /** Every record the subscriber receives (bench/readModels.ts keeps them to fold again). */
   onRecord?: (record: LogRecord<DomainEvent>) => void;
   /** Every frame the adapter yields (adds a promise per frame: leave it out of timed runs). */
@@ -38,7 +47,11 @@ export interface PipelineOptions {
  */
 export async function runPipeline(w: Workload, hooks: PipelineOptions = {}): Promise<PipelineResult> {
   const dataDir = await mkdtemp(join(tmpdir(), "tiller-bench-"));
-  const scripted = createScriptedAdapter({ script: workloadScript(w), chunkDelayMs: hooks.chunkDelayMs ?? 0 });
+  const scripted = createScriptedAdapter({
+    script: workloadScript(w),
+    chunkDelayMs: hooks.chunkDelayMs ?? 0,
+    chunksPerWake: hooks.chunksPerWake ?? PIPE_BURST,
+  });
   const runtime = await createRuntime({
     dataDir,
     providers: { scripted: hooks.onFrame ? tapFrames(scripted, hooks.onFrame) : scripted },

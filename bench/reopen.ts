@@ -46,6 +46,7 @@ async function sourceTemplates(): Promise<Array<{ at: string; parts: string[] }>
   const templates: Array<{ at: string; parts: string[] }> = [];
   await runPipeline(SOURCE, {
     chunkDelayMs: SOURCE_CHUNK_DELAY_MS,
+    chunksPerWake: 1,
     onRecord: (record) => {
       const json = JSON.stringify(record.event);
       const parts: string[] = [];

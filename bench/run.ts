@@ -44,8 +44,10 @@ for (const part of [...(only ?? []), ...profiled])
   if (!(PARTS as readonly string[]).includes(part)) throw new Error(`no bench part named ${part}: ${PARTS.join(", ")}`);
 
 const WORKLOAD: Workload = { turns: 10, textChars: 30_000, chunkSize: 6 };
-const WARMUP: Workload = { ...WORKLOAD, turns: 2 };
-const PIPELINE_RUNS = 3; // the median is reported: wall-clock numbers on a shared machine are noisy
+// The raw side is warmed up by a pass of at least half a second; the pipeline by whole runs of the workload, until
+// its code is as optimized as the raw loop's (the first runs of a process are up to twice as slow).
+const WARMUP_RUNS = 3;
+const PIPELINE_RUNS = 5; // the median is reported: wall-clock numbers on a shared machine are noisy
 // A turn of 100 agent messages, each streaming its recorded deltas 40 times over (about 100 deltas a message, as a
 // long Codex message streams): about 10,200 frames a turn, 122,000 in all.
 const CODEX = { turns: 12, copies: 100, repeats: 40 };
@@ -64,7 +66,7 @@ const note = (label: string, value: string) => context.push([label, value]);
 
 if (wanted("pipeline")) {
   const frames = await captureFrames(WORKLOAD);
-  await runPipeline(WARMUP);
+  for (let i = 0; i < WARMUP_RUNS; i++) await runPipeline(WORKLOAD);
   measureRaw(frames); // warms up the raw side too
   // Each pipeline run is paired with a raw pass right after it, and the ratio is the median of the
   // pairs': on a shared machine the load drifts, and a pair sees about the same load.
@@ -76,6 +78,10 @@ if (wanted("pipeline")) {
     runs.push({ ...run, rawPerS, ratio: frames.length / run.seconds / rawPerS });
   }
   const median = [...runs].sort((a, b) => a.ratio - b.ratio)[Math.floor(PIPELINE_RUNS / 2)]!;
+  // Context: the same workload streamed one chunk per event-loop turn (each frame a macrotask of its own).
+  const single = await runPipeline(WORKLOAD, { chunksPerWake: 1 });
+  const singleRaw = measureRaw(frames);
+  const singleRatio = frames.length / single.seconds / (singleRaw.events / singleRaw.seconds);
   const rawPerS = median.rawPerS;
   const framesPerS = frames.length / median.seconds;
   const contentBytes = frames.reduce((sum, line) => sum + Buffer.byteLength(deltaOfLine(line)), 0);
@@ -104,6 +110,7 @@ if (wanted("pipeline")) {
     pipeline_runs_frames_per_s: runs.map((r) => Math.round(frames.length / r.seconds)),
     pipeline_runs_raw_frames_per_s: runs.map((r) => Math.round(r.rawPerS)),
     pipeline_runs_ratio: runs.map((r) => round(r.ratio)),
+    ratio_one_chunk_per_wake: round(singleRatio),
     log_bytes: median.logBytes,
     content_bytes: contentBytes,
     workload: WORKLOAD,
@@ -116,6 +123,7 @@ if (wanted("pipeline")) {
   });
   note("pipeline", `${results.pipeline_frames_per_s} frames/s, raw ${results.raw_frames_per_s} frames/s`);
   note("pipeline runs", `ratio ${runs.map((r) => round(r.ratio)).join(" / ")} (median taken)`);
+  note("one chunk a wake", `ratio ${round(singleRatio)} (each frame a macrotask of its own)`);
   note("pipeline records", `${median.records} records for ${frames.length} frames in ${round(median.seconds)} s`);
   note("log", `${median.logBytes} bytes for ${contentBytes} bytes of streamed content`);
 }

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createScriptedAdapter } from "../../src/adapters/scripted/host/provider.js";
 import { ChunkPauses, TurnInterrupted } from "../../src/adapters/scripted/host/turnWaits.js";
+import { InvalidInputError } from "../../src/domain/errors.js";
 
 /**
  * The scripted provider paces a stream's chunks on its own clock (the clock is a test double here): a stall of the
@@ -39,5 +41,54 @@ describe("scripted chunk pacing", () => {
     await expect(pending).rejects.toBeInstanceOf(TurnInterrupted);
     await expect(pauses.wait(5)).rejects.toBeInstanceOf(TurnInterrupted);
     expect(() => pauses.checkInterrupted()).toThrow(TurnInterrupted);
+  });
+});
+
+/**
+ * How many chunks a streaming turn emits each time it wakes: the deltas of one wake reach the consumer in the same
+ * macrotask. A macrotask counter (an immediate that re-arms itself, once per event-loop turn) tells the wakes apart.
+ */
+async function deltasPerWake(options: { chunksPerWake?: number }, chunks: number): Promise<number[]> {
+  const adapter = createScriptedAdapter({
+    ...options,
+    script: () => [{ type: "text", text: "x".repeat(chunks * 3), chunkSize: 3 }],
+  });
+  let turn = 0;
+  let counting = true;
+  const tick = () => {
+    turn++;
+    if (counting) setImmediate(tick);
+  };
+  setImmediate(tick);
+  try {
+    const sessionId = "ses_pace";
+    await adapter.startSession({ sessionId, cwd: process.cwd(), model: null });
+    const thread = { ...(await adapter.ensureProviderThread({ sessionId, cwd: process.cwd() })), cwd: process.cwd() };
+    await adapter.sendRun({ sessionId, thread, text: "go", context: null, model: null });
+    const wakes = new Map<number, number>();
+    for await (const { event } of adapter.streamEvents()) {
+      if (event.type === "item.delta") wakes.set(turn, (wakes.get(turn) ?? 0) + 1);
+      if (event.type === "turn.terminal") break;
+    }
+    return [...wakes.values()];
+  } finally {
+    counting = false;
+    await adapter.close();
+  }
+}
+
+describe("scripted chunks per wake", () => {
+  it("streams one chunk per wake by default", async () => {
+    expect(await deltasPerWake({}, 5)).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it("streams chunksPerWake chunks each time it wakes, the rest in the last wake", async () => {
+    expect(await deltasPerWake({ chunksPerWake: 4 }, 10)).toEqual([4, 4, 2]);
+  });
+
+  it("refuses a pace that is not one", () => {
+    for (const chunksPerWake of [0, -1, 1.5, Number.NaN])
+      expect(() => createScriptedAdapter({ chunksPerWake })).toThrow(InvalidInputError);
+    expect(() => createScriptedAdapter({ chunkDelayMs: -1 })).toThrow(InvalidInputError);
   });
 });

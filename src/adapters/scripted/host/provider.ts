@@ -15,6 +15,7 @@ import { EventQueue } from "../../kit/eventQueue.js";
 import { ScriptedBackend, type BackendThread } from "./backend.js";
 import { echoScript, type ScriptSource, type ScriptStep } from "./script.js";
 import { endedCleanly, ScriptedTurn } from "./turn.js";
+import { streamPace } from "./turnWaits.js";
 import { deliverContext } from "../../kit/context.js";
 import { defineAdapter } from "../../kit/defineAdapter.js";
 
@@ -30,8 +31,13 @@ export interface ScriptedAdapterOptions {
   script?: ScriptSource;
   /** Share a backend between adapters to model a provider that outlives the runtime. */
   backend?: ScriptedBackend;
-  /** Delay between streamed chunks; 0 yields to the event loop only. */
+  /** Delay between two wakes of a streaming turn; 0 yields to the event loop only. */
   chunkDelayMs?: number;
+  /**
+   * Chunks a streaming turn emits each time it wakes (default 1). More than one streams in bursts, as frames reach a
+   * runtime from a provider's pipe: many to a read.
+   */
+  chunksPerWake?: number;
   /**
    * A backend gate a turn waits at after sendRun answered and before the provider takes it up
    * (before its turn.started): a provider slow to start a turn.
@@ -62,7 +68,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
   const caps = resolveCapabilities(options.capabilities);
   const backend = options.backend ?? new ScriptedBackend();
   const script = options.script ?? echoScript;
-  const chunkDelayMs = options.chunkDelayMs ?? 0;
+  const pace = streamPace(options);
   const queue = new EventQueue<ProviderAdapterEvent>();
   const sessions = new Map<string, Session>();
   /** Active turn per native thread id. */
@@ -243,7 +249,7 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
         ? (runtimeMode ?? DEFAULT_RUNTIME_MODE)
         : session.runtimeMode;
       const workspace = { cwd: handle.cwd, sandbox: session.sandbox, runtimeMode: mode, tools: session.tools };
-      const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), chunkDelayMs, workspace);
+      const turn = new ScriptedTurn(turnRef, caps, backend, (e) => push(sessionId, e), pace, workspace);
       const turnModel = caps.sessions.supportsModelSwitchInSession ? (model ?? session.model) : session.model;
       const queued = { sessionId, turn, input: { text, context, runtimeMode: mode, model: turnModel } };
       // A provider that queues holds a turn sent while another runs, and takes it up when that one ended.

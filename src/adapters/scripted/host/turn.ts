@@ -8,7 +8,7 @@ import type { BackendThread, ScriptedBackend } from "./backend.js";
 import type { ScriptStep } from "./script.js";
 import { type Emit, type Scope, TurnItems } from "./turnItems.js";
 import { type PendingRequest, TurnRequests } from "./turnRequests.js";
-import { checkAborted, TurnInterrupted, until, wait } from "./turnWaits.js";
+import { checkAborted, type StreamPace, TurnInterrupted, until, wait } from "./turnWaits.js";
 import { callBack, canCallBack, toolDetail } from "../tools.js";
 
 /**
@@ -53,7 +53,7 @@ export class ScriptedTurn {
     private readonly caps: ProviderCapabilities,
     private readonly backend: ScriptedBackend,
     private readonly emit: Emit,
-    chunkDelayMs: number,
+    pace: StreamPace,
     /**
      * Where file changes with content are written, under which sandbox policy, in which runtime mode; the embedder's
      * tools its session was offered (by name).
@@ -68,7 +68,7 @@ export class ScriptedTurn {
       sandbox: "workspace-write",
     },
   ) {
-    this.#items = new TurnItems(turnRef, caps, backend, emit, this.abort.signal, chunkDelayMs);
+    this.#items = new TurnItems(turnRef, caps, backend, emit, this.abort.signal, pace);
     this.#requests = new TurnRequests(caps, backend, emit, this.abort.signal, (scope) => this.#items.where(scope));
   }
 

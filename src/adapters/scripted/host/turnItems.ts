@@ -2,7 +2,7 @@ import type { ProviderCapabilities } from "../../../capabilities/schema.js";
 import type { ItemStatus, ItemStream, ProviderItemKind } from "../../../domain/items.js";
 import type { ProviderEvent } from "../../contract.js";
 import type { ScriptedBackend } from "./backend.js";
-import { ChunkPauses } from "./turnWaits.js";
+import { ChunkPauses, type StreamPace } from "./turnWaits.js";
 
 /**
  * A scripted turn's items on the event stream: started, streamed and completed only as far
@@ -30,7 +30,7 @@ export class TurnItems {
     private readonly backend: ScriptedBackend,
     private readonly emit: Emit,
     signal: AbortSignal,
-    private readonly chunkDelayMs: number,
+    private readonly pace: StreamPace,
   ) {
     this.#pauses = new ChunkPauses(signal);
   }
@@ -62,7 +62,9 @@ export class TurnItems {
   ): Promise<void> {
     if (stream === "output" && !this.#streamsToolOutput()) return;
     const where = this.where(scope);
+    const { chunkDelayMs, chunksPerWake } = this.pace;
     let slot = performance.now();
+    let inWake = 0;
     for (let i = 0; i < text.length; i += chunkSize) {
       this.#pauses.checkInterrupted();
       this.emit({
@@ -73,7 +75,9 @@ export class TurnItems {
         stream,
         delta: text.slice(i, i + chunkSize),
       });
-      slot = await this.#pauses.next(slot, this.chunkDelayMs);
+      if (++inWake < chunksPerWake) continue;
+      inWake = 0;
+      slot = await this.#pauses.next(slot, chunkDelayMs);
     }
   }
 

@@ -1,9 +1,30 @@
+import { InvalidInputError } from "../../../domain/errors.js";
+
 /**
  * Waiting inside a scripted turn. Every wait gives way to an interrupt (it rejects with
  * TurnInterrupted), so an interrupt reaches a turn whatever step its script is on.
  */
 
 export class TurnInterrupted extends Error {}
+
+/**
+ * How a scripted provider streams a text: `chunksPerWake` chunks each time it wakes, one wake every `chunkDelayMs`
+ * (0: it only gives way to the event loop between two wakes).
+ */
+export interface StreamPace {
+  chunkDelayMs: number;
+  chunksPerWake: number;
+}
+
+/** The pace the options ask for (by default a chunk per wake, no delay), checked. */
+export function streamPace(options: { chunkDelayMs?: number; chunksPerWake?: number }): StreamPace {
+  const { chunkDelayMs = 0, chunksPerWake = 1 } = options;
+  if (!Number.isFinite(chunkDelayMs) || chunkDelayMs < 0)
+    throw new InvalidInputError("chunkDelayMs", "must be a non-negative number");
+  if (!Number.isSafeInteger(chunksPerWake) || chunksPerWake < 1)
+    throw new InvalidInputError("chunksPerWake", "must be a positive integer");
+  return { chunkDelayMs, chunksPerWake };
+}
 
 export function checkAborted(signal: AbortSignal): void {
   if (signal.aborted) throw new TurnInterrupted();
