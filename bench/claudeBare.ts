@@ -10,14 +10,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { query, type SDKMessage } from "@anthropic-ai/claude-agent-sdk";
 import { userInbox } from "../src/adapters/claude/host/inbox.js";
-import { startModelSimulator } from "../src/simulator/index.js";
+import { startSimulatorInWorker } from "./simulatorWorker.js";
 import { claudeWorld } from "../test/claude/harness.js";
 import { pathToFileURL } from "node:url";
-import { compare, throughTiller, type Timings } from "./compare.js";
+import { compare, median, TEXT_TURNS, throughTiller, timeTextTurns, type Timings } from "./compare.js";
 
 /** Claude Code driven by the Agent SDK alone: `start` from `query()` to the first turn's result. */
 export async function claudeBare(): Promise<Timings> {
-  const sim = await startModelSimulator();
+  const sim = await startSimulatorInWorker();
   const root = await mkdtemp(join(tmpdir(), "claude-bare-"));
   const home = join(root, "home");
   await mkdir(home);
@@ -49,16 +49,19 @@ export async function claudeBare(): Promise<Timings> {
     for await (const m of q) for (const w of [...waiters]) w(m);
   })().catch(() => undefined);
   const result = () => next((m) => m.type === "result");
-  sim.push({ text: "warm" }, { text: "hi" }, { hang: true, text: "long" });
+  sim.push({ text: "warm" }, ...Array.from({ length: TEXT_TURNS }, () => ({ text: "hi" })), {
+    hang: true,
+    text: "long",
+  });
   let done = result();
   say("warm up");
   await done;
   const start = performance.now() - t0;
-  const t1 = performance.now();
-  done = result();
-  say("say hi");
-  await done;
-  const text = performance.now() - t1;
+  const texts = await timeTextTurns(async () => {
+    done = result();
+    say("say hi");
+    await done;
+  });
   const streaming = next((m) => m.type === "stream_event" && m.event.type === "content_block_delta");
   done = result();
   say("long");
@@ -73,12 +76,14 @@ export async function claudeBare(): Promise<Timings> {
   await sim.close();
   // Claude may still be writing its session files as it exits.
   await rm(root, { recursive: true, force: true, maxRetries: 10 });
-  return { start, text, interrupt };
+  return { start, text: median(texts), texts, interrupt };
 }
 
 /** The same through Tiller; `prewarm`: the runtime opened with `prewarm: ["claude"]`, its host ready before timing. */
 export const claudeThroughTiller = async ({ prewarm = false }: { prewarm?: boolean } = {}): Promise<Timings> =>
-  throughTiller(await claudeWorld(prewarm ? { prewarm: ["claude"] } : {}), "claude", { prewarmed: prewarm });
+  throughTiller(await claudeWorld(prewarm ? { prewarm: ["claude"] } : {}, {}, startSimulatorInWorker), "claude", {
+    prewarmed: prewarm,
+  });
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href)
   await compare([

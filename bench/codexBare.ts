@@ -12,14 +12,14 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { collaborationMode, threadOpening, turnInput } from "../src/adapters/codex/mapper.js";
 import { appServerLaunch, codexSimulatorOptions, installedCodexBinary } from "../src/adapters/codex/transport.js";
-import { startModelSimulator } from "../src/simulator/index.js";
+import { startSimulatorInWorker } from "./simulatorWorker.js";
 import { codexWorld } from "../test/codex/harness.js";
 import { pathToFileURL } from "node:url";
-import { compare, throughTiller, type Timings } from "./compare.js";
+import { compare, median, TEXT_TURNS, throughTiller, timeTextTurns, type Timings } from "./compare.js";
 
 /** `codex app-server` on the bare protocol: `start` from its spawn to the first turn's completion. */
 export async function codexBare(): Promise<Timings> {
-  const sim = await startModelSimulator();
+  const sim = await startSimulatorInWorker();
   const root = await mkdtemp(join(tmpdir(), "codex-bare-"));
   await mkdir(join(root, "home"));
   await mkdir(join(root, "codex-home"));
@@ -68,13 +68,11 @@ export async function codexBare(): Promise<Timings> {
     await call("turn/start", { threadId: thread.id, input: turnInput(text), ...settings });
     await done;
   };
-  sim.push({ text: "warm" }, { text: "hi" });
+  sim.push({ text: "warm" }, ...Array.from({ length: TEXT_TURNS }, () => ({ text: "hi" })));
   await turn("warm up");
   const start = performance.now() - t0; // spawn -> first turn completed, as for Tiller
   const firstTurnOnReadyHost = performance.now() - ready; // as for Tiller with a prewarmed host
-  const t1 = performance.now();
-  await turn("say hi");
-  const text = performance.now() - t1;
+  const texts = await timeTextTurns(() => turn("say hi"));
   sim.push({ hang: true, text: "long" });
   notes.length = 0;
   const streaming = new Promise<void>((res) => notes.push((m) => m.method === "item/agentMessage/delta" && res()));
@@ -97,12 +95,16 @@ export async function codexBare(): Promise<Timings> {
   }
   await sim.close();
   await rm(root, { recursive: true, force: true });
-  return { start, text, interrupt, firstTurnOnReadyHost };
+  return { start, text: median(texts), texts, interrupt, firstTurnOnReadyHost };
 }
 
 /** The same through Tiller; `prewarm`: the runtime opened with `prewarm: ["codex"]`, its app-server ready first. */
 export const codexThroughTiller = async ({ prewarm = false }: { prewarm?: boolean } = {}): Promise<Timings> =>
-  throughTiller(await codexWorld(prewarm ? { runtime: { prewarm: ["codex"] } } : {}), "codex", { prewarmed: prewarm });
+  throughTiller(
+    await codexWorld({ simulator: startSimulatorInWorker, ...(prewarm ? { runtime: { prewarm: ["codex"] } } : {}) }),
+    "codex",
+    { prewarmed: prewarm },
+  );
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href)
   await compare([

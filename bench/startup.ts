@@ -30,8 +30,9 @@ export async function measureStartRatios(runs = 5): Promise<Record<string, numbe
     codex.warm.push(await codexThroughTiller({ prewarm: true }));
     codex.cold.push(await codexThroughTiller());
   }
-  const m = (xs: Timings[], key: keyof Timings) => median(xs.map((x) => x[key] ?? Number.NaN));
-  const ms = (xs: Timings[], key: keyof Timings) => Math.round(m(xs, key));
+  const m = (xs: Timings[], key: Exclude<keyof Timings, "texts">) => median(xs.map((x) => x[key] ?? Number.NaN));
+  const ms = (xs: Timings[], key: Exclude<keyof Timings, "texts">) => Math.round(m(xs, key));
+  const texts = (xs: Timings[]) => median(xs.flatMap((x) => x.texts));
   return {
     // Through Tiller with prewarm (host ready before the first sendMessage) / bare Agent SDK, start + first turn.
     claude_start_ratio: round(m(claude.warm, "start") / m(claude.bare, "start")),
@@ -46,20 +47,21 @@ export async function measureStartRatios(runs = 5): Promise<Record<string, numbe
     // thread/start, turn) / bare from the end of the handshake (thread/start, turn): what the runtime adds to it.
     codex_first_turn_on_ready_host_ratio: round(m(codex.warm, "start") / m(codex.bare, "firstTurnOnReadyHost")),
     // A warm text turn (the second of the thread) through Tiller (every Tiller run, prewarmed or not) / bare.
-    codex_turn_ratio: round(m([...codex.warm, ...codex.cold], "text") / m(codex.bare, "text")),
-    claude_turn_ratio: round(m([...claude.warm, ...claude.cold], "text") / m(claude.bare, "text")),
+    // Every warm text turn of every run, each way: TEXT_TURNS a run (bench/compare.ts).
+    codex_turn_ratio: round(texts([...codex.warm, ...codex.cold]) / texts(codex.bare)),
+    claude_turn_ratio: round(texts([...claude.warm, ...claude.cold]) / texts(claude.bare)),
     startup_runs: runs,
     claude_bare_start_ms: ms(claude.bare, "start"),
     claude_tiller_prewarm_start_ms: ms(claude.warm, "start"),
     claude_tiller_cold_start_ms: ms(claude.cold, "start"),
-    claude_bare_turn_ms: ms(claude.bare, "text"),
-    claude_tiller_turn_ms: ms([...claude.warm, ...claude.cold], "text"),
+    claude_bare_turn_ms: Math.round(texts(claude.bare)),
+    claude_tiller_turn_ms: Math.round(texts([...claude.warm, ...claude.cold])),
     codex_bare_start_ms: ms(codex.bare, "start"),
     codex_tiller_prewarm_start_ms: ms(codex.warm, "start"),
     codex_tiller_cold_start_ms: ms(codex.cold, "start"),
     codex_bare_first_turn_on_ready_host_ms: ms(codex.bare, "firstTurnOnReadyHost"),
-    codex_bare_turn_ms: ms(codex.bare, "text"),
-    codex_tiller_turn_ms: ms([...codex.warm, ...codex.cold], "text"),
+    codex_bare_turn_ms: Math.round(texts(codex.bare)),
+    codex_tiller_turn_ms: Math.round(texts([...codex.warm, ...codex.cold])),
   };
 }
 

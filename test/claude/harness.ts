@@ -9,6 +9,7 @@ import { lastPrompt, type TranscriptEntry } from "../../src/adapters/claude/mapp
 import { Projections } from "../../src/runtime/projections.js";
 import { until } from "../support/runtime.js";
 import type { RuntimeOptions } from "../../src/index.js";
+import type { ModelSimulator } from "../../src/simulator/index.js";
 import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
 
 /**
@@ -29,9 +30,11 @@ export const SIMULATOR_KEY = "sk-simulator-key";
 export function claudeWorld(
   runtime: Partial<RuntimeOptions> = {},
   adapter: Omit<ClaudeAdapterOptions, "model"> & { model?: { name?: string } } = {},
+  simulator?: () => Promise<ModelSimulator>,
 ): Promise<ClaudeWorld> {
   return simulatedWorld({
     target: "claude",
+    ...(simulator ? { simulator } : {}),
     runtime,
     makeAdapter: ({ home }, sim) => {
       process.env[SIMULATOR_KEY_ENV] = SIMULATOR_KEY;

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { RuntimeOptions } from "../../src/index.js";
+import type { ModelSimulator } from "../../src/simulator/index.js";
 import { createCodexAdapter, type CodexAdapter, type CodexAdapterOptions } from "../../src/adapters/codex/adapter.js";
 import { mkdir } from "node:fs/promises";
 import { codexSimulatorOptions, installedCodexBinary } from "../../src/adapters/codex/transport.js";
@@ -27,11 +28,13 @@ export function codexWorld(
     adapter?: Partial<CodexAdapterOptions> | ((sim: { url: string }) => Partial<CodexAdapterOptions>);
     runtime?: Partial<RuntimeOptions>;
     extraProviders?: RuntimeOptions["providers"];
+    simulator?: () => Promise<ModelSimulator>;
   } = {},
 ): Promise<CodexWorld> {
   const codexHome = (root: string) => join(root, "codex-home");
   return simulatedWorld({
     target: "codex",
+    ...(options.simulator ? { simulator: options.simulator } : {}),
     runtime: { ...options.runtime, providers: { ...options.runtime?.providers, ...options.extraProviders } },
     // An empty provider home: the simulator's endpoint and settings go on the command line.
     prepare: async ({ root }) => void (await mkdir(codexHome(root), { recursive: true })),

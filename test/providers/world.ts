@@ -37,11 +37,13 @@ export interface WorldSpec<A extends ProviderAdapter> {
   makeAdapter(dirs: { root: string; home: string }, sim: ModelSimulator): A;
   /** Runtime options; its `providers` join the target's. */
   runtime?: Partial<RuntimeOptions>;
+  /** Starts the model simulator (default: in this process). */
+  simulator?: () => Promise<ModelSimulator>;
 }
 
 export async function simulatedWorld<A extends ProviderAdapter>(spec: WorldSpec<A>): Promise<SimulatedWorld<A>> {
   const root = await mkdtemp(join(tmpdir(), `tiller-${spec.target}-`));
-  const sim = await startModelSimulator();
+  const sim = await (spec.simulator ?? startModelSimulator)();
   const dirs = { root, home: join(root, "home") };
   const workspace = join(root, "workspace");
   await Promise.all([mkdir(dirs.home, { recursive: true }), mkdir(workspace, { recursive: true })]);
