@@ -26,25 +26,28 @@ const SAMPLE_SOURCE_CHARS = 64 * 1024;
 /** Raw text an entry keeps at most, all entries together (the cleaned entries are bounded apart, by `maxBytes`). */
 const RAW_BYTES_MAX = 1024 * 1024;
 
-/** A frame as it came: cleaned (redacted, cut) only when someone reads it. */
-interface RawEntry {
-  kind: string;
-  /** At most SAMPLE_SOURCE_CHARS of the text. */
-  raw: string;
-  maxChars: number;
-  /** An earlier entry of this kind opened a private key block this text may close. */
-  inKeyBlock: boolean;
-}
-
 /**
  * Recent raw frames and stderr lines of one host, for failure reports: bounded in count and bytes, each entry
  * truncated, secrets redacted (so a report can be logged as is). Redaction runs when entries are read (`tail`), not
  * for every frame that passes: a host streams thousands of frames for every report anyone reads. Until then the
  * entries stay in this process's memory only, like the frames themselves. Anomalies are counted by kind (`counts`)
  * and sampled in as `note` entries.
+ *
+ * The entries live in fixed-size circular columns (one slot per entry, no object or array shift per frame): a push
+ * is on every frame's path.
  */
 export class FrameRing {
-  #entries: RawEntry[] = [];
+  readonly #kinds: string[];
+  /** Each entry's text as it came, at most SAMPLE_SOURCE_CHARS of it. */
+  readonly #raws: string[];
+  readonly #maxChars: Int32Array;
+  /** What each entry takes at most once cleaned (see `bound`). */
+  readonly #bounds: Int32Array;
+  /** An earlier entry of its kind opened a private key block this entry's text may close. */
+  readonly #inKeyBlockAt: Uint8Array;
+  /** The slot of the oldest entry, and how many there are. */
+  #head = 0;
+  #size = 0;
   /** What the cleaned entries take at most (each is cut to its `maxChars`). */
   #bytes = 0;
   #rawBytes = 0;
@@ -53,25 +56,47 @@ export class FrameRing {
   #inKeyBlock = new Set<string>();
 
   constructor(
-    private readonly maxEntries = 200,
+    maxEntries = 200,
     private readonly maxBytes = 64 * 1024,
     private readonly maxEntryBytes = 2 * 1024,
     /** Values that must never appear (the host's token): masked in every entry. */
     private readonly secrets: readonly string[] = [],
-  ) {}
+  ) {
+    const capacity = Math.max(0, Math.floor(maxEntries));
+    this.#kinds = new Array<string>(capacity).fill("");
+    this.#raws = new Array<string>(capacity).fill("");
+    this.#maxChars = new Int32Array(capacity);
+    this.#bounds = new Int32Array(capacity);
+    this.#inKeyBlockAt = new Uint8Array(capacity);
+  }
 
   push(kind: "in" | "out" | "stderr" | "note", text: string, maxChars = this.maxEntryBytes): void {
     // Cut before redaction only this far out: a secret cut in half would no longer look like one.
     const raw = text.length > SAMPLE_SOURCE_CHARS ? text.slice(0, SAMPLE_SOURCE_CHARS) : text;
-    const entry: RawEntry = { kind, raw, maxChars, inKeyBlock: this.#trackKeyBlock(kind, raw) };
-    this.#entries.push(entry);
-    this.#bytes += bound(entry);
+    const inKeyBlock = this.#trackKeyBlock(kind, raw);
+    const capacity = this.#kinds.length;
+    if (capacity === 0) return;
+    if (this.#size === capacity) this.#dropOldest();
+    const slot = (this.#head + this.#size) % capacity;
+    const cut = Math.min(raw.length, maxChars);
+    this.#kinds[slot] = kind;
+    this.#raws[slot] = raw;
+    this.#maxChars[slot] = maxChars;
+    this.#bounds[slot] = bound(kind, cut);
+    this.#inKeyBlockAt[slot] = inKeyBlock ? 1 : 0;
+    this.#size++;
+    this.#bytes += this.#bounds[slot]!;
     this.#rawBytes += raw.length;
-    while (this.#entries.length > this.maxEntries || this.#bytes > this.maxBytes || this.#rawBytes > RAW_BYTES_MAX) {
-      const dropped = this.#entries.shift()!;
-      this.#bytes -= bound(dropped);
-      this.#rawBytes -= dropped.raw.length;
-    }
+    while (this.#size > 0 && (this.#bytes > this.maxBytes || this.#rawBytes > RAW_BYTES_MAX)) this.#dropOldest();
+  }
+
+  #dropOldest(): void {
+    const slot = this.#head;
+    this.#bytes -= this.#bounds[slot]!;
+    this.#rawBytes -= this.#raws[slot]!.length;
+    this.#raws[slot] = ""; // the dropped text is not kept alive
+    this.#head = (slot + 1) % this.#kinds.length;
+    this.#size--;
   }
 
   /**
@@ -79,7 +104,7 @@ export class FrameRing {
    * and whether one stays open after it.
    */
   #trackKeyBlock(kind: string, text: string): boolean {
-    const inside = this.#inKeyBlock.has(kind);
+    const inside = this.#inKeyBlock.size > 0 && this.#inKeyBlock.has(kind);
     let rest = text;
     if (inside) {
       const end = keyBlockEnd(text);
@@ -91,10 +116,12 @@ export class FrameRing {
     return inside;
   }
 
-  #clean({ kind, raw, maxChars, inKeyBlock }: RawEntry): string {
-    let clean = redact(inKeyBlock ? outsideKeyBlock(raw) : raw);
+  #clean(slot: number): string {
+    const raw = this.#raws[slot]!;
+    const maxChars = this.#maxChars[slot]!;
+    let clean = redact(this.#inKeyBlockAt[slot] ? outsideKeyBlock(raw) : raw);
     for (const secret of this.secrets) if (secret) clean = clean.split(secret).join("[redacted]");
-    return `${kind} ${clean.length > maxChars ? `${clean.slice(0, maxChars)}…` : clean}`;
+    return `${this.#kinds[slot]!} ${clean.length > maxChars ? `${clean.slice(0, maxChars)}…` : clean}`;
   }
 
   /** Counts one anomaly and keeps a sample of it (`note <kind> #<n>: <sample>`). */
@@ -112,13 +139,18 @@ export class FrameRing {
 
   /** The last `count` entries, oldest first, cleaned. */
   tail(count = 20): string[] {
-    return this.#entries.slice(-count).map((entry) => this.#clean(entry));
+    // Which entries, as `entries.slice(-count)` takes them.
+    const from = Math.trunc(-count) || 0;
+    const start = from < 0 ? Math.max(this.#size + from, 0) : Math.min(from, this.#size);
+    const out: string[] = [];
+    for (let i = start; i < this.#size; i++) out.push(this.#clean((this.#head + i) % this.#kinds.length));
+    return out;
   }
 }
 
 /** What an entry may take once cleaned: its kind, a space, and at most `maxChars` and an ellipsis. */
-function bound(entry: RawEntry): number {
-  return entry.kind.length + 2 + Math.min(entry.raw.length, entry.maxChars);
+function bound(kind: string, cutChars: number): number {
+  return kind.length + 2 + cutChars;
 }
 
 /** A text that comes inside a private key block: the key lines masked, up to the block's END line if it has one. */
