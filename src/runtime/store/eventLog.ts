@@ -205,9 +205,8 @@ export class EventLog<E extends { type: string }> {
   }
 
   #now(): string {
-    const date = this.#options.now?.() ?? new Date();
-    const ms = date.getTime();
-    if (ms !== this.#at.ms) this.#at = { ms, iso: date.toISOString() };
+    const ms = this.#options.now ? this.#options.now().getTime() : Date.now();
+    if (ms !== this.#at.ms) this.#at = { ms, iso: new Date(ms).toISOString() };
     return this.#at.iso;
   }
 
@@ -387,9 +386,11 @@ export class EventLog<E extends { type: string }> {
   }
 }
 
-/** The record's line in the file. */
+/** The record's line in the file: `JSON.stringify({ seq, at, event })`, without making that object (`at` is ISO). */
 function lineOf<E>({ seq, at, event }: Queued<E>): string {
-  return JSON.stringify({ seq, at, event }) + "\n";
+  const json = JSON.stringify(event) as string | undefined;
+  if (json === undefined) throw new TypeError("the event is not JSON");
+  return `{"seq":${seq},"at":"${at}","event":${json}}\n`;
 }
 
 /** What readers get of a written record: the record, frozen all the way down (they share it). */

@@ -153,7 +153,8 @@ export async function* readRecords<R extends { seq: number }>(
 export function deepFreeze<T>(value: T): T {
   if (typeof value !== "object" || value === null || Object.isFrozen(value)) return value;
   Object.freeze(value);
-  for (const key of Object.keys(value)) deepFreeze((value as Record<string, unknown>)[key]);
+  // for-in, not Object.keys: no array of keys made for each object of every record.
+  for (const key in value) if (Object.hasOwn(value, key)) deepFreeze((value as Record<string, unknown>)[key]);
   return value;
 }
 
