@@ -9,7 +9,7 @@ import type { RpcMessage } from "../kit/jsonRpc.js";
 import type { HostSpec } from "../kit/hostSpec.js";
 import type { FrameRing } from "../kit/ring.js";
 import { StdioChannel } from "../kit/stdioChannel.js";
-import { flatSchemaCheck } from "../kit/flatSchema.js";
+import { schemaReader } from "../kit/flatSchema.js";
 import { CODEX_DEFINITIONS, CODEX_VALIDATED_PARAMS } from "./protocol/schemas.js";
 import type {
   CodexCalls,
@@ -228,29 +228,56 @@ export interface UnhandledServerRequest {
 
 const Located = z.looseObject({ threadId: z.string().optional() });
 
-/** A check derived from the binary's schema for a definition (the item union left open: see itemCheck). */
-export function check(definition: string): z.ZodType {
-  const definitions = { ...CODEX_DEFINITIONS, ThreadItem: OPEN_ITEM };
-  return z.fromJSONSchema({ definitions, $ref: `#/definitions/${definition}` } as never, { defaultTarget: "draft-7" });
-}
-const OPEN_ITEM = {
-  type: "object",
-  properties: { type: { type: "string" }, id: { type: "string" } },
-  required: ["type", "id"],
+/** Definitions as the checks read them: the item union left open (see itemChecks). */
+const OPEN_DEFINITIONS = {
+  ...CODEX_DEFINITIONS,
+  ThreadItem: {
+    type: "object",
+    properties: { type: { type: "string" }, id: { type: "string" } },
+    required: ["type", "id"],
+  },
 };
 
+/** A check derived from the binary's schema for a definition (the item union left open: see itemChecks). */
+export function check(definition: string): z.ZodType {
+  return z.fromJSONSchema({ definitions: OPEN_DEFINITIONS, $ref: `#/definitions/${definition}` } as never, {
+    defaultTarget: "draft-7",
+  });
+}
+
+/**
+ * The same check by hand (kit/flatSchema.ts): the params as `check` gives them, or undefined for params it leaves to
+ * `check`. Streamed deltas and the items around them pass by the thousand; zod takes ten times longer.
+ */
+export function handCheck(definition: string): (params: unknown) => unknown {
+  return schemaReader({ $ref: `#/definitions/${definition}` }, OPEN_DEFINITIONS);
+}
+
+const ITEM_VARIANTS = (CODEX_DEFINITIONS.ThreadItem as { oneOf: Array<{ properties: { type: { enum: string[] } } }> })
+  .oneOf;
+
 /** Each item type the schema names, and its check; an item of another type is a newer binary's, not an error. */
-const itemChecks = (() => {
-  const variants = (CODEX_DEFINITIONS.ThreadItem as { oneOf: Array<{ properties: { type: { enum: string[] } } }> })
-    .oneOf;
-  const definitions = { ...CODEX_DEFINITIONS };
-  return new Map(
-    variants.map((variant) => [
-      variant.properties.type.enum[0]!,
-      lazy(() => z.fromJSONSchema({ definitions, ...variant } as never, { defaultTarget: "draft-7" })),
-    ]),
-  );
-})();
+const itemChecks = new Map(
+  ITEM_VARIANTS.map((variant) => [
+    variant.properties.type.enum[0]!,
+    lazy(() => z.fromJSONSchema({ definitions: CODEX_DEFINITIONS, ...variant } as never, { defaultTarget: "draft-7" })),
+  ]),
+);
+
+/** An item type's check by hand: the item as its zod check gives it, or undefined for one it leaves to that check. */
+const itemHandChecks = new Map(
+  ITEM_VARIANTS.map((variant) => [
+    variant.properties.type.enum[0]!,
+    lazy(() => schemaReader(variant, CODEX_DEFINITIONS)),
+  ]),
+);
+
+/** The zod check and the hand check of an item type the schema names (for the property test); null for another. */
+export function itemCheckPair(type: string): { zod: z.ZodType; hand: (item: unknown) => unknown } | null {
+  const zod = itemChecks.get(type);
+  const hand = itemHandChecks.get(type);
+  return zod && hand ? { zod: zod(), hand: hand() } : null;
+}
 
 function lazy<T>(make: () => T): () => T {
   let made: T | undefined;
@@ -261,13 +288,8 @@ const checks = new Map(
   Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [method, lazy(() => check(definition))]),
 );
 
-/** The hand check of a flat definition (kit/flatSchema.ts), or null: the streamed deltas are flat. */
-export function flatCheck(definition: string): ((params: unknown) => Record<string, unknown> | undefined) | null {
-  return flatSchemaCheck(CODEX_DEFINITIONS[definition] as object);
-}
-
-const flatChecks = new Map(
-  Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [method, lazy(() => flatCheck(definition))]),
+const handChecks = new Map(
+  Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [method, lazy(() => handCheck(definition))]),
 );
 
 function invalid(kind: string, method: string, error: z.ZodError): ProtocolError {
@@ -279,26 +301,30 @@ function invalid(kind: string, method: string, error: z.ZodError): ProtocolError
 function parse(kind: string, method: string, params: unknown): { params: unknown } | ProtocolError | null {
   const schema = checks.get(method);
   if (!schema) return null;
-  const flat = flatChecks.get(method)?.()?.(params ?? {});
-  if (flat) return { params: flat };
-  const parsed = schema().safeParse(params ?? {});
-  if (!parsed.success) return invalid(kind, method, parsed.error);
-  const value = parsed.data as { item?: { type: string; id: string } };
-  if (value.item) {
-    const itemCheck = itemChecks.get(value.item.type);
-    if (!itemCheck)
-      return { params: { ...value, item: { type: "(unknown)", nativeType: value.item.type, id: value.item.id } } };
-    const item = itemCheck().safeParse(value.item);
-    if (!item.success) return invalid(kind, `${method} (${value.item.type} item)`, item.error);
-    return { params: { ...value, item: item.data } };
+  const input = params ?? {};
+  let value = handChecks.get(method)!()(input) as { item?: { type: string; id: string } } | undefined;
+  if (value === undefined) {
+    const parsed = schema().safeParse(input);
+    if (!parsed.success) return invalid(kind, method, parsed.error);
+    value = parsed.data as { item?: { type: string; id: string } };
   }
-  return { params: value };
+  if (!value.item) return { params: value };
+  const { type, id } = value.item;
+  const itemCheck = itemChecks.get(type);
+  if (!itemCheck) return { params: { ...value, item: { type: "(unknown)", nativeType: type, id } } };
+  const read = itemHandChecks.get(type)!()(value.item);
+  if (read !== undefined) return { params: read === value.item ? value : { ...value, item: read } };
+  const item = itemCheck().safeParse(value.item);
+  if (!item.success) return invalid(kind, `${method} (${type} item)`, item.error);
+  return { params: { ...value, item: item.data } };
 }
 
 /** A notification as the mapper takes it; null for one it does not read (nothing to check). */
 export function parseNotification(method: string, params: unknown): CodexNotification | ProtocolError | null {
   const parsed = parse("notification", method, params);
-  return parsed && !(parsed instanceof ProtocolError) ? ({ method, ...parsed } as CodexNotification) : parsed;
+  return parsed && !(parsed instanceof ProtocolError)
+    ? ({ method, params: parsed.params } as CodexNotification)
+    : parsed;
 }
 
 /** A server request as the adapter answers it, or what little an unanswered one says of itself. */
@@ -311,7 +337,7 @@ export function parseServerRequest(
     const located = Located.safeParse(params);
     return { method, threadId: located.success ? (located.data.threadId ?? null) : null };
   }
-  return parsed instanceof ProtocolError ? parsed : ({ method, ...parsed } as CodexServerRequest);
+  return parsed instanceof ProtocolError ? parsed : ({ method, params: parsed.params } as CodexServerRequest);
 }
 
 export const isAnswered = (request: CodexServerRequest | UnhandledServerRequest): request is CodexServerRequest =>

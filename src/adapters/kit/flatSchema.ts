@@ -1,38 +1,241 @@
-/** JSON schema types a flat check reads by hand. */
-const FLAT_TYPES: Readonly<Record<string, (value: unknown) => boolean>> = {
-  string: (value) => typeof value === "string",
-  boolean: (value) => typeof value === "boolean",
-  null: (value) => value === null,
-};
+/**
+ * A JSON schema's check by hand, for the frames that pass by the thousand (streamed deltas, the items that open and
+ * close around them): zod's check of the same schema (`z.fromJSONSchema`) is the contract, and costs ten times more.
+ * The hand check reads a plain subset of JSON schema: objects (extra keys kept, as zod's loose objects keep them),
+ * arrays, strings, booleans, null, integers and their bounds, string enums, defaults, `$ref`, `anyOf`, `oneOf`.
+ * Whatever it is not sure of, it leaves to zod (which accepts it or says why not): it accepts only what zod accepts,
+ * and gives what zod gives (equal values; the input itself where zod's copy would change nothing). An adapter's
+ * property test holds it to its schemas.
+ */
+
+/** A value a check leaves to zod's. */
+const DEFER: unique symbol = Symbol("defer");
+
+interface Check {
+  /** The value as zod's check gives it, or DEFER. */
+  read(value: unknown): unknown;
+  /** True only when zod's check surely rejects the value (false: it may accept it). */
+  rejects(value: unknown): boolean;
+}
+
+const UNSURE: Check = { read: () => DEFER, rejects: () => false };
+
+type Schema = { readonly [keyword: string]: unknown };
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+/** An object as JSON.parse makes them (zod gives one such for any object it reads). */
+const isPlain = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && Object.getPrototypeOf(value) === Object.prototype;
+const only = (schema: Schema, keywords: readonly string[]) => Object.keys(schema).every((k) => keywords.includes(k));
+
+/** Type keywords, and what zod reads beside them (a keyword of another type, it ignores). */
+const TYPED = ["type", "properties", "required", "items", "format", "minimum", "maximum"];
 
 /**
- * The check of a JSON schema that is a flat object (every property of primitive type: string, boolean, null), by hand,
- * for the frames that pass by the thousand (streamed deltas): accepts only what the schema accepts and gives what a
- * loose zod object of it gives (a copy, unknown keys kept); anything else is left to the schema's own check, which
- * also says why it fails. Null for a schema that is not flat. An adapter's property test holds it to its schema.
+ * The hand check of `schema` (its `$ref`s into `definitions`): the value as zod's check of it gives it, or undefined
+ * for a value it leaves to zod.
  */
-export function flatSchemaCheck(schema: object): ((params: unknown) => Record<string, unknown> | undefined) | null {
-  const { type, properties, required = [] } = schema as { type?: unknown; properties?: object; required?: string[] };
-  if (Object.keys(schema).some((key) => !["type", "properties", "required"].includes(key))) return null;
-  if (type !== "object" || !properties) return null;
-  const fields: Array<[string, Array<(value: unknown) => boolean>]> = [];
-  for (const [name, property] of Object.entries(properties) as Array<[string, { type?: unknown }]>) {
-    const types = [property.type].flat();
-    if (Object.keys(property).some((key) => key !== "type") || types.some((t) => !Object.hasOwn(FLAT_TYPES, String(t))))
-      return null;
-    fields.push([name, types.map((t) => FLAT_TYPES[t as string]!)]);
-  }
-  const mandatory = new Set(required);
-  return (params) => {
-    if (typeof params !== "object" || params === null || Array.isArray(params)) return undefined;
-    const value = params as Record<string, unknown>;
-    for (const [name, accepts] of fields) {
-      if (!Object.hasOwn(value, name)) {
-        if (mandatory.has(name)) return undefined;
-        continue;
-      }
-      if (!accepts.some((ok) => ok(value[name]))) return undefined;
+export function schemaReader(
+  schema: object,
+  definitions: Readonly<Record<string, object>>,
+): (value: unknown) => unknown | undefined {
+  const refs = new Map<string, Check>();
+  const ref = (name: string): Check => {
+    let made = refs.get(name);
+    if (!made) {
+      // Placed before it is made: a definition may refer to itself.
+      const target: { check: Check } = { check: UNSURE };
+      made = { read: (v) => target.check.read(v), rejects: (v) => target.check.rejects(v) };
+      refs.set(name, made);
+      const definition = Object.hasOwn(definitions, name) ? definitions[name] : undefined;
+      target.check = isObject(definition) ? compile(definition) : UNSURE;
     }
-    return { ...value };
+    return made;
   };
+
+  const compile = (schema: Schema): Check => {
+    if (schema.default !== undefined) {
+      const { default: fallback, ...rest } = schema;
+      const fresh = defaultOf(fallback);
+      if (!fresh) return UNSURE;
+      const inner = compile(rest);
+      return {
+        read: (v) => (v === undefined ? fresh() : inner.read(v)),
+        rejects: (v) => v !== undefined && inner.rejects(v),
+      };
+    }
+    if (schema.$ref !== undefined) {
+      const name = typeof schema.$ref === "string" ? /^#\/definitions\/([^/~]+)$/.exec(schema.$ref)?.[1] : undefined;
+      return name && only(schema, ["$ref"]) ? ref(name) : UNSURE;
+    }
+    if (schema.enum !== undefined) {
+      const values = schema.enum;
+      if (!only(schema, ["enum", "type"]) || !Array.isArray(values) || !values.every((v) => typeof v === "string"))
+        return UNSURE;
+      const accepted = new Set<unknown>(values);
+      return { read: (v) => (accepted.has(v) ? v : DEFER), rejects: (v) => !accepted.has(v) };
+    }
+    if (schema.anyOf !== undefined)
+      return Array.isArray(schema.anyOf) && only(schema, ["anyOf"]) ? anyOf(schema.anyOf.map(compileAny)) : UNSURE;
+    if (schema.oneOf !== undefined)
+      return Array.isArray(schema.oneOf) && only(schema, ["oneOf"]) ? oneOf(schema.oneOf) : UNSURE;
+    if (schema.type === undefined || !only(schema, TYPED)) return UNSURE;
+    if (!Array.isArray(schema.type)) return typed(schema.type, schema);
+    return anyOf(schema.type.map((type: unknown) => typed(type, schema)));
+  };
+  const compileAny = (schema: unknown): Check => (isObject(schema) ? compile(schema) : UNSURE);
+
+  const typed = (type: unknown, schema: Schema): Check => {
+    switch (type) {
+      case "string":
+        return schema.format === undefined ? primitive((v) => typeof v === "string") : UNSURE;
+      case "boolean":
+        return primitive((v) => typeof v === "boolean");
+      case "null":
+        return primitive((v) => v === null);
+      case "integer":
+      case "number": {
+        const { minimum = -Infinity, maximum = Infinity } = schema;
+        if (typeof minimum !== "number" || typeof maximum !== "number") return UNSURE;
+        const number = type === "integer" ? Number.isSafeInteger : Number.isFinite;
+        return primitive((v) => number(v) && (v as number) >= minimum && (v as number) <= maximum);
+      }
+      case "array":
+        return isObject(schema.items) ? array(compile(schema.items)) : UNSURE;
+      case "object":
+        return object(schema);
+      default:
+        return UNSURE;
+    }
+  };
+
+  /** zod's loose object: the properties checked (defaults filled), other keys kept as they are. */
+  const object = (schema: Schema): Check => {
+    const properties = schema.properties ?? {};
+    const required = schema.required ?? [];
+    if (!isObject(properties) || !Array.isArray(required)) return UNSURE;
+    // A name of Object.prototype (`__proto__`, `constructor`) reads differently in zod: left to it.
+    if (Object.keys(properties).some((name) => name in Object.prototype)) return UNSURE;
+    if (required.some((name) => typeof name !== "string" || !Object.hasOwn(properties, name))) return UNSURE;
+    const fields = Object.entries(properties).map(([name, property]) => ({
+      name,
+      check: compileAny(property),
+      required: required.includes(name),
+      defaulted: isObject(property) && property.default !== undefined,
+    }));
+    return {
+      read: (value) => {
+        // zod drops an own `__proto__` key (JSON.parse makes one): left to it.
+        if (!isPlain(value) || Object.hasOwn(value, "__proto__")) return DEFER;
+        let copy: Record<string, unknown> | undefined;
+        for (const { name, check, required, defaulted } of fields) {
+          const v = value[name];
+          if (v === undefined) {
+            if (name in value) return DEFER; // a key set to undefined: not JSON, left to zod
+            if (!defaulted) {
+              if (required) return DEFER;
+              continue;
+            }
+          }
+          const read = check.read(v);
+          if (read === DEFER) return DEFER;
+          if (read !== v) (copy ??= { ...value })[name] = read;
+        }
+        return copy ?? value;
+      },
+      rejects: (value) =>
+        !isObject(value) ||
+        fields.some(({ name, check, required, defaulted }) =>
+          value[name] === undefined ? required && !defaulted : check.rejects(value[name]),
+        ),
+    };
+  };
+
+  /**
+   * zod's exclusive union. A union of objects told apart by a required one-string property (`type`) goes straight to
+   * the one its value names: every other one surely rejects the value.
+   */
+  const oneOf = (branches: unknown[]): Check => {
+    const checks = branches.map(compileAny);
+    const tagged = discriminator(branches);
+    if (tagged) {
+      const { key, tags } = tagged;
+      const byTag = new Map(tags.map((tag, i) => [tag, checks[i]!]));
+      const at = (v: unknown) => (isObject(v) ? byTag.get(v[key]) : undefined);
+      return {
+        read: (v) => at(v)?.read(v) ?? DEFER,
+        rejects: (v) => at(v)?.rejects(v) ?? true,
+      };
+    }
+    return {
+      read: (v) => {
+        const open = checks.filter((check) => !check.rejects(v));
+        return open.length === 1 ? open[0]!.read(v) : DEFER;
+      },
+      rejects: (v) => checks.every((check) => check.rejects(v)),
+    };
+  };
+
+  const root = compile(schema as Schema);
+  return (value) => {
+    const read = root.read(value);
+    return read === DEFER ? undefined : read;
+  };
+}
+
+/** A check of a primitive, which zod gives back as it is. */
+function primitive(accepts: (value: unknown) => boolean): Check {
+  return { read: (v) => (accepts(v) ? v : DEFER), rejects: (v) => !accepts(v) };
+}
+
+/** zod's union: the first branch that accepts; each before it must surely reject. */
+function anyOf(checks: Check[]): Check {
+  return {
+    read: (v) => {
+      for (const check of checks) if (!check.rejects(v)) return check.read(v);
+      return DEFER;
+    },
+    rejects: (v) => checks.every((check) => check.rejects(v)),
+  };
+}
+
+function array(item: Check): Check {
+  return {
+    read: (value) => {
+      if (!Array.isArray(value)) return DEFER;
+      let copy: unknown[] | undefined;
+      for (let i = 0; i < value.length; i++) {
+        const read = item.read(value[i]);
+        if (read === DEFER) return DEFER;
+        if (read !== value[i]) (copy ??= value.slice())[i] = read;
+      }
+      return copy ?? value;
+    },
+    rejects: (value) => !Array.isArray(value) || value.some((v) => item.rejects(v)),
+  };
+}
+
+/** A default zod fills in for an absent value, made afresh each time; null for one read by zod only. */
+function defaultOf(fallback: unknown): (() => unknown) | null {
+  if (fallback === null || ["string", "number", "boolean"].includes(typeof fallback)) return () => fallback;
+  return Array.isArray(fallback) && fallback.length === 0 ? () => [] : null;
+}
+
+/** The property every branch requires with one string value of its own, by which a value names its branch; or null. */
+function discriminator(branches: unknown[]): { key: string; tags: unknown[] } | null {
+  const first = branches[0];
+  if (!isObject(first) || !Array.isArray(first.required)) return null;
+  for (const key of first.required as unknown[]) {
+    if (typeof key !== "string") continue;
+    const tags = branches.map((branch) => {
+      if (!isObject(branch) || branch.type !== "object" || !Array.isArray(branch.required)) return undefined;
+      if (!branch.required.includes(key) || !isObject(branch.properties)) return undefined;
+      const tag = branch.properties[key];
+      if (!isObject(tag) || !only(tag, ["enum", "type"]) || !Array.isArray(tag.enum)) return undefined;
+      return tag.enum.length === 1 ? tag.enum[0] : undefined;
+    });
+    if (tags.every((tag) => typeof tag === "string") && new Set(tags).size === tags.length) return { key, tags };
+  }
+  return null;
 }
