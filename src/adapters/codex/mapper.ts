@@ -25,10 +25,12 @@ import type { HandoffContext } from "../contract.js";
  */
 
 type Where = { threadRef?: string; turnRef?: string };
-const where = (threadId: string | null | undefined, turnId?: string | null): Where => ({
-  ...(threadId ? { threadRef: threadId } : {}),
-  ...(turnId ? { turnRef: turnId } : {}),
-});
+const where = (threadId: string | null | undefined, turnId?: string | null): Where => {
+  const at: Where = {};
+  if (threadId) at.threadRef = threadId;
+  if (turnId) at.turnRef = turnId;
+  return at;
+};
 
 /** A notification as provider events (none for bookkeeping the runtime does not use). */
 export function mapNotification(notification: CodexNotification): ProviderEvent[] {
@@ -123,23 +125,17 @@ function livePlan({ threadId, turnId, plan, explanation }: TurnPlanUpdatedNotifi
   return { type: "plan.updated", ...where(threadId, turnId), steps, ...(explanation != null ? { explanation } : {}) };
 }
 
+/** A streamed chunk, the most frequent frame by far: the common one (thread, turn and item named) in one literal. */
 function delta(
-  params: { threadId: string; turnId: string; itemId: string; delta: string },
+  { threadId, turnId, itemId, delta }: { threadId: string; turnId: string; itemId: string; delta: string },
   kind: ProviderItemKind,
   stream: ItemStream,
 ): ProviderEvent[] {
-  if (!params.delta) return [];
-  const at = where(params.threadId, params.turnId);
-  return [
-    {
-      type: "item.delta",
-      ...at,
-      ...(params.itemId ? { itemRef: params.itemId } : {}),
-      kind,
-      stream,
-      delta: params.delta,
-    },
-  ];
+  if (!delta) return [];
+  if (threadId && turnId && itemId)
+    return [{ type: "item.delta", threadRef: threadId, turnRef: turnId, itemRef: itemId, kind, stream, delta }];
+  const at = where(threadId, turnId);
+  return [{ type: "item.delta", ...at, ...(itemId ? { itemRef: itemId } : {}), kind, stream, delta }];
 }
 
 function reasoningText(summary: string[] | undefined): string | undefined {
