@@ -284,12 +284,12 @@ function lazy<T>(make: () => T): () => T {
   return () => (made ??= make());
 }
 
-const checks = new Map(
-  Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [method, lazy(() => check(definition))]),
-);
-
-const handChecks = new Map(
-  Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [method, lazy(() => handCheck(definition))]),
+/** Each validated method's checks: by hand first, zod for what the hand check leaves. */
+const validated = new Map(
+  Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [
+    method,
+    { zod: lazy(() => check(definition)), hand: lazy(() => handCheck(definition)) },
+  ]),
 );
 
 function invalid(kind: string, method: string, error: z.ZodError): ProtocolError {
@@ -297,34 +297,36 @@ function invalid(kind: string, method: string, error: z.ZodError): ProtocolError
   return new ProtocolError(`codex ${kind} ${method} does not match its schema: ${issues.join("; ")}`, { method });
 }
 
+type Checked = { item?: { type: string; id: string; [field: string]: unknown } };
+
 /** The params of a validated method, typed; a ProtocolError if they do not match; null for a method not validated. */
-function parse(kind: string, method: string, params: unknown): { params: unknown } | ProtocolError | null {
-  const schema = checks.get(method);
-  if (!schema) return null;
+function parse(kind: string, method: string, params: unknown): Checked | ProtocolError | null {
+  const checks = validated.get(method);
+  if (!checks) return null;
   const input = params ?? {};
-  let value = handChecks.get(method)!()(input) as { item?: { type: string; id: string } } | undefined;
+  let value = checks.hand()(input) as Checked | undefined;
   if (value === undefined) {
-    const parsed = schema().safeParse(input);
+    const parsed = checks.zod().safeParse(input);
     if (!parsed.success) return invalid(kind, method, parsed.error);
-    value = parsed.data as { item?: { type: string; id: string } };
+    value = parsed.data as Checked;
   }
-  if (!value.item) return { params: value };
+  if (!value.item) return value;
   const { type, id } = value.item;
   const itemCheck = itemChecks.get(type);
-  if (!itemCheck) return { params: { ...value, item: { type: "(unknown)", nativeType: type, id } } };
+  if (!itemCheck) return { ...value, item: { type: "(unknown)", nativeType: type, id } };
   const read = itemHandChecks.get(type)!()(value.item);
-  if (read !== undefined) return { params: read === value.item ? value : { ...value, item: read } };
+  if (read !== undefined) return read === value.item ? value : { ...value, item: read as Checked["item"] };
   const item = itemCheck().safeParse(value.item);
   if (!item.success) return invalid(kind, `${method} (${type} item)`, item.error);
-  return { params: { ...value, item: item.data } };
+  return { ...value, item: item.data as Checked["item"] };
 }
 
 /** A notification as the mapper takes it; null for one it does not read (nothing to check). */
 export function parseNotification(method: string, params: unknown): CodexNotification | ProtocolError | null {
   const parsed = parse("notification", method, params);
-  return parsed && !(parsed instanceof ProtocolError)
-    ? ({ method, params: parsed.params } as CodexNotification)
-    : parsed;
+  return parsed === null || parsed instanceof ProtocolError
+    ? parsed
+    : ({ method, params: parsed } as CodexNotification);
 }
 
 /** A server request as the adapter answers it, or what little an unanswered one says of itself. */
@@ -337,11 +339,11 @@ export function parseServerRequest(
     const located = Located.safeParse(params);
     return { method, threadId: located.success ? (located.data.threadId ?? null) : null };
   }
-  return parsed instanceof ProtocolError ? parsed : ({ method, params: parsed.params } as CodexServerRequest);
+  return parsed instanceof ProtocolError ? parsed : ({ method, params: parsed } as CodexServerRequest);
 }
 
 export const isAnswered = (request: CodexServerRequest | UnhandledServerRequest): request is CodexServerRequest =>
-  checks.has(request.method);
+  validated.has(request.method);
 
 // ---------------------------------------------------------------------------------------------
 // The channel

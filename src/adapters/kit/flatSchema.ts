@@ -19,6 +19,10 @@ interface Check {
 }
 
 const UNSURE: Check = { read: () => DEFER, rejects: () => false };
+const STRING = primitive((v) => typeof v === "string");
+/** What an object's check does with an absent property: fills its default, or leaves it out. */
+const FILL = 1;
+const SKIP = 2;
 
 type Schema = { readonly [keyword: string]: unknown };
 
@@ -40,18 +44,18 @@ export function schemaReader(
   schema: object,
   definitions: Readonly<Record<string, object>>,
 ): (value: unknown) => unknown | undefined {
-  const refs = new Map<string, Check>();
+  const made = new Map<string, Check>();
   const ref = (name: string): Check => {
-    let made = refs.get(name);
-    if (!made) {
-      // Placed before it is made: a definition may refer to itself.
+    let check = made.get(name);
+    if (!check) {
+      // Placed before it is made: a definition may refer to itself (through this forward, while it is being made).
       const target: { check: Check } = { check: UNSURE };
-      made = { read: (v) => target.check.read(v), rejects: (v) => target.check.rejects(v) };
-      refs.set(name, made);
+      made.set(name, { read: (v) => target.check.read(v), rejects: (v) => target.check.rejects(v) });
       const definition = Object.hasOwn(definitions, name) ? definitions[name] : undefined;
-      target.check = isObject(definition) ? compile(definition) : UNSURE;
+      check = target.check = isObject(definition) ? compile(definition) : UNSURE;
+      made.set(name, check);
     }
-    return made;
+    return check;
   };
 
   const compile = (schema: Schema): Check => {
@@ -89,7 +93,7 @@ export function schemaReader(
   const typed = (type: unknown, schema: Schema): Check => {
     switch (type) {
       case "string":
-        return schema.format === undefined ? primitive((v) => typeof v === "string") : UNSURE;
+        return schema.format === undefined ? STRING : UNSURE;
       case "boolean":
         return primitive((v) => typeof v === "boolean");
       case "null":
@@ -124,21 +128,28 @@ export function schemaReader(
       required: required.includes(name),
       defaulted: isObject(property) && property.default !== undefined,
     }));
+    // Columns, and a string's check inline: the loop below runs for every field of every frame.
+    const names = fields.map((f) => f.name);
+    const checks = fields.map((f) => f.check);
+    const strings = fields.map((f) => f.check === STRING);
+    const absent = fields.map((f) => (f.defaulted ? FILL : f.required ? DEFER : SKIP));
     return {
       read: (value) => {
         // zod drops an own `__proto__` key (JSON.parse makes one): left to it.
         if (!isPlain(value) || Object.hasOwn(value, "__proto__")) return DEFER;
         let copy: Record<string, unknown> | undefined;
-        for (const { name, check, required, defaulted } of fields) {
+        for (let i = 0; i < names.length; i++) {
+          const name = names[i]!;
           const v = value[name];
           if (v === undefined) {
             if (name in value) return DEFER; // a key set to undefined: not JSON, left to zod
-            if (!defaulted) {
-              if (required) return DEFER;
-              continue;
-            }
+            if (absent[i] === DEFER) return DEFER;
+            if (absent[i] === SKIP) continue;
+          } else if (strings[i]) {
+            if (typeof v !== "string") return DEFER;
+            continue;
           }
-          const read = check.read(v);
+          const read = checks[i]!.read(v);
           if (read === DEFER) return DEFER;
           if (read !== v) (copy ??= { ...value })[name] = read;
         }
