@@ -256,27 +256,26 @@ export function handCheck(definition: string): (params: unknown) => unknown {
 const ITEM_VARIANTS = (CODEX_DEFINITIONS.ThreadItem as { oneOf: Array<{ properties: { type: { enum: string[] } } }> })
   .oneOf;
 
-/** Each item type the schema names, and its check; an item of another type is a newer binary's, not an error. */
+/**
+ * Each item type the schema names, and its checks (by hand first, zod for what the hand check leaves); an item of
+ * another type is a newer binary's, not an error.
+ */
 const itemChecks = new Map(
   ITEM_VARIANTS.map((variant) => [
     variant.properties.type.enum[0]!,
-    lazy(() => z.fromJSONSchema({ definitions: CODEX_DEFINITIONS, ...variant } as never, { defaultTarget: "draft-7" })),
-  ]),
-);
-
-/** An item type's check by hand: the item as its zod check gives it, or undefined for one it leaves to that check. */
-const itemHandChecks = new Map(
-  ITEM_VARIANTS.map((variant) => [
-    variant.properties.type.enum[0]!,
-    lazy(() => schemaReader(variant, CODEX_DEFINITIONS)),
+    {
+      zod: lazy(() =>
+        z.fromJSONSchema({ definitions: CODEX_DEFINITIONS, ...variant } as never, { defaultTarget: "draft-7" }),
+      ),
+      hand: lazy(() => schemaReader(variant, CODEX_DEFINITIONS)),
+    },
   ]),
 );
 
 /** The zod check and the hand check of an item type the schema names (for the property test); null for another. */
 export function itemCheckPair(type: string): { zod: z.ZodType; hand: (item: unknown) => unknown } | null {
-  const zod = itemChecks.get(type);
-  const hand = itemHandChecks.get(type);
-  return zod && hand ? { zod: zod(), hand: hand() } : null;
+  const checks = itemChecks.get(type);
+  return checks ? { zod: checks.zod(), hand: checks.hand() } : null;
 }
 
 function lazy<T>(make: () => T): () => T {
@@ -314,9 +313,9 @@ function parse(kind: string, method: string, params: unknown): Checked | Protoco
   const { type, id } = value.item;
   const itemCheck = itemChecks.get(type);
   if (!itemCheck) return { ...value, item: { type: "(unknown)", nativeType: type, id } };
-  const read = itemHandChecks.get(type)!()(value.item);
+  const read = itemCheck.hand()(value.item);
   if (read !== undefined) return read === value.item ? value : { ...value, item: read as Checked["item"] };
-  const item = itemCheck().safeParse(value.item);
+  const item = itemCheck.zod().safeParse(value.item);
   if (!item.success) return invalid(kind, `${method} (${type} item)`, item.error);
   return { ...value, item: item.data as Checked["item"] };
 }
