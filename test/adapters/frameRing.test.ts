@@ -82,6 +82,12 @@ describe("FrameRing", () => {
     expect(ring.tail(1)).toEqual(["in small"]);
   });
 
+  it("keeps an entry whole when it may take any length", () => {
+    const ring = new FrameRing(5, 1e9);
+    ring.push("note", "y".repeat(5_000), Infinity);
+    expect(ring.tail(1)).toEqual([`note ${"y".repeat(5_000)}`]);
+  });
+
   it("masks a private key that comes line by line, across a wrap of its slots", () => {
     const ring = new FrameRing(3);
     ring.push("stderr", "-----BEGIN PRIVATE KEY-----");

@@ -40,9 +40,9 @@ export class FrameRing {
   readonly #kinds: string[];
   /** Each entry's text as it came, at most SAMPLE_SOURCE_CHARS of it. */
   readonly #raws: string[];
-  readonly #maxChars: Int32Array;
+  readonly #maxChars: Float64Array;
   /** What each entry takes at most once cleaned (see `bound`). */
-  readonly #bounds: Int32Array;
+  readonly #bounds: Float64Array;
   /** An earlier entry of its kind opened a private key block this entry's text may close. */
   readonly #inKeyBlockAt: Uint8Array;
   /** The slot of the oldest entry, and how many there are. */
@@ -65,8 +65,8 @@ export class FrameRing {
     const capacity = Math.max(0, Math.floor(maxEntries));
     this.#kinds = new Array<string>(capacity).fill("");
     this.#raws = new Array<string>(capacity).fill("");
-    this.#maxChars = new Int32Array(capacity);
-    this.#bounds = new Int32Array(capacity);
+    this.#maxChars = new Float64Array(capacity);
+    this.#bounds = new Float64Array(capacity);
     this.#inKeyBlockAt = new Uint8Array(capacity);
   }
 
@@ -76,16 +76,24 @@ export class FrameRing {
     const inKeyBlock = this.#trackKeyBlock(kind, raw);
     const capacity = this.#kinds.length;
     if (capacity === 0) return;
-    if (this.#size === capacity) this.#dropOldest();
-    const slot = (this.#head + this.#size) % capacity;
-    const cut = Math.min(raw.length, maxChars);
+    let slot = this.#head + this.#size;
+    if (this.#size === capacity) {
+      // Full: the oldest entry's slot takes the new one.
+      slot = this.#head;
+      this.#bytes -= this.#bounds[slot]!;
+      this.#rawBytes -= this.#raws[slot]!.length;
+      this.#head = slot + 1 === capacity ? 0 : slot + 1;
+    } else {
+      if (slot >= capacity) slot -= capacity;
+      this.#size++;
+    }
+    const entryBytes = bound(kind, Math.min(raw.length, maxChars));
     this.#kinds[slot] = kind;
     this.#raws[slot] = raw;
     this.#maxChars[slot] = maxChars;
-    this.#bounds[slot] = bound(kind, cut);
+    this.#bounds[slot] = entryBytes;
     this.#inKeyBlockAt[slot] = inKeyBlock ? 1 : 0;
-    this.#size++;
-    this.#bytes += this.#bounds[slot]!;
+    this.#bytes += entryBytes;
     this.#rawBytes += raw.length;
     while (this.#size > 0 && (this.#bytes > this.maxBytes || this.#rawBytes > RAW_BYTES_MAX)) this.#dropOldest();
   }
@@ -95,7 +103,7 @@ export class FrameRing {
     this.#bytes -= this.#bounds[slot]!;
     this.#rawBytes -= this.#raws[slot]!.length;
     this.#raws[slot] = ""; // the dropped text is not kept alive
-    this.#head = (slot + 1) % this.#kinds.length;
+    this.#head = slot + 1 === this.#kinds.length ? 0 : slot + 1;
     this.#size--;
   }
 
