@@ -23,7 +23,11 @@ export interface CodexReplayResult {
   frameBytes: number;
 }
 
-const WARMUP_COPIES = 50;
+/**
+ * Whole turns before the measured ones: they start the host and warm up the code (the first turns of a process run at
+ * up to half the speed of the later ones, before the JIT has optimized them), as the raw side's warm-up pass does.
+ */
+const WARMUP_TURNS = 3;
 
 /**
  * Each measured turn is timed alone, from its send to its run's end, and followed (the runtime idle)
@@ -41,7 +45,7 @@ export async function measureCodexReplay(
     const dirs = { workspace: join(root, "workspace"), home: join(root, "home"), codexHome: join(root, "codex-home") };
     await Promise.all(Object.values(dirs).map((d) => mkdir(d, { recursive: true })));
     const template = turnTemplate(readRecording(CODEX_FIXTURE, root));
-    const measured = Array.from({ length: turns }, (_, i) => turnLines(template, i + 1, copies, 0, repeats));
+    const measured = Array.from({ length: turns }, (_, i) => turnLines(template, WARMUP_TURNS + i, copies, 0, repeats));
 
     const adapter = createCodexAdapter({
       binary: new URL("./codex-stream", import.meta.url).pathname,
@@ -50,7 +54,7 @@ export async function measureCodexReplay(
       env: {
         BENCH_CODEX_FIXTURE: CODEX_FIXTURE,
         BENCH_CODEX_ROOT: root,
-        BENCH_CODEX_COPIES: `${WARMUP_COPIES},${copies}`,
+        BENCH_CODEX_COPIES: String(copies),
         BENCH_CODEX_REPEATS: String(repeats),
       },
       approvalPolicy: "untrusted",
@@ -64,7 +68,7 @@ export async function measureCodexReplay(
         const run = await runtime.waitForRun((await runtime.sendMessage({ threadId, text })).runId);
         if (run.status !== "completed") throw new Error(`codex replay: a run ended ${run.status}`);
       };
-      await send("warm-up");
+      for (let i = 0; i < WARMUP_TURNS; i++) await send(`warm-up ${i}`);
       if (raw) measureRawCodex(measured[0]!, 0.1); // warms up the raw side too
       for (let i = 0; i < turns; i++) {
         const start = process.hrtime.bigint();
@@ -76,9 +80,8 @@ export async function measureCodexReplay(
     } finally {
       await runtime.close();
     }
-    const streamed =
-      turnContent(template, WARMUP_COPIES, repeats).length + turns * turnContent(template, copies, repeats).length;
-    await checkLog(join(dataDir, "events.jsonl"), { items: WARMUP_COPIES + turns * copies, chars: streamed });
+    const streamed = (WARMUP_TURNS + turns) * turnContent(template, copies, repeats).length;
+    await checkLog(join(dataDir, "events.jsonl"), { items: (WARMUP_TURNS + turns) * copies, chars: streamed });
 
     const lines = measured.flat();
     const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);

@@ -25,16 +25,36 @@ const blocks = answersOf(recording);
 const template = turnTemplate(recording);
 let turns = 0;
 
-/** Writes in large pieces: a pipe write is synchronous on Linux, so the reader sets the pace. */
+/** Lines go out in pieces of this many: a pipe write is synchronous on Linux, so the reader sets the pace. */
+const PIECE = 256;
+const pieces = (lines: readonly string[]): string[] => {
+  const out: string[] = [];
+  for (let i = 0; i < lines.length; i += PIECE) out.push(lines.slice(i, i + PIECE).join("\n") + "\n");
+  return out;
+};
+
 function writeLines(lines: readonly string[]): void {
-  const PIECE = 256;
-  for (let i = 0; i < lines.length; i += PIECE) process.stdout.write(lines.slice(i, i + PIECE).join("\n") + "\n");
+  for (const piece of pieces(lines)) process.stdout.write(piece);
 }
+
+/**
+ * A turn's frames after its response, made while the host waits for the turn/start (right after the turn before it):
+ * a provider's turn streams what its model sends, it does not make ten thousand lines of text when asked, and the
+ * runtime's clock runs from its send.
+ */
+const prepare = (turn: number) => {
+  const lines = turnLines(template, turn, copies[Math.min(turn, copies.length - 1)]!, null, repeats);
+  return { turn, response: lines[0]!, rest: pieces(lines.slice(1)) };
+};
+let next = prepare(0);
 
 function answer(frame: Frame): void {
   if (frame.method === "turn/start") {
-    const turn = turns++;
-    writeLines(turnLines(template, turn, copies[Math.min(turn, copies.length - 1)]!, frame.id, repeats));
+    const { response, rest } = next.turn === turns ? next : prepare(turns);
+    process.stdout.write(`${JSON.stringify({ ...(JSON.parse(response) as Frame), id: frame.id })}\n`);
+    for (const piece of rest) process.stdout.write(piece);
+    turns++;
+    setImmediate(() => (next = prepare(turns)));
     return;
   }
   const block = blocks.find((b) => b.out.method === frame.method);

@@ -163,7 +163,17 @@ export function readLines(
     },
   });
   const onData = (chunk: Buffer | string) => {
-    if (!stopped) splitter.write(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+    if (stopped) return;
+    splitter.write(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+    // One read's frames per turn of the event loop: left flowing, a stream that always has more hands the process up
+    // to 32 reads (2 MiB of frames, tens of milliseconds of work) before timers and immediates run again, and the
+    // runtime's commits, subscribers and replies wait behind them.
+    if (stream.readableFlowing && !stream.isPaused()) {
+      stream.pause();
+      setImmediate(() => {
+        if (!stopped) stream.resume();
+      });
+    }
   };
   const onEnd = () => splitter.end();
   stream.on("data", onData);
