@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, randomFillSync } from "node:crypto";
 
 /** Prefixes make an app id's entity readable at a glance (`run_…`, `req_…`). */
 export type IdPrefix =
@@ -21,12 +21,24 @@ export interface IdSource {
   next(prefix: IdPrefix): string;
 }
 
+/** Random bytes of an id's tail. */
+const RANDOM_BYTES = 6;
+/** Random bytes drawn at once: one call to the system's generator for many ids, not one each. */
+const POOL_BYTES = RANDOM_BYTES * 512;
+
 /** Time-ordered, collision-resistant ids for production use. */
 export function randomIds(now: () => number = Date.now): IdSource {
+  const pool = Buffer.alloc(POOL_BYTES);
+  let used = POOL_BYTES;
   return {
     next(prefix) {
       const time = now().toString(36).padStart(9, "0");
-      return `${prefix}_${time}${randomBytes(6).toString("hex")}`;
+      if (used === POOL_BYTES) {
+        randomFillSync(pool);
+        used = 0;
+      }
+      used += RANDOM_BYTES;
+      return `${prefix}_${time}${pool.toString("hex", used - RANDOM_BYTES, used)}`;
     },
   };
 }
