@@ -12,13 +12,26 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { collaborationMode, threadOpening, turnInput } from "../src/adapters/codex/mapper.js";
 import { appServerLaunch, codexSimulatorOptions, installedCodexBinary } from "../src/adapters/codex/transport.js";
+import type { ModelSimulator } from "../src/simulator/index.js";
 import { startSimulatorInWorker } from "./simulatorWorker.js";
 import { codexWorld } from "../test/codex/harness.js";
 import { pathToFileURL } from "node:url";
 import { compare, median, TEXT_TURNS, throughTiller, timeTextTurns, type Timings } from "./compare.js";
 
-/** `codex app-server` on the bare protocol: `start` from its spawn to the first turn's completion. */
-export async function codexBare(): Promise<Timings> {
+/** A bare `codex app-server`, handshake done and thread started, against its own simulator. */
+interface BareCodex {
+  sim: ModelSimulator;
+  /** Spawn time, and the end of the handshake (performance.now()). */
+  spawnedAt: number;
+  readyAt: number;
+  /** Starts a turn and resolves once it completed. */
+  turn(text: string): Promise<void>;
+  /** Starts a hanging turn, waits for its first delta, interrupts it: how long until it ended. */
+  interrupt(): Promise<number>;
+  close(): Promise<void>;
+}
+
+async function openBareCodex(): Promise<BareCodex> {
   const sim = await startSimulatorInWorker();
   const root = await mkdtemp(join(tmpdir(), "codex-bare-"));
   await mkdir(join(root, "home"));
@@ -29,7 +42,7 @@ export async function codexBare(): Promise<Timings> {
     codexHome: join(root, "codex-home"),
     ...codexSimulatorOptions(sim.url),
   });
-  const t0 = performance.now();
+  const spawnedAt = performance.now();
   const child = spawn(launch.command, launch.args, {
     env: { PATH: process.env.PATH!, ...launch.env },
     stdio: ["pipe", "pipe", "ignore"],
@@ -61,41 +74,99 @@ export async function codexBare(): Promise<Timings> {
     capabilities: { experimentalApi: true },
   });
   child.stdin!.write(`${JSON.stringify({ method: "initialized" })}\n`);
-  const ready = performance.now();
+  const readyAt = performance.now();
   const { thread } = await call("thread/start", threadOpening(workspace, "workspace-write"));
   const turn = async (text: string) => {
     const done = completed();
     await call("turn/start", { threadId: thread.id, input: turnInput(text), ...settings });
     await done;
   };
-  sim.push({ text: "warm" }, ...Array.from({ length: TEXT_TURNS }, () => ({ text: "hi" })));
-  await turn("warm up");
-  const start = performance.now() - t0; // spawn -> first turn completed, as for Tiller
-  const firstTurnOnReadyHost = performance.now() - ready; // as for Tiller with a prewarmed host
-  const texts = await timeTextTurns(() => turn("say hi"));
-  sim.push({ hang: true, text: "long" });
-  notes.length = 0;
-  const streaming = new Promise<void>((res) => notes.push((m) => m.method === "item/agentMessage/delta" && res()));
-  const ended = completed();
-  const started = await call("turn/start", {
-    threadId: thread.id,
-    input: turnInput("long"),
-    ...settings,
-  });
-  await streaming;
-  const t2 = performance.now();
-  await call("turn/interrupt", { threadId: thread.id, turnId: started.turn.id });
-  await ended;
-  const interrupt = performance.now() - t2;
-  // Its exit is left out of the next measurement.
-  if (child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    child.kill("SIGKILL");
-    await exited;
+  return {
+    sim,
+    spawnedAt,
+    readyAt,
+    turn,
+    async interrupt() {
+      sim.push({ hang: true, text: "long" });
+      notes.length = 0;
+      const streaming = new Promise<void>((res) => notes.push((m) => m.method === "item/agentMessage/delta" && res()));
+      const ended = completed();
+      const started = await call("turn/start", { threadId: thread.id, input: turnInput("long"), ...settings });
+      await streaming;
+      const t = performance.now();
+      await call("turn/interrupt", { threadId: thread.id, turnId: started.turn.id });
+      await ended;
+      return performance.now() - t;
+    },
+    async close() {
+      // Its exit is left out of the next measurement.
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGKILL");
+        await exited;
+      }
+      await sim.close();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+/** `codex app-server` on the bare protocol: `start` from its spawn to the first turn's completion. */
+export async function codexBare(): Promise<Timings> {
+  const bare = await openBareCodex();
+  try {
+    bare.sim.push({ text: "warm" }, ...Array.from({ length: TEXT_TURNS }, () => ({ text: "hi" })));
+    await bare.turn("warm up");
+    const start = performance.now() - bare.spawnedAt; // spawn -> first turn completed, as for Tiller
+    const firstTurnOnReadyHost = performance.now() - bare.readyAt; // as for Tiller with a prewarmed host
+    const texts = await timeTextTurns(() => bare.turn("say hi"));
+    const interrupt = await bare.interrupt();
+    return { start, text: median(texts), texts, interrupt, firstTurnOnReadyHost };
+  } finally {
+    await bare.close();
   }
-  await sim.close();
-  await rm(root, { recursive: true, force: true });
-  return { start, text: median(texts), texts, interrupt, firstTurnOnReadyHost };
+}
+
+/**
+ * Warm text turns bare and through Tiller (prewarmed), both sessions open at once and their turns taken in turn
+ * (bare, Tiller; then Tiller, bare; ...): each pair sees the machine as it is at that moment. A shared 2-core machine
+ * drifts by a good part of a Codex turn from one minute to the next (50-70 ms), far more than what Tiller adds.
+ */
+export async function codexTurnPairs(pairs: number): Promise<{ bare: number[]; tiller: number[] }> {
+  const bare = await openBareCodex();
+  const world = await codexWorld({ simulator: startSimulatorInWorker, runtime: { prewarm: ["codex"] } });
+  try {
+    const { rt } = world;
+    await world.adapter.prewarm!();
+    const { threadId } = await rt.createThread({ providerTarget: "codex", cwd: world.workspace });
+    const replies = Array.from({ length: pairs + 1 }, () => ({ text: "hi" }));
+    bare.sim.push(...replies);
+    world.sim.push(...replies);
+    const tillerTurn = async () =>
+      void (await rt.waitForRun((await rt.sendMessage({ threadId, text: "say hi" })).runId));
+    const bareTurn = () => bare.turn("say hi");
+    await bareTurn(); // warm-up, each way
+    await tillerTurn();
+    const timed = async (turn: () => Promise<void>) => {
+      const t = performance.now();
+      await turn();
+      return performance.now() - t;
+    };
+    const times = { bare: [] as number[], tiller: [] as number[] };
+    for (let i = 0; i < pairs; i++) {
+      if (i % 2 === 0) {
+        times.bare.push(await timed(bareTurn));
+        times.tiller.push(await timed(tillerTurn));
+      } else {
+        times.tiller.push(await timed(tillerTurn));
+        times.bare.push(await timed(bareTurn));
+      }
+    }
+    return times;
+  } finally {
+    await world.cleanup();
+    await bare.close();
+  }
 }
 
 /** The same through Tiller; `prewarm`: the runtime opened with `prewarm: ["codex"]`, its app-server ready first. */

@@ -14,10 +14,12 @@
  */
 import { pathToFileURL } from "node:url";
 import { claudeBare, claudeThroughTiller } from "./claudeBare.js";
-import { codexBare, codexThroughTiller } from "./codexBare.js";
+import { codexBare, codexThroughTiller, codexTurnPairs } from "./codexBare.js";
 import { median, type Timings } from "./compare.js";
 
 const round = (n: number) => Number(n.toPrecision(4));
+/** Warm Codex turns taken in turn, each way (codex_turn_ratio). */
+const TURN_PAIRS = 30;
 
 export async function measureStartRatios(runs = 5): Promise<Record<string, number>> {
   const claude = { bare: [] as Timings[], warm: [] as Timings[], cold: [] as Timings[] };
@@ -30,6 +32,8 @@ export async function measureStartRatios(runs = 5): Promise<Record<string, numbe
     codex.warm.push(await codexThroughTiller({ prewarm: true }));
     codex.cold.push(await codexThroughTiller());
   }
+  // Warm turns side by side, both sessions open at once, turns taken in turn (bench/codexBare.ts).
+  const pairs = await codexTurnPairs(TURN_PAIRS);
   const m = (xs: Timings[], key: Exclude<keyof Timings, "texts">) => median(xs.map((x) => x[key] ?? Number.NaN));
   const ms = (xs: Timings[], key: Exclude<keyof Timings, "texts">) => Math.round(m(xs, key));
   const texts = (xs: Timings[]) => median(xs.flatMap((x) => x.texts));
@@ -47,8 +51,11 @@ export async function measureStartRatios(runs = 5): Promise<Record<string, numbe
     // thread/start, turn) / bare from the end of the handshake (thread/start, turn): what the runtime adds to it.
     codex_first_turn_on_ready_host_ratio: round(m(codex.warm, "start") / m(codex.bare, "firstTurnOnReadyHost")),
     // A warm text turn (the second of the thread) through Tiller (every Tiller run, prewarmed or not) / bare.
+    // A warm text turn through Tiller (prewarmed) / bare, the two taken in turn with both sessions open.
+    codex_turn_ratio: round(median(pairs.tiller) / median(pairs.bare)),
+    // The same from the runs above (each its own process, a minute apart at most): drift of the machine included.
+    codex_turn_ratio_runs: round(texts([...codex.warm, ...codex.cold]) / texts(codex.bare)),
     // Every warm text turn of every run, each way: TEXT_TURNS a run (bench/compare.ts).
-    codex_turn_ratio: round(texts([...codex.warm, ...codex.cold]) / texts(codex.bare)),
     claude_turn_ratio: round(texts([...claude.warm, ...claude.cold]) / texts(claude.bare)),
     startup_runs: runs,
     claude_bare_start_ms: ms(claude.bare, "start"),
@@ -62,6 +69,9 @@ export async function measureStartRatios(runs = 5): Promise<Record<string, numbe
     codex_bare_first_turn_on_ready_host_ms: ms(codex.bare, "firstTurnOnReadyHost"),
     codex_bare_turn_ms: Math.round(texts(codex.bare)),
     codex_tiller_turn_ms: Math.round(texts([...codex.warm, ...codex.cold])),
+    codex_turn_pairs: TURN_PAIRS,
+    codex_bare_turn_paired_ms: round(median(pairs.bare)),
+    codex_tiller_turn_paired_ms: round(median(pairs.tiller)),
   };
 }
 
