@@ -2,7 +2,14 @@ import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CODEX_DEFINITIONS, CODEX_VALIDATED_PARAMS } from "../../src/adapters/codex/protocol/schemas.js";
-import { check, handCheck, itemCheckPair } from "../../src/adapters/codex/transport.js";
+import { definitionChecks, itemChecks } from "../../src/adapters/codex/transport.js";
+
+const check = (definition: string) => definitionChecks(definition).zod();
+const handCheck = (definition: string) => definitionChecks(definition).hand();
+const itemCheckPair = (type: string) => {
+  const checks = itemChecks.get(type);
+  return checks ? { zod: checks.zod(), hand: checks.hand() } : null;
+};
 
 /**
  * Frames that pass by the thousand (streamed deltas, the items around them) skip zod: a hand check of the same schema

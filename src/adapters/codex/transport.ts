@@ -9,7 +9,7 @@ import type { RpcMessage } from "../kit/jsonRpc.js";
 import type { HostSpec } from "../kit/hostSpec.js";
 import type { FrameRing } from "../kit/ring.js";
 import { StdioChannel } from "../kit/stdioChannel.js";
-import { schemaReader } from "../kit/flatSchema.js";
+import { schemaChecks, type SchemaChecks } from "../kit/flatSchema.js";
 import { CODEX_DEFINITIONS, CODEX_VALIDATED_PARAMS } from "./protocol/schemas.js";
 import type {
   CodexCalls,
@@ -238,20 +238,12 @@ const OPEN_DEFINITIONS = {
   },
 };
 
-/** A check derived from the binary's schema for a definition (the item union left open: see itemChecks). */
-export function check(definition: string): z.ZodType {
-  return z.fromJSONSchema({ definitions: OPEN_DEFINITIONS, $ref: `#/definitions/${definition}` } as never, {
-    defaultTarget: "draft-7",
-  });
-}
-
 /**
- * The same check by hand (kit/flatSchema.ts): the params as `check` gives them, or undefined for params it leaves to
- * `check`. Streamed deltas and the items around them pass by the thousand; zod takes ten times longer.
+ * The checks derived from the binary's schema for a definition (the item union left open: see itemChecks): zod's, and
+ * the same by hand (kit/flatSchema.ts) first, since streamed deltas and the items around them pass by the thousand.
  */
-export function handCheck(definition: string): (params: unknown) => unknown {
-  return schemaReader({ $ref: `#/definitions/${definition}` }, OPEN_DEFINITIONS);
-}
+export const definitionChecks = (definition: string) =>
+  schemaChecks({ $ref: `#/definitions/${definition}` }, OPEN_DEFINITIONS);
 
 const ITEM_VARIANTS = (CODEX_DEFINITIONS.ThreadItem as { oneOf: Array<{ properties: { type: { enum: string[] } } }> })
   .oneOf;
@@ -260,35 +252,13 @@ const ITEM_VARIANTS = (CODEX_DEFINITIONS.ThreadItem as { oneOf: Array<{ properti
  * Each item type the schema names, and its checks (by hand first, zod for what the hand check leaves); an item of
  * another type is a newer binary's, not an error.
  */
-const itemChecks = new Map(
-  ITEM_VARIANTS.map((variant) => [
-    variant.properties.type.enum[0]!,
-    {
-      zod: lazy(() =>
-        z.fromJSONSchema({ definitions: CODEX_DEFINITIONS, ...variant } as never, { defaultTarget: "draft-7" }),
-      ),
-      hand: lazy(() => schemaReader(variant, CODEX_DEFINITIONS)),
-    },
-  ]),
+export const itemChecks: ReadonlyMap<string, SchemaChecks> = new Map(
+  ITEM_VARIANTS.map((variant) => [variant.properties.type.enum[0]!, schemaChecks(variant, CODEX_DEFINITIONS)]),
 );
 
-/** The zod check and the hand check of an item type the schema names (for the property test); null for another. */
-export function itemCheckPair(type: string): { zod: z.ZodType; hand: (item: unknown) => unknown } | null {
-  const checks = itemChecks.get(type);
-  return checks ? { zod: checks.zod(), hand: checks.hand() } : null;
-}
-
-function lazy<T>(make: () => T): () => T {
-  let made: T | undefined;
-  return () => (made ??= make());
-}
-
-/** Each validated method's checks: by hand first, zod for what the hand check leaves. */
+/** Each validated method's checks. */
 const validated = new Map(
-  Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [
-    method,
-    { zod: lazy(() => check(definition)), hand: lazy(() => handCheck(definition)) },
-  ]),
+  Object.entries(CODEX_VALIDATED_PARAMS).map(([method, definition]) => [method, definitionChecks(definition)]),
 );
 
 function invalid(kind: string, method: string, error: z.ZodError): ProtocolError {
@@ -302,22 +272,16 @@ type Checked = { item?: { type: string; id: string; [field: string]: unknown } }
 function parse(kind: string, method: string, params: unknown): Checked | ProtocolError | null {
   const checks = validated.get(method);
   if (!checks) return null;
-  const input = params ?? {};
-  let value = checks.hand()(input) as Checked | undefined;
-  if (value === undefined) {
-    const parsed = checks.zod().safeParse(input);
-    if (!parsed.success) return invalid(kind, method, parsed.error);
-    value = parsed.data as Checked;
-  }
+  const read = checks.read(params ?? {});
+  if (!read.ok) return invalid(kind, method, read.error);
+  const value = read.value as Checked;
   if (!value.item) return value;
   const { type, id } = value.item;
   const itemCheck = itemChecks.get(type);
   if (!itemCheck) return { ...value, item: { type: "(unknown)", nativeType: type, id } };
-  const read = itemCheck.hand()(value.item);
-  if (read !== undefined) return read === value.item ? value : { ...value, item: read as Checked["item"] };
-  const item = itemCheck.zod().safeParse(value.item);
-  if (!item.success) return invalid(kind, `${method} (${type} item)`, item.error);
-  return { ...value, item: item.data as Checked["item"] };
+  const item = itemCheck.read(value.item);
+  if (!item.ok) return invalid(kind, `${method} (${type} item)`, item.error);
+  return item.value === value.item ? value : { ...value, item: item.value as Checked["item"] };
 }
 
 /** A notification as the mapper takes it; null for one it does not read (nothing to check). */

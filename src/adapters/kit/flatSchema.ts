@@ -7,6 +7,7 @@
  * and gives what zod gives (equal values; the input itself where zod's copy would change nothing). An adapter's
  * property test holds it to its schemas.
  */
+import { z } from "zod";
 
 /** A value a check leaves to zod's. */
 const DEFER: unique symbol = Symbol("defer");
@@ -249,4 +250,28 @@ function discriminator(branches: unknown[]): { key: string; tags: unknown[] } | 
     if (tags.every((tag) => typeof tag === "string") && new Set(tags).size === tags.length) return { key, tags };
   }
   return null;
+}
+
+/** The checks of a JSON schema, each made on first use: by hand (`schemaReader`), and zod's for what that leaves. */
+export interface SchemaChecks {
+  zod(): z.ZodType;
+  hand(): (value: unknown) => unknown | undefined;
+  /** The value as zod's check gives it (read by hand where the hand check can), or why it does not match. */
+  read(value: unknown): { ok: true; value: unknown } | { ok: false; error: z.ZodError };
+}
+
+export function schemaChecks(schema: object, definitions: Readonly<Record<string, object>>): SchemaChecks {
+  let zod: z.ZodType | undefined;
+  let hand: ((value: unknown) => unknown | undefined) | undefined;
+  const checks: SchemaChecks = {
+    zod: () => (zod ??= z.fromJSONSchema({ definitions, ...schema } as never, { defaultTarget: "draft-7" })),
+    hand: () => (hand ??= schemaReader(schema, definitions)),
+    read(value) {
+      const read = checks.hand()(value);
+      if (read !== undefined) return { ok: true, value: read };
+      const parsed = checks.zod().safeParse(value);
+      return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: parsed.error };
+    },
+  };
+  return checks;
 }
