@@ -9,7 +9,7 @@ import type { RpcMessage } from "../kit/jsonRpc.js";
 import type { HostSpec } from "../kit/hostSpec.js";
 import type { FrameRing } from "../kit/ring.js";
 import { StdioChannel } from "../kit/stdioChannel.js";
-import { schemaChecks, type SchemaChecks } from "../kit/flatSchema.js";
+import { schemaChecks, type SchemaChecks } from "../kit/schemaChecks.js";
 import { CODEX_DEFINITIONS, CODEX_VALIDATED_PARAMS } from "./protocol/schemas.js";
 import type {
   CodexCalls,
@@ -240,7 +240,7 @@ const OPEN_DEFINITIONS = {
 
 /**
  * The checks derived from the binary's schema for a definition (the item union left open: see itemChecks): zod's, and
- * the same by hand (kit/flatSchema.ts) first, since streamed deltas and the items around them pass by the thousand.
+ * the same by hand (kit/schemaChecks.ts) first, since streamed deltas and the items around them pass by the thousand.
  */
 export const definitionChecks = (definition: string) =>
   schemaChecks({ $ref: `#/definitions/${definition}` }, OPEN_DEFINITIONS);

@@ -13,7 +13,7 @@ const itemCheckPair = (type: string) => {
 
 /**
  * Frames that pass by the thousand (streamed deltas, the items around them) skip zod: a hand check of the same schema
- * reads them (kit/flatSchema.ts). For any params, valid or mutated, it must accept only what the schema's zod check
+ * reads them (kit/schemaChecks.ts). For any params, valid or mutated, it must accept only what the schema's zod check
  * accepts, and give exactly what that check gives; anything it leaves goes to zod. The expectation is the zod check
  * (derived from the binary's own JSON schema), never the hand check.
  */
