@@ -141,7 +141,9 @@ export abstract class RpcChannel {
   protected receive(line: string): void {
     this.ring.push("in", line);
     this.tap?.("in", line);
-    if (line.trim() === "") return; // a blank line separates frames; it is none
+    // A blank line separates frames; it is none. (A frame starts with "{": only a line starting with a space or
+    // control character can be blank, and only such a line is trimmed.)
+    if (line.length === 0 || (line.charCodeAt(0) <= 0x20 && line.trim() === "")) return;
     const frame = parseFrame(line);
     if (frame.kind !== "message") return this.ring.note(frame.kind, line);
     this.#dispatch(frame.message);
