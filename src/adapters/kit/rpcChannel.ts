@@ -4,6 +4,8 @@ import { parseFrame, request, toError, type RpcMessage } from "./jsonRpc.js";
 import type { LineOverflow } from "./lines.js";
 import type { FrameRing } from "./ring.js";
 
+const OPEN_BRACE = 0x7b;
+
 /**
  * A JSON-RPC connection to a host: calls with replies, notifications, and a gate that holds
  * calls while the connection is being re-established (nothing mutable is offered until the
@@ -141,9 +143,9 @@ export abstract class RpcChannel {
   protected receive(line: string): void {
     this.ring.push("in", line);
     this.tap?.("in", line);
-    // A blank line separates frames; it is none. (A frame starts with "{": only a line starting with a space or
-    // control character can be blank, and only such a line is trimmed.)
-    if (line.length === 0 || (line.charCodeAt(0) <= 0x20 && line.trim() === "")) return;
+    // A blank line separates frames; it is none. (A line starting with "{", as every frame does, is not blank: only
+    // others are trimmed to tell.)
+    if (line.length === 0 || (line.charCodeAt(0) !== OPEN_BRACE && line.trim() === "")) return;
     const frame = parseFrame(line);
     if (frame.kind !== "message") return this.ring.note(frame.kind, line);
     this.#dispatch(frame.message);
