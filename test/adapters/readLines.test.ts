@@ -1,6 +1,7 @@
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { readLines } from "../../src/adapters/kit/lines.js";
+import { loopTurns } from "../support/loopTurns.js";
 
 /**
  * A host that always has more to send must not hold the event loop: its frames are taken one read at a time, and
@@ -15,25 +16,19 @@ describe("readLines", () => {
       stream.write(`${Array.from({ length: 5 }, (_, i) => `read ${r} line ${i}`).join("\n")}\n`);
     stream.end();
 
-    let turn = 0;
-    let counting = true;
-    const tick = () => {
-      turn++;
-      if (counting) setImmediate(tick);
-    };
-    setImmediate(tick);
+    const loop = loopTurns();
     const turnOfRead = new Map<number, Set<number>>();
     const done = new Promise<void>((resolve) => stream.once("end", resolve));
     readLines(stream, {
       maxLineBytes: 1024,
       onLine: (line) => {
         const read = Number(/^read (\d+)/.exec(line)![1]);
-        (turnOfRead.get(read) ?? turnOfRead.set(read, new Set()).get(read)!).add(turn);
+        (turnOfRead.get(read) ?? turnOfRead.set(read, new Set()).get(read)!).add(loop.turn);
       },
       onOverflow: () => undefined,
     });
     await done;
-    counting = false;
+    loop.stop();
 
     expect(turnOfRead.size).toBe(reads);
     // Each read's lines come in one turn, and no two reads share one.

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createScriptedAdapter } from "../../src/adapters/scripted/host/provider.js";
 import { ChunkPauses, TurnInterrupted } from "../../src/adapters/scripted/host/turnWaits.js";
 import { InvalidInputError } from "../../src/domain/errors.js";
+import { loopTurns } from "../support/loopTurns.js";
 
 /**
  * The scripted provider paces a stream's chunks on its own clock (the clock is a test double here): a stall of the
@@ -53,13 +54,7 @@ async function deltasPerWake(options: { chunksPerWake?: number }, chunks: number
     ...options,
     script: () => [{ type: "text", text: "x".repeat(chunks * 3), chunkSize: 3 }],
   });
-  let turn = 0;
-  let counting = true;
-  const tick = () => {
-    turn++;
-    if (counting) setImmediate(tick);
-  };
-  setImmediate(tick);
+  const loop = loopTurns();
   try {
     const sessionId = "ses_pace";
     await adapter.startSession({ sessionId, cwd: process.cwd(), model: null });
@@ -67,12 +62,12 @@ async function deltasPerWake(options: { chunksPerWake?: number }, chunks: number
     await adapter.sendRun({ sessionId, thread, text: "go", context: null, model: null });
     const wakes = new Map<number, number>();
     for await (const { event } of adapter.streamEvents()) {
-      if (event.type === "item.delta") wakes.set(turn, (wakes.get(turn) ?? 0) + 1);
+      if (event.type === "item.delta") wakes.set(loop.turn, (wakes.get(loop.turn) ?? 0) + 1);
       if (event.type === "turn.terminal") break;
     }
     return [...wakes.values()];
   } finally {
-    counting = false;
+    loop.stop();
     await adapter.close();
   }
 }
