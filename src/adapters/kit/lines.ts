@@ -165,6 +165,8 @@ export function readLines(
   const onData = (chunk: Buffer | string) => {
     if (stopped) return;
     splitter.write(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+    // An overflow may have stopped the reader in that write: then the rest drains into the void, never paused.
+    if (stopped) return;
     // One read's frames per turn of the event loop: left flowing, a stream that always has more hands the process up
     // to 32 reads (2 MiB of frames, tens of milliseconds of work) before timers and immediates run again, and the
     // runtime's commits, subscribers and replies wait behind them.
