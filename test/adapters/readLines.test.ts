@@ -35,4 +35,25 @@ describe("readLines", () => {
     for (const turns of turnOfRead.values()) expect(turns.size).toBe(1);
     expect(new Set([...turnOfRead.values()].map((turns) => [...turns][0])).size).toBe(reads);
   });
+
+  it("drains what is left once stopped, whether stopped from a line or between two reads", async () => {
+    for (const when of ["from a line", "between reads"] as const) {
+      const stream = new PassThrough();
+      for (let r = 0; r < 20; r++) stream.write(`read ${r}\n`);
+      stream.end();
+      const lines: string[] = [];
+      const reader = readLines(stream, {
+        maxLineBytes: 1024,
+        onLine: (line) => {
+          lines.push(line);
+          if (when === "from a line") reader.stop();
+          // Stopped while the stream waits, paused, for its next turn of the event loop.
+          else queueMicrotask(() => reader.stop());
+        },
+        onOverflow: () => undefined,
+      });
+      await new Promise((resolve) => stream.once("end", resolve));
+      expect(lines, when).toEqual(["read 0"]);
+    }
+  });
 });
