@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { TurnBinding } from "../../src/runtime/ingest/correlation.js";
+import { newBinding, type TurnBinding } from "../../src/runtime/ingest/correlation.js";
 import { TurnBindings } from "../../src/runtime/ingest/turnBindings.js";
 
 /**
@@ -8,28 +8,20 @@ import { TurnBindings } from "../../src/runtime/ingest/turnBindings.js";
  */
 
 function binding(attemptId: string, sessionId: string, threadRef: string | null, makingThread = false): TurnBinding {
-  return {
-    threadId: `thr_${attemptId}`,
-    runId: `run_${attemptId}`,
-    attemptId,
-    rootNodeId: `nod_${attemptId}`,
-    providerThreadId: `pth_${attemptId}`,
-    providerTurnId: `ptu_${attemptId}`,
-    sessionId,
-    threadRef,
-    makingThread,
-    nativeTurnRef: null,
-    awaitsReply: true,
-    closed: false,
-    interruptSent: false,
-    nodes: [],
-    byRef: new Map(),
-    refCounts: new Map(),
-    subagents: [],
-    childThreads: new Map(),
-    requests: [],
-    degradations: new Set(),
-  };
+  return newBinding(
+    {
+      threadId: `thr_${attemptId}`,
+      runId: `run_${attemptId}`,
+      attemptId,
+      rootNodeId: `nod_${attemptId}`,
+      providerThreadId: `pth_${attemptId}`,
+      providerTurnId: `ptu_${attemptId}`,
+      sessionId,
+      threadRef,
+      makingThread,
+    },
+    [],
+  );
 }
 
 const attempts = (bindings: TurnBinding[]) => bindings.map((b) => b.attemptId);

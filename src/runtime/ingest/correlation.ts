@@ -65,6 +65,38 @@ export interface TurnBinding {
   degradations: Set<PolicyName>;
 }
 
+/** What a turn is bound to when it begins. */
+export type TurnStart = Pick<
+  TurnBinding,
+  | "threadId"
+  | "runId"
+  | "attemptId"
+  | "rootNodeId"
+  | "providerThreadId"
+  | "providerTurnId"
+  | "sessionId"
+  | "threadRef"
+  | "makingThread"
+>;
+
+/** A turn's binding as it begins: awaiting the provider's reply, with `nodes` and nothing else seen yet. */
+export function newBinding(start: TurnStart, nodes: NodeEntry[]): TurnBinding {
+  return {
+    ...start,
+    nativeTurnRef: null,
+    awaitsReply: true,
+    closed: false,
+    interruptSent: false,
+    nodes,
+    byRef: new Map(),
+    refCounts: new Map(),
+    subagents: [],
+    childThreads: new Map(),
+    requests: [],
+    degradations: new Set(),
+  };
+}
+
 /** Tools, commands and file changes: the items the `tools` capabilities speak of. */
 export function isToolKind(kind: NodeKind): boolean {
   return kind === "tool_call" || kind === "command_execution" || kind === "file_change";

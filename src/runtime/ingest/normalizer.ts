@@ -8,7 +8,7 @@ import { derivedId } from "../../domain/ids.js";
 import { redact } from "../../domain/redact.js";
 import type { RunEvent } from "../../machines/run.js";
 import { policyEvent } from "../../machines/emitted.js";
-import { applied, degraded, itemIdStrength, toRun, type Routed, type TurnBinding } from "./correlation.js";
+import { applied, degraded, itemIdStrength, newBinding, toRun, type Routed, type TurnBinding } from "./correlation.js";
 import type { TurnTrail } from "./liveTurns.js";
 import { artifactUpdated, itemCompleted, itemDelta, itemStarted } from "./nodes.js";
 import { requestAddress, requestOpened, requestResolved, trustsRequestRefs } from "./requests.js";
@@ -70,21 +70,9 @@ export class Normalizer {
     queued?: boolean;
   }): { binding: TurnBinding; rootStarted: DomainEvent } {
     const { queued, ...where } = input;
-    const binding: TurnBinding = {
-      ...where,
-      providerTurnId: derivedId("ptu", input.attemptId),
-      nativeTurnRef: null,
-      awaitsReply: true,
-      closed: false,
-      interruptSent: false,
-      nodes: [{ nodeId: input.rootNodeId, kind: "root_turn", ref: null, open: true, announced: true }],
-      byRef: new Map(),
-      refCounts: new Map(),
-      subagents: [],
-      childThreads: new Map(),
-      requests: [],
-      degradations: new Set(),
-    };
+    const binding = newBinding({ ...where, providerTurnId: derivedId("ptu", input.attemptId) }, [
+      { nodeId: input.rootNodeId, kind: "root_turn", ref: null, open: true, announced: true },
+    ]);
     this.#turns.add(binding, queued);
     const rootStarted: DomainEvent = {
       type: "node.started",
