@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createScriptedAdapter } from "../../src/adapters/scripted/host/provider.js";
-import { ChunkPauses, TurnInterrupted } from "../../src/adapters/scripted/host/turnWaits.js";
+import { ChunkPauses, StreamClock, TurnInterrupted } from "../../src/adapters/scripted/host/turnWaits.js";
 import { InvalidInputError } from "../../src/domain/errors.js";
 import { loopTurns } from "../support/loopTurns.js";
 
@@ -13,35 +13,61 @@ describe("scripted chunk pacing", () => {
   beforeEach(() => vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setImmediate", "performance"] }));
   afterEach(() => vi.useRealTimers());
 
-  it("waits one period after the slot when on time", async () => {
-    const pauses = new ChunkPauses(new AbortController().signal);
+  const pace = (chunkDelayMs: number) => ({ chunkDelayMs, chunksPerWake: 1, clock: new StreamClock() });
+
+  /** Streams `count` chunks and says when each was emitted; `onChunk` runs as chunk i is emitted. */
+  function timedStream(pauses: ChunkPauses, count: number, period: number, onChunk?: (i: number) => void) {
+    const times: number[] = [];
+    const done = pauses.stream(count, pace(period), (i) => {
+      times.push(performance.now());
+      onChunk?.(i);
+    });
+    return { times, done };
+  }
+
+  it("emits a chunk a period after the one before when on time", async () => {
     const start = performance.now();
-    const next = pauses.next(start, 100);
-    await vi.advanceTimersByTimeAsync(100);
-    expect(await next).toBe(start + 100);
+    const { times, done } = timedStream(new ChunkPauses(new AbortController().signal), 3, 100);
+    await vi.advanceTimersByTimeAsync(300);
+    await done;
+    expect(times).toEqual([start, start + 100, start + 200]);
   });
 
   it("after a stall, takes the next slot of its own cadence, not one period from now", async () => {
-    const pauses = new ChunkPauses(new AbortController().signal);
     const start = performance.now();
-    // The process stalled for 250 ms after the chunk of slot `start` (the clock moved, no pause was pending).
-    vi.advanceTimersByTime(250);
-    const next = pauses.next(start, 100);
-    await vi.advanceTimersByTimeAsync(100);
-    // Slots start + 100 and start + 200 were missed: the next is start + 300, 50 ms on, not 100 ms from now.
-    expect(await next).toBe(start + 300);
-    expect(performance.now()).toBe(start + 350);
+    // The process stalls for 250 ms right after the first chunk (the clock moves, no wake is due yet).
+    const stall = (i: number) => i === 0 && vi.advanceTimersByTime(250);
+    const { times, done } = timedStream(new ChunkPauses(new AbortController().signal), 3, 100, stall);
+    await vi.advanceTimersByTimeAsync(400);
+    await done;
+    // Slots start + 100 and start + 200 were missed: the next is start + 300, 50 ms on, not 100 ms from the stall.
+    expect(times).toEqual([start, start + 300, start + 400]);
   });
 
-  it("an interrupt ends the pause in progress at once", async () => {
+  it("an interrupt ends the stream in progress at once", async () => {
     const abort = new AbortController();
     const pauses = new ChunkPauses(abort.signal);
     expect(() => pauses.checkInterrupted()).not.toThrow();
-    const pending = pauses.next(performance.now(), 60_000);
+    const { times, done } = timedStream(pauses, 3, 60_000);
     abort.abort();
-    await expect(pending).rejects.toBeInstanceOf(TurnInterrupted);
-    await expect(pauses.wait(5)).rejects.toBeInstanceOf(TurnInterrupted);
+    await expect(done).rejects.toBeInstanceOf(TurnInterrupted);
+    expect(times).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(120_000); // the wake that was due finds the stream ended: nothing more
+    expect(times).toHaveLength(1);
     expect(() => pauses.checkInterrupted()).toThrow(TurnInterrupted);
+  });
+
+  it("keeps every stream's wakes on one timer, due ones in the order asked", async () => {
+    const clock = new StreamClock();
+    const woke: number[] = [];
+    const start = performance.now();
+    for (let i = 0; i < 100; i++) clock.at(start + 100 - (i % 10), () => woke.push(i));
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(woke).toHaveLength(100);
+    // By due time first (i % 10 = 9 is due earliest), then in the order asked.
+    const expected = Array.from({ length: 100 }, (_, i) => i).sort((a, b) => (b % 10) - (a % 10) || a - b);
+    expect(woke).toEqual(expected);
   });
 });
 

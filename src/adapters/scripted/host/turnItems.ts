@@ -62,23 +62,16 @@ export class TurnItems {
   ): Promise<void> {
     if (stream === "output" && !this.#streamsToolOutput()) return;
     const where = this.where(scope);
-    const { chunkDelayMs, chunksPerWake } = this.pace;
-    let slot = performance.now();
-    let inWake = 0;
-    for (let i = 0; i < text.length; i += chunkSize) {
-      this.#pauses.checkInterrupted();
+    await this.#pauses.stream(Math.ceil(text.length / chunkSize), this.pace, (chunk) =>
       this.emit({
         type: "item.delta",
         ...where,
         itemRef,
         kind,
         stream,
-        delta: text.slice(i, i + chunkSize),
-      });
-      if (++inWake < chunksPerWake) continue;
-      inWake = 0;
-      slot = await this.#pauses.next(slot, chunkDelayMs);
-    }
+        delta: text.slice(chunk * chunkSize, (chunk + 1) * chunkSize),
+      }),
+    );
   }
 
   started(
