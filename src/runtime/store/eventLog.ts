@@ -15,6 +15,7 @@
  */
 import type { FileHandle } from "node:fs/promises";
 import { ClosedError, InvalidInputError, StoreFailedError } from "../../domain/errors.js";
+import { BatchLines, jsonOf, type LineOf } from "./lines.js";
 import {
   deepFreeze,
   INDEX_STRIDE,
@@ -70,10 +71,10 @@ type Subscriber<E> = {
 };
 type Waiter = { seq: number; resolve: () => void; reject: (error: unknown) => void };
 /**
- * A record waiting to be written. `line` is built at append; once later pieces joined it (`joined`), its event and
- * line are made again when its batch is taken.
+ * A record waiting to be written. `json` (its event's) is made at append; once later pieces joined it (`joined`), its
+ * event and json are made again when its batch is taken. Its line is written around `json` (`BatchLines`).
  */
-type Queued<E> = { seq: number; at: string; event: E; line: string | null; joined: E[] | null };
+type Queued<E> = { seq: number; at: string; event: E; json: string | null; joined: E[] | null };
 
 export class EventLog<E extends { type: string }> {
   static async open<E extends { type: string }>(file: string, options: EventLogOptions<E> = {}): Promise<EventLog<E>> {
@@ -101,6 +102,7 @@ export class EventLog<E extends { type: string }> {
   /** `at` of the last clock reading, and the millisecond it was read at: one ISO string per millisecond. */
   #at = { ms: Number.NaN, iso: "" };
   #timer: NodeJS.Timeout | undefined;
+  readonly #lines = new BatchLines();
   #flushing: Promise<void> | undefined;
   #waiters: Waiter[] = [];
   readonly #commitListeners = new Set<(records: readonly LogRecord<E>[]) => void>();
@@ -175,13 +177,13 @@ export class EventLog<E extends { type: string }> {
     const joinable = last && (last.joined?.length ?? 1) < MAX_JOINED_PIECES;
     if (joinable && coalesce?.joins(last.joined?.at(-1) ?? last.event, event)) {
       (last.joined ??= [last.event]).push(event);
-      last.line = null;
+      last.json = null;
       if (urgent) this.#startFlush();
       return { seq: last.seq, at: last.at, event };
     }
-    const queued: Queued<E> = { seq: this.#head + 1, at: this.#now(), event, line: null, joined: null };
+    const queued: Queued<E> = { seq: this.#head + 1, at: this.#now(), event, json: null, joined: null };
     try {
-      queued.line = lineOf(queued);
+      queued.json = jsonOf(event);
     } catch (error) {
       throw new InvalidInputError("event", `cannot be serialized: ${String(error)}`);
     }
@@ -198,10 +200,10 @@ export class EventLog<E extends { type: string }> {
   }
 
   /** A record pieces joined: its event is their merge, from now on. */
-  #lineOfJoined(item: Queued<E>): string {
+  #jsonOfJoined(item: Queued<E>): string {
     if (item.joined) item.event = this.#options.coalesce!.merge(item.joined);
     item.joined = null;
-    return lineOf(item);
+    return jsonOf(item.event);
   }
 
   #now(): string {
@@ -286,9 +288,8 @@ export class EventLog<E extends { type: string }> {
       await new Promise(setImmediate);
       const batch = this.#queue;
       this.#queue = [];
-      const lines = batch.map((item) => (item.line ??= this.#lineOfJoined(item)));
-      const text = lines.join("");
-      const data = Buffer.from(text, "utf8");
+      for (const item of batch) item.json ??= this.#jsonOfJoined(item);
+      const { data, ends } = this.#lines.write(batch as readonly LineOf[]);
       try {
         // write() may be short in theory; loop so a batch never lands half-written.
         for (let done = 0; done < data.length;) {
@@ -299,12 +300,11 @@ export class EventLog<E extends { type: string }> {
         this.#fail(error);
         break;
       }
-      // An all-ASCII batch (as long as its text) has lines as long in bytes as in characters: no per-line count.
-      const ascii = data.length === text.length;
+      const startOffset = this.#endOffset;
       for (let i = 0; i < batch.length; i++) {
-        if ((batch[i]!.seq - 1) % INDEX_STRIDE === 0) this.#index.push(this.#endOffset);
-        this.#endOffset += ascii ? lines[i]!.length : Buffer.byteLength(lines[i]!);
+        if ((batch[i]!.seq - 1) % INDEX_STRIDE === 0) this.#index.push(startOffset + (i === 0 ? 0 : ends[i - 1]!));
       }
+      this.#endOffset = startOffset + data.length;
       const readers = this.#commitListeners.size + this.#subscribers.size > 0;
       const records: readonly LogRecord<E>[] = Object.freeze(readers ? batch.map(committed) : []);
       this.#durableHead = batch[batch.length - 1]?.seq ?? this.#durableHead;
@@ -387,11 +387,6 @@ export class EventLog<E extends { type: string }> {
 }
 
 /** The record's line in the file: `JSON.stringify({ seq, at, event })`, without making that object (`at` is ISO). */
-function lineOf<E>({ seq, at, event }: Queued<E>): string {
-  const json = JSON.stringify(event) as string | undefined;
-  if (json === undefined) throw new TypeError("the event is not JSON");
-  return `{"seq":${seq},"at":"${at}","event":${json}}\n`;
-}
 
 /** What readers get of a written record: the record, frozen all the way down (they share it). */
 function committed<E>({ seq, at, event }: Queued<E>): LogRecord<E> {
