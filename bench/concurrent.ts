@@ -22,6 +22,8 @@ export interface ConcurrentOptions {
   /** The scripted provider's pause between two deltas of a thread: sets the offered load. */
   chunkDelayMs: number;
   groupCommitMs: number;
+  /** The threads' first messages are sent evenly over this many ms (a ramp-up, as load tests have). */
+  rampMs: number;
 }
 
 export interface ConcurrentResult {
@@ -41,6 +43,9 @@ export interface ConcurrentResult {
 const MARK = 8; // characters of one marker: 3 for the thread, 4 for the delta, then ";"
 const marker = (thread: number, delta: number) =>
   `${thread.toString(36).padStart(3, "0")}${delta.toString(36).padStart(4, "0")};`;
+/** Where a marker's times are kept: thread-major, one slot per delta. */
+const slotOf = (text: string, at: number, deltas: number) =>
+  Number.parseInt(text.slice(at, at + 3), 36) * deltas + Number.parseInt(text.slice(at + 3, at + 7), 36);
 
 /** The thread number is the user's message text; the reply is its markers, one per delta. */
 const markerScript =
@@ -78,22 +83,23 @@ export async function measureConcurrent(o: ConcurrentOptions): Promise<Concurren
   try {
     // The disk's latency drifts with what else the machine does: sampled before and after the streams.
     const before = bareFdatasyncTimes(dataDir);
-    const emitted = new Map<string, number>();
+    // The bench's own bookkeeping allocates nothing per delta: a marker's times sit in typed arrays at its slot.
+    const emittedAt = new Float64Array(o.threads * o.deltas).fill(Number.NaN);
     let lastFirstDelta = 0;
     let firstLastDelta = Infinity;
-    const lastMarkerEnd = `${(o.deltas - 1).toString(36).padStart(4, "0")};`;
     const scripted = createScriptedAdapter({ script: markerScript(o.deltas), chunkDelayMs: o.chunkDelayMs });
     const adapter = tapFrames(scripted, (frame) => {
       const text = deltaText(frame);
       if (text.length !== MARK) return;
       const now = performance.now();
-      emitted.set(text, now);
-      if (text.endsWith("0000;")) lastFirstDelta = now;
-      if (text.endsWith(lastMarkerEnd) && now < firstLastDelta) firstLastDelta = now;
+      const slot = slotOf(text, 0, o.deltas);
+      emittedAt[slot] = now;
+      const delta = slot % o.deltas;
+      if (delta === 0) lastFirstDelta = now;
+      if (delta === o.deltas - 1 && now < firstLastDelta) firstLastDelta = now;
     });
     const runtime = await createRuntime({ dataDir, providers: { scripted: adapter }, groupCommitMs: o.groupCommitMs });
-    const latencies = new Float64Array(o.threads * o.deltas);
-    const emittedAt = new Float64Array(o.threads * o.deltas);
+    const latencies = new Float64Array(o.threads * o.deltas).fill(Number.NaN);
     let measured = 0;
     let terminals = 0;
     let allEnded!: () => void;
@@ -110,24 +116,21 @@ export async function measureConcurrent(o: ConcurrentOptions): Promise<Concurren
         if (event.type === "node.delta") {
           const now = performance.now();
           for (let i = 0; i + MARK <= event.delta.length; i += MARK) {
-            const at = emitted.get(event.delta.slice(i, i + MARK));
-            if (at === undefined) continue;
-            emittedAt[measured] = at;
-            latencies[measured++] = now - at;
+            const slot = slotOf(event.delta, i, o.deltas);
+            if (!(slot >= 0 && slot < latencies.length) || !Number.isNaN(latencies[slot]!)) continue;
+            latencies[slot] = now - emittedAt[slot]!;
+            measured++;
           }
         } else if (event.type === "run.terminal" && ++terminals === o.threads) allEnded();
       });
       const start = performance.now();
-      // Streams at once, not in lockstep: thread i starts i/threads of a delta period later, so
-      // the threads' deltas spread over the period instead of all landing in the same instant.
+      // A ramp-up: thread i's message goes i/threads of the ramp after the first thread's, so the threads' deltas
+      // spread over each period (their offsets 2 ms apart with the bench's figures) instead of landing in one instant.
       await Promise.all(
         threadIds.map(
           (threadId, i) =>
             new Promise((sent) =>
-              setTimeout(
-                () => sent(runtime.sendMessage({ threadId, text: String(i) })),
-                (i * o.chunkDelayMs) / o.threads,
-              ),
+              setTimeout(() => sent(runtime.sendMessage({ threadId, text: String(i) })), (i * o.rampMs) / o.threads),
             ),
         ),
       );

@@ -52,7 +52,9 @@ const PIPELINE_RUNS = 5; // the median is reported: wall-clock numbers on a shar
 // long Codex message streams): about 10,200 frames a turn, 122,000 in all.
 const CODEX = { turns: 12, copies: 100, repeats: 40 };
 const THREADS = Number(process.env.BENCH_THREADS ?? 1_000);
-const CONCURRENT = { threads: THREADS, deltas: 60, chunkDelayMs: 100, groupCommitMs: 2 };
+// The threads start over a 2 s ramp, as a load test ramps up (a run start costs about a millisecond of CPU: 1,000 in
+// 100 ms would be a start storm, not threads streaming), then stream 80 deltas each, one every 100 ms.
+const CONCURRENT = { threads: THREADS, deltas: 80, chunkDelayMs: 100, groupCommitMs: 2, rampMs: 2_000 };
 const REOPEN_EVENTS = Number(process.env.BENCH_REOPEN_EVENTS ?? 1_000_000);
 
 const round = (n: number) => Number(n.toPrecision(4));
