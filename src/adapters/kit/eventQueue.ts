@@ -1,9 +1,18 @@
 /**
  * A single-consumer async queue: producers push synchronously, the consumer iterates.
  * Adapters use it to expose `streamEvents()` in provider order.
+ *
+ * `merge` (optional) may fold a pushed item into the last one still queued (the consumer has not taken it: it is
+ * busy, so the merge delays nothing); it returns the merged item, or undefined to queue the item as it is.
  */
 export class EventQueue<T> implements AsyncIterable<T> {
   #items: T[] = [];
+  readonly #merge: ((last: T, next: T) => T | undefined) | undefined;
+
+  constructor(options: { merge?: (last: T, next: T) => T | undefined } = {}) {
+    this.#merge = options.merge;
+  }
+
   #waiting: ((result: IteratorResult<T>) => void) | null = null;
   #closed = false;
   #iterating = false;
@@ -15,7 +24,10 @@ export class EventQueue<T> implements AsyncIterable<T> {
       this.#waiting = null;
       waiting({ value: item, done: false });
     } else {
-      this.#items.push(item);
+      const items = this.#items;
+      const merged = this.#merge && items.length > 0 ? this.#merge(items[items.length - 1]!, item) : undefined;
+      if (merged === undefined) items.push(item);
+      else items[items.length - 1] = merged;
     }
   }
 

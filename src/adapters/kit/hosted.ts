@@ -1,4 +1,5 @@
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../contract.js";
+import { mergeDeltas } from "./deltaMerge.js";
 import { EventQueue } from "./eventQueue.js";
 import type { HostLease, HostSpec } from "./hostSpec.js";
 import { HostSessions } from "./hostSessions.js";
@@ -36,7 +37,8 @@ export type HostedMethods = Required<Pick<ProviderAdapter, "bindHosts" | "prewar
   };
 
 export function hosted(provider: string, hooks: HostedHooks = {}): Hosted {
-  const queue = new EventQueue<ProviderAdapterEvent>();
+  // A read of the host's pipe brings frames in bursts: deltas queued behind a busy runtime merge (deltaMerge.ts).
+  const queue = new EventQueue<ProviderAdapterEvent>({ merge: mergeDeltas });
   const push = (sessionId: string, event: ProviderEvent) => queue.push({ sessionId, event });
   const sessions = new HostSessions(provider, (sessionId, report) =>
     push(sessionId, { type: "session.state", state: "error", message: `${provider} host lost: ${report}` }),

@@ -1,0 +1,45 @@
+import type { ProviderAdapterEvent } from "../contract.js";
+
+/**
+ * Streamed text reaches an adapter in bursts: one read of a provider's pipe holds hundreds of frames, most of them
+ * deltas of the item being written. Deltas the runtime has not taken yet merge in the adapter's queue, so the runtime
+ * normalizes, folds and logs one delta per burst instead of one per frame. What subscribers get is unchanged: the log
+ * coalesces the deltas of one commit group into one record anyway, and nothing waits for a merge (only what is
+ * already queued behind a busy consumer merges).
+ */
+
+/** A merged delta stops growing at this many characters (the next one starts a new delta): log lines stay bounded. */
+export const MERGED_DELTA_MAX_CHARS = 64 * 1024;
+
+/** The frames merges made: theirs to grow (a frame an adapter queued is never changed in place). */
+const made = new WeakSet<ProviderAdapterEvent>();
+
+/**
+ * `next` folded into `last` when both are deltas of the same session, thread, turn, item, kind and stream (every field
+ * but the text alike) and their texts together stay within MERGED_DELTA_MAX_CHARS; else undefined.
+ */
+export function mergeDeltas(last: ProviderAdapterEvent, next: ProviderAdapterEvent): ProviderAdapterEvent | undefined {
+  const [a, b] = [last.event, next.event];
+  if (a.type !== "item.delta" || b.type !== "item.delta" || last.sessionId !== next.sessionId) return undefined;
+  if (a.delta.length + b.delta.length > MERGED_DELTA_MAX_CHARS || !sameButDelta(a, b)) return undefined;
+  if (made.has(last)) {
+    a.delta += b.delta;
+    return last;
+  }
+  const merged = { sessionId: last.sessionId, event: { ...a, delta: a.delta + b.delta } };
+  made.add(merged);
+  return merged;
+}
+
+/** The same keys, each with the same value, but `delta`. */
+function sameButDelta(a: object, b: object): boolean {
+  let keys = 0;
+  for (const key in b) {
+    keys++;
+    if (key !== "delta" && (!Object.hasOwn(a, key) || a[key as keyof typeof a] !== b[key as keyof typeof b])) {
+      return false;
+    }
+  }
+  for (const _ in a) keys--;
+  return keys === 0;
+}
