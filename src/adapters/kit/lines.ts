@@ -79,6 +79,21 @@ export class BoundedLineSplitter {
 
   write(chunk: Buffer): void {
     let start = 0;
+    // The first newline ends the line held from earlier chunks, if any.
+    if (this.#size > 0 || this.#discarding) {
+      const newline = chunk.indexOf(NEWLINE);
+      if (!this.#discarding) this.#take(chunk, 0, newline === -1 ? chunk.length : newline);
+      if (newline === -1) return;
+      if (this.#discarding) this.#discarding = false;
+      else this.#emit();
+      start = newline + 1;
+    }
+    // The whole lines of a read come out of one decode when together they are within the cap (each line then is).
+    const last = chunk.lastIndexOf(NEWLINE);
+    if (last >= start && last - start <= this.#max) {
+      this.#emitAll(chunk.toString("utf8", start, last));
+      start = last + 1;
+    }
     while (start < chunk.length) {
       const newline = chunk.indexOf(NEWLINE, start);
       const end = newline === -1 ? chunk.length : newline;
@@ -115,6 +130,19 @@ export class BoundedLineSplitter {
     this.#discarding = true;
     this.#overflows += 1;
     this.#onOverflow({ limitBytes: this.#max, head: head.toString("utf8") });
+  }
+
+  /** Each line of `text` (newline-separated, no newline after the last), its carriage return cut. */
+  #emitAll(text: string): void {
+    for (let from = 0; ;) {
+      const newline = text.indexOf("\n", from);
+      const end = newline === -1 ? text.length : newline;
+      this.#onLine(
+        end > from && text.charCodeAt(end - 1) === CARRIAGE_RETURN ? text.slice(from, end - 1) : text.slice(from, end),
+      );
+      if (newline === -1) return;
+      from = newline + 1;
+    }
   }
 
   #emit(): void {
