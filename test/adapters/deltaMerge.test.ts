@@ -55,7 +55,7 @@ describe("merging queued deltas", () => {
     expect(mergeDeltas(big, delta("yz"))).toBeUndefined();
   });
 
-  it("property: whatever the consumer takes when, the texts per item and the order of the rest are the pushed ones", async () => {
+  it("property: taken at any time, each item's text and the order of the rest are as pushed", async () => {
     const frame = fc.oneof(
       fc
         .record({ item: fc.constantFrom("it", "it2"), text: fc.string({ maxLength: 5 }) })
