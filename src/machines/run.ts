@@ -1,4 +1,4 @@
-import { and, assign, enqueueActions } from "xstate";
+import { and, assign, enqueueActions, type SnapshotFrom } from "xstate";
 import type { AttemptReason, TurnTerminalStatus } from "../domain/entities.js";
 import type { DomainEventOf } from "../domain/events.js";
 import { eventAttempt, newAttempt, steerDropped } from "./runModel.js";
@@ -360,6 +360,21 @@ export const runMachine = runSetup.createMachine({
     STEER_FAILED: { actions: "recordSteerFailure" },
   },
 });
+
+export type RunSnapshot = SnapshotFrom<typeof runMachine>;
+
+/** The run states in which a provider event of the active attempt does more than record itself. */
+const STATES_TAKING_PROVIDER_EVENTS = ["starting", "queuedAtProvider"] as const;
+
+/**
+ * Whether a provider event of the run's active attempt only records itself in this state: the machine's root handler
+ * (`applyProviderEvent`), no transition, no context change. The runtime then commits the event without a machine
+ * step. Outside `starting` and `queuedAtProvider` (where a provider event says the turn runs), that is every state;
+ * test/machines/runProviderEvents.test.ts holds the machine to it, state by state.
+ */
+export function providerEventOnlyRecords(snapshot: RunSnapshot): boolean {
+  return !STATES_TAKING_PROVIDER_EVENTS.some((state) => snapshot.matches(state));
+}
 
 /** How a run's end is known (`run.terminal`): the provider's terminal, inferred from idleness, or the runtime's. */
 type RunTerminalCorrelation = DomainEventOf<"run.terminal">["correlation"];

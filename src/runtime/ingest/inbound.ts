@@ -2,7 +2,13 @@ import type { DomainEvent } from "../../domain/events.js";
 import { ENDS_WITH_TURN, TURN_ITEM_KIND_OF_NODE, type TurnItemKind } from "../../domain/items.js";
 import { redact } from "../../domain/redact.js";
 import { policyEvent, type MachineEmitted } from "../../machines/emitted.js";
-import { ownsRun, type RunContext, type RunEvent } from "../../machines/run.js";
+import {
+  ownsRun,
+  providerEventOnlyRecords,
+  type RunContext,
+  type RunEvent,
+  type RunSnapshot,
+} from "../../machines/run.js";
 import { Actors } from "../actors.js";
 import type { Projections } from "../projections.js";
 import { targetOfRun, type Target } from "../targets.js";
@@ -121,9 +127,11 @@ export class Inbound {
             this.attempts.sawEvent(r.event.attemptId);
           const actor = rt.actors.runs.get(r.runId);
           // Streamed deltas are the bulk of all traffic: the run's own fencing predicate decides
-          // them here, without a machine step (they change no run state). Everything else,
-          // including fenced deltas, goes through the run actor.
-          if (actor && isStreamDelta(r.event) && ownsRun(actor.getSnapshot().context, r.event.attemptId)) {
+          // them here, without a machine step (they change no run state). So does every provider
+          // event of the active attempt in a state where it only records itself (an item's start
+          // and end while the turn runs). Everything else, fenced events included, goes through
+          // the run actor.
+          if (actor && r.event.type === "PROVIDER" && appliesWithoutStep(actor.getSnapshot(), r.event)) {
             rt.commit(r.event.event);
           } else if (actor) {
             actor.send(r.event);
@@ -264,8 +272,10 @@ export class Inbound {
   }
 }
 
-function isStreamDelta(event: RunEvent): event is Extract<RunEvent, { type: "PROVIDER" }> {
-  return event.type === "PROVIDER" && event.event.type === "node.delta";
+/** A provider event the run's machine would only record: the runtime commits it itself. */
+function appliesWithoutStep(snapshot: RunSnapshot, event: Extract<RunEvent, { type: "PROVIDER" }>): boolean {
+  if (!ownsRun(snapshot.context, event.attemptId)) return false;
+  return event.event.type === "node.delta" || providerEventOnlyRecords(snapshot);
 }
 
 function eventName(event: { type: string; event?: { type: string } }): string {
