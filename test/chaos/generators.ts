@@ -266,7 +266,10 @@ export function transcriptOf(plan: TurnPlan, x: Exposure, turnRef: string | null
     const childWhere = childThreadRef
       ? { threadRef: childThreadRef, ...(x.turnRefs ? { turnRef: `${childThreadRef}-turn` } : {}) }
       : where;
-    items(plan.subagent.items, "sitem-", childWhere, childThreadRef ? undefined : subRef.itemRef, "child");
+    // A native item id names one item of the session: a child thread's items are named after their thread (two
+    // turns' subagents each have an item 1, never under one id).
+    const itemPrefix = childThreadRef ? `${childThreadRef}-item-` : "sitem-";
+    items(plan.subagent.items, itemPrefix, childWhere, childThreadRef ? undefined : subRef.itemRef, "child");
     if (childThreadRef) {
       steps.push({
         kind: "event",

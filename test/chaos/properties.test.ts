@@ -233,6 +233,13 @@ async function playTwoTurns(s: TwoTurnScenario): Promise<string[]> {
   return violations;
 }
 
+/** The child thread a step shows: an event on it, or a subagent's start naming it. */
+function childThreadOf(step: Step): string | undefined {
+  if (step.kind !== "event" || step.event.type === "session.state") return undefined;
+  if (step.event.type === "subagent.started") return step.event.childThreadRef;
+  return step.tag === "child" ? step.event.threadRef : undefined;
+}
+
 async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<string[]> {
   const x = exposureOf(s.caps);
   const { rt, provider, threadId } = world;
@@ -256,8 +263,16 @@ async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<str
   await accept(turn1, model1, "turn-1");
   const attempt1 = view(firstRun).attempts[0]!.attemptId;
   const { beforeSteer, afterSteer, ending } = firstAttemptSteps(s);
+  // The child threads turn 1 showed the runtime while it was the thread's turn (by an event of theirs, or a subagent's
+  // start naming them): their late events are turn 1's.
+  const childThreadsOfTurn1 = new Set<string>();
+  const seen = (step: Step) => {
+    const child = childThreadOf(step);
+    if (child !== undefined) childThreadsOfTurn1.add(child);
+  };
   for (const [i, step] of beforeSteer.entries()) {
     await provider.deliver(frameOf(step, sessionId));
+    seen(step);
     model1.delivered(step);
     if (
       failed(`turn 1, step ${i} ${describeStep(step)}`, [
@@ -283,6 +298,7 @@ async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<str
   };
   for (const [i, step] of [...afterSteer, ending].entries()) {
     await provider.deliver(frameOf(step, sessionId));
+    seen(step);
     model1.delivered(step);
     const checks = restart
       ? [
@@ -326,13 +342,18 @@ async function driveTwoTurns(s: TwoTurnScenario, world: ChaosWorld): Promise<str
       await provider.deliver(frameOf(step, sessionId));
       // Turn 1's own events are its turn's (fenced); anything else (the session, other threads) concerns the open turn.
       // Where turn 2 was named as turn 1 (weak ids that repeat), nothing tells turn 1's late events naming that ref
-      // from turn 2's: once the reply named turn 2 alike, they are turn 2's.
+      // from turn 2's: once the reply named turn 2 alike, they are turn 2's. A child thread's events follow its
+      // subagent: they are turn 1's only if turn 1 showed the thread while it ran, and no subagent of turn 2's (a
+      // late start naming that ref, now turn 2's) took the thread since.
       const own =
         turn === 1 &&
         step.kind === "event" &&
-        (step.tag === "root" || step.tag === "child") &&
         step.event.type !== "session.state" &&
+        (step.tag === "root" || (step.tag === "child" && childThreadsOfTurn1.has(childThreadOf(step) ?? ""))) &&
         step.event.turnRef !== ref2;
+      const event = step.kind === "event" ? step.event : null;
+      if (!own && event?.type === "subagent.started" && event.childThreadRef)
+        childThreadsOfTurn1.delete(event.childThreadRef);
       if (own) model1.delivered(step);
       model2.delivered(step, own);
     }
@@ -754,6 +775,72 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
       };
       expect(await playTwoTurns(s)).toEqual([]);
       examples += 1;
+    },
+  );
+
+  it(
+    "a subagent's late start taken by the next turn (weak refs that repeat) takes its child thread along: " +
+      "that thread's late end completes the next turn's subagent",
+    async () => {
+      // The repeated-ref property's counterexample (seed 603001568): turn 1's late subagent start, named as turn 2
+      // now, is turn 2's, and so is the end of the child thread it names (the oracle took that end as turn 1's).
+      const s: TwoTurnScenario = {
+        caps: {
+          ...declared("strong"),
+          threadIds: "weak",
+          turnIds: "weak",
+          requestIds: "none",
+          planDeltasHaveItemIds: false,
+          emitsTurnStarted: false,
+          emitsTurnCompleted: false,
+          terminalStatusQuality: "strong",
+          emitsMessageCompleted: false,
+          emitsSubagentLifecycle: false,
+        },
+        first: {
+          turnStarted: false,
+          items: [
+            {
+              kind: "assistant_message",
+              start: true,
+              deltas: [],
+              complete: false,
+              status: "completed",
+              finalText: null,
+            },
+          ],
+          subagent: { items: [], status: "completed" },
+          plan: false,
+          todo: false,
+          request: null,
+          warning: false,
+          terminal: { status: "completed", broken: false },
+          ending: "idle",
+        },
+        firstOps: [{ op: "duplicate", from: 0, to: 0 }],
+        steerAt: 0,
+        second: {
+          turnStarted: false,
+          items: [],
+          subagent: { items: [], status: "completed" },
+          plan: false,
+          todo: false,
+          request: null,
+          warning: false,
+          terminal: { status: "completed", broken: false },
+          ending: "idle",
+        },
+        secondAcceptAt: 0,
+        secondOps: [],
+        late: [
+          { from: 213, at: 192 },
+          { from: 668, at: 0 },
+        ],
+        interrupt: false,
+        via: "queue",
+        repeatRef: true,
+      };
+      expect(await playTwoTurns(s)).toEqual([]);
     },
   );
 
