@@ -15,6 +15,7 @@ import {
   stepsOf,
   turnScenario,
   type CapsChoice,
+  type TurnPlan,
   type TwoTurnScenario,
   type Step,
   type TurnScenario,
@@ -784,61 +785,36 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
     async () => {
       // The repeated-ref property's counterexample (seed 603001568): turn 1's late subagent start, named as turn 2
       // now, is turn 2's, and so is the end of the child thread it names (the oracle took that end as turn 1's).
+      const idleTurn = (items: TurnPlan["items"]): TurnPlan => ({
+        turnStarted: false,
+        items,
+        subagent: { items: [], status: "completed" },
+        plan: false,
+        todo: false,
+        request: null,
+        warning: false,
+        terminal: { status: "completed", broken: false },
+        ending: "idle",
+      });
+
       const s: TwoTurnScenario = {
         caps: {
           ...declared("strong"),
-          threadIds: "weak",
-          turnIds: "weak",
-          requestIds: "none",
-          planDeltasHaveItemIds: false,
-          emitsTurnStarted: false,
-          emitsTurnCompleted: false,
-          terminalStatusQuality: "strong",
-          emitsMessageCompleted: false,
+          ...{ threadIds: "weak", turnIds: "weak", requestIds: "none", planDeltasHaveItemIds: false },
+          ...{ emitsTurnStarted: false, emitsTurnCompleted: false, emitsMessageCompleted: false },
           emitsSubagentLifecycle: false,
         },
-        first: {
-          turnStarted: false,
-          items: [
-            {
-              kind: "assistant_message",
-              start: true,
-              deltas: [],
-              complete: false,
-              status: "completed",
-              finalText: null,
-            },
-          ],
-          subagent: { items: [], status: "completed" },
-          plan: false,
-          todo: false,
-          request: null,
-          warning: false,
-          terminal: { status: "completed", broken: false },
-          ending: "idle",
-        },
+        first: idleTurn([
+          { kind: "assistant_message", start: true, deltas: [], complete: false, status: "completed", finalText: null },
+        ]),
         firstOps: [{ op: "duplicate", from: 0, to: 0 }],
         steerAt: 0,
-        second: {
-          turnStarted: false,
-          items: [],
-          subagent: { items: [], status: "completed" },
-          plan: false,
-          todo: false,
-          request: null,
-          warning: false,
-          terminal: { status: "completed", broken: false },
-          ending: "idle",
-        },
-        secondAcceptAt: 0,
-        secondOps: [],
+        second: idleTurn([]),
+        ...{ secondAcceptAt: 0, secondOps: [], interrupt: false, via: "queue", repeatRef: true },
         late: [
           { from: 213, at: 192 },
           { from: 668, at: 0 },
         ],
-        interrupt: false,
-        via: "queue",
-        repeatRef: true,
       };
       expect(await playTwoTurns(s)).toEqual([]);
     },
