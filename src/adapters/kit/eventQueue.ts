@@ -8,14 +8,13 @@
 export class EventQueue<T> implements AsyncIterable<T> {
   #items: T[] = [];
   readonly #merge: ((last: T, next: T) => T | undefined) | undefined;
+  #waiting: ((result: IteratorResult<T>) => void) | null = null;
+  #closed = false;
+  #iterating = false;
 
   constructor(options: { merge?: (last: T, next: T) => T | undefined } = {}) {
     this.#merge = options.merge;
   }
-
-  #waiting: ((result: IteratorResult<T>) => void) | null = null;
-  #closed = false;
-  #iterating = false;
 
   push(item: T): void {
     if (this.#closed) return;

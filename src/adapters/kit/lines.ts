@@ -78,31 +78,25 @@ export class BoundedLineSplitter {
   }
 
   write(chunk: Buffer): void {
-    let start = 0;
     // The first newline ends the line held from earlier chunks, if any.
-    if (this.#size > 0 || this.#discarding) {
-      const newline = chunk.indexOf(NEWLINE);
-      if (!this.#discarding) this.#take(chunk, 0, newline === -1 ? chunk.length : newline);
-      if (newline === -1) return;
-      if (this.#discarding) this.#discarding = false;
-      else this.#emit();
-      start = newline + 1;
-    }
+    let start = this.#size > 0 || this.#discarding ? this.#segment(chunk, 0) : 0;
     // The whole lines of a read come out of one decode when together they are within the cap (each line then is).
     const last = chunk.lastIndexOf(NEWLINE);
-    if (last >= start && last - start <= this.#max) {
+    if (start !== -1 && last >= start && last - start <= this.#max) {
       this.#emitAll(chunk.toString("utf8", start, last));
       start = last + 1;
     }
-    while (start < chunk.length) {
-      const newline = chunk.indexOf(NEWLINE, start);
-      const end = newline === -1 ? chunk.length : newline;
-      if (!this.#discarding) this.#take(chunk, start, end);
-      if (newline === -1) return;
-      if (this.#discarding) this.#discarding = false;
-      else this.#emit();
-      start = newline + 1;
-    }
+    while (start !== -1 && start < chunk.length) start = this.#segment(chunk, start);
+  }
+
+  /** Takes `chunk` from `start` up to its next newline, which ends the line; where the next begins (-1: no newline). */
+  #segment(chunk: Buffer, start: number): number {
+    const newline = chunk.indexOf(NEWLINE, start);
+    if (!this.#discarding) this.#take(chunk, start, newline === -1 ? chunk.length : newline);
+    if (newline === -1) return -1;
+    if (this.#discarding) this.#discarding = false;
+    else this.#emit();
+    return newline + 1;
   }
 
   /** The input ended: an unterminated last line within the cap is still a line (as readline does). */

@@ -15,7 +15,7 @@
  */
 import type { FileHandle } from "node:fs/promises";
 import { ClosedError, InvalidInputError, StoreFailedError } from "../../domain/errors.js";
-import { BatchLines, jsonOf, type LineOf } from "./lines.js";
+import { BatchLines, jsonOf } from "./lines.js";
 import {
   deepFreeze,
   INDEX_STRIDE,
@@ -289,7 +289,7 @@ export class EventLog<E extends { type: string }> {
       const batch = this.#queue;
       this.#queue = [];
       for (const item of batch) item.json ??= this.#jsonOfJoined(item);
-      const { data, ends } = this.#lines.write(batch as readonly LineOf[]);
+      const { data, ends } = this.#lines.write(batch);
       try {
         // write() may be short in theory; loop so a batch never lands half-written.
         for (let done = 0; done < data.length;) {

@@ -73,8 +73,8 @@ export class StreamClock {
   readonly #due = new Map<number, (() => void)[]>();
   /** The keys of `#due`, ascending. */
   #times: number[] = [];
+  /** Armed for the first of `#times` whenever there is one. */
   #timer: NodeJS.Timeout | undefined;
-  #armedFor = Infinity;
 
   /** Calls `wake` once `performance.now()` reaches `time` (in a macrotask of its own, never inside this call). */
   at(time: number, wake: () => void): void {
@@ -89,18 +89,16 @@ export class StreamClock {
     let i = times.length;
     while (i > 0 && times[i - 1]! > key) i--;
     times.splice(i, 0, key);
-    if (key < this.#armedFor) this.#arm(key);
+    if (i === 0) this.#arm(key);
   }
 
   #arm(key: number): void {
     clearTimeout(this.#timer);
-    this.#armedFor = key;
     this.#timer = setTimeout(() => this.#fire(), Math.max(1, key - performance.now()));
   }
 
   #fire(): void {
     this.#timer = undefined;
-    this.#armedFor = Infinity;
     // A timer may fire a fraction of a millisecond before its time (Node counts whole milliseconds): what falls due
     // within the coming millisecond wakes now rather than after one more timer.
     const now = performance.now() + 1;
