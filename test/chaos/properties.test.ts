@@ -460,6 +460,20 @@ describe("chaos properties", () => {
 });
 
 /** A provider that declares everything, with the item identity under test. */
+/** A pinned case's turn: nothing but what `over` says, completed by its terminal. */
+const quietTurn = (over: Partial<TurnPlan>): TurnPlan => ({
+  turnStarted: false,
+  items: [],
+  subagent: null,
+  plan: false,
+  todo: false,
+  request: null,
+  warning: false,
+  terminal: { status: "completed", broken: false },
+  ending: "terminal",
+  ...over,
+});
+
 const declared = (itemIds: Strength): CapsChoice => ({
   threadIds: "strong",
   turnIds: "strong",
@@ -744,30 +758,10 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
           terminalStatusQuality: "none",
           emitsSubagentLifecycle: false,
         },
-        first: {
-          turnStarted: false,
-          items: [],
-          subagent: { items: [], status: "completed" },
-          plan: false,
-          todo: true,
-          request: null,
-          warning: false,
-          terminal: { status: "completed", broken: false },
-          ending: "terminal",
-        },
+        first: quietTurn({ subagent: { items: [], status: "completed" }, todo: true }),
         firstOps: [],
         steerAt: 0,
-        second: {
-          turnStarted: false,
-          items: [],
-          subagent: null,
-          plan: false,
-          todo: false,
-          request: null,
-          warning: false,
-          terminal: { status: "completed", broken: false },
-          ending: "terminal",
-        },
+        second: quietTurn({}),
         secondAcceptAt: 0,
         secondOps: [],
         late: [{ from: 812, at: 0 }],
@@ -785,17 +779,8 @@ describe("reordered and duplicated provider events (issue 12 item 11)", () => {
     async () => {
       // The repeated-ref property's counterexample (seed 603001568): turn 1's late subagent start, named as turn 2
       // now, is turn 2's, and so is the end of the child thread it names (the oracle took that end as turn 1's).
-      const idleTurn = (items: TurnPlan["items"]): TurnPlan => ({
-        turnStarted: false,
-        items,
-        subagent: { items: [], status: "completed" },
-        plan: false,
-        todo: false,
-        request: null,
-        warning: false,
-        terminal: { status: "completed", broken: false },
-        ending: "idle",
-      });
+      const idleTurn = (items: TurnPlan["items"]) =>
+        quietTurn({ items, subagent: { items: [], status: "completed" }, ending: "idle" });
 
       const s: TwoTurnScenario = {
         caps: {
