@@ -42,9 +42,11 @@ describe("merging queued deltas", () => {
       delta("cd", { kind: "reasoning" }),
       delta("cd", { stream: "output" }),
       delta("cd", { extra: 1 }),
+      delta(3 as unknown as string), // not a delta's text: left for the runtime to refuse
       { sessionId: "ses_a", event: { type: "item.completed", kind: "assistant_message", status: "completed" } },
     ] as ProviderAdapterEvent[])
       expect(mergeDeltas(last, other)).toBeUndefined();
+    expect(mergeDeltas(delta(3 as unknown as string), delta("ab"))).toBeUndefined();
     const started = { sessionId: "ses_a", event: { type: "item.started", kind: "assistant_message" } };
     expect(mergeDeltas(started as ProviderAdapterEvent, last)).toBeUndefined();
   });

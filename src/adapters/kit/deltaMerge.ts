@@ -21,6 +21,8 @@ const made = new WeakSet<ProviderAdapterEvent>();
 export function mergeDeltas(last: ProviderAdapterEvent, next: ProviderAdapterEvent): ProviderAdapterEvent | undefined {
   const [a, b] = [last.event, next.event];
   if (a.type !== "item.delta" || b.type !== "item.delta" || last.sessionId !== next.sessionId) return undefined;
+  // A frame that is not what its type says stays as it is, for the runtime to refuse (never joined into a valid one).
+  if (typeof a.delta !== "string" || typeof b.delta !== "string") return undefined;
   if (a.delta.length + b.delta.length > MERGED_DELTA_MAX_CHARS || !sameButDelta(a, b)) return undefined;
   if (made.has(last)) {
     a.delta += b.delta;
