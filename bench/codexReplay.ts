@@ -55,6 +55,7 @@ export async function measureCodexReplay(
         BENCH_CODEX_FIXTURE: CODEX_FIXTURE,
         BENCH_CODEX_ROOT: root,
         BENCH_CODEX_COPIES: String(copies),
+        BENCH_CODEX_TURNS: String(WARMUP_TURNS + turns),
         BENCH_CODEX_REPEATS: String(repeats),
       },
       approvalPolicy: "untrusted",

@@ -6,8 +6,8 @@ import { answersOf, readRecording, turnLines, turnTemplate, type Frame } from ".
  * recorded transcript (as test/replay/codexReplayHost.ts does, without checking the client),
  * and answers each turn/start with a long streamed turn of real recorded frames
  * (codexStream.ts), written at full speed. Started through bench/codex-stream as the Codex
- * adapter's `binary`. Environment: BENCH_CODEX_FIXTURE, BENCH_CODEX_ROOT, BENCH_CODEX_REPEATS (how many times each
- * message streams its recorded deltas over), BENCH_CODEX_COPIES
+ * adapter's `binary`. Environment: BENCH_CODEX_FIXTURE, BENCH_CODEX_ROOT, BENCH_CODEX_TURNS (how many turns to make
+ * ahead), BENCH_CODEX_REPEATS (how many times each message streams its recorded deltas over), BENCH_CODEX_COPIES
  * (agent message items per turn, a list: turn i takes entry i, the last entry after that).
  */
 
@@ -38,23 +38,27 @@ function writeLines(lines: readonly string[]): void {
 }
 
 /**
- * A turn's frames after its response, made while the host waits for the turn/start (right after the turn before it):
- * a provider's turn streams what its model sends, it does not make ten thousand lines of text when asked, and the
- * runtime's clock runs from its send.
+ * A turn's frames after its response. A provider's turn streams what its model sends, it does not make ten thousand
+ * lines of text when asked: the turns the bench asks for (BENCH_CODEX_TURNS) are all made at start-up, before the
+ * handshake's answer, so that this host's own work never shares the two cores with the runtime's reading of a turn
+ * (a turn past those is made when asked).
  */
 const prepare = (turn: number) => {
   const lines = turnLines(template, turn, copies[Math.min(turn, copies.length - 1)]!, null, repeats);
-  return { turn, response: lines[0]!, rest: pieces(lines.slice(1)) };
+  return { response: lines[0]!, rest: pieces(lines.slice(1)) };
 };
-let next = prepare(0);
+const made: Array<ReturnType<typeof prepare> | undefined> = Array.from(
+  { length: Number(process.env.BENCH_CODEX_TURNS ?? "0") },
+  (_, turn) => prepare(turn),
+);
 
 function answer(frame: Frame): void {
   if (frame.method === "turn/start") {
-    const { response, rest } = next.turn === turns ? next : prepare(turns);
+    const { response, rest } = made[turns] ?? prepare(turns);
+    made[turns] = undefined; // written once: not kept
     process.stdout.write(`${JSON.stringify({ ...(JSON.parse(response) as Frame), id: frame.id })}\n`);
     for (const piece of rest) process.stdout.write(piece);
     turns++;
-    setImmediate(() => (next = prepare(turns)));
     return;
   }
   const block = blocks.find((b) => b.out.method === frame.method);

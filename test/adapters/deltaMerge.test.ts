@@ -47,6 +47,10 @@ describe("merging queued deltas", () => {
     ] as ProviderAdapterEvent[])
       expect(mergeDeltas(last, other)).toBeUndefined();
     expect(mergeDeltas(delta(3 as unknown as string), delta("ab"))).toBeUndefined();
+    // Another key of each, read alike from the other (absent reads as undefined; Object.prototype's as its own).
+    expect(mergeDeltas(delta("ab", { foo: undefined }), delta("cd", { bar: undefined }))).toBeUndefined();
+    const inherited = { toString: Object.prototype.toString };
+    expect(mergeDeltas(delta("ab", { extra: 1 }), delta("cd", inherited))).toBeUndefined();
     const started = { sessionId: "ses_a", event: { type: "item.started", kind: "assistant_message" } };
     expect(mergeDeltas(started as ProviderAdapterEvent, last)).toBeUndefined();
   });

@@ -11,26 +11,30 @@ import type { ProviderAdapterEvent } from "../contract.js";
 /** A merged delta stops growing at this many characters (the next one starts a new delta): log lines stay bounded. */
 export const MERGED_DELTA_MAX_CHARS = 64 * 1024;
 
-/** The frames merges made: theirs to grow (a frame an adapter queued is never changed in place). */
-const made = new WeakSet<ProviderAdapterEvent>();
+/** A frame a merge made: its own to grow (a frame an adapter queued is never changed in place). */
+class MergedDelta implements ProviderAdapterEvent {
+  constructor(
+    readonly sessionId: string,
+    readonly event: Extract<ProviderAdapterEvent["event"], { type: "item.delta" }>,
+  ) {}
+}
 
 /**
  * `next` folded into `last` when both are deltas of the same session, thread, turn, item, kind and stream (every field
  * but the text alike) and their texts together stay within MERGED_DELTA_MAX_CHARS; else undefined.
  */
 export function mergeDeltas(last: ProviderAdapterEvent, next: ProviderAdapterEvent): ProviderAdapterEvent | undefined {
-  const [a, b] = [last.event, next.event];
+  const a = last.event;
+  const b = next.event;
   if (a.type !== "item.delta" || b.type !== "item.delta" || last.sessionId !== next.sessionId) return undefined;
   // A frame that is not what its type says stays as it is, for the runtime to refuse (never joined into a valid one).
   if (typeof a.delta !== "string" || typeof b.delta !== "string") return undefined;
   if (a.delta.length + b.delta.length > MERGED_DELTA_MAX_CHARS || !sameButDelta(a, b)) return undefined;
-  if (made.has(last)) {
+  if (last instanceof MergedDelta) {
     a.delta += b.delta;
     return last;
   }
-  const merged = { sessionId: last.sessionId, event: { ...a, delta: a.delta + b.delta } };
-  made.add(merged);
-  return merged;
+  return new MergedDelta(last.sessionId, { ...a, delta: a.delta + b.delta });
 }
 
 /** The same keys, each with the same value, but `delta`. */
