@@ -25,9 +25,10 @@ export interface CodexReplayResult {
 
 /**
  * Whole turns before the measured ones: they start the host and warm up the code (the first turns of a process run at
- * up to half the speed of the later ones, before the JIT has optimized them), as the raw side's warm-up pass does.
+ * up to half the speed of the later ones, before the JIT has optimized them; after three, the first measured turns
+ * still ran up to a third slower), as the raw side's warm-up pass does.
  */
-const WARMUP_TURNS = 3;
+const WARMUP_TURNS = 6;
 
 /**
  * Each measured turn is timed alone, from its send to its run's end, and followed (the runtime idle)

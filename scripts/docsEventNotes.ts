@@ -64,8 +64,8 @@ export const EVENT_NOTES: Record<string, EventNote> = {
   "node.delta": {
     when:
       "A node streamed: assistant or reasoning text (`stream: text`), or command and tool output (`stream: output`). " +
-      "The bulk of all events. The pieces of one node's stream that the provider sends within one commit window " +
-      "(`groupCommitMs`) are one record, their texts joined in order: a record is not a provider frame.",
+      "The bulk of all events. The pieces of one node's stream that reach the log within one commit group (see " +
+      "`groupCommitMs`) are one record, their texts joined in order: a record is not a provider frame.",
   },
   "node.completed": {
     when:

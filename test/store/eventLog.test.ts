@@ -179,6 +179,34 @@ describe("EventLog", () => {
     expect(again.recovery.records).toBe(3);
   });
 
+  it("counts the group window from the last commit: a record after a longer quiet spell commits at once", async () => {
+    // The clock the window reads and its timer are fake; the disk and the loop's turns are real.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    try {
+      const log = await openLog({ groupWindowMs: 50 });
+      const first = log.append({ type: "a" });
+      expect(vi.getTimerCount()).toBe(1); // the log just opened: the window runs from there
+      vi.advanceTimersByTime(50);
+      await log.whenDurable(first.seq);
+
+      vi.advanceTimersByTime(20);
+      const second = log.append({ type: "b" }); // 20 ms after the last commit: waits out the other 30
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(29);
+      expect(vi.getTimerCount()).toBe(1);
+      vi.advanceTimersByTime(1);
+      await log.whenDurable(second.seq);
+
+      vi.advanceTimersByTime(51);
+      const third = log.append({ type: "c" }); // quiet for longer than the window: no timer
+      expect(vi.getTimerCount()).toBe(0);
+      await log.whenDurable(third.seq); // with the fake clock standing still, only a commit started now ends this
+      expect(log.durableHead).toBe(3);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("delivers only durable records to subscribers and onCommit listeners", async () => {
     const log = await openLog({ groupWindowMs: WINDOW_BEYOND_TEST_TIMEOUT, isUrgent: (e) => e.type === "terminal" });
     const seen: number[] = [];

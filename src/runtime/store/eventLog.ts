@@ -34,7 +34,11 @@ export interface LogRecord<E> {
 }
 
 export interface EventLogOptions<E> {
-  /** How long appends wait to be grouped into one write + fdatasync. Default 2. */
+  /**
+   * The group-commit window: a commit that the log starts from idle starts no sooner than this long after the last one
+   * ended (or the log opened), so appends within it are grouped into one write + fdatasync; an append that finds the
+   * log idle for longer commits at once. Default 2.
+   */
   groupWindowMs?: number;
   /** An urgent event makes its batch commit immediately instead of waiting for the window. */
   isUrgent?: (event: E) => boolean;
@@ -102,6 +106,8 @@ export class EventLog<E extends { type: string }> {
   /** `at` of the last clock reading, and the millisecond it was read at: one ISO string per millisecond. */
   #at = { ms: Number.NaN, iso: "" };
   #timer: NodeJS.Timeout | undefined;
+  /** When the last commit ended (performance.now()), or the log opened: the window counts from there. */
+  #lastCommitEnd = performance.now();
   readonly #lines = new BatchLines();
   #flushing: Promise<void> | undefined;
   #waiters: Waiter[] = [];
@@ -193,7 +199,7 @@ export class EventLog<E extends { type: string }> {
     // synchronous step and its microtasks append (a command's work and then its receipt) lands
     // in the same batch, so a crash never keeps one without the other.
     if (urgent) this.#startFlush();
-    else if (!this.#flushing) this.#timer ??= setTimeout(() => this.#startFlush(), this.#windowMs);
+    else if (!this.#flushing && this.#timer === undefined) this.#scheduleFlush();
     // While a flush is in flight its loop picks the record up right after: appends that
     // arrive during an fsync form the next group.
     return { seq: queued.seq, at: queued.at, event };
@@ -273,6 +279,16 @@ export class EventLog<E extends { type: string }> {
     if (this.#failed) throw this.#failed.error;
   }
 
+  /**
+   * A commit from idle: once the window since the last one has passed, so fsyncs never come closer than that; a record
+   * after a longer quiet spell waits for no timer (only for the end of this macrotask, as every commit does).
+   */
+  #scheduleFlush(): void {
+    const wait = this.#lastCommitEnd + this.#windowMs - performance.now();
+    if (wait <= 0) this.#startFlush();
+    else this.#timer = setTimeout(() => this.#startFlush(), wait);
+  }
+
   #startFlush(): void {
     clearTimeout(this.#timer);
     this.#timer = undefined;
@@ -305,6 +321,7 @@ export class EventLog<E extends { type: string }> {
         if ((batch[i]!.seq - 1) % INDEX_STRIDE === 0) this.#index.push(startOffset + (i === 0 ? 0 : ends[i - 1]!));
       }
       this.#endOffset = startOffset + data.length;
+      this.#lastCommitEnd = performance.now();
       const readers = this.#commitListeners.size + this.#subscribers.size > 0;
       const records: readonly LogRecord<E>[] = Object.freeze(readers ? batch.map(committed) : []);
       this.#durableHead = batch[batch.length - 1]?.seq ?? this.#durableHead;
