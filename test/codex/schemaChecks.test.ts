@@ -119,9 +119,54 @@ describe("codex hand checks", () => {
     });
   }
 
-  it("reads every recorded delta and agentMessage, userMessage item frame by hand", () => {
-    const hot = frames.filter((f) => f.method === "item/agentMessage/delta" || f.method?.startsWith("item/"));
+  it("a recorded turn's start and end, their turn's fields mutated: read by hand only as the schema reads them", () => {
+    const turns = frames.filter((f) => /^turn\/(started|completed)$/.test(f.method!));
+    const field = fc.constantFrom(
+      "id",
+      "items",
+      "itemsView",
+      "status",
+      "error",
+      "startedAt",
+      "completedAt",
+      "durationMs",
+      "rootTurnId",
+    );
+    const value = fc.oneof(
+      fc.constantFrom("completed", "inProgress", "notLoaded", "summary", "full", "other", null, 7, 1.5, -0, 2 ** 53),
+      fc.record({ message: fc.string({ maxLength: 4 }) }),
+      fc.array(fc.record({ type: fc.constantFrom("agentMessage", "x"), id: fc.string({ maxLength: 3 }) })),
+      fc.jsonValue({ maxDepth: 2 }),
+    );
+    let readByHand = 0;
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...turns),
+        fc.array(fc.tuple(field, value, fc.boolean()), { maxLength: 3 }),
+        ({ method, params }, edits) => {
+          const mutated = structuredClone(params) as { turn: Record<string, unknown> };
+          for (const [key, v, drop] of edits) {
+            if (drop) delete mutated.turn[key];
+            else mutated.turn[key] = v;
+          }
+          const definition = CODEX_VALIDATED_PARAMS[method as keyof typeof CODEX_VALIDATED_PARAMS];
+          const read = handCheck(definition)(mutated);
+          if (read === undefined) return; // left to zod
+          readByHand++;
+          const expected = check(definition).safeParse(mutated);
+          expect(expected.success).toBe(true);
+          expect(read).toStrictEqual(expected.data);
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+    expect(readByHand).toBeGreaterThan(300);
+  });
+
+  it("reads every recorded delta, agentMessage and userMessage item frame, and turn start and end by hand", () => {
+    const hot = frames.filter((f) => f.method?.startsWith("item/") || /^turn\/(started|completed)$/.test(f.method!));
     expect(hot.length).toBeGreaterThan(8);
+    expect(hot.filter((f) => f.method!.startsWith("turn/"))).toHaveLength(4);
     for (const { method, params } of hot) {
       const definition = CODEX_VALIDATED_PARAMS[method as keyof typeof CODEX_VALIDATED_PARAMS];
       const read = handCheck(definition)(params) as { item?: { type: string } };

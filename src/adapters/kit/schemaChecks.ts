@@ -2,7 +2,8 @@
  * A JSON schema's check by hand, for the frames that pass by the thousand (streamed deltas, the items that open and
  * close around them): zod's check of the same schema (`z.fromJSONSchema`) is the contract, and costs ten times more.
  * The hand check reads a plain subset of JSON schema: objects (extra keys kept, as zod's loose objects keep them),
- * arrays, strings, booleans, null, integers and their bounds, string enums, defaults, `$ref`, `anyOf`, `oneOf`.
+ * arrays, strings, booleans, null, integers and their bounds, string enums, defaults, `$ref`, `anyOf`, `oneOf`, and an
+ * `allOf` of one schema.
  * Whatever it is not sure of, it leaves to zod (which accepts it or says why not): it accepts only what zod accepts,
  * and gives what zod gives (equal values; the input itself where zod's copy would change nothing). An adapter's
  * property test holds it to its schemas.
@@ -81,6 +82,11 @@ export function schemaReader(
       const accepted = new Set<unknown>(values);
       return { read: (v) => (accepted.has(v) ? v : DEFER), rejects: (v) => !accepted.has(v) };
     }
+    // One schema in an allOf is that schema (zod makes it so); more would be an intersection, left to zod.
+    if (schema.allOf !== undefined)
+      return Array.isArray(schema.allOf) && schema.allOf.length === 1 && only(schema, ["allOf"])
+        ? compileAny(schema.allOf[0])
+        : UNSURE;
     if (schema.anyOf !== undefined)
       return Array.isArray(schema.anyOf) && only(schema, ["anyOf"]) ? anyOf(schema.anyOf.map(compileAny)) : UNSURE;
     if (schema.oneOf !== undefined)
