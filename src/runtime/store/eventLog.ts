@@ -280,8 +280,9 @@ export class EventLog<E extends { type: string }> {
   }
 
   /**
-   * A commit from idle: once the window since the last one has passed, so fsyncs never come closer than that; a record
-   * after a longer quiet spell waits for no timer (only for the end of this macrotask, as every commit does).
+   * A commit from idle: once the window since the last commit ended has passed (a commit in flight is followed at once
+   * by the next, for what came meanwhile); a record after a longer quiet spell waits for no timer, only for the end of
+   * this macrotask, as every commit does.
    */
   #scheduleFlush(): void {
     const wait = this.#lastCommitEnd + this.#windowMs - performance.now();
