@@ -16,6 +16,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { ClosedError, InvalidInputError, StoreFailedError } from "../../domain/errors.js";
 import { BatchLines, jsonOf } from "./lines.js";
+import { guarded, LogReaders, type LogRecord } from "./logReaders.js";
 import {
   deepFreeze,
   INDEX_STRIDE,
@@ -27,11 +28,7 @@ import {
   type VerifiedStart,
 } from "./jsonl.js";
 
-export interface LogRecord<E> {
-  seq: number;
-  at: string;
-  event: E;
-}
+export type { LogRecord } from "./logReaders.js";
 
 export interface EventLogOptions<E> {
   /**
@@ -65,14 +62,6 @@ export interface EventLogOptions<E> {
 /** A record takes at most this many pieces: a line stays bounded (with `joins` bounding each piece). */
 export const MAX_JOINED_PIECES = 1024;
 
-type Subscriber<E> = {
-  delivered: number; // highest seq handed to this subscriber: the dedupe key
-  live: boolean;
-  active: boolean;
-  pending: LogRecord<E>[]; // commits that arrive while catching up
-  listener: (record: LogRecord<E>) => void;
-  filter: ((record: LogRecord<E>) => boolean) | undefined;
-};
 type Waiter = { seq: number; resolve: () => void; reject: (error: unknown) => void };
 /**
  * A record waiting to be written. `json` (its event's) is made at append; once later pieces joined it (`joined`), its
@@ -111,8 +100,7 @@ export class EventLog<E extends { type: string }> {
   readonly #lines = new BatchLines();
   #flushing: Promise<void> | undefined;
   #waiters: Waiter[] = [];
-  readonly #commitListeners = new Set<(records: readonly LogRecord<E>[]) => void>();
-  readonly #subscribers = new Set<Subscriber<E>>();
+  readonly #readers: LogReaders<E>;
   #closing = false;
   #closed: Promise<void> | undefined;
   #failed: { error: unknown } | undefined;
@@ -121,6 +109,10 @@ export class EventLog<E extends { type: string }> {
     this.#file = file;
     this.#fh = fh;
     this.#options = options;
+    this.#readers = new LogReaders<E>(
+      (afterSeq, upTo) => readRecords<LogRecord<E>>(file, this.#index, afterSeq, upTo),
+      options.onListenerError,
+    );
     this.#windowMs = windowMs;
     this.#index = found.index;
     this.#head = this.#durableHead = found.records;
@@ -228,8 +220,7 @@ export class EventLog<E extends { type: string }> {
   }
 
   onCommit(listener: (records: readonly LogRecord<E>[]) => void): () => void {
-    this.#commitListeners.add(listener);
-    return () => void this.#commitListeners.delete(listener);
+    return this.#readers.onCommit(listener);
   }
 
   /**
@@ -245,20 +236,12 @@ export class EventLog<E extends { type: string }> {
     if (!Number.isInteger(afterSeq) || afterSeq < 0 || afterSeq > this.#head) {
       throw new InvalidInputError("afterSeq", `must be an integer in 0..${this.#head}`);
     }
-    const sub: Subscriber<E> = { delivered: afterSeq, live: false, active: true, pending: [], listener, filter };
-    // Registered before catch-up starts: commits after this point are buffered in `pending`,
-    // everything up to `target` is read from the file, and `delivered` dedupes the overlap.
-    this.#subscribers.add(sub);
-    void this.#catchUp(sub, this.#durableHead);
-    return () => {
-      sub.active = false;
-      this.#subscribers.delete(sub);
-    };
+    return this.#readers.subscribe(afterSeq, this.#durableHead, listener, filter);
   }
 
   /** Streams durable records with seq > afterSeq, up to durableHead as of this call. */
   readAll(afterSeq = 0): AsyncGenerator<LogRecord<E>> {
-    return this.#read(afterSeq, this.#durableHead);
+    return readRecords<LogRecord<E>>(this.#file, this.#index, afterSeq, this.#durableHead);
   }
 
   /** Commits what is queued and closes the file. Rejects if the log is in a failed state. */
@@ -271,9 +254,7 @@ export class EventLog<E extends { type: string }> {
     this.#closing = true;
     this.#startFlush();
     await this.#flushing;
-    for (const sub of this.#subscribers) sub.active = false;
-    this.#subscribers.clear();
-    this.#commitListeners.clear();
+    this.#readers.close();
     for (const waiter of this.#waiters.splice(0)) waiter.reject(new ClosedError("event log"));
     await this.#fh.close();
     if (this.#failed) throw this.#failed.error;
@@ -323,17 +304,12 @@ export class EventLog<E extends { type: string }> {
       }
       this.#endOffset = startOffset + data.length;
       this.#lastCommitEnd = performance.now();
-      const readers = this.#commitListeners.size + this.#subscribers.size > 0;
-      const records: readonly LogRecord<E>[] = Object.freeze(readers ? batch.map(committed) : []);
+      const records: readonly LogRecord<E>[] = Object.freeze(this.#readers.any ? batch.map(committed) : []);
       this.#durableHead = batch[batch.length - 1]?.seq ?? this.#durableHead;
       const ready = this.#waiters.filter((w) => w.seq <= this.#durableHead);
       this.#waiters = this.#waiters.filter((w) => w.seq > this.#durableHead);
       for (const waiter of ready) waiter.resolve();
-      for (const listener of this.#commitListeners) this.#guard(() => listener(records));
-      for (const sub of this.#subscribers) {
-        if (sub.live) for (const record of records) this.#deliver(sub, record);
-        else sub.pending.push(...records);
-      }
+      this.#readers.committed(records);
     }
     // Cleared in the same tick as the final empty-queue check (no await in between), so an
     // append can never land in a gap where this loop misses it and no new flush is scheduled.
@@ -348,63 +324,14 @@ export class EventLog<E extends { type: string }> {
     clearTimeout(this.#timer);
     this.#queue = [];
     for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
-    this.#guard(() => this.#options.onFailed?.(error as StoreFailedError));
+    guarded(() => this.#options.onFailed?.(error as StoreFailedError), this.#options.onListenerError);
   }
 
   /** The failure that stopped the log, if any. */
   get failure(): unknown {
     return this.#failed?.error;
   }
-
-  async #catchUp(sub: Subscriber<E>, target: number): Promise<void> {
-    await Promise.resolve();
-    try {
-      for await (const record of this.#read(sub.delivered, target)) {
-        if (!sub.active) return;
-        this.#deliver(sub, record);
-      }
-    } catch (error) {
-      sub.active = false;
-      this.#subscribers.delete(sub);
-      this.#guard(() => {
-        throw error;
-      });
-      return;
-    }
-    // Synchronous from here on, so no commit can interleave with the switch to live.
-    for (const record of sub.pending) this.#deliver(sub, record);
-    sub.pending = [];
-    sub.live = true;
-  }
-
-  /** Durable records after `afterSeq` up to `upTo` (<= durableHead: bytes past it may be a write in progress). */
-  #read(afterSeq: number, upTo: number): AsyncGenerator<LogRecord<E>> {
-    return readRecords<LogRecord<E>>(this.#file, this.#index, afterSeq, upTo);
-  }
-
-  #deliver(sub: Subscriber<E>, record: LogRecord<E>): void {
-    if (!sub.active || record.seq <= sub.delivered) return;
-    sub.delivered = record.seq;
-    this.#guard(() => {
-      if (!sub.filter || sub.filter(record)) sub.listener(record);
-    });
-  }
-
-  /** Listener code must never break the writer loop. */
-  #guard(fn: () => void): void {
-    try {
-      fn();
-    } catch (error) {
-      try {
-        this.#options.onListenerError?.(error);
-      } catch {
-        // a failing error reporter has nowhere left to report to
-      }
-    }
-  }
 }
-
-/** The record's line in the file: `JSON.stringify({ seq, at, event })`, without making that object (`at` is ISO). */
 
 /** What readers get of a written record: the record, frozen all the way down (they share it). */
 function committed<E>({ seq, at, event }: Queued<E>): LogRecord<E> {
