@@ -34,7 +34,13 @@ import {
   type ImplementPlanInput,
   type WaitForSubagentInput,
 } from "../domain/commands.js";
-import { InvalidInputError, NotFoundError, StoreFailedError, isFileSystemError } from "../domain/errors.js";
+import {
+  InvalidInputError,
+  NotFoundError,
+  StoreCorruptError,
+  StoreFailedError,
+  isFileSystemError,
+} from "../domain/errors.js";
 import type { DomainEvent } from "../domain/events.js";
 import { coalesceDeltas, isUrgentEvent, threadOf } from "../domain/eventRouting.js";
 import { randomIds, unusedIds, type IdSource } from "../domain/ids.js";
@@ -63,7 +69,13 @@ import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "
 import { shutDown } from "./shutdown.js";
 import { WaitForRunOptionsSchema, runEndedWithin } from "./waitForRun.js";
 import { reportCutTail, reportIgnoredSnapshot, reportReaped, restoreRuntime } from "./recovery.js";
-import { readSnapshot, type VerifiedSnapshot } from "./snapshots/file.js";
+import {
+  checkPrefix,
+  readSnapshot,
+  removeSnapshot,
+  removeStaleTemps,
+  type VerifiedSnapshot,
+} from "./snapshots/file.js";
 import { SnapshotWriter } from "./snapshots/writer.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
@@ -98,6 +110,14 @@ export class Runtime implements TillerRuntime {
   #inspector: RuntimeInspector | null = null;
   /** Projection snapshots beside the log (src/runtime/snapshots/): what makes the next open replay only a tail. */
   #snapshots: SnapshotWriter | undefined;
+  /**
+   * The background check of the snapshot this runtime was opened from (the log's prefix and the text file): resolves
+   * with the corruption it found, or null. Reads of the history before the snapshot wait for it.
+   */
+  #prefixChecked: Promise<StoreCorruptError | null> = Promise.resolve(null);
+  readonly #stopChecking = new AbortController();
+  /** Set when the log or the snapshot was found corrupt after open: the runtime stops, the snapshot is removed. */
+  #corruption: { error: StoreCorruptError; snapshotRemoved: Promise<void> } | undefined;
 
   private constructor(
     options: RuntimeOptions,
@@ -152,6 +172,14 @@ export class Runtime implements TillerRuntime {
     return this.#snapshots;
   }
 
+  /**
+   * The verdict of the background check of the snapshot this runtime opened from (internal, like `views`): the
+   * corruption it found, or null (also when there was no snapshot to check).
+   */
+  get snapshotChecked(): Promise<StoreCorruptError | null> {
+    return this.#prefixChecked;
+  }
+
   /** Live actors by app id (internal, like `views`). */
   get actors(): Actors {
     return this.#d.actors;
@@ -191,9 +219,11 @@ export class Runtime implements TillerRuntime {
         options = { ...options, inspect: inspector.inspect };
       }
       const { doc } = await openRuntimeMeta(dataDir, now());
+      const directory = doc.data.directoryId!;
       const logFile = join(dataDir, "events.jsonl");
+      await removeStaleTemps(dataDir);
       // Read under the lock, checked against the log as it is now; one that does not hold is ignored (and said).
-      found = await readSnapshot(dataDir, logFile, FOLD_VERSION);
+      found = await readSnapshot(dataDir, logFile, { fold: FOLD_VERSION, directory });
       log = await EventLog.open<DomainEvent>(logFile, {
         isUrgent: isUrgentEvent,
         coalesce: coalesceDeltas,
@@ -224,7 +254,19 @@ export class Runtime implements TillerRuntime {
       reportIgnoredSnapshot(runtime.#d, found.ignored ?? ignored);
       const opened = { snapshot: found.snapshot, used: !ignored };
       const onError = (error: unknown) => report({ kind: "snapshot_failed", error });
-      runtime.#snapshots = SnapshotWriter.start({ dataDir, logFile, log, views: runtime.#d.views, opened, onError });
+      const onCorrupt = runtime.#corrupt.bind(runtime);
+      const views = runtime.#d.views;
+      runtime.#snapshots = SnapshotWriter.start({
+        dataDir,
+        directory,
+        logFile,
+        log,
+        views,
+        opened,
+        onError,
+        onCorrupt,
+      });
+      if (found.snapshot && opened.used) runtime.#checkPrefix(logFile, found.snapshot);
       await log.whenDurable();
       if (inspector) {
         runtime.#inspector = inspector;
@@ -246,6 +288,39 @@ export class Runtime implements TillerRuntime {
       // A full or failing disk while opening is typed like one while running.
       throw isFileSystemError(error) ? StoreFailedError.from(error, `opening ${dataDir}`) : error;
     }
+  }
+
+  /**
+   * Checks in the background what open took on trust from the snapshot: the log's whole blocks before it and its
+   * text file. Catch-up reads of the records before it wait for the verdict.
+   */
+  #checkPrefix(logFile: string, snapshot: VerifiedSnapshot): void {
+    const signal = this.#stopChecking.signal;
+    this.#prefixChecked = checkPrefix(logFile, snapshot, signal).then(
+      (why) => (why ? this.#corrupt(new StoreCorruptError(why, { file: logFile })) : null),
+      (error: unknown) => this.#corrupt(new StoreCorruptError(`checking the snapshot failed: ${String(error)}`, {})),
+    );
+    this.log.holdReads(snapshot.start.seq, this.#prefixChecked);
+  }
+
+  /**
+   * The log, or the snapshot the runtime was opened from, does not hold: what was served from the snapshot may not be
+   * the log's. The log stops (nothing more is written to it, every command fails with this error) and the snapshot is
+   * removed, so the next open replays the log (and says `store_corrupt` if the log itself is damaged).
+   */
+  #corrupt(error: StoreCorruptError): StoreCorruptError {
+    if (this.#corruption) return this.#corruption.error;
+    const why = new StoreCorruptError(
+      `${error.message}; the projection snapshot was removed: the next open replays the log`,
+      error.details,
+    );
+    const snapshotRemoved = (async () => {
+      await this.#snapshots?.stop();
+      await removeSnapshot(this.dataDir);
+    })().catch(() => undefined); // a snapshot that cannot be removed is ignored at open anyway (its check fails)
+    this.#corruption = { error: why, snapshotRemoved };
+    this.log.fail(why);
+    return why;
   }
 
   /** Fold the log, settle what the previous life left open, rebuild actors, then accept work. */
@@ -320,6 +395,9 @@ export class Runtime implements TillerRuntime {
     assertOpen(this.#d);
     const snapshot = threadSnapshot(this.#d, findThread(this.#d, parseInput(ThreadIdSchema, threadId)));
     await this.log.whenDurable(snapshot.seq);
+    // What came from the snapshot is served once the log before it is proven the one it was taken of.
+    const corrupt = await this.#prefixChecked;
+    if (corrupt) throw corrupt;
     return snapshot;
   }
 
@@ -390,6 +468,12 @@ export class Runtime implements TillerRuntime {
   #close(): Promise<void> {
     const { hosts, log, meta, lock } = this;
     const snapshots = this.#snapshots;
-    return shutDown({ d: this.#d, pumps: this.#pumps, inspector: this.#inspector, hosts, log, meta, lock, snapshots });
+    this.#stopChecking.abort();
+    const settled = async () => {
+      await this.#prefixChecked;
+      await this.#corruption?.snapshotRemoved;
+    };
+    const d = this.#d;
+    return shutDown({ d, pumps: this.#pumps, inspector: this.#inspector, hosts, log, meta, lock, snapshots, settled });
   }
 }

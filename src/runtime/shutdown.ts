@@ -36,6 +36,8 @@ export interface ShutdownParts {
   readonly lock: DataDirLock;
   /** Absent when open failed before they started. */
   readonly snapshots?: Pick<SnapshotWriter, "close" | "stop"> | undefined;
+  /** What the runtime still has going on the snapshot (its background check, its removal): over before the unlock. */
+  readonly settled?: () => Promise<void>;
 }
 
 /** Stops providers, cancels what is still running (nothing is left "running"), flushes, unlocks. */
@@ -68,6 +70,7 @@ export async function shutDown(rt: ShutdownParts): Promise<void> {
     });
     // After the last commit, before the lock is released: the next open replays nothing. Never fails the close.
     await (failed() ? rt.snapshots?.stop() : rt.snapshots?.close());
+    await rt.settled?.();
     if (!failed()) await rt.meta.update((doc) => void (doc.closedCleanly = true));
   } finally {
     await rt.inspector?.close();

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { appendFile, cp, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -208,8 +209,10 @@ describe("reopening from a projection snapshot", () => {
           bytes.writeUInt8(bytes.readUInt8(at) ^ 0x01, at);
           await writeFile(snapshotFile, bytes);
         } else {
-          const [header, body] = (await readFile(snapshotFile, "utf8")).split(/\n(.*)/s) as [string, string];
-          await writeFile(snapshotFile, header.replace(/"fold":\d+/, '"fold":999') + "\n" + body);
+          // Sealed again: only the fold version tells.
+          const [, sealed] = (await readFile(snapshotFile, "utf8")).split(/\n(.*)/s) as [string, string];
+          const resealed = sealed.replace(/"fold":\d+/, '"fold":999');
+          await writeFile(snapshotFile, `${createHash("sha256").update(resealed).digest("hex")}\n${resealed}`);
         }
         const reopened = await open(withSnapshot);
         try {

@@ -54,14 +54,17 @@ describe("long texts", () => {
     const sink = new TextSink(null, 0);
     const encoded = JSON.parse(JSON.stringify(encodeGraph({ a: { text: long, short: "s" }, b: { text: long } }, sink)));
     const written = await writeTexts(dir, sink);
-    const store = TextStore.open(written.store.path, written.gen);
+    const store = TextStore.open(written.store.path, written.gen, written.cover);
     try {
-      const back = decodeGraph(encoded, { store, bytes: written.bytes }) as { a: Record<string, string>; b: object };
+      const back = decodeGraph(encoded, { store, bytes: written.cover.bytes }) as {
+        a: Record<string, string>;
+        b: object;
+      };
       expect([...unreadTexts(back.a)!.keys()]).toEqual(["text"]);
       // A snapshot of it writes no text again.
-      const again = new TextSink(store, written.bytes);
+      const again = new TextSink(store, written.cover.bytes);
       encodeGraph(back, again);
-      expect(again.end).toBe(written.bytes + 0);
+      expect(again.end).toBe(written.cover.bytes);
       expect(back.a.text).toBe(long);
       expect(unreadTexts(back.a)!.size).toBe(0);
       back.a.text = "replaced";
@@ -76,6 +79,10 @@ describe("long texts", () => {
   });
 });
 
+/** The data directory identity these snapshots name (a runtime's is in its runtime.json). */
+const DIRECTORY = "0123456789abcdef0123456789abcdef";
+const expected = { fold: FOLD_VERSION, directory: DIRECTORY };
+
 /** A log and projections folded as the dispatcher does (append, then fold), and a writer over them. */
 async function folded(options: { everyRecords?: number } = {}) {
   const logFile = join(dir, "events.jsonl");
@@ -84,6 +91,7 @@ async function folded(options: { everyRecords?: number } = {}) {
   const errors: unknown[] = [];
   const writer = SnapshotWriter.start({
     dataDir: dir,
+    directory: DIRECTORY,
     logFile,
     log,
     views,
@@ -100,7 +108,7 @@ async function folded(options: { everyRecords?: number } = {}) {
 }
 
 const snapshotSeq = async (logFile: string) => {
-  const found = await readSnapshot(dir, logFile, FOLD_VERSION);
+  const found = await readSnapshot(dir, logFile, expected);
   found.snapshot?.texts.store.close();
   return found.snapshot?.start.seq ?? null;
 };
@@ -178,7 +186,7 @@ describe("the log opened from a verified start", () => {
     for (let i = 0; i < 3000; i++) commit();
     await log.close();
     await writer.close();
-    const found = await readSnapshot(dir, logFile, FOLD_VERSION);
+    const found = await readSnapshot(dir, logFile, expected);
     found.snapshot!.texts.store.close();
     await appendFile(logFile, '{"seq":3001,"at":"2026-01-01T00:00:00.000Z","event":{"type":"x"}}\n{"seq":30');
     const again = await EventLog.open<DomainEvent>(logFile, { start: found.snapshot!.start });

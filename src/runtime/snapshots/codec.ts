@@ -10,10 +10,11 @@
  * Objects are numbered when first met, before their contents, on both sides: the reader rebuilds the numbering by
  * walking in the writer's order.
  * With a text file (texts.ts), an object's field holding a long string is `["t", start, bytes]`: read back as a
- * field that reads its text on first access; a field of that kind not read since is written as where it already is.
+ * field that reads its text on first access; a field of that kind not read (or not changed) since is written as where
+ * it already is.
  */
 
-import { LAZY_TEXT_MIN, lazyText, unreadTexts, type TextRef, type TextSink, type TextStore } from "./texts.js";
+import { lazyText, type TextRef, type TextSink, type TextStore } from "./texts.js";
 
 /** Why a snapshot's graph cannot be read back (a file on disk is untrusted). */
 export class SnapshotShapeError extends Error {}
@@ -41,17 +42,9 @@ export function encodeGraph(root: unknown, texts?: TextSink): unknown {
     const proto = Object.getPrototypeOf(value) as unknown;
     if (proto !== Object.prototype && proto !== null) throw new SnapshotShapeError("cannot keep a class instance");
     const out: Record<string, unknown> = {};
-    const unread = texts && unreadTexts(value);
     for (const key of Object.keys(value)) {
-      const ref = unread?.get(key);
-      if (ref) {
-        define(out, key, ["t", ...texts!.keep(ref)]);
-        continue;
-      }
-      const field = (value as Record<string, unknown>)[key];
-      if (texts && typeof field === "string" && field.length >= LAZY_TEXT_MIN)
-        define(out, key, ["t", ...texts.put(field, { target: value, key })]);
-      else define(out, key, encode(field));
+      const at = texts?.field(value, key);
+      define(out, key, at ? ["t", ...at] : encode((value as Record<string, unknown>)[key]));
     }
     return ["o", out];
   };

@@ -1,4 +1,5 @@
-import type { TextRef } from "./texts.js";
+import { StoreCorruptError } from "../../domain/errors.js";
+import { readJson, type TextRef } from "./texts.js";
 
 /**
  * A Map, or a Set, whose contents a snapshot keeps in its text file (texts.ts): read the first time anything uses
@@ -14,8 +15,8 @@ class Unread<T> {
     const ref = this.ref;
     if (!ref) return [];
     this.ref = null;
-    const list: unknown = JSON.parse(ref.store.read(ref.start, ref.bytes));
-    if (!Array.isArray(list)) throw new Error(`${ref.store.path}: a collection is not a list`);
+    const list = readJson(ref, "collections");
+    if (!Array.isArray(list)) throw new StoreCorruptError(`${ref.store.path}: a collection is not a list`, {});
     return list as T[];
   }
 }

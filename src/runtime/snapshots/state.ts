@@ -3,7 +3,7 @@ import type { RunView, ThreadView, TurnItem } from "../projectionTypes.js";
 import { decodeGraph, encodeGraph, SnapshotShapeError } from "./codec.js";
 import { ItemIndex, itemsUnread } from "./itemIndex.js";
 import { LazyMap, LazySet } from "./lazyCollections.js";
-import { LAZY_TEXT_MIN, lazyText, unreadTexts, type TextRef, type TextSink, type TextStore } from "./texts.js";
+import { lazyText, parseJson, readJson, unreadTexts, type TextRef, type TextSink, type TextStore } from "./texts.js";
 
 /**
  * The projections' state as a snapshot body: plain JSON, so reading it back is one `JSON.parse` and a short walk.
@@ -35,23 +35,10 @@ interface Body {
 
 /** A copy of `target` whose long texts are where `texts` puts them (unread ones where they already are). */
 function withTexts<T extends object>(target: T, texts: TextSink): T {
-  const unread = unreadTexts(target);
   let copy: Record<string, unknown> | undefined;
-  const own = () => {
-    const out: Record<string, unknown> = {};
-    for (const key of Object.keys(target))
-      out[key] = unread?.has(key) ? null : (target as Record<string, unknown>)[key];
-    return out;
-  };
   for (const key of TEXT_FIELDS) {
-    const ref = unread?.get(key);
-    if (ref) {
-      (copy ??= own())[key] = texts.keep(ref);
-      continue;
-    }
-    const value = (target as Record<string, unknown>)[key];
-    if (typeof value === "string" && value.length >= LAZY_TEXT_MIN)
-      (copy ??= own())[key] = texts.put(value, { target, key });
+    const at = Object.hasOwn(target, key) ? texts.field(target, key) : null;
+    if (at) (copy ??= fieldsOf(target) as Record<string, unknown>)[key] = at;
   }
   return (copy as T | undefined) ?? target;
 }
@@ -69,9 +56,12 @@ function runOut(run: RunView, texts: TextSink): RunView {
   const withText = withTexts(run, texts);
   const out = withText === run ? fieldsOf(run) : withText;
   const ref = unreadTexts(run)?.get("items");
-  // Items not read since are where they are, unless this snapshot starts a new text file (their texts move too).
+  // Items not read since are where they are, unless this snapshot starts a new text file (their texts move too);
+  // items read and unchanged since too (`again`).
   const items =
-    ref && texts.holds(ref) ? texts.keep(ref) : texts.put(JSON.stringify(run.items.map((i) => withTexts(i, texts))));
+    ref && texts.holds(ref)
+      ? texts.keep(ref)
+      : texts.again(run, "items", JSON.stringify(run.items.map((i) => withTexts(i, texts))));
   return { ...out, items: { ref: items } as unknown as TurnItem[] };
 }
 
@@ -154,7 +144,7 @@ export function decodeState(json: string, texts: { store: TextStore; bytes: numb
   const runAt = (t: unknown, r: unknown): RunView =>
     (t === -1 ? orphanRuns[r as number] : threads[t as number]?.runs?.[r as number]) ?? bad("a run out of place");
   const parseItems = (json: string): TurnItem[] => {
-    const list = JSON.parse(json) as TurnItem[];
+    const list = parseJson(json, "a run's items") as TurnItem[];
     if (!Array.isArray(list)) return bad("a run's items are not a list");
     for (const item of list) lazy(item);
     return list;
@@ -176,7 +166,7 @@ export function decodeState(json: string, texts: { store: TextStore; bytes: numb
   const itemMap = new ItemIndex({
     ref: placesRef,
     *places() {
-      const list = JSON.parse(placesRef.store.read(placesRef.start, placesRef.bytes)) as unknown[];
+      const list = readJson(placesRef) as unknown[];
       if (!Array.isArray(list)) return bad("the items' places are not a list");
       for (let i = 0; i < list.length; i += 4) {
         const index = list[i + 3];

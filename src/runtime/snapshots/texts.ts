@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { closeSync, openSync, readSync } from "node:fs";
 import { open, readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
@@ -12,52 +13,158 @@ import { PRIVATE_FILE_MODE } from "../store/files.js";
  *
  * The file only grows while snapshots use it: a snapshot names the generation and the length it relies on, and the
  * next one appends after that length (bytes past it are from an attempt that did not complete, and are overwritten).
- * A runtime that started without a usable snapshot starts a new generation; the older ones are removed once a
- * snapshot naming the new one is installed.
+ * A runtime that started without a usable snapshot starts a new generation, and so does one whose file holds more
+ * than twice what its snapshot uses (plus `COMPACT_SLACK`): the file stays within a small multiple of the live text.
+ * The older generations are removed once a snapshot naming the new one is installed.
+ *
+ * The file is never trusted: the snapshot names the sha256 of each of its blocks (`TEXT_BLOCK` bytes; the last one
+ * partial) up to the length it relies on, and a read checks the blocks it touches (once each) before it returns a
+ * text. A block that does not match is `store_corrupt`, told to the store's owner (`onCorrupt`), never served.
+ * Only well-formed text goes to the file (`toTextFile`): a string with a lone surrogate has no UTF-8 form, and stays
+ * in the snapshot's JSON body, which keeps it exactly.
  */
 
 /** Strings at least this long (UTF-16 units) in an object's field go to the text file. */
 export const LAZY_TEXT_MIN = 256;
+/** The text file's blocks, each checked by its sha256 before a text in it is read. */
+export const TEXT_BLOCK = 1 << 16;
+/** A text file is rewritten in a new generation once it exceeds twice what its snapshot uses by this much. */
+export const COMPACT_SLACK = 1 << 20;
 
 export const textFileName = (gen: number) => `projections.text.${gen}`;
 export const TEXT_FILE_PATTERN = /^projections\.text\.(\d+)$/;
 
+const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
+
+/** Whether `value` goes to the text file: a long string that has a UTF-8 form (no lone surrogate). */
+export function toTextFile(value: unknown): value is string {
+  // String.prototype.isWellFormed is in Node 20 (ES2024), not yet in the ES2023 lib this project compiles with.
+  return (
+    typeof value === "string" &&
+    value.length >= LAZY_TEXT_MIN &&
+    (value as string & { isWellFormed(): boolean }).isWellFormed()
+  );
+}
+
+/** How much of a text file a snapshot relies on: its length, and the sha256 of each block of it. */
+export interface TextCover {
+  bytes: number;
+  blocks: readonly string[];
+}
+
 /** A text file of one generation, open for reading while the texts read from it may still be asked for. */
 export class TextStore {
   #fd: number | null;
+  #cover: TextCover;
+  /** Whole blocks checked against `#cover` (they never change: the file is only appended to past its cover). */
+  readonly #checked = new Set<number>();
+  /** Told when a block does not match (before the read throws): the owner stops trusting the snapshot. */
+  onCorrupt: ((error: StoreCorruptError) => void) | undefined;
 
   private constructor(
     readonly path: string,
     readonly gen: number,
     fd: number,
+    cover: TextCover,
   ) {
     this.#fd = fd;
+    this.#cover = cover;
   }
 
-  static open(path: string, gen: number): TextStore {
-    return new TextStore(path, gen, openSync(path, "r"));
+  static open(path: string, gen: number, cover: TextCover): TextStore {
+    return new TextStore(path, gen, openSync(path, "r"), cover);
+  }
+
+  get cover(): TextCover {
+    return this.#cover;
+  }
+
+  /** A newer snapshot relies on more of the file (what it appended, and the blocks' sums). */
+  extend(cover: TextCover): void {
+    this.#cover = cover;
   }
 
   read(start: number, bytes: number): string {
-    const buffer = Buffer.allocUnsafe(bytes);
+    if (start + bytes > this.#cover.bytes) this.#corrupt(`a text at ${start} runs past the ${this.#cover.bytes} bytes`);
     // Once closed (the runtime closed), by its path again: a read of a closed runtime's views still works.
     const fd = this.#fd ?? openSync(this.path, "r");
     try {
-      for (let done = 0; done < bytes;) {
-        const read = readSync(fd, buffer, done, bytes - done, start + done);
-        if (read === 0) throw new StoreCorruptError(`${this.path} ends before byte ${start + bytes}`, {});
-        done += read;
-      }
+      const last = bytes === 0 ? -1 : Math.floor((start + bytes - 1) / TEXT_BLOCK);
+      for (let block = Math.floor(start / TEXT_BLOCK); block <= last; block++) this.#check(fd, block);
+      return this.#bytes(fd, start, bytes).toString("utf8");
     } finally {
       if (fd !== this.#fd) closeSync(fd);
     }
-    return buffer.toString("utf8");
+  }
+
+  /**
+   * Checks every block not checked yet, one per turn of the event loop (a background check: `read` checks what it
+   * reads anyway). Resolves null, or why the file does not match (then told to `onCorrupt` too); stops when `signal`
+   * is aborted.
+   */
+  async checkAll(signal?: AbortSignal): Promise<string | null> {
+    const blocks = this.#cover.blocks.length;
+    for (let block = 0; block < blocks; block++) {
+      await new Promise(setImmediate);
+      if (signal?.aborted || this.#fd === null) return null;
+      try {
+        this.#check(this.#fd, block);
+      } catch (error) {
+        return error instanceof Error ? error.message : String(error);
+      }
+    }
+    return null;
+  }
+
+  #check(fd: number, block: number): void {
+    if (this.#checked.has(block)) return;
+    const start = block * TEXT_BLOCK;
+    const end = Math.min(start + TEXT_BLOCK, this.#cover.bytes);
+    const expected = this.#cover.blocks[block];
+    if (expected === undefined || sha256(this.#bytes(fd, start, end - start)) !== expected) {
+      this.#corrupt(`block ${block} (bytes ${start}..${end}) is not what the snapshot wrote`);
+    }
+    if (end - start === TEXT_BLOCK) this.#checked.add(block); // a partial last block may be extended: checked again
+  }
+
+  #bytes(fd: number, start: number, bytes: number): Buffer {
+    const buffer = Buffer.allocUnsafe(bytes);
+    for (let done = 0; done < bytes;) {
+      const read = readSync(fd, buffer, done, bytes - done, start + done);
+      if (read === 0) this.#corrupt(`it ends before byte ${start + bytes}`);
+      done += read;
+    }
+    return buffer;
+  }
+
+  #corrupt(why: string): never {
+    const error = new StoreCorruptError(`${this.path}: ${why}`, { file: this.path });
+    try {
+      this.onCorrupt?.(error);
+    } catch {
+      // the owner's trouble: the read still fails with the corruption
+    }
+    throw error;
   }
 
   close(): void {
     if (this.#fd !== null) closeSync(this.#fd);
     this.#fd = null;
   }
+}
+
+/** `text`, a part of a snapshot's text file (a list of items, receipts...), parsed; or `store_corrupt`. */
+export function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new StoreCorruptError(`the projection snapshot's ${what} are not JSON (${String(error)})`, {});
+  }
+}
+
+/** The JSON at `ref`, a part of the text file; or `store_corrupt`. */
+export function readJson(ref: TextRef, what = "parts"): unknown {
+  return parseJson(ref.store.read(ref.start, ref.bytes), what);
 }
 
 /** Where a field's text is. */
@@ -71,16 +178,32 @@ export interface TextRef {
 
 /** The fields not read yet, by object: what the next snapshot refers to again instead of reading. */
 const unread = new WeakMap<object, Record<string, TextRef>>();
+/**
+ * The fields read since, with the text they were read as: while a field still holds that very text, the next
+ * snapshot refers to it where it is (a text read is not written again, so reading never grows the file).
+ */
+const readFrom = new WeakMap<object, Record<string, ReadFrom>>();
+/** A field read from the file: the text (or, for a parsed field, the sha256 of the text) it was read as. */
+type ReadFrom = { ref: TextRef; value: unknown; digest?: string };
 
 export function unreadTexts(target: object): ReadonlyMap<string, TextRef> | undefined {
   const fields = unread.get(target);
   return fields && new Map(Object.entries(fields));
 }
 
-/** The field becomes an ordinary one holding `value` (the text read, or what was set). */
-function settle(target: object, key: string, value: unknown): void {
+/** The field becomes an ordinary one holding `value` (read from `ref` as `text`, or set). */
+function settle(target: object, key: string, value: unknown, read?: { ref: TextRef; text: string }): void {
   const fields = unread.get(target);
   if (fields) delete fields[key];
+  if (read) {
+    // A parsed value can change in place: what tells it did not is the same text made of it again (`again`).
+    const from: ReadFrom = read.ref.parse
+      ? { ref: read.ref, value: undefined, digest: sha256(Buffer.from(read.text, "utf8")) }
+      : { ref: read.ref, value };
+    const fields = readFrom.get(target);
+    if (fields) fields[key] = from;
+    else readFrom.set(target, { [key]: from });
+  }
   try {
     Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
   } catch {
@@ -101,7 +224,7 @@ function accessorOf(key: string): PropertyDescriptor {
         if (!ref) return undefined;
         const text = ref.store.read(ref.start, ref.bytes);
         const value = ref.parse ? ref.parse(text) : text;
-        settle(this, key, value);
+        settle(this, key, value, { ref, text });
         return value;
       },
       set(this: object, value: unknown) {
@@ -127,12 +250,16 @@ export function lazyText(target: Record<string, unknown>, key: string, ref: Text
 /**
  * The texts a snapshot being encoded adds to its text file: appended after `start` (the length the last installed
  * snapshot relies on), in a generation that is `store`'s, or a new one (store null: every text is written again).
+ * It counts what the snapshot uses of the file (`live`), which says when the file is due for a new generation.
  */
 export class TextSink {
   readonly start: number;
   #end: number;
+  #live = 0;
   readonly #chunks: Buffer[] = [];
   readonly #placed: Array<{ target: object; key: string; text: string; start: number; bytes: number }> = [];
+  /** Unread texts copied from another generation: their refs point at the copy once it is installed. */
+  readonly #moved: Array<{ ref: TextRef; start: number }> = [];
 
   constructor(
     readonly store: TextStore | null,
@@ -147,13 +274,42 @@ export class TextSink {
     const at = this.#end;
     this.#chunks.push(bytes);
     this.#end += bytes.length;
+    this.#live += bytes.length;
     if (field) this.#placed.push({ ...field, text, start: at, bytes: bytes.length });
     return [at, bytes.length];
   }
 
   /**
+   * Where field `key` of `target` goes in the text file, or null when it stays in the body: an unread text where it
+   * is (or copied), a text read and unchanged since where it was read from, a long well-formed string appended.
+   */
+  field(target: object, key: string): [number, number] | null {
+    const ref = unread.get(target)?.[key];
+    if (ref) return this.keep(ref);
+    const value = (target as Record<string, unknown>)[key];
+    if (!toTextFile(value)) return null;
+    const read = readFrom.get(target)?.[key];
+    if (read && read.value === value && this.holds(read.ref)) return this.keep(read.ref);
+    return this.put(value, { target, key });
+  }
+
+  /**
+   * Where `json`, made again of the parsed field `key` of `target` (a run's items), goes: where the field was read
+   * from when it came out the same (nothing in it changed), else appended.
+   */
+  again(target: object, key: string, json: string): [number, number] {
+    const read = readFrom.get(target)?.[key];
+    if (read?.digest && this.holds(read.ref)) {
+      const bytes = Buffer.from(json, "utf8");
+      if (bytes.length === read.ref.bytes && sha256(bytes) === read.digest) return this.keep(read.ref);
+    }
+    return this.put(json);
+  }
+
+  /**
    * Once the snapshot is installed: the fields whose text it wrote, and that still hold it, read it from the file
-   * from now on (the next snapshot refers to it where it is instead of writing it again, and the heap lets it go).
+   * from now on (the next snapshot refers to it where it is instead of writing it again, and the heap lets it go);
+   * the unread texts it copied from another generation are read from the copy.
    */
   release(store: TextStore): void {
     for (const { target, key, text, start, bytes } of this.#placed.splice(0)) {
@@ -164,6 +320,7 @@ export class TextSink {
         // a frozen object keeps its text in memory
       }
     }
+    for (const { ref, start } of this.#moved.splice(0)) Object.assign(ref, { store, start });
   }
 
   /** Whether `ref` is in the file this sink appends to (its place stays valid). */
@@ -173,12 +330,22 @@ export class TextSink {
 
   /** A text not read yet: where it already is, or (from another generation) copied. */
   keep(ref: TextRef): [number, number] {
-    if (this.holds(ref)) return [ref.start, ref.bytes];
-    return this.put(ref.store.read(ref.start, ref.bytes));
+    if (this.holds(ref)) {
+      this.#live += ref.bytes;
+      return [ref.start, ref.bytes];
+    }
+    const at = this.put(ref.store.read(ref.start, ref.bytes));
+    this.#moved.push({ ref, start: at[0] });
+    return at;
   }
 
   get end(): number {
     return this.#end;
+  }
+
+  /** The bytes of the file this snapshot refers to (texts kept where they are count once each time referred to). */
+  get live(): number {
+    return this.#live;
   }
 
   /** The bytes to write at `start`, in order. */
@@ -188,13 +355,13 @@ export class TextSink {
 }
 
 /**
- * Writes what `sink` added to its text file (a new generation when it has none), fdatasynced: the text file a snapshot
- * can then rely on, up to `bytes`.
+ * Writes what `sink` added to its text file (a new generation when it has none), fdatasynced, with the sums of the
+ * blocks it changed: the text file a snapshot can then rely on, up to `cover.bytes`.
  */
 export async function writeTexts(
   dataDir: string,
   sink: TextSink,
-): Promise<{ store: TextStore; gen: number; bytes: number }> {
+): Promise<{ store: TextStore; gen: number; cover: TextCover }> {
   let store = sink.store;
   if (!store) {
     const gens = (await readdir(dataDir))
@@ -204,11 +371,39 @@ export async function writeTexts(
     const gen = Math.max(0, ...gens) + 1;
     const path = join(dataDir, textFileName(gen));
     await (await open(path, "wx", PRIVATE_FILE_MODE)).close();
-    store = TextStore.open(path, gen);
+    store = TextStore.open(path, gen, { bytes: 0, blocks: [] });
   }
+  // The sums of the blocks before the one `start` is in stay; that block is summed again from its first byte.
+  const firstBlock = Math.floor(sink.start / TEXT_BLOCK);
+  const blocks = store.cover.blocks.slice(0, firstBlock);
+  let block = createHash("sha256");
+  let inBlock = 0;
+  const sum = (bytes: Buffer) => {
+    for (let at = 0; at < bytes.length;) {
+      const piece = bytes.subarray(at, at + TEXT_BLOCK - inBlock);
+      block.update(piece);
+      inBlock += piece.length;
+      at += piece.length;
+      if (inBlock === TEXT_BLOCK) {
+        blocks.push(block.digest("hex"));
+        block = createHash("sha256");
+        inBlock = 0;
+      }
+    }
+  };
   const fh = await open(store.path, "r+");
   try {
     await fh.chmod(PRIVATE_FILE_MODE);
+    const head = Buffer.alloc(sink.start - firstBlock * TEXT_BLOCK);
+    for (let done = 0; done < head.length;) {
+      const { bytesRead } = await fh.read(head, done, head.length - done, firstBlock * TEXT_BLOCK + done);
+      if (bytesRead === 0) throw new StoreCorruptError(`${store.path} is shorter than its snapshot says`, {});
+      done += bytesRead;
+    }
+    if (head.length > 0 && sha256(head) !== store.cover.blocks[firstBlock]) {
+      throw new StoreCorruptError(`${store.path}: its last block is not what the snapshot wrote`, { file: store.path });
+    }
+    sum(head);
     let at = sink.start;
     // In pieces of a few MB: the texts of a whole log may not fit one buffer.
     for (let i = 0; i < sink.chunks.length;) {
@@ -220,14 +415,16 @@ export async function writeTexts(
       const data = Buffer.concat(batch);
       for (let done = 0; done < data.length;)
         done += (await fh.write(data, done, data.length - done, at + done)).bytesWritten;
+      sum(data);
       at += data.length;
     }
     await fh.datasync();
   } finally {
     await fh.close();
   }
+  if (inBlock > 0) blocks.push(block.digest("hex"));
   if (!sink.store) await syncDir(dataDir);
-  return { store, gen: store.gen, bytes: sink.end };
+  return { store, gen: store.gen, cover: { bytes: sink.end, blocks } };
 }
 
 /** Removes the text files of other generations than `keep` (what no installed snapshot names any more). */

@@ -14,7 +14,8 @@
  * of small deltas becomes one line, not one line each.
  */
 import type { FileHandle } from "node:fs/promises";
-import { ClosedError, InvalidInputError, StoreFailedError } from "../../domain/errors.js";
+import { ClosedError, InvalidInputError, StoreFailedError, type TillerError } from "../../domain/errors.js";
+import type { ChainPoint, LogChain } from "./chain.js";
 import { BatchLines, jsonOf } from "./lines.js";
 import { guarded, LogReaders, type LogRecord } from "./logReaders.js";
 import {
@@ -50,8 +51,11 @@ export interface EventLogOptions<E> {
   coalesce?: { joins(last: E, next: E): boolean; merge(pieces: readonly E[]): E };
   /** Receives exceptions thrown by listeners/filters and subscriber catch-up failures. */
   onListenerError?: (error: unknown) => void;
-  /** Told once when a write or fdatasync fails (a full disk...): the log accepts nothing more. */
-  onFailed?: (error: StoreFailedError) => void;
+  /**
+   * Told once when the log stops: a write or fdatasync failed (a full disk...: StoreFailedError), or its owner found
+   * it corrupt (`fail`). The log accepts nothing more.
+   */
+  onFailed?: (error: TillerError) => void;
   /**
    * What a projection snapshot verified against this file (its line `seq` ends at `offset`): open takes the lines up
    * to it as they are and validates only what follows (a torn tail after it is still cut).
@@ -63,6 +67,7 @@ export interface EventLogOptions<E> {
 export const MAX_JOINED_PIECES = 1024;
 
 type Waiter = { seq: number; resolve: () => void; reject: (error: unknown) => void };
+type ChainWaiter = { seq: number; resolve: (point: ChainPoint) => void; reject: (error: unknown) => void };
 /**
  * A record waiting to be written. `json` (its event's) is made at append; once later pieces joined it (`joined`), its
  * event and json are made again when its batch is taken. Its line is written around `json` (`BatchLines`).
@@ -100,8 +105,13 @@ export class EventLog<E extends { type: string }> {
   readonly #lines = new BatchLines();
   #flushing: Promise<void> | undefined;
   #waiters: Waiter[] = [];
+  /** The file's chained digest (chain.ts), fed every batch written. */
+  readonly #chain: LogChain;
+  #chainWaiters: ChainWaiter[] = [];
   readonly #readers: LogReaders<E>;
   #closing = false;
+  /** Reads of records up to `seq` wait for `verdict` (see `holdReads`). */
+  #held: { seq: number; verdict: Promise<Error | null> } | undefined;
   #closed: Promise<void> | undefined;
   #failed: { error: unknown } | undefined;
 
@@ -109,14 +119,12 @@ export class EventLog<E extends { type: string }> {
     this.#file = file;
     this.#fh = fh;
     this.#options = options;
-    this.#readers = new LogReaders<E>(
-      (afterSeq, upTo) => readRecords<LogRecord<E>>(file, this.#index, afterSeq, upTo),
-      options.onListenerError,
-    );
+    this.#readers = new LogReaders<E>((afterSeq, upTo) => this.#read(afterSeq, upTo), options.onListenerError);
     this.#windowMs = windowMs;
     this.#index = found.index;
     this.#head = this.#durableHead = found.records;
     this.#endOffset = found.goodEnd;
+    this.#chain = found.chain;
     this.recovery = { records: found.records, truncatedBytes: found.truncatedBytes, cut: found.cut };
     this.scannedFrom = options.start?.seq ?? 0;
   }
@@ -155,6 +163,19 @@ export class EventLog<E extends { type: string }> {
       throw new InvalidInputError("seq", `must be an integer in 1..${this.#durableHead}`);
     }
     return lineRange(this.#file, this.#index, seq);
+  }
+
+  /**
+   * The log's chained digest at the end of record `seq`, which must be the head of a sealed log (what a projection
+   * snapshot is taken of): at once when it is durable, else when the batch in flight (which ends with it) is.
+   */
+  chainAt(seq: number): Promise<ChainPoint> {
+    if (this.#failed) return Promise.reject(this.#failed.error);
+    if (seq !== this.#head || !this.sealed) {
+      return Promise.reject(new InvalidInputError("seq", `must be the head (${this.#head}) of a sealed log`));
+    }
+    if (seq === this.#durableHead) return Promise.resolve(this.#chain.point());
+    return new Promise((resolve, reject) => this.#chainWaiters.push({ seq, resolve, reject }));
   }
 
   /**
@@ -241,7 +262,24 @@ export class EventLog<E extends { type: string }> {
 
   /** Streams durable records with seq > afterSeq, up to durableHead as of this call. */
   readAll(afterSeq = 0): AsyncGenerator<LogRecord<E>> {
-    return readRecords<LogRecord<E>>(this.#file, this.#index, afterSeq, this.#durableHead);
+    return this.#read(afterSeq, this.#durableHead);
+  }
+
+  /**
+   * Reads that reach records up to `seq` (catch-up, `readAll`) wait for `verdict` from now on, and fail with the error
+   * it gives: the records before a projection snapshot are read only once they are proven to be those it was taken of.
+   */
+  holdReads(seq: number, verdict: Promise<Error | null>): void {
+    this.#held = { seq, verdict };
+  }
+
+  async *#read(afterSeq: number, upTo: number): AsyncGenerator<LogRecord<E>> {
+    const held = this.#held;
+    if (held && afterSeq < held.seq) {
+      const error = await held.verdict;
+      if (error) throw error;
+    }
+    yield* readRecords<LogRecord<E>>(this.#file, this.#index, afterSeq, upTo);
   }
 
   /** Commits what is queued and closes the file. Rejects if the log is in a failed state. */
@@ -295,9 +333,10 @@ export class EventLog<E extends { type: string }> {
         }
         await this.#fh.datasync();
       } catch (error) {
-        this.#fail(error);
+        this.#fail(StoreFailedError.from(error, `writing ${this.#file}`));
         break;
       }
+      this.#chain.update(data);
       const startOffset = this.#endOffset;
       for (let i = 0; i < batch.length; i++) {
         if ((batch[i]!.seq - 1) % INDEX_STRIDE === 0) this.#index.push(startOffset + (i === 0 ? 0 : ends[i - 1]!));
@@ -309,6 +348,7 @@ export class EventLog<E extends { type: string }> {
       const ready = this.#waiters.filter((w) => w.seq <= this.#durableHead);
       this.#waiters = this.#waiters.filter((w) => w.seq > this.#durableHead);
       for (const waiter of ready) waiter.resolve();
+      if (this.#chainWaiters.length > 0) this.#chainCommitted();
       this.#readers.committed(records);
     }
     // Cleared in the same tick as the final empty-queue check (no await in between), so an
@@ -316,15 +356,32 @@ export class EventLog<E extends { type: string }> {
     this.#flushing = undefined;
   }
 
+  /** A batch was committed: the chain waiters of its last record have their point (a waiter is never passed by). */
+  #chainCommitted(): void {
+    const point = this.#chain.point();
+    for (const waiter of this.#chainWaiters.splice(0)) {
+      if (waiter.seq === this.#durableHead) waiter.resolve(point);
+      else if (waiter.seq < this.#durableHead) waiter.reject(new InvalidInputError("seq", "was passed by a commit"));
+      else this.#chainWaiters.push(waiter);
+    }
+  }
+
+  /**
+   * Stops the log: its owner found it corrupt (a projection snapshot's background check), so nothing more may be
+   * written to it. What is queued is dropped, like after a failed write; every waiter is rejected with `error`.
+   */
+  fail(error: TillerError): void {
+    if (!this.#failed) this.#fail(error);
+  }
+
   /** After a failed write/fsync the file's tail is unknown; refuse everything from now on.
    * (A torn tail left behind is cut by the next open.) */
-  #fail(cause: unknown): void {
-    const error = StoreFailedError.from(cause, `writing ${this.#file}`);
+  #fail(error: TillerError): void {
     this.#failed = { error };
     clearTimeout(this.#timer);
     this.#queue = [];
-    for (const waiter of this.#waiters.splice(0)) waiter.reject(error);
-    guarded(() => this.#options.onFailed?.(error as StoreFailedError), this.#options.onListenerError);
+    for (const waiter of [...this.#waiters.splice(0), ...this.#chainWaiters.splice(0)]) waiter.reject(error);
+    guarded(() => this.#options.onFailed?.(error), this.#options.onListenerError);
   }
 
   /** The failure that stopped the log, if any. */

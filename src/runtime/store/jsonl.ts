@@ -3,6 +3,7 @@ import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { StoreCorruptError } from "../../domain/errors.js";
+import { LogChain } from "./chain.js";
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from "./files.js";
 
 /**
@@ -19,7 +20,7 @@ const RecordShape = z.object({
   event: z.looseObject({ type: z.string() }),
 });
 
-type Line = { text: string; start: number; end: number; terminated: boolean };
+type Line = { text: string; bytes: Buffer; start: number; end: number; terminated: boolean };
 
 /** Streams lines with their byte offsets (readline hides offsets, which truncation needs). */
 export async function* scanLines(file: string, from = 0): AsyncGenerator<Line> {
@@ -32,7 +33,7 @@ export async function* scanLines(file: string, from = 0): AsyncGenerator<Line> {
       const piece = chunk.subarray(cut, nl);
       const bytes = carry.length > 0 ? Buffer.concat([...carry, piece]) : piece;
       const end = pos + nl + 1;
-      yield { text: bytes.toString("utf8"), start: lineStart, end, terminated: true };
+      yield { text: bytes.toString("utf8"), bytes, start: lineStart, end, terminated: true };
       carry = [];
       lineStart = end;
       cut = nl + 1;
@@ -41,7 +42,8 @@ export async function* scanLines(file: string, from = 0): AsyncGenerator<Line> {
     pos += chunk.length;
   }
   if (carry.length > 0) {
-    yield { text: Buffer.concat(carry).toString("utf8"), start: lineStart, end: pos, terminated: false };
+    const bytes = Buffer.concat(carry);
+    yield { text: bytes.toString("utf8"), bytes, start: lineStart, end: pos, terminated: false };
   }
 }
 
@@ -73,13 +75,17 @@ export type Recovered = {
   truncatedBytes: number;
   index: number[];
   cut: CutTail | null;
+  /** The chain (chain.ts) of the records kept, at `goodEnd`: the log goes on feeding it. */
+  chain: LogChain;
 };
 
 /**
- * Where a verified snapshot says the log's first `seq` lines end (`offset`), with the sparse index of those lines: open
- * scans only what follows.
+ * Where a verified snapshot says the log's first `seq` lines end (`offset`), with the sparse index of those lines and
+ * the log's chain taken up at `offset`: open scans only what follows.
  */
-export type VerifiedStart = { seq: number; offset: number; index: readonly number[] };
+export type VerifiedStart = { seq: number; offset: number; index: readonly number[]; chain: LogChain };
+
+const NEWLINE = Buffer.from("\n");
 
 /**
  * Validates the file (or, from a verified start, what follows it); only the final line may be bad (a torn write) and
@@ -94,6 +100,7 @@ export async function recover(file: string, start?: VerifiedStart): Promise<Reco
   let fileEnd = goodEnd;
   let bad: { line: number; reason: string; complete: boolean } | undefined;
   const index: number[] = start ? [...start.index] : [];
+  const chain = start?.chain ?? LogChain.empty();
   for await (const line of scanLines(file, goodEnd)) {
     lineNo++;
     if (bad) throw corrupt(bad.line, bad.reason); // something follows the bad line: not a torn tail
@@ -105,12 +112,14 @@ export async function recover(file: string, start?: VerifiedStart): Promise<Reco
     }
     if (parsed.seq !== expected) throw corrupt(lineNo, `expected seq ${expected}, found ${parsed.seq}`);
     if ((expected - 1) % INDEX_STRIDE === 0) index.push(line.start);
+    chain.update(line.bytes);
+    chain.update(NEWLINE);
     expected++;
     goodEnd = line.end;
   }
   const truncatedBytes = fileEnd - goodEnd;
   const cut = bad ? { line: bad.line, bytes: truncatedBytes, complete: bad.complete, reason: bad.reason } : null;
-  return { records: expected - 1, goodEnd, truncatedBytes, index, cut };
+  return { records: expected - 1, goodEnd, truncatedBytes, index, cut, chain };
 }
 
 /** Where line `seq` starts and ends in the file, from the sparse index (reads at most one index stride). */
@@ -141,8 +150,14 @@ export async function* readRecords<R extends { seq: number }>(
   let seq = offset === undefined ? 0 : slot * INDEX_STRIDE;
   for await (const line of scanLines(file, offset ?? 0)) {
     seq++;
-    const record = JSON.parse(line.text) as R;
-    if (record.seq !== seq) throw new StoreCorruptError(`${file}: expected seq ${seq}, found ${record.seq}`, { file });
+    let record: R;
+    try {
+      record = JSON.parse(line.text) as R;
+    } catch {
+      throw new StoreCorruptError(`${file}: the line of seq ${seq} is not JSON`, { file });
+    }
+    if (record?.seq !== seq)
+      throw new StoreCorruptError(`${file}: expected seq ${seq}, found ${record?.seq}`, { file });
     if (seq > afterSeq) yield record;
     if (seq >= upTo) return;
   }
