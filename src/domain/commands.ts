@@ -108,14 +108,31 @@ export type ImplementPlanInput = z.input<typeof ImplementPlanInputSchema>;
 export type CloseSubagentInput = z.input<typeof SubagentInputSchema>;
 export type WaitForSubagentInput = z.input<typeof WaitForSubagentInputSchema>;
 
-/** Parse or throw `invalid_input` naming the first bad field. */
+/**
+ * Parse or throw `invalid_input` naming the first bad field. An input that throws as it is read (a Proxy, a getter) is
+ * `invalid_input` too: what the caller passed cannot be read, whatever it throws.
+ */
 export function parseInput<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
-  const result = schema.safeParse(value);
+  let result: z.ZodSafeParseResult<z.output<T>>;
+  try {
+    result = schema.safeParse(value);
+  } catch (error) {
+    throw new InvalidInputError("input", `cannot be read: ${unreadable(error)}`);
+  }
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const keys = issue.code === "unrecognized_keys" ? issue.keys.slice(0, 1) : [];
   const field = [...issue.path, ...keys].map(String).join(".");
   throw new InvalidInputError(field || "input", issue.message);
+}
+
+/** What an input threw as it was read, as a message (what it threw may itself throw when read). */
+export function unreadable(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "it threw";
+  }
 }
 
 export interface CreateThreadReceipt {

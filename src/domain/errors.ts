@@ -16,6 +16,7 @@ export type TillerErrorCode =
   | "store_corrupt"
   | "store_failed"
   | "checkpoint_failed"
+  | "inspector_unavailable"
   | "timeout"
   | "closed";
 
@@ -146,6 +147,16 @@ export class StoreFailedError extends TillerError {
 export class CheckpointError extends TillerError {
   constructor(message: string, details: Record<string, unknown> = {}) {
     super("checkpoint_failed", message, details);
+  }
+}
+
+/**
+ * The live inspector asked for (`inspect`) could not start: its port is taken or not ours to listen on. The runtime
+ * does not open (nothing was written); open again without it, or on another port.
+ */
+export class InspectorUnavailableError extends TillerError {
+  constructor(message: string, details: Record<string, unknown> = {}) {
+    super("inspector_unavailable", message, details);
   }
 }
 

@@ -1,4 +1,5 @@
 import { createHash, randomFillSync } from "node:crypto";
+import { InvalidInputError } from "./errors.js";
 
 /** Prefixes make an app id's entity readable at a glance (`run_…`, `req_…`). */
 export type IdPrefix =
@@ -65,13 +66,43 @@ export function derivedId(prefix: IdPrefix, ...scope: ReadonlyArray<string | num
   return `${prefix}_${hash.slice(0, 16)}`;
 }
 
-/** Wraps a source so it never returns an id already in use (a deterministic source restarts at 1 every life). */
+/** An app id's tail, after its entity's prefix (`run_…`): letters, digits, `_` or `-` (what the API takes back). */
+const ID_TAIL = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * Wraps a source so it never returns an id already in use (a deterministic source restarts at 1 every life), and
+ * never one of another shape. The source is the embedder's, so what it gives is checked like any input
+ * (`invalid_input` naming `ids`): an id that is not a string of the prefix's shape (it would be written, and make the
+ * log unreadable), and a source that gives back an id it already gave in this search (it would be asked forever,
+ * and the embedder's event loop never run again). A source of fresh ids ends the search: the ids in use are finite.
+ */
 export function unusedIds(source: IdSource, inUse: (id: string) => boolean): IdSource {
+  const draw = (prefix: IdPrefix): string => {
+    const id: unknown = source.next(prefix);
+    if (typeof id !== "string" || !id.startsWith(`${prefix}_`) || !ID_TAIL.test(id.slice(prefix.length + 1)))
+      throw new InvalidInputError(
+        "ids",
+        `next("${prefix}") returned ${describe(id)}: expected "${prefix}_" then letters, digits, _ or -`,
+      );
+    return id;
+  };
   return {
     next(prefix) {
-      let id = source.next(prefix);
-      while (inUse(id)) id = source.next(prefix);
+      let id = draw(prefix);
+      if (!inUse(id)) return id;
+      const tried = new Set<string>();
+      while (inUse(id)) {
+        if (tried.has(id))
+          throw new InvalidInputError("ids", `next("${prefix}") keeps returning ${id}, which is already in use`);
+        tried.add(id);
+        id = draw(prefix);
+      }
       return id;
     },
   };
+}
+
+function describe(value: unknown): string {
+  if (typeof value !== "string") return value === null ? "null" : `a ${typeof value}`;
+  return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
 }

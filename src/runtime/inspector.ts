@@ -1,7 +1,7 @@
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { InspectionEvent } from "xstate";
 import * as predicates from "../capabilities/predicates.js";
-import { InvalidInputError } from "../domain/errors.js";
+import { InspectorUnavailableError, InvalidInputError } from "../domain/errors.js";
 import { hostSupervisorMachine } from "../machines/hostSupervisor.js";
 import { DEGRADATIONS } from "../machines/policies.js";
 import { providerThreadMachine } from "../machines/providerThread.js";
@@ -100,12 +100,26 @@ export async function startRuntimeInspector(options: InspectOptions): Promise<Ru
       throw new InvalidInputError("inspect.token", error instanceof Error ? error.message : String(error));
     }
   }
-  const live = await inspector.startLiveInspector({
-    ...(options.port !== undefined ? { port: options.port } : {}),
-    ...(options.token !== undefined ? { token: options.token } : {}),
-    showText: options.showText ?? false,
-    catalog: inspectorCatalog(inspector),
-  });
+  const live = await inspector
+    .startLiveInspector({
+      ...(options.port !== undefined ? { port: options.port } : {}),
+      ...(options.token !== undefined ? { token: options.token } : {}),
+      showText: options.showText ?? false,
+      catalog: inspectorCatalog(inspector),
+    })
+    .catch((error: unknown) => {
+      // Its port taken (EADDRINUSE) or not ours (EACCES): the inspector's fault to report, not the store's.
+      const errno = (error as NodeJS.ErrnoException | null)?.code;
+      const where = `127.0.0.1:${options.port ?? 0}`;
+      const why = errno ?? (error instanceof Error ? error.message : String(error));
+      throw Object.assign(
+        new InspectorUnavailableError(`the inspector cannot listen on ${where}: ${why}`, {
+          port: options.port ?? 0,
+          ...(errno ? { errno } : {}),
+        }),
+        { cause: error },
+      );
+    });
   (options.onListening ?? ((url: string) => void process.stderr.write(`tiller inspector: ${url}\n`)))(live.server.url);
   return live;
 }

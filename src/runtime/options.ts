@@ -3,9 +3,10 @@ import { z } from "zod";
 import type { DynamicToolDefinition, ProviderAdapter, SandboxPolicy } from "../adapters/contract.js";
 import { assertServed } from "../adapters/kit/defineAdapter.js";
 import { parseCapabilities } from "../capabilities/schema.js";
-import { parseInput } from "../domain/commands.js";
-import { InvalidInputError, type TillerError } from "../domain/errors.js";
+import { parseInput, unreadable } from "../domain/commands.js";
+import { InvalidInputError, isFileSystemError, isTillerError, type TillerError } from "../domain/errors.js";
 import type { IdSource } from "../domain/ids.js";
+import { preparePrivateDir } from "./store/files.js";
 
 export interface RuntimeOptions {
   /** Where the runtime keeps its log and state. Default: `.tiller` in the working directory. */
@@ -209,12 +210,18 @@ export function validateOptions(options: unknown): asserts options is RuntimeOpt
   if (typeof options !== "object" || options === null) throw new InvalidInputError("options", "expected an object");
   const parsed = parseInput(RuntimeOptionsSchema, options);
   for (const [id, adapter] of Object.entries(parsed.providers)) {
-    for (const method of ADAPTER_METHODS) {
-      if (typeof adapter[method] !== "function")
-        throw new InvalidInputError(`providers.${id}.${method}`, "adapter method missing");
+    try {
+      for (const method of ADAPTER_METHODS) {
+        if (typeof adapter[method] !== "function")
+          throw new InvalidInputError(`providers.${id}.${method}`, "adapter method missing");
+      }
+      // A capability declared without the method that serves it: refused before anything relies on it.
+      assertServed(adapter, parseCapabilities(adapter.getCapabilities()), `providers.${id}.capabilities`);
+    } catch (error) {
+      // An adapter that throws as it is read (a Proxy, a getter, its getCapabilities) is one the runtime cannot use.
+      if (isTillerError(error)) throw error;
+      throw new InvalidInputError(`providers.${id}`, `cannot be read: ${unreadable(error)}`);
     }
-    // A capability declared without the method that serves it: refused before anything relies on it.
-    assertServed(adapter, parseCapabilities(adapter.getCapabilities()), `providers.${id}.capabilities`);
   }
   if (Array.isArray(parsed.prewarm)) {
     for (const [i, target] of parsed.prewarm.entries()) {
@@ -224,6 +231,34 @@ export function validateOptions(options: unknown): asserts options is RuntimeOpt
         throw new InvalidInputError(`prewarm.${i}`, `the adapter of ${target} runs no host to prewarm`);
     }
   }
+}
+
+/**
+ * The runtime's clock: the embedder's `now` (a boundary), each reading checked, since every record's time is written
+ * from it; a reading that is not a valid Date is `invalid_input` naming `now`, where it was read.
+ */
+export function checkedClock(now: RuntimeOptions["now"]): () => Date {
+  if (!now) return () => new Date();
+  return () => {
+    const time: unknown = now();
+    if (!(time instanceof Date) || Number.isNaN(time.getTime()))
+      throw new InvalidInputError("now", `returned ${time instanceof Date ? "an invalid Date" : typeof time}`, {
+        expected: "a valid Date",
+      });
+    return time;
+  };
+}
+
+/**
+ * The data directory made (or found) and made private before anything is opened in it. A directory the runtime cannot
+ * make its own (`/proc/self`: it exists, but its mode cannot be set) is `invalid_input` naming `dataDir`, as one that
+ * cannot be created is: the path is the embedder's choice, and no other will do.
+ */
+export async function prepareDataDir(dataDir: string): Promise<void> {
+  await preparePrivateDir(dataDir, "dataDir").catch((error: unknown) => {
+    if (!isFileSystemError(error)) throw error;
+    throw new InvalidInputError("dataDir", `cannot be made private (${error.code}): ${dataDir}`, { errno: error.code });
+  });
 }
 
 /** The targets `prewarm` names (validated): `true` is every target whose adapter can prewarm. */

@@ -63,7 +63,7 @@ import { threadSnapshot, type ThreadSnapshot } from "./snapshot.js";
 import { FOLD_VERSION, Projections, isTerminalRunStatus, type RunView } from "./projections.js";
 import { ReadModelStore, type ReadModelSelector } from "./readModels.js";
 import { HostRegistry } from "./hosts/registry.js";
-import { failureReporter, validateOptions, type RuntimeOptions } from "./options.js";
+import { checkedClock, failureReporter, prepareDataDir, validateOptions, type RuntimeOptions } from "./options.js";
 import { startPrewarm } from "./prewarm.js";
 import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "./inspector.js";
 import { shutDown } from "./shutdown.js";
@@ -80,7 +80,6 @@ import { SnapshotWriter } from "./snapshots/writer.js";
 import { EventLog, type LogRecord } from "./store/eventLog.js";
 import { acquireDataDirLock, type DataDirLock } from "./store/lock.js";
 import { openRuntimeMeta } from "./store/meta.js";
-import { preparePrivateDir } from "./store/files.js";
 import type { StateDocument } from "./store/documents.js";
 import type { RuntimeMeta } from "./store/meta.js";
 
@@ -200,9 +199,9 @@ export class Runtime implements TillerRuntime {
   static async open(options: RuntimeOptions): Promise<Runtime> {
     validateOptions(options);
     const dataDir = resolve(options.dataDir ?? ".tiller");
-    const now = options.now ?? (() => new Date());
+    const now = checkedClock(options.now);
     const report = failureReporter(options.onFailure);
-    await preparePrivateDir(dataDir, "dataDir");
+    await prepareDataDir(dataDir);
     const lock = await acquireDataDirLock(dataDir).catch((error: unknown) => {
       throw isFileSystemError(error) ? StoreFailedError.from(error, `locking ${dataDir}`) : error;
     });
@@ -433,6 +432,7 @@ export class Runtime implements TillerRuntime {
   subscribe(input: SubscribeInput, listener: Subscriber): () => void {
     assertOpen(this.#d);
     const p = parseInput(SubscribeInputSchema, input);
+    if (typeof listener !== "function") throw new InvalidInputError("listener", "expected a function");
     if (p.threadId) findThread(this.#d, p.threadId);
     if (p.afterSeq > this.log.head) throw new InvalidInputError("afterSeq", `is beyond the log head ${this.log.head}`);
     const filter = p.threadId ? (r: LogRecord<DomainEvent>) => threadOf(r.event) === p.threadId : undefined;

@@ -202,6 +202,22 @@ export class ClaudeThreadMapper {
 
   #result(m: SDKResultMessage): ProviderEvent[] {
     this.#blocksSeen.clear();
+    // A result with no subtype to read still ends the turn: failed at once as a protocol error (an event with a
+    // message that is no string would be dropped at the adapter, and the turn left to the watchdog).
+    if (typeof (m.subtype as unknown) !== "string") {
+      this.interrupting = false;
+      return [
+        {
+          type: "turn.terminal",
+          threadRef: this.threadRef,
+          status: "failed",
+          threadDisposition: "reusable",
+          failureClass: "protocol_error",
+          message: "claude sent a result message with no subtype: the turn's end cannot be read",
+          retryable: false,
+        },
+      ];
+    }
     const interrupted = this.interrupting && m.subtype !== "success";
     this.interrupting = false;
     const status = m.subtype === "success" ? "completed" : interrupted ? "interrupted" : "failed";

@@ -158,8 +158,24 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
           emit(channel, event);
         }
       },
-      // A frame of the wrong shape: not projected (it may be a newer binary's), said in the log.
-      (error) => warn(channel, null, `${error.code}: ${error.message}`),
+      (error, where) => {
+        // A turn's end of the wrong shape still ends it: failed at once as a protocol error, never left running
+        // until the watchdog (the turn is over on Codex's side, whatever the frame says). One that names no thread
+        // cannot be placed: said in the log, as any other.
+        if (where.method === "turn/completed" && where.threadId)
+          return emit(channel, {
+            type: "turn.terminal",
+            threadRef: where.threadId,
+            ...(where.turnId ? { turnRef: where.turnId } : {}),
+            status: "failed",
+            threadDisposition: "reusable",
+            failureClass: error.code,
+            message: error.message,
+            retryable: false,
+          });
+        // Any other frame of the wrong shape: not projected (it may be a newer binary's), said in the log.
+        warn(channel, null, `${error.code}: ${error.message}`);
+      },
     );
     channel.onCodexRequest(
       (request, id) => {

@@ -26,7 +26,9 @@ import type {
  * `"jsonrpc"` field, and sends requests of its own (approvals, user input, tool calls). Calls
  * and answers are typed by the generated bindings (protocol/types.ts); what the app-server sends
  * is untrusted: the notifications the mapper reads and the requests it answers are checked
- * against the binary's own schema (protocol/schemas.ts) and come out typed, or as a ProtocolError.
+ * against the binary's own schema (protocol/schemas.ts) and come out typed, or as a ProtocolError;
+ * so are the replies the adapter reads (`send`): a reply of the wrong shape is a ProtocolError, never
+ * a TypeError where the adapter reads it.
  */
 
 // ---------------------------------------------------------------------------------------------
@@ -308,6 +310,87 @@ export function parseServerRequest(
 export const isAnswered = (request: CodexServerRequest | UnhandledServerRequest): request is CodexServerRequest =>
   validated.has(request.method);
 
+/** Where a frame that did not match its schema says it belongs, as far as it can be read. */
+export interface Whereabouts {
+  method: string;
+  threadId?: string;
+  turnId?: string;
+}
+
+const Addressed = z.looseObject({
+  threadId: z.string().min(1).optional().catch(undefined),
+  turnId: z.string().min(1).optional().catch(undefined),
+  turn: z
+    .looseObject({ id: z.string().min(1).optional().catch(undefined) })
+    .optional()
+    .catch(undefined),
+});
+
+function whereabouts(method: string, params: unknown): Whereabouts {
+  const read = Addressed.safeParse(params);
+  if (!read.success) return { method };
+  const { threadId, turnId = read.data.turn?.id } = read.data;
+  return { method, ...(threadId ? { threadId } : {}), ...(turnId ? { turnId } : {}) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The replies
+
+const turnChecks = definitionChecks("Turn");
+
+/** A turn of a reply checked against the schema, with the items the snapshot reads (user and agent messages). */
+const CheckedTurn = z.unknown().superRefine((value, ctx) => {
+  const read = turnChecks.read(value);
+  if (!read.ok) {
+    for (const issue of read.error.issues.slice(0, 3))
+      ctx.addIssue({ code: "custom", path: issue.path, message: issue.message });
+    return;
+  }
+  const { items } = read.value as { items: Array<{ type: string }> };
+  items.forEach((item, i) => {
+    if (item.type !== "userMessage" && item.type !== "agentMessage") return;
+    const checked = itemChecks.get(item.type)!.read(item);
+    if (!checked.ok) ctx.addIssue({ code: "custom", path: ["items", i], message: checked.error.issues[0]!.message });
+  });
+});
+
+/** What the adapter reads of `thread/start`, `thread/resume` and `thread/fork` (the thread, its model and effort). */
+const OpenedThread = z.looseObject({
+  thread: z.looseObject({ id: z.string().min(1) }),
+  model: z.string(),
+  reasoningEffort: z.string().min(1).nullish(),
+});
+
+/**
+ * The replies the adapter reads, checked where it reads them; calls whose reply it does not read are absent. A
+ * policy of `config/read` is handed back to the binary that gave it (a newer one's included): only its kind is checked.
+ */
+const REPLIES: { readonly [M in keyof CodexCalls]?: z.ZodType } = {
+  initialize: z.looseObject({ userAgent: z.string() }),
+  "thread/start": OpenedThread,
+  "thread/resume": OpenedThread,
+  "thread/fork": OpenedThread,
+  "turn/start": z.looseObject({ turn: CheckedTurn }),
+  "thread/read": z.looseObject({ thread: z.looseObject({ turns: z.array(CheckedTurn) }) }),
+  "config/read": z.looseObject({
+    config: z.looseObject({
+      approval_policy: z.union([z.string().min(1), z.looseObject({ granular: z.looseObject({}) })]).nullish(),
+    }),
+  }),
+};
+
+/** A reply as the adapter reads it, or a ProtocolError naming the call and what did not match. */
+export function checkReply(method: string, result: unknown): unknown {
+  const schema = Object.hasOwn(REPLIES, method) ? REPLIES[method as keyof CodexCalls] : undefined;
+  if (!schema) return result;
+  const parsed = schema.safeParse(result);
+  if (parsed.success) return result;
+  const issues = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".") || "(result)"}: ${i.message}`);
+  throw new ProtocolError(`codex ${method} answered a reply that does not match its schema: ${issues.join("; ")}`, {
+    method,
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The channel
 
@@ -321,13 +404,14 @@ export class CodexChannel extends StdioChannel {
     return JSON.stringify(rest);
   }
 
-  /** A call of the protocol, typed by its method (the result is the app-server's, not re-checked). */
+  /** A call of the protocol, typed by its method; what the adapter reads of the reply is checked (`checkReply`). */
   async send<M extends keyof CodexCalls>(
     method: M,
     params: CodexCalls[M]["params"],
     options?: { timeoutMs?: number },
   ): Promise<CodexCalls[M]["result"]> {
-    return (await this.call(method, params, options)) as CodexCalls[M]["result"];
+    const result = checkReply(method, await this.call(method, params, options));
+    return result as CodexCalls[M]["result"];
   }
 
   /**
@@ -341,14 +425,20 @@ export class CodexChannel extends StdioChannel {
     });
   }
 
-  /** The notifications the mapper reads, checked; one that does not match is counted and reported. */
-  onCodexNotification(listener: (notification: CodexNotification) => void, rejected: (error: ProtocolError) => void) {
+  /**
+   * The notifications the mapper reads, checked; one that does not match is counted and reported, with where it says
+   * it belongs.
+   */
+  onCodexNotification(
+    listener: (notification: CodexNotification) => void,
+    rejected: (error: ProtocolError, where: Whereabouts) => void,
+  ) {
     this.onNotification((method, params) => {
       const parsed = parseNotification(method, params);
       if (parsed === null) return;
       if (parsed instanceof ProtocolError) {
         this.ring.note("invalid_params", parsed.message);
-        return rejected(parsed);
+        return rejected(parsed, whereabouts(method, params));
       }
       listener(parsed);
     });
