@@ -103,11 +103,18 @@ export class ProviderError extends TillerError {
   }
 }
 
+/**
+ * Another runtime holds the data directory's lock. `holderPid` is the pid its `LOCK` names, as seen in the holder's own
+ * pid namespace (0 when the `LOCK` names nobody: its holder is still writing it, or it was overwritten); `holder`
+ * says where it runs.
+ */
 export class DataDirLockedError extends TillerError {
-  constructor(dataDir: string, holderPid: number) {
-    super("data_dir_locked", `data directory ${dataDir} is in use by another runtime (pid ${holderPid})`, {
+  constructor(dataDir: string, holderPid: number, holder?: string) {
+    const who = holder ?? (holderPid > 0 ? `pid ${holderPid}` : "its LOCK does not name it (yet)");
+    super("data_dir_locked", `data directory ${dataDir} is in use by another runtime (${who})`, {
       dataDir,
       holderPid,
+      ...(holder === undefined ? {} : { holder }),
     });
   }
 }

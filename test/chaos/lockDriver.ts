@@ -12,8 +12,11 @@ export class LineChild {
   private readonly waiting: Array<{ resolve: (line: string) => void; reject: (error: Error) => void }> = [];
   private gone: Error | undefined;
 
-  constructor(script: string, args: string[]) {
-    this.proc = spawn(process.execPath, ["--import", "tsx", script, ...args], { stdio: ["pipe", "pipe", "inherit"] });
+  /** `wrap`: a command the child is started under (its last argument is followed by node's command line). */
+  constructor(script: string, args: string[], wrap: string[] = []) {
+    const node = [process.execPath, "--import", "tsx", script, ...args];
+    const [command, ...rest] = [...wrap, ...node];
+    this.proc = spawn(command!, rest, { stdio: ["pipe", "pipe", "inherit"] });
     createInterface({ input: this.proc.stdout! }).on("line", (line) => {
       const waiter = this.waiting.shift();
       if (waiter) waiter.resolve(line);

@@ -1,7 +1,6 @@
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRuntime, createScriptedAdapter } from "../../src/index.js";
@@ -40,14 +39,7 @@ describe("two runtimes started together on one data directory", () => {
     const wins = [0, 0];
     const gone = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
     await new Promise((resolve) => gone.once("exit", resolve));
-    const crashedLock = () =>
-      JSON.stringify({
-        pid: gone.pid,
-        startTime: "1",
-        bootId: null,
-        nonce: randomBytes(16).toString("hex"),
-        acquiredAt: new Date().toISOString(),
-      });
+    const crashedLock = () => JSON.stringify({ pid: gone.pid, host: hostname(), acquiredAt: new Date().toISOString() });
     const t0 = performance.now();
     for (let round = 0; round < ROUNDS; round++) {
       if (round % 2 === 1) await writeFile(join(dataDir, "LOCK"), crashedLock());

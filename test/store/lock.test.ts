@@ -1,22 +1,29 @@
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { link, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readlink, readdir, readFile, chmod, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DataDirLockedError } from "../../src/domain/errors.js";
 import { processStartTime } from "../../src/runtime/hosts/process.js";
 import { acquireDataDirLock } from "../../src/runtime/store/lock.js";
 import type { DataDirLock } from "../../src/runtime/store/lock.js";
+import { LineChild } from "../chaos/lockDriver.js";
+
+/**
+ * The lock is the kernel's (an open file description lock on LOCK): what LOCK says never decides.
+ * Another holder is a real process (lockHolder.ts) holding the kernel lock.
+ */
 
 let dir: string;
 const held: DataDirLock[] = [];
+const children: LineChild[] = [];
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), "tiller-lock-"));
 });
 
 afterEach(async () => {
+  await Promise.all(children.splice(0).map((c) => c.stop()));
   await Promise.allSettled(held.splice(0).map((lock) => lock.release()));
   await rm(dir, { recursive: true, force: true });
 });
@@ -27,6 +34,15 @@ async function acquire(dataDir = dir): Promise<DataDirLock> {
   return lock;
 }
 
+/** Another process holding the lock on `dir` (it has said `held`). */
+async function otherHolder(): Promise<LineChild> {
+  const child = new LineChild(join(import.meta.dirname, "lockHolder.ts"), [dir]);
+  children.push(child);
+  expect(await child.next()).toBe("ready");
+  expect(await child.ask("go")).toBe("held");
+  return child;
+}
+
 async function deadPid(): Promise<number> {
   const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
   await new Promise((resolve) => child.once("exit", resolve));
@@ -35,51 +51,26 @@ async function deadPid(): Promise<number> {
 }
 
 const bootId = (await readFile("/proc/sys/kernel/random/boot_id", "utf8").catch(() => "")).trim() || null;
-
-/** A lock record as the protocol writes it; by default naming the live parent process (the test runner). */
-function record(
-  over: Partial<{ pid: number; startTime: string | null; bootId: string | null; nonce: string }> = {},
-): string {
-  return (
-    JSON.stringify({
-      pid: process.ppid,
-      startTime: null,
-      bootId,
-      nonce: randomBytes(16).toString("hex"),
-      acquiredAt: new Date().toISOString(),
-      ...over,
-    }) + "\n"
-  );
-}
-
-const liveParent = async () => record({ pid: process.ppid, startTime: await processStartTime(process.ppid) });
 const lockFile = () => join(dir, "LOCK");
-const token = (nonceOrRecord: string) =>
-  join(dir, `LOCK.takeover.n${(JSON.parse(nonceOrRecord) as { nonce: string }).nonce}`);
-const holderOf = async (path: string) =>
-  JSON.parse(await readFile(path, "utf8")) as { pid: number; nonce: string; startTime: string | null };
+const holderOf = async (path: string) => JSON.parse(await readFile(path, "utf8")) as Record<string, unknown>;
+
+/** A LOCK record as the pid/start-time/boot-id lock of before wrote it: believable, and never a reason. */
+const oldRecord = (pid: number, startTime: string | null, boot: string | null) =>
+  JSON.stringify({ pid, startTime, bootId: boot, nonce: "0".repeat(32), acquiredAt: new Date().toISOString() }) + "\n";
 
 describe("acquireDataDirLock", () => {
-  it(
-    "writes a LOCK naming this process (pid, kernel start time, " + "boot, nonce), mode 0600, creating the directory",
-    async () => {
-      const dataDir = join(dir, "data");
-      const lock = await acquire(dataDir);
-      expect(lock.path).toBe(join(dataDir, "LOCK"));
-      const content = JSON.parse(await readFile(lock.path, "utf8")) as Record<string, unknown>;
-      expect(content).toMatchObject({
-        pid: process.pid,
-        startTime: await processStartTime(process.pid),
-        bootId,
-        nonce: expect.stringMatching(/^[0-9a-f]{32}$/),
-      });
-      expect(Number.isNaN(Date.parse(content.acquiredAt as string))).toBe(false);
-      expect((await stat(lock.path)).mode & 0o777).toBe(0o600);
-      expect(await readdir(dataDir)).toEqual(["LOCK"]); // no temp file left behind
-    },
-  );
+  it("writes a LOCK naming this process (pid, host, since when), mode 0600, creating the directory", async () => {
+    const dataDir = join(dir, "data");
+    const lock = await acquire(dataDir);
+    expect(lock.path).toBe(join(dataDir, "LOCK"));
+    const content = await holderOf(lock.path);
+    expect(content).toEqual({ pid: process.pid, host: hostname(), acquiredAt: expect.any(String) });
+    expect(Number.isNaN(Date.parse(content.acquiredAt as string))).toBe(false);
+    expect((await stat(lock.path)).mode & 0o777).toBe(0o600);
+    expect(await readdir(dataDir)).toEqual(["LOCK"]);
+  });
 
-  it("makes the LOCK 0600 whatever the umask", async () => {
+  it("makes the LOCK 0600 whatever the umask, and whatever mode a LOCK left behind had", async () => {
     const previous = process.umask(0o277); // would leave 0400
     try {
       const lock = await acquire();
@@ -87,60 +78,73 @@ describe("acquireDataDirLock", () => {
     } finally {
       process.umask(previous);
     }
+    await held.pop()!.release();
+    await writeFile(lockFile(), "left behind");
+    await chmod(lockFile(), 0o644);
+    const lock = await acquire();
+    expect((await stat(lock.path)).mode & 0o777).toBe(0o600);
   });
 
-  it("refuses a second acquisition in the same process", async () => {
+  it("refuses a second acquisition in the same process (two runtimes in one process), naming the holder", async () => {
     await acquire();
     const error = await acquireDataDirLock(dir).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DataDirLockedError);
     expect(error).toMatchObject({ code: "data_dir_locked", details: { holderPid: process.pid } });
+    expect((error as Error).message).toContain(`pid ${process.pid} on host ${JSON.stringify(hostname())}`);
   });
 
   it("refuses concurrent acquisitions racing in the same process", async () => {
-    const results = await Promise.allSettled([acquireDataDirLock(dir), acquireDataDirLock(dir)]);
+    const results = await Promise.allSettled(Array.from({ length: 8 }, () => acquireDataDirLock(dir)));
     const won = results.filter((r) => r.status === "fulfilled");
     expect(won).toHaveLength(1);
     held.push((won[0] as PromiseFulfilledResult<DataDirLock>).value);
-    expect(results.find((r) => r.status === "rejected")).toMatchObject({
-      reason: expect.objectContaining({ code: "data_dir_locked" }),
-    });
+    for (const r of results.filter((r) => r.status === "rejected")) {
+      expect(r).toMatchObject({ reason: expect.objectContaining({ code: "data_dir_locked" }) });
+    }
   });
 
-  it("refuses a lock held by another live process (same start time), and leaves it alone", async () => {
-    const content = await liveParent();
-    await writeFile(lockFile(), content);
+  it("refuses a lock another process holds, and leaves its LOCK alone", async () => {
+    const child = await otherHolder();
+    const content = await readFile(lockFile(), "utf8");
     await expect(acquireDataDirLock(dir)).rejects.toMatchObject({
       code: "data_dir_locked",
-      details: { holderPid: process.ppid },
+      details: { holderPid: child.proc.pid },
     });
     expect(await readFile(lockFile(), "utf8")).toBe(content);
     expect(await readdir(dir)).toEqual(["LOCK"]);
   });
 
-  it("replaces a stale lock left by a dead process", async () => {
-    await writeFile(lockFile(), record({ pid: await deadPid(), startTime: "1" }));
-    const lock = await acquire();
-    expect(await holderOf(lock.path)).toMatchObject({ pid: process.pid });
+  describe("what a held LOCK says is never a reason to take it", () => {
+    const says: Array<[string, () => Promise<string>]> = [
+      [
+        "a live pid with its true start time but another boot id",
+        async () => oldRecord(process.ppid, await processStartTime(process.ppid), "another-boot"),
+      ],
+      ["pid 1 with another start time (a holder in its own pid namespace)", async () => oldRecord(1, "1", bootId)],
+      ["a pid that is dead here", async () => oldRecord(await deadPid(), "1", bootId)],
+      ["nothing readable", async () => "{garbage"],
+      ["nothing at all", async () => ""],
+    ];
+    for (const [what, content] of says) {
+      it(`a LOCK naming ${what}, held by another process: locked, LOCK untouched`, async () => {
+        await otherHolder();
+        const written = await content();
+        await writeFile(lockFile(), written); // same file, other words: the kernel lock is still on it
+        await expect(acquireDataDirLock(dir)).rejects.toMatchObject({ code: "data_dir_locked" });
+        expect(await readFile(lockFile(), "utf8")).toBe(written);
+      });
+    }
   });
 
-  it("replaces a lock naming a live pid that another process had (recycled pid: other start time)", async () => {
-    const live = await processStartTime(process.ppid);
-    expect(live).not.toBeNull();
-    await writeFile(lockFile(), record({ pid: process.ppid, startTime: String(Number(live) + 1) }));
-    const lock = await acquire();
-    expect(await holderOf(lock.path)).toMatchObject({ pid: process.pid });
-  });
-
-  it("replaces a lock from before a reboot (other boot id), even where the pid and start time match", async () => {
-    await writeFile(
-      lockFile(),
-      record({ pid: process.ppid, startTime: await processStartTime(process.ppid), bootId: "an-earlier-boot" }),
-    );
-    await expect(acquire()).resolves.toBeDefined();
-  });
-
-  it("replaces an empty, a half-written and an unreadable lock file", async () => {
-    for (const content of ["", record().slice(0, 20), "{garbage"]) {
+  it("a LOCK its holder left behind (no kernel lock on it) is taken, whatever it names", async () => {
+    const leftovers = [
+      oldRecord(process.ppid, await processStartTime(process.ppid), bootId), // a live process's true identity
+      oldRecord(await deadPid(), "1", bootId),
+      JSON.stringify({ pid: 1, host: "elsewhere", acquiredAt: new Date().toISOString() }),
+      "",
+      "{garbage",
+    ];
+    for (const content of leftovers) {
       await writeFile(lockFile(), content);
       const lock = await acquire();
       expect(await holderOf(lock.path)).toMatchObject({ pid: process.pid });
@@ -149,64 +153,52 @@ describe("acquireDataDirLock", () => {
     }
   });
 
-  describe("a crash in the middle of a takeover", () => {
-    it("a token left by a taker that died does not lock the directory", async () => {
-      const stale = record({ pid: await deadPid(), startTime: "1" });
-      await writeFile(lockFile(), stale);
-      await writeFile(token(stale), record({ pid: await deadPid(), startTime: "1" })); // the dead taker's claim
-      const lock = await acquire();
-      expect(await holderOf(lock.path)).toMatchObject({ pid: process.pid });
-      expect(await readdir(dir)).toEqual(["LOCK"]); // the dead taker's token swept
-    });
+  it("a holder killed by SIGKILL lets go: the kernel drops its lock, and its LOCK is taken", async () => {
+    const child = await otherHolder();
+    await expect(acquireDataDirLock(dir)).rejects.toMatchObject({ code: "data_dir_locked" });
+    const exited = new Promise((resolve) => child.proc.once("exit", resolve));
+    child.proc.kill("SIGKILL");
+    await exited;
+    expect(await holderOf(lockFile())).toMatchObject({ pid: child.proc.pid }); // left behind
+    const lock = await acquire();
+    expect(await holderOf(lock.path)).toMatchObject({ pid: process.pid });
+  });
 
-    it("nor does a chain of them (a taker of the token died too)", async () => {
-      const stale = record({ pid: await deadPid(), startTime: "1" });
-      const firstTaker = record({ pid: await deadPid(), startTime: "1" });
-      await writeFile(lockFile(), stale);
-      await writeFile(token(stale), firstTaker);
-      await writeFile(token(firstTaker), record({ pid: await deadPid(), startTime: "1" }));
-      const lock = await acquire();
-      expect(await holderOf(lock.path)).toMatchObject({ pid: process.pid });
-      expect(await readdir(dir)).toEqual(["LOCK"]);
-    });
-
-    it("nor a taker that died after putting its record in LOCK, before cleaning up", async () => {
-      const taker = record({ pid: await deadPid(), startTime: "1" });
-      await writeFile(lockFile(), taker);
-      await link(lockFile(), token(record())); // the token it took for the generation before
-      await writeFile(join(dir, "LOCK.tmp.999999.1.0123456789abcdef0123456789abcdef"), taker.slice(0, 10)); // its temp
-      await acquire();
-      expect(await readdir(dir)).toEqual(["LOCK"]);
-    });
-
-    it("but a live taker's token means the directory is being taken: locked, nothing touched", async () => {
-      const stale = record({ pid: await deadPid(), startTime: "1" });
-      const taker = await liveParent();
-      await writeFile(lockFile(), stale);
-      await writeFile(token(stale), taker);
-      await expect(acquireDataDirLock(dir)).rejects.toMatchObject({
-        code: "data_dir_locked",
-        details: { holderPid: process.ppid },
-      });
-      expect(await readFile(lockFile(), "utf8")).toBe(stale);
-      expect(await readFile(token(stale), "utf8")).toBe(taker);
-    });
+  it("a child process of the holder does not inherit the lock", async () => {
+    const lock = await acquireDataDirLock(dir);
+    const child = spawn(process.execPath, ["-e", "process.stdin.resume()"], { stdio: ["pipe", "ignore", "ignore"] });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    try {
+      await new Promise((resolve) => child.once("spawn", resolve));
+      const fds = await readdir(`/proc/${child.pid}/fd`).catch(() => [] as string[]);
+      const links = await Promise.all(fds.map((fd) => readlink(`/proc/${child.pid}/fd/${fd}`).catch(() => "")));
+      expect(links).not.toContain(lock.path);
+      await lock.release();
+      await expect(acquire()).resolves.toBeDefined(); // the child still runs
+    } finally {
+      child.stdin.end();
+      await exited;
+    }
   });
 
   it("release leaves a LOCK that is no longer ours in place", async () => {
     const lock = await acquireDataDirLock(dir);
-    const other = await liveParent();
-    await writeFile(lock.path, other); // never expected; the point is release does not remove someone else's
+    await rm(lock.path); // never expected; the point is release does not remove someone else's
+    const other = await otherHolder();
     await lock.release();
-    expect(await readFile(lock.path, "utf8")).toBe(other);
+    expect(await holderOf(lockFile())).toMatchObject({ pid: other.proc.pid });
   });
 
-  it("releases idempotently and can be reacquired", async () => {
+  it("releases idempotently, deletes the LOCK, and can be reacquired, also by another process", async () => {
     const lock = await acquireDataDirLock(dir);
     await lock.release();
     await lock.release();
     await expect(stat(lock.path)).rejects.toMatchObject({ code: "ENOENT" });
     const again = await acquire();
     expect(again.path).toBe(lock.path);
+    await held.pop()!.release();
+    const child = await otherHolder();
+    expect(await child.ask("release")).toBe("released");
+    expect(await readdir(dir)).toEqual([]);
   });
 });

@@ -1,41 +1,30 @@
 /**
- * Single-writer lock on a data directory: a `LOCK` file naming its holder (pid, kernel start
- * time, boot id, nonce; see lockRecord.ts).
+ * Single-writer lock on a data directory: an exclusive kernel lock on the file `LOCK` in it.
  *
- * Node has no file-lock call the kernel would drop when the holder dies (flock/fcntl need a
- * native addon), so a dead holder's `LOCK` stays behind and is taken over by an atomic
- * protocol. What makes it hold, with any number of processes racing:
+ * The lock is an open file description lock (`fcntl(F_OFD_SETLK)` on Linux, `flock` on macOS;
+ * fs-native-extensions, prebuilt). The kernel decides who holds it and drops it when the holder's
+ * file is closed, which it does itself when the process dies, SIGKILL included. Nothing is
+ * compared between processes, so it holds where pids, start times and boot ids say nothing:
+ * another pid namespace, another container on the same volume, another process in this one
+ * (each acquisition opens the file anew, and two open file descriptions exclude each other even
+ * in one process). The file is opened close-on-exec: a child process never inherits the lock.
  *
- * 1. A lock file is never seen half-written. A record is written whole to a private temp file
- *    and published by `link` (create only if absent: the fresh case) or `rename` (replace).
- * 2. Replacing a stale file F (LOCK, or a takeover token, below) whose content has identity
- *    `x` (the record's nonce, or a hash of garbage bytes and inode) requires first owning the
- *    token `LOCK.takeover.<x>`, made with `link`, so one process wins it. The owner then reads
- *    F again and replaces it only if it still holds `x`. Nobody else can change F between
- *    that reading and the rename: its writer is dead, a fresh `link` fails while F exists, and
- *    any other taker would need the same token.
- * 3. A token whose owner died (a crash mid-takeover) is itself a stale file and is taken over
- *    by rule 2 (a token for the token), so a crash never locks the directory for good.
- * 4. Tokens are deleted only by their owner (giving up) or by a lock holder. A holder's
- *    presence means every generation a token could guard is over and can never return (nonces
- *    are unique), so a deletion at worst lets a latecomer own a token for a past generation,
- *    and the re-read of rule 2 stops it. Temps are deleted by their writer, or once it is dead.
+ * What the file holds, `{pid, host, acquiredAt}` of the holder, serves only to name the holder in
+ * `data_dir_locked`; it is never a reason to take the lock or to refuse it. A `LOCK` left by a
+ * holder that died has no kernel lock on it any more and is simply taken (and overwritten).
  *
- * A live holder (or a live process mid-takeover) means `data_dir_locked`. The records and
- * tokens are mode 0600 whatever the umask; the directory's own mode is not this file's concern.
+ * The holder deletes `LOCK` when it lets go, still holding the kernel lock. A contender that
+ * opened the file just before and locks it just after holds a lock on a deleted file, so every
+ * acquisition checks, once locked, that `LOCK` is still the file it locked, and starts again if
+ * not. The file is mode 0600 whatever the umask; the directory's own mode is not this file's
+ * concern. What holds on a network file system: docs/guarantees.md.
  */
-import { link, mkdir, open, readdir, rename, unlink } from "node:fs/promises";
+import { constants } from "node:fs";
+import { mkdir, open, stat, unlink, type FileHandle } from "node:fs/promises";
+import { hostname } from "node:os";
 import { join, resolve } from "node:path";
+import { z } from "zod";
 import { DataDirLockedError } from "../../domain/errors.js";
-import {
-  holderAlive,
-  holderPidOf,
-  newLockRecord,
-  processAlive,
-  readLockFile,
-  type LockRecord,
-  type SeenLock,
-} from "./lockRecord.js";
 
 export interface DataDirLock {
   readonly path: string;
@@ -43,185 +32,132 @@ export interface DataDirLock {
 }
 
 const LOCK = "LOCK";
-const TOKEN_PREFIX = "LOCK.takeover.";
-const TEMP_PREFIX = "LOCK.tmp.";
-const TEMP_NAME = /^LOCK\.tmp\.(\d+)\.(\d+|x)\.[0-9a-f]{32}(?:\.\d+)?$/;
-/** Each repeat means another process changed the files meanwhile; this many means a live contender. */
+/** Each repeat means a holder let go between our open and our lock; this many in a row is a contender. */
 const MAX_LOOKS = 64;
-/** Tokens for tokens: one level per process that died mid-takeover since the last holder swept. */
-const MAX_CHAIN = 32;
 
-/** Lock files held by this process. Two runtimes in one process share a pid and start time. */
-const heldHere = new Set<string>();
-
-/**
- * `won`: our record is in place; `changed`: the files moved on, look again; a number: a live process's pid is in the
- * way.
- */
-type Outcome = "won" | "changed" | number;
+/** What a `LOCK` says about its holder: for the error message only. */
+const HolderSchema = z.object({
+  pid: z.number().int().positive(),
+  host: z.string(),
+  acquiredAt: z.string(),
+});
+type Holder = z.infer<typeof HolderSchema>;
 
 export async function acquireDataDirLock(dataDir: string): Promise<DataDirLock> {
   const dir = resolve(dataDir);
-  const lockPath = join(dir, LOCK);
-  if (heldHere.has(lockPath)) throw new DataDirLockedError(dataDir, process.pid);
-  heldHere.add(lockPath); // reserve synchronously so two concurrent acquires here cannot both pass
-  let record: LockRecord;
-  try {
-    await mkdir(dir, { recursive: true });
-    const taker = await Taker.start(dir, dataDir);
-    record = taker.record;
+  const path = join(dir, LOCK);
+  await mkdir(dir, { recursive: true });
+  let holder: Holder | undefined;
+  for (let look = 0; look < MAX_LOOKS; look++) {
+    const handle = await open(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW, 0o600);
+    let kept = false;
     try {
-      await taker.acquire();
+      if (!(await lockFile(handle, path))) {
+        holder = await readHolder(handle);
+        throw new DataDirLockedError(dataDir, holder?.pid ?? 0, holder && describe(holder));
+      }
+      if (!(await isAt(handle, path))) continue; // locked a LOCK its holder deleted as it let go: look again
+      await writeHolder(handle);
+      kept = true;
+      return heldLock(handle, path);
     } finally {
-      await taker.dropTemp();
+      if (!kept) await handle.close(); // closing gives the kernel lock back, if it was taken
     }
-  } catch (error) {
-    heldHere.delete(lockPath);
-    throw error;
   }
+  throw new DataDirLockedError(dataDir, holder?.pid ?? 0, holder && describe(holder));
+}
 
+function heldLock(handle: FileHandle, path: string): DataDirLock {
   let released: Promise<void> | undefined;
   return {
-    path: lockPath,
+    path,
     release() {
       released ??= (async () => {
-        // Only our own record is removed: a LOCK that is not ours (never expected) belongs to its holder.
-        const seen = await readLockFile(lockPath);
-        if (seen?.kind === "record" && seen.record.nonce === record.nonce) await unlinkIfThere(lockPath);
-        heldHere.delete(lockPath);
-      })().catch((error: unknown) => {
-        released = undefined; // still held; let the caller retry
-        throw error;
-      });
+        try {
+          // Deleted while still locked, and only if it is still ours (nobody else deletes it while we hold it).
+          if (await isAt(handle, path)) await unlink(path).catch(ignoreMissing);
+        } finally {
+          await handle.close(); // the kernel lock goes with the last descriptor of this open file
+        }
+      })();
       return released;
     },
   };
 }
 
-/** One acquisition attempt: our record in a temp file, published under other names by link/rename. */
-class Taker {
-  private readonly owned = new Set<string>();
-  private extraLinks = 0;
+type TryLock = (fd: number) => boolean;
+let addon: Promise<TryLock> | undefined;
 
-  private constructor(
-    private readonly dir: string,
-    private readonly dataDir: string,
-    readonly record: LockRecord,
-    private readonly temp: string,
-  ) {}
+/**
+ * The addon is loaded on first use, not at import: where it has no build for the platform, importing the runtime still
+ * works and opening a data directory fails as `store_failed`.
+ */
+function loadTryLock(path: string): Promise<TryLock> {
+  addon ??= import("fs-native-extensions").then(
+    (native) => native.tryLock,
+    (error: unknown) => {
+      addon = undefined;
+      throw lockError(path, error, "cannot load the file-lock addon (fs-native-extensions)", "ENOTSUP");
+    },
+  );
+  return addon;
+}
 
-  static async start(dir: string, dataDir: string): Promise<Taker> {
-    const record = await newLockRecord(new Date());
-    const temp = join(dir, `${TEMP_PREFIX}${record.pid}.${record.startTime ?? "x"}.${record.nonce}`);
-    const handle = await open(temp, "wx", 0o600);
-    try {
-      await handle.chmod(0o600); // the umask may have taken bits away, never added: make it exact
-      await handle.writeFile(JSON.stringify(record) + "\n");
-    } catch (error) {
-      await handle.close();
-      await unlinkIfThere(temp);
-      throw error;
-    }
-    await handle.close();
-    return new Taker(dir, dataDir, record, temp);
-  }
-
-  private get lockPath(): string {
-    return join(this.dir, LOCK);
-  }
-
-  async acquire(): Promise<void> {
-    let lastPid = 0;
-    for (let look = 0; look < MAX_LOOKS; look++) {
-      if (await this.linkAs(this.lockPath)) return this.sweep();
-      const seen = await readLockFile(this.lockPath);
-      if (!seen) continue; // released in between: try the fresh way again
-      lastPid = holderPidOf(seen);
-      if (await holderAlive(seen)) throw new DataDirLockedError(this.dataDir, lastPid);
-      const outcome = await this.replace(this.lockPath, seen, 0);
-      if (outcome === "won") return this.sweep();
-      await this.giveUpTokens();
-      if (typeof outcome === "number") throw new DataDirLockedError(this.dataDir, outcome);
-    }
-    throw new DataDirLockedError(this.dataDir, lastPid);
-  }
-
-  /** Rule 2: own the token for `seen`, check `target` still holds it, then put our record in its place. */
-  private async replace(target: string, seen: SeenLock, depth: number): Promise<Outcome> {
-    const claimed = await this.claim(join(this.dir, TOKEN_PREFIX + seen.id), depth);
-    if (claimed !== "won") return claimed;
-    if ((await readLockFile(target))?.id !== seen.id) return "changed";
-    const extra = `${this.temp}.${++this.extraLinks}`;
-    await link(this.temp, extra);
-    await rename(extra, target).catch(async (error: unknown) => {
-      await unlinkIfThere(extra);
-      throw error;
-    });
-    return "won";
-  }
-
-  /** Makes `token` ours: created fresh, or taken over from a taker that died (rule 3). */
-  private async claim(token: string, depth: number): Promise<Outcome> {
-    if (depth >= MAX_CHAIN) return "changed";
-    for (let look = 0; look < MAX_LOOKS; look++) {
-      if (await this.linkAs(token)) {
-        this.owned.add(token);
-        return "won";
-      }
-      const owner = await readLockFile(token);
-      if (!owner) continue; // deleted in between (its owner gave up, or a holder swept)
-      if (await holderAlive(owner)) return holderPidOf(owner);
-      // Only a token holding our record is ours to give up: deleting one a live chain-taker is
-      // about to replace would let a third process create it afresh beside that taker.
-      const outcome = await this.replace(token, owner, depth + 1);
-      if (outcome === "won") this.owned.add(token);
-      return outcome;
-    }
-    return "changed";
-  }
-
-  private async linkAs(path: string): Promise<boolean> {
-    try {
-      await link(this.temp, path);
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
-      throw error;
-    }
-  }
-
-  /** Rule 4, owner's side: tokens we made are given up before we stop acting on them. */
-  private async giveUpTokens(): Promise<void> {
-    await Promise.all([...this.owned].map(unlinkIfThere));
-    this.owned.clear();
-  }
-
-  /** Rule 4, holder's side: now that we hold LOCK, leftovers of earlier takeovers can go (best effort). */
-  private async sweep(): Promise<void> {
-    this.owned.clear();
-    const names = await readdir(this.dir).catch(() => [] as string[]);
-    await Promise.all(
-      names.map(async (name) => {
-        const path = join(this.dir, name);
-        if (name.startsWith(TOKEN_PREFIX)) return unlinkIfThere(path).catch(() => undefined);
-        const temp = TEMP_NAME.exec(name);
-        if (!temp || path.startsWith(this.temp)) return;
-        if (await processAlive(Number(temp[1]), temp[2] === "x" ? null : temp[2]!)) return;
-        await unlinkIfThere(path).catch(() => undefined);
-      }),
-    );
-  }
-
-  /** Best effort: failing here must not lose a lock already won (a temp whose writer is gone is swept later). */
-  async dropTemp(): Promise<void> {
-    await unlinkIfThere(this.temp).catch(() => undefined);
+/** Takes the kernel lock without waiting: false when another open file holds it. */
+async function lockFile(handle: FileHandle, path: string): Promise<boolean> {
+  const tryLock = await loadTryLock(path);
+  try {
+    return tryLock(handle.fd);
+  } catch (error) {
+    // Typed like any file system failure (store_failed): e.g. ENOLCK where a network file system has no lock service.
+    throw lockError(path, error, `cannot lock ${path}`, "ENOLCK");
   }
 }
 
-async function unlinkIfThere(path: string): Promise<void> {
+function lockError(path: string, error: unknown, what: string, fallbackCode: string): Error {
+  const code = (error as { code?: unknown }).code;
+  return Object.assign(new Error(`${what}: ${(error as Error).message}`), {
+    code: typeof code === "string" ? code : fallbackCode,
+    syscall: "lock",
+    path,
+    cause: error,
+  });
+}
+
+/** Is `path` still the file this handle has open (the same device and inode)? */
+async function isAt(handle: FileHandle, path: string): Promise<boolean> {
+  const [mine, there] = await Promise.all([
+    handle.stat({ bigint: true }),
+    stat(path, { bigint: true }).catch((error: unknown) => ignoreMissing(error)),
+  ]);
+  return there !== undefined && there.dev === mine.dev && there.ino === mine.ino;
+}
+
+async function writeHolder(handle: FileHandle): Promise<void> {
+  // The umask may have taken bits away, never added; a LOCK left behind may have any mode: make it exact.
+  if (((await handle.stat()).mode & 0o777) !== 0o600) await handle.chmod(0o600);
+  const holder: Holder = { pid: process.pid, host: hostname(), acquiredAt: new Date().toISOString() };
+  await handle.truncate(0);
+  await handle.write(JSON.stringify(holder) + "\n", 0);
+}
+
+/** The holder a locked `LOCK` names; undefined while it is still being written, or when it says nothing readable. */
+async function readHolder(handle: FileHandle): Promise<Holder | undefined> {
+  const bytes = await handle.readFile();
+  let value: unknown;
   try {
-    await unlink(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    value = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    return undefined;
   }
+  const parsed = HolderSchema.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
+
+const describe = (holder: Holder): string =>
+  `pid ${holder.pid} on host ${JSON.stringify(holder.host)}, since ${holder.acquiredAt}`;
+
+function ignoreMissing(error: unknown): undefined {
+  if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+  throw error;
 }
