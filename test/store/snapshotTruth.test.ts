@@ -4,16 +4,17 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DomainEvent } from "../../src/domain/events.js";
 import { keyedScript, sequentialIds, StoreCorruptError, type RuntimeFailure } from "../../src/index.js";
-import { Projections } from "../../src/runtime/projections.js";
+import { FOLD_VERSION, Projections } from "../../src/runtime/projections.js";
 import { decodeGraph, encodeGraph } from "../../src/runtime/snapshots/codec.js";
-import { SNAPSHOT_FILE } from "../../src/runtime/snapshots/file.js";
+import { checkPrefix, readSnapshot, SNAPSHOT_FILE } from "../../src/runtime/snapshots/file.js";
 import { COMPACT_SLACK, TextSink, writeTexts } from "../../src/runtime/snapshots/texts.js";
 import { SnapshotWriter } from "../../src/runtime/snapshots/writer.js";
+import { CHAIN_BLOCK } from "../../src/runtime/store/chain.js";
 import { EventLog } from "../../src/runtime/store/eventLog.js";
 import { tempDir } from "../support/files.js";
 import { openRuntime } from "../support/internals.js";
 import { scripted } from "../support/policies.js";
-import { rejection, sendAndWait } from "../support/runtime.js";
+import { rejection, sendAndWait, until } from "../support/runtime.js";
 
 /**
  * A projection snapshot is a cache of the log and nothing more: text comes back exactly (a lone surrogate
@@ -26,7 +27,11 @@ let removeDir: () => Promise<void>;
 beforeEach(async () => ({ dir, cleanup: removeDir } = await tempDir("tiller-snapshot-truth-")));
 afterEach(() => removeDir());
 
+/** Long enough that the log is more than one chain block (its whole blocks are checked after open). */
+const streamed = Array.from({ length: 40_000 }, (_, i) => `word ${i}`).join(" ");
+
 const script = keyedScript({
+  "[big]": [{ type: "text", text: streamed, chunkSize: 16_384 }],
   "[long]": [
     { type: "command", command: "cat notes", output: "a line of notes\n".repeat(60) },
     { type: "text", text: `the answer: ${"at length, ".repeat(60)}`, chunkSize: 50 },
@@ -161,6 +166,114 @@ describe("the text file", () => {
     } finally {
       await log.close();
       await writer.close();
+    }
+  });
+});
+
+describe("what open takes on trust, checked after it", () => {
+  it("a same-length edit in the log's first block: history is never read from it, the runtime stops", async () => {
+    let rt = await open();
+    const { threadId } = await rt.createThread({ providerTarget: "a", title: "prefix" });
+    await sendAndWait(rt, threadId, "[big] one");
+    await sendAndWait(rt, threadId, "[big] two");
+    await rt.close();
+    const log = join(dir, "events.jsonl");
+    const bytes = await readFile(log);
+    expect(bytes.length).toBeGreaterThan(CHAIN_BLOCK + 100_000);
+    // A letter of the streamed text, early in the log: the line stays valid JSON, and a valid record.
+    const at = bytes.indexOf("word 1");
+    expect(at).toBeGreaterThan(0);
+    expect(at).toBeLessThan(CHAIN_BLOCK);
+    bytes[at] = "W".charCodeAt(0);
+    await writeFile(log, bytes);
+
+    const failures: RuntimeFailure[] = [];
+    rt = await open(failures);
+    const delivered: number[] = [];
+    try {
+      expect(rt.snapshots!.loadedSeq).toBeGreaterThan(0); // open took the prefix on trust
+      rt.subscribe({ afterSeq: 0 }, ({ seq }) => void delivered.push(seq));
+      expect(await rejection(rt.readThread(threadId))).toBeInstanceOf(StoreCorruptError);
+      expect(await rt.snapshotChecked).toBeInstanceOf(StoreCorruptError);
+      await until("the subscriber's catch-up is refused", () => failures.some((f) => f.kind === "subscriber_threw"));
+      // Nothing of the history before the snapshot was delivered: it was never proven the snapshot's.
+      expect(delivered.filter((seq) => seq <= rt.snapshots!.loadedSeq)).toEqual([]);
+      expect(failures.map((f) => f.kind)).toContain("store_failed");
+      expect(await rejection(rt.createThread({ providerTarget: "a" }))).toBeInstanceOf(StoreCorruptError);
+    } finally {
+      await rt.close();
+    }
+    // The snapshot is gone: the next open replays the log as it is (the edit was in a delta, a valid record).
+    expect((await readdir(dir)).includes(SNAPSHOT_FILE)).toBe(false);
+    rt = await open();
+    try {
+      expect(rt.snapshots!.loadedSeq).toBe(0);
+      expect((await rt.readThread(threadId)).runs.map((run) => run.status)).toEqual(["completed", "completed"]);
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it("an index entry that does not start its record is found: in the last block at open, before it after", async () => {
+    const logFile = join(dir, "events.jsonl");
+    const log = await EventLog.open<DomainEvent>(logFile, { groupWindowMs: 0 });
+    const views = new Projections();
+    const directory = "0123456789abcdef0123456789abcdef";
+    const writer = SnapshotWriter.start({ dataDir: dir, directory, logFile, log, views });
+    const padding = "p".repeat(500);
+    for (let n = 1; n <= 4500; n++) {
+      const receipt = { n, padding };
+      views.apply(log.append({ type: "command.receipt", commandId: `cmd_${n}`, command: "x", receipt }));
+    }
+    await log.close();
+    await writer.close();
+    expect((await stat(logFile)).size).toBeGreaterThan(2 * CHAIN_BLOCK);
+    const { header, body } = await snapshotParts();
+    const index = header.index as number[];
+    const chain = header.chain as { blocks: number };
+    const early = index.findIndex((at) => at > 0 && at < CHAIN_BLOCK);
+    const late = index.findIndex((at) => at >= chain.blocks * CHAIN_BLOCK);
+    expect(early).toBeGreaterThan(0);
+    expect(late).toBeGreaterThan(early);
+    const expected = { fold: FOLD_VERSION, directory };
+    // Sealed again, as a snapshot that was written wrong would be: its seal holds, its index does not.
+    for (const [slot, when] of [
+      [early, "after"],
+      [late, "at open"],
+    ] as const) {
+      await writeSealed({ ...header, index: index.map((at, i) => (i === slot ? at + 3 : at)) }, body);
+      const found = await readSnapshot(dir, logFile, expected);
+      try {
+        if (when === "at open") {
+          expect(found.ignored).toMatch(/its index says record \d+ starts at byte/);
+        } else {
+          expect(found.ignored).toBeNull();
+          expect(await checkPrefix(logFile, found.snapshot!)).toMatch(/its index says record \d+ starts at byte/);
+        }
+      } finally {
+        found.snapshot?.texts.store.close();
+      }
+    }
+  });
+
+  it("a snapshot from another data directory is refused at open for what it is", async () => {
+    let rt = await open();
+    await rt.createThread({ providerTarget: "a", title: "mine" });
+    await rt.close();
+    const meta = JSON.parse(await readFile(join(dir, "runtime.json"), "utf8")) as { directoryId: string };
+    expect(meta.directoryId).toMatch(/^[0-9a-f]{32}$/);
+    const { header, body } = await snapshotParts();
+    await writeSealed({ ...header, directory: "f".repeat(32) }, body);
+    const failures: RuntimeFailure[] = [];
+    rt = await open(failures);
+    try {
+      expect(rt.snapshots!.loadedSeq).toBe(0);
+      const warnings: string[] = [];
+      rt.subscribe({ afterSeq: 0 }, ({ event }) => void (event.type === "warning" && warnings.push(event.message)));
+      await until("the warning", () => warnings.length > 0);
+      expect(warnings).toEqual([expect.stringContaining("it was taken of another data directory")]);
+    } finally {
+      await rt.close();
     }
   });
 });
