@@ -8,6 +8,7 @@ import type { FrameRing } from "../kit/ring.js";
 import type { RpcChannel } from "../kit/rpcChannel.js";
 import { StdioChannel } from "../kit/stdioChannel.js";
 import { hostScript } from "../kit/hostBundle.js";
+import { malformedTerminal } from "../kit/malformedTerminal.js";
 
 /**
  * How Claude is reached: the Agent SDK runs in a host process (`host/main.ts`) the runtime's registry starts from the
@@ -176,7 +177,8 @@ export async function callHost<M extends HostMethod>(
 
 /**
  * The spec of the Claude host: how it starts (Claude's environment), what makes two interchangeable, and the
- * handshake. `onEvent` gets every well-formed event the host sends; a malformed one is noted in the frame ring.
+ * handshake. `onEvent` gets every well-formed event the host sends; a malformed one is noted in the frame ring (and
+ * dropped, but for a turn's end that names its thread: that turn ends, failed as a protocol error).
  */
 export function claudeHostSpec(
   options: ClaudeHostOptions,
@@ -204,8 +206,15 @@ export function claudeHostSpec(
     channel.onNotification((method, params) => {
       if (method !== "event") return;
       const parsed = EventParamsSchema.safeParse(params);
-      if (!parsed.success)
-        return channel.ring.note("invalid_params", `event: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        const why = issue ? `${issue.path.map(String).join(".") || "(params)"}: ${issue.message}` : "invalid";
+        channel.ring.note("invalid_params", `event: ${why}`);
+        // A turn's end of the wrong shape that names its thread still ends that turn (failed: protocol_error).
+        const { sessionId, event } = (params ?? {}) as { sessionId?: unknown; event?: unknown };
+        const ended = typeof sessionId === "string" ? malformedTerminal(event, "the claude host", why) : null;
+        return ended && onEvent(sessionId as string, ended);
+      }
       onEvent(parsed.data.sessionId, parsed.data.event as ProviderEvent);
     });
     await ready;

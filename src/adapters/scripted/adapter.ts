@@ -4,7 +4,7 @@ import type { ProviderAdapter } from "../contract.js";
 import { hosted } from "../kit/hosted.js";
 import type { HostLease, HostSpec } from "../kit/hostSpec.js";
 import { hostedCapabilities } from "./capabilities.js";
-import { ReattachResultSchema } from "./protocol/host.js";
+import { checkReply, type CheckedCall, type CheckedReply } from "./replies.js";
 import { scriptedHostTransport, type ScriptedHostOptions } from "./transport.js";
 import { defineAdapter } from "../kit/defineAdapter.js";
 
@@ -23,8 +23,8 @@ export type ScriptedHostAdapter = ProviderAdapter & {
   /** Opens a `gate` step in every live host. */
   openGate(name: string): Promise<void>;
   /**
-   * Calls a host test hook (`debug.dropConnections`, `debug.stopListening`, `debug.flood`, `debug.emitRaw`) through a
-   * live session's host.
+   * Calls a host test hook (`debug.dropConnections`, `debug.stopListening`, `debug.flood`, `debug.emitRaw`,
+   * `debug.emitRawParams`, `debug.replyOnce`) through a live session's host.
    */
   debug(method: string, params?: Record<string, unknown>): Promise<void>;
   /** Pid of the host a session runs in. */
@@ -57,8 +57,9 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     },
   );
 
-  const call = async <T>(sessionId: string, method: string, input: unknown): Promise<T> =>
-    (await sessions.lease(sessionId).channel.call(method, input)) as T;
+  /** A call through the session's host; its reply checked (`checkReply`: a ProtocolError naming the call). */
+  const call = async <M extends CheckedCall>(sessionId: string, method: M, input: unknown): Promise<CheckedReply<M>> =>
+    checkReply(method, await sessions.lease(sessionId).channel.call(method, input));
 
   /** Leases a host for a session (taken, not yet confirmed: `forget` gives it back). */
   const lease = async (sessionId: string): Promise<HostLease> => {
@@ -115,7 +116,7 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
       const live = sessions.find(sessionId);
       const held = live ?? (await lease(sessionId));
       try {
-        const found = ReattachResultSchema.parse(await held.channel.call("reattach", { sessionId }));
+        const found = checkReply("reattach", await held.channel.call("reattach", { sessionId }));
         if (found) return { sessionId, capabilities: caps, hostGeneration: held.generation, turns: found.turns };
       } catch (error) {
         if (!live) forget(sessionId, held);

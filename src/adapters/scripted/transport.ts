@@ -16,7 +16,8 @@ import { StdioChannel } from "../kit/stdioChannel.js";
 import { WebSocketChannel, type ReconnectPolicy } from "../kit/webSocketChannel.js";
 import type { ScriptStep } from "./host/script.js";
 import { hostEvent } from "./mapper.js";
-import { AttachResultSchema, HOST_FLAGS, ResumeResultSchema } from "./protocol/host.js";
+import { HOST_FLAGS } from "./protocol/host.js";
+import { checkReply } from "./replies.js";
 
 /**
  * How the scripted provider's host process is started and reached: stdio JSON-RPC, a loopback WebSocket (a token in
@@ -91,7 +92,11 @@ export function scriptedHostTransport(
     channel.onNotification((method, params) => {
       if (method !== "event") return;
       const read = hostEvent(params);
-      if (!read.ok) return channel.ring.note("invalid_params", `event: ${read.why}`);
+      if (!read.ok) {
+        channel.ring.note("invalid_params", `event: ${read.why}`);
+        // A turn's end in a frame of the wrong shape still ends the turn it names (failed: protocol_error).
+        return read.ended && deliver(read.ended);
+      }
       if (read.seq <= conn.lastSeq) return; // a replayed event already seen
       conn.lastSeq = read.seq;
       deliver(read.frame);
@@ -113,7 +118,8 @@ export function scriptedHostTransport(
     );
     const conn = listen(channel);
     channel.onReconnected = async () => {
-      const state = ResumeResultSchema.parse(
+      const state = checkReply(
+        "resume",
         await channel.call("resume", { afterSeq: conn.lastSeq }, { bypassGate: true }),
       );
       resumed(conn, new Set(state.sessions.map((s) => s.sessionId)));
@@ -173,7 +179,7 @@ export function scriptedHostTransport(
     try {
       await channel.connect();
       // What the host sent before is in the runtime's log already: nothing is replayed.
-      conn.lastSeq = AttachResultSchema.parse(await channel.call("attach", {})).seq;
+      conn.lastSeq = checkReply("attach", await channel.call("attach", {})).seq;
     } catch (error) {
       channel.close();
       throw error;

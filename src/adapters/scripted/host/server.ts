@@ -87,6 +87,10 @@ const FloodParamsSchema = z.strictObject({
  * than JSON.stringify can walk). Not kept for `resume`.
  */
 const EmitRawParamsSchema = z.strictObject({ sessionId: z.string(), events: z.array(z.string()) });
+/** `debug.emitRawParams`: whole `event` params as JSON texts, spliced verbatim (an envelope of the wrong shape). */
+const EmitRawParamsParamsSchema = z.strictObject({ params: z.array(z.string()) });
+/** `debug.replyOnce`: the next reply to `method` is `result` instead of its own (a reply of the wrong shape). */
+const ReplyOnceParamsSchema = z.strictObject({ method: z.string().min(1), result: z.unknown() });
 
 class MethodNotFound extends Error {}
 
@@ -126,6 +130,8 @@ export class ScriptedHost {
   #flights = new Flights();
   #current: { connection: HostConnection; live: boolean } | null = null;
   #pump: Promise<void> | null = null;
+  /** Replies to give once instead of a call's own (`debug.replyOnce`), by method. */
+  #replyOnce = new Map<string, unknown>();
 
   constructor(hooks: HostHooks = {}, bufferLimit = EVENT_BUFFER_LIMIT) {
     this.#hooks = hooks;
@@ -179,7 +185,7 @@ export class ScriptedHost {
     let response: RpcMessage;
     let after: (() => void) | undefined;
     try {
-      response = result(id, await this.#call(connection, method, params));
+      response = result(id, this.#reply(method, await this.#call(connection, method, params)));
       if (method === "debug.dropConnections") {
         const { thenOpenGate } = parseParams(DropParamsSchema, params, method);
         const drop = this.#hooks.dropConnections;
@@ -247,9 +253,28 @@ export class ScriptedHost {
         }
         return { sent: events.length };
       }
+      case "debug.emitRawParams": {
+        const texts = parseParams(EmitRawParamsParamsSchema, params, method).params;
+        this.#initialized();
+        for (const json of texts) void connection.sendText(`{"jsonrpc":"2.0","method":"event","params":${json}}`);
+        return { sent: texts.length };
+      }
+      case "debug.replyOnce": {
+        const once = parseParams(ReplyOnceParamsSchema, params, method);
+        this.#replyOnce.set(once.method, once.result ?? null);
+        return null;
+      }
     }
     if (isAdapterMethod(method)) return this.#adapterCall(method, params);
     throw new MethodNotFound(`method not found: ${method}`);
+  }
+
+  /** A call's reply, or the one `debug.replyOnce` set for its method (given once). */
+  #reply(method: string, value: unknown): unknown {
+    if (!this.#replyOnce.has(method)) return value;
+    const once = this.#replyOnce.get(method);
+    this.#replyOnce.delete(method);
+    return once;
   }
 
   #initialized(): Initialized {
@@ -330,7 +355,7 @@ export class ScriptedHost {
       void connection.send(errorResponse(id, error));
       return;
     }
-    void connection.send(result(id, value));
+    void connection.send(result(id, this.#reply("attach", value)));
     if (this.#current?.connection === connection) this.#current.live = true;
   }
 
@@ -355,7 +380,7 @@ export class ScriptedHost {
       void connection.send(errorResponse(id, error));
       return;
     }
-    void connection.send(result(id, value));
+    void connection.send(result(id, this.#reply("resume", value)));
     if (this.#current?.connection === connection) this.#current.live = true;
   }
 }

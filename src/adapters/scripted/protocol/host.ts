@@ -21,7 +21,9 @@ import { ScriptStepSchema } from "../host/script.js";
  * stdout | stderr | websocket, bytes } (after its reply: that many bytes and no newline, a broken
  * host for the runtime's caps) and `debug.emitRaw` { sessionId, events: JSON texts } (each
  * spliced verbatim into an `event` notification, not kept for `resume`: hostile events for
- * the runtime's pump).
+ * the runtime's pump), `debug.emitRawParams` { params: JSON texts } (each spliced verbatim as
+ * an `event` notification's params: envelopes of the wrong shape) and `debug.replyOnce`
+ * { method, result } (the next reply to `method` is `result`: replies of the wrong shape).
  * The WebSocket host prints `{"listening":{"port":N}}` on stdout and accepts only
  * connections that present its token (`?token=`), given to it in `TILLER_HOST_TOKEN`.
  * The socket host (`--socket=PATH`) listens on a unix socket in a private directory (0700, made
