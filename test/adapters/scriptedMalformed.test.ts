@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { checkReply } from "../../src/adapters/scripted/replies.js";
+import { checkReply } from "../../src/adapters/scripted/transport.js";
 import { Projections } from "../../src/runtime/projections.js";
 import type { DomainEvent } from "../../src/domain/events.js";
 import type { Runtime } from "../../src/runtime/runtime.js";

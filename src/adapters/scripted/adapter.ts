@@ -4,8 +4,13 @@ import type { ProviderAdapter } from "../contract.js";
 import { hosted } from "../kit/hosted.js";
 import type { HostLease, HostSpec } from "../kit/hostSpec.js";
 import { hostedCapabilities } from "./capabilities.js";
-import { checkReply, type CheckedCall, type CheckedReply } from "./replies.js";
-import { scriptedHostTransport, type ScriptedHostOptions } from "./transport.js";
+import {
+  checkReply,
+  scriptedHostTransport,
+  type CheckedCall,
+  type CheckedReply,
+  type ScriptedHostOptions,
+} from "./transport.js";
 import { defineAdapter } from "../kit/defineAdapter.js";
 
 /**

@@ -2,8 +2,10 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { z } from "zod";
 import type { CapabilityOverrides, ProviderCapabilities } from "../../capabilities/index.js";
-import { HostUnavailableError } from "../../domain/errors.js";
+import { TurnTerminalStatusSchema } from "../../domain/entities.js";
+import { HostUnavailableError, ProtocolError } from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { ProviderAdapterEvent } from "../contract.js";
 import { frameTooLarge, readDiagnostics, resolveLimits, type ChannelLimits } from "../kit/frameLimits.js";
@@ -16,8 +18,7 @@ import { StdioChannel } from "../kit/stdioChannel.js";
 import { WebSocketChannel, type ReconnectPolicy } from "../kit/webSocketChannel.js";
 import type { ScriptStep } from "./host/script.js";
 import { hostEvent } from "./mapper.js";
-import { HOST_FLAGS } from "./protocol/host.js";
-import { checkReply } from "./replies.js";
+import { AttachResultSchema, HOST_FLAGS, ReattachResultSchema, ResumeResultSchema } from "./protocol/host.js";
 
 /**
  * How the scripted provider's host process is started and reached: stdio JSON-RPC, a loopback WebSocket (a token in
@@ -226,3 +227,60 @@ const MAX_SOCKET_PATH_BYTES = 100;
 
 /** ws's address of a WebSocket on a unix socket (the path, then the request path after a colon). */
 const socketUrl = (endpoint: string): string => `ws+unix:${endpoint}:/`;
+
+/**
+ * The scripted host's replies, checked where the adapter reads them: the host is another process, and what it answers
+ * is untrusted like any provider's. A reply of the wrong shape is a ProtocolError naming the call, never a value cast
+ * to the contract's type and handed to the runtime, nor a raw ZodError.
+ */
+
+const Handle = z.object({ threadRef: z.string().nullable(), resumeCursor: z.string().min(1) });
+
+const Snapshot = z.object({
+  threadRef: z.string().nullable(),
+  turns: z.array(
+    z.object({
+      turnRef: z.string().nullable(),
+      status: z.union([TurnTerminalStatusSchema, z.literal("running")]),
+      userText: z.string(),
+      assistantText: z.string(),
+    }),
+  ),
+});
+
+/** What a call's reply resolves to: nothing (null on the wire) for the calls the runtime awaits only. */
+const Nothing = z.unknown().transform(() => undefined);
+
+/** Each call's reply as the adapter hands it on (unknown keys dropped: only what the contract says goes through). */
+const REPLIES = {
+  ensureProviderThread: Handle,
+  sendRun: z.object({ turnRef: z.string().nullable(), thread: Handle.optional() }),
+  steerRun: Nothing,
+  interrupt: Nothing,
+  isTurnAlive: z.boolean(),
+  respondToRequest: Nothing,
+  readThreadSnapshot: Snapshot,
+  rollbackThread: z
+    .object({ snapshot: Snapshot.optional(), handle: Handle.optional() })
+    .nullable()
+    .transform((r) => r ?? undefined),
+  forkThread: Handle,
+  summarize: z.string(),
+  resume: ResumeResultSchema,
+  attach: AttachResultSchema,
+  reattach: ReattachResultSchema,
+} as const;
+
+export type CheckedCall = keyof typeof REPLIES;
+export type CheckedReply<M extends CheckedCall> = z.output<(typeof REPLIES)[M]>;
+
+/** A reply as the adapter reads it, or a ProtocolError naming the call and what did not match. */
+export function checkReply<M extends CheckedCall>(method: M, reply: unknown): CheckedReply<M> {
+  const parsed = (REPLIES[method] as z.ZodType).safeParse(reply);
+  if (parsed.success) return parsed.data as CheckedReply<M>;
+  const issues = parsed.error.issues.slice(0, 3).map((i) => `${i.path.join(".") || "(result)"}: ${i.message}`);
+  throw new ProtocolError(
+    `scripted host: ${method} answered a reply that does not match its schema: ${issues.join("; ")}`,
+    { method },
+  );
+}
