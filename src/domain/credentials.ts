@@ -1,11 +1,13 @@
 /**
- * The one table of credential shapes. It serves the log (`redact`, src/domain/redact.ts), the
- * host frame rings (src/adapters/kit/ring.ts) and the inspector (inspector/server/redact.ts,
- * whose tsconfig compiles this file beside it). It imports nothing, so the inspector's build
- * pulls in nothing else of src/.
+ * The one table of credential shapes. It serves the log (every provider text the log stores,
+ * src/domain/providerText.ts; `redact`, src/domain/redact.ts), the host frame rings
+ * (src/adapters/kit/ring.ts) and the inspector (inspector/server/redact.ts, whose tsconfig
+ * compiles this file and src/domain/maskedStreams.ts beside it). It imports nothing, so the
+ * inspector's build pulls in nothing else of src/.
  *
- * Rules the patterns keep, so that masking pieces of a stream stays safe (see the inspector's
- * streams.ts):
+ * Rules the patterns keep, so that masking pieces of a stream stays safe (see
+ * src/domain/maskedStreams.ts; a pattern that masks from inside a word of letters, as a JWT's
+ * or an AWS key id's does, must be named in its TOKEN_START):
  * - a mask keeps what names the credential (`ghp_`, `Authorization: `, `DB_PASSWORD=`) and
  *   replaces the value with `[redacted]`, and never matches its own output;
  * - no pattern crosses a line end except a private key block, which masks to the end of the
