@@ -63,27 +63,39 @@ export class MaskedStreams {
     const space = lastWhitespace(delta);
     if (space >= 0) stream.lastSpace = stream.window.length - delta.length + space;
     if (stream.withheld) return stream.withheld === "size" ? this.#resume(stream, delta) : "";
-    let end = stream.window.length;
-    const wordLength = end - stream.lastSpace - 1;
+    const wordLength = stream.window.length - stream.lastSpace - 1;
     // (A long word is no plain word: it is not cut out of the window, which would copy a long run at every delta.)
-    let stable =
-      wordLength === 0
-        ? maskCredentials(stream.window)
-        : wordLength <= PLAIN_WORD_MAX
-          ? plainWordMasked(stream.window, stream.window.slice(stream.lastSpace + 1))
-          : null;
-    if (stable === null) {
-      // The word being written could still be (part of) a credential: it waits for its end.
-      end = stream.lastSpace + 1;
-      if (end <= stream.boundary) return "";
-      stable = maskCredentials(stream.window.slice(0, end));
+    // (A private key's BEGIN line has spaces in it: no word of a window holding one is settled.)
+    if (wordLength <= PLAIN_WORD_MAX && !stream.window.includes("-----BEGIN")) {
+      const word = stream.window.slice(stream.lastSpace + 1);
+      const stable = word === "" || isPlainWord(word) ? clearOfValues(stream.window, word) : null;
+      if (stable !== null) return this.#giveAll(stream, stable, word);
     }
+    // The word being written could still be (part of) a credential: it waits for its end.
+    const end = stream.lastSpace + 1;
+    if (end <= stream.boundary) return "";
+    const stable = maskCredentials(stream.window.slice(0, end));
     if (!stable.startsWith(stream.sent)) return this.#withhold(stream, "broken");
     const fresh = stable.slice(stream.sent.length);
     stream.sent = stable;
     stream.boundary = end;
     this.#settle(stream);
     if (stream.window.length > MAX_WINDOW_CHARS) this.#withhold(stream, "size");
+    return fresh;
+  }
+
+  /**
+   * The whole window is given out (`stable`, its mask, ends with `word`, untouched), and what comes before `word` is
+   * settled: no mask reaches across the start of a word that is in no value's place.
+   */
+  #giveAll(stream: Stream, stable: string, word: string): string {
+    if (!stable.startsWith(stream.sent)) return this.#withhold(stream, "broken");
+    const fresh = stable.slice(stream.sent.length);
+    stream.settled += stable.slice(0, stable.length - word.length);
+    stream.window = word;
+    stream.lastSpace = -1;
+    stream.sent = word;
+    stream.boundary = word.length;
     return fresh;
   }
 
@@ -151,21 +163,33 @@ export class MaskedStreams {
 /**
  * A word of letters (and closing punctuation) being written, say `working`, is given out before its end where no
  * mask can ever take it in: it is not in a value's place (after `password: `, `Bearer `, `--token `, an open quote, a
- * private key's BEGIN line), shown by a credential-like run appended to it coming out of the mask untouched, and it
- * is not the start of a vendor token that a mask replaces from inside the word (`TOKEN_START`: a JWT's `eyJ`, an AWS
- * or Google key id; every other vendor prefix has a `_` or `-` a plain word lacks). Prose then streams word by word,
- * the last word included, while a credential still waits for its end.
+ * private key's BEGIN line), shown by a credential-like run (`PROBE`) appended to it coming out of the mask untouched,
+ * and it is not the start of a vendor token that a mask replaces from inside the word (`TOKEN_START`: a JWT's `eyJ`,
+ * an AWS or Google key id; every other vendor prefix has a `_` or `-` a plain word lacks). Prose then streams word by
+ * word, the last word included, while a credential still waits for its end. What comes before such a word (or all of
+ * a window that ends with whitespace and passes the same test) is settled: no mask that starts there can reach past
+ * it, so the window masked at each delta stays a word long in prose.
  */
 const PLAIN_WORD = /^(?=.)[A-Za-z]{0,64}[.,!?;:)]{0,3}$/;
 const PLAIN_WORD_MAX = 67;
 const TOKEN_START = /^(?:ey?|(?:eyJ|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA|ABIA|ACCA|AIza).*)$/;
-const PROBE = "Zq0Zq0Zq0Zq0Zq0Z";
+/**
+ * Appended to a window, it is eaten by the mask wherever the window ends in a value's place, or could go on into a
+ * name's `=` or `:` (`password ` then `= x`) or a `curl -u` user's `:`: credential-like on both sides of them.
+ */
+const PROBE = "=Zq0Zq0Zq0:Zq0Zq0Zq0";
 
-/** `window` masked, when it ends with the plain `word` no mask can take in; else null. */
-function plainWordMasked(window: string, word: string): string | null {
-  if (!PLAIN_WORD.test(word) || TOKEN_START.test(word)) return null;
+const isPlainWord = (word: string) => PLAIN_WORD.test(word) && !TOKEN_START.test(word);
+
+/**
+ * `window` masked, when it ends with `word` (plain, or none) in no value's place: a credential-like run appended comes
+ * out of the mask untouched, and so does `word`. Else null.
+ */
+function clearOfValues(window: string, word: string): string | null {
   const probed = maskCredentials(window + PROBE);
-  return probed.endsWith(PROBE) ? probed.slice(0, -PROBE.length) : null;
+  if (!probed.endsWith(PROBE)) return null;
+  const stable = probed.slice(0, -PROBE.length);
+  return stable.endsWith(word) ? stable : null;
 }
 
 function lastWhitespace(text: string): number {

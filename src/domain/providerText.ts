@@ -143,10 +143,12 @@ export class ProviderTextMasking {
     let completed = masked(event);
     for (const stream of STREAMS) {
       const end = this.#streams.end(streamKey(stream, event.nodeId));
-      if (!end || event[stream] !== null) continue; // the completion's own text replaces the deltas'
+      if (!end) continue;
       const { threadId, runId, nodeId } = event;
-      if (end.rest === null) completed = { ...completed, [stream]: end.whole };
-      else if (end.rest !== "") store({ type: "node.delta", threadId, runId, nodeId, stream, delta: end.rest });
+      if (end.rest !== null && end.rest !== "")
+        store({ type: "node.delta", threadId, runId, nodeId, stream, delta: end.rest });
+      // The completion's own text, masked, replaces the deltas' in the read model; without one, it carries theirs.
+      else if (end.rest === null && event[stream] === null) completed = { ...completed, [stream]: end.whole };
     }
     return completed;
   }
