@@ -69,12 +69,18 @@ export class MaskedStreams {
     if (wordLength <= PLAIN_WORD_MAX && !stream.window.includes("-----BEGIN")) {
       const word = stream.window.slice(stream.lastSpace + 1);
       const stable = word === "" || isPlainWord(word) ? clearOfValues(stream.window, word) : null;
-      if (stable !== null) return this.#giveAll(stream, stable, word);
+      const headLength = stream.lastSpace + 1;
+      if (stable !== null)
+        return this.#giveAndSettle(stream, stable.slice(0, stable.length - word.length), headLength, word);
     }
     // The word being written could still be (part of) a credential: it waits for its end.
     const end = stream.lastSpace + 1;
     if (end <= stream.boundary) return "";
-    const stable = maskCredentials(stream.window.slice(0, end));
+    const head = stream.window.slice(0, end);
+    // What comes before it is settled if it ends in no value's place (then only that word is masked again).
+    const clear = stream.window.includes("-----BEGIN") ? null : clearOfValues(head, "");
+    if (clear !== null) return this.#giveAndSettle(stream, clear, end, "");
+    const stable = maskCredentials(head);
     if (!stable.startsWith(stream.sent)) return this.#withhold(stream, "broken");
     const fresh = stable.slice(stream.sent.length);
     stream.sent = stable;
@@ -85,17 +91,19 @@ export class MaskedStreams {
   }
 
   /**
-   * The whole window is given out (`stable`, its mask, ends with `word`, untouched), and what comes before `word` is
-   * settled: no mask reaches across the start of a word that is in no value's place.
+   * Gives out the window's first `headLength` characters, masked `maskedHead`, then `tail` (the rest of the window,
+   * raw: a plain word; or nothing), and settles the head: no mask reaches across the start of a word in no value's
+   * place.
    */
-  #giveAll(stream: Stream, stable: string, word: string): string {
-    if (!stable.startsWith(stream.sent)) return this.#withhold(stream, "broken");
-    const fresh = stable.slice(stream.sent.length);
-    stream.settled += stable.slice(0, stable.length - word.length);
-    stream.window = word;
-    stream.lastSpace = -1;
-    stream.sent = word;
-    stream.boundary = word.length;
+  #giveAndSettle(stream: Stream, maskedHead: string, headLength: number, tail: string): string {
+    const given = maskedHead + tail;
+    if (!given.startsWith(stream.sent)) return this.#withhold(stream, "broken");
+    const fresh = given.slice(stream.sent.length);
+    stream.settled += maskedHead;
+    stream.window = stream.window.slice(headLength);
+    stream.lastSpace -= headLength;
+    stream.sent = tail;
+    stream.boundary = tail.length;
     return fresh;
   }
 
