@@ -99,6 +99,11 @@ const HOLDS = new RegExp(
   "i",
 );
 
+/** Whether `text` may hold a credential the table masks: if not, `maskCredentials` returns it as it is. */
+export function mayHoldCredential(text: string): boolean {
+  return HOLDS.test(text);
+}
+
 /** The text with every credential the table recognises masked. */
 export function maskCredentials(text: string): string {
   if (!HOLDS.test(text)) return text;

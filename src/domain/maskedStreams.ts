@@ -1,4 +1,4 @@
-import { maskCredentials, opensKeyBlock } from "./credentials.js";
+import { maskCredentials, mayHoldCredential, opensKeyBlock } from "./credentials.js";
 
 /**
  * Longest stretch of one stream held to be judged (the current line, or an open private key block). Past it the
@@ -186,6 +186,7 @@ const TOKEN_START = /^(?:ey?|(?:eyJ|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA|ABIA
  * name's `=` or `:` (`password ` then `= x`) or a `curl -u` user's `:`: credential-like on both sides of them.
  */
 const PROBE = "=Zq0Zq0Zq0:Zq0Zq0Zq0";
+if (mayHoldCredential(PROBE.slice(1))) throw new Error("internal: the probe holds what the credential table looks for");
 
 const isPlainWord = (word: string) => PLAIN_WORD.test(word) && !TOKEN_START.test(word);
 
@@ -194,6 +195,8 @@ const isPlainWord = (word: string) => PLAIN_WORD.test(word) && !TOKEN_START.test
  * out of the mask untouched, and so does `word`. Else null.
  */
 function clearOfValues(window: string, word: string): string | null {
+  // (Nothing the table looks for in the window, nor where it meets the probe: no pattern's word holds a `=`.)
+  if (!mayHoldCredential(window)) return window;
   const probed = maskCredentials(window + PROBE);
   if (!probed.endsWith(PROBE)) return null;
   const stable = probed.slice(0, -PROBE.length);
