@@ -1,11 +1,13 @@
 /**
- * The one table of credential shapes. It serves the log (`redact`, src/domain/redact.ts), the
- * host frame rings (src/adapters/kit/ring.ts) and the inspector (inspector/server/redact.ts,
- * whose tsconfig compiles this file beside it). It imports nothing, so the inspector's build
- * pulls in nothing else of src/.
+ * The one table of credential shapes. It serves the log (every provider text the log stores,
+ * src/domain/providerText.ts; `redact`, src/domain/redact.ts), the host frame rings
+ * (src/adapters/kit/ring.ts) and the inspector (inspector/server/redact.ts, whose tsconfig
+ * compiles this file and src/domain/maskedStreams.ts beside it). It imports nothing, so the
+ * inspector's build pulls in nothing else of src/.
  *
- * Rules the patterns keep, so that masking pieces of a stream stays safe (see the inspector's
- * streams.ts):
+ * Rules the patterns keep, so that masking pieces of a stream stays safe (see
+ * src/domain/maskedStreams.ts; a pattern that masks from inside a word of letters, as a JWT's
+ * or an AWS key id's does, must be named in its TOKEN_START):
  * - a mask keeps what names the credential (`ghp_`, `Authorization: `, `DB_PASSWORD=`) and
  *   replaces the value with `[redacted]`, and never matches its own output;
  * - no pattern crosses a line end except a private key block, which masks to the end of the
@@ -46,7 +48,8 @@ export const CREDENTIAL_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
     `$1${REDACTED}`,
   ],
   // A bearer or basic credential outside a header: not a word of prose (it has a digit or a sign in it).
-  [/\b(Bearer|Basic)[ \t]+(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}/gi, `$1 ${REDACTED}`],
+  // (The spaces before it are kept as they are: a stream has given them out already.)
+  [/\b(Bearer|Basic)([ \t]+)(?=[A-Za-z]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{8,}/gi, `$1$2${REDACTED}`],
   // A password in a URL (scheme://user:password@host).
   [/(\/\/[^/\s:@]+:)[^@\s/]+@/g, `$1${REDACTED}@`],
   // Vendor tokens recognisable on their own.
@@ -77,11 +80,33 @@ export const CREDENTIAL_PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
   // name = value, name: value, "name": "value": quoted values to their closing quote.
   [new RegExp(String.raw`(${NAME}${ASSIGN}\\?")(?:[^"\\\r\n]|\\.)+`, "gi"), `$1${REDACTED}`],
   [new RegExp(String.raw`(${NAME}${ASSIGN}')[^'\r\n]+`, "gi"), `$1${REDACTED}`],
-  [new RegExp(String.raw`(${NAME}${ASSIGN})(?![\s"'\[])[^\s"'&,;]{4,}`, "gi"), `$1${REDACTED}`],
+  // (Not a name assigned to in its turn: `credentials: db_password = x` masks x.)
+  [new RegExp(String.raw`(${NAME}${ASSIGN})(?![\s"'\[])(?!${NAME}${ASSIGN})[^\s"'&,;]{4,}`, "gi"), `$1${REDACTED}`],
 ];
+
+/**
+ * Something every match of a pattern above holds (case aside): a text without any of these holds no credential the
+ * table masks, and is returned as it is after one scan instead of one per pattern. Most texts are such (prose, most
+ * output; every streamed delta is masked with what came before it), so this keeps masking cheap. A pattern added above
+ * must match only text holding one of them.
+ */
+const HOLDS = new RegExp(
+  [
+    "-----BEGIN|cookie|bearer|basic|@|gh[pousr]_|github_pat_|A(?:KIA|SIA|GPA|IDA|ROA|NPA|NVA|PKA|BIA|CCA)",
+    String.raw`k_(?:live|test)_|whsec_|xox[abposre]-|hooks\.slack|eyJ|AIza|npm_|glpat-|hf_|[prsa]k-`,
+    "token|pass|secret|key|credential|pwd|auth|sig|-u",
+  ].join("|"),
+  "i",
+);
+
+/** Whether `text` may hold a credential the table masks: if not, `maskCredentials` returns it as it is. */
+export function mayHoldCredential(text: string): boolean {
+  return HOLDS.test(text);
+}
 
 /** The text with every credential the table recognises masked. */
 export function maskCredentials(text: string): string {
+  if (!HOLDS.test(text)) return text;
   return CREDENTIAL_PATTERNS.reduce((out, [pattern, replacement]) => out.replace(pattern, replacement), text);
 }
 

@@ -6,6 +6,7 @@ import { isTillerError } from "../domain/errors.js";
 import type { DomainEvent } from "../domain/events.js";
 import type { IdSource } from "../domain/ids.js";
 import { isAnsweredByRuntime } from "../domain/items.js";
+import { ProviderTextMasking } from "../domain/providerText.js";
 import type { MachineEmitted, Outcome } from "../machines/emitted.js";
 import { Actors } from "./actors.js";
 import { Checkpoints } from "./checkpoints/checkpoints.js";
@@ -61,6 +62,10 @@ export class Dispatcher implements TargetHost {
   #closed = false;
   /** Set when a commit failed (the log broke): nothing can be recorded safely any more. */
   fault: unknown = undefined;
+  /** Every event is stored through it: what a provider or a script said is masked before the log keeps it. */
+  #masking = new ProviderTextMasking();
+  /** A dynamic tool call's input as the provider sent it, until its handler is called. */
+  #toolInputs = new Map<string, unknown>();
 
   constructor(
     private readonly log: EventLog<DomainEvent>,
@@ -130,8 +135,18 @@ export class Dispatcher implements TargetHost {
     this.#append(event);
   }
 
-  /** Append an event, fold it, and react to it (spawn actors, settle requests, wake waiters). */
+  /**
+   * Append an event, its provider text masked (a delta may store nothing yet, a completion what its deltas held back),
+   * fold it, and react to it (spawn actors, settle requests, wake waiters).
+   */
   #append(event: DomainEvent): void {
+    // The embedder's tool is called with what the provider sent, not with what the log keeps of it.
+    if (event.type === "request.opened" && event.payload.kind === "dynamic_tool")
+      this.#toolInputs.set(event.requestId, event.payload.input);
+    this.#masking.store(event, this.#store);
+  }
+
+  #store = (event: DomainEvent): void => {
     const record = this.log.append(event);
     this.views.apply(record);
     this.options.onFolded?.(record);
@@ -142,10 +157,13 @@ export class Dispatcher implements TargetHost {
         const { threadId, runId, requestId, payload, responseCapability } = event;
         this.actors.request({ threadId, runId, requestId, kind: payload.kind, responseCapability });
         // The embedder's handler runs as a tracked call, like every provider call: close() waits for it.
-        if (isAnsweredByRuntime(payload.kind))
+        if (isAnsweredByRuntime(payload.kind)) {
+          const input = this.#toolInputs.get(requestId);
+          this.#toolInputs.delete(requestId);
           this.effects.trackCall(
-            answerToolCall(this, this.options.tools, requestId).catch((error: unknown) => this.escaped(error)),
+            answerToolCall(this, this.options.tools, requestId, input).catch((error: unknown) => this.escaped(error)),
           );
+        }
         return;
       }
       case "provider_thread.closed":
@@ -183,7 +201,7 @@ export class Dispatcher implements TargetHost {
       default:
         return;
     }
-  }
+  };
 
   /** Runs `fn` (which sends to actors), then performs the effects they asked for; returns their outcomes. */
   run(fn: () => void): Outcome[] {

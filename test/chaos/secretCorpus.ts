@@ -145,6 +145,11 @@ export const CREDENTIAL_CORPUS: readonly CredentialShape[] = [
     (s) => `DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=${s};EndpointSuffix=core.windows.net`,
   ),
   shape("password in quoted JSON with spaces", "my very secret phrase", (s) => `{"user":"ann","password":"${s}"}`),
+  // Spaces between what names a credential and its value: a stream must not forget the name at a word's start.
+  shape("password with spaces around =", "Eq5pacedDbValue77", (s) => `db_password   =   ${s} # prod`),
+  shape("header with a space before its colon", "HdrSpaceValue0123abcd", (s) => `Authorization :  Token ${s}`),
+  shape("bearer token in prose", "Pr0seBearerToken-98765", (s) => `then send Bearer  ${s} along`),
+  shape("curl --user with spaces", "curlUsrSpacedXyz-55", (s) => `curl  --user   admin:${s} https://x.example`),
 ];
 
 /**

@@ -16,6 +16,9 @@ import { tallyChaos } from "./tally.js";
  * worst case). No consumer lets a credential through, whole or in pieces, however a stream
  * cuts it; none touches the text that is not a credential.
  *
+ * What the log stores of every event type with a text field, the corpus sent by a provider through
+ * the real runtime, is checked beside this, in secretsStored.test.ts.
+ *
  * Replay a failure with TILLER_CHAOS_SEED=<seed> from its report; TILLER_CHAOS_RUNS scales the
  * number of random cuts.
  */

@@ -58,17 +58,19 @@ type ToolResult = Extract<RequestResponse, { kind: "tool_result" }>;
 /**
  * A provider called one of the embedder's tools: the runtime runs its handler and answers the request with the result,
  * through the request's actor as a user answers an approval. An unknown tool, or a handler that throws, answers a
- * failure: the provider's turn goes on, the runtime never fails with it.
+ * failure: the provider's turn goes on, the runtime never fails with it. The handler gets `input` as the provider sent
+ * it (the log keeps it masked).
  */
 export async function answerToolCall(
   host: ToolCallHost,
   tools: readonly DynamicTool[],
   requestId: string,
+  input: unknown,
 ): Promise<void> {
   await Promise.resolve(); // never inside the dispatcher's step: the handler is the embedder's code
   const view = host.views.requests.get(requestId);
   if (view?.payload.kind !== "dynamic_tool") return;
-  const { toolName, input } = view.payload;
+  const { toolName } = view.payload;
   const context = { threadId: view.threadId, runId: view.runId, requestId };
   const response = await runTool(
     tools.find((t) => t.name === toolName),
