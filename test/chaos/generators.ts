@@ -51,6 +51,24 @@ export const capsChoice: fc.Arbitrary<CapsChoice> = fc.record({
   planDeltasHaveItemIds: fc.boolean(),
 });
 
+/** The controlled provider at its most explicit: every id strong and shown, every turn's start and end said, no subagents. */
+export const STRONG_CHOICE: CapsChoice = {
+  threadIds: "strong",
+  turnIds: "strong",
+  itemIds: "strong",
+  requestIds: "strong",
+  exposesNativeThreadId: true,
+  exposesNativeTurnId: true,
+  emitsTurnStarted: true,
+  emitsTurnCompleted: true,
+  terminalStatusQuality: "strong",
+  emitsMessageCompleted: true,
+  supportsSubagents: false,
+  emitsSubagentLifecycle: false,
+  exposesSubagentThreadIds: false,
+  planDeltasHaveItemIds: true,
+};
+
 export function capabilitiesOf(
   c: CapsChoice,
   steering: { native: boolean; interruptRestart: boolean } = { native: false, interruptRestart: false },

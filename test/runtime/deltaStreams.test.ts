@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { DomainEventOf } from "../../src/index.js";
 import { ControlledProvider } from "../chaos/controlledProvider.js";
-import { capabilitiesOf } from "../chaos/generators.js";
+import { capabilitiesOf, STRONG_CHOICE } from "../chaos/generators.js";
 import { tempDir } from "../support/files.js";
 import { openRuntime } from "../support/internals.js";
 import { nextEvent } from "../support/runtime.js";
@@ -14,22 +14,7 @@ import { nextEvent } from "../support/runtime.js";
 describe("deltas of one node on two streams", () => {
   it("stay two records, each with its stream; the item's text and output stay apart", async () => {
     const { dir, cleanup } = await tempDir("tiller-delta-streams-");
-    const caps = capabilitiesOf({
-      threadIds: "strong",
-      turnIds: "strong",
-      itemIds: "strong",
-      requestIds: "strong",
-      exposesNativeThreadId: true,
-      exposesNativeTurnId: true,
-      emitsTurnStarted: true,
-      emitsTurnCompleted: true,
-      terminalStatusQuality: "strong",
-      emitsMessageCompleted: true,
-      supportsSubagents: false,
-      emitsSubagentLifecycle: false,
-      exposesSubagentThreadIds: false,
-      planDeltasHaveItemIds: true,
-    });
+    const caps = capabilitiesOf(STRONG_CHOICE);
     const provider = new ControlledProvider(caps, { threadRef: "pthread-1", turnRef: (n) => `turn-${n}` }, true);
     // A group window longer than the test: the deltas are queued in one commit group, whatever the machine's pace.
     const rt = await openRuntime({

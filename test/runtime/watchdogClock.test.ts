@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { TurnWatchdog } from "../../src/runtime/watchdog.js";
 import { ControlledProvider } from "../chaos/controlledProvider.js";
-import { capabilitiesOf } from "../chaos/generators.js";
+import { capabilitiesOf, STRONG_CHOICE } from "../chaos/generators.js";
 import { tempDir } from "../support/files.js";
 import { openRuntime } from "../support/internals.js";
 import { nextEvent } from "../support/runtime.js";
@@ -14,23 +14,6 @@ import { nextEvent } from "../support/runtime.js";
  */
 
 const SILENCE_MS = 1_000;
-const STRONG = {
-  threadIds: "strong",
-  turnIds: "strong",
-  itemIds: "strong",
-  requestIds: "strong",
-  exposesNativeThreadId: true,
-  exposesNativeTurnId: true,
-  emitsTurnStarted: true,
-  emitsTurnCompleted: true,
-  terminalStatusQuality: "strong",
-  emitsMessageCompleted: true,
-  supportsSubagents: false,
-  emitsSubagentLifecycle: false,
-  exposesSubagentThreadIds: false,
-  planDeltasHaveItemIds: true,
-} as const;
-
 afterEach(() => vi.useRealTimers());
 
 function watchdog() {
@@ -86,7 +69,7 @@ describe("a runtime's turns on a fake clock", () => {
     const { dir, cleanup } = await tempDir("tiller-watchdog-clock-");
     // No isTurnAlive: the provider cannot vouch for a silent turn, which fails at once.
     const provider = new ControlledProvider(
-      capabilitiesOf(STRONG),
+      capabilitiesOf(STRONG_CHOICE),
       { threadRef: "pthread-1", turnRef: () => "turn-1" },
       true,
     );

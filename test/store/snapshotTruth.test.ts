@@ -4,14 +4,13 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { DomainEvent } from "../../src/domain/events.js";
 import { keyedScript, sequentialIds, StoreCorruptError, type RuntimeFailure } from "../../src/index.js";
-import { FOLD_VERSION, Projections } from "../../src/runtime/projections.js";
+import { FOLD_VERSION } from "../../src/runtime/projections.js";
 import { decodeGraph, encodeGraph } from "../../src/runtime/snapshots/codec.js";
 import { checkPrefix, readSnapshot, SNAPSHOT_FILE } from "../../src/runtime/snapshots/file.js";
 import { COMPACT_SLACK, TextSink, writeTexts } from "../../src/runtime/snapshots/texts.js";
-import { SnapshotWriter } from "../../src/runtime/snapshots/writer.js";
 import { CHAIN_BLOCK } from "../../src/runtime/store/chain.js";
-import { EventLog } from "../../src/runtime/store/eventLog.js";
 import { tempDir } from "../support/files.js";
+import { foldedLog, TEST_DIRECTORY } from "../support/snapshotLog.js";
 import { openRuntime } from "../support/internals.js";
 import { scripted } from "../support/policies.js";
 import { rejection, sendAndWait, until } from "../support/runtime.js";
@@ -128,18 +127,7 @@ describe("the text file", () => {
   });
 
   it("is rewritten in a new generation once it holds more than twice what its snapshot uses", async () => {
-    const logFile = join(dir, "events.jsonl");
-    const log = await EventLog.open<DomainEvent>(logFile, { groupWindowMs: 0 });
-    const views = new Projections();
-    const errors: unknown[] = [];
-    const writer = SnapshotWriter.start({
-      dataDir: dir,
-      directory: "0123456789abcdef0123456789abcdef",
-      logFile,
-      log,
-      views,
-      onError: (e) => errors.push(e),
-    });
+    const { log, views, writer, errors } = await foldedLog(dir);
     try {
       const text = (n: number) => `${n} `.padEnd(256 * 1024, String.fromCharCode(97 + (n % 26)));
       const sizes: number[] = [];
@@ -215,15 +203,11 @@ describe("what open takes on trust, checked after it", () => {
   });
 
   it("an index entry that does not start its record is found: in the last block at open, before it after", async () => {
-    const logFile = join(dir, "events.jsonl");
-    const log = await EventLog.open<DomainEvent>(logFile, { groupWindowMs: 0 });
-    const views = new Projections();
-    const directory = "0123456789abcdef0123456789abcdef";
-    const writer = SnapshotWriter.start({ dataDir: dir, directory, logFile, log, views });
+    const { log, writer, logFile, append } = await foldedLog(dir);
     const padding = "p".repeat(500);
     for (let n = 1; n <= 4500; n++) {
       const receipt = { n, padding };
-      views.apply(log.append({ type: "command.receipt", commandId: `cmd_${n}`, command: "x", receipt }));
+      append({ type: "command.receipt", commandId: `cmd_${n}`, command: "x", receipt });
     }
     await log.close();
     await writer.close();
@@ -235,7 +219,7 @@ describe("what open takes on trust, checked after it", () => {
     const late = index.findIndex((at) => at >= chain.blocks * CHAIN_BLOCK);
     expect(early).toBeGreaterThan(0);
     expect(late).toBeGreaterThan(early);
-    const expected = { fold: FOLD_VERSION, directory };
+    const expected = { fold: FOLD_VERSION, directory: TEST_DIRECTORY };
     // Sealed again, as a snapshot that was written wrong would be: its seal holds, its index does not.
     for (const [slot, when] of [
       [early, "after"],

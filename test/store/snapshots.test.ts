@@ -3,14 +3,14 @@ import { appendFile, open, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { DomainEvent } from "../../src/domain/events.js";
-import { FOLD_VERSION, Projections } from "../../src/runtime/projections.js";
+import { FOLD_VERSION } from "../../src/runtime/projections.js";
 import { decodeGraph, encodeGraph, SnapshotShapeError } from "../../src/runtime/snapshots/codec.js";
 import { readSnapshot, SNAPSHOT_FILE } from "../../src/runtime/snapshots/file.js";
 import { TextSink, TextStore, unreadTexts, writeTexts } from "../../src/runtime/snapshots/texts.js";
-import { SnapshotWriter } from "../../src/runtime/snapshots/writer.js";
 import { EventLog } from "../../src/runtime/store/eventLog.js";
 import { createScriptedAdapter, type RuntimeFailure } from "../../src/index.js";
 import { tempDir } from "../support/files.js";
+import { foldedLog, TEST_DIRECTORY } from "../support/snapshotLog.js";
 import { openRuntime } from "../support/internals.js";
 import { until } from "../support/runtime.js";
 
@@ -79,32 +79,17 @@ describe("long texts", () => {
   });
 });
 
-/** The data directory identity these snapshots name (a runtime's is in its runtime.json). */
-const DIRECTORY = "0123456789abcdef0123456789abcdef";
-const expected = { fold: FOLD_VERSION, directory: DIRECTORY };
+const expected = { fold: FOLD_VERSION, directory: TEST_DIRECTORY };
 
-/** A log and projections folded as the dispatcher does (append, then fold), and a writer over them. */
+/** A folded log (test/support/snapshotLog.ts) whose `commit` appends the next receipt. */
 async function folded(options: { everyRecords?: number } = {}) {
-  const logFile = join(dir, "events.jsonl");
-  const log = await EventLog.open<DomainEvent>(logFile, { groupWindowMs: 0 });
-  const views = new Projections();
-  const errors: unknown[] = [];
-  const writer = SnapshotWriter.start({
-    dataDir: dir,
-    directory: DIRECTORY,
-    logFile,
-    log,
-    views,
-    ...options,
-    onError: (e) => errors.push(e),
-  });
+  const parts = await foldedLog(dir, options);
   let n = 0;
   const commit = () => {
     n++;
-    const event: DomainEvent = { type: "command.receipt", commandId: `cmd_${n}`, command: "x", receipt: { n } };
-    views.apply(log.append(event));
+    parts.append({ type: "command.receipt", commandId: `cmd_${n}`, command: "x", receipt: { n } });
   };
-  return { log, views, writer, errors, commit, logFile };
+  return { ...parts, commit };
 }
 
 const snapshotSeq = async (logFile: string) => {
