@@ -51,7 +51,7 @@ export const capsChoice: fc.Arbitrary<CapsChoice> = fc.record({
   planDeltasHaveItemIds: fc.boolean(),
 });
 
-/** The controlled provider at its most explicit: every id strong and shown, every turn's start and end said, no subagents. */
+/** The controlled provider at its most explicit: every id strong and shown, turn starts and ends said, no subagents. */
 export const STRONG_CHOICE: CapsChoice = {
   threadIds: "strong",
   turnIds: "strong",

@@ -14,6 +14,7 @@ import {
   secondTurnRef,
   stepsOf,
   turnScenario,
+  STRONG_CHOICE,
   type CapsChoice,
   type TurnPlan,
   type TwoTurnScenario,
@@ -475,20 +476,11 @@ const quietTurn = (over: Partial<TurnPlan>): TurnPlan => ({
 });
 
 const declared = (itemIds: Strength): CapsChoice => ({
-  threadIds: "strong",
-  turnIds: "strong",
+  ...STRONG_CHOICE,
   itemIds,
-  requestIds: "strong",
-  exposesNativeThreadId: true,
-  exposesNativeTurnId: true,
-  emitsTurnStarted: true,
-  emitsTurnCompleted: true,
-  terminalStatusQuality: "strong",
-  emitsMessageCompleted: true,
   supportsSubagents: true,
   emitsSubagentLifecycle: true,
   exposesSubagentThreadIds: true,
-  planDeltasHaveItemIds: true,
 });
 
 /** Builds a turn's steps by hand: events on the run's own turn, refs as the record exposes them. */
