@@ -169,16 +169,16 @@ export class MaskedStreams {
 }
 
 /**
- * A word of letters (and closing punctuation) being written, say `working`, is given out before its end where no
- * mask can ever take it in: it is not in a value's place (after `password: `, `Bearer `, `--token `, an open quote, a
- * private key's BEGIN line), shown by a credential-like run (`PROBE`) appended to it coming out of the mask untouched,
- * and it is not the start of a vendor token that a mask replaces from inside the word (`TOKEN_START`: a JWT's `eyJ`,
- * an AWS or Google key id; every other vendor prefix has a `_` or `-` a plain word lacks). Prose then streams word by
- * word, the last word included, while a credential still waits for its end. What comes before such a word (or all of
- * a window that ends with whitespace and passes the same test) is settled: no mask that starts there can reach past
- * it, so the window masked at each delta stays a word long in prose.
+ * A word of letters and digits (and closing punctuation) being written, say `working` or `42`, is given out before its
+ * end where no mask can ever take it in: it is not in a value's place (after `password: `, `Bearer `, `--token `, an
+ * open quote, a private key's BEGIN line), shown by a credential-like run (`PROBE`) appended to it coming out of the
+ * mask untouched, and it is not the start of a vendor token that a mask replaces from inside the word (`TOKEN_START`:
+ * a JWT's `eyJ`, an AWS or Google key id; every other vendor prefix has a `_` or `-` a plain word lacks, and a mask
+ * keeps the prefix). Prose then streams word by word, the last word included, while a credential still waits for its
+ * end. What comes before such a word (or all of a window that ends with whitespace and passes the same test) is
+ * settled: no mask that starts there can reach past it, so the window masked at each delta stays a word long in prose.
  */
-const PLAIN_WORD = /^(?=.)[A-Za-z]{0,64}[.,!?;:)]{0,3}$/;
+const PLAIN_WORD = /^(?=.)[A-Za-z0-9]{0,64}[.,!?;:)]{0,3}$/;
 const PLAIN_WORD_MAX = 67;
 const TOKEN_START = /^(?:ey?|(?:eyJ|AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|APKA|ABIA|ACCA|AIza).*)$/;
 /**
