@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createCodexAdapter } from "../../src/adapters/codex/adapter.js";
-import { sequentialIds } from "../../src/index.js";
+import { sequentialIds, type RunView } from "../../src/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { fixturesDir } from "../replay/record.js";
 import { openRuntime } from "../support/internals.js";
@@ -84,6 +84,14 @@ async function firstTurn(rt: Runtime, workspace?: string) {
   return { threadId, run: await rt.waitForRun(runId) };
 }
 
+/** The run failed as a protocol error naming the Codex call whose reply was of the wrong shape, not a TypeError. */
+function failedOnReply(run: RunView, call: string): void {
+  expect(run.status).toBe("failed");
+  expect(run.failure?.failureClass).toBe("protocol_error");
+  expect(run.failure?.message).toContain(`codex ${call} answered a reply that does not match`);
+  expect(run.failure?.message).not.toMatch(/Cannot read|TypeError/);
+}
+
 describe("codex replies checked at the adapter boundary", () => {
   it("a turn/completed of the wrong shape fails its run at once as protocol_error", async () => {
     const lines = await recorded();
@@ -115,10 +123,7 @@ describe("codex replies checked at the adapter boundary", () => {
     lines[replyTo(lines, start)]!.f.result = { thread: null, model: "gpt-5.5" };
     const { rt, report } = await replaying([...lines.slice(0, replyTo(lines, start) + 1), ...goodbye(lines)]);
     const { run } = await firstTurn(rt);
-    expect(run.status).toBe("failed");
-    expect(run.failure?.failureClass).toBe("protocol_error");
-    expect(run.failure?.message).toMatch(/codex thread\/start answered a reply that does not match/);
-    expect(run.failure?.message).not.toMatch(/Cannot read|TypeError/);
+    failedOnReply(run, "thread/start");
     await rt.close();
     expect((await report()).error).toBeUndefined();
   });
@@ -134,10 +139,7 @@ describe("codex replies checked at the adapter boundary", () => {
     const { rt, report } = await replaying([...lines.slice(0, turnStart), ...configRead, ...goodbye(lines)]);
     const { threadId } = await rt.createThread({ providerTarget: "codex" });
     const run = await rt.waitForRun((await rt.sendMessage({ threadId, text: "say hi" })).runId);
-    expect(run.status).toBe("failed");
-    expect(run.failure?.failureClass).toBe("protocol_error");
-    expect(run.failure?.message).toMatch(/codex config\/read answered a reply that does not match/);
-    expect(run.failure?.message).not.toMatch(/Cannot read|TypeError/);
+    failedOnReply(run, "config/read");
     await rt.close();
     expect((await report()).error).toBeUndefined();
   });
