@@ -14,7 +14,8 @@
  * it already is.
  */
 
-import { lazyText, type TextRef, type TextSink, type TextStore } from "./texts.js";
+import { lazyText, type TextSink } from "./texts.js";
+import { type TextRef, type TextStore } from "./textStore.js";
 
 /** Why a snapshot's graph cannot be read back (a file on disk is untrusted). */
 export class SnapshotShapeError extends Error {}

@@ -6,7 +6,8 @@ import { CHAIN_BLOCK, chainOf, LogChain, readSpan, type ChainPoint } from "../st
 import { PRIVATE_FILE_MODE } from "../store/files.js";
 import { INDEX_STRIDE, parseLine, type VerifiedStart } from "../store/jsonl.js";
 import { decodeState } from "./state.js";
-import { syncDir, TEXT_BLOCK, TextStore, textFileName, type TextCover } from "./texts.js";
+import { syncDir, textFileName } from "./texts.js";
+import { TEXT_BLOCK, TextStore, type TextCover } from "./textStore.js";
 
 /**
  * The projection snapshot file (`projections.snapshot` beside `events.jsonl`): a seal line, a header line and the body.

@@ -1,5 +1,6 @@
 import type { RunView, TurnItem } from "../projectionTypes.js";
-import { unreadTexts, type TextRef } from "./texts.js";
+import { unreadTexts } from "./texts.js";
+import { type TextRef } from "./textStore.js";
 
 /**
  * The items-by-id map of projections loaded from a snapshot. A run's items are read from the text file the first

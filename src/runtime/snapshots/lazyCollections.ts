@@ -1,5 +1,5 @@
 import { StoreCorruptError } from "../../domain/errors.js";
-import { readJson, type TextRef } from "./texts.js";
+import { readJson, type TextRef } from "./textStore.js";
 
 /**
  * A Map, or a Set, whose contents a snapshot keeps in its text file (texts.ts): read the first time anything uses

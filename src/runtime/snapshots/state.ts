@@ -3,7 +3,8 @@ import type { RunView, ThreadView, TurnItem } from "../projectionTypes.js";
 import { decodeGraph, encodeGraph, SnapshotShapeError } from "./codec.js";
 import { ItemIndex, itemsUnread } from "./itemIndex.js";
 import { LazyMap, LazySet } from "./lazyCollections.js";
-import { lazyText, parseJson, readJson, unreadTexts, type TextRef, type TextSink, type TextStore } from "./texts.js";
+import { lazyText, unreadTexts, type TextSink } from "./texts.js";
+import { parseJson, readJson, type TextRef, type TextStore } from "./textStore.js";
 
 /**
  * The projections' state as a snapshot body: plain JSON, so reading it back is one `JSON.parse` and a short walk.

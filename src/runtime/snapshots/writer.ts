@@ -5,7 +5,8 @@ import type { ChainPoint } from "../store/chain.js";
 import type { EventLog } from "../store/eventLog.js";
 import { encodeState } from "./state.js";
 import { writeSnapshot, type VerifiedSnapshot } from "./file.js";
-import { COMPACT_SLACK, removeTextFiles, TextSink, writeTexts, type TextStore } from "./texts.js";
+import { COMPACT_SLACK, removeTextFiles, TextSink, writeTexts } from "./texts.js";
+import { type TextStore } from "./textStore.js";
 
 /**
  * Takes projection snapshots (file.ts): in the background while the runtime runs, and a last one at close.
