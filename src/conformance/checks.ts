@@ -16,6 +16,7 @@ import { sessionChecks } from "./sessions.js";
 import { toolChecks } from "./tools.js";
 import { subagentChecks } from "./subagents.js";
 import { switchingChecks } from "./switching.js";
+import { holdingsChecks, rollbackSnapshot } from "./holdings.js";
 import { APPROVAL_FIELD, APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
 
 /**
@@ -116,8 +117,14 @@ function forkChecks(fields: string[], native: boolean, priorWanted: (h: Harness)
     const synthetic = h.policies((e) => e.threadId === threadId).includes("synthetic_fork");
     const prior = priorOf(h);
     const wanted = JSON.stringify(priorWanted(h));
-    const ok = native ? resolution === "native" && !synthetic && prior === wanted : resolution === "portable";
-    const seen = `fork ${resolution}, synthetic_fork ${synthetic ? "recorded" : "not recorded"}`;
+    // A fork is its own conversation: what the parent said after it is not the fork's.
+    const context = lastTurn(h)?.context?.text ?? "";
+    const shared = !!h.parentAfterFork && (prior.includes(h.parentAfterFork) || context.includes(h.parentAfterFork));
+    const ok =
+      !shared && (native ? resolution === "native" && !synthetic && prior === wanted : resolution === "portable");
+    const seen =
+      `fork ${resolution}, synthetic_fork ${synthetic ? "recorded" : "not recorded"}` +
+      (shared ? `; the fork's turn had what the parent said after it (${h.parentAfterFork})` : "");
     const yes = native ? `native fork; the provider had ${prior}` : `${seen}`;
     return fields.map((f) => finding(f, ok && (native || synthetic), yes, `${seen}; the provider had ${prior}`));
   };
@@ -233,12 +240,12 @@ export const checks: Record<string, Check> = {
       finding(f, provider === "rolled_back", "the provider rolled back", `rollback: ${provider}`),
     );
   }, checkpointed),
-  rolledBackAnswered: (h) => {
+  rolledBackAnswered: both((h) => {
     const ok = priorOf(h) === JSON.stringify([textOfRun(h, 0)]);
     return ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"].map((f) =>
       finding(f, ok, `after the rollback the provider had ${priorOf(h)}`, `the provider still had ${priorOf(h)}`),
     );
-  },
+  }, rollbackSnapshot),
   rolledBackDivergent: both((h, caps) => {
     const provider = (h.lastReceipt as { provider?: string } | null)?.provider ?? h.lastError?.code ?? "(none)";
     const ok = provider === "divergent" && h.policies().includes("rollback_divergent");
@@ -299,16 +306,7 @@ export const checks: Record<string, Check> = {
     const held = h.policies().includes("queue_held_by_runtime");
     return [finding("turns.supportsQueuedMessages", held, "queue_held_by_runtime", "no queue_held_by_runtime")];
   },
-  queueDrained: (h) => {
-    const [first, second] = h.runIds;
-    const ok =
-      h.terminal(first!)?.status === "completed" &&
-      h.terminal(second!)?.status === "completed" &&
-      lastTurn(h)?.text === textOfRun(h, 1);
-    return [
-      finding("turns.supportsQueuedMessages", ok, "both runs completed in order", `the provider had ${priorOf(h)}`),
-    ];
-  },
+  ...holdingsChecks,
   ...subagentChecks,
   ...sessionChecks,
   ...toolChecks,

@@ -71,9 +71,13 @@ export const drives: Record<string, Drive> = {
     if (receipt) await h.untilTerminal(runId);
   },
   QUEUE: async (h) => {
-    const runId = await h.send({ kind: "text", text: reply(h) }, { mode: "queue" });
-    if (!runId) throw new Error(`queueing a message was refused: ${h.lastError?.code}`);
-    await h.until("the queued run to be recorded", () => h.events("run.created", (e) => e.runId === runId).length > 0);
+    // Two, so that their order shows.
+    for (let i = 0; i < 2; i++) {
+      const runId = await h.send({ kind: "text", text: reply(h) }, { mode: "queue" });
+      if (!runId) throw new Error(`queueing a message was refused: ${h.lastError?.code}`);
+      const created = () => h.events("run.created", (e) => e.runId === runId).length > 0;
+      await h.until("the queued run to be recorded", created);
+    }
   },
   RELEASE: async (h) => {
     for (const gate of h.gates) h.world.release(gate);
@@ -81,7 +85,29 @@ export const drives: Record<string, Drive> = {
   },
   FORK: (h) => fork(h),
   FORK_EARLIER: (h) => fork(h, h.runIds[0]),
-  FORK_TEXT: (h) => sendText(h, h.forkThreadId!),
+  FORK_TEXT: async (h) => {
+    // The parent goes on first: what it says after the fork is not the fork's.
+    await sendText(h);
+    h.parentAfterFork = h.userTexts.get(h.runId) ?? null;
+    await sendText(h, h.forkThreadId!);
+  },
+  SNAPSHOT: async (h) => {
+    // Asked of the adapter directly, in the session the runtime holds, on the thread the latest turn ran on.
+    const sent = h.callsOf("sendRun").findLast((c) => c.settled === "resolved");
+    if (!sent) throw new Error("no turn was sent to read the snapshot of");
+    const input = sent.input as { sessionId: string; thread: { cwd: string } };
+    const made = (sent.result as { thread?: object } | undefined)?.thread;
+    const thread = made ? { ...made, cwd: input.thread.cwd } : input.thread;
+    const read = sent.via.readThreadSnapshot;
+    if (!read) throw new Error("the adapter has no readThreadSnapshot");
+    try {
+      h.snapshot = { value: await read({ sessionId: input.sessionId, thread: thread as never }) };
+    } catch (error) {
+      h.snapshot = { failed: error instanceof Error ? error.message : String(error) };
+    }
+  },
+  // The new runtime recovers the run as it opens: it still waits on its request, or it has ended.
+  RESTART_PENDING: (h) => h.restart(),
   ROLLBACK: async (h) => {
     const toRunId = h.runIds[0]!;
     const receipt = await h.attempt(() => h.rt.rollback({ threadId: h.threadId, toRunId }));

@@ -7,6 +7,8 @@ export interface Finding {
   ok: boolean;
   /** What was observed (for a refutation: what contradicts the record). */
   observed: string;
+  /** Not a finding: the step that would have exercised the field was not run (`observed` says why). */
+  skipped?: boolean;
 }
 
 export type Check = (h: Harness, caps: ProviderCapabilities) => Finding[];
@@ -71,14 +73,19 @@ export function told(threadOf: (h: Harness) => string): Check {
     const threadId = threadOf(h);
     const handoff = h.events("handoff.created", (e) => e.threadId === threadId).at(-1);
     const context = lastTurn(h)?.context ?? null;
-    const carried = !!context && context.text.includes(textOfRun(h, 0));
+    const flat = (text: string) => text.replace(/\s+/g, " ").trim();
+    // The provider's turn carried the summary the runtime handed over; the summary told the whole conversation.
+    const consumed = !!context && !!handoff && flat(context.text).includes(flat(handoff.text));
+    const covers = !!handoff && handoff.text.includes(textOfRun(h, 0));
+    const byProvider = handoff?.summarizedBy === "provider";
     const how = context
-      ? `${context.delivery} context, ${carried ? "telling" : "not telling"} the conversation`
+      ? `${context.delivery} context, ${consumed ? "the handoff's summary" : "not the handoff's summary"}`
       : "none";
     const seen = `handoff ${handoff?.strategy ?? "none"}; the provider's turn carried ${how}`;
+    const full = consumed && handoff?.strategy === "full_thread_summary" && (covers || byProvider);
     const out = [
-      finding("context.canConsumeHandoffSummaries", carried && !!handoff, seen, seen),
-      finding("context.supportsFullThreadHandoff", carried && handoff?.strategy === "full_thread_summary", seen, seen),
+      finding("context.canConsumeHandoffSummaries", consumed, seen, seen),
+      finding("context.supportsFullThreadHandoff", full, seen, covers ? seen : `${seen}, not telling the conversation`),
     ];
     const delivery = context ? DELIVERY_FIELD[context.delivery] : null;
     if (delivery) out.push(finding(delivery, claims(declared(caps, delivery)), seen, `${seen}, not declared`));
@@ -98,11 +105,22 @@ export function told(threadOf: (h: Harness) => string): Check {
     const local = h.policies((e) => e.threadId === threadId).includes("summary_by_local_summariser");
     const by = `summarized by ${handoff?.summarizedBy ?? "nobody"}`;
     const field = "context.canGenerateSummaries";
-    out.push(
-      caps.context.canGenerateSummaries
-        ? finding(field, handoff?.summarizedBy === "provider", by, by)
-        : finding(field, handoff?.summarizedBy === "runtime" && local, `${by} (summary_by_local_summariser)`, by),
-    );
+    if (caps.context.canGenerateSummaries) {
+      // The provider's own summary, as it wrote it (before the runtime bounds it): within its bound, telling the runs.
+      const asked = h.callsOf("summarize").at(-1);
+      const written = typeof asked?.result === "string" ? asked.result : null;
+      const max = (asked?.input as { maxChars?: number } | undefined)?.maxChars ?? Infinity;
+      const problem = !byProvider
+        ? by
+        : written !== null && written.length > max
+          ? `the provider's summary ran to ${written.length} characters, over the ${max} asked`
+          : !covers
+            ? "the provider's summary does not tell the conversation it was given"
+            : null;
+      out.push(finding(field, problem === null, by, problem ?? ""));
+    } else {
+      out.push(finding(field, handoff?.summarizedBy === "runtime" && local, `${by} (summary_by_local_summariser)`, by));
+    }
     return out;
   };
 }

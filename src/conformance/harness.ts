@@ -19,9 +19,30 @@ export const OTHER_TARGET = "provider-b";
 export type DomainRecord = LogRecord<DomainEvent>;
 type EventOf<T extends DomainEvent["type"]> = Extract<DomainEvent, { type: T }>;
 
-/** The adapter as the runtime gets it, its event stream copied into `seen` (optional methods stay absent). */
-function tapped(adapter: ProviderAdapter, seen: ProviderEvent[], onEvent: () => void): ProviderAdapter {
-  return new Proxy(adapter, {
+/** A call the runtime made on the adapter, with what it settled to (the adapter's own answer, before the runtime's). */
+export interface AdapterCall {
+  method: string;
+  input: unknown;
+  /** Whether the call has settled, and how. */
+  settled: "pending" | "resolved" | "rejected";
+  result?: unknown;
+  /** How many provider events the adapter had streamed when the call settled. */
+  eventsWhenSettled?: number;
+  /** The adapter (as tapped) the call was made on: where the suite asks it again (a snapshot read). */
+  via: ProviderAdapter;
+}
+
+/**
+ * The adapter as the runtime gets it, its event stream copied into `seen` and its calls into `calls` (optional
+ * methods stay absent).
+ */
+function tapped(
+  adapter: ProviderAdapter,
+  seen: ProviderEvent[],
+  calls: AdapterCall[],
+  onEvent: () => void,
+): ProviderAdapter {
+  const tap: ProviderAdapter = new Proxy(adapter, {
     get(target, property) {
       if (property === "streamEvents")
         return () => ({
@@ -34,15 +55,35 @@ function tapped(adapter: ProviderAdapter, seen: ProviderEvent[], onEvent: () => 
           },
         });
       const value = Reflect.get(target, property, target) as unknown;
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      if (typeof value !== "function") return value;
+      const method = String(property);
+      return (...args: unknown[]) => {
+        const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (!(result instanceof Promise)) return result;
+        const call: AdapterCall = { method, input: args[0], settled: "pending", via: tap };
+        calls.push(call);
+        onEvent();
+        const settle = (how: "resolved" | "rejected", value: unknown) => {
+          Object.assign(call, { settled: how, result: value, eventsWhenSettled: seen.length });
+          onEvent();
+        };
+        result.then(
+          (v) => settle("resolved", v),
+          (e) => settle("rejected", e),
+        );
+        return result;
+      };
     },
   });
+  return tap;
 }
 
 export class Harness {
   readonly records: DomainRecord[] = [];
   /** Provider events the adapter streamed, in order, across runtime restarts. */
   readonly provider: ProviderEvent[] = [];
+  /** The calls the runtime made on the adapters, in order, across runtime restarts. */
+  readonly calls: AdapterCall[] = [];
   threadId = "";
   /** The runs of the current thread's conversation, in the order they were sent. */
   readonly runIds: string[] = [];
@@ -62,6 +103,12 @@ export class Harness {
   readonly gates: string[] = [];
   /** The text of the latest steer sent. */
   steerText = "";
+  /** The user text sent on the parent after it was forked (what the fork must not see). */
+  parentAfterFork: string | null = null;
+  /** What the provider answered when asked for the thread's snapshot (or why it could not). */
+  snapshot: { value: unknown } | { failed: string } | null = null;
+  /** A subagent wait settled before the subagent could have ended (its gate still closed). */
+  waitSettledEarly = false;
   #n = 0;
   #waiters = new Set<() => void>();
   #unsubscribe: (() => void) | null = null;
@@ -91,7 +138,7 @@ export class Harness {
   }
 
   async #start(): Promise<void> {
-    const tap = () => tapped(this.world.adapter(), this.provider, () => this.#wake());
+    const tap = () => tapped(this.world.adapter(), this.provider, this.calls, () => this.#wake());
     this.rt = await createRuntime({
       dataDir: join(this.dir, "data"),
       providers: { [TARGET]: tap(), [OTHER_TARGET]: tap() },
@@ -198,6 +245,11 @@ export class Harness {
     this.userTexts.set(receipt.runId, text);
     this.lastRunId = receipt.runId;
     return receipt.runId;
+  }
+
+  /** The calls made of `method`, oldest first. */
+  callsOf(method: string): AdapterCall[] {
+    return this.calls.filter((c) => c.method === method);
   }
 
   async untilTerminal(runId: string): Promise<EventOf<"run.terminal">> {

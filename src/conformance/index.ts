@@ -1,10 +1,9 @@
 import type { ProviderCapabilities } from "../index.js";
-import { checks } from "./checks.js";
 import type { Finding } from "./findings.js";
-import { drives } from "./drive.js";
 import { Harness } from "./harness.js";
-import { generatePaths, type ModelPath } from "./model.js";
+import { generatePaths } from "./model.js";
 import { buildReport, type ConformanceReport } from "./report.js";
+import { inPool, runPath } from "./runner.js";
 import type { ConformanceWorld } from "./world.js";
 
 /**
@@ -55,6 +54,13 @@ export interface ConformanceOptions {
   timeoutMs?: number;
   /** Told each path as it ends (progress). */
   onPath?: (path: { events: string[]; error: string | null }) => void;
+  /**
+   * Run only the paths that exercise these dotted fields (`turns.supportsInterrupt`, `primitive.resume`); the report
+   * still lists every field, those no selected path reached as not exercisable. Default: every path.
+   */
+  fields?: string[];
+  /** How many paths run at once (each in its own runtime). Default: the world's `parallel`, else 1. */
+  parallel?: number;
 }
 
 /** Reads the record the adapter declares at session start: a text turn on a fresh runtime, its `session.started`. */
@@ -71,51 +77,23 @@ async function declaredRecord(world: ConformanceWorld, timeoutMs: number): Promi
   }
 }
 
-async function runPath(
-  world: ConformanceWorld,
-  caps: ProviderCapabilities,
-  path: ModelPath,
-  timeoutMs: number,
-): Promise<{ findings: Finding[]; error: string | null }> {
-  const findings: Finding[] = [];
-  let h: Harness | null = null;
-  let index = 0;
-  try {
-    h = await Harness.open(await world.open(), timeoutMs);
-    for (; index < path.steps.length; index++) {
-      const step = path.steps[index]!;
-      await drives[step.event]!(h);
-      await h.settle();
-      if (h.lastError && !step.refusal) throw new Error(`refused: ${h.lastError.code}: ${h.lastError.message}`);
-      findings.push(...(checks[step.state]?.(h, caps) ?? []));
-    }
-    return { findings, error: null };
-  } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    const where = path.steps[index] ? `${path.steps[index]!.event} -> ${path.steps[index]!.state}` : "opening";
-    // What the failing step and the steps after it would have shown is refuted by the failure.
-    const failed = new Set(path.steps.slice(index).flatMap((s) => s.fields));
-    for (const field of failed) findings.push({ field, ok: false, observed: `${where}: ${message}` });
-    return { findings, error: `${where}: ${message}` };
-  } finally {
-    await h?.close().catch(() => undefined);
-  }
-}
-
 /** Runs the conformance suite for the world's adapter. */
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   const { world } = options;
   const timeoutMs = options.timeoutMs ?? 15_000;
   const caps = await declaredRecord(world, timeoutMs);
-  const findings: Finding[] = [];
-  const paths: ConformanceReport["paths"] = [];
-  for (const path of generatePaths({ caps, scripts: world.scripts })) {
+  const wanted = options.fields ? new Set(options.fields) : null;
+  const selected = generatePaths({ caps, scripts: world.scripts }).filter(
+    (path) => !wanted || path.fields.some((f) => wanted.has(f)),
+  );
+  const results = await inPool(selected, options.parallel ?? world.parallel ?? 1, async (path) => {
     const result = await runPath(world, caps, path, timeoutMs);
-    findings.push(...result.findings);
     const entry = { events: path.steps.map((s) => s.event), error: result.error };
-    paths.push(entry);
     options.onPath?.(entry);
-  }
+    return { entry, findings: result.findings };
+  });
+  const findings: Finding[] = results.flatMap((r) => r.findings);
+  const paths: ConformanceReport["paths"] = results.map((r) => r.entry);
   return buildReport(world.name, caps, world.scripts, findings, paths);
 }
 

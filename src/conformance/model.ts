@@ -84,6 +84,8 @@ const guards = {
   ),
   /** Rollback unsupported: restore files and mark the provider state divergent, when the app checkpoints files. */
   restoresFiles: ({ context }: Args) => context.caps.checkpointing.appCanCheckpointFilesystem,
+  readsSnapshots: ({ context }: Args) => context.caps.threads.canReadThreadSnapshot,
+  requestsSurvive: ({ context }: Args) => context.caps.sessions.pendingRequestsSurviveRestart,
 };
 
 const fields = (...names: string[]) => ({ fields: names });
@@ -95,6 +97,9 @@ const QUEUE = ["turns.supportsQueuedMessages"];
 const FORK = ["threads.canForkThread"];
 const FORK_TURN = ["threads.canForkThread", "threads.canForkFromTurn"];
 const ROLLBACK = ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"];
+const ROLLBACK_SNAPSHOT = "checkpointing.providerRollbackReturnsSnapshot";
+const SNAPSHOT = ["threads.canReadThreadSnapshot", "checkpointing.providerCanReadConversationSnapshot"];
+const ACROSS_RESTART = ["sessions.pendingRequestsSurviveRestart", "approvals.approvalCallbacksAreLiveOnly"];
 /** What telling a fresh provider thread the whole conversation exercises. */
 const TOLD = [
   "context.canConsumeHandoffSummaries",
@@ -124,7 +129,10 @@ function approvalStates() {
     const f = APPROVAL_FIELD[kind];
     states[`asked_${kind}`] = {
       meta: fields(f, "approvals.approvalsHaveNativeRequestIds", "identity.nativeRequestIds"),
-      on: { ACCEPT: `approved_${kind}` },
+      on: {
+        ACCEPT: `approved_${kind}`,
+        RESTART_PENDING: [{ guard: "requestsSurvive", target: "requestSurvived" }, { target: "requestLost" }],
+      },
     };
     states[`approved_${kind}`] = { type: "final", meta: fields(f) };
     states[`unasked_${kind}`] = { type: "final", meta: fields(f) };
@@ -138,6 +146,10 @@ function approvalStates() {
     states[`asText_${kind}`] = { type: "final", meta: fields(f) };
   }
   states["answered_question"] = { type: "final", meta: fields(ARTIFACTS.question) };
+  // A runtime restart while a request waits: it is still answerable where the record says requests survive.
+  states["requestSurvived"] = { meta: fields(...ACROSS_RESTART), on: { ACCEPT: "survivedAnswered" } };
+  states["survivedAnswered"] = { type: "final", meta: fields(...ACROSS_RESTART) };
+  states["requestLost"] = { type: "final", meta: fields(...ACROSS_RESTART) };
   return states;
 }
 
@@ -197,6 +209,7 @@ export const conformanceMachine: AnyStateMachine = setup({
           { guard: "tellsConversation", target: "forkedEarlierSynthetic" },
           { target: "forkedEarlierUntold" },
         ],
+        SNAPSHOT: [{ guard: "readsSnapshots", target: "snapshotRead" }],
         ROLLBACK: [
           { guard: "rollsBack", target: "rolledBack" },
           { guard: "restoresFiles", target: "rolledBackDivergent" },
@@ -210,8 +223,9 @@ export const conformanceMachine: AnyStateMachine = setup({
     forkEarlierSyntheticAnswered: { type: "final", meta: fields(...FORK_TURN, ...TOLD) },
     forkedEarlierUntold: { meta: fields(...FORK_TURN), on: { FORK_TEXT: "forkEarlierRefused" } },
     forkEarlierRefused: { type: "final", meta: refused(...FORK_TURN, ...TOLD) },
-    rolledBack: { meta: fields(...ROLLBACK), on: { TEXT: "rolledBackAnswered" } },
-    rolledBackAnswered: { type: "final", meta: fields(...ROLLBACK) },
+    snapshotRead: { type: "final", meta: fields(...SNAPSHOT) },
+    rolledBack: { meta: fields(...ROLLBACK, ROLLBACK_SNAPSHOT), on: { TEXT: "rolledBackAnswered" } },
+    rolledBackAnswered: { type: "final", meta: fields(...ROLLBACK, ROLLBACK_SNAPSHOT) },
     rolledBackDivergent: {
       meta: fields(...ROLLBACK),
       on: { TEXT: [{ guard: "tellsConversation", target: "divergentRebuilt" }, { target: "rebuildRefused" }] },
@@ -259,7 +273,9 @@ export const MODEL_EVENTS = [
   "FORK_EARLIER",
   "FORK_TEXT",
   "ROLLBACK",
+  "SNAPSHOT",
   "RESTART",
+  "RESTART_PENDING",
   "ACCEPT",
   "ANSWER",
   ...APPROVAL_KINDS.map((k) => `ASK_${k}`),
@@ -284,6 +300,11 @@ export interface ModelStep {
   fields: string[];
   /** The state is reached by a typed refusal of the step's command. */
   refusal: boolean;
+  /**
+   * The fields a failure of this step is blamed on when neither its check nor the runtime's evidence names one (the
+   * state's `meta.blame`, else its fields).
+   */
+  blame: string[];
 }
 
 /** One generated path: from idle to a final state, the shortest way there. */
@@ -306,8 +327,10 @@ export function generatePaths(context: ModelContext): ModelPath[] {
         .filter((s) => !s.event.type.startsWith("xstate."))
         .map((s) => {
           const state = String(s.state.value);
-          const meta = s.state.getMeta()[`conformance.${state}`] as { fields?: string[]; refusal?: true } | undefined;
-          return { event: s.event.type, state, fields: meta?.fields ?? [], refusal: meta?.refusal === true };
+          type Meta = { fields?: string[]; refusal?: true; blame?: string[] } | undefined;
+          const meta = s.state.getMeta()[`conformance.${state}`] as Meta;
+          const fields = meta?.fields ?? [];
+          return { event: s.event.type, state, fields, refusal: meta?.refusal === true, blame: meta?.blame ?? fields };
         });
       return { steps, fields: [...new Set(steps.flatMap((s) => s.fields))] };
     });

@@ -121,7 +121,8 @@ export function buildReport(
   paths: ConformanceReport["paths"],
 ): ConformanceReport {
   const verdictOf = (field: string, value: unknown): FieldVerdict => {
-    const mine = findings.filter((f) => f.field === field);
+    const all = findings.filter((f) => f.field === field);
+    const mine = all.filter((f) => !f.skipped);
     const claimed = field.startsWith("primitive.") || claims(value);
     const refuted = mine.find((f) => !f.ok);
     if (refuted) return { field, declared: value, claimed, verdict: "refuted", detail: refuted.observed };
@@ -129,14 +130,15 @@ export function buildReport(
     const detail = seen.slice(0, 2).join("; ") + (seen.length > 2 ? ` (+${seen.length - 2} more)` : "");
     if (mine.length > 0) return { field, declared: value, claimed, verdict: "verified", detail };
     const behaviour = needs(field);
+    const skipped = all[0]?.observed;
+    const unscripted =
+      behaviour && !scripts.has(behaviour) ? `the world cannot script the ${behaviour} behaviour` : null;
     const reason =
-      behaviour && !scripts.has(behaviour)
-        ? `the world cannot script the ${behaviour} behaviour`
-        : (UNOBSERVED[field] ??
-          SUBAGENTS[field] ??
-          (claimed
-            ? "no path of the model exercises it"
-            : "declared absent, with no degradation of its own to observe"));
+      skipped ??
+      unscripted ??
+      UNOBSERVED[field] ??
+      SUBAGENTS[field] ??
+      (claimed ? "no path of the model exercises it" : "declared absent, with no degradation of its own to observe");
     return { field, declared: value, claimed, verdict: "not exercisable", detail: reason };
   };
   const fields = [

@@ -98,12 +98,30 @@ export function scriptedWorld(options: ScriptedWorldOptions = {}): ConformanceWo
   return {
     name: options.name ?? "scripted",
     scripts: new Set(SCRIPTS),
+    // In process, each path on a backend of its own: paths run side by side.
+    parallel: 4,
     async open(): Promise<WorldRun> {
       // One backend per path: every adapter of the path (a restart's too) reaches the same conversations.
       const backend = new ScriptedBackend();
       // Behaviours by the user text of the turn they are for (a queued turn may run after a later one is sent).
       const behaviours = new Map<string, TurnBehaviour>();
-      let latest: { text: string; priorUserTexts: string[]; record: BackendTurn | null } | null = null;
+      /** Every turn the provider took up, in order, as it saw it then (its record goes on changing as it runs). */
+      const taken: Array<{ text: string; priorUserTexts: string[]; concurrent: string[]; record: BackendTurn | null }> =
+        [];
+      const evidence = ({ text, priorUserTexts, concurrent, record }: (typeof taken)[number]): TurnEvidence => {
+        const context = record?.context ? { text: record.context.text, delivery: record.context.delivery } : null;
+        const steers = steersIn(record?.assistantText ?? "");
+        // The scripted provider keeps each turn's model and mode.
+        return {
+          text,
+          priorUserTexts,
+          steers,
+          context,
+          concurrent,
+          ...(record && record.model !== undefined ? { model: record.model } : {}),
+          ...(record?.runtimeMode ? { runtimeMode: record.runtimeMode } : {}),
+        };
+      };
       return {
         adapter: () =>
           factory({
@@ -115,32 +133,21 @@ export function scriptedWorld(options: ScriptedWorldOptions = {}): ConformanceWo
                 (t) => t.turns.at(-1)?.status === "running" && t.turns.at(-1)?.userText === text,
               );
               const turns = thread?.turns ?? [];
-              latest = {
+              const earlier = turns.slice(0, -1);
+              taken.push({
                 text,
-                priorUserTexts: turns.slice(0, -1).map((t) => t.userText),
+                priorUserTexts: earlier.map((t) => t.userText),
+                concurrent: earlier.filter((t) => t.status === "running").map((t) => t.userText),
                 record: turns.at(-1) ?? null,
-              };
+              });
               const behaviour = behaviours.get(text);
               return behaviour ? stepsOf(behaviour) : [{ type: "text", text: "(no behaviour for this turn)" }];
             },
           }),
         next: (behaviour, { userText }) => void behaviours.set(userText, behaviour),
         release: (gate) => backend.openGate(gate),
-        lastTurn(): TurnEvidence | null {
-          if (!latest) return null;
-          const { text, priorUserTexts, record } = latest;
-          const context = record?.context ? { text: record.context.text, delivery: record.context.delivery } : null;
-          const steers = steersIn(record?.assistantText ?? "");
-          // The scripted provider keeps each turn's model and mode.
-          return {
-            text,
-            priorUserTexts,
-            steers,
-            context,
-            ...(record && record.model !== undefined ? { model: record.model } : {}),
-            ...(record?.runtimeMode ? { runtimeMode: record.runtimeMode } : {}),
-          };
-        },
+        lastTurn: () => (taken.length > 0 ? evidence(taken.at(-1)!) : null),
+        turns: () => taken.map(evidence),
         async close() {},
       };
     },

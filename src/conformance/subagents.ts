@@ -118,6 +118,13 @@ export const subagentDrives: Record<string, (h: Harness) => Promise<void>> = {
     const waiting = h.attempt(() =>
       h.rt.waitForSubagent({ threadId: h.threadId, nodeId: node.nodeId, timeoutMs: h.timeoutMs }),
     );
+    // The subagent waits at its gate: no honest wait can end before it is released. Once the adapter has the wait
+    // and everything it streamed so far is in, a wait already settled did not wait.
+    const asked = () => h.callsOf("waitForSubagent").at(-1);
+    await h.until("the adapter to be asked to wait", () => asked() !== undefined || h.lastError !== null);
+    await h.settle();
+    await new Promise((resolve) => setImmediate(resolve));
+    h.waitSettledEarly = asked()?.settled === "resolved";
     for (const gate of h.gates) h.world.release(gate);
     await waiting;
     await h.untilTerminal(h.runId);
@@ -211,6 +218,8 @@ export const subagentChecks: Record<string, Check> = {
   },
   subagentWaited: (h) => {
     const outcome = h.lastReceipt as { status?: string } | null;
+    if (h.waitSettledEarly)
+      return [finding(WAIT, false, "", "the adapter's wait ended while the subagent still waited at its gate")];
     const ok = outcome?.status === "completed";
     const seen = `the wait ${h.lastError ? `was refused (${h.lastError.code})` : `ended ${outcome?.status}`}`;
     return [finding(WAIT, ok, seen, seen), completed(h, h.runId, WAIT)];

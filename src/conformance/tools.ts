@@ -10,7 +10,8 @@ import type { Harness } from "./harness.js";
  */
 
 export const TOOL_OUTPUT = "conformance tool output";
-const TOOL_KINDS = new Set(["command_execution", "tool_call"]);
+/** The behaviour runs a shell command: its item is a command execution. */
+const TOOL_KINDS = new Set(["command_execution"]);
 
 export const toolIdleEvents = {
   TOOL: [{ guard: { type: "scripts", params: { kind: "tool" } }, target: "toolRan" }],
@@ -44,6 +45,18 @@ export const toolChecks: Record<string, Check> = {
     const tool = items.filter((e) => TOOL_KINDS.has(e.kind));
     const has = (type: Item["type"]) => tool.some((e) => e.type === type);
     const out: Finding[] = [];
+    // The turn ran one shell command: an item of any other tool kind misnames it.
+    const misnamed = items.filter(
+      (e) => e.kind !== "assistant_message" && e.kind !== "reasoning" && !TOOL_KINDS.has(e.kind),
+    );
+    for (const [type, field] of [
+      ["item.started", "tools.emitsToolStarted"],
+      ["item.completed", "tools.emitsToolCompleted"],
+    ] as const) {
+      const wrong = misnamed.find((e) => e.type === type);
+      if (wrong)
+        out.push(finding(field, false, "", `the shell command the turn ran was reported as a ${wrong.kind} item`));
+    }
     if (caps.tools.emitsToolStarted)
       out.push(finding("tools.emitsToolStarted", has("item.started"), "tool started", "no tool start"));
     if (caps.tools.emitsToolCompleted)

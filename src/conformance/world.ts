@@ -79,6 +79,11 @@ export interface TurnEvidence {
   model?: string | null;
   /** The mode the turn worked in (plan mode, approval policy), where the world can tell (undefined: it cannot). */
   runtimeMode?: { interaction: "default" | "plan"; approvals: "on_request" | "never" };
+  /**
+   * Where the world can tell: the user texts of the other turns of the same provider conversation that were still
+   * running when the provider took this one up (empty: it was taken up alone, at a turn boundary).
+   */
+  concurrent?: string[];
 }
 
 /** One path's provider: fresh for every path, so paths never see each other's conversations. */
@@ -100,6 +105,12 @@ export interface WorldRun {
   release(gate: string): void;
   /** The provider's evidence of its latest turn (null: it has taken none). */
   lastTurn(): TurnEvidence | null;
+  /**
+   * Optional: the provider's evidence of every turn it took up in this path, in the order it took them up (across
+   * conversations). Where a world gives it, queued and forked conversations are checked turn by turn (order, none
+   * lost, none taken up beside another); without it, only from the latest turn.
+   */
+  turns?(): TurnEvidence[];
   /** Stops what the world started (processes by pid, temporary directories). */
   close(): Promise<void>;
 }
@@ -114,4 +125,9 @@ export interface ConformanceWorld {
   readonly scripts: ReadonlySet<BehaviourKind>;
   /** Opens a fresh provider for one path (before the runtime opens). */
   open(): Promise<WorldRun>;
+  /**
+   * How many paths the world can run at once (each in its own runtime and provider). Default 1: a world of real
+   * binaries runs them one by one; an in-process world can run several.
+   */
+  readonly parallel?: number;
 }

@@ -1,0 +1,113 @@
+import type { ProviderCapabilities } from "../index.js";
+import { checks } from "./checks.js";
+import { drives } from "./drive.js";
+import { pathEvidence } from "./evidence.js";
+import type { Finding } from "./findings.js";
+import { Harness } from "./harness.js";
+import type { ModelPath } from "./model.js";
+import type { ConformanceWorld } from "./world.js";
+
+/**
+ * Runs one generated path in a fresh runtime against the world's adapter, and turns what it saw into findings.
+ *
+ * Blame stays where the evidence is. A step that fails (a refusal the record does not imply, a wait that timed out)
+ * is checked anyway, on what it did observe: the fields its check refutes are the ones blamed. Only where neither
+ * that check nor the runtime's own evidence (`evidence.ts`) names a field are the step's own fields (its `blame`)
+ * refuted. The steps after it are not run: their fields are reported skipped, saying where the path stopped, and are
+ * left to the other paths that reach them.
+ *
+ * Every step is bounded: a wait times out after `timeoutMs`, and a call that never settles (an adapter that hangs)
+ * fails the step after twice that; closing a path's runtime is bounded alike, so a hang costs one step, not the run.
+ */
+
+export interface PathResult {
+  findings: Finding[];
+  error: string | null;
+}
+
+class StepTimeout extends Error {}
+
+/** `promise`, or a StepTimeout after `ms` (the promise is left to settle on its own). */
+function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StepTimeout(`${what} did not settle within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** The refuted fields of a check run on what a failed step observed (a check that throws names none). */
+function observedRefutations(h: Harness, caps: ProviderCapabilities, state: string): Finding[] {
+  try {
+    return (checks[state]?.(h, caps) ?? []).filter((f) => !f.ok && !f.skipped);
+  } catch {
+    return [];
+  }
+}
+
+export async function runPath(
+  world: ConformanceWorld,
+  caps: ProviderCapabilities,
+  path: ModelPath,
+  timeoutMs: number,
+): Promise<PathResult> {
+  const findings: Finding[] = [];
+  let h: Harness | null = null;
+  let index = 0;
+  let error: string | null = null;
+  try {
+    const opening = world.open().then((run) => Harness.open(run, timeoutMs));
+    // A path that opens after its bound is closed once it has.
+    opening.catch(() => undefined);
+    h = await bounded(opening, timeoutMs * 2, "opening the path").catch((failure: unknown) => {
+      if (failure instanceof StepTimeout) void opening.then((late) => late.close()).catch(() => undefined);
+      throw failure;
+    });
+    for (; index < path.steps.length; index++) {
+      const step = path.steps[index]!;
+      await bounded(drives[step.event]!(h), timeoutMs * 2, step.event);
+      await h.settle();
+      if (h.lastError && !step.refusal) throw new Error(`refused: ${h.lastError.code}: ${h.lastError.message}`);
+      findings.push(...(checks[step.state]?.(h, caps) ?? []));
+    }
+  } catch (failure) {
+    const step = path.steps[index];
+    const where = step ? `${step.event} -> ${step.state}` : "opening";
+    error = `${where}: ${messageOf(failure)}`;
+    const seen = h && step ? observedRefutations(h, caps, step.state) : [];
+    const evidence = h ? pathEvidence(h, caps) : [];
+    findings.push(...seen.map((f) => ({ ...f, observed: `${where} failed (${messageOf(failure)}); ${f.observed}` })));
+    if (seen.length === 0 && !evidence.some((f) => !f.ok))
+      for (const field of step?.blame ?? []) findings.push({ field, ok: false, observed: error });
+    const stopped = `not run: the path stopped at ${where}`;
+    for (const field of new Set(path.steps.slice(index + 1).flatMap((s) => s.fields)))
+      findings.push({ field, ok: true, skipped: true, observed: stopped });
+  }
+  if (h) {
+    // What the runtime itself recorded of the provider, and what the provider's ids say, over the whole path.
+    try {
+      await bounded(h.settle(), timeoutMs * 2, "the log to be delivered");
+    } catch {
+      // A runtime that cannot deliver its log has failed the path already; the evidence is what reached us.
+    }
+    findings.push(...pathEvidence(h, caps));
+    await bounded(h.close(), timeoutMs * 2, "closing the path").catch(() => undefined);
+  }
+  return { findings, error };
+}
+
+/** Runs `work` over `items`, at most `limit` at once, results in the items' order. */
+export async function inPool<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const at = next++;
+      results[at] = await work(items[at]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+  return results;
+}
