@@ -107,24 +107,26 @@ const rollbackSnapshot: Check = (h, caps) => {
 const askedRun = (h: Harness) => {
   const request = h.events("request.opened", (e) => e.runId === h.runId).at(-1);
   const closed = request && h.events("request.closed", (e) => e.requestId === request.requestId).at(-1);
-  return { request, closed, ended: h.terminal(h.runId) };
+  const ended = h.terminal(h.runId);
+  const seen =
+    `after the restart the request was ${closed ? `closed ${closed.status}` : "still open"}, ` +
+    `the run ${ended?.status ?? "still running"}`;
+  return { request, closed, ended, seen };
 };
 
 const holdingsChecks: Record<string, Check> = {
   queueDrained,
   snapshotRead,
   requestLost: (h, caps) => {
-    const { request, closed, ended } = askedRun(h);
+    const { request, closed, ended, seen } = askedRun(h);
     const lost = !!request && !!closed && !!ended;
-    const seen = `after the restart the request was ${closed ? `closed ${closed.status}` : "still open"}, the run ${ended?.status ?? "still running"}`;
     const out = [finding(SURVIVE, lost, seen, seen)];
     if (caps.approvals.approvalCallbacksAreLiveOnly) out.push(finding(LIVE_ONLY, lost, seen, seen));
     return out;
   },
   requestSurvived: (h) => {
-    const { request, closed, ended } = askedRun(h);
+    const { request, closed, ended, seen } = askedRun(h);
     const open = !!request && !closed && !ended;
-    const seen = `after the restart the request was ${closed ? `closed ${closed.status}` : "still open"}, the run ${ended?.status ?? "still running"}`;
     return [finding(SURVIVE, open, seen, seen)];
   },
   survivedAnswered: (h) => {
