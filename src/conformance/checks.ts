@@ -130,6 +130,29 @@ function forkChecks(fields: string[], native: boolean, priorWanted: (h: Harness)
   };
 }
 
+/**
+ * A plan streamed as it is made arrives while the turn works, before the reply it leads to (the path's turn updates
+ * its plan, then replies); plan updates with item ids carry them.
+ */
+function planStream(h: Harness, caps: ProviderCapabilities, type: "plan.updated" | "todo.updated"): Finding[] {
+  const out: Finding[] = [];
+  const at = h.provider.findIndex((e) => e.type === type);
+  const updates = h.provider.filter((e) => e.type === type);
+  if (at < 0) return out;
+  if (type === "plan.updated" && caps.streaming.streamsPlanText) {
+    const reply = h.provider.findIndex((e) => "kind" in e && e.kind === "assistant_message");
+    const early = reply < 0 || at < reply;
+    const seen = early ? "the plan arrived while the turn worked" : "the plan arrived only after the turn's reply";
+    out.push(finding("streaming.streamsPlanText", early, seen, seen));
+  }
+  if (caps.planning.planDeltasHaveItemIds) {
+    const bare = updates.filter((e) => !("itemRef" in e) || !e.itemRef).length;
+    const seen = `${bare} of ${updates.length} ${type} event(s) without an item id`;
+    out.push(finding("planning.planDeltasHaveItemIds", bare === 0, seen, seen));
+  }
+  return out;
+}
+
 function artifactChecks(): Record<string, Check> {
   const out: Record<string, Check> = {};
   const events = { plan: "plan.updated", todo: "todo.updated", proposed_plan: "plan.proposed" } as const;
@@ -145,7 +168,10 @@ function artifactChecks(): Record<string, Check> {
       kind === "question"
         ? h.events("request.opened", (e) => e.runId === h.runId && e.payload.kind === "user_input").length
         : h.events(events[kind], (e) => e.runId === h.runId).length;
-    out[`shown_${kind}`] = (h) => [finding(field, produced(h) > 0, `${kind} recorded`, `no ${kind} recorded`)];
+    out[`shown_${kind}`] = (h, caps) => [
+      finding(field, produced(h) > 0, `${kind} recorded`, `no ${kind} recorded`),
+      ...(kind === "plan" || kind === "todo" ? planStream(h, caps, events[kind]) : []),
+    ];
     out[`asText_${kind}`] = (h) => {
       const degraded = produced(h) === 0 && h.policies().includes(policy[kind]);
       return [finding(field, degraded, `${policy[kind]}`, `degradation ${policy[kind]} not as the seed says`)];

@@ -2,7 +2,14 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ProviderAdapter, ProviderAdapterEvent, ProviderEvent } from "../adapters/contract.js";
-import { createRuntime, isTillerError, type DomainEvent, type LogRecord, type TillerRuntime } from "../index.js";
+import {
+  createRuntime,
+  isTillerError,
+  type DomainEvent,
+  type LogRecord,
+  type ProviderCapabilities,
+  type TillerRuntime,
+} from "../index.js";
 import type { TurnBehaviour, WorldRun } from "./world.js";
 
 /**
@@ -78,6 +85,28 @@ function tapped(
   return tap;
 }
 
+/** The adapter, showing the runtime `record` (narrower than its own) wherever it announces one. */
+function showing(adapter: ProviderAdapter, record: ProviderCapabilities): ProviderAdapter {
+  const overrides: Partial<ProviderAdapter> = {
+    getCapabilities: () => record,
+    startSession: async (input) => ({ ...(await adapter.startSession(input)), capabilities: record }),
+  };
+  if (adapter.reattachSession) {
+    const reattach = adapter.reattachSession.bind(adapter);
+    overrides.reattachSession = async (input) => {
+      const found = await reattach(input);
+      return found && { ...found, capabilities: record };
+    };
+  }
+  return new Proxy(adapter, {
+    get(target, property) {
+      if (property in overrides) return overrides[property as keyof ProviderAdapter];
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 export class Harness {
   readonly records: DomainRecord[] = [];
   /** Provider events the adapter streamed, in order, across runtime restarts. */
@@ -121,11 +150,15 @@ export class Harness {
     readonly timeoutMs: number,
   ) {}
 
-  static async open(world: WorldRun, timeoutMs: number): Promise<Harness> {
+  /** The record the runtime is shown instead of the declared one (a narrowed path), or null. */
+  narrowed: ProviderCapabilities | null = null;
+
+  static async open(world: WorldRun, timeoutMs: number, narrowed?: ProviderCapabilities): Promise<Harness> {
     const dir = await mkdtemp(join(tmpdir(), "tiller-conformance-"));
     const cwd = join(dir, "work");
     await mkdir(cwd, { recursive: true });
     const h = new Harness(world, dir, cwd, null as unknown as TillerRuntime, timeoutMs);
+    h.narrowed = narrowed ?? null;
     try {
       await h.#start();
       h.threadId = (await h.rt.createThread({ providerTarget: TARGET, cwd })).threadId;
@@ -138,7 +171,8 @@ export class Harness {
   }
 
   async #start(): Promise<void> {
-    const tap = () => tapped(this.world.adapter(), this.provider, this.calls, () => this.#wake());
+    const adapter = () => (this.narrowed ? showing(this.world.adapter(), this.narrowed) : this.world.adapter());
+    const tap = () => tapped(adapter(), this.provider, this.calls, () => this.#wake());
     this.rt = await createRuntime({
       dataDir: join(this.dir, "data"),
       providers: { [TARGET]: tap(), [OTHER_TARGET]: tap() },

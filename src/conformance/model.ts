@@ -99,6 +99,8 @@ const FORK_TURN = ["threads.canForkThread", "threads.canForkFromTurn"];
 const ROLLBACK = ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"];
 const ROLLBACK_SNAPSHOT = "checkpointing.providerRollbackReturnsSnapshot";
 const SNAPSHOT = ["threads.canReadThreadSnapshot", "checkpointing.providerCanReadConversationSnapshot"];
+const PLAN_IDS = "planning.planDeltasHaveItemIds";
+const PLAN_STREAM = ["streaming.streamsPlanText", PLAN_IDS];
 const ACROSS_RESTART = ["sessions.pendingRequestsSurviveRestart", "approvals.approvalCallbacksAreLiveOnly"];
 /** What telling a fresh provider thread the whole conversation exercises. */
 const TOLD = [
@@ -139,10 +141,11 @@ function approvalStates() {
   }
   for (const kind of Object.keys(ARTIFACTS) as ArtifactKind[]) {
     const f = ARTIFACTS[kind];
+    const more = kind === "plan" ? PLAN_STREAM : kind === "todo" ? [PLAN_IDS] : [];
     states[`shown_${kind}`] =
       kind === "question"
         ? { meta: fields(f), on: { ANSWER: `answered_${kind}` } }
-        : { type: "final", meta: fields(f) };
+        : { type: "final", meta: fields(f, ...more) };
     states[`asText_${kind}`] = { type: "final", meta: fields(f) };
   }
   states["answered_question"] = { type: "final", meta: fields(ARTIFACTS.question) };
@@ -312,10 +315,60 @@ export interface ModelPath {
   steps: ModelStep[];
   /** The fields the path exercises (every step's). */
   fields: string[];
+  /**
+   * A narrowed path: the runtime is shown this record instead of the declared one (less than it claims), so that it
+   * takes the way the declared record never lets it take: a delivery of context after the one it prefers, steering by
+   * interrupt-restart where native steering is there too. Its steps give findings to `fields` alone.
+   */
+  narrowed?: ProviderCapabilities;
 }
+
+/** The paths the declared record reaches only narrowed: each field, when it applies, the record shown, the end. */
+const NARROWINGS: Array<{
+  field: string;
+  applies: (c: ProviderCapabilities) => boolean;
+  narrow: (c: ProviderCapabilities) => ProviderCapabilities;
+  end: string;
+}> = [
+  {
+    field: "turns.supportsSteeringByInterruptRestart",
+    applies: (c) =>
+      c.turns.supportsActiveSteering && c.turns.supportsSteeringByInterruptRestart && c.turns.supportsInterrupt,
+    narrow: (c) => ({ ...c, turns: { ...c.turns, supportsActiveSteering: false } }),
+    end: "steerRestarted",
+  },
+  ...(["acceptsSystemContext", "acceptsDeveloperContext", "acceptsSyntheticUserContext"] as const).map((name) => ({
+    field: `context.${name}`,
+    applies: (c: ProviderCapabilities) =>
+      c.context[name] && c.context.canConsumeHandoffSummaries && c.context.supportsFullThreadHandoff,
+    // A synthetic fork, told the conversation the one way left open.
+    narrow: (c: ProviderCapabilities): ProviderCapabilities => ({
+      ...c,
+      threads: { ...c.threads, canForkThread: false, canForkFromTurn: false },
+      context: {
+        ...c.context,
+        acceptsSystemContext: name === "acceptsSystemContext",
+        acceptsDeveloperContext: name === "acceptsDeveloperContext",
+        acceptsSyntheticUserContext: name === "acceptsSyntheticUserContext",
+      },
+    }),
+    end: "forkSyntheticAnswered",
+  })),
+];
 
 /** The shortest path to every final state the declared record and the world can reach. */
 export function generatePaths(context: ModelContext): ModelPath[] {
+  const narrowed = NARROWINGS.filter((n) => n.applies(context.caps)).flatMap((n) => {
+    const record = n.narrow(context.caps);
+    const path = shortestPaths({ ...context, caps: record }).find((p) => p.steps.at(-1)?.state === n.end);
+    if (!path) return [];
+    const steps = path.steps.map((s) => ({ ...s, fields: s.fields.filter((f) => f === n.field), blame: [n.field] }));
+    return [{ steps, fields: [n.field], narrowed: record }];
+  });
+  return [...shortestPaths(context), ...narrowed];
+}
+
+function shortestPaths(context: ModelContext): ModelPath[] {
   const paths = getShortestPaths(conformanceMachine, {
     input: context,
     events: MODEL_EVENTS.map((type) => ({ type })),

@@ -54,11 +54,13 @@ export async function runPath(
   timeoutMs: number,
 ): Promise<PathResult> {
   const findings: Finding[] = [];
+  // A narrowed path speaks only for the fields it was narrowed for (the others were not shown as declared).
+  const mine = (found: Finding[]) => (path.narrowed ? found.filter((f) => path.fields.includes(f.field)) : found);
   let h: Harness | null = null;
   let index = 0;
   let error: string | null = null;
   try {
-    const opening = world.open().then((run) => Harness.open(run, timeoutMs));
+    const opening = world.open().then((run) => Harness.open(run, timeoutMs, path.narrowed));
     // A path that opens after its bound is closed once it has.
     opening.catch(() => undefined);
     h = await bounded(opening, timeoutMs * 2, "opening the path").catch((failure: unknown) => {
@@ -70,13 +72,13 @@ export async function runPath(
       await bounded(drives[step.event]!(h), timeoutMs * 2, step.event);
       await h.settle();
       if (h.lastError && !step.refusal) throw new Error(`refused: ${h.lastError.code}: ${h.lastError.message}`);
-      findings.push(...(checks[step.state]?.(h, caps) ?? []));
+      findings.push(...mine(checks[step.state]?.(h, caps) ?? []));
     }
   } catch (failure) {
     const step = path.steps[index];
     const where = step ? `${step.event} -> ${step.state}` : "opening";
     error = `${where}: ${messageOf(failure)}`;
-    const seen = h && step ? observedRefutations(h, caps, step.state) : [];
+    const seen = h && step ? mine(observedRefutations(h, caps, step.state)) : [];
     const evidence = h ? pathEvidence(h, caps) : [];
     findings.push(...seen.map((f) => ({ ...f, observed: `${where} failed (${messageOf(failure)}); ${f.observed}` })));
     if (seen.length === 0 && !evidence.some((f) => !f.ok))

@@ -35,6 +35,8 @@ const SCRIPTS: BehaviourKind[] = [
   "hold",
   "approval:command",
   "approval:file_change",
+  "approval:file_read",
+  "approval:apply_patch",
   "plan",
   "todo",
   "proposed_plan",
@@ -55,7 +57,12 @@ function stepsOf(behaviour: TurnBehaviour): ScriptStep[] {
         return [{ type: "command", command: "echo conformance", output: "conformance\n", approval: true }, reply];
       if (behaviour.approval === "file_change")
         return [{ type: "file_change", path: "conformance.txt", diff: "+conformance", approval: true }, reply];
-      throw new Error(`the scripted world cannot script a ${behaviour.approval} approval`);
+      if (behaviour.approval === "apply_patch")
+        return [
+          { type: "file_change", path: "conformance.txt", diff: "+conformance", approval: true, patch: true },
+          reply,
+        ];
+      return [{ type: "file_read", path: "conformance.txt", approval: true }, reply];
     case "plan":
       return [
         {

@@ -28,7 +28,17 @@ export type ScriptStep =
   | { type: "tool_call"; tool: string; input?: unknown }
   | { type: "command"; command: string; output: string; exitCode?: number | undefined; approval?: boolean | undefined }
   /** With `content`, the change is really written (relative to the thread's cwd) once allowed. */
-  | { type: "file_change"; path: string; diff: string; approval?: boolean | undefined; content?: string | undefined }
+  | {
+      type: "file_change";
+      path: string;
+      diff: string;
+      approval?: boolean | undefined;
+      content?: string | undefined;
+      /** Asked as an `apply_patch` approval (the diff as the patch), where the record says the provider asks one. */
+      patch?: boolean | undefined;
+    }
+  /** Reads a file (a `tool_call` item named `read_file`), asking a `file_read` approval first where told to. */
+  | { type: "file_read"; path: string; approval?: boolean | undefined }
   | { type: "question"; questions: z.infer<typeof QuestionSchema>[] }
   | { type: "todo"; items: z.infer<typeof TodoItemSchema>[] }
   | { type: "plan"; steps: z.infer<typeof PlanStepSchema>[]; explanation?: string | undefined }
@@ -78,7 +88,9 @@ export const ScriptStepSchema: z.ZodType<ScriptStep> = z.lazy(() =>
       diff: z.string(),
       approval: z.boolean().optional(),
       content: z.string().optional(),
+      patch: z.boolean().optional(),
     }),
+    base.extend({ type: z.literal("file_read"), path: z.string(), approval: z.boolean().optional() }),
     base.extend({ type: z.literal("question"), questions: z.array(QuestionSchema).min(1) }),
     base.extend({ type: z.literal("todo"), items: z.array(TodoItemSchema) }),
     base.extend({ type: z.literal("plan"), steps: z.array(PlanStepSchema), explanation: z.string().optional() }),

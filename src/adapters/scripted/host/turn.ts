@@ -176,8 +176,11 @@ export class ScriptedTurn {
       case "file_change": {
         const ref = this.#items.itemRef(true);
         this.#items.started("file_change", ref, scope, { path: step.path, diff: step.diff });
-        const asked = step.approval && this.#asks && this.#requests.canAsk("file_change", scope);
-        const payload: RequestPayload = { kind: "file_change", path: step.path, diff: step.diff };
+        const kind = step.patch ? "apply_patch" : "file_change";
+        const asked = step.approval && this.#asks && this.#requests.canAsk(kind, scope);
+        const payload: RequestPayload = step.patch
+          ? { kind: "apply_patch", patch: step.diff }
+          : { kind: "file_change", path: step.path, diff: step.diff };
         // Plan mode changes nothing. Without an approval to ask, the sandbox decides: read-only refuses every write.
         const accepted =
           this.workspace.runtimeMode?.interaction === "plan"
@@ -187,6 +190,14 @@ export class ScriptedTurn {
               : this.workspace.sandbox !== "read-only";
         if (accepted && step.content !== undefined) await this.#write(step.path, step.content);
         this.#items.completed("file_change", ref, scope, { status: accepted ? "completed" : "declined" });
+        return;
+      }
+      case "file_read": {
+        const ref = this.#items.itemRef(true);
+        this.#items.started("tool_call", ref, scope, { toolName: "read_file", path: step.path });
+        const asked = step.approval && this.#asks && this.#requests.canAsk("file_read", scope);
+        const allowed = !asked || (await this.#requests.approve({ kind: "file_read", path: step.path }, ref, scope));
+        this.#items.completed("tool_call", ref, scope, { status: allowed ? "completed" : "declined" });
         return;
       }
       case "question": {

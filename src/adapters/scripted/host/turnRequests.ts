@@ -37,7 +37,7 @@ export class TurnRequests {
     private readonly where: (scope: Scope) => { threadRef?: string; turnRef?: string },
   ) {}
 
-  canAsk(kind: "command" | "file_change", scope: Scope): boolean {
+  canAsk(kind: "command" | "file_change" | "file_read" | "apply_patch", scope: Scope): boolean {
     if (scope.inSubagent && !this.caps.approvals.approvalsCanOriginateFromSubagents) return false;
     return supportsApprovalFor(this.caps, kind);
   }
