@@ -77,7 +77,7 @@ export function fullCapabilities(): ProviderCapabilities {
       emitsSubagentLifecycle: true,
       canWaitForSubagents: true,
       canCloseSubagents: true,
-      canForkSubagentThread: false,
+      canForkSubagentThread: true,
     },
     context: {
       acceptsSystemContext: true,

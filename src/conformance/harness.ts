@@ -10,6 +10,7 @@ import {
   type ProviderCapabilities,
   type TillerRuntime,
 } from "../index.js";
+import { DYNAMIC_TOOL } from "./tools.js";
 import type { TurnBehaviour, WorldRun } from "./world.js";
 
 /**
@@ -66,6 +67,8 @@ function tapped(
       const method = String(property);
       return (...args: unknown[]) => {
         const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (method === "getCapabilities")
+          calls.push({ method, input: undefined, settled: "resolved", result, via: tap });
         if (!(result instanceof Promise)) return result;
         const call: AdapterCall = { method, input: args[0], settled: "pending", via: tap };
         calls.push(call);
@@ -178,6 +181,15 @@ export class Harness {
       providers: { [TARGET]: tap(), [OTHER_TARGET]: tap() },
       checkpoints: true,
       turnSilenceMs: null,
+      // The embedder's tool a `dynamic_tool` turn calls back.
+      tools: [
+        {
+          name: DYNAMIC_TOOL.name,
+          description: "Answers every call with the same words (conformance).",
+          inputSchema: { type: "object" },
+          handler: () => DYNAMIC_TOOL.answer,
+        },
+      ],
       sessionIdleMs: null,
     });
     const afterSeq = this.records.at(-1)?.seq ?? 0;

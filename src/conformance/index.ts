@@ -1,8 +1,8 @@
 import type { ProviderCapabilities } from "../index.js";
-import type { Finding } from "./findings.js";
+import { declared, type Finding } from "./findings.js";
 import { Harness } from "./harness.js";
 import { generatePaths } from "./model.js";
-import { buildReport, type ConformanceReport } from "./report.js";
+import { buildReport, fieldNames, type ConformanceReport } from "./report.js";
 import { inPool, runPath } from "./runner.js";
 import type { ConformanceWorld } from "./world.js";
 
@@ -63,15 +63,31 @@ export interface ConformanceOptions {
   parallel?: number;
 }
 
-/** Reads the record the adapter declares at session start: a text turn on a fresh runtime, its `session.started`. */
-async function declaredRecord(world: ConformanceWorld, timeoutMs: number): Promise<ProviderCapabilities> {
+/**
+ * Reads the record the adapter declares at session start (what `startSession` returns, announced as `session.started`):
+ * a text turn on a fresh runtime. The record `getCapabilities()` gives before any session must be the same: each field
+ * where the two differ is refuted (the runtime decides some things before a session starts).
+ */
+async function declaredRecord(
+  world: ConformanceWorld,
+  timeoutMs: number,
+): Promise<{ caps: ProviderCapabilities; findings: Finding[] }> {
   const h = await Harness.open(await world.open(), timeoutMs);
   try {
     const runId = await h.send({ kind: "text", text: "hello" });
     if (!runId) throw new Error(`the first message was refused: ${h.lastError?.code}: ${h.lastError?.message}`);
     await h.until("the session to start", () => h.events("session.started").length > 0);
     await h.untilTerminal(runId);
-    return h.events("session.started")[0]!.capabilities;
+    const caps = h.events("session.started")[0]!.capabilities;
+    const before = h.callsOf("getCapabilities").map((c) => c.result as ProviderCapabilities);
+    const findings = fieldNames(caps).flatMap((field) => {
+      const other = before.map((record) => declared(record, field)).find((v) => v !== declared(caps, field));
+      if (other === undefined) return [];
+      const now = JSON.stringify(declared(caps, field));
+      const said = `getCapabilities() says ${JSON.stringify(other)}, the session announced ${now}`;
+      return [{ field, ok: false, observed: said }];
+    });
+    return { caps, findings };
   } finally {
     await h.close();
   }
@@ -81,7 +97,7 @@ async function declaredRecord(world: ConformanceWorld, timeoutMs: number): Promi
 export async function runConformance(options: ConformanceOptions): Promise<ConformanceReport> {
   const { world } = options;
   const timeoutMs = options.timeoutMs ?? 15_000;
-  const caps = await declaredRecord(world, timeoutMs);
+  const { caps, findings: announced } = await declaredRecord(world, timeoutMs);
   const wanted = options.fields ? new Set(options.fields) : null;
   const selected = generatePaths({ caps, scripts: world.scripts }).filter(
     (path) => !wanted || path.fields.some((f) => wanted.has(f)),
@@ -92,7 +108,7 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
     options.onPath?.(entry);
     return { entry, findings: result.findings };
   });
-  const findings: Finding[] = results.flatMap((r) => r.findings);
+  const findings: Finding[] = [...announced, ...results.flatMap((r) => r.findings)];
   const paths: ConformanceReport["paths"] = results.map((r) => r.entry);
   return buildReport(world.name, caps, world.scripts, findings, paths);
 }

@@ -84,6 +84,8 @@ const guards = {
   ),
   /** Rollback unsupported: restore files and mark the provider state divergent, when the app checkpoints files. */
   restoresFiles: ({ context }: Args) => context.caps.checkpointing.appCanCheckpointFilesystem,
+  hasMcpTools: ({ context }: Args) => context.caps.tools.supportsMcpTools,
+  callsBack: ({ context }: Args) => context.caps.tools.supportsDynamicToolCallbacks,
   readsSnapshots: ({ context }: Args) => context.caps.threads.canReadThreadSnapshot,
   requestsSurvive: ({ context }: Args) => context.caps.sessions.pendingRequestsSurviveRestart,
 };
@@ -292,6 +294,8 @@ export const MODEL_EVENTS = [
   "SWITCH_MODE",
   "OTHER_THREAD",
   "TOOL",
+  "MCP_TOOL",
+  "CALL_BACK",
   "SWITCH_PROVIDER",
   "SWITCH_BACK",
 ] as const;

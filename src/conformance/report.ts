@@ -107,7 +107,8 @@ function needs(field: string): BehaviourKind | null {
   return null;
 }
 
-function fieldsOf(caps: ProviderCapabilities): string[] {
+/** The record's dotted fields, group by group. */
+export function fieldNames(caps: ProviderCapabilities): string[] {
   return Object.entries(caps).flatMap(([group, value]) =>
     typeof value === "object" && value !== null ? Object.keys(value).map((name) => `${group}.${name}`) : [],
   );
@@ -142,7 +143,7 @@ export function buildReport(
     return { field, declared: value, claimed, verdict: "not exercisable", detail: reason };
   };
   const fields = [
-    ...fieldsOf(caps).map((f) => verdictOf(f, declared(caps, f))),
+    ...fieldNames(caps).map((f) => verdictOf(f, declared(caps, f))),
     verdictOf("primitive.resume", "required"),
   ];
   const claimed = fields.filter((f) => f.claimed && !f.field.startsWith("primitive."));

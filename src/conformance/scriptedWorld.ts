@@ -43,6 +43,8 @@ const SCRIPTS: BehaviourKind[] = [
   "question",
   "subagent",
   "tool",
+  "mcp",
+  "dynamic_tool",
 ];
 
 function stepsOf(behaviour: TurnBehaviour): ScriptStep[] {
@@ -86,6 +88,18 @@ function stepsOf(behaviour: TurnBehaviour): ScriptStep[] {
         { type: "command", command: "echo conformance", output: behaviour.output },
         reply,
       ];
+    case "mcp":
+      return [
+        {
+          type: "tool",
+          name: behaviour.tool,
+          output: "found",
+          mcp: { server: behaviour.server, tool: behaviour.tool },
+        },
+        reply,
+      ];
+    case "dynamic_tool":
+      return [{ type: "tool_call", tool: behaviour.tool, input: { say: "hello" } }, reply];
     case "subagent": {
       const child: ScriptStep[] = [{ type: "text", text: "the subagent works" }];
       if (behaviour.ask) child.push({ type: "command", command: "echo sub", output: "sub\n", approval: true });

@@ -1,3 +1,4 @@
+import { and } from "xstate";
 import type { ProviderEvent } from "../index.js";
 import { claims, completed, finding, type Check, type Finding } from "./findings.js";
 import type { Harness } from "./harness.js";
@@ -13,8 +14,23 @@ export const TOOL_OUTPUT = "conformance tool output";
 /** The behaviour runs a shell command: its item is a command execution. */
 const TOOL_KINDS = new Set(["command_execution"]);
 
+const MCP = "tools.supportsMcpTools";
+const DYNAMIC = "tools.supportsDynamicToolCallbacks";
+/** The MCP tool a turn calls, and the embedder's tool the harness registers (what it answers). */
+export const MCP_TOOL = { server: "conformance", tool: "lookup" } as const;
+export const DYNAMIC_TOOL = { name: "conformance_echo", answer: "conformance echo answer" } as const;
+const scripts = (kind: string) => ({ type: "scripts", params: { kind } });
+
 export const toolIdleEvents = {
-  TOOL: [{ guard: { type: "scripts", params: { kind: "tool" } }, target: "toolRan" }],
+  TOOL: [{ guard: scripts("tool"), target: "toolRan" }],
+  MCP_TOOL: [
+    { guard: and([scripts("mcp"), "hasMcpTools"]), target: "mcpShown" },
+    { guard: scripts("mcp"), target: "mcpPlain" },
+  ],
+  CALL_BACK: [
+    { guard: and([scripts("dynamic_tool"), "callsBack"]), target: "calledBack" },
+    { guard: scripts("dynamic_tool"), target: "notCalledBack" },
+  ],
 };
 const FIELDS = [
   "tools.emitsToolStarted",
@@ -24,12 +40,28 @@ const FIELDS = [
   "streaming.streamsToolOutput",
   "streaming.streamsReasoning",
 ];
-export const toolStates = { toolRan: { type: "final", meta: { fields: FIELDS } } } as const;
+export const toolStates = {
+  toolRan: { type: "final", meta: { fields: FIELDS } },
+  mcpShown: { type: "final", meta: { fields: [MCP] } },
+  mcpPlain: { type: "final", meta: { fields: [MCP] } },
+  calledBack: { type: "final", meta: { fields: [DYNAMIC] } },
+  notCalledBack: { type: "final", meta: { fields: [DYNAMIC] } },
+} as const;
 
 export const toolDrives: Record<string, (h: Harness) => Promise<void>> = {
   TOOL: async (h) => {
     const runId = await h.send({ kind: "tool", text: h.nextText("reply"), output: TOOL_OUTPUT });
     if (!runId) throw new Error(`sending a tool turn was refused: ${h.lastError?.code}`);
+    await h.untilTerminal(runId);
+  },
+  MCP_TOOL: async (h) => {
+    const runId = await h.send({ kind: "mcp", text: h.nextText("reply"), ...MCP_TOOL });
+    if (!runId) throw new Error(`sending an MCP tool turn was refused: ${h.lastError?.code}`);
+    await h.untilTerminal(runId);
+  },
+  CALL_BACK: async (h) => {
+    const runId = await h.send({ kind: "dynamic_tool", text: h.nextText("reply"), tool: DYNAMIC_TOOL.name });
+    if (!runId) throw new Error(`sending a tool call-back turn was refused: ${h.lastError?.code}`);
     await h.untilTerminal(runId);
   },
 };
@@ -38,7 +70,39 @@ type Item = Extract<ProviderEvent, { type: "item.started" | "item.delta" | "item
 const isItem = (e: ProviderEvent): e is Item =>
   e.type === "item.started" || e.type === "item.delta" || e.type === "item.completed";
 
+const toolNode = (h: Harness, kind: string) => h.events("node.started", (e) => e.runId === h.runId && e.kind === kind);
+
 export const toolChecks: Record<string, Check> = {
+  mcpShown: (h) => {
+    const tagged = toolNode(h, "tool_call").find((n) => n.detail?.mcp?.server === MCP_TOOL.server);
+    const stripped = h.policies().includes("mcp_tools_unavailable");
+    const seen = tagged
+      ? `an MCP call to ${tagged.detail?.mcp?.server}.${tagged.detail?.mcp?.tool}`
+      : "no MCP tool call";
+    return [
+      finding(MCP, !!tagged && !stripped, seen, stripped ? `${seen}; mcp_tools_unavailable` : seen),
+      completed(h, h.runId, MCP),
+    ];
+  },
+  mcpPlain: (h) => {
+    const tagged = toolNode(h, "tool_call").some((n) => n.detail?.mcp);
+    const ok = !tagged && h.terminal(h.runId)?.status === "completed";
+    return [finding(MCP, ok, "no MCP tool: the call ran as a plain tool, or not at all", "an MCP tool call anyway")];
+  },
+  calledBack: (h) => {
+    const asked = h.events("request.opened", (e) => e.runId === h.runId && e.payload.kind === "dynamic_tool")[0];
+    const node = asked && h.events("node.completed", (e) => e.nodeId === asked.nodeId)[0];
+    const answered = !!node?.output?.includes(DYNAMIC_TOOL.answer);
+    const seen = asked ? `called ${DYNAMIC_TOOL.name}, ${answered ? "given" : "not given"} its answer` : "no call back";
+    return [finding(DYNAMIC, !!asked && answered, seen, seen), completed(h, h.runId, DYNAMIC)];
+  },
+  notCalledBack: (h) => {
+    const asked = h.events("request.opened", (e) => e.runId === h.runId && e.payload.kind === "dynamic_tool").length;
+    const unsupported = h.policies().includes("dynamic_tools_unsupported");
+    const ok = asked === 0 && unsupported && h.terminal(h.runId)?.status === "completed";
+    const seen = `${asked} call(s) back, dynamic_tools_unsupported ${unsupported ? "" : "not "}recorded`;
+    return [finding(DYNAMIC, ok, seen, seen)];
+  },
   toolRan: (h, caps) => {
     // The path's only turn is this one: every item the adapter streamed is its.
     const items = h.provider.filter(isItem);

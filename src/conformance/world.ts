@@ -58,7 +58,18 @@ export type TurnBehaviour =
    */
   | { kind: "subagent"; text: string; prompt: string; gate?: string; ask?: boolean }
   /** Optional: thinks (reasoning), runs a command that asks nothing and prints `output`, then replies `text`. */
-  | { kind: "tool"; text: string; output: string };
+  | { kind: "tool"; text: string; output: string }
+  /**
+   * Optional: calls `tool` of the MCP server `server` (asking nothing), then replies `text`. A provider without MCP
+   * tools has no such tool: it replies.
+   */
+  | { kind: "mcp"; text: string; server: string; tool: string }
+  /**
+   * Optional: calls back the embedder's tool `tool` (registered with the runtime, offered to the session where the
+   * record says the provider calls tools back) and replies `text` with what it answered. Without call-backs, it
+   * replies.
+   */
+  | { kind: "dynamic_tool"; text: string; tool: string };
 
 export type BehaviourKind = TurnBehaviour["kind"] | `approval:${ApprovalKind}`;
 

@@ -114,7 +114,9 @@ describe("undoing one subagent's edits", () => {
         // The runs stand: nothing was rolled back, the provider's conversation is as it was.
         expect((await rt.readThread(threadId)).runs.map((r) => r.status)).toEqual(["completed", "completed"]);
         expect(ofType(events, "rollback.applied")).toEqual([]);
-        expect([...s.backend.threads.values()].flatMap((t) => t.turns)).toHaveLength(2);
+        // The thread's own turns (the subagents' child threads, kept by the provider, are theirs).
+        const own = [...s.backend.threads.values()].filter((t) => t.parentId === undefined);
+        expect(own.flatMap((t) => t.turns)).toHaveLength(2);
         // What the provider's record changes: a named degradation where it has no nested scopes of its own.
         const kept = policies(events, "root_checkpoint_only");
         const warned = ofType(events, "warning").filter((w) => w.message.includes("no adapter call rolls back"));
