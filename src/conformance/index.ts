@@ -11,15 +11,30 @@ import type { ConformanceWorld } from "./world.js";
  * integration says: do not advertise a capability until it is verified; this makes that mechanical, for any adapter.
  *
  * `runConformance({ world })` opens a real runtime on the world's adapter and reads the record the adapter declares at
- * session start (the `session.started` event). From it, the conformance model (`model.ts`, written from the capability
+ * session start (what its `startSession` returns, announced as `session.started`); a field its `getCapabilities()`
+ * gives otherwise is refuted. From it, the conformance model (`model.ts`, written from the capability
  * seed) generates with `xstate/graph` the shortest path to every outcome the record promises: native steering or the
  * `steer_by_interrupt_restart` degradation or a refusal, native interrupt or its refusal, queued messages, approvals
  * of each kind, structured artifacts or their text degradations, native or synthetic forks (whole thread, from a
  * turn, from a subagent) or their refusal, provider rollback or the divergent degradation or its refusal, resume in a
  * new session, turn terminals or idle inference, tool items and streaming, subagents waited for or closed, model and
  * mode switches in session or by a new one, threads sharing a session, provider switches and the return by delta or
- * fresh thread. Each path runs in a fresh runtime against the real adapter; each state's check (`checks.ts` and the
- * part files it gathers) reads what the seed says must be observable and gives the fields it exercises a finding.
+ * fresh thread, snapshots read and returned by a rollback, a restart with a request pending, MCP tools and tool
+ * call-backs. Where the declared record never lets the runtime take a way the record also claims (a second delivery
+ * of context, steering by interrupt-restart beside native steering), a narrowed path shows the runtime less than the
+ * record and proves that field alone. Each path runs in a fresh runtime against the real adapter; each state's check
+ * (`checks.ts` and the part files it gathers) reads what the seed says must be observable and gives the fields it
+ * exercises a finding, on what a user sees and on the provider's own evidence (`WorldRun.lastTurn`, `turns`).
+ *
+ * Over every path, whatever it was for, the runtime's own evidence and the provider's ids are read (`evidence.ts`): a
+ * request of a kind the record denies (declined, `undeclared_request_declined`), events streamed that the record says
+ * never are, events after a turn's terminal, and strong ids that name two things or change between start and
+ * completion, or across a resume or a snapshot read. Each refutes the field the record broke.
+ *
+ * Blame stays on the field the evidence names (`runner.ts`): a step that fails is checked on what it observed, and
+ * only where nothing names a field is the step's own blamed; the steps after it are reported skipped, not refuted.
+ * Every wait is bounded by `timeoutMs` and every call by twice that, so a hanging adapter costs one step. `fields`
+ * runs only the paths that exercise the fields named; `parallel` runs paths side by side.
  *
  * The report counts the fields the record claims (N: booleans declared true, identities and terminal quality
  * declared `strong` or `weak`, numbers): how many were verified, refuted, or not exercisable (with the reason). Fields
