@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ProviderAdapter } from "../adapters/contract.js";
-import { contextHeader } from "../adapters/kit/context.js";
+import { contextHeader } from "../adapters/kit/index.js";
 import { startModelSimulator, type ReplySpec, type SimulatorRequest, type ToolCallSpec } from "../simulator/index.js";
 import type { ApprovalKind, BehaviourKind, ConformanceWorld, TurnBehaviour, TurnEvidence, WorldRun } from "./world.js";
 
