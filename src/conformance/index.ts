@@ -62,6 +62,7 @@ export type * from "./world.js";
 export type { ConformanceReport, FieldVerdict, Verdict } from "./report.js";
 export type { Finding } from "./findings.js";
 export { scriptedWorld, type ScriptedWorldOptions } from "./scriptedWorld.js";
+export * from "./simulatorWorld.js";
 
 export interface ConformanceOptions {
   world: ConformanceWorld;

@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { copyFile, mkdir, mkdtemp, readdir, realpath, rm, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -28,6 +28,38 @@ function npmEnv(): NodeJS.ProcessEnv {
   );
   return { ...env, npm_config_update_notifier: "false", npm_config_fund: "false", npm_config_audit: "false" };
 }
+
+/** Values the kit's entry point must export (its types are checked by compiling the outside adapter against it). */
+const KIT_NAMES = [
+  "KIT_VERSION",
+  "defineAdapter",
+  "SERVED_BY",
+  "EventQueue",
+  "hosted",
+  "HostSessions",
+  "StdioChannel",
+  "WebSocketChannel",
+  "RpcChannel",
+  "FrameRing",
+  "nodeHostScript",
+  "readLines",
+  "resolveLimits",
+  "HOST_LINE_LIMITS",
+  "deliverContext",
+  "userPrompt",
+  "userContextMessages",
+  "defineCapabilities",
+  "fullCapabilities",
+  "minimalCapabilities",
+  "parseCapabilities",
+  "ProviderEventSchema",
+  "ResumeFailedError",
+  "ProtocolError",
+  "HostUnavailableError",
+  "CapabilityUnsupportedError",
+  "InvalidInputError",
+  "ProviderError",
+];
 
 let work = "";
 let app = "";
@@ -102,6 +134,8 @@ describe("the packed package", () => {
         "tiller-runtime/simulator": ["startModelSimulator"],
         "tiller-runtime/codex": ["createCodexAdapter", "codexSimulatorOptions"],
         "tiller-runtime/claude": ["createClaudeAdapter"],
+        "tiller-runtime/kit": ${JSON.stringify(KIT_NAMES)},
+        "tiller-runtime/conformance": ["runConformance", "assertConformance", "simulatorWorld", "scriptedWorld"],
       })) {
         const module = await import(entry);
         out[entry] = { at: import.meta.resolve(entry), exports: names.filter((n) => module[n] !== undefined) };
@@ -109,13 +143,15 @@ describe("the packed package", () => {
       console.log(JSON.stringify(out));`;
     const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe], { cwd: app, timeout: 60_000 });
     const entries = JSON.parse(stdout) as Record<string, { at: string; exports: string[] }>;
-    expect(Object.keys(entries)).toHaveLength(4);
+    expect(Object.keys(entries)).toHaveLength(6);
     for (const [entry, { at, exports }] of Object.entries(entries)) {
       expect(at, entry).toContain(`file://${app}/node_modules/tiller-runtime/dist/`);
       expect(exports.length, entry).toBeGreaterThan(0);
     }
     expect(entries["tiller-runtime"]!.exports).toHaveLength(4);
     expect(entries["tiller-runtime/codex"]!.exports).toHaveLength(2);
+    expect(entries["tiller-runtime/kit"]!.exports).toEqual(KIT_NAMES);
+    expect(entries["tiller-runtime/conformance"]!.exports).toHaveLength(4);
   }, 60_000);
 
   it("runs every example from the clean folder", async () => {
@@ -157,4 +193,82 @@ describe("the packed package", () => {
     });
     expect(stdout).toContain("Runs: #1 completed, #2 interrupted, #3 completed");
   }, 60_000);
+});
+
+/**
+ * docs/adding-a-provider.md walks an adapter written outside this repository from `npm init` to a passing conformance
+ * run: here, in an empty folder, its commands run as written (the package installed from the tarball in place of the
+ * registry) and its files are the ones the doc shows, read from the Markdown.
+ */
+describe("an adapter of your own, as docs/adding-a-provider.md writes it", () => {
+  let outside = "";
+  let runs: string[] = [];
+  let files: Record<string, string> = {};
+  const sh = (line: string, timeout: number) => run("sh", ["-c", line], { cwd: outside, env: npmEnv(), timeout });
+
+  beforeAll(async () => {
+    const doc = await readFile(join(root, "docs/adding-a-provider.md"), "utf8");
+    const blocks = [...doc.matchAll(/^```(\w+) ?([^\n]*)\n([\s\S]*?)^```$/gm)].map(([, , info, body]) => ({
+      info: info!,
+      body: body!,
+    }));
+    files = Object.fromEntries(
+      blocks.flatMap(({ info, body }) => (info.startsWith("file=") ? [[info.slice(5), body]] : [])),
+    );
+    const commands = blocks.filter((b) => b.info === "run").flatMap((b) => b.body.split("\n").filter(Boolean));
+    const at = commands.findIndex((line) => line.startsWith("npx "));
+    runs = commands.slice(at);
+    outside = join(work, "outside");
+    await mkdir(outside);
+    for (const line of commands.slice(0, at)) {
+      const tarball = JSON.stringify(join(work, packed.filename));
+      const install = /^npm install /.test(line);
+      const command = install
+        ? `${line.replace(/\btiller-runtime\b/, tarball)} --prefer-offline --no-audit --no-fund --loglevel=error`
+        : line;
+      await sh(command, INSTALL_LIMIT_MS);
+    }
+    for (const [name, text] of Object.entries(files)) await writeFile(join(outside, name), text);
+  }, INSTALL_LIMIT_MS * 2);
+
+  it("shows the package's files and how to set it up and run it", () => {
+    expect(Object.keys(files).sort()).toEqual(["adapter.ts", "conformance.ts"]);
+    expect(runs).toEqual(["npx tsx conformance.ts"]);
+    expect(files["adapter.ts"]).toContain(`from "tiller-runtime/kit"`);
+  });
+
+  it("resolves tiller-runtime/kit to the installed copy, typed", async () => {
+    const probe = `const kit = await import("tiller-runtime/kit");
+      console.log(JSON.stringify({ at: import.meta.resolve("tiller-runtime/kit"), version: kit.KIT_VERSION }));`;
+    const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe], {
+      cwd: outside,
+      timeout: 30_000,
+    });
+    expect(JSON.parse(stdout)).toEqual({
+      at: `file://${outside}/node_modules/tiller-runtime/dist/adapters/kit/index.js`,
+      version: 1,
+    });
+    const tsconfig = {
+      compilerOptions: {
+        target: "ES2023",
+        lib: ["ES2023"],
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: ["node"],
+        typeRoots: [join(root, "node_modules/@types")],
+      },
+      include: ["*.ts"],
+    };
+    await writeFile(join(outside, "tsconfig.json"), JSON.stringify(tsconfig));
+    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: outside, timeout: 60_000 });
+  }, 90_000);
+
+  it("passes the conformance suite: the adapter's record verified, none refuted", async () => {
+    const { stdout } = await sh(runs[0]!, 240_000);
+    expect(stdout).toMatch(/^conformance: chat declared \d+, verified [1-9]\d*, refuted 0, /m);
+    expect(stdout).toMatch(/^turns\.supportsInterrupt +true +verified /m);
+  }, 300_000);
 });

@@ -1,10 +1,19 @@
 import { expect } from "vitest";
+import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import {
   assertConformance,
   runConformance,
   type ConformanceReport,
   type ConformanceWorld,
 } from "../../src/conformance/index.js";
+
+/** What the real-binary worlds (Codex, Claude) take beside their simulator world. */
+export interface RealWorldOptions {
+  /** Name in the report (default: the provider's). */
+  name?: string;
+  /** Wraps each adapter the world makes: to test the suite on the real binary, e.g. with an adapter that lies. */
+  wrap?: (adapter: ProviderAdapter) => ProviderAdapter;
+}
 
 /**
  * Runs the conformance suite on a world and expects what `npm run test:conformance` promises of every adapter: no

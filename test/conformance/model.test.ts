@@ -10,8 +10,16 @@ import type { BehaviourKind } from "../../src/conformance/world.js";
  * and that it is written from the seed, not from the code it checks.
  */
 
-/** What conformance code may import: xstate, node, its own files, the runtime's public API and the adapter contract. */
-const ALLOWED = /^(xstate|xstate\/graph|node:.*|\.\/.*|\.\.\/index\.js|\.\.\/adapters\/contract\.js)$/;
+/**
+ * What conformance code may import: xstate, node, its own files, the runtime's public API, the adapter contract and
+ * the package's other public entry points (the adapter kit, the model simulator).
+ */
+const ALLOWED = new RegExp(
+  "^(xstate|xstate/graph|node:.*|\\./.*|\\.\\./index\\.js|\\.\\./adapters/contract\\.js|" +
+    "\\.\\./adapters/kit/index\\.js|\\.\\./simulator/index\\.js)$",
+);
+/** An import of named values from the public API or the kit. */
+const PUBLIC_IMPORT = /^import\s*(?:type\s*)?\{([^}]*)\}\s*from "\.\.\/(?:index|adapters\/kit\/index)\.js";/gm;
 /** The runtime's capability predicates, by name (read from their source: importing them is what is checked). */
 const PREDICATES = new Set(
   [
@@ -55,8 +63,9 @@ describe("conformance model", () => {
       for (const path of imports) {
         expect(path, `${file} imports ${path}`).toMatch(ALLOWED);
       }
-      // The public API re-exports the runtime's capability predicates: a model that used them could not catch them.
-      for (const [, names] of source.matchAll(/^import\s*(?:type\s*)?\{([^}]*)\}\s*from "\.\.\/index\.js";/gm)) {
+      // The public API and the kit re-export the runtime's capability predicates: a model that used them could not
+      // catch them.
+      for (const [, names] of source.matchAll(PUBLIC_IMPORT)) {
         const used = names!.split(",").map((n) => n.replace(/\btype\b/, "").trim());
         expect(
           used.filter((n) => PREDICATES.has(n)),
