@@ -283,7 +283,8 @@ export const checks: Record<string, Check> = {
   divergentRebuilt: both(
     told((h) => h.threadId),
     (h, caps) => {
-      const ok = h.policies((e) => e.runId === h.runId).includes("divergent_thread_rebuilt");
+      // Recorded for the thread as its next run realigns it (the policy names no run of its own).
+      const ok = h.policies((e) => e.threadId === h.threadId).includes("divergent_thread_rebuilt");
       return divergentField(caps).map((f) => finding(f, ok, "divergent_thread_rebuilt on the next run", "not rebuilt"));
     },
   ),
