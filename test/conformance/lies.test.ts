@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import {
+  runConformance,
+  scriptedWorld,
+  type ConformanceOptions,
+  type ConformanceReport,
+} from "../../src/conformance/index.js";
+import { HONEST, LIES } from "./lies/corpus.js";
+
+/**
+ * The suite blames the right field: every lie of the corpus (`lies/corpus.ts`: the scripted provider wrapped to tell
+ * exactly one lie about its record) has the field it lies about refuted, and no other; every honest control, wrapped
+ * with the same helpers, has nothing refuted. `npx tsx test/conformance/lieReport.ts` prints the same as a table.
+ */
+
+/** `fields`: run only the paths that exercise those fields (being added to `runConformance`). */
+const runOn = runConformance as (options: ConformanceOptions & { fields?: string[] }) => Promise<ConformanceReport>;
+
+const refutedIn = (report: ConformanceReport) =>
+  report.fields.filter((f) => f.verdict === "refuted").map((f) => `${f.field}: ${f.detail}`);
+
+describe("conformance: each lie of the corpus is refuted on its field, and only there", () => {
+  for (const lie of LIES) {
+    it(`${lie.name} (${lie.class}): ${lie.field} refuted`, async () => {
+      const world = scriptedWorld({ name: lie.name, adapter: lie.adapter, capabilities: lie.capabilities });
+      const report = await runOn({ world, fields: [lie.field] });
+      const target = report.fields.find((f) => f.field === lie.field);
+      const refuted = report.fields.filter((f) => f.verdict === "refuted").map((f) => f.field);
+      expect(target?.verdict, `${lie.field}: ${target?.detail}\n${report.table}`).toBe("refuted");
+      expect(refuted, refutedIn(report).join("\n")).toEqual([lie.field]);
+    }, 120_000);
+  }
+});
+
+describe("conformance: the honest controls of the corpus refute nothing", () => {
+  for (const honest of HONEST) {
+    it(
+      honest.name,
+      async () => {
+        const world = scriptedWorld({ name: honest.name, adapter: honest.adapter, capabilities: honest.capabilities });
+        const report = await runConformance({ world });
+        expect(refutedIn(report)).toEqual([]);
+        expect(report.refuted).toBe(0);
+        expect(report.ok).toBe(true);
+      },
+      120_000,
+    );
+  }
+});
