@@ -156,12 +156,21 @@ export class Harness {
   /** The record the runtime is shown instead of the declared one (a narrowed path), or null. */
   narrowed: ProviderCapabilities | null = null;
 
-  static async open(world: WorldRun, timeoutMs: number, narrowed?: ProviderCapabilities): Promise<Harness> {
+  /** Whether the runtime checkpoints the working directory (git): only where the path rolls back. */
+  checkpoints = false;
+
+  static async open(
+    world: WorldRun,
+    timeoutMs: number,
+    options: { narrowed?: ProviderCapabilities | undefined; checkpoints?: boolean } = {},
+  ): Promise<Harness> {
+    const { narrowed } = options;
     const dir = await mkdtemp(join(tmpdir(), "tiller-conformance-"));
     const cwd = join(dir, "work");
     await mkdir(cwd, { recursive: true });
     const h = new Harness(world, dir, cwd, null as unknown as TillerRuntime, timeoutMs);
     h.narrowed = narrowed ?? null;
+    h.checkpoints = options.checkpoints ?? false;
     try {
       await h.#start();
       h.threadId = (await h.rt.createThread({ providerTarget: TARGET, cwd })).threadId;
@@ -179,7 +188,8 @@ export class Harness {
     this.rt = await createRuntime({
       dataDir: join(this.dir, "data"),
       providers: { [TARGET]: tap(), [OTHER_TARGET]: tap() },
-      checkpoints: true,
+      // Each checkpoint is a few git processes: taken only on the paths whose rollbacks restore them.
+      checkpoints: this.checkpoints,
       turnSilenceMs: null,
       // The embedder's tool a `dynamic_tool` turn calls back.
       tools: [

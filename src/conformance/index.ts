@@ -42,7 +42,7 @@ import type { ConformanceWorld } from "./world.js";
  * field, claimed or not, fails the report (`ok: false`; `assertConformance` throws).
  *
  * Each path's runtime is opened with defaults a user would have (no destructive session-stop interrupts, app
- * checkpoints on, no turn watchdog), with two targets on the world's provider (for provider switches), on a temporary
+ * checkpoints on where a path rolls back, no turn watchdog), with two targets on the world's provider (for provider switches), on a temporary
  * data directory and working directory, with no inspector.
  *
  * ```ts

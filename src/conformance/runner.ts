@@ -60,7 +60,12 @@ export async function runPath(
   let index = 0;
   let error: string | null = null;
   try {
-    const opening = world.open().then((run) => Harness.open(run, timeoutMs, path.narrowed));
+    const opening = world.open().then((run) =>
+      Harness.open(run, timeoutMs, {
+        narrowed: path.narrowed,
+        checkpoints: path.steps.some((s) => s.event === "ROLLBACK"),
+      }),
+    );
     // A path that opens after its bound is closed once it has.
     opening.catch(() => undefined);
     h = await bounded(opening, timeoutMs * 2, "opening the path").catch((failure: unknown) => {
