@@ -41,9 +41,9 @@ import type { ConformanceWorld } from "./world.js";
  * declared false (or `none`) are checked for the degradation their absence implies and reported beside. A refuted
  * field, claimed or not, fails the report (`ok: false`; `assertConformance` throws).
  *
- * Each path's runtime is opened with defaults a user would have (no destructive session-stop interrupts, app
- * checkpoints on where a path rolls back, no turn watchdog), with two targets on the world's provider (for provider switches), on a temporary
- * data directory and working directory, with no inspector.
+ * Each path's runtime is opened with defaults a user would have (no destructive session-stop interrupts, no turn
+ * watchdog; app checkpoints where the path rolls back), with two targets on the world's provider (for provider
+ * switches), on a temporary data directory and working directory, with no inspector.
  *
  * ```ts
  * import { assertConformance, runConformance, scriptedWorld } from "tiller-runtime/conformance";
