@@ -16,7 +16,7 @@ import { sessionChecks } from "./sessions.js";
 import { toolChecks } from "./tools.js";
 import { subagentChecks } from "./subagents.js";
 import { switchingChecks } from "./switching.js";
-import { holdingsChecks, rollbackSnapshot } from "./holdings.js";
+import { holdingsChecks, rollbackSnapshot, snapshotAtFault } from "./holdings.js";
 import { APPROVAL_FIELD, APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
 
 /**
@@ -115,16 +115,17 @@ function forkChecks(fields: string[], native: boolean, priorWanted: (h: Harness)
     const threadId = h.forkThreadId!;
     const resolution = h.events("fork.resolved", (e) => e.threadId === threadId)[0]?.resolution ?? "(none)";
     const synthetic = h.policies((e) => e.threadId === threadId).includes("synthetic_fork");
-    const prior = priorOf(h);
+    const prior = JSON.stringify(h.latestTurnOn(threadId)?.priorUserTexts ?? null);
     const wanted = JSON.stringify(priorWanted(h));
-    // A fork is its own conversation: what the parent said after it is not the fork's.
-    const context = lastTurn(h)?.context?.text ?? "";
-    const shared = !!h.parentAfterFork && (prior.includes(h.parentAfterFork) || context.includes(h.parentAfterFork));
+    // A fork is its own conversation: the parent's next turn has not heard what the fork said.
+    const parent = h.latestTurnOn(h.threadId);
+    const heard = [...(parent?.priorUserTexts ?? []), parent?.context?.text ?? ""];
+    const shared = !!h.forkText && heard.some((t) => t.includes(h.forkText!));
     const ok =
       !shared && (native ? resolution === "native" && !synthetic && prior === wanted : resolution === "portable");
     const seen =
       `fork ${resolution}, synthetic_fork ${synthetic ? "recorded" : "not recorded"}` +
-      (shared ? `; the fork's turn had what the parent said after it (${h.parentAfterFork})` : "");
+      (shared ? `; the parent's next turn had what the fork said (${h.forkText})` : "");
     const yes = native ? `native fork; the provider had ${prior}` : `${seen}`;
     return fields.map((f) => finding(f, ok && (native || synthetic), yes, `${seen}; the provider had ${prior}`));
   };
@@ -260,8 +261,11 @@ export const checks: Record<string, Check> = {
     (h, caps) => forkChecks(forkEarlierField(caps), false, () => [])(h, caps),
     told(forkThread),
   ),
-  rolledBack: both((h) => {
-    const provider = (h.lastReceipt as { provider?: string } | null)?.provider ?? h.lastError?.code ?? "(none)";
+  rolledBack: both((h, caps) => {
+    const provider = h.rollbackReceipt?.provider ?? h.lastError?.code ?? "(none)";
+    // A rollback the runtime could not take as done, because of the snapshot it returned, is the snapshot's fault.
+    const blamed = provider === "rolled_back" ? null : snapshotAtFault(h, caps);
+    if (blamed) return [finding("checkpointing.providerRollbackReturnsSnapshot", false, "", blamed)];
     return ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"].map((f) =>
       finding(f, provider === "rolled_back", "the provider rolled back", `rollback: ${provider}`),
     );
@@ -318,9 +322,14 @@ export const checks: Record<string, Check> = {
     return [...out, completed(h, runId, RESTART)];
   },
   steerRefused: (h) => refusal(h, "steer_unsupported", [STEER]),
-  interrupted: (h) => {
+  interrupted: (h, caps) => {
     const status = h.terminal(h.runId)?.status ?? "(not ended)";
     const via = (h.lastReceipt as { via?: string } | null)?.via;
+    // The held turn could not have ended on its own (its gate was never opened): its terminal says interrupted.
+    const said = h.provider.findLast((e) => e.type === "turn.terminal");
+    const mislabelled = !!said && said.type === "turn.terminal" && said.status !== "interrupted";
+    if (mislabelled && claims(caps.turns.terminalStatusQuality) && via === "native")
+      return [finding("turns.terminalStatusQuality", false, "", `the interrupted turn's terminal said ${said.status}`)];
     const ok = status === "interrupted" && via === "native";
     return [finding("turns.supportsInterrupt", ok, "interrupted natively", `interrupt via ${via}, run ${status}`)];
   },
@@ -332,6 +341,12 @@ export const checks: Record<string, Check> = {
   queuedByRuntime: (h) => {
     const held = h.policies().includes("queue_held_by_runtime");
     return [finding("turns.supportsQueuedMessages", held, "queue_held_by_runtime", "no queue_held_by_runtime")];
+  },
+  askedAgain: (h, caps) => {
+    const refs = h.events("request.opened").map((e) => e.nativeRef);
+    const seen = `${refs.length} requests, native refs ${refs.join(", ")}`;
+    if (caps.identity.nativeRequestIds !== "strong" || refs.some((r) => !r)) return [];
+    return [finding("identity.nativeRequestIds", refs.length >= 2 && new Set(refs).size === refs.length, seen, seen)];
   },
   ...holdingsChecks,
   ...subagentChecks,

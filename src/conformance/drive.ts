@@ -1,4 +1,5 @@
 import type { Harness } from "./harness.js";
+import type { ApprovalKind } from "./world.js";
 import { APPROVAL_KINDS, ARTIFACTS, type ArtifactKind } from "./model.js";
 import { sessionDrives } from "./sessions.js";
 import { toolDrives } from "./tools.js";
@@ -35,6 +36,25 @@ async function respondToOpen(h: Harness, response: Parameters<Harness["rt"]["res
   if (!opened) throw new Error(`run ${runId} has no request to answer`);
   await h.rt.respond({ requestId: opened.requestId, response });
   await h.untilTerminal(runId);
+}
+
+/**
+ * Reads the snapshot of the thread the latest turn ran on from the adapter directly, in the session the runtime holds
+ * (false: the adapter cannot read one).
+ */
+async function readSnapshot(h: Harness): Promise<boolean> {
+  const sent = h.callsOf("sendRun").findLast((c) => c.settled === "resolved");
+  const read = sent?.via.readThreadSnapshot;
+  if (!sent || !read) return false;
+  const input = sent.input as { sessionId: string; thread: { cwd: string } };
+  const made = (sent.result as { thread?: object } | undefined)?.thread;
+  const thread = made ? { ...made, cwd: input.thread.cwd } : input.thread;
+  try {
+    h.snapshot = { value: await read({ sessionId: input.sessionId, thread: thread as never }) };
+  } catch (error) {
+    h.snapshot = { failed: error instanceof Error ? error.message : String(error) };
+  }
+  return true;
 }
 
 async function fork(h: Harness, afterRunId?: string): Promise<void> {
@@ -86,32 +106,26 @@ export const drives: Record<string, Drive> = {
   FORK: (h) => fork(h),
   FORK_EARLIER: (h) => fork(h, h.runIds[0]),
   FORK_TEXT: async (h) => {
-    // The parent goes on first: what it says after the fork is not the fork's.
-    await sendText(h);
-    h.parentAfterFork = h.userTexts.get(h.runId) ?? null;
     await sendText(h, h.forkThreadId!);
+    if (h.lastError) return;
+    // Then the parent goes on: what the fork said is not the parent's.
+    h.forkRunId = h.lastRunId;
+    h.forkText = h.userTexts.get(h.lastRunId!) ?? null;
+    await sendText(h);
   },
   SNAPSHOT: async (h) => {
-    // Asked of the adapter directly, in the session the runtime holds, on the thread the latest turn ran on.
-    const sent = h.callsOf("sendRun").findLast((c) => c.settled === "resolved");
-    if (!sent) throw new Error("no turn was sent to read the snapshot of");
-    const input = sent.input as { sessionId: string; thread: { cwd: string } };
-    const made = (sent.result as { thread?: object } | undefined)?.thread;
-    const thread = made ? { ...made, cwd: input.thread.cwd } : input.thread;
-    const read = sent.via.readThreadSnapshot;
-    if (!read) throw new Error("the adapter has no readThreadSnapshot");
-    try {
-      h.snapshot = { value: await read({ sessionId: input.sessionId, thread: thread as never }) };
-    } catch (error) {
-      h.snapshot = { failed: error instanceof Error ? error.message : String(error) };
-    }
+    if (!(await readSnapshot(h))) throw new Error("the adapter has no readThreadSnapshot");
   },
   // The new runtime recovers the run as it opens: it still waits on its request, or it has ended.
   RESTART_PENDING: (h) => h.restart(),
   ROLLBACK: async (h) => {
     const toRunId = h.runIds[0]!;
     const receipt = await h.attempt(() => h.rt.rollback({ threadId: h.threadId, toRunId }));
-    if (receipt) h.runIds.splice(1);
+    if (!receipt) return;
+    h.rollbackReceipt = receipt;
+    h.runIds.splice(1);
+    // What the thread holds now, in the provider's words, where it can say: to hold the rollback's snapshot against.
+    await readSnapshot(h);
   },
   RESTART: async (h) => {
     await h.restart();
@@ -123,6 +137,16 @@ export const drives: Record<string, Drive> = {
   ...sessionDrives,
   ...toolDrives,
   ...switchingDrives,
+};
+
+/** Accepts the open request, lets the run end, and asks the same kind again (accepted too). */
+drives["ASK_AGAIN"] = async (h) => {
+  const kind = h.events("request.opened", (e) => e.runId === h.runId).at(-1)?.payload.kind;
+  await respondToOpen(h, { kind: "decision", decision: "accept" });
+  const runId = await h.send({ kind: "approval", approval: kind as ApprovalKind, text: reply(h) });
+  if (!runId) throw new Error(`sending a second approval turn was refused: ${h.lastError?.code}`);
+  await untilAskedOrEnded(h, runId);
+  if (h.terminal(runId) === undefined) await respondToOpen(h, { kind: "decision", decision: "accept" });
 };
 
 for (const approval of APPROVAL_KINDS) {

@@ -76,11 +76,21 @@ function doneAnyway(caps: ProviderCapabilities, events: ProviderEvent[]): Findin
 const scopeOf = (e: { threadRef?: string | undefined; turnRef?: string | undefined }) =>
   `${e.threadRef ?? ""}/${e.turnRef ?? ""}`;
 
+/** The native turn refs the adapter gave its turns as it accepted them, one per turn sent. */
+const sentTurnRefs = (h: Harness) =>
+  h.callsOf("sendRun").flatMap((c) => {
+    const ref = (c.result as { turnRef?: string | null } | undefined)?.turnRef;
+    return ref ? [ref] : [];
+  });
+
 /** Events after the terminal of the turn they name: the terminal was not the turn's end. */
-function afterTerminal(caps: ProviderCapabilities, events: ProviderEvent[]): Finding[] {
+function afterTerminal(caps: ProviderCapabilities, events: ProviderEvent[], reused: Set<string>): Finding[] {
   const ended = new Set<string>();
   let late = 0;
   for (const e of events) {
+    // A ref that names a later turn too is an identity at fault (below), not a late event.
+    const ref = "turnRef" in e ? e.turnRef : undefined;
+    if (ref && reused.has(ref)) continue;
     if (e.type === "turn.terminal" && e.turnRef) ended.add(e.turnRef);
     else if ((isItem(e) || e.type === "plan.updated" || e.type === "todo.updated") && e.turnRef && ended.has(e.turnRef))
       late += 1;
@@ -123,9 +133,11 @@ function identity(h: Harness, caps: ProviderCapabilities): Finding[] {
     if (refs.length > 0 && strong(caps, field))
       out.push(finding(field, false, "", `declared strong, yet ${what} ${refs.slice(0, 3).join(", ")} named several`));
   };
-  // Turns: one native ref per attempt of a run.
+  // Turns: one native ref per attempt of a run, one per turn the adapter accepted.
   const bound = h.events("attempt.turn_bound");
-  shared("identity.nativeTurnIds", duplicates(bound.map((e) => [e.nativeTurnRef, e.attemptId])), "turn refs");
+  const sent = sentTurnRefs(h).map((ref, i): [string, string] => [ref, `turn ${i}`]);
+  const turns = [...duplicates(bound.map((e) => [e.nativeTurnRef, e.attemptId])), ...duplicates(sent)];
+  shared("identity.nativeTurnIds", [...new Set(turns)], "turn refs");
   // Threads: one native ref per provider thread (a subagent's child thread included).
   const threads = h
     .events("provider_thread.bound")
@@ -151,6 +163,8 @@ function identity(h: Harness, caps: ProviderCapabilities): Finding[] {
 function itemIdentity(events: ProviderEvent[], caps: ProviderCapabilities): Finding[] {
   if (!strong(caps, "identity.nativeItemIds")) return [];
   const started = new Map<string, Map<string, number>>();
+  /** Every item started, by its ref: two items of a path never share one. */
+  const owners = new Set<string>();
   const problems: string[] = [];
   for (const e of events) {
     if (!isItem(e) || !e.itemRef) continue;
@@ -158,7 +172,8 @@ function itemIdentity(events: ProviderEvent[], caps: ProviderCapabilities): Find
     const refs = started.get(key) ?? new Map<string, number>();
     started.set(key, refs);
     if (e.type === "item.started") {
-      if (refs.has(e.itemRef)) problems.push(`two ${e.kind} items started as ${e.itemRef}`);
+      if (owners.has(e.itemRef)) problems.push(`two items started as ${e.itemRef}`);
+      owners.add(e.itemRef);
       refs.set(e.itemRef, 1);
     } else if (refs.size > 0 && !refs.has(e.itemRef)) {
       problems.push(
@@ -171,11 +186,14 @@ function itemIdentity(events: ProviderEvent[], caps: ProviderCapabilities): Find
 }
 
 export function pathEvidence(h: Harness, caps: ProviderCapabilities): Finding[] {
+  const sent = sentTurnRefs(h);
+  const reused = new Set(sent.filter((ref, i) => sent.indexOf(ref) !== i));
   return [
     ...runtimeEvidence(h),
     ...doneAnyway(caps, h.provider),
-    ...afterTerminal(caps, h.provider),
-    ...fencedAfterEnd(h, caps),
+    ...afterTerminal(caps, h.provider, reused),
+    // The runtime fences a reused ref's events as late: the reuse is the fault, reported below.
+    ...(reused.size > 0 ? [] : fencedAfterEnd(h, caps)),
     ...identity(h, caps),
   ];
 }

@@ -57,7 +57,6 @@ export function refusal(h: Harness, policy: string, fields: string[]): Finding[]
   );
 }
 
-const lastTurn = (h: Harness) => h.world.lastTurn();
 /** The user text of the thread's `index`th run (its conversation's, in the order sent). */
 export const textOfRun = (h: Harness, index: number) => h.userTexts.get(h.runIds[index] ?? "") ?? "";
 
@@ -72,7 +71,7 @@ export function told(threadOf: (h: Harness) => string): Check {
   return (h, caps) => {
     const threadId = threadOf(h);
     const handoff = h.events("handoff.created", (e) => e.threadId === threadId).at(-1);
-    const context = lastTurn(h)?.context ?? null;
+    const context = h.latestTurnOn(threadId)?.context ?? null;
     const flat = (text: string) => text.replace(/\s+/g, " ").trim();
     // The provider's turn carried the summary the runtime handed over; the summary told the whole conversation.
     const consumed = !!context && !!handoff && flat(context.text).includes(flat(handoff.text));
@@ -118,6 +117,9 @@ export function told(threadOf: (h: Harness) => string): Check {
             ? "the provider's summary does not tell the conversation it was given"
             : null;
       out.push(finding(field, problem === null, by, problem ?? ""));
+      // A summary over the bound its own record recommends breaks that bound too.
+      if (written !== null && written.length > max && max === caps.context.maxRecommendedHandoffChars)
+        out.push(finding("context.maxRecommendedHandoffChars", false, "", problem!));
     } else {
       out.push(finding(field, handoff?.summarizedBy === "runtime" && local, `${by} (summary_by_local_summariser)`, by));
     }

@@ -11,7 +11,7 @@ import {
   type TillerRuntime,
 } from "../index.js";
 import { DYNAMIC_TOOL } from "./tools.js";
-import type { TurnBehaviour, WorldRun } from "./world.js";
+import type { TurnBehaviour, TurnEvidence, WorldRun } from "./world.js";
 
 /**
  * One path's system under test: a real runtime on a temporary data directory (loopback only: no inspector), with two
@@ -135,13 +135,19 @@ export class Harness {
   readonly gates: string[] = [];
   /** The text of the latest steer sent. */
   steerText = "";
-  /** The user text sent on the parent after it was forked (what the fork must not see). */
-  parentAfterFork: string | null = null;
+  /** The user text of the fork's first run (what its parent must not see). */
+  forkText: string | null = null;
+  forkRunId: string | null = null;
   /** What the provider answered when asked for the thread's snapshot (or why it could not). */
   snapshot: { value: unknown } | { failed: string } | null = null;
+  /** The receipt of the latest rollback. */
+  rollbackReceipt: { provider?: string } | null = null;
   /** A subagent wait settled before the subagent could have ended (its gate still closed). */
   waitSettledEarly = false;
   #n = 0;
+  /** The thread of each run sent, in the order sent; the provider's evidence of each that ended. */
+  #runThreads = new Map<string, string>();
+  #turns = new Map<string, TurnEvidence>();
   #waiters = new Set<() => void>();
   #unsubscribe: (() => void) | null = null;
 
@@ -299,6 +305,7 @@ export class Harness {
     if (!receipt) return null;
     if (threadId === this.threadId && !this.runIds.includes(receipt.runId)) this.runIds.push(receipt.runId);
     this.userTexts.set(receipt.runId, text);
+    this.#runThreads.set(receipt.runId, threadId);
     this.lastRunId = receipt.runId;
     return receipt.runId;
   }
@@ -310,7 +317,17 @@ export class Harness {
 
   async untilTerminal(runId: string): Promise<EventOf<"run.terminal">> {
     await this.until(`run ${runId} to end`, () => this.terminal(runId) !== undefined);
+    // The provider's evidence of the run's turn, as it ended (its turn is the latest the provider took up).
+    const turn = this.world.lastTurn();
+    if (turn && turn.text === this.userTexts.get(runId)) this.#turns.set(runId, turn);
     return this.terminal(runId)!;
+  }
+
+  /** The provider's evidence of the latest run on `threadId` that ended (null: none reached the provider). */
+  latestTurnOn(threadId: string): TurnEvidence | null {
+    const runs = [...this.#runThreads].filter(([, t]) => t === threadId).map(([runId]) => runId);
+    for (const runId of runs.reverse()) if (this.#turns.has(runId)) return this.#turns.get(runId)!;
+    return null;
   }
 
   /** Waits until the provider has visibly taken the run's turn up: something of its turn reached the log. */

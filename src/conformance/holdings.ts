@@ -1,4 +1,4 @@
-import type { ProviderThreadSnapshot, RollbackResult } from "../index.js";
+import type { ProviderCapabilities, ProviderThreadSnapshot, RollbackResult } from "../index.js";
 import { claims, declared, finding, textOfRun, type Check, type Finding } from "./findings.js";
 import type { Harness } from "./harness.js";
 
@@ -95,9 +95,28 @@ const snapshotRead: Check = (h, caps) => {
   return out;
 };
 
+/**
+ * Why a rollback's snapshot, not the rollback, is at fault (null: it is not): the record promises one and the rollback
+ * returned none, or the thread read back right after it holds something else.
+ */
+export function snapshotAtFault(h: Harness, caps: ProviderCapabilities): string | null {
+  if (!caps.checkpointing.providerRollbackReturnsSnapshot) return null;
+  const result = h.callsOf("rollbackThread").at(-1)?.result as RollbackResult | undefined;
+  if (!result?.snapshot) return "the rollback returned no snapshot";
+  const readBack = h.snapshot && "value" in h.snapshot ? (h.snapshot.value as ProviderThreadSnapshot) : null;
+  if (!readBack) return null;
+  const wrong = matches(
+    result.snapshot,
+    readBack.turns.map((t) => t.userText),
+  );
+  return wrong && `the rollback's snapshot is not the thread read back after it: ${wrong}`;
+}
+
 /** The snapshot a rollback returned, against what the provider then holds (its next turn's conversation). */
 const rollbackSnapshot: Check = (h, caps) => {
   if (!caps.checkpointing.providerRollbackReturnsSnapshot) return [];
+  // A thread the runtime did not take as rolled back was rebuilt: its next turn tells nothing of the rollback.
+  if (h.rollbackReceipt?.provider !== "rolled_back") return [];
   const result = h.callsOf("rollbackThread").at(-1)?.result as RollbackResult | undefined;
   const held = h.world.lastTurn()?.priorUserTexts ?? [textOfRun(h, 0)];
   const wrong = result?.snapshot ? matches(result.snapshot, held) : "the rollback returned no snapshot";
@@ -119,14 +138,16 @@ const holdingsChecks: Record<string, Check> = {
   snapshotRead,
   requestLost: (h, caps) => {
     const { request, closed, ended, seen } = askedRun(h);
-    const lost = !!request && !!closed && !!ended;
-    const out = [finding(SURVIVE, lost, seen, seen)];
-    if (caps.approvals.approvalCallbacksAreLiveOnly) out.push(finding(LIVE_ONLY, lost, seen, seen));
-    return out;
+    if (!request) return []; // never asked: the step before says so
+    const lost = !!closed && !!ended;
+    // Callbacks that are not live-only are still answerable once the runtime is back.
+    const live = caps.approvals.approvalCallbacksAreLiveOnly;
+    return [finding(SURVIVE, lost, seen, seen), finding(LIVE_ONLY, live ? lost : !lost, seen, seen)];
   },
   requestSurvived: (h) => {
     const { request, closed, ended, seen } = askedRun(h);
-    const open = !!request && !closed && !ended;
+    if (!request) return [];
+    const open = !closed && !ended;
     return [finding(SURVIVE, open, seen, seen)];
   },
   survivedAnswered: (h) => {

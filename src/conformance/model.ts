@@ -135,6 +135,7 @@ function approvalStates() {
       meta: fields(f, "approvals.approvalsHaveNativeRequestIds", "identity.nativeRequestIds"),
       on: {
         ACCEPT: `approved_${kind}`,
+        ASK_AGAIN: "askedAgain",
         RESTART_PENDING: [{ guard: "requestsSurvive", target: "requestSurvived" }, { target: "requestLost" }],
       },
     };
@@ -151,6 +152,8 @@ function approvalStates() {
     states[`asText_${kind}`] = { type: "final", meta: fields(f) };
   }
   states["answered_question"] = { type: "final", meta: fields(ARTIFACTS.question) };
+  // Two requests, one after the other: their native ids name one each.
+  states["askedAgain"] = { type: "final", meta: fields("identity.nativeRequestIds") };
   // A runtime restart while a request waits: it is still answerable where the record says requests survive.
   states["requestSurvived"] = { meta: fields(...ACROSS_RESTART), on: { ACCEPT: "survivedAnswered" } };
   states["survivedAnswered"] = { type: "final", meta: fields(...ACROSS_RESTART) };
@@ -281,6 +284,7 @@ export const MODEL_EVENTS = [
   "SNAPSHOT",
   "RESTART",
   "RESTART_PENDING",
+  "ASK_AGAIN",
   "ACCEPT",
   "ANSWER",
   ...APPROVAL_KINDS.map((k) => `ASK_${k}`),

@@ -59,6 +59,10 @@ export async function runPath(
   let h: Harness | null = null;
   let index = 0;
   let error: string | null = null;
+  const skipRest = (why: string) => {
+    for (const field of new Set(path.steps.slice(index + 1).flatMap((s) => s.fields)))
+      findings.push({ field, ok: true, skipped: true, observed: why });
+  };
   try {
     const opening = world.open().then((run) =>
       Harness.open(run, timeoutMs, {
@@ -77,7 +81,13 @@ export async function runPath(
       await bounded(drives[step.event]!(h), timeoutMs * 2, step.event);
       await h.settle();
       if (h.lastError && !step.refusal) throw new Error(`refused: ${h.lastError.code}: ${h.lastError.message}`);
-      findings.push(...mine(checks[step.state]?.(h, caps) ?? []));
+      const found = mine(checks[step.state]?.(h, caps) ?? []);
+      findings.push(...found);
+      // What follows a refuted step would be judged on its consequences: the path stops there.
+      if (found.some((f) => !f.ok)) {
+        skipRest(`the path stopped at ${step.event} -> ${step.state}, refuted`);
+        break;
+      }
     }
   } catch (failure) {
     const step = path.steps[index];
@@ -85,12 +95,13 @@ export async function runPath(
     error = `${where}: ${messageOf(failure)}`;
     const seen = h && step ? mine(observedRefutations(h, caps, step.state)) : [];
     const evidence = h ? pathEvidence(h, caps) : [];
-    findings.push(...seen.map((f) => ({ ...f, observed: `${where} failed (${messageOf(failure)}); ${f.observed}` })));
-    if (seen.length === 0 && !evidence.some((f) => !f.ok))
-      for (const field of step?.blame ?? []) findings.push({ field, ok: false, observed: error });
-    const stopped = `not run: the path stopped at ${where}`;
-    for (const field of new Set(path.steps.slice(index + 1).flatMap((s) => s.fields)))
-      findings.push({ field, ok: true, skipped: true, observed: stopped });
+    // The runtime's evidence names the cause where it has any; else what the step observed; else the step's fields.
+    if (!evidence.some((f) => !f.ok)) {
+      findings.push(...seen.map((f) => ({ ...f, observed: `${where} failed (${messageOf(failure)}); ${f.observed}` })));
+      if (seen.length === 0)
+        for (const field of step?.blame ?? []) findings.push({ field, ok: false, observed: error });
+    }
+    skipRest(`not run: the path stopped at ${where}`);
   }
   if (h) {
     // What the runtime itself recorded of the provider, and what the provider's ids say, over the whole path.
@@ -99,7 +110,11 @@ export async function runPath(
     } catch {
       // A runtime that cannot deliver its log has failed the path already; the evidence is what reached us.
     }
-    findings.push(...pathEvidence(h, caps));
+    const evidence = pathEvidence(h, caps);
+    // A broken identity explains what the steps saw go wrong (events fenced, items not closed): it alone is blamed.
+    const broken = evidence.some((f) => !f.ok && f.field.startsWith("identity."));
+    const kept = broken ? findings.filter((f) => f.ok || f.skipped) : findings;
+    findings.splice(0, findings.length, ...kept, ...evidence);
     await bounded(h.close(), timeoutMs * 2, "closing the path").catch(() => undefined);
   }
   return { findings, error };

@@ -167,8 +167,10 @@ function absentOf(caps: ProviderCapabilities): string[] {
 export const subagentChecks: Record<string, Check> = {
   delegated: (h, caps) => {
     const node = subagentNode(h);
-    const out: Finding[] = [finding(SUPPORTS, !!node, "a subagent node", "no subagent node")];
     const started = h.provider.some((e) => e.type === "subagent.started");
+    // Without its lifecycle events there is no subagent to show: the missing events are blamed, not the subagent.
+    if (!started) return [finding(LIFECYCLE, false, "", "no subagent.started streamed")];
+    const out: Finding[] = [finding(SUPPORTS, !!node, "a subagent node", "no subagent node")];
     out.push(finding(LIFECYCLE, started, "subagent.started streamed", "no subagent.started streamed"));
     if (claims(caps.subagents.exposesSubagentThreadIds)) {
       const bound = h.events("subagent.thread_bound", (e) => e.runId === h.runId)[0];
@@ -193,7 +195,7 @@ export const subagentChecks: Record<string, Check> = {
   subagentForkedUntold: () => [],
   subagentForkNativeAnswered: (h) => {
     const resolution = h.events("fork.resolved", (e) => e.threadId === h.forkThreadId)[0]?.resolution ?? "(none)";
-    const prior = h.world.lastTurn()?.priorUserTexts ?? [];
+    const prior = h.latestTurnOn(h.forkThreadId!)?.priorUserTexts ?? [];
     const ok = resolution === "native" && prior.includes(SUBAGENT_PROMPT);
     const seen = `fork ${resolution}; the provider had ${JSON.stringify(prior)}`;
     return FORK_SUB.map((f) => finding(f, ok, seen, seen));
@@ -201,8 +203,8 @@ export const subagentChecks: Record<string, Check> = {
   subagentForkSyntheticAnswered: (h, caps) => {
     const resolution = h.events("fork.resolved", (e) => e.threadId === h.forkThreadId)[0]?.resolution ?? "(none)";
     const policy = h.policies((e) => e.threadId === h.forkThreadId).includes("subagent_fork_synthetic");
-    const told = h.world.lastTurn()?.context !== null;
-    const ok = resolution === "portable" && policy && told && h.terminal(h.lastRunId!)?.status === "completed";
+    const told = (h.latestTurnOn(h.forkThreadId!)?.context ?? null) !== null;
+    const ok = resolution === "portable" && policy && told && h.terminal(h.forkRunId ?? "")?.status === "completed";
     const seen = `fork ${resolution}, subagent_fork_synthetic ${policy}, context carried ${told}`;
     return absentOf(caps).map((f) => finding(f, ok, seen, seen));
   },

@@ -11,6 +11,15 @@ import { OTHER_TARGET, TARGET, type Harness } from "./harness.js";
 
 const SWITCH = "sessions.supportsProviderSwitchingViaHandoff";
 const DELTA = "context.supportsDeltaHandoff";
+const TOLD_FIELDS = [
+  "context.canConsumeHandoffSummaries",
+  "context.supportsFullThreadHandoff",
+  "context.canGenerateSummaries",
+  "context.maxRecommendedHandoffChars",
+  "context.acceptsSystemContext",
+  "context.acceptsDeveloperContext",
+  "context.acceptsSyntheticUserContext",
+];
 
 export const switchingGuards = {
   switchesProviders: (c: ProviderCapabilities) => c.sessions.supportsProviderSwitchingViaHandoff,
@@ -27,7 +36,8 @@ export const switchingAnsweredEvents = {
 
 export const switchingStates = {
   switched: {
-    meta: { fields: [SWITCH] },
+    // It tells the other provider the conversation: what a handoff exercises.
+    meta: { fields: [SWITCH, ...TOLD_FIELDS] },
     on: { SWITCH_BACK: [{ guard: "takesDeltas", target: "returnedDelta" }, { target: "returnedFresh" }] },
   },
   returnedDelta: { type: "final", meta: { fields: [DELTA] } },

@@ -104,22 +104,16 @@ export const toolChecks: Record<string, Check> = {
     return [finding(DYNAMIC, ok, seen, seen)];
   },
   toolRan: (h, caps) => {
-    // The path's only turn is this one: every item the adapter streamed is its.
+    // The path's only turn is this one: every item the adapter streamed is its, and its one tool is the command.
     const items = h.provider.filter(isItem);
-    const tool = items.filter((e) => TOOL_KINDS.has(e.kind));
+    const tool = items.filter((e) => e.kind !== "assistant_message" && e.kind !== "reasoning");
     const has = (type: Item["type"]) => tool.some((e) => e.type === type);
     const out: Finding[] = [];
-    // The turn ran one shell command: an item of any other tool kind misnames it.
-    const misnamed = items.filter(
-      (e) => e.kind !== "assistant_message" && e.kind !== "reasoning" && !TOOL_KINDS.has(e.kind),
-    );
-    for (const [type, field] of [
-      ["item.started", "tools.emitsToolStarted"],
-      ["item.completed", "tools.emitsToolCompleted"],
-    ] as const) {
-      const wrong = misnamed.find((e) => e.type === type);
-      if (wrong)
-        out.push(finding(field, false, "", `the shell command the turn ran was reported as a ${wrong.kind} item`));
+    // A shell command reported as another kind of tool: the item that announced it misnames it.
+    const misnamed = tool.find((e) => !TOOL_KINDS.has(e.kind));
+    if (misnamed) {
+      const field = misnamed.type === "item.completed" ? "tools.emitsToolCompleted" : "tools.emitsToolStarted";
+      return [finding(field, false, "", `the shell command the turn ran was reported as a ${misnamed.kind} item`)];
     }
     if (caps.tools.emitsToolStarted)
       out.push(finding("tools.emitsToolStarted", has("item.started"), "tool started", "no tool start"));
@@ -131,7 +125,8 @@ export const toolChecks: Record<string, Check> = {
     const node = h.events("node.started", (e) => e.runId === h.runId && TOOL_KINDS.has(e.kind))[0];
     const closed = node && h.events("node.completed", (e) => e.nodeId === node.nodeId)[0];
     const shown = closed?.output?.includes(TOOL_OUTPUT) ?? false;
-    if (caps.tools.emitsToolOutput)
+    // The output comes with the tool's completion: without one, there is none to speak of.
+    if (caps.tools.emitsToolOutput && (has("item.completed") || !caps.tools.emitsToolCompleted))
       out.push(finding("tools.emitsToolOutput", shown, "the output is on the tool's node", `output ${closed?.output}`));
     if (caps.tools.exposesToolItemIds && claims(caps.identity.nativeItemIds)) {
       const ref = tool.find((e) => e.itemRef)?.itemRef;

@@ -919,7 +919,8 @@ export const LIES: Lie[] = [
     adapter: streaming(() => {
       let count = 0;
       return (event) => {
-        if (event.type !== "item.completed" || event.kind !== "command_execution") return [event];
+        if (event.type !== "item.completed" || (event.kind !== "command_execution" && event.kind !== "tool_call"))
+          return [event];
         // After the command, a call of a tool of an MCP server.
         count += 1;
         const where = {
