@@ -254,9 +254,8 @@ export const checks: Record<string, Check> = {
   forkEarlierRefused: untold(forkEarlierField),
   forkedEarlierNative: () => [],
   forkedEarlierSynthetic: () => [],
-  forkEarlierNativeAnswered: forkChecks(["threads.canForkThread", "threads.canForkFromTurn"], true, (h) => [
-    textOfRun(h, 0),
-  ]),
+  // The fork of the whole thread has its own path: this one answers for forking from a turn.
+  forkEarlierNativeAnswered: forkChecks(["threads.canForkFromTurn"], true, (h) => [textOfRun(h, 0)]),
   forkEarlierSyntheticAnswered: both(
     (h, caps) => forkChecks(forkEarlierField(caps), false, () => [])(h, caps),
     told(forkThread),

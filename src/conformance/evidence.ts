@@ -138,10 +138,12 @@ function identity(h: Harness, caps: ProviderCapabilities): Finding[] {
   const sent = sentTurnRefs(h).map((ref, i): [string, string] => [ref, `turn ${i}`]);
   const turns = [...duplicates(bound.map((e) => [e.nativeTurnRef, e.attemptId])), ...duplicates(sent)];
   shared("identity.nativeTurnIds", [...new Set(turns)], "turn refs");
-  // Threads: one native ref per provider thread (a subagent's child thread included).
+  // Threads: one native ref per provider thread (a subagent's child thread included). Two provider threads bound to
+  // one native thread (the same cursor) are one thread shared, a fork's fault, not the ref's; one ref for two cursors
+  // names two threads.
   const threads = h
     .events("provider_thread.bound")
-    .map((e): [string | null, string] => [e.nativeThreadRef, e.providerThreadId]);
+    .map((e): [string | null, string] => [e.nativeThreadRef, e.resumeCursor]);
   const children = h
     .events("subagent.thread_bound")
     .map((e): [string | null, string] => [e.nativeThreadRef, `child ${e.nodeId}`]);

@@ -9,7 +9,20 @@ export interface Finding {
   observed: string;
   /** Not a finding: the step that would have exercised the field was not run (`observed` says why). */
   skipped?: boolean;
+  /**
+   * A refutation one observation cannot pin on one field alone: it stands unless the named field was verified
+   * (`unlessVerified`: then the fault is narrower) or refuted (`unlessRefuted`: then the fault is that field's).
+   */
+  unlessVerified?: string;
+  unlessRefuted?: string;
 }
+
+/** Fields whose verdict may rest on others' (the `unlessVerified`/`unlessRefuted` the checks give them). */
+export const VERDICT_RESTS_ON: Readonly<Record<string, string[]>> = {
+  "context.canConsumeHandoffSummaries": ["context.supportsDeltaHandoff"],
+  "context.supportsFullThreadHandoff": ["context.supportsDeltaHandoff", "context.canConsumeHandoffSummaries"],
+  "context.supportsDeltaHandoff": ["context.canConsumeHandoffSummaries"],
+};
 
 export type Check = (h: Harness, caps: ProviderCapabilities) => Finding[];
 
@@ -81,11 +94,35 @@ export function told(threadOf: (h: Harness) => string): Check {
       ? `${context.delivery} context, ${consumed ? "the handoff's summary" : "not the handoff's summary"}`
       : "none";
     const seen = `handoff ${handoff?.strategy ?? "none"}; the provider's turn carried ${how}`;
-    const full = consumed && handoff?.strategy === "full_thread_summary" && (covers || byProvider);
-    const out = [
-      finding("context.canConsumeHandoffSummaries", consumed, seen, seen),
-      finding("context.supportsFullThreadHandoff", full, seen, covers ? seen : `${seen}, not telling the conversation`),
-    ];
+    const isFull = handoff?.strategy === "full_thread_summary";
+    const out: Finding[] = [];
+    if (consumed || !handoff) out.push(finding("context.canConsumeHandoffSummaries", consumed, seen, seen));
+    else {
+      // A summary not taken in: the provider takes none, or none of this kind (where it took a delta, this one).
+      const FULL = "context.supportsFullThreadHandoff";
+      const narrower = isFull ? { unlessVerified: "context.supportsDeltaHandoff" } : {};
+      out.push({ field: "context.canConsumeHandoffSummaries", ok: false, observed: seen, ...narrower });
+      if (isFull)
+        out.push({ field: FULL, ok: false, observed: seen, unlessRefuted: "context.canConsumeHandoffSummaries" });
+    }
+    if (consumed && isFull) {
+      const full = covers || byProvider;
+      out.push(finding("context.supportsFullThreadHandoff", full, seen, `${seen}, not telling the conversation`));
+    }
+    // The way the runtime chose to deliver it is the way the provider took it.
+    const chosen = (
+      h.callsOf("sendRun").findLast((c) => (c.input as { context?: unknown }).context) as
+        { input: { context: { delivery: keyof typeof DELIVERY_FIELD } } } | undefined
+    )?.input.context.delivery;
+    if (consumed && chosen && context && context.delivery !== chosen)
+      out.push(
+        finding(
+          DELIVERY_FIELD[chosen],
+          false,
+          "",
+          `sent as ${chosen} context, the provider took it as ${context.delivery}`,
+        ),
+      );
     const delivery = context ? DELIVERY_FIELD[context.delivery] : null;
     if (delivery) out.push(finding(delivery, claims(declared(caps, delivery)), seen, `${seen}, not declared`));
     const max = caps.context.maxRecommendedHandoffChars;

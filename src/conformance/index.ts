@@ -1,5 +1,5 @@
 import type { ProviderCapabilities } from "../index.js";
-import { declared, type Finding } from "./findings.js";
+import { declared, VERDICT_RESTS_ON, type Finding } from "./findings.js";
 import { Harness } from "./harness.js";
 import { generatePaths } from "./model.js";
 import { buildReport, fieldNames, type ConformanceReport } from "./report.js";
@@ -114,7 +114,8 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   const { world } = options;
   const timeoutMs = options.timeoutMs ?? 15_000;
   const { caps, findings: announced } = await declaredRecord(world, timeoutMs);
-  const wanted = options.fields ? new Set(options.fields) : null;
+  // A field's verdict may rest on another's (a refutation that stands unless that one is verified): both run.
+  const wanted = options.fields ? new Set(options.fields.flatMap((f) => [f, ...(VERDICT_RESTS_ON[f] ?? [])])) : null;
   const selected = generatePaths({ caps, scripts: world.scripts }).filter(
     (path) => !wanted || path.fields.some((f) => wanted.has(f)),
   );

@@ -257,7 +257,8 @@ export const conformanceMachine: AnyStateMachine = setup({
     steeredDone: { type: "final", meta: fields(...STEER) },
     steerRestarted: { type: "final", meta: fields(...STEER, ...INTERRUPT) },
     steerRefused: { type: "final", meta: refused(...STEER) },
-    interrupted: { type: "final", meta: fields(...INTERRUPT) },
+    // An interrupted turn's terminal says so: what a strong terminal promises.
+    interrupted: { type: "final", meta: fields(...INTERRUPT, "turns.terminalStatusQuality") },
     interruptRefused: { type: "final", meta: refused(...INTERRUPT) },
     queuedAtProvider: { meta: fields(...QUEUE), on: { RELEASE: "queueDrained" } },
     queuedByRuntime: { meta: fields(...QUEUE), on: { RELEASE: "queueDrained" } },

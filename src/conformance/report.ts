@@ -121,8 +121,15 @@ export function buildReport(
   findings: Finding[],
   paths: ConformanceReport["paths"],
 ): ConformanceReport {
+  // Refutations that hold unless another field's verdict places the fault elsewhere, resolved in turn.
+  const plain = findings.filter((f) => !f.unlessVerified && !f.unlessRefuted);
+  const isRefuted = (list: Finding[], field: string) => list.some((f) => f.field === field && !f.ok && !f.skipped);
+  const isVerified = (list: Finding[], field: string) =>
+    !isRefuted(list, field) && list.some((f) => f.field === field && f.ok && !f.skipped);
+  const narrowed = [...plain, ...findings.filter((f) => f.unlessVerified && !isVerified(plain, f.unlessVerified))];
+  const resolved = [...narrowed, ...findings.filter((f) => f.unlessRefuted && !isRefuted(narrowed, f.unlessRefuted))];
   const verdictOf = (field: string, value: unknown): FieldVerdict => {
-    const all = findings.filter((f) => f.field === field);
+    const all = resolved.filter((f) => f.field === field);
     const mine = all.filter((f) => !f.skipped);
     const claimed = field.startsWith("primitive.") || claims(value);
     const refuted = mine.find((f) => !f.ok);

@@ -11,6 +11,7 @@ import { OTHER_TARGET, TARGET, type Harness } from "./harness.js";
 
 const SWITCH = "sessions.supportsProviderSwitchingViaHandoff";
 const DELTA = "context.supportsDeltaHandoff";
+const CONSUME = "context.canConsumeHandoffSummaries";
 const TOLD_FIELDS = [
   "context.canConsumeHandoffSummaries",
   "context.supportsFullThreadHandoff",
@@ -73,6 +74,9 @@ export const switchingChecks: Record<string, Check> = {
     const told = !!turn?.context?.text.includes(textOfRun(h, 1));
     const ok = handoff?.strategy === "delta_since_last_seen" && sameThread && told;
     const seen = `handoff ${handoff?.strategy ?? "none"}; the provider had ${JSON.stringify(turn?.priorUserTexts)}`;
+    // A delta not taken in at all may be a provider that takes no summary: that field's fault, where it is refuted.
+    if (!ok && sameThread && !turn?.context)
+      return [{ field: DELTA, ok: false, observed: `${seen}; it carried no context`, unlessRefuted: CONSUME }];
     return [finding(DELTA, ok, `${seen} and was told the missed run`, `${seen}; told the missed run: ${told}`)];
   },
   returnedFresh: (h) => {

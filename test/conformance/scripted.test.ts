@@ -49,6 +49,6 @@ describe("conformance: scripted provider", () => {
   for (const [name, capabilities] of Object.entries(records)) {
     it(`${name}: every claimed field verified or not exercisable, none refuted`, async () => {
       await expectConforms(scriptedWorld({ capabilities, name: `scripted (${name})` }));
-    }, 120_000);
+    }, 300_000);
   }
 });
