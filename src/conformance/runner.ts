@@ -83,8 +83,9 @@ export async function runPath(
       if (h.lastError && !step.refusal) throw new Error(`refused: ${h.lastError.code}: ${h.lastError.message}`);
       const found = mine(checks[step.state]?.(h, caps) ?? []);
       findings.push(...found);
-      // What follows a refuted step would be judged on its consequences: the path stops there.
-      if (found.some((f) => !f.ok)) {
+      // What follows a refuted step would be judged on its consequences: the path stops there (a refutation that
+      // waits on another field's verdict lets it go on, to where that verdict may be found).
+      if (found.some((f) => !f.ok && !f.unlessVerified && !f.unlessRefuted)) {
         skipRest(`the path stopped at ${step.event} -> ${step.state}, refuted`);
         break;
       }
