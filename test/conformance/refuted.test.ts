@@ -65,12 +65,19 @@ describe("conformance: a lying adapter is caught", () => {
         forkThread: ({ sessionId, cwd }) => adapter.ensureProviderThread({ sessionId, cwd }),
       }),
     );
-    for (const field of ["threads.canForkThread", "threads.canForkFromTurn"]) {
+    // Every fork it declares (of the whole thread, from a turn, of a subagent's thread) forgets.
+    const forks = [
+      "threads.canForkThread",
+      "threads.canForkFromTurn",
+      "threads.canForkFromSubagentThread",
+      "subagents.canForkSubagentThread",
+    ];
+    for (const field of forks) {
       const fork = verdictOf(report, field);
       expect(fork.verdict).toBe("refuted");
       expect(fork.detail).toContain("the provider had []");
     }
-    expect(report.refuted).toBe(2);
+    expect(report.refuted).toBe(forks.length);
     expect(report.ok).toBe(false);
     expect(verdictOf(report, "threads.canRollbackThread").verdict).toBe("verified");
   }, 120_000);
