@@ -75,6 +75,11 @@ export interface ConformanceOptions {
    * still lists every field, those no selected path reached as not exercisable. Default: every path.
    */
   fields?: string[];
+  /**
+   * Run only the paths this accepts, given the model events each path takes (`["HOLD", "INTERRUPT"]`); with `fields`,
+   * a path must pass both. Default: every path.
+   */
+  paths?: (events: string[]) => boolean;
   /** How many paths run at once (each in its own runtime). Default: the world's `parallel`, else 1. */
   parallel?: number;
 }
@@ -117,7 +122,9 @@ export async function runConformance(options: ConformanceOptions): Promise<Confo
   // A field's verdict may rest on another's (a refutation that stands unless that one is verified): both run.
   const wanted = options.fields ? new Set(options.fields.flatMap((f) => [f, ...(VERDICT_RESTS_ON[f] ?? [])])) : null;
   const selected = generatePaths({ caps, scripts: world.scripts }).filter(
-    (path) => !wanted || path.fields.some((f) => wanted.has(f)),
+    (path) =>
+      (!wanted || path.fields.some((f) => wanted.has(f))) &&
+      (!options.paths || options.paths(path.steps.map((s) => s.event))),
   );
   const results = await inPool(selected, options.parallel ?? world.parallel ?? 1, async (path) => {
     const result = await runPath(world, caps, path, timeoutMs);
