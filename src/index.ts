@@ -46,7 +46,13 @@ export type { UndoSubagentReceipt } from "./runtime/commands/undoSubagent.js";
 export { DEGRADATIONS, POLICY_NAMES, type PolicyName } from "./machines/policies.js";
 export type * from "./adapters/contract.js";
 export { ProviderEventSchema } from "./adapters/contract.js";
-export { defineAdapter, SERVED_BY, type RequiredMethods, type Serving } from "./adapters/kit/defineAdapter.js";
+export {
+  defineAdapter,
+  SERVED_BY,
+  type AdapterDeclaring,
+  type RequiredMethods,
+  type Serving,
+} from "./adapters/kit/defineAdapter.js";
 export {
   createScriptedAdapter,
   createScriptedHostAdapter,
@@ -54,9 +60,13 @@ export {
   keyedScript,
   echoScript,
   ScriptStepSchema,
+  type ScriptedAdapter,
   type ScriptedAdapterOptions,
+  type ScriptedCapabilities,
   type ScriptedHostAdapter,
+  type HostedCapabilities,
   type ScriptedHostOptions,
+  type ScriptedRecord,
   type ScriptStep,
   type ScriptSource,
 } from "./adapters/scripted/index.js";

@@ -10,8 +10,56 @@ export type CapabilityOverrides = {
   [G in CapabilityGroup]?: Partial<ProviderCapabilities[G]>;
 };
 
+/** A field's type once an override's is set over a base's (an override that may be unset keeps the base's too). */
+type Overridden<Base, Value> = undefined extends Value ? Base | Exclude<Value, undefined> : Value;
+
+/** A group's type with the fields its overrides set (a group that may be unset keeps every field's base type too). */
+type GroupWith<Base, Group> = {
+  [F in keyof Base]: F extends keyof NonNullable<Group>
+    ? Overridden<Base[F], undefined extends Group ? NonNullable<Group>[F] | undefined : NonNullable<Group>[F]>
+    : Base[F];
+};
+
+/**
+ * The record type `defineCapabilities(overrides, base)` returns: `B` with the fields `O` sets. Where the overrides are
+ * a literal (`defineCapabilities` takes them as a `const` type parameter), a field they set is its literal (`true`,
+ * `false`), so an adapter declaring the record must serve what it claims (`defineAdapter`); a field they may leave
+ * unset keeps the base's type as well.
+ */
+export type WithOverrides<B extends ProviderCapabilities, O extends CapabilityOverrides> = {
+  [G in keyof B]: G extends keyof O ? GroupWith<B[G], O[G]> : B[G];
+};
+
+/**
+ * Overrides (or a full record) naming only the record's fields: an excess field below a `const` type parameter's top
+ * level is not refused by the compiler, so it is typed `never` here (and refused, typed, by `parseCapabilities`).
+ */
+export type KnownFields<O> = {
+  [G in keyof O]: G extends CapabilityGroup ? KnownGroup<O[G], G> : G extends "version" ? O[G] : never;
+};
+
+type KnownGroup<V, G extends CapabilityGroup> = V extends object
+  ? { [F in keyof V]: F extends keyof ProviderCapabilities[G] ? V[F] : never }
+  : V;
+
+/**
+ * `fullCapabilities()`'s record type: each field `SERVED_BY` links to a method (kit/defineAdapter.ts) is literal, so
+ * an adapter declaring this record (the scripted provider's default) must serve each it claims; the other fields are
+ * the schema's.
+ */
+export type FullCapabilities = WithOverrides<
+  ProviderCapabilities,
+  {
+    sessions: { pendingRequestsSurviveRestart: false };
+    threads: { canReadThreadSnapshot: true; canRollbackThread: true; canForkThread: true };
+    turns: { supportsActiveSteering: true };
+    subagents: { canWaitForSubagents: true; canCloseSubagents: true };
+    context: { canGenerateSummaries: true };
+  }
+>;
+
 /** Everything a provider could offer, with strong identities. */
-export function fullCapabilities(): ProviderCapabilities {
+export function fullCapabilities(): FullCapabilities {
   return {
     version: CAPABILITY_RECORD_VERSION,
     sessions: {
@@ -107,7 +155,7 @@ export function fullCapabilities(): ProviderCapabilities {
 
 /** A provider that can only run a turn and stream text back: no ids, no control. */
 export function minimalCapabilities(): ProviderCapabilities {
-  const full = fullCapabilities();
+  const full: ProviderCapabilities = fullCapabilities();
   const off = <T extends object>(group: T): T =>
     Object.fromEntries(Object.entries(group).map(([k, v]) => [k, typeof v === "boolean" ? false : v])) as T;
   return {
@@ -126,11 +174,22 @@ export function minimalCapabilities(): ProviderCapabilities {
   };
 }
 
-/** A validated record built from a base and per-group overrides. */
+/**
+ * A validated record built from a base (`fullCapabilities()` when none is given) and per-group overrides, typed with
+ * the fields the overrides set (`WithOverrides`): literal where they are.
+ */
+export function defineCapabilities<const O extends CapabilityOverrides = {}>(
+  overrides?: O & KnownFields<O>,
+): WithOverrides<FullCapabilities, O>;
+export function defineCapabilities<const O extends CapabilityOverrides, B extends ProviderCapabilities>(
+  overrides: O & KnownFields<O>,
+  base: B,
+): WithOverrides<B, O>;
+// The overloads give the type; `parseCapabilities` checks the value against the schema.
 export function defineCapabilities(
   overrides: CapabilityOverrides = {},
   base: ProviderCapabilities = fullCapabilities(),
-): ProviderCapabilities {
+): unknown {
   const merged: Record<string, unknown> = { ...base };
   for (const [group, fields] of Object.entries(overrides)) {
     merged[group] = { ...(base[group as CapabilityGroup] as object), ...fields };

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import type { z } from "zod";
 import {
   CAPABILITY_RECORD_VERSION,
@@ -9,7 +9,12 @@ import {
   parseCapabilities,
 } from "../../src/capabilities/index.js";
 import * as predicates from "../../src/capabilities/predicates.js";
-import type { CapabilityGroup, CapabilityOverrides, ProviderCapabilities } from "../../src/capabilities/index.js";
+import type {
+  CapabilityGroup,
+  CapabilityOverrides,
+  FullCapabilities,
+  ProviderCapabilities,
+} from "../../src/capabilities/index.js";
 import type { ApprovalKind } from "../../src/domain/items.js";
 import { InvalidInputError } from "../../src/domain/errors.js";
 
@@ -325,6 +330,28 @@ describe("defineCapabilities", () => {
     const negative = catchError(() => defineCapabilities({ context: { maxRecommendedHandoffChars: -1 } }));
     expect(negative).toBeInstanceOf(InvalidInputError);
     expect((negative as InvalidInputError).field).toBe("context.maxRecommendedHandoffChars");
+  });
+
+  it("is typed with the fields its overrides set: literal where they are, the base's type elsewhere", () => {
+    const caps = defineCapabilities({ turns: { supportsActiveSteering: false }, threads: { canForkThread: true } });
+    expectTypeOf(caps.turns.supportsActiveSteering).toEqualTypeOf<false>();
+    expectTypeOf(caps.threads.canForkThread).toEqualTypeOf<true>();
+    // Not set: fullCapabilities()' type (literal where a method serves the field), else the schema's.
+    expectTypeOf(caps.threads.canRollbackThread).toEqualTypeOf<true>();
+    expectTypeOf(caps.turns.supportsInterrupt).toEqualTypeOf<boolean>();
+    expectTypeOf(defineCapabilities()).toEqualTypeOf<FullCapabilities>();
+    // Over a base typed by the schema, what the overrides leave is the schema's.
+    const onMinimal = defineCapabilities({ turns: { supportsActiveSteering: true } }, minimalCapabilities());
+    expectTypeOf(onMinimal.turns.supportsActiveSteering).toEqualTypeOf<true>();
+    expectTypeOf(onMinimal.threads.canForkThread).toEqualTypeOf<boolean>();
+    // Overrides known only by their type set nothing for sure.
+    const wide: CapabilityOverrides = { turns: { supportsActiveSteering: false } };
+    expectTypeOf(defineCapabilities(wide).turns.supportsActiveSteering).toEqualTypeOf<boolean>();
+    // A field the record does not have, below a group, is still refused by type (and by the schema).
+    // @ts-expect-error turns has no supportsTimeTravel
+    expect(() => defineCapabilities({ turns: { supportsTimeTravel: true } })).toThrow(InvalidInputError);
+    // @ts-expect-error nor a group the record does not have
+    expect(() => defineCapabilities({ telepathy: { on: true } })).toThrow(InvalidInputError);
   });
 });
 

@@ -3,11 +3,11 @@ import type { HostSpec } from "../kit/hostSpec.js";
 import { hosted } from "../kit/hosted.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../domain/entities.js";
 import { ProviderError } from "../../domain/errors.js";
-import type { ProviderAdapter, SandboxPolicy } from "../contract.js";
-import { claudeCapabilities } from "./capabilities.js";
+import type { SandboxPolicy } from "../contract.js";
+import { claudeCapabilities, type ClaudeCapabilities } from "./capabilities.js";
 import { callHost, claudeHostSpec, type ClaudeHostOptions, type HostMethod, type HostParams } from "./transport.js";
 import { userPrompt } from "../kit/context.js";
-import { defineAdapter } from "../kit/defineAdapter.js";
+import { defineAdapter, type AdapterDeclaring } from "../kit/defineAdapter.js";
 
 /**
  * Claude Code through the official Agent SDK, in a host process owned by the runtime's
@@ -22,7 +22,8 @@ export interface ClaudeAdapterOptions extends ClaudeHostOptions {
 
 export type { ClaudeModelEndpoint } from "./transport.js";
 
-export type ClaudeAdapter = ProviderAdapter & {
+/** Its record typed as declared: it serves what the record claims (rollback, fork). */
+export type ClaudeAdapter = AdapterDeclaring<ClaudeCapabilities> & {
   readonly hostSpec: HostSpec;
   hostPid(sessionId: string): number | null;
 };

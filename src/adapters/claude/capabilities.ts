@@ -1,12 +1,15 @@
-import { defineCapabilities, type ProviderCapabilities } from "../../capabilities/index.js";
+import { defineCapabilities } from "../../capabilities/index.js";
 
 /**
  * What Claude Code does through the Agent SDK, as this adapter projects it and the real-binary
  * tests exercise it. Claude lacks what matters most for degradation: no turn ids (weak turn
  * identity), no mid-turn steering (steer = interrupt-restart), rollback only by resuming at an
  * earlier message, unchecked (no conversation snapshot). See GAP.md for the rest.
+ *
+ * The record is fixed, so it is typed as written (literal fields): the adapter must serve what it claims
+ * (`defineAdapter`: `rollbackThread`, `forkThread`).
  */
-export function claudeCapabilities(): ProviderCapabilities {
+export function claudeCapabilities() {
   return defineCapabilities({
     sessions: {
       supportsMultipleProviderThreadsPerSession: false,
@@ -100,3 +103,6 @@ export function claudeCapabilities(): ProviderCapabilities {
     identity: { nativeThreadIds: "strong", nativeTurnIds: "none", nativeItemIds: "strong", nativeRequestIds: "strong" },
   });
 }
+
+/** Claude's record, typed as it is declared. */
+export type ClaudeCapabilities = ReturnType<typeof claudeCapabilities>;

@@ -5,4 +5,4 @@ export {
   type ClaudeAdapterOptions,
   type ClaudeModelEndpoint,
 } from "./adapter.js";
-export { claudeCapabilities } from "./capabilities.js";
+export { claudeCapabilities, type ClaudeCapabilities } from "./capabilities.js";

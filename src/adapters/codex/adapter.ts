@@ -1,4 +1,3 @@
-import type { ProviderCapabilities } from "../../capabilities/index.js";
 import { DEFAULT_RUNTIME_MODE, sameRuntimeMode, type RuntimeMode } from "../../domain/entities.js";
 import { HostUnavailableError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
 import { INVALID_REQUEST } from "../kit/jsonRpc.js";
@@ -7,14 +6,8 @@ import type { SpawnedHost } from "../kit/hostSpec.js";
 import type { HostSpec } from "../kit/hostSpec.js";
 import { hosted } from "../kit/hosted.js";
 import type { FrameRing } from "../kit/ring.js";
-import type {
-  DynamicToolDefinition,
-  ProviderAdapter,
-  ProviderEvent,
-  ProviderThreadHandle,
-  SandboxPolicy,
-} from "../contract.js";
-import { codexCapabilities, codexVersion } from "./capabilities.js";
+import type { DynamicToolDefinition, ProviderEvent, ProviderThreadHandle, SandboxPolicy } from "../contract.js";
+import { codexCapabilities, codexVersion, type CodexCapabilities } from "./capabilities.js";
 import {
   collaborationMode,
   mapNotification,
@@ -34,7 +27,7 @@ import {
 } from "./protocol/types.js";
 import { dynamicTools } from "./tools.js";
 import { appServerLaunch, CodexChannel, isAnswered, resolveCodexBinary, type CodexLaunchOptions } from "./transport.js";
-import { defineAdapter } from "../kit/defineAdapter.js";
+import { defineAdapter, type AdapterDeclaring } from "../kit/defineAdapter.js";
 
 /**
  * Codex through `codex app-server` (JSON-RPC on stdio), in a host process owned by the
@@ -76,7 +69,11 @@ interface Conn {
   serial: number;
 }
 
-export type CodexAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null };
+/** Its record typed as declared: it serves what the record claims (steering, snapshot, rollback, fork). */
+export type CodexAdapter = AdapterDeclaring<CodexCapabilities> & {
+  readonly hostSpec: HostSpec;
+  hostPid(sessionId: string): number | null;
+};
 
 export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdapter {
   const binary = resolveCodexBinary(options.binary);
@@ -116,7 +113,7 @@ export function createCodexAdapter(options: CodexAdapterOptions = {}): CodexAdap
   const tunings = new Map<string, ThreadTuning>();
   /** File changes by item id: a file-change approval names only the item. */
   const fileChanges = new Map<string, { path: string; diff: string }>();
-  let declared: ProviderCapabilities | null = null;
+  let declared: CodexCapabilities | null = null;
 
   const sessionFor = (channel: CodexChannel, threadRef: string | undefined): string | undefined => {
     const owner = threadRef ? threadSessions.get(threadRef) : undefined;

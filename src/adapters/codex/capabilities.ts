@@ -20,8 +20,13 @@ export function codexVersion(userAgent: string): string {
   return match[1]!;
 }
 
-/** The record of a version, for the collaboration mode a session runs its turns in (planning differs). */
-export function codexCapabilities(version: string, mode: CodexCollaborationMode = "default"): ProviderCapabilities {
+/**
+ * The record of a version, for the collaboration mode a session runs its turns in (planning differs). Every supported
+ * version declares the same fields a method serves (`SERVED_BY`), so the record is typed as written (literal fields,
+ * the mode's planning group as the schema's): the adapter must serve what it claims (`defineAdapter`: `steerRun`,
+ * `readThreadSnapshot`, `rollbackThread`, `forkThread`).
+ */
+export function codexCapabilities(version: string, mode: CodexCollaborationMode = "default") {
   const [major, minor] = version.split(".").map(Number);
   if (major !== SUPPORTED_CODEX.major || (minor ?? 0) < SUPPORTED_CODEX.minMinor) {
     throw new ProtocolError(
@@ -114,6 +119,9 @@ export function codexCapabilities(version: string, mode: CodexCollaborationMode 
     identity: { nativeThreadIds: "strong", nativeTurnIds: "strong", nativeItemIds: "strong", nativeRequestIds: "weak" },
   });
 }
+
+/** Codex's record, typed as it is declared (the same type for every supported version and mode). */
+export type CodexCapabilities = ReturnType<typeof codexCapabilities>;
 
 /** The planning capabilities of a mode, as the real-binary tests (test/codex/planning.test.ts) show them. */
 function planningIn(mode: CodexCollaborationMode): ProviderCapabilities["planning"] {

@@ -38,7 +38,14 @@ export type RequiredMethods<C> = {
 /** An adapter whose record type declares capabilities: it has the method serving each. */
 export type Serving<C> = { [M in RequiredMethods<C>]-?: NonNullable<ProviderAdapter[M]> };
 
-type Declared<A> = A extends { getCapabilities(): infer C } ? C : never;
+/**
+ * An adapter declaring records of type `C`: `getCapabilities()` returns a `C`, and it has the method serving each
+ * capability `C` declares literally `true`. A shipped adapter's type is one (its record typed as it declares it), so
+ * `defineAdapter` holds it to its record.
+ */
+export type AdapterDeclaring<C extends ProviderCapabilities> = Omit<ProviderAdapter, "getCapabilities"> & {
+  getCapabilities(): C;
+} & Serving<C>;
 
 /** Each capability the record declares whose method the adapter lacks, as `field → method`. */
 export function unservedCapabilities(
@@ -72,7 +79,9 @@ export function assertServed(adapter: ProviderAdapter, caps: ProviderCapabilitie
  * a type error (`supportsActiveSteering: true` without `steerRun`); whatever its type, the same check runs now, and the
  * runtime runs it again on every record a session announces.
  */
-export function defineAdapter<A extends ProviderAdapter>(adapter: A & Serving<Declared<A>>): A {
+export function defineAdapter<C extends ProviderCapabilities, A extends ProviderAdapter & Serving<C>>(
+  adapter: A & { getCapabilities(): C },
+): A {
   assertServed(adapter, adapter.getCapabilities(), "capabilities");
   return adapter;
 }

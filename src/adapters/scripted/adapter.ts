@@ -1,9 +1,9 @@
-import type { ProviderCapabilities } from "../../capabilities/index.js";
+import type { KnownFields, ProviderCapabilities } from "../../capabilities/index.js";
 import { HostUnavailableError } from "../../domain/errors.js";
 import type { ProviderAdapter } from "../contract.js";
 import { hosted } from "../kit/hosted.js";
 import type { HostLease, HostSpec } from "../kit/hostSpec.js";
-import { hostedCapabilities } from "./capabilities.js";
+import { hostedCapabilities, type HostedCapabilities, type ScriptedRecord } from "./capabilities.js";
 import {
   checkReply,
   scriptedHostTransport,
@@ -11,7 +11,7 @@ import {
   type CheckedReply,
   type ScriptedHostOptions,
 } from "./transport.js";
-import { defineAdapter } from "../kit/defineAdapter.js";
+import { defineAdapter, type AdapterDeclaring, type RequiredMethods } from "../kit/defineAdapter.js";
 
 /**
  * The scripted provider's adapters. `createScriptedAdapter` runs the scripted provider in process (it is the provider:
@@ -21,10 +21,25 @@ import { defineAdapter } from "../kit/defineAdapter.js";
  * and where the record says pending requests survive a restart, `reattachSession` takes up a session it still runs.
  */
 
-export { createScriptedAdapter, type ScriptedAdapterOptions } from "./host/provider.js";
+export {
+  createScriptedAdapter,
+  type InProcessOptions,
+  type ScriptedAdapter,
+  type ScriptedAdapterOptions,
+} from "./host/provider.js";
+export type { HostedCapabilities, ScriptedCapabilities, ScriptedRecord } from "./capabilities.js";
 export { DEFAULT_ORPHAN_TTL_MS, type ScriptedHostOptions } from "./transport.js";
 
-export type ScriptedHostAdapter = ProviderAdapter & {
+/**
+ * The hosted scripted adapter, for the record it was given (`C`): its record typed as `hostedCapabilities` makes it
+ * (literal where given literally; subagent wait and close never), and the methods that record claims (each attached
+ * exactly when its field is true).
+ */
+export type ScriptedHostAdapter<C extends ScriptedRecord = ScriptedRecord> = AdapterDeclaring<HostedCapabilities<C>> &
+  HostControls;
+
+/** What the hosted scripted adapter has besides the contract. */
+interface HostControls {
   /** Opens a `gate` step in every live host. */
   openGate(name: string): Promise<void>;
   /**
@@ -36,10 +51,32 @@ export type ScriptedHostAdapter = ProviderAdapter & {
   hostPid(sessionId: string): number | null;
   /** How its host is started and reached (what it leases from the registry). */
   readonly hostSpec: HostSpec;
+}
+
+/**
+ * Options whose record names only the record's fields, and claims restart survival only where the transport may be a
+ * socket: a stdio or WebSocket host dies with the runtime, so a record claiming it literally there does not
+ * type-check (and is refused at runtime, typed).
+ */
+export type HostOptions<C extends ScriptedRecord, T extends Transport> = ScriptedHostOptions<C> & {
+  transport?: T;
+  capabilities?: KnownFields<C> &
+    ("reattachSession" extends RequiredMethods<HostedCapabilities<C>>
+      ? "socket" extends T
+        ? unknown
+        : { sessions: { pendingRequestsSurviveRestart: false } }
+      : unknown);
 };
 
-export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): ScriptedHostAdapter {
-  const caps: ProviderCapabilities = hostedCapabilities(options.capabilities, options.transport ?? "stdio");
+type Transport = NonNullable<ScriptedHostOptions["transport"]>;
+
+export function createScriptedHostAdapter<const C extends ScriptedRecord = {}, T extends Transport = "stdio">(
+  options: HostOptions<C, T> = {},
+): ScriptedHostAdapter<C> {
+  const caps: ProviderCapabilities = hostedCapabilities(
+    options.capabilities as ScriptedRecord | undefined,
+    options.transport ?? "stdio",
+  );
   const host = hosted("scripted", {
     goodbye: (sessionId, held) => held.channel.call("stopSession", { sessionId }, { timeoutMs: 2_000 }),
     released: (held) => connOf(held.channel)?.leases.delete(held),
@@ -78,7 +115,7 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
     host.giveBack(held);
   }
 
-  const adapter: ScriptedHostAdapter = {
+  const adapter: ProviderAdapter & HostControls = {
     ...host.methods(spec),
     provider: "scripted",
     getCapabilities: () => caps,
@@ -131,5 +168,8 @@ export function createScriptedHostAdapter(options: ScriptedHostOptions = {}): Sc
       return null;
     };
   }
-  return defineAdapter(adapter);
+  // The record is `hostedCapabilities`' for what it was given (typed `HostedCapabilities<C>`), and each method it
+  // claims is attached above: checked here at runtime, since the compiler cannot follow a field's value to the method
+  // attached on it.
+  return defineAdapter(adapter as ScriptedHostAdapter<C>);
 }

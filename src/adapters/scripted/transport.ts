@@ -3,7 +3,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import type { CapabilityOverrides, ProviderCapabilities } from "../../capabilities/index.js";
+import type { ProviderCapabilities } from "../../capabilities/index.js";
 import { TurnTerminalStatusSchema } from "../../domain/entities.js";
 import { HostUnavailableError, ProtocolError } from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
@@ -16,6 +16,7 @@ import type { FrameRing } from "../kit/ring.js";
 import type { RpcChannel } from "../kit/rpcChannel.js";
 import { StdioChannel } from "../kit/stdioChannel.js";
 import { WebSocketChannel, type ReconnectPolicy } from "../kit/webSocketChannel.js";
+import type { ScriptedRecord } from "./capabilities.js";
 import type { ScriptStep } from "./host/script.js";
 import { hostEvent } from "./mapper.js";
 import { AttachResultSchema, HOST_FLAGS, ReattachResultSchema, ResumeResultSchema } from "./protocol/host.js";
@@ -30,11 +31,12 @@ import { AttachResultSchema, HOST_FLAGS, ReattachResultSchema, ResumeResultSchem
 /** How long a socket host left without a client waits to be adopted before it exits. */
 export const DEFAULT_ORPHAN_TTL_MS = 60_000;
 
-export interface ScriptedHostOptions {
+export interface ScriptedHostOptions<C extends ScriptedRecord = ScriptedRecord> {
   transport?: "stdio" | "websocket" | "socket";
   /** (socket) A host with no client for this long exits: nobody adopted it (default 60 s). */
   orphanTtlMs?: number;
-  capabilities?: ProviderCapabilities | CapabilityOverrides;
+  /** A full record, or overrides applied to `fullCapabilities()`. */
+  capabilities?: C;
   /** Steps by prompt marker; other prompts are echoed. */
   scripts?: Record<string, ScriptStep[]>;
   chunkDelayMs?: number;

@@ -1,5 +1,5 @@
-import type { CapabilityOverrides, ProviderCapabilities } from "../../../capabilities/index.js";
-import { resolveCapabilities } from "../capabilities.js";
+import type { KnownFields, ProviderCapabilities } from "../../../capabilities/index.js";
+import { resolveCapabilities, type ScriptedCapabilities, type ScriptedRecord } from "../capabilities.js";
 import { DEFAULT_RUNTIME_MODE, type RuntimeMode } from "../../../domain/entities.js";
 import { CapabilityUnsupportedError, NotFoundError, ProviderError, ResumeFailedError } from "../../../domain/errors.js";
 import type {
@@ -17,7 +17,7 @@ import { echoScript, type ScriptSource, type ScriptStep } from "./script.js";
 import { endedCleanly, ScriptedTurn } from "./turn.js";
 import { streamPace } from "./turnWaits.js";
 import { deliverContext } from "../../kit/context.js";
-import { defineAdapter } from "../../kit/defineAdapter.js";
+import { defineAdapter, type AdapterDeclaring, type RequiredMethods } from "../../kit/defineAdapter.js";
 
 /**
  * The scripted provider: a real adapter whose "model" is a script. It honours exactly the
@@ -25,9 +25,9 @@ import { defineAdapter } from "../../kit/defineAdapter.js";
  * appear only where identity exposes them, and so on.
  */
 
-export interface ScriptedAdapterOptions {
+export interface ScriptedAdapterOptions<C extends ScriptedRecord = ScriptedRecord> {
   /** A full record, or overrides applied to `fullCapabilities()`. */
-  capabilities?: ProviderCapabilities | CapabilityOverrides;
+  capabilities?: C;
   script?: ScriptSource;
   /** Share a backend between adapters to model a provider that outlives the runtime. */
   backend?: ScriptedBackend;
@@ -44,6 +44,25 @@ export interface ScriptedAdapterOptions {
    */
   startGate?: (input: { text: string; turnIndex: number }) => string | undefined;
 }
+
+/**
+ * The in-process scripted adapter, for the record it was given (`C`): its record typed as given
+ * (`ScriptedCapabilities`: literal where given literally), and the methods that record claims (each is attached
+ * exactly when its field is true).
+ */
+export type ScriptedAdapter<C extends ScriptedRecord = ScriptedRecord> = AdapterDeclaring<ScriptedCapabilities<C>>;
+
+/**
+ * Options whose record names only the record's fields and claims no restart survival: the provider in process has no
+ * `reattachSession` (only a socket host can keep a request answerable across a restart), so a record claiming it
+ * literally does not type-check (and fails `defineAdapter` at runtime, typed).
+ */
+export type InProcessOptions<C extends ScriptedRecord> = ScriptedAdapterOptions<C> & {
+  capabilities?: KnownFields<C> &
+    ("reattachSession" extends RequiredMethods<ScriptedCapabilities<C>>
+      ? { sessions: { pendingRequestsSurviveRestart: false } }
+      : unknown);
+};
 
 /** A turn the provider accepted and has not run yet: the next of its thread once the active one ended. */
 interface QueuedTurn {
@@ -64,8 +83,10 @@ interface Session {
   tools: string[];
 }
 
-export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): ProviderAdapter {
-  const caps = resolveCapabilities(options.capabilities);
+export function createScriptedAdapter<const C extends ScriptedRecord = {}>(
+  options: InProcessOptions<C> = {},
+): ScriptedAdapter<C> {
+  const caps: ProviderCapabilities = resolveCapabilities(options.capabilities as ScriptedRecord | undefined);
   const backend = options.backend ?? new ScriptedBackend();
   const script = options.script ?? echoScript;
   const pace = streamPace(options);
@@ -356,7 +377,9 @@ export function createScriptedAdapter(options: ScriptedAdapterOptions = {}): Pro
       return handleOf(backend.createThread(source.turns.slice(0, cut).map((t) => ({ ...t }))));
     };
   }
-  return defineAdapter(adapter);
+  // The record is what it was given (typed `ScriptedCapabilities<C>`), and each method it claims is attached above:
+  // checked here at runtime, since the compiler cannot follow a field's value to the method attached on it.
+  return defineAdapter(adapter as ScriptedAdapter<C>);
 }
 
 /** The promise's value, unless `signal` aborts first (rejects with its reason). */
