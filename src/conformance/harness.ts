@@ -10,7 +10,6 @@ import {
   type ProviderCapabilities,
   type TillerRuntime,
 } from "../index.js";
-import { DYNAMIC_TOOL } from "./tools.js";
 import type { TurnBehaviour, TurnEvidence, WorldRun } from "./world.js";
 
 /**
@@ -21,6 +20,8 @@ import type { TurnBehaviour, TurnEvidence, WorldRun } from "./world.js";
  */
 
 export const TARGET = "provider";
+/** The embedder's tool the harness registers with each runtime (a `dynamic_tool` turn calls it), its answer. */
+export const DYNAMIC_TOOL = { name: "conformance_echo", answer: "conformance echo answer" } as const;
 /** A second target on the same provider: where a conversation switches to, and back from. */
 export const OTHER_TARGET = "provider-b";
 

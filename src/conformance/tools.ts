@@ -1,7 +1,7 @@
 import { and } from "xstate";
 import type { ProviderEvent } from "../index.js";
 import { claims, completed, finding, type Check, type Finding } from "./findings.js";
-import type { Harness } from "./harness.js";
+import { DYNAMIC_TOOL, type Harness } from "./harness.js";
 
 /**
  * The tool part of the conformance model (the seed's tool and streaming capabilities): a turn that thinks, runs a
@@ -16,9 +16,8 @@ const TOOL_KINDS = new Set(["command_execution"]);
 
 const MCP = "tools.supportsMcpTools";
 const DYNAMIC = "tools.supportsDynamicToolCallbacks";
-/** The MCP tool a turn calls, and the embedder's tool the harness registers (what it answers). */
+/** The MCP tool a turn calls. */
 export const MCP_TOOL = { server: "conformance", tool: "lookup" } as const;
-export const DYNAMIC_TOOL = { name: "conformance_echo", answer: "conformance echo answer" } as const;
 const scripts = (kind: string) => ({ type: "scripts", params: { kind } });
 
 export const toolIdleEvents = {

@@ -1,9 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  runConformance,
-  scriptedWorld,
-  type ConformanceReport,
-} from "../../src/conformance/index.js";
+import { runConformance, scriptedWorld, type ConformanceReport } from "../../src/conformance/index.js";
 import { HONEST, LIES } from "./lies/corpus.js";
 
 /**
@@ -11,7 +7,6 @@ import { HONEST, LIES } from "./lies/corpus.js";
  * exactly one lie about its record) has the field it lies about refuted, and no other; every honest control, wrapped
  * with the same helpers, has nothing refuted. `npx tsx test/conformance/lieReport.ts` prints the same as a table.
  */
-
 
 const refutedIn = (report: ConformanceReport) =>
   report.fields.filter((f) => f.verdict === "refuted").map((f) => `${f.field}: ${f.detail}`);
