@@ -127,7 +127,7 @@ function duplicates(pairs: Array<[string | null | undefined, string]>): string[]
   return [...owners].filter(([, of]) => of.size > 1).map(([ref]) => ref);
 }
 
-function identity(h: Harness, caps: ProviderCapabilities): Finding[] {
+function identity(h: Harness, caps: ProviderCapabilities, reusedTurnRefs: Set<string>): Finding[] {
   const out: Finding[] = [];
   const shared = (field: string, refs: string[], what: string) => {
     if (refs.length > 0 && strong(caps, field))
@@ -136,7 +136,11 @@ function identity(h: Harness, caps: ProviderCapabilities): Finding[] {
   // Turns: one native ref per attempt of a run, one per turn the adapter accepted.
   const bound = h.events("attempt.turn_bound");
   const sent = sentTurnRefs(h).map((ref, i): [string, string] => [ref, `turn ${i}`]);
-  const turns = [...duplicates(bound.map((e) => [e.nativeTurnRef, e.attemptId])), ...duplicates(sent)];
+  const turns = [
+    ...duplicates(bound.map((e) => [e.nativeTurnRef, e.attemptId])),
+    ...duplicates(sent),
+    ...reusedTurnRefs,
+  ];
   shared("identity.nativeTurnIds", [...new Set(turns)], "turn refs");
   // Threads: one native ref per provider thread (a subagent's child thread included). Two provider threads bound to
   // one native thread (the same cursor) are one thread shared, a fork's fault, not the ref's; one ref for two cursors
@@ -188,14 +192,18 @@ function itemIdentity(events: ProviderEvent[], caps: ProviderCapabilities): Find
 }
 
 export function pathEvidence(h: Harness, caps: ProviderCapabilities): Finding[] {
+  // A turn ref given to two turns: by the adapter's replies, or by two turns' starts or ends on the stream.
   const sent = sentTurnRefs(h);
-  const reused = new Set(sent.filter((ref, i) => sent.indexOf(ref) !== i));
+  const twice = (refs: string[]) => refs.filter((ref, i) => refs.indexOf(ref) !== i);
+  const on = (type: "turn.started" | "turn.terminal") =>
+    h.provider.flatMap((e) => (e.type === type && e.turnRef ? [e.turnRef] : []));
+  const reused = new Set([...twice(sent), ...twice(on("turn.started")), ...twice(on("turn.terminal"))]);
   return [
     ...runtimeEvidence(h),
     ...doneAnyway(caps, h.provider),
     ...afterTerminal(caps, h.provider, reused),
     // The runtime fences a reused ref's events as late: the reuse is the fault, reported below.
     ...(reused.size > 0 ? [] : fencedAfterEnd(h, caps)),
-    ...identity(h, caps),
+    ...identity(h, caps, reused),
   ];
 }
