@@ -264,7 +264,7 @@ export const checks: Record<string, Check> = {
     const provider = h.rollbackReceipt?.provider ?? h.lastError?.code ?? "(none)";
     // A rollback the runtime could not take as done, because of the snapshot it returned, is the snapshot's fault.
     const blamed = provider === "rolled_back" ? null : snapshotAtFault(h, caps);
-    if (blamed) return [finding("checkpointing.providerRollbackReturnsSnapshot", false, "", blamed)];
+    if (blamed) return blamed.fields.map((f) => finding(f, false, "", blamed.why));
     return ["threads.canRollbackThread", "checkpointing.providerCanRollbackConversation"].map((f) =>
       finding(f, provider === "rolled_back", "the provider rolled back", `rollback: ${provider}`),
     );
@@ -315,6 +315,9 @@ export const checks: Record<string, Check> = {
     const tookSteer = lastTurn(h)?.text === h.steerText;
     const ok = receipt?.via === "interrupt_restart" && restarted && policy && tookSteer;
     const seen = `receipt via ${receipt?.via}, ${attempts.length} attempts, policy ${policy}, took steer ${tookSteer}`;
+    // Restarting waits for the interrupted attempt to end: one that never did is the interrupt's fault.
+    if (receipt?.via === "interrupt_restart" && attempts.length === 1 && caps.turns.supportsInterrupt)
+      return [finding("turns.supportsInterrupt", false, "", `${seen}: the interrupted attempt never ended`)];
     const out = [finding(STEER, ok, "steer_by_interrupt_restart", seen), finding(RESTART, ok, "restarted", seen)];
     if (caps.turns.supportsInterrupt)
       out.push(finding("turns.supportsInterrupt", ok, "interrupted for the restart", seen));

@@ -150,7 +150,8 @@ function identity(h: Harness, caps: ProviderCapabilities, reusedTurnRefs: Set<st
     .map((e): [string | null, string] => [e.nativeThreadRef, e.resumeCursor]);
   const children = h
     .events("subagent.thread_bound")
-    .map((e): [string | null, string] => [e.nativeThreadRef, `child ${e.nodeId}`]);
+    // A child thread is addressed by its ref, which is also its cursor.
+    .map((e): [string | null, string] => [e.nativeThreadRef, e.nativeThreadRef ?? `child ${e.nodeId}`]);
   shared("identity.nativeThreadIds", duplicates([...threads, ...children]), "thread refs");
   // A provider thread resumed keeps its native ref.
   const refs = new Map<string, Set<string>>();
@@ -173,6 +174,10 @@ function itemIdentity(events: ProviderEvent[], caps: ProviderCapabilities): Find
   const owners = new Set<string>();
   const problems: string[] = [];
   for (const e of events) {
+    if (e.type === "subagent.started" && e.itemRef) {
+      if (owners.has(e.itemRef)) problems.push(`a subagent started as ${e.itemRef}, an item's ref`);
+      owners.add(e.itemRef);
+    }
     if (!isItem(e) || !e.itemRef) continue;
     const key = `${scopeOf(e)}#${e.kind}`;
     const refs = started.get(key) ?? new Map<string, number>();
@@ -191,6 +196,18 @@ function itemIdentity(events: ProviderEvent[], caps: ProviderCapabilities): Find
   return [finding("identity.nativeItemIds", false, "", `declared strong, yet ${problems[0]}`)];
 }
 
+/** Two provider threads of the runtime's bound to one thread of the provider's (one cursor, or a subagent's ref). */
+function sharesThread(h: Harness): boolean {
+  const bound = new Map<string, string>();
+  for (const e of h.events("provider_thread.bound")) {
+    const other = bound.get(e.resumeCursor);
+    if (other && other !== e.providerThreadId) return true;
+    bound.set(e.resumeCursor, e.providerThreadId);
+  }
+  const children = new Set(h.events("subagent.thread_bound").map((e) => e.nativeThreadRef));
+  return h.events("provider_thread.bound").some((e) => children.has(e.resumeCursor));
+}
+
 export function pathEvidence(h: Harness, caps: ProviderCapabilities): Finding[] {
   // A turn ref given to two turns: by the adapter's replies, or by two turns' starts or ends on the stream.
   const sent = sentTurnRefs(h);
@@ -202,8 +219,9 @@ export function pathEvidence(h: Harness, caps: ProviderCapabilities): Finding[] 
     ...runtimeEvidence(h),
     ...doneAnyway(caps, h.provider),
     ...afterTerminal(caps, h.provider, reused),
-    // The runtime fences a reused ref's events as late: the reuse is the fault, reported below.
-    ...(reused.size > 0 ? [] : fencedAfterEnd(h, caps)),
+    // The runtime fences a reused ref's events as late, and a thread's shared with another (a fork's own fault): the
+    // reuse or the sharing is the fault, reported where it shows.
+    ...(reused.size > 0 || sharesThread(h) ? [] : fencedAfterEnd(h, caps)),
     ...identity(h, caps, reused),
   ];
 }

@@ -96,20 +96,29 @@ const snapshotRead: Check = (h, caps) => {
 };
 
 /**
- * Why a rollback's snapshot, not the rollback, is at fault (null: it is not): the record promises one and the rollback
- * returned none, or the thread read back right after it holds something else.
+ * Whose fault a rollback the runtime did not take as done is, where it is not the rollback's (null): the snapshot it
+ * returned (none, where the record promises one; or another than the thread read back holds, where that one is the
+ * cut asked for), or the thread's read (the rollback's snapshot is the cut asked for, the read is not).
  */
-export function snapshotAtFault(h: Harness, caps: ProviderCapabilities): string | null {
+export function snapshotAtFault(h: Harness, caps: ProviderCapabilities): { fields: string[]; why: string } | null {
   if (!caps.checkpointing.providerRollbackReturnsSnapshot) return null;
   const result = h.callsOf("rollbackThread").at(-1)?.result as RollbackResult | undefined;
-  if (!result?.snapshot) return "the rollback returned no snapshot";
+  if (!result?.snapshot) return { fields: [ROLLBACK_SNAPSHOT], why: "the rollback returned no snapshot" };
+  const cut = [textOfRun(h, 0)];
   const readBack = h.snapshot && "value" in h.snapshot ? (h.snapshot.value as ProviderThreadSnapshot) : null;
-  if (!readBack) return null;
-  const wrong = matches(
-    result.snapshot,
-    readBack.turns.map((t) => t.userText),
-  );
-  return wrong && `the rollback's snapshot is not the thread read back after it: ${wrong}`;
+  const returnedWrong = matches(result.snapshot, cut);
+  const readWrong = readBack ? matches(readBack, cut) : "not read";
+  if (returnedWrong && !readWrong)
+    return {
+      fields: [ROLLBACK_SNAPSHOT],
+      why: `the rollback's snapshot is not the thread read back: ${returnedWrong}`,
+    };
+  if (!returnedWrong && readBack && readWrong)
+    return {
+      fields: SNAPSHOT.filter((f) => claims(declared(caps, f))),
+      why: `read back after the rollback, ${readWrong}`,
+    };
+  return null;
 }
 
 /** The snapshot a rollback returned, against what the provider then holds (its next turn's conversation). */

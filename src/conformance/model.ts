@@ -338,6 +338,8 @@ const NARROWINGS: Array<{
   applies: (c: ProviderCapabilities) => boolean;
   narrow: (c: ProviderCapabilities) => ProviderCapabilities;
   end: string;
+  /** Fields the narrowing leaves as declared that the path also speaks for. */
+  also?: string[];
 }> = [
   {
     field: "turns.supportsSteeringByInterruptRestart",
@@ -345,6 +347,7 @@ const NARROWINGS: Array<{
       c.turns.supportsActiveSteering && c.turns.supportsSteeringByInterruptRestart && c.turns.supportsInterrupt,
     narrow: (c) => ({ ...c, turns: { ...c.turns, supportsActiveSteering: false } }),
     end: "steerRestarted",
+    also: ["turns.supportsInterrupt"],
   },
   ...(["acceptsSystemContext", "acceptsDeveloperContext", "acceptsSyntheticUserContext"] as const).map((name) => ({
     field: `context.${name}`,
@@ -371,8 +374,9 @@ export function generatePaths(context: ModelContext): ModelPath[] {
     const record = n.narrow(context.caps);
     const path = shortestPaths({ ...context, caps: record }).find((p) => p.steps.at(-1)?.state === n.end);
     if (!path) return [];
-    const steps = path.steps.map((s) => ({ ...s, fields: s.fields.filter((f) => f === n.field), blame: [n.field] }));
-    return [{ steps, fields: [n.field], narrowed: record }];
+    const own = [n.field, ...(n.also ?? [])];
+    const steps = path.steps.map((s) => ({ ...s, fields: s.fields.filter((f) => own.includes(f)), blame: [n.field] }));
+    return [{ steps, fields: own, narrowed: record }];
   });
   return [...shortestPaths(context), ...narrowed];
 }

@@ -239,7 +239,10 @@ export const subagentChecks: Record<string, Check> = {
     const request = h.events("request.opened", (e) => e.runId === h.runId && e.payload.kind === "command")[0];
     const node = subagentNode(h);
     const under = !!request && !!node && ancestors(h, request.nodeId).includes(node.nodeId);
-    return [finding(ASKS, under, "asked from inside the subagent", request ? "asked outside it" : "never asked")];
+    // Never asked at all may be a provider that asks no command approval: that field's fault, where it is refuted.
+    if (!request)
+      return [{ field: ASKS, ok: false, observed: "never asked", unlessRefuted: "approvals.supportsCommandApproval" }];
+    return [finding(ASKS, under, "asked from inside the subagent", "asked outside it")];
   },
   subagentApproved: (h) => [completed(h, h.runId, ASKS)],
   subagentUnasked: (h, caps) => {

@@ -109,7 +109,7 @@ export const toolChecks: Record<string, Check> = {
     const has = (type: Item["type"]) => tool.some((e) => e.type === type);
     const out: Finding[] = [];
     // A shell command reported as another kind of tool: the item that announced it misnames it.
-    const misnamed = tool.find((e) => !TOOL_KINDS.has(e.kind));
+    const misnamed = tool.some((e) => TOOL_KINDS.has(e.kind)) ? undefined : tool.find((e) => !TOOL_KINDS.has(e.kind));
     if (misnamed) {
       const field = misnamed.type === "item.completed" ? "tools.emitsToolCompleted" : "tools.emitsToolStarted";
       return [finding(field, false, "", `the shell command the turn ran was reported as a ${misnamed.kind} item`)];
