@@ -61,6 +61,26 @@ const KIT_NAMES = [
   "ProviderError",
 ];
 
+/** Typechecks the folder's TypeScript files against the installed package's own types, strictly. */
+async function typecheck(dir: string): Promise<void> {
+  const tsconfig = {
+    compilerOptions: {
+      target: "ES2023",
+      lib: ["ES2023"],
+      module: "NodeNext",
+      moduleResolution: "NodeNext",
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      types: ["node"],
+      typeRoots: [join(root, "node_modules/@types")],
+    },
+    include: ["*.ts"],
+  };
+  await writeFile(join(dir, "tsconfig.json"), JSON.stringify(tsconfig));
+  await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: dir, timeout: 60_000 });
+}
+
 let work = "";
 let app = "";
 let packed: { name: string; version: string; filename: string; files: Array<{ path: string }> };
@@ -166,22 +186,7 @@ describe("the packed package", () => {
   }, 120_000);
 
   it("typechecks the examples against the package's own types", async () => {
-    const tsconfig = {
-      compilerOptions: {
-        target: "ES2023",
-        lib: ["ES2023"],
-        module: "NodeNext",
-        moduleResolution: "NodeNext",
-        strict: true,
-        noEmit: true,
-        skipLibCheck: true,
-        types: ["node"],
-        typeRoots: [join(root, "node_modules/@types")],
-      },
-      include: ["*.ts"],
-    };
-    await writeFile(join(app, "tsconfig.json"), JSON.stringify(tsconfig));
-    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app, timeout: 60_000 });
+    await typecheck(app);
   }, 60_000);
 
   it("installs the tiller command, which runs the demo", async () => {
@@ -248,22 +253,7 @@ describe("an adapter of your own, as docs/adding-a-provider.md writes it", () =>
       at: `file://${outside}/node_modules/tiller-runtime/dist/adapters/kit/index.js`,
       version: 1,
     });
-    const tsconfig = {
-      compilerOptions: {
-        target: "ES2023",
-        lib: ["ES2023"],
-        module: "NodeNext",
-        moduleResolution: "NodeNext",
-        strict: true,
-        noEmit: true,
-        skipLibCheck: true,
-        types: ["node"],
-        typeRoots: [join(root, "node_modules/@types")],
-      },
-      include: ["*.ts"],
-    };
-    await writeFile(join(outside, "tsconfig.json"), JSON.stringify(tsconfig));
-    await run(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: outside, timeout: 60_000 });
+    await typecheck(outside);
   }, 90_000);
 
   it("passes the conformance suite: the adapter's record verified, none refuted", async () => {
