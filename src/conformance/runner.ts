@@ -98,9 +98,15 @@ export async function runPath(
     const evidence = h ? pathEvidence(h, caps) : [];
     // The runtime's evidence names the cause where it has any; else what the step observed; else the step's fields.
     if (!evidence.some((f) => !f.ok)) {
-      findings.push(...seen.map((f) => ({ ...f, observed: `${where} failed (${messageOf(failure)}); ${f.observed}` })));
+      // A step that fails after a refutation waiting on another field's verdict waits on it too: it is its sequel.
+      const waiting = findings.find((f) => !f.ok && (f.unlessRefuted || f.unlessVerified));
+      const sequel: Partial<Finding> = {};
+      if (waiting?.unlessRefuted) sequel.unlessRefuted = waiting.unlessRefuted;
+      if (waiting?.unlessVerified) sequel.unlessVerified = waiting.unlessVerified;
+      const observed = (f: Finding) => `${where} failed (${messageOf(failure)}); ${f.observed}`;
+      findings.push(...seen.map((f) => ({ ...f, ...sequel, observed: observed(f) })));
       if (seen.length === 0)
-        for (const field of step?.blame ?? []) findings.push({ field, ok: false, observed: error });
+        for (const field of step?.blame ?? []) findings.push({ field, ok: false, observed: error, ...sequel });
     }
     skipRest(`not run: the path stopped at ${where}`);
   }
