@@ -56,7 +56,6 @@ function doneAnyway(caps: ProviderCapabilities, events: ProviderEvent[]): Findin
     ["subagents.emitsSubagentLifecycle", (e) => e.type === "subagent.started", "subagent.started"],
     ["streaming.streamsAssistantText", (e) => isDelta(e, "assistant_message"), "an assistant text delta"],
     ["streaming.streamsReasoning", (e) => isDelta(e, "reasoning"), "a reasoning delta"],
-    ["streaming.streamsToolOutput", (e) => e.type === "item.delta" && e.stream === "output", "a tool output delta"],
     [
       "tools.emitsToolStarted",
       (e) => e.type === "item.started" && TOOL_KINDS.has(e.kind) && e.kind !== "file_change",

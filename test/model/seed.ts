@@ -63,7 +63,7 @@ const BASE: Record<string, Value> = {
   "subagents.emitsSubagentLifecycle": true,
   "subagents.canWaitForSubagents": true,
   "subagents.canCloseSubagents": true,
-  "subagents.canForkSubagentThread": false,
+  "subagents.canForkSubagentThread": true,
   "context.acceptsSystemContext": true,
   "context.acceptsDeveloperContext": true,
   "context.acceptsSyntheticUserContext": true,

@@ -556,7 +556,8 @@ describe("a subagent's fork: native only from its addressable child thread, on a
       helper([{ type: "text", text: "inner finds" }], "dig deeper"),
       { type: "fail", message: "outer gave up" },
     ] as ScriptStep[];
-    const a = target("a", {}, withSubagent(nested));
+    // A provider whose subagents' threads end with them: the fork is portable.
+    const a = target("a", { subagents: { canForkSubagentThread: false } }, withSubagent(nested));
     const { rt, events, cleanup } = await openTestRuntime({ a: a.adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "a" });
@@ -618,7 +619,7 @@ describe("a subagent's fork: more situations", () => {
       helper([{ type: "text", text: "child says hi" }, { type: "hang" }]),
       { type: "text", text: "parent done" },
     ];
-    const a = target("a", {}, { go: steps });
+    const a = target("a", { subagents: { canForkSubagentThread: false } }, { go: steps });
     const { rt, events, cleanup } = await openTestRuntime({ a: a.adapter });
     try {
       const { threadId } = await rt.createThread({ providerTarget: "a" });

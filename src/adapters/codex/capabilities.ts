@@ -63,12 +63,12 @@ export function codexCapabilities(version: string, mode: CodexCollaborationMode 
       supportsQueuedMessages: false,
       terminalStatusQuality: "strong",
     },
-    // Command output streams (`item/commandExecution/outputDelta`); a proposed plan's `item/plan/delta`s are not
-    // projected (no plan delta in the contract): it arrives whole.
+    // Command output arrives whole at the item's completion, not streamed; a proposed plan's
+    // `item/plan/delta`s are not projected (no plan delta in the contract): it arrives whole.
     streaming: {
       streamsAssistantText: true,
       streamsReasoning: true,
-      streamsToolOutput: true, // item/commandExecution/outputDelta, before the item's completion
+      streamsToolOutput: false,
       streamsPlanText: false,
       emitsMessageCompleted: true,
     },
