@@ -1,0 +1,376 @@
+import { client, methods } from "@agentclientprotocol/sdk/unstable";
+import { HostUnavailableError, InvalidInputError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
+import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
+import type { ProviderAdapter, ProviderEvent, ProviderThreadHandle } from "../contract.js";
+import { defineAdapter } from "../kit/defineAdapter.js";
+import type { ChannelLimits } from "../kit/frameLimits.js";
+import type { HostSpec, SpawnedHost } from "../kit/hostSpec.js";
+import { hosted } from "../kit/hosted.js";
+import type { FrameRing } from "../kit/ring.js";
+import { acpCapabilities, resumeMethod, type AcpBehaviour } from "./capabilities.js";
+import {
+  mapUpdate,
+  newThreadState,
+  outcomeOf,
+  permissionAnswer,
+  permissionRequest,
+  promptOf,
+  turnEnded,
+  turnFailed,
+  type AcpThreadState,
+} from "./mapper.js";
+import type {
+  InitializeResponse,
+  PermissionOption,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+  SessionNotification,
+} from "./protocol/sdk.js";
+import { AcpChannel, agentLaunch, bounded, type AcpAgentCommand } from "./transport.js";
+
+/**
+ * Any Agent Client Protocol agent (Gemini CLI, claude-agent-acp, codex-acp...), driven over stdio through the ACP
+ * SDK's typed client, in a host process owned by the runtime's supervisor: the sessions of a target share one agent
+ * process; each provider session is a lease plus the ACP sessions it opened, one per provider thread. The capability
+ * record is negotiated from the agent's `initialize` answer (capabilities.ts); the adapter is generic: what one agent
+ * needs that another does not is in the target's options (`behaviour`, `authMethod`, `beforeLoad`), and each known
+ * agent's are in agents.ts.
+ */
+
+export interface AcpAdapterOptions {
+  /** The agent: its command line and environment. */
+  agent: AcpAgentCommand;
+  /** Calls `authenticate` with this method after `initialize` (it must be one the agent advertises). */
+  authMethod?: string;
+  /** What the agent does that its handshake does not say (capabilities.ts). */
+  behaviour?: AcpBehaviour;
+  /**
+   * Runs before a thread is loaded into a new agent process (`session/load`), for an agent whose load needs its files
+   * arranged first (a documented quirk: see agents.ts).
+   */
+  beforeLoad?(input: { threadRef: string; cwd: string }): Promise<void>;
+  /** Host lifecycle (startup timeout, idle TTL, restart budget). */
+  policy?: Partial<SupervisorPolicy>;
+  /** Caps on what the agent may send at once. */
+  limits?: ChannelLimits;
+  /** Sees every raw frame to and from the agent (the transcript recorder); unredacted, so never logged. */
+  tap?: (direction: "in" | "out", line: string) => void;
+}
+
+/** The client's name and version, as the agent is told at `initialize`. */
+const CLIENT_INFO = { name: "tiller", title: "Tiller", version: "0.1.0" };
+/** How long the agent gets to answer a call that is not a turn (a turn takes as long as it takes). */
+const CALL_TIMEOUT_MS = 60_000;
+
+interface Conn {
+  init: InitializeResponse;
+  /** Prefixes this agent process's request ids (they restart in every process). */
+  serial: number;
+}
+
+/** A provider thread: an ACP session, the provider session that opened it, and its turn's state. */
+interface Thread {
+  sessionId: string;
+  channel: AcpChannel;
+  cwd: string;
+  state: AcpThreadState;
+  /** A turn is running: its prompt awaits its response. */
+  prompting: boolean;
+  /** The history a `session/load` replays: dropped, it is no live turn's. */
+  loading: boolean;
+}
+
+interface Pending {
+  thread: string;
+  options: PermissionOption[];
+  answer(response: RequestPermissionResponse): void;
+}
+
+export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & {
+  readonly hostSpec: HostSpec;
+  hostPid(sessionId: string): number | null;
+} {
+  if (!options || typeof options !== "object" || !options.agent)
+    throw new InvalidInputError("agent", "must say which agent to run (its command)");
+  const launch = agentLaunch(options.agent);
+  const host = hosted("acp", {
+    forget: (sessionId) => {
+      for (const [ref, thread] of threads) if (thread.sessionId === sessionId) forgetThread(ref);
+    },
+    goodbye: async (sessionId, lease) => {
+      const channel = lease.channel as AcpChannel;
+      if (!advertised(conns.get(channel)?.init.agentCapabilities?.sessionCapabilities?.close)) return;
+      const owned = [...threads].filter(([, t]) => t.sessionId === sessionId).map(([ref]) => ref);
+      for (const ref of owned)
+        await bounded(
+          channel.connection.agent.request(methods.agent.session.close, { sessionId: ref }),
+          2_000,
+          "session/close",
+        ).catch(() => undefined);
+    },
+  });
+  const { sessions, push } = host;
+  const conns = new WeakMap<AcpChannel, Conn>();
+  /** Provider threads by ACP session id. */
+  const threads = new Map<string, Thread>();
+  /** Permission requests waiting for an answer, by `<agent serial>:<JSON-RPC id>`. */
+  const pending = new Map<string, Pending>();
+  let serials = 0;
+  let declared: ReturnType<typeof acpCapabilities> | null = null;
+
+  const emit = (thread: Thread, events: ProviderEvent[]) => {
+    for (const event of events) push(thread.sessionId, event);
+  };
+  const liveThread = (channel: AcpChannel, ref: string): Thread | undefined => {
+    const thread = threads.get(ref);
+    return thread && thread.channel === channel && sessions.find(thread.sessionId) ? thread : undefined;
+  };
+
+  function forgetThread(ref: string) {
+    threads.delete(ref);
+    for (const [requestRef, waiting] of pending)
+      if (waiting.thread === ref) {
+        pending.delete(requestRef);
+        waiting.answer({ outcome: { outcome: "cancelled" } });
+      }
+  }
+
+  function onUpdate(channel: AcpChannel, params: SessionNotification) {
+    const thread = liveThread(channel, params.sessionId);
+    if (!thread) return channel.ring.note("unknown_notification", `session/update of session ${params.sessionId}`);
+    if (thread.loading) return;
+    emit(thread, mapUpdate(thread.state, { threadRef: params.sessionId }, params.update));
+  }
+
+  function onPermission(
+    channel: AcpChannel,
+    serial: number,
+    params: RequestPermissionRequest,
+    id: string | number | null,
+    signal: AbortSignal,
+  ): Promise<RequestPermissionResponse> {
+    const thread = liveThread(channel, params.sessionId);
+    // A request of no thread this adapter runs (a stopped session's): cancelled, never left waiting.
+    if (!thread || !thread.prompting) return Promise.resolve({ outcome: { outcome: "cancelled" } });
+    const where = { threadRef: params.sessionId };
+    const { events, itemRef, request } = permissionRequest(thread.state, where, params);
+    const requestRef = `${serial}:${String(id)}`;
+    emit(thread, [...events, { type: "request.opened", ...where, requestRef, itemRef, request }]);
+    return new Promise((resolve) => {
+      const answer = (response: RequestPermissionResponse) => {
+        if (!pending.delete(requestRef)) return;
+        resolve(response);
+        emit(thread, [
+          { type: "request.resolved", ...where, requestRef, outcome: outcomeOf(params.options, response) },
+        ]);
+      };
+      pending.set(requestRef, { thread: params.sessionId, options: params.options, answer });
+      // The agent withdrew it (`$/cancel_request`).
+      signal.addEventListener("abort", () => answer({ outcome: { outcome: "cancelled" } }), { once: true });
+    });
+  }
+
+  const connect = async (spawned: SpawnedHost, ring: FrameRing): Promise<AcpChannel> => {
+    const serial = ++serials;
+    const holder: { channel?: AcpChannel } = {};
+    const app = client({ name: CLIENT_INFO.name })
+      .onNotification(methods.client.session.update, ({ params }) => onUpdate(holder.channel!, params))
+      .onRequest(methods.client.session.requestPermission, ({ params, requestId, signal }) =>
+        onPermission(holder.channel!, serial, params, requestId, signal),
+      );
+    const channel = new AcpChannel(spawned.child, ring, app, options.limits);
+    holder.channel = channel;
+    channel.tap = options.tap ?? null;
+    channel.onFailed(() => {
+      for (const [ref, thread] of threads) if (thread.channel === channel) forgetThread(ref);
+    });
+    const init = await bounded<InitializeResponse>(
+      channel.connection.agent.request(methods.agent.initialize, {
+        protocolVersion: 1,
+        // Neither the client's file system nor its terminals are offered: the agent uses its own (GAP.md).
+        clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+        clientInfo: CLIENT_INFO,
+      }),
+      CALL_TIMEOUT_MS,
+      "initialize",
+    );
+    // Checked before anything else is asked, so an agent of another protocol fails the connection, not a session.
+    const capabilities = acpCapabilities(init, options.behaviour);
+    if (options.authMethod) {
+      const offered = (init.authMethods ?? []).map((m) => m.id);
+      if (!offered.includes(options.authMethod))
+        throw new ProviderError(
+          `the agent offers no authentication method ${options.authMethod} (it offers ${offered.join(", ") || "none"})`,
+        );
+      await bounded(
+        channel.connection.agent.request(methods.agent.authenticate, { methodId: options.authMethod }),
+        CALL_TIMEOUT_MS,
+        "authenticate",
+      );
+    }
+    conns.set(channel, { init, serial });
+    declared ??= capabilities;
+    return channel;
+  };
+
+  const spec: HostSpec = {
+    target: "acp",
+    identity: launch.identity,
+    spawn: launch.spawn,
+    connect,
+    secrets: launch.secrets,
+    ...(options.policy ? { policy: options.policy } : {}),
+  };
+
+  const channelOf = (sessionId: string) => sessions.lease(sessionId).channel as AcpChannel;
+  const connOf = (channel: AcpChannel): Conn => {
+    const conn = conns.get(channel);
+    if (!conn) throw new HostUnavailableError("the ACP agent's handshake did not complete");
+    return conn;
+  };
+  const threadOf = (sessionId: string, ref: string): Thread => {
+    const thread = threads.get(ref);
+    if (!thread || thread.sessionId !== sessionId)
+      throw new ProviderError(`ACP session ${ref} was not opened by provider session ${sessionId}`);
+    return thread;
+  };
+
+  /** An ACP session this provider session opened (new, loaded, resumed or forked): its updates route there. */
+  function adopt(sessionId: string, channel: AcpChannel, ref: string, cwd: string): ProviderThreadHandle {
+    threads.set(ref, { sessionId, channel, cwd, state: newThreadState(), prompting: false, loading: false });
+    return { threadRef: ref, resumeCursor: ref };
+  }
+
+  const adapter: ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null } = {
+    ...host.methods(spec),
+    provider: "acp",
+    // The record of the first agent process's handshake; before any, ACP's least (nothing advertised).
+    getCapabilities: () => declared ?? acpCapabilities({ protocolVersion: 1 }, options.behaviour),
+    async startSession({ sessionId }) {
+      const lease = await sessions.open(sessionId, spec);
+      const { init } = connOf(lease.channel as AcpChannel);
+      return { sessionId, capabilities: acpCapabilities(init, options.behaviour), hostGeneration: lease.generation };
+    },
+    async ensureProviderThread({ sessionId, cwd, resume }) {
+      const channel = channelOf(sessionId);
+      const agent = channel.connection.agent;
+      if (!resume) {
+        const opened = await bounded(
+          agent.request(methods.agent.session.new, { cwd, mcpServers: [] }),
+          CALL_TIMEOUT_MS,
+          "session/new",
+        );
+        return adopt(sessionId, channel, opened.sessionId, cwd);
+      }
+      const ref = resume.cursor;
+      const how = resumeMethod(connOf(channel).init);
+      if (!how)
+        throw new ResumeFailedError(`the agent cannot load a session (it advertises neither load nor resume)`, {
+          cursor: ref,
+        });
+      // Already open in this agent process (another provider session's, or this one's): taken over as it is.
+      if (threads.get(ref)?.channel === channel) return adopt(sessionId, channel, ref, cwd);
+      const handle = adopt(sessionId, channel, ref, cwd);
+      const thread = threads.get(ref)!;
+      try {
+        if (how === "session/resume") {
+          await bounded(
+            agent.request(methods.agent.session.resume, { sessionId: ref, cwd, mcpServers: [] }),
+            CALL_TIMEOUT_MS,
+            how,
+          );
+        } else {
+          await options.beforeLoad?.({ threadRef: ref, cwd });
+          thread.loading = true;
+          await bounded(
+            agent.request(methods.agent.session.load, { sessionId: ref, cwd, mcpServers: [] }),
+            CALL_TIMEOUT_MS,
+            how,
+          );
+        }
+      } catch (error) {
+        forgetThread(ref);
+        if (error instanceof HostUnavailableError) throw error;
+        throw new ResumeFailedError(
+          `the agent could not ${how === "session/load" ? "load" : "resume"} session ${ref}: ${messageOf(error)}`,
+          { cursor: ref },
+        );
+      }
+      thread.loading = false;
+      return handle;
+    },
+    async sendRun({ sessionId, thread: address, text, context }) {
+      const thread = threadOf(sessionId, address.resumeCursor);
+      if (thread.prompting) throw new ProviderError(`ACP session ${address.resumeCursor} is already running a turn`);
+      const where = { threadRef: address.resumeCursor };
+      thread.prompting = true;
+      thread.state = newThreadState();
+      const prompt = thread.channel.connection.agent.request(methods.agent.session.prompt, {
+        sessionId: address.resumeCursor,
+        prompt: promptOf(text, context),
+      });
+      prompt.then(
+        (response) => {
+          thread.prompting = false;
+          if (threads.get(where.threadRef) === thread) emit(thread, turnEnded(thread.state, where, response));
+        },
+        (error: unknown) => {
+          thread.prompting = false;
+          // A dead agent ends its sessions (the host's loss is told once, for the session): no turn end of its own.
+          if (thread.channel.failed || threads.get(where.threadRef) !== thread) return;
+          emit(thread, turnFailed(thread.state, where, messageOf(error)));
+        },
+      );
+      return { turnRef: null };
+    },
+    async steerRun({ sessionId, thread: address, text }) {
+      const thread = threadOf(sessionId, address.resumeCursor);
+      const steered = await bounded(
+        thread.channel.connection.agent.request<{ outcome?: string }>("_session/steering", {
+          sessionId: address.resumeCursor,
+          prompt: [{ type: "text", text }],
+          _meta: { steering: { idleBehavior: "promptRequired" } },
+        }),
+        CALL_TIMEOUT_MS,
+        "_session/steering",
+      );
+      if (steered?.outcome !== "injected")
+        throw new ProviderError(`the agent did not take the steer into its turn (${String(steered?.outcome)})`);
+    },
+    async interrupt({ sessionId, thread: address }) {
+      const thread = threadOf(sessionId, address.resumeCursor);
+      await thread.channel.connection.agent.notify(methods.agent.session.cancel, { sessionId: address.resumeCursor });
+      // ACP: the client answers every permission request of the session as cancelled.
+      for (const waiting of pending.values())
+        if (waiting.thread === address.resumeCursor) waiting.answer({ outcome: { outcome: "cancelled" } });
+    },
+    async isTurnAlive({ sessionId, thread: address }) {
+      return threadOf(sessionId, address.resumeCursor).prompting;
+    },
+    async respondToRequest({ request, response }) {
+      const waiting = request.requestRef ? pending.get(request.requestRef) : undefined;
+      if (!waiting) throw new HostUnavailableError(`ACP request ${request.requestRef ?? "?"} is no longer pending`);
+      waiting.answer(permissionAnswer(waiting.options, response));
+    },
+    async forkThread({ sessionId, thread: address, cwd }) {
+      const channel = threadOf(sessionId, address.resumeCursor).channel;
+      const forked = await bounded(
+        channel.connection.agent.request(methods.agent.session.fork, {
+          sessionId: address.resumeCursor,
+          cwd,
+          mcpServers: [],
+        }),
+        CALL_TIMEOUT_MS,
+        "session/fork",
+      );
+      return adopt(sessionId, channel, forked.sessionId, cwd);
+    },
+  };
+  return defineAdapter(adapter);
+}
+
+const advertised = (value: unknown): boolean => value !== undefined && value !== null && value !== false;
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,235 @@
+import type { TurnTerminalStatus } from "../../domain/entities.js";
+import type { RequestPayload, RequestResponse, StepStatus } from "../../domain/items.js";
+import type { HandoffContext, ProviderEvent } from "../contract.js";
+import type {
+  ContentBlock,
+  PermissionOption,
+  PromptResponse,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+  SessionUpdate,
+} from "./protocol/sdk.js";
+import { itemKindOf, knownTool, merge, outputOf, permissionPayload, toolDetail, type KnownTool } from "./tools.js";
+
+/**
+ * ACP `session/update`s -> normalized provider events, per ACP session (one provider thread). ACP has no turn ids and
+ * no turn start: a turn is one `session/prompt`, from the request to its response (whose `stopReason` is the turn's
+ * end, strong). Messages and thoughts stream as chunks with no end of their own: a run of chunks of one kind (and one
+ * `messageId`, where the agent gives ids) is one item, ended by whatever update comes next or by the turn's end. Pure:
+ * the state it reads and keeps is the caller's, one per ACP session.
+ */
+
+export interface AcpThreadState {
+  /** The message or thought whose chunks are streaming, if any. */
+  open: { kind: "assistant_message" | "reasoning"; itemRef: string | undefined } | null;
+  /** Tool calls by id, as far as the agent described them. */
+  tools: Map<string, KnownTool>;
+}
+
+export const newThreadState = (): AcpThreadState => ({ open: null, tools: new Map() });
+
+type Where = { threadRef: string };
+
+/** The open message or thought ends (the next update is something else, or the turn ended). */
+export function closeOpen(state: AcpThreadState, where: Where): ProviderEvent[] {
+  const open = state.open;
+  if (!open) return [];
+  state.open = null;
+  return [
+    {
+      type: "item.completed",
+      ...where,
+      kind: open.kind,
+      ...(open.itemRef ? { itemRef: open.itemRef } : {}),
+      status: "completed",
+    },
+  ];
+}
+
+/** What a chunk streams: its text; any other content (an image...) is not projected (GAP.md). */
+const textOf = (block: ContentBlock): string | null => (block.type === "text" ? block.text : null);
+
+function chunk(
+  state: AcpThreadState,
+  where: Where,
+  kind: "assistant_message" | "reasoning",
+  content: ContentBlock,
+  messageId: string | null | undefined,
+): ProviderEvent[] {
+  const text = textOf(content);
+  if (text === null || text === "") return [];
+  const itemRef = messageId ?? undefined;
+  const events: ProviderEvent[] = [];
+  const open = state.open;
+  if (open && (open.kind !== kind || open.itemRef !== itemRef)) events.push(...closeOpen(state, where));
+  if (!state.open) {
+    state.open = { kind, itemRef };
+    events.push({ type: "item.started", ...where, kind, ...(itemRef ? { itemRef } : {}) });
+  }
+  events.push({ type: "item.delta", ...where, kind, ...(itemRef ? { itemRef } : {}), stream: "text", delta: text });
+  return events;
+}
+
+const PLAN_STATUS: Record<string, StepStatus> = {
+  pending: "pending",
+  in_progress: "in_progress",
+  completed: "completed",
+};
+
+/**
+ * One `session/update` of a live turn. `terminalOutput` reads what a terminal the client runs for the agent printed
+ * (its output is the client's, not in the update).
+ */
+export function mapUpdate(
+  state: AcpThreadState,
+  where: Where,
+  update: SessionUpdate,
+  terminalOutput: (terminalId: string) => string | undefined = () => undefined,
+): ProviderEvent[] {
+  switch (update.sessionUpdate) {
+    case "agent_message_chunk":
+      return chunk(state, where, "assistant_message", update.content, update.messageId);
+    case "agent_thought_chunk":
+      return chunk(state, where, "reasoning", update.content, update.messageId);
+    case "tool_call":
+    case "tool_call_update": {
+      const known = state.tools.get(update.toolCallId);
+      const tool = known ? merge(known, update) : knownTool(update);
+      state.tools.set(tool.toolCallId, tool);
+      return [...closeOpen(state, where), ...toolEvents(where, tool, update.status ?? null, terminalOutput)];
+    }
+    case "plan":
+      return [
+        ...closeOpen(state, where),
+        {
+          type: "plan.updated",
+          ...where,
+          steps: update.entries.map((e) => ({ step: e.content, status: PLAN_STATUS[e.status] ?? "pending" })),
+        },
+      ];
+    // The user's own message (an echo, or history replayed by `session/load`), and what ACP says of the session
+    // rather than the turn (commands, modes, config, title, usage, notices, compaction, subagents): not projected
+    // (GAP.md).
+    default:
+      return [];
+  }
+}
+
+/** A tool call's item: started once, ended once (by a `completed` or `failed` status). */
+function toolEvents(
+  where: Where,
+  tool: KnownTool,
+  status: string | null,
+  terminalOutput: (terminalId: string) => string | undefined,
+): ProviderEvent[] {
+  if (tool.ended) return [];
+  const kind = itemKindOf(tool.kind);
+  const events: ProviderEvent[] = [];
+  if (!tool.started) {
+    tool.started = true;
+    events.push({ type: "item.started", ...where, itemRef: tool.toolCallId, kind, detail: toolDetail(tool) });
+  }
+  if (status === "completed" || status === "failed") {
+    tool.ended = true;
+    const output = outputOf(tool, terminalOutput);
+    events.push({
+      type: "item.completed",
+      ...where,
+      itemRef: tool.toolCallId,
+      kind,
+      status,
+      ...(output ? { output } : {}),
+    });
+  }
+  return events;
+}
+
+/**
+ * A permission request: the tool call it is about (started here when the agent asked before announcing it) and what
+ * it asks.
+ */
+export function permissionRequest(
+  state: AcpThreadState,
+  where: Where,
+  params: RequestPermissionRequest,
+): { events: ProviderEvent[]; itemRef: string; request: RequestPayload } {
+  const known = state.tools.get(params.toolCall.toolCallId);
+  const tool = known ? merge(known, params.toolCall) : knownTool(params.toolCall);
+  state.tools.set(tool.toolCallId, tool);
+  const events = [...closeOpen(state, where), ...toolEvents(where, tool, null, () => undefined)];
+  return { events, itemRef: tool.toolCallId, request: permissionPayload(tool) };
+}
+
+/**
+ * The runtime's answer as the agent's options: an approval picks the option of its kind (for the session where it is
+ * offered, else once); a refusal picks a reject option (once, else always); a cancellation, or a decision the agent
+ * offers no option for, is the `cancelled` outcome.
+ */
+export function permissionAnswer(options: PermissionOption[], response: RequestResponse): RequestPermissionResponse {
+  const decision = response.kind === "decision" ? response.decision : "decline";
+  const wanted: Record<string, Array<PermissionOption["kind"]>> = {
+    accept: ["allow_once", "allow_always"],
+    accept_for_session: ["allow_always", "allow_once"],
+    decline: ["reject_once", "reject_always"],
+    cancel: [],
+  };
+  for (const kind of wanted[decision] ?? []) {
+    const option = options.find((o) => o.kind === kind);
+    if (option) return { outcome: { outcome: "selected", optionId: option.optionId } };
+  }
+  return { outcome: { outcome: "cancelled" } };
+}
+
+/** The request's outcome as the app stream tells it (`request.resolved`). */
+export function outcomeOf(options: PermissionOption[], answer: RequestPermissionResponse): string {
+  if (answer.outcome.outcome === "cancelled") return "cancelled";
+  const optionId = answer.outcome.optionId;
+  const kind = options.find((o) => o.optionId === optionId)?.kind;
+  return kind === "allow_always" ? "accept_for_session" : kind?.startsWith("allow") ? "accept" : "decline";
+}
+
+/** A prompt's response: the turn's end (after the open message or thought ends). */
+export function turnEnded(state: AcpThreadState, where: Where, response: PromptResponse): ProviderEvent[] {
+  const ended = STOP[response.stopReason] ?? { status: "failed" as const, failureClass: "unknown_stop_reason" };
+  return [
+    ...closeOpen(state, where),
+    {
+      type: "turn.terminal",
+      ...where,
+      status: ended.status,
+      threadDisposition: "reusable",
+      failureClass: ended.failureClass ?? null,
+      message: ended.failureClass ? `the agent stopped: ${response.stopReason}` : null,
+      retryable: false,
+    },
+  ];
+}
+
+/** A prompt the agent refused or failed (a JSON-RPC error): the turn failed, the thread is still usable. */
+export function turnFailed(state: AcpThreadState, where: Where, message: string): ProviderEvent[] {
+  return [
+    ...closeOpen(state, where),
+    {
+      type: "turn.terminal",
+      ...where,
+      status: "failed",
+      threadDisposition: "reusable",
+      failureClass: "provider_error",
+      message,
+      retryable: false,
+    },
+  ];
+}
+
+const STOP: Record<string, { status: TurnTerminalStatus; failureClass?: string }> = {
+  end_turn: { status: "completed" },
+  cancelled: { status: "interrupted" },
+  max_tokens: { status: "failed", failureClass: "max_tokens" },
+  max_turn_requests: { status: "failed", failureClass: "max_turn_requests" },
+  refusal: { status: "failed", failureClass: "refusal" },
+};
+
+/** A turn's prompt: the handoff or fork context first (as the user's, the one way ACP takes it), then the text. */
+export function promptOf(text: string, context: HandoffContext | null): ContentBlock[] {
+  return [...(context ? [{ type: "text" as const, text: context.text }] : []), { type: "text", text }];
+}

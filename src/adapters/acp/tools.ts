@@ -1,0 +1,120 @@
+import type { ItemDetail, ProviderItemKind, RequestPayload } from "../../domain/items.js";
+import type { ToolCall, ToolCallContent, ToolCallUpdate, ToolKind } from "./protocol/sdk.js";
+
+/**
+ * Tool identity for ACP: an agent's tool calls carry a `kind` from the protocol's closed list, and that is all the
+ * adapter classifies by (never a title or a name): `execute` is a command, `edit`/`delete`/`move` a file change, any
+ * other kind a tool under its native name (`name`, where the agent gives one, else its kind). A permission request is
+ * asked about its tool call, and asks what that call is: a command, a file change, a file read, else a tool approval.
+ */
+
+/** What the adapter knows of a tool call: the fields its `tool_call` and `tool_call_update`s said so far. */
+export interface KnownTool {
+  toolCallId: string;
+  kind: ToolKind;
+  name: string | null;
+  title: string;
+  rawInput: unknown;
+  locations: string[];
+  content: ToolCallContent[];
+  /** Whether its item was started in the app stream, and whether it ended there. */
+  started: boolean;
+  ended: boolean;
+}
+
+export function itemKindOf(kind: ToolKind): ProviderItemKind {
+  if (kind === "execute") return "command_execution";
+  if (kind === "edit" || kind === "delete" || kind === "move") return "file_change";
+  return "tool_call";
+}
+
+/** A new tool call, or an update that names one the adapter has not seen (the agent's permission request, first). */
+export function knownTool(call: ToolCall | ToolCallUpdate): KnownTool {
+  return merge(
+    {
+      toolCallId: call.toolCallId,
+      kind: "other",
+      name: null,
+      title: "",
+      rawInput: undefined,
+      locations: [],
+      content: [],
+      started: false,
+      ended: false,
+    },
+    call,
+  );
+}
+
+/** A tool call with what an update says (an absent or null field keeps what was said before). */
+export function merge(tool: KnownTool, update: ToolCall | ToolCallUpdate): KnownTool {
+  if (update.kind) tool.kind = update.kind;
+  if (update.name) tool.name = update.name;
+  if (update.title) tool.title = update.title;
+  if (update.rawInput !== undefined && update.rawInput !== null) tool.rawInput = update.rawInput;
+  if (update.locations) tool.locations = update.locations.map((l) => l.path);
+  if (update.content) tool.content = update.content;
+  return tool;
+}
+
+const stringField = (value: unknown, field: string): string | undefined => {
+  const found = typeof value === "object" && value !== null ? (value as Record<string, unknown>)[field] : undefined;
+  return typeof found === "string" ? found : undefined;
+};
+
+/** The command a command tool runs: its input's `command` where it is a string, else its title (ACP's convention). */
+function commandOf(tool: KnownTool): string {
+  return stringField(tool.rawInput, "command") ?? tool.title;
+}
+
+/** The first diff of a tool's content, as a unified-style text (ACP gives old and new text). */
+function diffOf(tool: KnownTool): { path: string; diff: string } | null {
+  const diff = tool.content.find((c) => c.type === "diff");
+  if (!diff) return null;
+  const lines = (text: string, sign: string) =>
+    text === ""
+      ? []
+      : text
+          .replace(/\n$/, "")
+          .split("\n")
+          .map((l) => `${sign}${l}`);
+  const text = [`--- ${diff.path}`, `+++ ${diff.path}`, ...lines(diff.oldText ?? "", "-"), ...lines(diff.newText, "+")];
+  return { path: diff.path, diff: `${text.join("\n")}\n` };
+}
+
+/** The path a file tool works on: its first location, else its diff's path. */
+function pathOf(tool: KnownTool): string {
+  return tool.locations[0] ?? diffOf(tool)?.path ?? "";
+}
+
+export function toolDetail(tool: KnownTool): ItemDetail {
+  const kind = itemKindOf(tool.kind);
+  const input = tool.rawInput === undefined ? {} : { input: tool.rawInput };
+  if (kind === "command_execution") return { toolName: tool.name ?? tool.kind, command: commandOf(tool), ...input };
+  if (kind === "file_change") {
+    const diff = diffOf(tool);
+    return { toolName: tool.name ?? tool.kind, path: pathOf(tool), ...(diff ? { diff: diff.diff } : {}), ...input };
+  }
+  return { toolName: tool.name ?? tool.kind, ...input };
+}
+
+/** What a permission request about this tool asks (the request's own kind, by the tool's kind). */
+export function permissionPayload(tool: KnownTool): RequestPayload {
+  if (tool.kind === "execute") return { kind: "command", command: commandOf(tool) };
+  if (tool.kind === "edit" || tool.kind === "delete" || tool.kind === "move") {
+    const diff = diffOf(tool);
+    return { kind: "file_change", path: pathOf(tool), ...(diff ? { diff: diff.diff } : {}) };
+  }
+  if (tool.kind === "read") return { kind: "file_read", path: pathOf(tool) };
+  return { kind: "tool_approval", toolName: tool.name ?? tool.kind, input: tool.rawInput ?? null };
+}
+
+/** A tool's output: the text of its content blocks (terminals' output is the client's own: see the adapter). */
+export function outputOf(tool: KnownTool, terminalOutput: (terminalId: string) => string | undefined): string {
+  const parts: string[] = [];
+  for (const block of tool.content) {
+    if (block.type === "content" && block.content.type === "text") parts.push(block.content.text);
+    else if (block.type === "terminal") parts.push(terminalOutput(block.terminalId) ?? "");
+  }
+  return parts.join("\n");
+}
