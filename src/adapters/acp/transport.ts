@@ -154,9 +154,8 @@ export class AcpChannel extends RpcChannel {
   }
 
   /**
-   * A request through the SDK's connection (the registry's liveness probe), bounded: an agent that does not answer within `timeoutMs` (default 30 s)
-   * gets `host_unavailable`, never a hang (the registry's liveness probe relies on it). The gate holds it as for any
-   * kit channel.
+   * A call through the kit's interface (the registry's liveness probe) goes through the SDK's connection, bounded: an
+   * agent that does not answer within `timeoutMs` (default 30 s) gets `host_unavailable`, never a hang.
    */
   override async call(
     method: string,
