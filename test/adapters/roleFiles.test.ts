@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 
 /**
  * Every provider folder has the role files of src/adapters/README.md and nothing else at top level (`host/` only
- * where the provider runs in a child process); its `protocol/` has a MANIFEST whose hashes are those of its files.
+ * where the provider runs in a child process, `agents.ts` only where one adapter drives many agents); its `protocol/`
+ * has a MANIFEST whose hashes are those of its files.
  */
 
 const ADAPTERS = join(import.meta.dirname, "../../src/adapters");
@@ -19,7 +20,7 @@ const REQUIRED = [
   "GAP.md",
   "index.ts",
 ];
-const ALLOWED = new Set([...REQUIRED, "host"]);
+const ALLOWED = new Set([...REQUIRED, "host", "agents.ts"]);
 const providers = readdirSync(ADAPTERS, { withFileTypes: true })
   .filter((e) => e.isDirectory() && e.name !== "kit")
   .map((e) => e.name);
