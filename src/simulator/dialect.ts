@@ -1,7 +1,7 @@
 /**
  * What a wire dialect has to provide. The server turns every ReplySpec into a Turn (a
  * dialect-neutral list of output blocks) and asks the dialect to render it, so adding a
- * dialect (Chat Completions, Gemini) means one new file and no change to the server.
+ * dialect (Chat Completions, say) means one new file and one line in the server's list.
  */
 import type { DialectName, ReplySpec } from "./types.js";
 
@@ -24,7 +24,8 @@ export interface RenderContext {
 }
 
 export interface SseEvent {
-  event: string;
+  /** Left out by dialects whose streams carry bare `data:` lines (Gemini). */
+  event?: string;
   data: Record<string, unknown>;
   /** Marks an assistant text delta: a hanging reply stops after the first of these. */
   textDelta?: boolean;
@@ -33,8 +34,10 @@ export interface SseEvent {
 export interface Dialect {
   readonly name: DialectName;
   matches(method: string, pathname: string): boolean;
+  /** The model when the path names it (Gemini); otherwise the body's `model` is echoed. */
+  model?(pathname: string): string | undefined;
   /** Whether the request asked for SSE rather than one JSON document. */
-  streams(body: unknown): boolean;
+  streams(body: unknown, pathname: string): boolean;
   /** The whole event sequence of a finished turn, in order. */
   stream(turn: Turn, ctx: RenderContext): SseEvent[];
   /** The same turn as a non-streaming JSON response. */
@@ -46,7 +49,8 @@ export interface Dialect {
 }
 
 export function encodeSse(event: SseEvent): string {
-  return `event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`;
+  const name = event.event === undefined ? "" : `event: ${event.event}\n`;
+  return `${name}data: ${JSON.stringify(event.data)}\n\n`;
 }
 
 export function joined(chunks: string[]): string {

@@ -1,6 +1,6 @@
 /**
- * tiller-runtime/simulator: a loopback stand-in for the OpenAI Responses and Anthropic Messages
- * APIs, so the real Codex and Claude Code binaries can be driven offline from a script.
+ * tiller-runtime/simulator: a loopback stand-in for the OpenAI Responses, Anthropic Messages and
+ * Gemini APIs, so the real Codex, Claude Code and Gemini CLI binaries can be driven offline from a script.
  */
 export { startModelSimulator } from "./server.js";
 export type {

@@ -6,16 +6,17 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import * as zlib from "node:zlib";
 import { encodeSse, modelOf, type Dialect, type RenderContext } from "./dialect.js";
+import { geminiDialect } from "./gemini.js";
 import { messagesDialect } from "./messages.js";
 import { RequestLog } from "./recorder.js";
 import { NO_SCRIPTED_REPLY, plan, type Plan } from "./replies.js";
 import { responsesDialect } from "./responses.js";
 import type { ModelSimulator, ModelSimulatorOptions, Reply, SimulatorRequest } from "./types.js";
 
-const DIALECTS: readonly Dialect[] = [responsesDialect, messagesDialect];
+const DIALECTS: readonly Dialect[] = [responsesDialect, messagesDialect, geminiDialect];
 
 // Credentials are masked at the door: a recorded request must be safe to print or snapshot.
-const REDACTED = new Set(["authorization", "proxy-authorization", "x-api-key", "cookie"]);
+const REDACTED = new Set(["authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "cookie"]);
 
 interface Hang {
   release(): void;
@@ -98,8 +99,8 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
     say(`#${request.id} ${method} ${url} → ${outcome} (${source})`);
     if (chosen.kind === "error") return sendJson(res, chosen.status, dialect.error(chosen.status, chosen.message));
 
-    const ctx: RenderContext = { model: modelOf(request.body, "simulator"), nextId };
-    if (!dialect.streams(request.body)) {
+    const ctx: RenderContext = { model: dialect.model?.(pathname) ?? modelOf(request.body, "simulator"), nextId };
+    if (!dialect.streams(request.body, pathname)) {
       const body = dialect.json(chosen.turn, ctx);
       if (chosen.hang) return hold(res, () => sendJson(res, 200, body));
       return sendJson(res, 200, body);

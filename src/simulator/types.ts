@@ -3,7 +3,7 @@
  * the provider wire formats well enough for the real agent binaries to run against it.
  */
 
-export type DialectName = "responses" | "messages";
+export type DialectName = "responses" | "messages" | "gemini";
 
 export interface SimulatorRequest {
   /** 1-based, in arrival order; equals the request's position in `requests` plus one. */
