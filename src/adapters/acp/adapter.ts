@@ -76,8 +76,6 @@ interface Thread {
   state: AcpThreadState;
   /** A turn is running: its prompt awaits its response. */
   prompting: boolean;
-  /** The history a `session/load` replays: dropped, it is no live turn's. */
-  loading: boolean;
 }
 
 interface Pending {
@@ -138,7 +136,6 @@ export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & 
   function onUpdate(channel: AcpChannel, params: SessionNotification) {
     const thread = liveThread(channel, params.sessionId);
     if (!thread) return channel.ring.note("unknown_notification", `session/update of session ${params.sessionId}`);
-    if (thread.loading) return;
     emit(thread, mapUpdate(thread.state, { threadRef: params.sessionId }, params.update));
   }
 
@@ -237,7 +234,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & 
 
   /** An ACP session this provider session opened (new, loaded, resumed or forked): its updates route there. */
   function adopt(sessionId: string, channel: AcpChannel, ref: string, cwd: string): ProviderThreadHandle {
-    threads.set(ref, { sessionId, channel, cwd, state: newThreadState(), prompting: false, loading: false });
+    threads.set(ref, { sessionId, channel, cwd, state: newThreadState(), prompting: false });
     return { threadRef: ref, resumeCursor: ref };
   }
 
@@ -271,7 +268,6 @@ export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & 
       // Already open in this agent process (another provider session's, or this one's): taken over as it is.
       if (threads.get(ref)?.channel === channel) return adopt(sessionId, channel, ref, cwd);
       const handle = adopt(sessionId, channel, ref, cwd);
-      const thread = threads.get(ref)!;
       try {
         if (how === "session/resume") {
           await bounded(
@@ -281,7 +277,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & 
           );
         } else {
           await options.beforeLoad?.({ threadRef: ref, cwd });
-          thread.loading = true;
+          // The history it replays is dropped by the channel (transport.ts): it is no live turn's.
           await bounded(
             agent.request(methods.agent.session.load, { sessionId: ref, cwd, mcpServers: [] }),
             CALL_TIMEOUT_MS,
@@ -296,7 +292,6 @@ export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & 
           { cursor: ref },
         );
       }
-      thread.loading = false;
       return handle;
     },
     async sendRun({ sessionId, thread: address, text, context }) {

@@ -51,11 +51,11 @@ export function geminiAgent(options: AgentHome & { endpoint?: AgentEndpoint; exe
         ...(home ? { HOME: home } : {}),
         ...(options.endpoint ? { GOOGLE_GEMINI_BASE_URL: options.endpoint.baseUrl } : {}),
       },
-      secretEnv: options.endpoint ? { GEMINI_API_KEY: options.endpoint.apiKey } : {},
+      secretEnv: (options.endpoint ? { GEMINI_API_KEY: options.endpoint.apiKey } : {}) as Record<string, string>,
     },
     authMethod: "gemini-api-key",
-    // Gemini shares its todo list as a plan; it reads without asking.
-    behaviour: { plans: true, asksBeforeReads: false },
+    // Gemini shares no plan over ACP (its todo tool is off for the preview models it runs), and reads unasked.
+    behaviour: { plans: false, asksBeforeReads: false },
     beforeLoad: async ({ threadRef }) => {
       if (home) await backdateChats(join(home, ".gemini", "tmp"), threadRef);
     },

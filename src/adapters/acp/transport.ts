@@ -82,6 +82,12 @@ export function agentLaunch(agent: AcpAgentCommand): {
   };
 }
 
+/** The `sessionId` of a message's params (empty where there is none). */
+function sessionOf(params: unknown): string {
+  const id = isObject(params) ? params.sessionId : undefined;
+  return typeof id === "string" ? id : "";
+}
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
@@ -95,6 +101,12 @@ export class AcpChannel extends RpcChannel {
   #inbound!: ReadableStreamDefaultController<AnyMessage>;
   /** Ids of the requests the client sent that await a reply: a reply to any other id is noted, never delivered. */
   #awaiting = new Set<JsonRpcId>();
+  /**
+   * Sessions being loaded, by the id of their `session/load`: the updates the agent sends of such a session before
+   * the load's reply are its history replayed, and are dropped here, where the order of the lines is still exact (the
+   * SDK dispatches notifications and replies on separate paths, so past this point a reply may overtake them).
+   */
+  #loading = new Map<JsonRpcId, string>();
 
   constructor(
     private readonly child: ChildProcess,
@@ -123,7 +135,10 @@ export class AcpChannel extends RpcChannel {
 
   #send(message: AnyMessage): void {
     if (this.failed) return;
-    if ("method" in message && "id" in message) this.#awaiting.add(message.id);
+    if ("method" in message && "id" in message) {
+      this.#awaiting.add(message.id);
+      if (message.method === "session/load") this.#loading.set(message.id, sessionOf(message.params));
+    }
     const line = JSON.stringify(message);
     this.ring.push("out", line);
     this.tap?.("out", line);
@@ -145,12 +160,18 @@ export class AcpChannel extends RpcChannel {
     if (!("method" in message) && "id" in message) {
       const id = message.id as JsonRpcId;
       if (!this.#awaiting.delete(id)) return this.ring.note("unknown_reply", `id ${String(id)}`);
-    }
+      this.#loading.delete(id);
+    } else if (message.method === "session/update" && this.#replaying(sessionOf(message.params))) return;
     try {
       this.#inbound.enqueue(message as AnyMessage);
     } catch {
       // The connection is closed: nothing is read any more.
     }
+  }
+
+  #replaying(sessionId: string): boolean {
+    for (const loading of this.#loading.values()) if (loading === sessionId) return true;
+    return false;
   }
 
   /**

@@ -1,0 +1,78 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { createAcpAdapter, type AcpAdapterOptions } from "../../src/adapters/acp/adapter.js";
+import { geminiAgent } from "../../src/adapters/acp/agents.js";
+import type { RuntimeOptions } from "../../src/index.js";
+import type { Reply } from "../../src/simulator/index.js";
+import * as conformance from "../providers/conformance.js";
+import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
+
+/**
+ * Real ACP agents (the pinned Gemini CLI, claude-agent-acp, codex-acp) under Tiller's one ACP adapter, against the model
+ * simulator on 127.0.0.1, with a temporary HOME and workspace per world. What differs between the agents is here as
+ * data (the preset of src/adapters/acp/agents.ts, the home each needs, how its model spells a shell command): the
+ * scenarios are the same.
+ */
+
+export type AcpAdapter = ReturnType<typeof createAcpAdapter>;
+export type AcpWorld = SimulatedWorld<AcpAdapter>;
+
+export interface AgentUnderTest {
+  /** The provider target's id (and the temporary directory's prefix). */
+  target: string;
+  /** Writes what the agent needs in its temporary home. */
+  prepare(home: string): Promise<void>;
+  /** The adapter's options for the agent, against the simulator. */
+  options(home: string, simulatorUrl: string): AcpAdapterOptions;
+  /** The model's reply that runs a shell command (one the agent asks permission for). */
+  shell(command: string): Reply;
+}
+
+export const gemini: AgentUnderTest = {
+  target: "gemini",
+  async prepare(home) {
+    await mkdir(join(home, ".gemini"), { recursive: true });
+    const settings = {
+      security: { auth: { selectedType: "gemini-api-key" } },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false },
+      general: { disableAutoUpdate: true, disableUpdateNag: true },
+    };
+    await writeFile(join(home, ".gemini", "settings.json"), JSON.stringify(settings));
+  },
+  options: (home, url) => geminiAgent({ home, endpoint: { baseUrl: url, apiKey: "dummy" } }),
+  // Gemini's shell refuses command substitution: plain commands only.
+  shell: (command) => ({ tools: [{ name: "run_shell_command", args: { command, description: "for the test" } }] }),
+};
+
+export function acpWorld(
+  agent: AgentUnderTest,
+  options: { runtime?: Partial<RuntimeOptions>; adapter?: Partial<AcpAdapterOptions> } = {},
+): Promise<AcpWorld> {
+  return simulatedWorld({
+    target: agent.target,
+    ...(options.runtime ? { runtime: options.runtime } : {}),
+    prepare: ({ home }) => agent.prepare(home),
+    makeAdapter: ({ home }, sim) => createAcpAdapter({ ...agent.options(home, sim.url), ...options.adapter }),
+  });
+}
+
+/** The world as the shared provider scenarios (test/providers/conformance.ts) see it. */
+export function asProvider(w: AcpWorld, target: string): conformance.ProviderWorld {
+  return {
+    get rt() {
+      return w.rt;
+    },
+    sim: w.sim,
+    workspace: w.workspace,
+    target,
+    hostPid: (id) => w.adapter.hostPid(id),
+    get adapter() {
+      return w.adapter;
+    },
+    reopen: () => w.reopen(),
+  };
+}
+
+export { until } from "../support/runtime.js";
+export { sawInNextRequest } from "../codex/harness.js";
