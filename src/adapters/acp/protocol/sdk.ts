@@ -1,3 +1,4 @@
+// Generated from @agentclientprotocol/sdk 2.4.0 by scripts/acp-protocol.ts: do not edit.
 // The ACP SDK types the ACP adapter is typed against, and no other (the SDK's unstable entry: session/fork,
 // session/resume and session/close are in it).
 export type {
