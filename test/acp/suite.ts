@@ -22,7 +22,8 @@ export interface ExpectedRecord {
   plan?: { reply: Parameters<AcpWorld["sim"]["push"]>[0]; steps: Array<{ step: string; status: string }> };
 }
 
-const report = (target: string, name: string, ms: number) => console.info(`${target} timing: ${name}: ${ms.toFixed(0)} ms`);
+const report = (target: string, name: string, ms: number) =>
+  console.info(`${target} timing: ${name}: ${ms.toFixed(0)} ms`);
 
 const field = (caps: ProviderCapabilities, path: string): unknown => {
   const [group, name] = path.split(".") as [keyof ProviderCapabilities, string];
@@ -39,7 +40,11 @@ export function agentSuite(agent: AgentUnderTest, expected: ExpectedRecord): voi
     return rt().views.pendingRequests(threadId)[0]!;
   };
   const streaming = (runId: string) =>
-    until("streaming", () => rt().views.runs.get(runId)!.items.some((i) => i.kind === "assistant_message"));
+    until("streaming", () =>
+      rt()
+        .views.runs.get(runId)!
+        .items.some((i) => i.kind === "assistant_message"),
+    );
 
   beforeAll(async () => {
     world = await acpWorld(agent, {

@@ -25,6 +25,7 @@ import type {
   RequestPermissionRequest,
   RequestPermissionResponse,
   SessionNotification,
+  SessionUpdate,
 } from "./protocol/sdk.js";
 import { AcpChannel, agentLaunch, bounded, type AcpAgentCommand } from "./transport.js";
 
@@ -49,6 +50,11 @@ export interface AcpAdapterOptions {
    * arranged first (a documented quirk: see agents.ts).
    */
   beforeLoad?(input: { threadRef: string; cwd: string }): Promise<void>;
+  /**
+   * For an agent that replays a loaded session's history after its `session/load` reply (ACP has it before): the
+   * update that follows the replay. The load completes when it arrives, and what comes before is dropped as history.
+   */
+  replayEndsWith?: SessionUpdate["sessionUpdate"];
   /** Host lifecycle (startup timeout, idle TTL, restart budget). */
   policy?: Partial<SupervisorPolicy>;
   /** Caps on what the agent may send at once. */
@@ -76,6 +82,8 @@ interface Thread {
   state: AcpThreadState;
   /** A turn is running: its prompt awaits its response. */
   prompting: boolean;
+  /** The history a load replays after its reply is still coming (`replayEndsWith`): told when it has come. */
+  replaying: (() => void) | null;
 }
 
 interface Pending {
@@ -136,6 +144,10 @@ export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & 
   function onUpdate(channel: AcpChannel, params: SessionNotification) {
     const thread = liveThread(channel, params.sessionId);
     if (!thread) return channel.ring.note("unknown_notification", `session/update of session ${params.sessionId}`);
+    if (thread.replaying) {
+      if (params.update.sessionUpdate === options.replayEndsWith) thread.replaying();
+      return;
+    }
     emit(thread, mapUpdate(thread.state, { threadRef: params.sessionId }, params.update));
   }
 
@@ -234,7 +246,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & 
 
   /** An ACP session this provider session opened (new, loaded, resumed or forked): its updates route there. */
   function adopt(sessionId: string, channel: AcpChannel, ref: string, cwd: string): ProviderThreadHandle {
-    threads.set(ref, { sessionId, channel, cwd, state: newThreadState(), prompting: false });
+    threads.set(ref, { sessionId, channel, cwd, state: newThreadState(), prompting: false, replaying: null });
     return { threadRef: ref, resumeCursor: ref };
   }
 
@@ -277,12 +289,19 @@ export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & 
           );
         } else {
           await options.beforeLoad?.({ threadRef: ref, cwd });
-          // The history it replays is dropped by the channel (transport.ts): it is no live turn's.
+          // The history it replays is dropped (it is no live turn's): by the channel up to the reply (transport.ts),
+          // and after it up to the update that ends it, where the agent replays late.
+          const thread = threads.get(ref)!;
+          const replayed = options.replayEndsWith
+            ? new Promise<void>((resolve) => (thread.replaying = resolve))
+            : Promise.resolve();
           await bounded(
             agent.request(methods.agent.session.load, { sessionId: ref, cwd, mcpServers: [] }),
             CALL_TIMEOUT_MS,
             how,
           );
+          await bounded(replayed, CALL_TIMEOUT_MS, `${how} (its history replayed after the reply)`);
+          thread.replaying = null;
         }
       } catch (error) {
         forgetThread(ref);

@@ -37,7 +37,8 @@ function installed(pkg: string, file: string): string {
  *
  * Quirk: its `session/load` first re-creates the session's chat file, named by the current minute, then reads it;
  * within the minute the file was written, that clobbers the history and the load fails. `beforeLoad` renames the
- * session's chat files a minute back first.
+ * session's chat files a minute back first. And it replays the history after its reply to the load (ACP has it
+ * before), then says its commands (`available_commands_update`): the load completes there.
  */
 export function geminiAgent(options: AgentHome & { endpoint?: AgentEndpoint; executable?: string } = {}) {
   const script = options.executable ?? installed("@google/gemini-cli", "bundle/gemini.js");
@@ -56,6 +57,7 @@ export function geminiAgent(options: AgentHome & { endpoint?: AgentEndpoint; exe
     authMethod: "gemini-api-key",
     // Gemini shares no plan over ACP (its todo tool is off for the preview models it runs), and reads unasked.
     behaviour: { plans: false, asksBeforeReads: false },
+    replayEndsWith: "available_commands_update",
     beforeLoad: async ({ threadRef }) => {
       if (home) await backdateChats(join(home, ".gemini", "tmp"), threadRef);
     },
