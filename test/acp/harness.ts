@@ -8,9 +8,9 @@ import * as conformance from "../providers/conformance.js";
 import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
 
 /**
- * Real ACP agents (the pinned Gemini CLI, claude-agent-acp, codex-acp) under Tiller's one ACP adapter, against the model
- * simulator on 127.0.0.1, with a temporary HOME and workspace per world. What differs between the agents is here as
- * data (the preset of src/adapters/acp/agents.ts, the home each needs, how its model spells a shell command): the
+ * Real ACP agents (the pinned Gemini CLI, claude-agent-acp, codex-acp) under Tiller's one ACP adapter, against the
+ * model simulator on 127.0.0.1, with a temporary HOME and workspace per world. What differs between the agents is here
+ * as data (the preset of src/adapters/acp/agents.ts, the home each needs, how its model spells a shell command): the
  * scenarios are the same.
  */
 
