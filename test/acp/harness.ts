@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createAcpAdapter, type AcpAdapterOptions } from "../../src/adapters/acp/adapter.js";
+import { createAcpAdapter, type AcpAdapter, type AcpAdapterOptions } from "../../src/adapters/acp/adapter.js";
 import { geminiAgent } from "../../src/adapters/acp/agents.js";
 import type { RuntimeOptions } from "../../src/index.js";
 import type { Reply } from "../../src/simulator/index.js";
@@ -14,8 +14,8 @@ import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
  * scenarios are the same.
  */
 
-export type AcpAdapter = ReturnType<typeof createAcpAdapter>;
 export type AcpWorld = SimulatedWorld<AcpAdapter>;
+export type { AcpAdapter };
 
 export interface AgentUnderTest {
   /** The provider target's id (and the temporary directory's prefix). */

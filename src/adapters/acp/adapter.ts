@@ -92,10 +92,10 @@ interface Pending {
   answer(response: RequestPermissionResponse): void;
 }
 
-export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & {
-  readonly hostSpec: HostSpec;
-  hostPid(sessionId: string): number | null;
-} {
+/** The adapter: the contract's methods, its host spec and its agent processes' pids. */
+export type AcpAdapter = ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null };
+
+export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
   if (!options || typeof options !== "object" || !options.agent)
     throw new InvalidInputError("agent", "must say which agent to run (its command)");
   const launch = agentLaunch(options.agent);
@@ -250,7 +250,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): ProviderAdapter & 
     return { threadRef: ref, resumeCursor: ref };
   }
 
-  const adapter: ProviderAdapter & { readonly hostSpec: HostSpec; hostPid(sessionId: string): number | null } = {
+  const adapter: AcpAdapter = {
     ...host.methods(spec),
     provider: "acp",
     // The record of the first agent process's handshake; before any, ACP's least (nothing advertised).

@@ -1,6 +1,7 @@
 import type { TurnTerminalStatus } from "../../domain/entities.js";
 import type { RequestPayload, RequestResponse, StepStatus } from "../../domain/items.js";
 import type { HandoffContext, ProviderEvent } from "../contract.js";
+import { userContextMessages } from "../kit/context.js";
 import type {
   ContentBlock,
   PermissionOption,
@@ -229,7 +230,10 @@ const STOP: Record<string, { status: TurnTerminalStatus; failureClass?: string }
   refusal: { status: "failed", failureClass: "refusal" },
 };
 
-/** A turn's prompt: the handoff or fork context first (as the user's, the one way ACP takes it), then the text. */
+/**
+ * A turn's prompt: the handoff or fork context first, under the kit's header, as the user's (the one way ACP takes
+ * it: a context the runtime would deliver otherwise is refused, typed), then the user's text.
+ */
 export function promptOf(text: string, context: HandoffContext | null): ContentBlock[] {
-  return [...(context ? [{ type: "text" as const, text: context.text }] : []), { type: "text", text }];
+  return [...userContextMessages(context, "acp"), text].map((t) => ({ type: "text", text: t }));
 }
