@@ -77,7 +77,7 @@ class Session {
   permission(
     toolCall: Record<string, unknown>,
     options: PermissionOption[] = OPTIONS,
-  ): { events: ProviderEvent[]; itemRef: string; request: RequestPayload } {
+  ): { events: ProviderEvent[]; itemRef: string | undefined; request: RequestPayload } {
     const params = zRequestPermissionRequest.parse({
       sessionId: SESSION,
       toolCall,
@@ -850,8 +850,9 @@ describe("acp mapper: the prompt's response ends the turn", () => {
   it("sends a handoff's context before the user's text, as text blocks of the prompt", () => {
     expect(promptOf("run a command", null)).toEqual([{ type: "text", text: "run a command" }]);
     const prompt = promptOf("go on", { kind: "handoff", text: "Summary so far", delivery: "synthetic_user" });
+    // Under the kit's context header (src/adapters/kit/context.ts), as every adapter delivers user context.
     expect(prompt).toEqual([
-      { type: "text", text: "Summary so far" },
+      { type: "text", text: "Context from earlier in this conversation (handoff):\nSummary so far" },
       { type: "text", text: "go on" },
     ]);
   });

@@ -31,10 +31,13 @@ export const newThreadState = (): AcpThreadState => ({ open: null, tools: new Ma
 
 type Where = { threadRef: string };
 
-/** The open message or thought ends (the next update is something else, or the turn ended). */
-export function closeOpen(state: AcpThreadState, where: Where): ProviderEvent[] {
+/**
+ * The open message or thought ends: the turn ended (`always`), or another update came. A message the agent gave an id
+ * goes on until a chunk of another message comes (its chunks may resume after a tool call).
+ */
+export function closeOpen(state: AcpThreadState, where: Where, always = false): ProviderEvent[] {
   const open = state.open;
-  if (!open) return [];
+  if (!open || (open.itemRef && !always)) return [];
   state.open = null;
   return [
     {
@@ -59,10 +62,10 @@ function chunk(
 ): ProviderEvent[] {
   const text = textOf(content);
   if (text === null || text === "") return [];
-  const itemRef = messageId ?? undefined;
+  const itemRef = messageId || undefined;
   const events: ProviderEvent[] = [];
   const open = state.open;
-  if (open && (open.kind !== kind || open.itemRef !== itemRef)) events.push(...closeOpen(state, where));
+  if (open && (open.kind !== kind || open.itemRef !== itemRef)) events.push(...closeOpen(state, where, true));
   if (!state.open) {
     state.open = { kind, itemRef };
     events.push({ type: "item.started", ...where, kind, ...(itemRef ? { itemRef } : {}) });
@@ -92,6 +95,9 @@ export function mapUpdate(
       return chunk(state, where, "assistant_message", update.content, update.messageId);
     case "agent_thought_chunk":
       return chunk(state, where, "reasoning", update.content, update.messageId);
+    // The user's own message (an echo, or a steer's): the agent's message before it is over; nothing is projected.
+    case "user_message_chunk":
+      return closeOpen(state, where, true);
     case "tool_call":
     case "tool_call_update": {
       const known = state.tools.get(update.toolCallId);
@@ -108,9 +114,8 @@ export function mapUpdate(
           steps: update.entries.map((e) => ({ step: e.content, status: PLAN_STATUS[e.status] ?? "pending" })),
         },
       ];
-    // The user's own message (an echo, or history replayed by `session/load`), and what ACP says of the session
-    // rather than the turn (commands, modes, config, title, usage, notices, compaction, subagents): not projected
-    // (GAP.md).
+    // What ACP says of the session rather than the turn (commands, modes, config, title, usage, notices, compaction,
+    // subagents): not projected (GAP.md).
     default:
       return [];
   }
@@ -124,19 +129,20 @@ function toolEvents(
   terminalOutput: (terminalId: string) => string | undefined,
 ): ProviderEvent[] {
   if (tool.ended) return [];
-  const kind = itemKindOf(tool.kind);
+  const ref = tool.toolCallId ? { itemRef: tool.toolCallId } : {};
   const events: ProviderEvent[] = [];
   if (!tool.started) {
-    tool.started = true;
-    events.push({ type: "item.started", ...where, itemRef: tool.toolCallId, kind, detail: toolDetail(tool) });
+    tool.started = itemKindOf(tool.kind);
+    events.push({ type: "item.started", ...where, ...ref, kind: tool.started, detail: toolDetail(tool) });
   }
+  const kind = tool.started;
   if (status === "completed" || status === "failed") {
     tool.ended = true;
     const output = outputOf(tool, terminalOutput);
     events.push({
       type: "item.completed",
       ...where,
-      itemRef: tool.toolCallId,
+      ...ref,
       kind,
       status,
       ...(output ? { output } : {}),
@@ -153,23 +159,24 @@ export function permissionRequest(
   state: AcpThreadState,
   where: Where,
   params: RequestPermissionRequest,
-): { events: ProviderEvent[]; itemRef: string; request: RequestPayload } {
+): { events: ProviderEvent[]; itemRef: string | undefined; request: RequestPayload } {
   const known = state.tools.get(params.toolCall.toolCallId);
   const tool = known ? merge(known, params.toolCall) : knownTool(params.toolCall);
   state.tools.set(tool.toolCallId, tool);
   const events = [...closeOpen(state, where), ...toolEvents(where, tool, null, () => undefined)];
-  return { events, itemRef: tool.toolCallId, request: permissionPayload(tool) };
+  return { events, itemRef: tool.toolCallId || undefined, request: permissionPayload(tool) };
 }
 
 /**
- * The runtime's answer as the agent's options: an approval picks the option of its kind (for the session where it is
- * offered, else once); a refusal picks a reject option (once, else always); a cancellation, or a decision the agent
+ * The runtime's answer as the agent's options: an approval for once picks "allow once"; one for the session "allow
+ * always" (else once); a refusal picks a reject option (once, else always); a cancellation, or a decision the agent
  * offers no option for, is the `cancelled` outcome.
  */
 export function permissionAnswer(options: PermissionOption[], response: RequestResponse): RequestPermissionResponse {
   const decision = response.kind === "decision" ? response.decision : "decline";
   const wanted: Record<string, Array<PermissionOption["kind"]>> = {
-    accept: ["allow_once", "allow_always"],
+    // Never more than was granted: a yes for once is no yes for the session.
+    accept: ["allow_once"],
     accept_for_session: ["allow_always", "allow_once"],
     decline: ["reject_once", "reject_always"],
     cancel: [],
@@ -193,7 +200,7 @@ export function outcomeOf(options: PermissionOption[], answer: RequestPermission
 export function turnEnded(state: AcpThreadState, where: Where, response: PromptResponse): ProviderEvent[] {
   const ended = STOP[response.stopReason] ?? { status: "failed" as const, failureClass: "unknown_stop_reason" };
   return [
-    ...closeOpen(state, where),
+    ...closeOpen(state, where, true),
     {
       type: "turn.terminal",
       ...where,
@@ -209,7 +216,7 @@ export function turnEnded(state: AcpThreadState, where: Where, response: PromptR
 /** A prompt the agent refused or failed (a JSON-RPC error): the turn failed, the thread is still usable. */
 export function turnFailed(state: AcpThreadState, where: Where, message: string): ProviderEvent[] {
   return [
-    ...closeOpen(state, where),
+    ...closeOpen(state, where, true),
     {
       type: "turn.terminal",
       ...where,

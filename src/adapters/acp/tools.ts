@@ -17,8 +17,8 @@ export interface KnownTool {
   rawInput: unknown;
   locations: string[];
   content: ToolCallContent[];
-  /** Whether its item was started in the app stream, and whether it ended there. */
-  started: boolean;
+  /** The item kind it was started under (null: not started yet); a later change of its kind does not change it. */
+  started: ProviderItemKind | null;
   ended: boolean;
 }
 
@@ -39,7 +39,7 @@ export function knownTool(call: ToolCall | ToolCallUpdate): KnownTool {
       rawInput: undefined,
       locations: [],
       content: [],
-      started: false,
+      started: null,
       ended: false,
     },
     call,
@@ -98,14 +98,20 @@ export function toolDetail(tool: KnownTool): ItemDetail {
   return { toolName: tool.name ?? tool.kind, ...input };
 }
 
-/** What a permission request about this tool asks (the request's own kind, by the tool's kind). */
+/**
+ * What a permission request about this tool asks (the request's own kind, by the tool's kind). Where the agent gave
+ * no command or path, the request does not pretend to know one (ACP: "avoid presenting the request as if argument
+ * details were known"): it is a tool approval of the tool's kind, with what input there is.
+ */
 export function permissionPayload(tool: KnownTool): RequestPayload {
-  if (tool.kind === "execute") return { kind: "command", command: commandOf(tool) };
-  if (tool.kind === "edit" || tool.kind === "delete" || tool.kind === "move") {
+  const command = commandOf(tool);
+  if (tool.kind === "execute" && command) return { kind: "command", command };
+  const path = pathOf(tool);
+  if ((tool.kind === "edit" || tool.kind === "delete" || tool.kind === "move") && path) {
     const diff = diffOf(tool);
-    return { kind: "file_change", path: pathOf(tool), ...(diff ? { diff: diff.diff } : {}) };
+    return { kind: "file_change", path, ...(diff ? { diff: diff.diff } : {}) };
   }
-  if (tool.kind === "read") return { kind: "file_read", path: pathOf(tool) };
+  if (tool.kind === "read" && path) return { kind: "file_read", path };
   return { kind: "tool_approval", toolName: tool.name ?? tool.kind, input: tool.rawInput ?? null };
 }
 
