@@ -8,10 +8,10 @@ import type { ApprovalKind, BehaviourKind, ConformanceWorld, TurnBehaviour, Turn
 
 /**
  * The world of any provider whose model is reached over HTTP: each path starts the model simulator
- * (`tiller-runtime/simulator`: the OpenAI Responses and Anthropic Messages dialects) on 127.0.0.1 and a temporary HOME,
- * and every adapter of the path (a runtime restart's too) is made by the world's `adapter` pointed at both, so it
- * reaches the same conversations. An adapter author writes the adapter and how its model's tool calls are spelled
- * (`tools`); the world does the rest.
+ * (`tiller-runtime/simulator`: the OpenAI Responses, Anthropic Messages and Gemini dialects) on 127.0.0.1 and a
+ * temporary HOME, and every adapter of the path (a runtime restart's too) is made by the world's `adapter` pointed at
+ * both, so it reaches the same conversations. An adapter author writes the adapter and how its model's tool calls are
+ * spelled (`tools`); the world does the rest.
  *
  * Behaviours are keyed by the user text of the turn they are for: every model request is answered from the latest
  * user text the provider sent and from what the provider did after it (a tool result is a step: the reply of the
@@ -92,6 +92,8 @@ export interface SimulatorEvidence {
   turnKey?(request: SimulatorRequest): string | null;
   /** The mode the provider told the model its turn works in, read from the turn's first request. */
   runtimeMode?(request: SimulatorRequest): TurnEvidence["runtimeMode"];
+  /** The model a request names, where it is not the body's `model` (Gemini names it in the URL). */
+  model?(request: SimulatorRequest): string | null;
 }
 
 export interface SimulatorWorldOptions {
@@ -172,17 +174,35 @@ function responsesEntries(body: Record<string, unknown>): Entry[] {
   return out;
 }
 
+/** Gemini: `systemInstruction`, then `contents` (`functionCall`, `functionResponse` parts are steps; thoughts none). */
+function geminiEntries(body: Record<string, unknown>): Entry[] {
+  const system = isRecord(body.systemInstruction) ? body.systemInstruction.parts : undefined;
+  const out: Entry[] = textsOf(system).map((text) => ({ role: "system", text, top: true }));
+  for (const content of Array.isArray(body.contents) ? body.contents : []) {
+    if (!isRecord(content)) continue;
+    const role: Role = content.role === "user" ? "user" : "assistant";
+    for (const part of Array.isArray(content.parts) ? content.parts : []) {
+      if (!isRecord(part) || part.thought === true) continue;
+      if (isRecord(part.functionResponse)) out.push({ role: "tool_result", text: "" });
+      else if (isRecord(part.functionCall)) out.push({ role: "tool_call", text: "" });
+      else if (typeof part.text === "string") out.push({ role, text: part.text });
+    }
+  }
+  return out;
+}
+
+const ENTRIES: Partial<Record<SimulatorRequest["dialect"], (body: Record<string, unknown>) => Entry[]>> = {
+  messages: messagesEntries,
+  responses: responsesEntries,
+  gemini: geminiEntries,
+};
+
 const entriesCache = new WeakMap<SimulatorRequest, Entry[]>();
 function entriesOf(request: SimulatorRequest): Entry[] {
   let entries = entriesCache.get(request);
   if (!entries) {
     const body = isRecord(request.body) ? request.body : {};
-    entries =
-      request.dialect === "messages"
-        ? messagesEntries(body)
-        : request.dialect === "responses"
-          ? responsesEntries(body)
-          : [];
+    entries = ENTRIES[request.dialect]?.(body) ?? [];
     entriesCache.set(request, entries);
   }
   return entries;
@@ -352,7 +372,11 @@ export function simulatorWorld(options: SimulatorWorldOptions): ConformanceWorld
             priorUserTexts: opening.slice(0, -1).map((t) => t.text),
             steers: steers.map((t) => t.text),
             context: own.context,
-            model: isRecord(first.body) && typeof first.body.model === "string" ? first.body.model : null,
+            model: evidence.model
+              ? evidence.model(first)
+              : isRecord(first.body) && typeof first.body.model === "string"
+                ? first.body.model
+                : null,
             ...(mode ? { runtimeMode: mode } : {}),
           };
         },

@@ -34,10 +34,11 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
 
   function choose(request: SimulatorRequest, dialect: Dialect): { plan: Plan; source: string } {
     try {
-      const side = options.sideReply?.(request);
-      if (side) return { plan: plan(side), source: "side" };
+      // A probe the client makes on its own (a model check, a router) is the dialect's to answer, before any script.
       const probe = dialect.probe?.(request.body);
       if (probe) return { plan: plan(probe), source: "probe" };
+      const side = options.sideReply?.(request);
+      if (side) return { plan: plan(side), source: "side" };
       const next = queue.shift();
       if (next === undefined) {
         return { plan: plan(options.defaultReply ?? NO_SCRIPTED_REPLY), source: "default" };

@@ -40,7 +40,10 @@ export type Reply = ReplySpec | ((request: SimulatorRequest) => ReplySpec);
 export interface ModelSimulatorOptions {
   /** Defaults to 0 (an ephemeral port). The server only ever binds 127.0.0.1. */
   port?: number;
-  /** Answers out-of-band requests (titles, quota probes) without consuming the queue; null defers to the queue. */
+  /**
+   * Answers out-of-band requests (titles, quota checks) without consuming the queue; null defers to the queue. A
+   * dialect's own probes (a model check, Gemini's router) are answered before it is asked.
+   */
   sideReply?: (request: SimulatorRequest) => ReplySpec | null;
   /** Used when the queue is empty; otherwise the reply is `{ text: "(simulator: no scripted reply)" }`. */
   defaultReply?: ReplySpec;

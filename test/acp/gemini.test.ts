@@ -13,5 +13,6 @@ agentSuite(gemini, {
     "turns.supportsSteeringByInterruptRestart": true,
     "planning.emitsPlanUpdated": false,
     "approvals.supportsFileReadApproval": false,
+    "tools.emitsToolOutput": false,
   },
 });

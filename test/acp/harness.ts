@@ -28,17 +28,19 @@ export interface AgentUnderTest {
   shell(command: string): Reply;
 }
 
+/** Gemini's settings in its home: the API key as its authentication, and no telemetry or update checks. */
+export const GEMINI_SETTINGS = {
+  security: { auth: { selectedType: "gemini-api-key" } },
+  privacy: { usageStatisticsEnabled: false },
+  telemetry: { enabled: false },
+  general: { disableAutoUpdate: true, disableUpdateNag: true },
+};
+
 export const gemini: AgentUnderTest = {
   target: "gemini",
   async prepare(home) {
     await mkdir(join(home, ".gemini"), { recursive: true });
-    const settings = {
-      security: { auth: { selectedType: "gemini-api-key" } },
-      privacy: { usageStatisticsEnabled: false },
-      telemetry: { enabled: false },
-      general: { disableAutoUpdate: true, disableUpdateNag: true },
-    };
-    await writeFile(join(home, ".gemini", "settings.json"), JSON.stringify(settings));
+    await writeFile(join(home, ".gemini", "settings.json"), JSON.stringify(GEMINI_SETTINGS));
   },
   options: (home, url) => geminiAgent({ home, endpoint: { baseUrl: url, apiKey: "dummy" } }),
   // Gemini's shell refuses command substitution: plain commands only.

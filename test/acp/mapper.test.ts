@@ -17,8 +17,9 @@ import type {
   RequestPermissionRequest,
   RequestPermissionResponse,
   SessionUpdate,
-  StopReason,
 } from "../../src/adapters/acp/protocol/sdk.js";
+
+type StopReason = PromptResponse["stopReason"];
 import { RequestPayloadSchema, type RequestDecision, type RequestPayload } from "../../src/domain/items.js";
 // The SDK's own wire schemas (not exported by its package entry): every input below goes through them first, so the
 // mapper sees exactly what the SDK would hand it, hostile-but-valid inputs included.

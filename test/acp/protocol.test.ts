@@ -122,5 +122,7 @@ describe("acp protocol bindings", () => {
       sources.flatMap((text) => names(text, /import type \{([^}]*)\} from "(?:\.\.\/|\.\/)+protocol\/sdk\.js"/g)),
     );
     expect([...imported].filter((name) => !USED.includes(name))).toEqual([]);
+    // And every binding is used: none is kept for nothing.
+    expect(USED.filter((name) => !imported.has(name))).toEqual([]);
   });
 });

@@ -1,5 +1,11 @@
 import { client, methods } from "@agentclientprotocol/sdk/unstable";
-import { HostUnavailableError, InvalidInputError, ProviderError, ResumeFailedError } from "../../domain/errors.js";
+import {
+  CapabilityUnsupportedError,
+  HostUnavailableError,
+  InvalidInputError,
+  ProviderError,
+  ResumeFailedError,
+} from "../../domain/errors.js";
 import type { SupervisorPolicy } from "../../machines/hostSupervisor.js";
 import type { ProviderAdapter, ProviderEvent, ProviderThreadHandle } from "../contract.js";
 import { defineAdapter } from "../kit/defineAdapter.js";
@@ -24,6 +30,7 @@ import type {
   PermissionOption,
   RequestPermissionRequest,
   RequestPermissionResponse,
+  SessionConfigOption,
   SessionNotification,
   SessionUpdate,
 } from "./protocol/sdk.js";
@@ -84,6 +91,10 @@ interface Thread {
   prompting: boolean;
   /** The history a load replays after its reply is still coming (`replayEndsWith`): told when it has come. */
   replaying: (() => void) | null;
+  /** The session's settings as the agent last said them (its model selector among them, where it has one). */
+  configOptions: SessionConfigOption[];
+  /** The model this adapter chose for the session (null: the agent's own). */
+  model: string | null;
 }
 
 interface Pending {
@@ -101,6 +112,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
   const launch = agentLaunch(options.agent);
   const host = hosted("acp", {
     forget: (sessionId) => {
+      models.delete(sessionId);
       for (const [ref, thread] of threads) if (thread.sessionId === sessionId) forgetThread(ref);
     },
     goodbye: async (sessionId, lease) => {
@@ -119,6 +131,8 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
   const conns = new WeakMap<AcpChannel, Conn>();
   /** Provider threads by ACP session id. */
   const threads = new Map<string, Thread>();
+  /** The model each provider session was started with (null: the agent's own). */
+  const models = new Map<string, string | null>();
   /** Permission requests waiting for an answer, by `<agent serial>:<JSON-RPC id>`. */
   const pending = new Map<string, Pending>();
   let serials = 0;
@@ -148,6 +162,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       if (params.update.sessionUpdate === options.replayEndsWith) thread.replaying();
       return;
     }
+    if (params.update.sessionUpdate === "config_option_update") thread.configOptions = params.update.configOptions;
     emit(thread, mapUpdate(thread.state, { threadRef: params.sessionId }, params.update));
   }
 
@@ -246,8 +261,61 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
 
   /** An ACP session this provider session opened (new, loaded, resumed or forked): its updates route there. */
   function adopt(sessionId: string, channel: AcpChannel, ref: string, cwd: string): ProviderThreadHandle {
-    threads.set(ref, { sessionId, channel, cwd, state: newThreadState(), prompting: false, replaying: null });
+    const thread: Thread = {
+      sessionId,
+      channel,
+      cwd,
+      state: newThreadState(),
+      prompting: false,
+      replaying: null,
+      configOptions: [],
+      model: null,
+    };
+    threads.set(ref, thread);
     return { threadRef: ref, resumeCursor: ref };
+  }
+
+  /** What an opened session said of its settings, and the provider session's model chosen for it. */
+  async function opened(
+    sessionId: string,
+    handle: ProviderThreadHandle,
+    answer: { configOptions?: SessionConfigOption[] | null } | void,
+  ): Promise<ProviderThreadHandle> {
+    const thread = threads.get(handle.resumeCursor)!;
+    if (answer?.configOptions) thread.configOptions = answer.configOptions;
+    await chooseModel(thread, handle.resumeCursor, models.get(sessionId) ?? null);
+    return handle;
+  }
+
+  /**
+   * Chooses the session's model: through its model selector (a config option of category `model`), else by the
+   * earlier ACP drafts' `session/set_model` (which agents such as Gemini CLI still serve). An agent with neither cannot
+   * be given a model: a typed refusal, never a turn on another model.
+   */
+  async function chooseModel(thread: Thread, ref: string, model: string | null): Promise<void> {
+    if (!model || thread.model === model) return;
+    const agent = thread.channel.connection.agent;
+    const selector = thread.configOptions.find((o) => o.category === "model" && o.type === "select");
+    try {
+      await bounded(
+        selector
+          ? agent.request(methods.agent.session.setConfigOption, {
+              sessionId: ref,
+              configId: selector.id,
+              value: model,
+            })
+          : agent.request("session/set_model", { sessionId: ref, modelId: model }),
+        CALL_TIMEOUT_MS,
+        selector ? "session/set_config_option" : "session/set_model",
+      );
+    } catch (error) {
+      if (error instanceof HostUnavailableError) throw error;
+      throw new CapabilityUnsupportedError(
+        "sessions.supportsModelSwitchInSession",
+        `the agent did not take the model ${model}: ${messageOf(error)}`,
+      );
+    }
+    thread.model = model;
   }
 
   const adapter: AcpAdapter = {
@@ -255,8 +323,9 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
     provider: "acp",
     // The record of the first agent process's handshake; before any, ACP's least (nothing advertised).
     getCapabilities: () => declared ?? acpCapabilities({ protocolVersion: 1 }, options.behaviour),
-    async startSession({ sessionId }) {
+    async startSession({ sessionId, model }) {
       const lease = await sessions.open(sessionId, spec);
+      models.set(sessionId, model);
       const { init } = connOf(lease.channel as AcpChannel);
       return { sessionId, capabilities: acpCapabilities(init, options.behaviour), hostGeneration: lease.generation };
     },
@@ -264,12 +333,12 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       const channel = channelOf(sessionId);
       const agent = channel.connection.agent;
       if (!resume) {
-        const opened = await bounded(
+        const answer = await bounded(
           agent.request(methods.agent.session.new, { cwd, mcpServers: [] }),
           CALL_TIMEOUT_MS,
           "session/new",
         );
-        return adopt(sessionId, channel, opened.sessionId, cwd);
+        return opened(sessionId, adopt(sessionId, channel, answer.sessionId, cwd), answer);
       }
       const ref = resume.cursor;
       const how = resumeMethod(connOf(channel).init);
@@ -280,9 +349,10 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       // Already open in this agent process (another provider session's, or this one's): taken over as it is.
       if (threads.get(ref)?.channel === channel) return adopt(sessionId, channel, ref, cwd);
       const handle = adopt(sessionId, channel, ref, cwd);
+      let answer: { configOptions?: SessionConfigOption[] | null } | void;
       try {
         if (how === "session/resume") {
-          await bounded(
+          answer = await bounded(
             agent.request(methods.agent.session.resume, { sessionId: ref, cwd, mcpServers: [] }),
             CALL_TIMEOUT_MS,
             how,
@@ -295,7 +365,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
           const replayed = options.replayEndsWith
             ? new Promise<void>((resolve) => (thread.replaying = resolve))
             : Promise.resolve();
-          await bounded(
+          answer = await bounded(
             agent.request(methods.agent.session.load, { sessionId: ref, cwd, mcpServers: [] }),
             CALL_TIMEOUT_MS,
             how,
@@ -311,10 +381,12 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
           { cursor: ref },
         );
       }
-      return handle;
+      return opened(sessionId, handle, answer);
     },
-    async sendRun({ sessionId, thread: address, text, context }) {
+    async sendRun({ sessionId, thread: address, text, context, model }) {
       const thread = threadOf(sessionId, address.resumeCursor);
+      if (thread.prompting) throw new ProviderError(`ACP session ${address.resumeCursor} is already running a turn`);
+      await chooseModel(thread, address.resumeCursor, model);
       if (thread.prompting) throw new ProviderError(`ACP session ${address.resumeCursor} is already running a turn`);
       const where = { threadRef: address.resumeCursor };
       thread.prompting = true;
@@ -377,7 +449,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
         CALL_TIMEOUT_MS,
         "session/fork",
       );
-      return adopt(sessionId, channel, forked.sessionId, cwd);
+      return opened(sessionId, adopt(sessionId, channel, forked.sessionId, cwd), forked);
     },
   };
   return defineAdapter(adapter);

@@ -55,8 +55,9 @@ export function geminiAgent(options: AgentHome & { endpoint?: AgentEndpoint; exe
       secretEnv: (options.endpoint ? { GEMINI_API_KEY: options.endpoint.apiKey } : {}) as Record<string, string>,
     },
     authMethod: "gemini-api-key",
-    // Gemini shares no plan over ACP (its todo tool is off for the preview models it runs), and reads unasked.
-    behaviour: { plans: false, asksBeforeReads: false },
+    // Gemini shares no plan over ACP (its todo tool is off for the preview models it runs), reads unasked, sends no
+    // tool output in its tool call updates, and gives its messages no ids.
+    behaviour: { plans: false, asksBeforeReads: false, toolOutput: false, messageIds: false },
     replayEndsWith: "available_commands_update",
     beforeLoad: async ({ threadRef }) => {
       if (home) await backdateChats(join(home, ".gemini", "tmp"), threadRef);

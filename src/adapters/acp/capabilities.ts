@@ -20,6 +20,13 @@ export interface AcpBehaviour {
   plans?: boolean;
   /** It asks permission before a read (`kind: "read"`); default false: agents read inside the project unasked. */
   asksBeforeReads?: boolean;
+  /** Its tool calls' updates carry the tools' output (default true); an agent that sends none says so. */
+  toolOutput?: boolean;
+  /**
+   * Its messages carry ids (`messageId`): every item then has a native ref (`nativeItemIds: "weak"`). Default false:
+   * messages and thoughts go by their order in the turn, and so do tools (`nativeItemIds: "none"`).
+   */
+  messageIds?: boolean;
 }
 
 /** The protocol version this adapter speaks (the SDK's `PROTOCOL_VERSION`): an agent answering another is refused. */
@@ -88,7 +95,7 @@ export function acpCapabilities(init: InitializeResponse, behaviour: AcpBehaviou
       exposesToolItemIds: true, // toolCallId
       emitsToolStarted: true,
       emitsToolCompleted: true,
-      emitsToolOutput: true,
+      emitsToolOutput: behaviour.toolOutput ?? true,
       supportsMcpTools: false,
       supportsDynamicToolCallbacks: false,
     },
@@ -133,9 +140,14 @@ export function acpCapabilities(init: InitializeResponse, behaviour: AcpBehaviou
       providerRollbackReturnsSnapshot: false,
       providerCanReadConversationSnapshot: false,
     },
-    // Session ids are the agent's own, unique; tool call ids are unique within their session only; request ids are
-    // per-connection JSON-RPC ids.
-    identity: { nativeThreadIds: "strong", nativeTurnIds: "none", nativeItemIds: "weak", nativeRequestIds: "weak" },
+    // Session ids are the agent's own, unique; message and tool call ids are unique within their session only; request
+    // ids are per-connection JSON-RPC ids.
+    identity: {
+      nativeThreadIds: "strong",
+      nativeTurnIds: "none",
+      nativeItemIds: behaviour.messageIds ? "weak" : "none",
+      nativeRequestIds: "weak",
+    },
   });
 }
 
