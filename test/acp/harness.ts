@@ -1,9 +1,9 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { createAcpAdapter, type AcpAdapter, type AcpAdapterOptions } from "../../src/adapters/acp/adapter.js";
-import { geminiAgent } from "../../src/adapters/acp/agents.js";
+import { claudeAgent, codexAgent, geminiAgent } from "../../src/adapters/acp/agents.js";
 import type { RuntimeOptions } from "../../src/index.js";
-import type { Reply } from "../../src/simulator/index.js";
+import { startModelSimulator, type Reply, type ReplySpec, type SimulatorRequest } from "../../src/simulator/index.js";
 import * as conformance from "../providers/conformance.js";
 import { simulatedWorld, type SimulatedWorld } from "../providers/world.js";
 
@@ -26,6 +26,10 @@ export interface AgentUnderTest {
   options(home: string, simulatorUrl: string): AcpAdapterOptions;
   /** The model's reply that runs a shell command (one the agent asks permission for). */
   shell(command: string): Reply;
+  /** Answers the agent's side requests (titles...) so they take no scripted reply. */
+  sideReply?(request: SimulatorRequest): ReplySpec | null;
+  /** How a turn ends after a refused permission: the agent goes on (`completed`), or it cancels the turn itself. */
+  refusalEnds: "completed" | "cancelled";
 }
 
 /** Gemini's settings in its home: the API key as its authentication, and no telemetry or update checks. */
@@ -45,6 +49,50 @@ export const gemini: AgentUnderTest = {
   options: (home, url) => geminiAgent({ home, endpoint: { baseUrl: url, apiKey: "dummy" } }),
   // Gemini's shell refuses command substitution: plain commands only.
   shell: (command) => ({ tools: [{ name: "run_shell_command", args: { command, description: "for the test" } }] }),
+  refusalEnds: "completed",
+};
+
+/** Claude Code names each session with a side request of its own (a JSON title). */
+const claudeTitle = (request: SimulatorRequest): ReplySpec | null =>
+  JSON.stringify((request.body as { system?: unknown } | null)?.system ?? "").includes("naming a coding session")
+    ? { text: '{"title":"a session"}' }
+    : null;
+
+export const claude: AgentUnderTest = {
+  target: "claude-acp",
+  async prepare(home) {
+    // Claude's permission mode: `default` asks before writes and commands (its own default, `auto`, never asks).
+    await mkdir(join(home, ".claude"), { recursive: true });
+    await writeFile(
+      join(home, ".claude", "settings.json"),
+      JSON.stringify({ permissions: { defaultMode: "default" } }),
+    );
+  },
+  options: (home, url) =>
+    claudeAgent({ home, configDir: join(home, ".claude"), endpoint: { baseUrl: url, apiKey: "dummy" } }),
+  shell: (command) => ({ tools: [{ name: "Bash", args: { command, description: "for the test" } }] }),
+  sideReply: claudeTitle,
+  refusalEnds: "completed",
+};
+
+export const codex: AgentUnderTest = {
+  target: "codex-acp",
+  async prepare(home) {
+    await mkdir(join(home, ".codex"), { recursive: true });
+  },
+  options: (home, url) =>
+    codexAgent({ home, codexHome: join(home, ".codex"), endpoint: { baseUrl: `${url}/v1`, apiKey: "dummy" } }),
+  // An escalated command asks (the sandbox's own run unasked).
+  shell: (cmd) => ({
+    tools: [
+      {
+        name: "exec_command",
+        args: { cmd, sandbox_permissions: "require_escalated", justification: "needed for the test" },
+      },
+    ],
+  }),
+  // codex-acp's one refusal is "abort": the turn ends, cancelled by the agent.
+  refusalEnds: "cancelled",
 };
 
 export function acpWorld(
@@ -55,6 +103,7 @@ export function acpWorld(
     target: agent.target,
     ...(options.runtime ? { runtime: options.runtime } : {}),
     prepare: ({ home }) => agent.prepare(home),
+    ...(agent.sideReply ? { simulator: () => startModelSimulator({ sideReply: agent.sideReply! }) } : {}),
     makeAdapter: ({ home }, sim) => createAcpAdapter({ ...agent.options(home, sim.url), ...options.adapter }),
   });
 }

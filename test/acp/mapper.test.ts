@@ -91,8 +91,10 @@ class Session {
     return asked;
   }
 
-  end(stopReason: StopReason): ProviderEvent[] {
-    return this.keep(turnEnded(this.state, WHERE, zPromptResponse.parse({ stopReason }) as PromptResponse));
+  /** The prompt's response; `cancelAsked`: the client sent `session/cancel` for the turn (default: it did). */
+  end(stopReason: StopReason, cancelAsked = true): ProviderEvent[] {
+    const response = zPromptResponse.parse({ stopReason }) as PromptResponse;
+    return this.keep(turnEnded(this.state, WHERE, response, cancelAsked));
   }
 
   fail(message: string): ProviderEvent[] {
@@ -783,6 +785,14 @@ describe("acp mapper: permission requests", () => {
 });
 
 describe("acp mapper: the prompt's response ends the turn", () => {
+  // prompt-turn, "Stop Reasons": `cancelled` is "The turn was cancelled by the client"; a turn the client never asked
+  // to stop was not interrupted by it.
+  it("takes a cancelled turn nobody asked to stop as cancelled by the agent, never as the user's interrupt", () => {
+    const s = new Session();
+    const [terminal] = s.end("cancelled", false);
+    expect(terminal).toMatchObject({ type: "turn.terminal", status: "cancelled", failureClass: "cancelled_by_agent" });
+  });
+
   // prompt-turn, "Stop Reasons"; the contract: `interrupted` is a turn stopped at the client's request (docs/events.md:
   // "The run becomes interrupted only when the provider reports the terminal"), `failed` carries a failure class.
   it.each<[StopReason, "completed" | "interrupted" | "failed"]>([

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
 import type { ProviderCapabilities } from "../../src/capabilities/schema.js";
 import * as conformance from "../providers/conformance.js";
@@ -54,6 +54,8 @@ export function agentSuite(agent: AgentUnderTest, expected: ExpectedRecord): voi
     });
   }, 120_000);
   afterAll(async () => world?.cleanup());
+  // Every scenario takes the replies it scripts, no more, no fewer: the next one starts from an empty queue.
+  afterEach(() => expect(world.sim.pending()).toBe(0));
 
   describe(`${target} over ACP: turns`, () => {
     it("runs a text turn with thoughts; the session's record is the one its initialize advertises", async () => {
@@ -82,12 +84,14 @@ export function agentSuite(agent: AgentUnderTest, expected: ExpectedRecord): voi
       expect(existsSync(join(world.workspace, "allowed.txt"))).toBe(true);
       expect(ran.items.find((i) => i.kind === "command")).toMatchObject({ status: "complete" });
 
-      world.sim.push(agent.shell("echo refused > refused.txt"), { text: "did not run it" });
+      // An agent that goes on after a refusal asks the model again; one that cancels the turn does not.
+      world.sim.push(agent.shell("echo refused > refused.txt"));
+      if (agent.refusalEnds === "completed") world.sim.push({ text: "did not run it" });
       const refused = await rt().sendMessage({ threadId, text: "run another" });
       const second = await pendingRequest(threadId);
       await rt().respond({ requestId: second.requestId, response: { kind: "decision", decision: "decline" } });
       const done = await rt().waitForRun(refused.runId);
-      expect(done.status).toBe("completed");
+      expect(done.status).toBe(agent.refusalEnds);
       expect(existsSync(join(world.workspace, "refused.txt"))).toBe(false);
       expect(rt().views.requests.get(second.requestId)?.status).not.toBe("pending");
     });

@@ -89,6 +89,8 @@ interface Thread {
   state: AcpThreadState;
   /** A turn is running: its prompt awaits its response. */
   prompting: boolean;
+  /** The running turn was asked to stop (`session/cancel`). */
+  cancelAsked: boolean;
   /** The history a load replays after its reply is still coming (`replayEndsWith`): told when it has come. */
   replaying: (() => void) | null;
   /** The session's settings as the agent last said them (its model selector among them, where it has one). */
@@ -267,6 +269,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       cwd,
       state: newThreadState(),
       prompting: false,
+      cancelAsked: false,
       replaying: null,
       configOptions: [],
       model: null,
@@ -390,6 +393,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       if (thread.prompting) throw new ProviderError(`ACP session ${address.resumeCursor} is already running a turn`);
       const where = { threadRef: address.resumeCursor };
       thread.prompting = true;
+      thread.cancelAsked = false;
       thread.state = newThreadState();
       const prompt = thread.channel.connection.agent.request(methods.agent.session.prompt, {
         sessionId: address.resumeCursor,
@@ -398,7 +402,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       prompt.then(
         (response) => {
           thread.prompting = false;
-          if (threads.get(where.threadRef) === thread) emit(thread, turnEnded(thread.state, where, response));
+          if (threads.get(where.threadRef) === thread) emit(thread, turnEnded(thread.state, where, response, thread.cancelAsked));
         },
         (error: unknown) => {
           thread.prompting = false;
@@ -425,6 +429,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
     },
     async interrupt({ sessionId, thread: address }) {
       const thread = threadOf(sessionId, address.resumeCursor);
+      if (thread.prompting) thread.cancelAsked = true;
       await thread.channel.connection.agent.notify(methods.agent.session.cancel, { sessionId: address.resumeCursor });
       // ACP: the client answers every permission request of the session as cancelled.
       for (const waiting of pending.values())

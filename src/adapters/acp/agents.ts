@@ -1,6 +1,7 @@
+import { existsSync } from "node:fs";
 import { readdir, rename } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import { HostUnavailableError } from "../../domain/errors.js";
 import type { AcpAdapterOptions } from "./adapter.js";
 
@@ -82,5 +83,123 @@ async function backdateChats(tmp: string, sessionId: string): Promise<void> {
       const stamp = earlier.toISOString().slice(0, 16).replace(":", "-");
       await rename(join(chats, file), join(chats, `session-${stamp}-${short}.jsonl`));
     }
+  }
+}
+
+/** Claude Code's own opt-outs: no telemetry, no update checks, no traffic beyond the model API. */
+const CLAUDE_QUIET = {
+  DISABLE_TELEMETRY: "1",
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+  DISABLE_AUTOUPDATER: "1",
+  DISABLE_ERROR_REPORTING: "1",
+  // Not a model request after every turn to guess the user's next prompt.
+  CLAUDE_CODE_ENABLE_PROMPT_SUGGESTION: "false",
+};
+
+/**
+ * Claude Code through claude-agent-acp (@agentclientprotocol/claude-agent-acp 0.101.0, which runs the Claude Code its
+ * own Agent SDK ships), with an Anthropic-compatible endpoint: `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY`. It needs no
+ * `authenticate`. Its home (`configDir`, Claude's `CLAUDE_CONFIG_DIR`) decides its permission mode: without
+ * `permissions.defaultMode` in its `settings.json` its sessions start in `auto`, which never asks.
+ *
+ * It advertises fork, resume, close and list, and the steering extension (`_session/steering`): its record differs
+ * from Gemini's there. Its messages carry ids; it shares its todo list as a plan; it asks before reads outside the
+ * working directory.
+ */
+export function claudeAgent(
+  options: AgentHome & { configDir?: string; endpoint?: AgentEndpoint; executable?: string } = {},
+) {
+  const script = options.executable ?? installed("@agentclientprotocol/claude-agent-acp", "dist/index.js");
+  return {
+    agent: {
+      command: process.execPath,
+      args: [script],
+      env: {
+        ...CLAUDE_QUIET,
+        ...(options.home ? { HOME: options.home } : {}),
+        ...(options.configDir ? { CLAUDE_CONFIG_DIR: options.configDir } : {}),
+        ...(options.endpoint ? { ANTHROPIC_BASE_URL: options.endpoint.baseUrl } : {}),
+      },
+      secretEnv: (options.endpoint ? { ANTHROPIC_API_KEY: options.endpoint.apiKey } : {}) as Record<string, string>,
+      inherit: ["CLAUDE_CONFIG_DIR"],
+    },
+    behaviour: { plans: true, asksBeforeReads: true, toolOutput: true, messageIds: true },
+  } satisfies AcpAdapterOptions;
+}
+
+/** The key variable codex-acp's endpoint provider reads (set in its environment only). */
+const CODEX_KEY_ENV = "TILLER_CODEX_ACP_KEY";
+
+/**
+ * Codex through codex-acp (@zed-industries/codex-acp 0.16.0, its native binary), against an OpenAI Responses endpoint:
+ * the endpoint is a model provider of its own in codex's config, given on the command line (`-c`), its key in the
+ * agent's environment only; no plugin sync, analytics or update check. Its home is `CODEX_HOME`. Without a provider in
+ * its config it refuses `session/new` until authenticated, which writes the key to its home: this preset never does.
+ *
+ * Its sandbox needs bubblewrap: `bwrapDir` puts a directory holding `bwrap` first on its PATH (the one @openai/codex
+ * ships, where installed, by default). It advertises resume, close and list, no fork, no steering.
+ */
+export function codexAgent(
+  options: AgentHome & {
+    codexHome?: string;
+    endpoint?: AgentEndpoint & { model?: string };
+    executable?: string;
+    bwrapDir?: string | null;
+  } = {},
+) {
+  const binary =
+    options.executable ?? installed(`@zed-industries/codex-acp-${process.platform}-${process.arch}`, "bin/codex-acp");
+  const bwrapDir = options.bwrapDir === undefined ? shippedBwrapDir() : options.bwrapDir;
+  const endpoint = options.endpoint;
+  const config: Array<[string, string | number | boolean]> = [
+    ["check_for_update_on_startup", false],
+    ["features.plugins", false],
+    ["features.apps", false],
+    ["features.remote_plugin", false],
+    ["analytics.enabled", false],
+    ...(endpoint
+      ? ([
+          ["model_provider", "tiller"],
+          ["model_providers.tiller.name", "OpenAI-compatible endpoint (Tiller)"],
+          ["model_providers.tiller.base_url", endpoint.baseUrl],
+          ["model_providers.tiller.env_key", CODEX_KEY_ENV],
+          ["model_providers.tiller.wire_api", "responses"],
+          ["model_providers.tiller.request_max_retries", 0],
+          ["model_providers.tiller.stream_max_retries", 0],
+          ["model", endpoint.model ?? "gpt-5.5"],
+        ] as Array<[string, string | number | boolean]>)
+      : []),
+  ];
+  return {
+    agent: {
+      command: binary,
+      args: config.flatMap(([key, value]) => [
+        "-c",
+        `${key}=${typeof value === "string" ? JSON.stringify(value) : value}`,
+      ]),
+      env: {
+        ...(options.home ? { HOME: options.home } : {}),
+        ...(options.codexHome ? { CODEX_HOME: options.codexHome } : {}),
+        ...(bwrapDir ? { PATH: [bwrapDir, process.env.PATH ?? ""].join(delimiter) } : {}),
+      },
+      secretEnv: (endpoint ? { [CODEX_KEY_ENV]: endpoint.apiKey } : {}) as Record<string, string>,
+      inherit: ["CODEX_HOME"],
+    },
+    // Codex shares its plan (update_plan) and never asks before reads; its tool updates carry their output; its
+    // messages have no ids.
+    behaviour: { plans: true, asksBeforeReads: false, toolOutput: true, messageIds: false },
+  } satisfies AcpAdapterOptions;
+}
+
+/** The directory of the bubblewrap @openai/codex ships for its sandbox, where that package is installed. */
+function shippedBwrapDir(): string | null {
+  const arch = process.arch === "x64" ? "x86_64" : process.arch === "arm64" ? "aarch64" : null;
+  if (process.platform !== "linux" || !arch) return null;
+  try {
+    const pkg = createRequire(import.meta.url).resolve(`@openai/codex-linux-${process.arch}/package.json`);
+    const dir = join(dirname(pkg), "vendor", `${arch}-unknown-linux-musl`, "codex-resources");
+    return existsSync(join(dir, "bwrap")) ? dir : null;
+  } catch {
+    return null;
   }
 }

@@ -196,9 +196,21 @@ export function outcomeOf(options: PermissionOption[], answer: RequestPermission
   return kind === "allow_always" ? "accept_for_session" : kind?.startsWith("allow") ? "accept" : "decline";
 }
 
-/** A prompt's response: the turn's end (after the open message or thought ends). */
-export function turnEnded(state: AcpThreadState, where: Where, response: PromptResponse): ProviderEvent[] {
-  const ended = STOP[response.stopReason] ?? { status: "failed" as const, failureClass: "unknown_stop_reason" };
+/**
+ * A prompt's response: the turn's end (after the open message or thought ends). `cancelled` is an interrupt where the
+ * client asked for one (`session/cancel`); unasked, the agent cancelled the turn itself (codex-acp does, when a
+ * permission is refused): the turn is `cancelled`, said so.
+ */
+export function turnEnded(
+  state: AcpThreadState,
+  where: Where,
+  response: PromptResponse,
+  cancelAsked: boolean,
+): ProviderEvent[] {
+  const unasked = response.stopReason === "cancelled" && !cancelAsked;
+  const ended = unasked
+    ? { status: "cancelled" as const, failureClass: "cancelled_by_agent" }
+    : (STOP[response.stopReason] ?? { status: "failed" as const, failureClass: "unknown_stop_reason" });
   return [
     ...closeOpen(state, where, true),
     {
