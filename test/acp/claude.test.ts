@@ -29,8 +29,9 @@ agentSuite(claude, {
         },
       ],
     },
+    // claude-agent-acp shows a step in progress by its active form, the others by their content.
     steps: [
-      { step: "Looking", status: "completed" },
+      { step: "look", status: "completed" },
       { step: "Editing", status: "in_progress" },
     ],
   },

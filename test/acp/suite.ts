@@ -39,6 +39,9 @@ export function agentSuite(agent: AgentUnderTest, expected: ExpectedRecord): voi
     await until("a permission request", () => rt().views.pendingRequests(threadId).length === 1);
     return rt().views.pendingRequests(threadId)[0]!;
   };
+  /** The record the agent's live session announced. */
+  const sessionCaps = () =>
+    [...rt().actors.sessions.values()].at(-1)!.getSnapshot().context.capabilities as ProviderCapabilities;
   const streaming = (runId: string) =>
     until("streaming", () =>
       rt()
@@ -68,7 +71,7 @@ export function agentSuite(agent: AgentUnderTest, expected: ExpectedRecord): voi
       expect(run.items.map((i) => i.kind)).toEqual(["user_message", "reasoning", "assistant_message"]);
       expect(run.items[1]!.text).toContain("a greeting is due");
       expect(run.items[2]!.text).toBe("Hello from the simulator!");
-      const caps = [...rt().actors.sessions.values()][0]!.getSnapshot().context.capabilities as ProviderCapabilities;
+      const caps = sessionCaps();
       expect(Object.fromEntries(Object.keys(expected.fields).map((f) => [f, field(caps, f)]))).toEqual(expected.fields);
     });
 
@@ -97,9 +100,12 @@ export function agentSuite(agent: AgentUnderTest, expected: ExpectedRecord): voi
     });
 
     it("shares a plan where the agent has one; where it has none, its record says so", async () => {
-      const caps = [...rt().actors.sessions.values()][0]!.getSnapshot().context.capabilities as ProviderCapabilities;
-      if (!expected.plan) return expect(caps.planning.emitsPlanUpdated).toBe(false);
       const threadId = await thread();
+      if (!expected.plan) {
+        world.sim.push({ text: "no plan" });
+        await rt().waitForRun((await rt().sendMessage({ threadId, text: "plan it" })).runId);
+        return expect(sessionCaps().planning.emitsPlanUpdated).toBe(false);
+      }
       world.sim.push(expected.plan.reply, { text: "planned" });
       const run = await rt().waitForRun((await rt().sendMessage({ threadId, text: "plan it" })).runId);
       expect(run.items.find((i) => i.kind === "plan")?.detail).toMatchObject({ steps: expected.plan.steps });
