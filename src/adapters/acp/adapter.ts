@@ -402,7 +402,8 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       prompt.then(
         (response) => {
           thread.prompting = false;
-          if (threads.get(where.threadRef) === thread) emit(thread, turnEnded(thread.state, where, response, thread.cancelAsked));
+          if (threads.get(where.threadRef) !== thread) return;
+          emit(thread, turnEnded(thread.state, where, response, thread.cancelAsked));
         },
         (error: unknown) => {
           thread.prompting = false;

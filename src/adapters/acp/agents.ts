@@ -98,8 +98,8 @@ const CLAUDE_QUIET = {
 
 /**
  * Claude Code through claude-agent-acp (@agentclientprotocol/claude-agent-acp 0.101.0, which runs the Claude Code its
- * own Agent SDK ships), with an Anthropic-compatible endpoint: `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY`. It needs no
- * `authenticate`. Its home (`configDir`, Claude's `CLAUDE_CONFIG_DIR`) decides its permission mode: without
+ * own Agent SDK ships), with an Anthropic-compatible endpoint: `ANTHROPIC_BASE_URL` and `ANTHROPIC_API_KEY`. It needs
+ * no `authenticate`. Its home (`configDir`, Claude's `CLAUDE_CONFIG_DIR`) decides its permission mode: without
  * `permissions.defaultMode` in its `settings.json` its sessions start in `auto`, which never asks.
  *
  * It advertises fork, resume, close and list, and the steering extension (`_session/steering`): its record differs
