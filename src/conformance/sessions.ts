@@ -13,6 +13,7 @@ const MODE = "sessions.supportsRuntimeModeSwitchInSession";
 const SHARED = "sessions.supportsMultipleProviderThreadsPerSession";
 const PLAN_MODE = { interaction: "plan", approvals: "on_request" } as const;
 const OTHER_MODEL = "conformance-other-model";
+const otherModel = (h: Harness) => h.world.otherModel ?? OTHER_MODEL;
 
 export const sessionGuards = {
   switchesModelInSession: (c: ProviderCapabilities) => c.sessions.supportsModelSwitchInSession,
@@ -60,7 +61,7 @@ async function sendWith(h: Harness, extra: { model?: string; runtimeMode?: typeo
 }
 
 export const sessionDrives: Record<string, (h: Harness) => Promise<void>> = {
-  SWITCH_MODEL: (h) => sendWith(h, { model: OTHER_MODEL }),
+  SWITCH_MODEL: (h) => sendWith(h, { model: otherModel(h) }),
   SWITCH_MODE: (h) => sendWith(h, { runtimeMode: PLAN_MODE }),
   OTHER_THREAD: async (h) => {
     h.otherThreadId = (await h.rt.createThread({ providerTarget: h.target, cwd: h.cwd })).threadId;
@@ -86,7 +87,7 @@ function switched(field: string, change: "thread.model_changed" | "thread.mode_c
       change === "thread.model_changed"
         ? evidence?.model === undefined
           ? null
-          : evidence.model === OTHER_MODEL
+          : evidence.model === otherModel(h)
         : evidence?.runtimeMode === undefined
           ? null
           : evidence.runtimeMode.interaction === "plan";

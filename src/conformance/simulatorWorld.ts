@@ -102,6 +102,8 @@ export interface SimulatorWorldOptions {
   /** An adapter pointed at the path's simulator and HOME; called for every adapter the path needs. */
   adapter(provider: SimulatorProvider): ProviderAdapter;
   tools?: SimulatorTools;
+  /** A model the provider takes besides its default (`WorldRun.otherModel`); default: any name goes. */
+  otherModel?: string;
   /** The behaviours scripted (default: `text`, `hold`, and those `tools` spells). */
   scripts?: Iterable<BehaviourKind>;
   evidence?: SimulatorEvidence;
@@ -351,6 +353,7 @@ export function simulatorWorld(options: SimulatorWorldOptions): ConformanceWorld
         home,
       };
       return {
+        ...(options.otherModel ? { otherModel: options.otherModel } : {}),
         adapter: () => options.adapter({ ...provider, env: { ...provider.env } }),
         next: (behaviour, { userText }) => void behaviours.set(userText, behaviour),
         release: (gate) => {

@@ -100,6 +100,11 @@ export interface TurnEvidence {
 /** One path's provider: fresh for every path, so paths never see each other's conversations. */
 export interface WorldRun {
   /**
+   * A model the provider takes besides its default, for the model switch (default `conformance-other-model`: a
+   * provider that takes any name). A provider that knows only its own models names one of them.
+   */
+  readonly otherModel?: string;
+  /**
    * An adapter on this run's provider. Called for each of the runtime's two targets when it opens (a conversation
    * switches from one to the other and back), and again for each runtime restart (resume in a new session): every
    * adapter must reach the same provider state (its conversations), as a real provider keeps them on disk.

@@ -18,6 +18,7 @@ import type {
   RequestPermissionResponse,
   SessionUpdate,
 } from "../../src/adapters/acp/protocol/sdk.js";
+import type { RawOutputFields } from "../../src/adapters/acp/tools.js";
 
 type StopReason = PromptResponse["stopReason"];
 import { RequestPayloadSchema, type RequestDecision, type RequestPayload } from "../../src/domain/items.js";
@@ -55,7 +56,8 @@ class Session {
   readonly state: AcpThreadState = newThreadState();
   /** Everything the mapper produced so far, in order. */
   readonly events: ProviderEvent[] = [];
-  terminals = new Map<string, string>();
+  /** Where the target says the agent's raw output holds a tool's output (the adapter option `rawOutput`). */
+  raw: RawOutputFields = {};
 
   private keep(events: ProviderEvent[]): ProviderEvent[] {
     this.events.push(...valid(events));
@@ -64,7 +66,7 @@ class Session {
 
   update(raw: Record<string, unknown>): ProviderEvent[] {
     const update = zSessionUpdate.parse(raw) as SessionUpdate;
-    return this.keep(mapUpdate(this.state, WHERE, update, (id) => this.terminals.get(id)));
+    return this.keep(mapUpdate(this.state, WHERE, update, this.raw));
   }
 
   message(text: string, messageId?: string): ProviderEvent[] {
@@ -419,17 +421,48 @@ describe("acp mapper: tool calls", () => {
     ]);
   });
 
-  it("reads a terminal's output, the client's own, for a command's output", () => {
+  // tool-calls: `rawOutput` is "Raw output returned by the tool", its shape the agent's; content is what it shows.
+  it("takes a tool's raw output for its output where its content shows none: as text, or the target's field", () => {
     const s = new Session();
-    s.terminals.set("term_xyz789", "OUT-42\n");
-    s.update({ sessionUpdate: "tool_call", toolCallId: "call_t", title: "echo", kind: "execute" });
+    s.update({ sessionUpdate: "tool_call", toolCallId: "call_r", title: "echo", kind: "execute" });
+    const text = s.update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "call_r",
+      status: "completed",
+      rawOutput: "OUT-1",
+    });
+    expect(completedOf(text, "call_r")[0]).toMatchObject({ output: "OUT-1" });
+    s.raw = { text: "aggregated_output", exitCode: "exit_code" };
+    s.update({ sessionUpdate: "tool_call", toolCallId: "call_o", title: "echo", kind: "execute" });
     const done = s.update({
       sessionUpdate: "tool_call_update",
-      toolCallId: "call_t",
+      toolCallId: "call_o",
       status: "completed",
-      content: [{ type: "terminal", terminalId: "term_xyz789" }],
+      rawOutput: { aggregated_output: "OUT-2\n", exit_code: 3 },
     });
-    expect(completedOf(done, "call_t")[0]!.output).toContain("OUT-42");
+    expect(completedOf(done, "call_o")[0]).toMatchObject({ output: "OUT-2\n", exitCode: 3 });
+  });
+
+  it("prefers what the content shows to the raw output, and reads no field the target did not name", () => {
+    const s = new Session();
+    s.update({ sessionUpdate: "tool_call", toolCallId: "call_c", title: "echo", kind: "execute" });
+    const shown = s.update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "call_c",
+      status: "completed",
+      content: [{ type: "content", content: { type: "text", text: "shown" } }],
+      rawOutput: "raw",
+    });
+    expect(completedOf(shown, "call_c")[0]).toMatchObject({ output: "shown" });
+    s.update({ sessionUpdate: "tool_call", toolCallId: "call_n", title: "echo", kind: "execute" });
+    const unnamed = s.update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "call_n",
+      status: "completed",
+      rawOutput: { aggregated_output: "hidden", exit_code: 0 },
+    });
+    expect(completedOf(unnamed, "call_n")[0]!.output).toBeUndefined();
+    expect(completedOf(unnamed, "call_n")[0]!.exitCode).toBeUndefined();
   });
 
   it("starts the item of an update about a tool call it never saw announced", () => {

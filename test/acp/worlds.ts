@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createAcpAdapter } from "../../src/adapters/acp/adapter.js";
-import { geminiAgent } from "../../src/adapters/acp/agents.js";
+import { claudeAgent, codexAgent, geminiAgent } from "../../src/adapters/acp/agents.js";
 import type { ProviderAdapter } from "../../src/adapters/contract.js";
 import { simulatorWorld, type ConformanceWorld } from "../../src/conformance/index.js";
 import type { ToolCallSpec } from "../../src/simulator/index.js";
@@ -57,6 +57,110 @@ export function geminiConformanceWorld(options: AgentWorldOptions = {}): Conform
       ownText: /^\s*</,
       turnRequest: (request) => request.url.includes(":streamGenerateContent"),
       model: (request) => /\/models\/([^/:]+):/.exec(request.url)?.[1] ?? null,
+    },
+  });
+}
+
+/** Under Claude's `default` permission mode a `node` command asks; `echo` does not. */
+const CLAUDE_ASKING = "node -e \"console.log('conformance')\"";
+
+/**
+ * Claude Code through claude-agent-acp: its home's settings set the `default` permission mode (asks before commands
+ * other than read-only ones, and before writes and reads outside the working directory); its tools are Claude's own
+ * (`Bash`, `Write`, `Read`, `TodoWrite`, shown as a plan whose step in progress is named by its active form); its own
+ * user texts are tagged; its side requests (the session's title) carry no tools; its model selector takes `sonnet`,
+ * which Claude names in full in its requests.
+ */
+export function claudeConformanceWorld(options: AgentWorldOptions = {}): ConformanceWorld {
+  return simulatorWorld({
+    name: options.name ?? "claude-acp",
+    otherModel: "sonnet",
+    adapter: ({ baseUrl, env, apiKeyEnv, home }) => {
+      const configDir = join(home, ".claude");
+      mkdirSync(configDir, { recursive: true });
+      writeFileSync(join(configDir, "settings.json"), JSON.stringify({ permissions: { defaultMode: "default" } }));
+      const adapter = createAcpAdapter(
+        claudeAgent({ home, configDir, endpoint: { baseUrl, apiKey: env[apiKeyEnv]! } }),
+      );
+      return options.wrap ? options.wrap(adapter) : adapter;
+    },
+    tools: {
+      command: ({ asks, output }) =>
+        tool("Bash", { command: asks ? CLAUDE_ASKING : `echo '${output}'`, description: "conformance" }),
+      file_change: ({ request, outside }) =>
+        tool("Write", { file_path: join(outside, `change-${request.id}.txt`), content: "conformance" }),
+      file_read: ({ outside }) => tool("Read", { file_path: join(outside, "read.txt") }),
+      plan: () => [
+        {
+          tools: [
+            tool("TodoWrite", {
+              todos: [
+                { content: "look", status: "completed", activeForm: "look" },
+                { content: "edit", status: "in_progress", activeForm: "edit" },
+              ],
+            }),
+          ],
+        },
+      ],
+    },
+    evidence: {
+      ownText: /^\s*(<|\[Request interrupted)/,
+      turnRequest: (request) => !!(request.body as { tools?: unknown[] } | null)?.tools?.length,
+      model: (request) => {
+        const model = (request.body as { model?: unknown } | null)?.model;
+        return typeof model !== "string" ? null : model.includes("sonnet") ? "sonnet" : model;
+      },
+    },
+  });
+}
+
+/** Codex's tools run a command through `exec_command`: an escalated one asks, a default one runs in the sandbox. */
+const exec = (cmd: string, escalate: boolean): ToolCallSpec =>
+  tool("exec_command", {
+    cmd,
+    sandbox_permissions: escalate ? "require_escalated" : "use_default",
+    justification: "conformance",
+  });
+
+/**
+ * Codex through codex-acp: `exec_command` (escalated: asks), `apply_patch` (outside the working directory: asks),
+ * `update_plan`; its own user texts are tagged; its model selector takes `gpt-5.4`.
+ */
+export function codexConformanceWorld(options: AgentWorldOptions = {}): ConformanceWorld {
+  return simulatorWorld({
+    name: options.name ?? "codex-acp",
+    otherModel: "gpt-5.4",
+    adapter: ({ baseUrl, env, apiKeyEnv, home }) => {
+      const codexHome = join(home, ".codex");
+      mkdirSync(codexHome, { recursive: true });
+      const endpoint = { baseUrl: `${baseUrl}/v1`, apiKey: env[apiKeyEnv]! };
+      const adapter = createAcpAdapter(codexAgent({ home, codexHome, endpoint }));
+      return options.wrap ? options.wrap(adapter) : adapter;
+    },
+    tools: {
+      command: ({ asks, output }) => (asks ? exec("echo conformance", true) : exec(`echo '${output}'`, false)),
+      file_change: ({ request, outside }) => ({
+        name: "apply_patch",
+        custom: true,
+        input: `*** Begin Patch\n*** Add File: ${join(outside, `change-${request.id}.txt`)}\n+conformance\n*** End Patch\n`,
+      }),
+      plan: () => [
+        {
+          tools: [
+            tool("update_plan", {
+              explanation: "conformance",
+              plan: [
+                { step: "look", status: "completed" },
+                { step: "edit", status: "in_progress" },
+              ],
+            }),
+          ],
+        },
+      ],
+    },
+    evidence: {
+      ownText: /^\s*</,
+      turnRequest: (request) => request.dialect === "responses",
     },
   });
 }

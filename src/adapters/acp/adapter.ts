@@ -34,6 +34,7 @@ import type {
   SessionNotification,
   SessionUpdate,
 } from "./protocol/sdk.js";
+import type { RawOutputFields } from "./tools.js";
 import { AcpChannel, agentLaunch, bounded, type AcpAgentCommand } from "./transport.js";
 
 /**
@@ -62,6 +63,11 @@ export interface AcpAdapterOptions {
    * update that follows the replay. The load completes when it arrives, and what comes before is dropped as history.
    */
   replayEndsWith?: SessionUpdate["sessionUpdate"];
+  /**
+   * For an agent that shows a tool's output in no content block: the fields of its `rawOutput` that hold the output's
+   * text and a command's exit code (ACP leaves the raw output's shape to the agent).
+   */
+  rawOutput?: RawOutputFields;
   /** Host lifecycle (startup timeout, idle TTL, restart budget). */
   policy?: Partial<SupervisorPolicy>;
   /** Caps on what the agent may send at once. */
@@ -165,7 +171,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       return;
     }
     if (params.update.sessionUpdate === "config_option_update") thread.configOptions = params.update.configOptions;
-    emit(thread, mapUpdate(thread.state, { threadRef: params.sessionId }, params.update));
+    emit(thread, mapUpdate(thread.state, { threadRef: params.sessionId }, params.update, options.rawOutput));
   }
 
   function onPermission(
@@ -349,8 +355,14 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
         throw new ResumeFailedError(`the agent cannot load a session (it advertises neither load nor resume)`, {
           cursor: ref,
         });
-      // Already open in this agent process (another provider session's, or this one's): taken over as it is.
-      if (threads.get(ref)?.channel === channel) return adopt(sessionId, channel, ref, cwd);
+      // Already open in this agent process (another provider session's, or this one's): taken over as it is, with
+      // the settings the agent said of it.
+      const open = threads.get(ref);
+      if (open?.channel === channel) {
+        const handle = adopt(sessionId, channel, ref, cwd);
+        Object.assign(threads.get(ref)!, { configOptions: open.configOptions, model: open.model });
+        return opened(sessionId, handle, undefined);
+      }
       const handle = adopt(sessionId, channel, ref, cwd);
       let answer: { configOptions?: SessionConfigOption[] | null } | void;
       try {

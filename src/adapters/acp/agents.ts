@@ -185,9 +185,10 @@ export function codexAgent(
       secretEnv: (endpoint ? { [CODEX_KEY_ENV]: endpoint.apiKey } : {}) as Record<string, string>,
       inherit: ["CODEX_HOME"],
     },
-    // Codex shares its plan (update_plan) and never asks before reads; its tool updates carry their output; its
-    // messages have no ids.
+    // Codex shares its plan (update_plan) and never asks before reads; its tool updates carry their output (in the raw
+    // output: `aggregated_output`, `exit_code`); its messages have no ids.
     behaviour: { plans: true, asksBeforeReads: false, toolOutput: true, messageIds: false },
+    rawOutput: { text: "aggregated_output", exitCode: "exit_code" },
   } satisfies AcpAdapterOptions;
 }
 

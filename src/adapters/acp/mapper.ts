@@ -10,7 +10,17 @@ import type {
   RequestPermissionResponse,
   SessionUpdate,
 } from "./protocol/sdk.js";
-import { itemKindOf, knownTool, merge, outputOf, permissionPayload, toolDetail, type KnownTool } from "./tools.js";
+import {
+  exitCodeOf,
+  itemKindOf,
+  knownTool,
+  merge,
+  outputOf,
+  permissionPayload,
+  toolDetail,
+  type KnownTool,
+  type RawOutputFields,
+} from "./tools.js";
 
 /**
  * ACP `session/update`s -> normalized provider events, per ACP session (one provider thread). ACP has no turn ids and
@@ -80,15 +90,12 @@ const PLAN_STATUS: Record<string, StepStatus> = {
   completed: "completed",
 };
 
-/**
- * One `session/update` of a live turn. `terminalOutput` reads what a terminal the client runs for the agent printed
- * (its output is the client's, not in the update).
- */
+/** One `session/update` of a live turn; `raw`: where the agent puts a tool's output in its raw output, if anywhere. */
 export function mapUpdate(
   state: AcpThreadState,
   where: Where,
   update: SessionUpdate,
-  terminalOutput: (terminalId: string) => string | undefined = () => undefined,
+  raw: RawOutputFields = {},
 ): ProviderEvent[] {
   switch (update.sessionUpdate) {
     case "agent_message_chunk":
@@ -103,7 +110,7 @@ export function mapUpdate(
       const known = state.tools.get(update.toolCallId);
       const tool = known ? merge(known, update) : knownTool(update);
       state.tools.set(tool.toolCallId, tool);
-      return [...closeOpen(state, where), ...toolEvents(where, tool, update.status ?? null, terminalOutput)];
+      return [...closeOpen(state, where), ...toolEvents(where, tool, update.status ?? null, raw)];
     }
     case "plan":
       return [
@@ -122,12 +129,7 @@ export function mapUpdate(
 }
 
 /** A tool call's item: started once, ended once (by a `completed` or `failed` status). */
-function toolEvents(
-  where: Where,
-  tool: KnownTool,
-  status: string | null,
-  terminalOutput: (terminalId: string) => string | undefined,
-): ProviderEvent[] {
+function toolEvents(where: Where, tool: KnownTool, status: string | null, raw: RawOutputFields): ProviderEvent[] {
   if (tool.ended) return [];
   const ref = tool.toolCallId ? { itemRef: tool.toolCallId } : {};
   const events: ProviderEvent[] = [];
@@ -138,7 +140,8 @@ function toolEvents(
   const kind = tool.started;
   if (status === "completed" || status === "failed") {
     tool.ended = true;
-    const output = outputOf(tool, terminalOutput);
+    const output = outputOf(tool, raw);
+    const exitCode = exitCodeOf(tool, raw);
     events.push({
       type: "item.completed",
       ...where,
@@ -146,6 +149,7 @@ function toolEvents(
       kind,
       status,
       ...(output ? { output } : {}),
+      ...(exitCode === undefined ? {} : { exitCode }),
     });
   }
   return events;
@@ -163,7 +167,7 @@ export function permissionRequest(
   const known = state.tools.get(params.toolCall.toolCallId);
   const tool = known ? merge(known, params.toolCall) : knownTool(params.toolCall);
   state.tools.set(tool.toolCallId, tool);
-  const events = [...closeOpen(state, where), ...toolEvents(where, tool, null, () => undefined)];
+  const events = [...closeOpen(state, where), ...toolEvents(where, tool, null, {})];
   return { events, itemRef: tool.toolCallId || undefined, request: permissionPayload(tool) };
 }
 

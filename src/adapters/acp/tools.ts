@@ -17,6 +17,8 @@ export interface KnownTool {
   rawInput: unknown;
   locations: string[];
   content: ToolCallContent[];
+  /** What the tool returned, as the agent gives it (its shape is the agent's). */
+  rawOutput: unknown;
   /** The item kind it was started under (null: not started yet); a later change of its kind does not change it. */
   started: ProviderItemKind | null;
   ended: boolean;
@@ -39,6 +41,7 @@ export function knownTool(call: ToolCall | ToolCallUpdate): KnownTool {
       rawInput: undefined,
       locations: [],
       content: [],
+      rawOutput: undefined,
       started: null,
       ended: false,
     },
@@ -54,6 +57,7 @@ export function merge(tool: KnownTool, update: ToolCall | ToolCallUpdate): Known
   if (update.rawInput !== undefined && update.rawInput !== null) tool.rawInput = update.rawInput;
   if (update.locations) tool.locations = update.locations.map((l) => l.path);
   if (update.content) tool.content = update.content;
+  if (update.rawOutput !== undefined && update.rawOutput !== null) tool.rawOutput = update.rawOutput;
   return tool;
 }
 
@@ -115,12 +119,34 @@ export function permissionPayload(tool: KnownTool): RequestPayload {
   return { kind: "tool_approval", toolName: tool.name ?? tool.kind, input: tool.rawInput ?? null };
 }
 
-/** A tool's output: the text of its content blocks (terminals' output is the client's own: see the adapter). */
-export function outputOf(tool: KnownTool, terminalOutput: (terminalId: string) => string | undefined): string {
-  const parts: string[] = [];
-  for (const block of tool.content) {
-    if (block.type === "content" && block.content.type === "text") parts.push(block.content.text);
-    else if (block.type === "terminal") parts.push(terminalOutput(block.terminalId) ?? "");
-  }
-  return parts.join("\n");
+/**
+ * Where an agent that shows a tool's output in no content block puts it in the tool's `rawOutput` (agent-specific: ACP
+ * leaves its shape open): the field holding the output's text, and the one holding a command's exit code.
+ */
+export interface RawOutputFields {
+  text?: string;
+  exitCode?: string;
 }
+
+/**
+ * A tool's output: the text of its content blocks (never a terminal's: the client runs none); where they hold none,
+ * its raw output, where that is text, or the target's field of it.
+ */
+export function outputOf(tool: KnownTool, fields: RawOutputFields = {}): string {
+  const shown = tool.content.flatMap((b) =>
+    b.type === "content" && b.content.type === "text" ? [b.content.text] : [],
+  );
+  if (shown.length > 0) return shown.join("\n");
+  if (typeof tool.rawOutput === "string") return tool.rawOutput;
+  const text = fields.text ? rawField(tool.rawOutput, fields.text) : undefined;
+  return typeof text === "string" ? text : "";
+}
+
+/** A command's exit code, where the target names the raw output's field that holds it. */
+export function exitCodeOf(tool: KnownTool, fields: RawOutputFields = {}): number | undefined {
+  const code = fields.exitCode ? rawField(tool.rawOutput, fields.exitCode) : undefined;
+  return typeof code === "number" && Number.isInteger(code) ? code : undefined;
+}
+
+const rawField = (raw: unknown, field: string): unknown =>
+  typeof raw === "object" && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>)[field] : undefined;
