@@ -359,6 +359,13 @@ export interface ProviderAdapter {
    * host is ready; rejects (typed) when it could not be started. The runtime's `prewarm` option calls it after open.
    */
   prewarm?(): Promise<void>;
+  /**
+   * Present where the record comes from the provider's handshake and the adapter cannot know it before one (an ACP
+   * agent's): the runtime awaits it at open, after `bindHosts` and before it reads `getCapabilities()`, which then
+   * gives the negotiated record. It resolves once a host is up and its handshake done (the host then goes at the
+   * registry's idle release, as a prewarmed one does); it rejects (typed) where none can be, and open fails with it.
+   */
+  negotiate?(): Promise<void>;
   /** One consumer; yields events in provider order until `close()`. */
   streamEvents(): AsyncIterable<ProviderAdapterEvent>;
   close(): Promise<void>;

@@ -78,7 +78,7 @@ export const drives: Record<string, Drive> = {
     const runId = h.runId;
     // What the replacement turn does, should the runtime restart the run with the steer.
     h.steerText = h.nextText("steer");
-    h.world.next({ kind: "text", text: reply(h) }, { userText: h.steerText });
+    h.world.next({ kind: "text", text: reply(h) }, { userText: h.steerText, steer: true });
     const receipt = await h.attempt(() => h.rt.sendMessage({ threadId: h.threadId, text: h.steerText, mode: "steer" }));
     if (!receipt) return;
     if (receipt.via === "native")

@@ -92,6 +92,12 @@ export interface SimulatorEvidence {
   turnKey?(request: SimulatorRequest): string | null;
   /** The mode the provider told the model its turn works in, read from the turn's first request. */
   runtimeMode?(request: SimulatorRequest): TurnEvidence["runtimeMode"];
+  /**
+   * Where the provider takes a native steer into its running turn and its requests name no turn (no `turnKey`): a
+   * steer's text right after the reply (cut short or whole) of a held turn is a steer of that turn. `interrupted` is the
+   * provider's marker of a turn it stopped: a user text after it starts a turn of its own.
+   */
+  steersAfterHeldReply?: { interrupted?: RegExp };
   /** The model a request names, where it is not the body's `model` (Gemini names it in the URL). */
   model?(request: SimulatorRequest): string | null;
 }
@@ -227,6 +233,8 @@ export function simulatorWorld(options: SimulatorWorldOptions): ConformanceWorld
       /** The turns' behaviours, by the user text of the turn each is for. */
       const behaviours = new Map<string, TurnBehaviour>();
       const released = new Set<string>();
+      /** The texts of steers (a turn of their own only where the runtime restarts a run with one). */
+      const steerTexts = new Set<string>();
       /** The subagent behaviours, by the prompt their subagent is given. */
       const subagents = new Map<string, Subagent>();
 
@@ -337,6 +345,27 @@ export function simulatorWorld(options: SimulatorWorldOptions): ConformanceWorld
         return steps[step] ?? last;
       }
 
+      /**
+       * The turn of a request whose latest user texts were steered in (`steersAfterHeldReply`): its own text, and the
+       * steers after it, each a steer's text right after the reply of a held turn, with no interruption between.
+       */
+      function steeredTurn(request: SimulatorRequest): { own: string; steers: string[] } | null {
+        const held = [...behaviours.values()].flatMap((b) => (b.kind === "hold" ? [b.text] : []));
+        const reply = (text: string) => text !== "" && held.some((h) => h.startsWith(text));
+        const marker = evidence.steersAfterHeldReply?.interrupted;
+        const entries = entriesOf(request);
+        const texts = userTexts(request);
+        let own = texts.length - 1;
+        while (own > 0 && steerTexts.has(texts[own]!.text)) {
+          const between = entries.slice(texts[own - 1]!.at + 1, texts[own]!.at);
+          const stopped = marker && between.some((e) => e.role === "user" && marker.test(e.text));
+          if (stopped || !between.some((e) => e.role === "assistant" && reply(e.text))) break;
+          own -= 1;
+        }
+        if (own < 0) return null;
+        return { own: texts[own]!.text, steers: texts.slice(own + 1).map((t) => t.text) };
+      }
+
       const sim = await startModelSimulator({ sideReply: replyFor }).catch(async (error: unknown) => {
         await rm(root, { recursive: true, force: true });
         throw error;
@@ -355,7 +384,10 @@ export function simulatorWorld(options: SimulatorWorldOptions): ConformanceWorld
       return {
         ...(options.otherModel ? { otherModel: options.otherModel } : {}),
         adapter: () => options.adapter({ ...provider, env: { ...provider.env } }),
-        next: (behaviour, { userText }) => void behaviours.set(userText, behaviour),
+        next: (behaviour, { userText, steer }) => {
+          behaviours.set(userText, behaviour);
+          if (steer) steerTexts.add(userText);
+        },
         release: (gate) => {
           released.add(gate);
           sim.releaseHang();
@@ -365,15 +397,22 @@ export function simulatorWorld(options: SimulatorWorldOptions): ConformanceWorld
           const latest = requests.at(-1);
           if (!latest) return null;
           const key = evidence.turnKey?.(latest) ?? null;
-          const first = key === null ? latest : (requests.find((r) => evidence.turnKey!(r) === key) ?? latest);
+          const steered = key === null && evidence.steersAfterHeldReply ? steeredTurn(latest) : null;
+          const first =
+            key !== null
+              ? (requests.find((r) => evidence.turnKey!(r) === key) ?? latest)
+              : steered
+                ? (requests.find((r) => userTexts(r).at(-1)?.text === steered.own) ?? latest)
+                : latest;
           const opening = userTexts(first);
           const own = opening.at(-1)!;
-          const steers = key === null ? [] : userTexts(latest).filter((t) => t.at > own.at);
+          const steers =
+            key !== null ? userTexts(latest).flatMap((t) => (t.at > own.at ? [t.text] : [])) : (steered?.steers ?? []);
           const mode = evidence.runtimeMode?.(first);
           return {
             text: own.text,
             priorUserTexts: opening.slice(0, -1).map((t) => t.text),
-            steers: steers.map((t) => t.text),
+            steers,
             context: own.context,
             model: evidence.model
               ? evidence.model(first)

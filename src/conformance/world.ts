@@ -114,9 +114,9 @@ export interface WorldRun {
    * Says what the provider's turn for `userText` does, before the message is sent. Behaviours come in the order the
    * turns will: a world may queue them (a simulator's reply queue) or key them by the user text the turn carries (more
    * robust where the provider makes side requests). A steer that restarts a run is a turn of its own: its user text
-   * is the steer's. A native steer is no turn: it goes into the turn it steers (`TurnEvidence.steers`).
+   * is the steer's (`steer: true`). A native steer is no turn: it goes into the turn it steers (`TurnEvidence.steers`).
    */
-  next(behaviour: TurnBehaviour, turn: { userText: string }): void;
+  next(behaviour: TurnBehaviour, turn: { userText: string; steer?: boolean }): void;
   /** Lets a `hold` turn waiting at `gate` go on. */
   release(gate: string): void;
   /** The provider's evidence of its latest turn (null: it has taken none). */

@@ -205,6 +205,20 @@ export function failureReporter(onFailure: RuntimeOptions["onFailure"]): (failur
   };
 }
 
+function checkServed(id: string, adapter: ProviderAdapter): void {
+  assertServed(adapter, parseCapabilities(adapter.getCapabilities()), `providers.${id}.capabilities`);
+}
+
+/**
+ * At open, after `bindHosts`: each record only a handshake tells is negotiated (`negotiate`), then checked as every
+ * other is at validation. A provider whose handshake fails fails open, typed.
+ */
+export async function negotiateRecords(providers: Record<string, ProviderAdapter>): Promise<void> {
+  const negotiating = Object.entries(providers).filter(([, adapter]) => typeof adapter.negotiate === "function");
+  await Promise.all(negotiating.map(([, adapter]) => adapter.negotiate!()));
+  for (const [id, adapter] of negotiating) checkServed(id, adapter);
+}
+
 /** Validates `createRuntime`'s options (shape and adapters); the data directory is checked when it is opened. */
 export function validateOptions(options: unknown): asserts options is RuntimeOptions {
   if (typeof options !== "object" || options === null) throw new InvalidInputError("options", "expected an object");
@@ -215,8 +229,9 @@ export function validateOptions(options: unknown): asserts options is RuntimeOpt
         if (typeof adapter[method] !== "function")
           throw new InvalidInputError(`providers.${id}.${method}`, "adapter method missing");
       }
-      // A capability declared without the method that serves it: refused before anything relies on it.
-      assertServed(adapter, parseCapabilities(adapter.getCapabilities()), `providers.${id}.capabilities`);
+      // A capability declared without the method that serves it: refused before anything relies on it (a record a
+      // handshake tells, once it is negotiated at open: `checkNegotiated`).
+      if (typeof adapter.negotiate !== "function") checkServed(id, adapter);
     } catch (error) {
       // An adapter that throws as it is read (a Proxy, a getter, its getCapabilities) is one the runtime cannot use.
       if (isTillerError(error)) throw error;

@@ -63,7 +63,14 @@ import { threadSnapshot, type ThreadSnapshot } from "./snapshot.js";
 import { FOLD_VERSION, Projections, isTerminalRunStatus, type RunView } from "./projections.js";
 import { ReadModelStore, type ReadModelSelector } from "./readModels.js";
 import { HostRegistry } from "./hosts/registry.js";
-import { checkedClock, failureReporter, prepareDataDir, validateOptions, type RuntimeOptions } from "./options.js";
+import {
+  checkedClock,
+  failureReporter,
+  negotiateRecords,
+  prepareDataDir,
+  validateOptions,
+  type RuntimeOptions,
+} from "./options.js";
 import { startPrewarm } from "./prewarm.js";
 import { inspectOptionsOf, startRuntimeInspector, type RuntimeInspector } from "./inspector.js";
 import { shutDown } from "./shutdown.js";
@@ -245,6 +252,8 @@ export class Runtime implements TillerRuntime {
       registry = hosts.registry;
       const { reaped } = hosts;
       for (const [target, adapter] of Object.entries(options.providers)) adapter.bindHosts?.(registry, target);
+      // A record that only a handshake tells is negotiated before anything reads it.
+      await negotiateRecords(options.providers);
       runtime = new Runtime(options, dataDir, log, lock, doc, registry);
       if (failedEarly) runtime.#d.failed(failedEarly);
       const ignored = await runtime.#restore(found.snapshot);

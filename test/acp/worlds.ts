@@ -106,6 +106,8 @@ export function claudeConformanceWorld(options: AgentWorldOptions = {}): Conform
     evidence: {
       ownText: /^\s*(<|\[Request interrupted)/,
       turnRequest: (request) => !!(request.body as { tools?: unknown[] } | null)?.tools?.length,
+      // A steer goes into the running turn (`_session/steering`); a turn Claude stopped is marked in its history.
+      steersAfterHeldReply: { interrupted: /^\s*\[Request interrupted/ },
       model: (request) => {
         const model = (request.body as { model?: unknown } | null)?.model;
         return typeof model !== "string" ? null : model.includes("sonnet") ? "sonnet" : model;

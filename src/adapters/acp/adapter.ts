@@ -327,10 +327,16 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
     thread.model = model;
   }
 
+  const hostedMethods = host.methods(spec);
   const adapter: AcpAdapter = {
-    ...host.methods(spec),
+    ...hostedMethods,
     provider: "acp",
-    // The record of the first agent process's handshake; before any, ACP's least (nothing advertised).
+    // The record is the agent's `initialize` answer: the runtime has it negotiated (an agent started, its handshake
+    // done) before it reads `getCapabilities()`.
+    async negotiate() {
+      if (!declared) await hostedMethods.prewarm();
+    },
+    // The record of the first agent process's handshake (`negotiate`); before any, ACP's least (nothing advertised).
     getCapabilities: () => declared ?? acpCapabilities({ protocolVersion: 1 }, options.behaviour),
     async startSession({ sessionId, model }) {
       const lease = await sessions.open(sessionId, spec);
