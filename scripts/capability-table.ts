@@ -1,17 +1,32 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { claudeAgent, codexAgent, geminiAgent } from "../src/adapters/acp/agents.js";
+import { acpCapabilities } from "../src/adapters/acp/capabilities.js";
+import type { InitializeResponse } from "../src/adapters/acp/protocol/sdk.js";
 import { claudeCapabilities } from "../src/adapters/claude/capabilities.js";
 import { codexCapabilities } from "../src/adapters/codex/capabilities.js";
 import type { ProviderCapabilities } from "../src/capabilities/index.js";
 
 /**
- * The capability table of docs/providers.md: for each group, what each real provider's record
- * lacks (false flags) and its non-boolean values, from the records themselves. `npm run docs`
- * writes it there and the docs tests check it; `npx tsx scripts/capability-table.ts` prints it.
+ * The capability table of the README and docs/providers.md: for each group, what each real provider's record lacks
+ * (false flags) and its non-boolean values, from the records themselves. An ACP agent's record is the one its
+ * `initialize` answer negotiates (the answers of the pinned agents are in test/acp/fixtures, checked against the live
+ * agents by test/acp), with what its preset says it does. `npm run docs` writes it and the docs tests check it;
+ * `npx tsx scripts/capability-table.ts` prints it.
  */
+
+function acpAgent(target: string, behaviour: Parameters<typeof acpCapabilities>[1]): ProviderCapabilities {
+  const file = join(import.meta.dirname, "..", "test", "acp", "fixtures", `${target}.initialize.json`);
+  return acpCapabilities(JSON.parse(readFileSync(file, "utf8")) as InitializeResponse, behaviour);
+}
 
 const providers: Array<[string, ProviderCapabilities]> = [
   ["Codex 0.171", codexCapabilities("0.171.0")],
   ["Claude Code 2.1", claudeCapabilities()],
+  ["Gemini CLI 0.61 (ACP)", acpAgent("gemini", geminiAgent().behaviour)],
+  ["claude-agent-acp 0.101 (ACP)", acpAgent("claude-acp", claudeAgent().behaviour)],
+  ["codex-acp 0.16 (ACP)", acpAgent("codex-acp", codexAgent().behaviour)],
 ];
 
 function cell(fields: Record<string, unknown>): string {

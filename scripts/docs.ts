@@ -28,6 +28,7 @@ export const BLOCKS: Block[] = [
   { file: "README.md", name: "example examples/embedding.ts", render: verbatim("examples/embedding.ts", "ts") },
   { file: "docs/events.md", name: "events", render: eventsBlock },
   { file: "docs/degradations.md", name: "degradations", render: degradationsBlock },
+  { file: "README.md", name: "capability table", render: providerGapsBlock },
   { file: "docs/providers.md", name: "capability gaps", render: providerGapsBlock },
   { file: "docs/providers.md", name: "default record", render: defaultRecordBlock },
 ];

@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createScriptedAdapter } from "../../src/index.js";
@@ -21,6 +22,8 @@ export interface ExpectedRecord {
   /** The agent shares a plan: the reply that makes it share one, and the steps it shows. */
   plan?: { reply: Parameters<AcpWorld["sim"]["push"]>[0]; steps: Array<{ step: string; status: string }> };
 }
+
+const fixture = (target: string) => join(import.meta.dirname, "fixtures", `${target}.initialize.json`);
 
 const report = (target: string, name: string, ms: number) =>
   console.info(`${target} timing: ${name}: ${ms.toFixed(0)} ms`);
@@ -49,8 +52,18 @@ export function agentSuite(agent: AgentUnderTest, expected: ExpectedRecord): voi
         .items.some((i) => i.kind === "assistant_message"),
     );
 
+  /** The agent's answers to `initialize`, as they came (one per agent process). */
+  const initialized: unknown[] = [];
+  let initializeId: unknown = null;
+  const tap = (direction: "in" | "out", line: string) => {
+    const frame = JSON.parse(line) as { id?: unknown; method?: string; result?: unknown };
+    if (direction === "out" && frame.method === "initialize") initializeId = frame.id;
+    else if (direction === "in" && frame.id === initializeId && "result" in frame) initialized.push(frame.result);
+  };
+
   beforeAll(async () => {
     world = await acpWorld(agent, {
+      adapter: { tap },
       runtime: {
         providers: { other: createScriptedAdapter({ script: () => [{ type: "text", text: "other says PAPAYA" }] }) },
       },
@@ -71,6 +84,8 @@ export function agentSuite(agent: AgentUnderTest, expected: ExpectedRecord): voi
       expect(run.items.map((i) => i.kind)).toEqual(["user_message", "reasoning", "assistant_message"]);
       expect(run.items[1]!.text).toContain("a greeting is due");
       expect(run.items[2]!.text).toBe("Hello from the simulator!");
+      // The handshake is the one recorded in test/acp/fixtures (what the docs' capability table is made from).
+      expect(initialized[0]).toEqual(JSON.parse(await readFile(fixture(agent.target), "utf8")));
       const caps = sessionCaps();
       expect(Object.fromEntries(Object.keys(expected.fields).map((f) => [f, field(caps, f)]))).toEqual(expected.fields);
     });

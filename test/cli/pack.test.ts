@@ -154,6 +154,7 @@ describe("the packed package", () => {
         "tiller-runtime/simulator": ["startModelSimulator"],
         "tiller-runtime/codex": ["createCodexAdapter", "codexSimulatorOptions"],
         "tiller-runtime/claude": ["createClaudeAdapter"],
+        "tiller-runtime/acp": ["createAcpAdapter", "acpCapabilities", "geminiAgent", "claudeAgent", "codexAgent"],
         "tiller-runtime/kit": ${JSON.stringify(KIT_NAMES)},
         "tiller-runtime/conformance": ["runConformance", "assertConformance", "simulatorWorld", "scriptedWorld"],
       })) {
@@ -163,13 +164,14 @@ describe("the packed package", () => {
       console.log(JSON.stringify(out));`;
     const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe], { cwd: app, timeout: 60_000 });
     const entries = JSON.parse(stdout) as Record<string, { at: string; exports: string[] }>;
-    expect(Object.keys(entries)).toHaveLength(6);
+    expect(Object.keys(entries)).toHaveLength(7);
     for (const [entry, { at, exports }] of Object.entries(entries)) {
       expect(at, entry).toContain(`file://${app}/node_modules/tiller-runtime/dist/`);
       expect(exports.length, entry).toBeGreaterThan(0);
     }
     expect(entries["tiller-runtime"]!.exports).toHaveLength(4);
     expect(entries["tiller-runtime/codex"]!.exports).toHaveLength(2);
+    expect(entries["tiller-runtime/acp"]!.exports).toHaveLength(5);
     expect(entries["tiller-runtime/kit"]!.exports).toEqual(KIT_NAMES);
     expect(entries["tiller-runtime/conformance"]!.exports).toHaveLength(4);
   }, 60_000);
