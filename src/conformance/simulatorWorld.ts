@@ -94,8 +94,8 @@ export interface SimulatorEvidence {
   runtimeMode?(request: SimulatorRequest): TurnEvidence["runtimeMode"];
   /**
    * Where the provider takes a native steer into its running turn and its requests name no turn (no `turnKey`): a
-   * steer's text right after the reply (cut short or whole) of a held turn is a steer of that turn. `interrupted` is the
-   * provider's marker of a turn it stopped: a user text after it starts a turn of its own.
+   * steer's text right after the reply (cut short or whole) of a held turn is a steer of that turn. `interrupted` is
+   * the provider's marker of a turn it stopped: a user text after it starts a turn of its own.
    */
   steersAfterHeldReply?: { interrupted?: RegExp };
   /** The model a request names, where it is not the body's `model` (Gemini names it in the URL). */

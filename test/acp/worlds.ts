@@ -124,6 +124,8 @@ const exec = (cmd: string, escalate: boolean): ToolCallSpec =>
     justification: "conformance",
   });
 
+const addFilePatch = (file: string) => `*** Begin Patch\n*** Add File: ${file}\n+conformance\n*** End Patch\n`;
+
 /**
  * Codex through codex-acp: `exec_command` (escalated: asks), `apply_patch` (outside the working directory: asks),
  * `update_plan`; its own user texts are tagged; its model selector takes `gpt-5.4`.
@@ -144,7 +146,7 @@ export function codexConformanceWorld(options: AgentWorldOptions = {}): Conforma
       file_change: ({ request, outside }) => ({
         name: "apply_patch",
         custom: true,
-        input: `*** Begin Patch\n*** Add File: ${join(outside, `change-${request.id}.txt`)}\n+conformance\n*** End Patch\n`,
+        input: addFilePatch(join(outside, `change-${request.id}.txt`)),
       }),
       plan: () => [
         {
