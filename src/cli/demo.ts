@@ -1,14 +1,17 @@
 import { join } from "node:path";
 import { createScriptedAdapter } from "../adapters/scripted/host/provider.js";
 import { keyedScript, type ScriptStep } from "../adapters/scripted/host/script.js";
+import type { DomainEvent } from "../domain/events.js";
 import { createRuntime, type TillerRuntime } from "../index.js";
+import type { LogRecord } from "../runtime/store/eventLog.js";
 import { demoProvider, type DemoProviderName } from "./demoProviders.js";
 import { TranscriptPrinter, describe } from "./transcript.js";
 
 /**
  * `tiller demo`: one session through streamed text, an approval, a todo plan (scripted
- * provider), an interrupt and a queued follow-up, printed as a transcript; on the scripted
- * provider or on a real provider binary (Codex, Claude Code) against the model simulator.
+ * provider, and the ACP agents that share one), an interrupt and a queued follow-up, printed
+ * as a transcript; on the scripted provider, or on a real provider binary (Codex, Claude Code)
+ * or ACP agent (Gemini CLI, claude-agent-acp, codex-acp) against the model simulator.
  */
 
 export interface DemoOptions {
@@ -20,7 +23,7 @@ export interface DemoOptions {
   write: (text: string) => void;
   color: boolean;
   chunkDelayMs?: number;
-  /** `scripted` (default), or a real provider binary (`codex`, `claude`) against the model simulator. */
+  /** `scripted` (default), or a real provider (demoProviders.ts) against the model simulator. */
   provider?: "scripted" | DemoProviderName;
 }
 
@@ -85,7 +88,7 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
   const approvals: Promise<unknown>[] = [];
   rt.subscribe({ afterSeq: rt.head }, (record) => {
     events += 1;
-    printer.print(record);
+    printer.print(asTodo(record));
     const event = record.event;
     if (event.type === "request.opened") approvals.push(decide(rt, event.requestId, describe(event.payload), options));
   });
@@ -113,6 +116,15 @@ export async function runDemo(options: DemoOptions): Promise<{ eventLog: string;
     await rt.close();
     await real?.close();
   }
+}
+
+/** A provider's plan, printed as the scripted provider's todo list is (the transcript shows no plan updates). */
+function asTodo(record: LogRecord<DomainEvent>): LogRecord<DomainEvent> {
+  const event = record.event;
+  if (event.type !== "plan.updated") return record;
+  const items = event.steps.map(({ step, status }) => ({ text: step, status }));
+  const { runId, threadId, nodeId } = event;
+  return { ...record, event: { type: "todo.updated", threadId, runId, nodeId, items } };
 }
 
 async function decide(rt: TillerRuntime, requestId: string, what: string, options: DemoOptions): Promise<void> {

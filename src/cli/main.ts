@@ -11,11 +11,14 @@ import { portOf } from "../runtime/inspector.js";
 const HELP = `tiller: an embeddable runtime for coding-agent providers
 
 Usage:
-  tiller demo [--provider scripted|codex|claude] [--yes] [--data-dir DIR] [--no-color]
+  tiller demo [--provider scripted|codex|claude|gemini|claude-acp|codex-acp] [--yes]
+              [--data-dir DIR] [--no-color]
       Drive a provider through streamed text, an approval, an interrupt and a queued
       follow-up (the scripted provider also shows a todo plan). --provider codex or
-      claude runs the real Codex or Claude Code binary against the built-in model
-      simulator (offline, no account).
+      claude runs the real Codex or Claude Code binary, gemini, claude-acp or
+      codex-acp the Gemini CLI, claude-agent-acp or codex-acp over ACP (those two
+      show their plans too), against the built-in model simulator (offline, no
+      account).
       Asks before approving when interactive; --yes approves without asking; a
       non-interactive run never blocks.
   tiller inspect [--port N] [--data-dir DIR] [--show-text] [--yes]
@@ -45,11 +48,13 @@ export async function main(argv: string[]): Promise<number> {
         },
       });
       const provider = values.provider as "scripted" | DemoProviderName;
-      if (provider !== "scripted" && !DEMO_PROVIDERS.includes(provider))
+      if (provider !== "scripted" && !DEMO_PROVIDERS.includes(provider)) {
+        const names = ["scripted", ...DEMO_PROVIDERS];
         throw new InvalidInputError(
           "provider",
-          `must be scripted, ${DEMO_PROVIDERS.join(" or ")}, not "${values.provider}"`,
+          `must be ${names.slice(0, -1).join(", ")} or ${names.at(-1)}, not "${values.provider}"`,
         );
+      }
       const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
       const rl = interactive && !values.yes ? createInterface({ input: process.stdin, output: process.stdout }) : null;
       try {
