@@ -53,4 +53,24 @@ export function capabilityTable(): string {
   return [header, ...rows].join("\n");
 }
 
+/**
+ * The README's table: the fields where the providers' records differ, one row each, by name (each names one field of
+ * the eleven groups), ✓ and ✗ for flags, the value for the rest; fields every provider has alike are left out.
+ */
+export function capabilityDifferences(): string {
+  const records = providers.map(([, caps]) => caps as unknown as Record<string, Record<string, unknown>>);
+  const show = (v: unknown) => (v === true ? "✓" : v === false ? "✗" : String(v));
+  const rows: string[] = [];
+  for (const [group, fields] of Object.entries(records[0]!)) {
+    if (typeof fields !== "object" || fields === null) continue;
+    for (const field of Object.keys(fields)) {
+      const values = records.map((r) => r[group]![field]);
+      if (values.every((v) => v === values[0])) continue;
+      rows.push(`| ${field} | ${values.map(show).join(" | ")} |`);
+    }
+  }
+  const names = providers.map(([name]) => name.replace(/ [\d.]+/, "").replace(" (ACP)", "")).join(" | ");
+  return [`| field | ${names} |`, `|---|${providers.map(() => "---|").join("")}`, ...rows].join("\n");
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1]!).href) console.log(capabilityTable());

@@ -4,7 +4,7 @@ import { pathToFileURL } from "node:url";
 import { readBlock, writeBlock } from "./docsBlocks.js";
 import { degradationsBlock } from "./docsDegradations.js";
 import { eventsBlock } from "./docsEvents.js";
-import { defaultRecordBlock, providerGapsBlock } from "./docsProviders.js";
+import { defaultRecordBlock, providerDifferencesBlock, providerGapsBlock } from "./docsProviders.js";
 
 /**
  * Writes every generated block of the README and docs/ (`npm run docs`), or with `--check`
@@ -28,7 +28,7 @@ export const BLOCKS: Block[] = [
   { file: "README.md", name: "example examples/embedding.ts", render: verbatim("examples/embedding.ts", "ts") },
   { file: "docs/events.md", name: "events", render: eventsBlock },
   { file: "docs/degradations.md", name: "degradations", render: degradationsBlock },
-  { file: "README.md", name: "capability table", render: providerGapsBlock },
+  { file: "README.md", name: "capability table", render: providerDifferencesBlock },
   { file: "docs/providers.md", name: "capability gaps", render: providerGapsBlock },
   { file: "docs/providers.md", name: "default record", render: defaultRecordBlock },
 ];

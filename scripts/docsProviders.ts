@@ -1,5 +1,5 @@
 import { fullCapabilities } from "../src/capabilities/index.js";
-import { capabilityTable } from "./capability-table.js";
+import { capabilityDifferences, capabilityTable } from "./capability-table.js";
 
 /**
  * docs/providers.md, generated parts: what each real provider's record lacks, and the scripted provider's default
@@ -8,6 +8,11 @@ import { capabilityTable } from "./capability-table.js";
 
 export function providerGapsBlock(): string {
   return capabilityTable();
+}
+
+/** The README's: the fields where the providers' records differ. */
+export function providerDifferencesBlock(): string {
+  return capabilityDifferences();
 }
 
 /** `fullCapabilities()`, group by group: ✓ and ✗ for flags, values for the rest. */
