@@ -443,17 +443,17 @@ describe("acp mapper: tool calls", () => {
     expect(completedOf(done, "call_o")[0]).toMatchObject({ output: "OUT-2\n", exitCode: 3 });
   });
 
-  it("prefers what the content shows to the raw output, and reads no field the target did not name", () => {
+  it("prefers a raw output that is text to the content shown, and reads no field the target did not name", () => {
     const s = new Session();
     s.update({ sessionUpdate: "tool_call", toolCallId: "call_c", title: "echo", kind: "execute" });
     const shown = s.update({
       sessionUpdate: "tool_call_update",
       toolCallId: "call_c",
       status: "completed",
-      content: [{ type: "content", content: { type: "text", text: "shown" } }],
+      content: [{ type: "content", content: { type: "text", text: "```console\nraw\n```" } }],
       rawOutput: "raw",
     });
-    expect(completedOf(shown, "call_c")[0]).toMatchObject({ output: "shown" });
+    expect(completedOf(shown, "call_c")[0]).toMatchObject({ output: "raw" });
     s.update({ sessionUpdate: "tool_call", toolCallId: "call_n", title: "echo", kind: "execute" });
     const unnamed = s.update({
       sessionUpdate: "tool_call_update",
@@ -463,6 +463,37 @@ describe("acp mapper: tool calls", () => {
     });
     expect(completedOf(unnamed, "call_n")[0]!.output).toBeUndefined();
     expect(completedOf(unnamed, "call_n")[0]!.exitCode).toBeUndefined();
+  });
+
+  it("starts a pending call once it runs, with what the agent said of it by then; what it showed pending is no output", () => {
+    const s = new Session();
+    // claude-agent-acp announces a call before its input is known, then fills it in.
+    const announced = s.update({
+      sessionUpdate: "tool_call",
+      toolCallId: "call_p",
+      title: "Terminal",
+      kind: "execute",
+      status: "pending",
+      rawInput: {},
+      content: [{ type: "content", content: { type: "text", text: "Proposed: echo hi" } }],
+    });
+    expect(announced).toEqual([]);
+    s.update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "call_p",
+      title: "echo hi",
+      rawInput: { command: "echo hi" },
+    });
+    const ran = s.update({ sessionUpdate: "tool_call_update", toolCallId: "call_p", status: "in_progress" });
+    expect(ran).toMatchObject([{ type: "item.started", detail: { command: "echo hi" } }]);
+    const done = s.update({ sessionUpdate: "tool_call_update", toolCallId: "call_p", status: "completed" });
+    expect(completedOf(done, "call_p")[0]!.output).toBeUndefined();
+  });
+
+  it("starts, at the turn's end, a call that never ran nor asked (the turn's end cancels it)", () => {
+    const s = new Session();
+    s.update({ sessionUpdate: "tool_call", toolCallId: "call_q", title: "ls", kind: "execute", status: "pending" });
+    expect(shape(s.end("end_turn"))).toEqual(["item.started:command_execution", "turn.terminal"]);
   });
 
   it("starts the item of an update about a tool call it never saw announced", () => {
@@ -681,7 +712,9 @@ describe("acp mapper: permission requests", () => {
   });
 
   // The spec's own example asks with nothing but the toolCallId: what the agent announced before is what is asked.
-  it("asks about an announced tool call with what the agent said of it, starting nothing again", () => {
+  // tool-calls, "pending": "The tool call hasn't started running yet because the input is either streaming or we're
+  // awaiting approval" — its item starts with what the agent has said of it once it asks (then never again).
+  it("asks about an announced, pending tool call with what the agent said of it, starting its item once", () => {
     const s = new Session();
     s.update({
       sessionUpdate: "tool_call",
@@ -692,7 +725,9 @@ describe("acp mapper: permission requests", () => {
       rawInput: { command: "rm -rf build" },
     });
     const asked = s.permission({ toolCallId: "call_001" });
-    expect(asked.events).toEqual([]);
+    expect(asked.events).toMatchObject([
+      { type: "item.started", itemRef: "call_001", kind: "command_execution", detail: { command: "rm -rf build" } },
+    ]);
     expect(asked.itemRef).toBe("call_001");
     expect(asked.request).toEqual({ kind: "command", command: "rm -rf build" });
     // Asked again (the agent may ask more than once): still one item.

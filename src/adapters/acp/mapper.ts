@@ -129,10 +129,19 @@ export function mapUpdate(
 }
 
 /** A tool call's item: started once, ended once (by a `completed` or `failed` status). */
-function toolEvents(where: Where, tool: KnownTool, status: string | null, raw: RawOutputFields): ProviderEvent[] {
+function toolEvents(
+  where: Where,
+  tool: KnownTool,
+  status: string | null,
+  raw: RawOutputFields,
+  start = !tool.pending,
+): ProviderEvent[] {
   if (tool.ended) return [];
   const ref = tool.toolCallId ? { itemRef: tool.toolCallId } : {};
   const events: ProviderEvent[] = [];
+  // A call the agent says is pending is still being described (its input streams, or it waits for a permission): its
+  // item starts when it runs, asks, ends, or the turn ends, with what the agent has said of it by then.
+  if (!tool.started && !start) return [];
   if (!tool.started) {
     tool.started = itemKindOf(tool.kind);
     events.push({ type: "item.started", ...where, ...ref, kind: tool.started, detail: toolDetail(tool) });
@@ -167,7 +176,7 @@ export function permissionRequest(
   const known = state.tools.get(params.toolCall.toolCallId);
   const tool = known ? merge(known, params.toolCall) : knownTool(params.toolCall);
   state.tools.set(tool.toolCallId, tool);
-  const events = [...closeOpen(state, where), ...toolEvents(where, tool, null, {})];
+  const events = [...closeOpen(state, where), ...toolEvents(where, tool, null, {}, true)];
   return { events, itemRef: tool.toolCallId || undefined, request: permissionPayload(tool) };
 }
 
@@ -200,6 +209,11 @@ export function outcomeOf(options: PermissionOption[], answer: RequestPermission
   return kind === "allow_always" ? "accept_for_session" : kind?.startsWith("allow") ? "accept" : "decline";
 }
 
+/** The calls the agent announced that never ran nor asked: started at the turn's end (which cancels them). */
+function startPending(state: AcpThreadState, where: Where): ProviderEvent[] {
+  return [...state.tools.values()].flatMap((tool) => (tool.started ? [] : toolEvents(where, tool, null, {}, true)));
+}
+
 /**
  * A prompt's response: the turn's end (after the open message or thought ends). `cancelled` is an interrupt where the
  * client asked for one (`session/cancel`); unasked, the agent cancelled the turn itself (codex-acp does, when a
@@ -217,6 +231,7 @@ export function turnEnded(
     : (STOP[response.stopReason] ?? { status: "failed" as const, failureClass: "unknown_stop_reason" });
   return [
     ...closeOpen(state, where, true),
+    ...startPending(state, where),
     {
       type: "turn.terminal",
       ...where,
@@ -233,6 +248,7 @@ export function turnEnded(
 export function turnFailed(state: AcpThreadState, where: Where, message: string): ProviderEvent[] {
   return [
     ...closeOpen(state, where, true),
+    ...startPending(state, where),
     {
       type: "turn.terminal",
       ...where,

@@ -17,6 +17,10 @@ export interface KnownTool {
   rawInput: unknown;
   locations: string[];
   content: ToolCallContent[];
+  /** The agent says the call is pending: its input still streams, or it waits for a permission. */
+  pending: boolean;
+  /** The content it showed once it ran (in progress, or ended): its output. What it showed pending describes it. */
+  ranContent: ToolCallContent[] | null;
   /** What the tool returned, as the agent gives it (its shape is the agent's). */
   rawOutput: unknown;
   /** The item kind it was started under (null: not started yet); a later change of its kind does not change it. */
@@ -41,6 +45,8 @@ export function knownTool(call: ToolCall | ToolCallUpdate): KnownTool {
       rawInput: undefined,
       locations: [],
       content: [],
+      pending: false,
+      ranContent: null,
       rawOutput: undefined,
       started: null,
       ended: false,
@@ -57,6 +63,10 @@ export function merge(tool: KnownTool, update: ToolCall | ToolCallUpdate): Known
   if (update.rawInput !== undefined && update.rawInput !== null) tool.rawInput = update.rawInput;
   if (update.locations) tool.locations = update.locations.map((l) => l.path);
   if (update.content) tool.content = update.content;
+  if (update.status === "pending") tool.pending = true;
+  else if (update.status) tool.pending = false;
+  // Content shown while the call is pending describes it; from then on it is what the call produced.
+  if (update.content && !tool.pending) tool.ranContent = update.content;
   if (update.rawOutput !== undefined && update.rawOutput !== null) tool.rawOutput = update.rawOutput;
   return tool;
 }
@@ -129,17 +139,18 @@ export interface RawOutputFields {
 }
 
 /**
- * A tool's output: the text of its content blocks (never a terminal's: the client runs none); where they hold none,
- * its raw output, where that is text, or the target's field of it.
+ * A tool's output: its raw output where that is text, else the target's field of it, else the text of the content it
+ * showed once it ran (never what it showed pending: a description, a permission's prompt; never a terminal's: the
+ * client runs none).
  */
 export function outputOf(tool: KnownTool, fields: RawOutputFields = {}): string {
-  const shown = tool.content.flatMap((b) =>
-    b.type === "content" && b.content.type === "text" ? [b.content.text] : [],
-  );
-  if (shown.length > 0) return shown.join("\n");
   if (typeof tool.rawOutput === "string") return tool.rawOutput;
   const text = fields.text ? rawField(tool.rawOutput, fields.text) : undefined;
-  return typeof text === "string" ? text : "";
+  if (typeof text === "string") return text;
+  const shown = (tool.ranContent ?? []).flatMap((b) =>
+    b.type === "content" && b.content.type === "text" ? [b.content.text] : [],
+  );
+  return shown.join("\n");
 }
 
 /** A command's exit code, where the target names the raw output's field that holds it. */
