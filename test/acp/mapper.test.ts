@@ -465,7 +465,7 @@ describe("acp mapper: tool calls", () => {
     expect(completedOf(unnamed, "call_n")[0]!.exitCode).toBeUndefined();
   });
 
-  it("starts a pending call once it runs, with what was said of it by then; what it showed pending is no output", () => {
+  it("starts a pending call once it runs, as said by then; what it showed pending is not output", () => {
     const s = new Session();
     // claude-agent-acp announces a call before its input is known, then fills it in.
     const announced = s.update({
