@@ -119,14 +119,18 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
     throw new InvalidInputError("agent", "must say which agent to run (its command)");
   const launch = agentLaunch(options.agent);
   const host = hosted("acp", {
+    // The session's threads are forgotten first (their late updates belong to no session), then closed in the agent.
     forget: (sessionId) => {
       models.delete(sessionId);
-      for (const [ref, thread] of threads) if (thread.sessionId === sessionId) forgetThread(ref);
+      const owned = [...threads].filter(([, t]) => t.sessionId === sessionId).map(([ref]) => ref);
+      closing.set(sessionId, owned);
+      for (const ref of owned) forgetThread(ref);
     },
     goodbye: async (sessionId, lease) => {
+      const owned = closing.get(sessionId) ?? [];
+      closing.delete(sessionId);
       const channel = lease.channel as AcpChannel;
       if (!advertised(conns.get(channel)?.init.agentCapabilities?.sessionCapabilities?.close)) return;
-      const owned = [...threads].filter(([, t]) => t.sessionId === sessionId).map(([ref]) => ref);
       for (const ref of owned)
         await bounded(
           channel.connection.agent.request(methods.agent.session.close, { sessionId: ref }),
@@ -139,6 +143,8 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
   const conns = new WeakMap<AcpChannel, Conn>();
   /** Provider threads by ACP session id. */
   const threads = new Map<string, Thread>();
+  /** The threads of a stopping provider session, to close in the agent (`session/close`, where advertised). */
+  const closing = new Map<string, string[]>();
   /** The model each provider session was started with (null: the agent's own). */
   const models = new Map<string, string | null>();
   /** Permission requests waiting for an answer, by `<agent serial>:<JSON-RPC id>`. */
