@@ -27,6 +27,11 @@ export interface ReplayDialect {
   requestId(frame: Frame): string | undefined;
   /** The request id a recorded answer carries, and the frame with it replaced. */
   answerTo(frame: Frame): { id: string; readdress(actual: string): Frame } | undefined;
+  /**
+   * A client frame that is no part of the recording (a liveness probe a timer sends): the host's own answer to it
+   * (null: none), written at once, and the frame is not matched. Undefined: the frame is matched as usual.
+   */
+  aside?(frame: Frame): Frame | null | undefined;
 }
 
 export function runReplayHost(name: string, prefix: string, dialect: ReplayDialect): void {
@@ -88,6 +93,11 @@ export function runReplayHost(name: string, prefix: string, dialect: ReplayDiale
       got = JSON.parse(line) as Frame;
     } catch {
       fail("the client sent a line that is not JSON", line, recording[pointer]?.f ?? "(end of recording)");
+    }
+    const own = dialect.aside?.(got);
+    if (own !== undefined) {
+      if (own !== null) process.stdout.write(`${JSON.stringify(own)}\n`);
+      return;
     }
     // Frames the server sent before the client spoke go out first.
     if (matched === 0) emitUntilNextOut();

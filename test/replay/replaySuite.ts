@@ -31,13 +31,19 @@ export interface ReplayDirs {
   fixture: string;
 }
 
+export interface ReplaySuiteOptions {
+  /** The fixtures' directory under test/replay/fixtures (default: the provider's name). */
+  fixtures?: string;
+}
+
 export function replaySuite(
   provider: string,
   replayHost: string,
   scenarios: Record<string, Scenario>,
   makeAdapter: (dirs: ReplayDirs) => ProviderAdapter,
+  options: ReplaySuiteOptions = {},
 ): void {
-  const dir = fixturesDir(provider);
+  const dir = fixturesDir(options.fixtures ?? provider);
   const fixtures = existsSync(dir)
     ? readdirSync(dir)
         .filter((f) => f.endsWith(".jsonl"))
