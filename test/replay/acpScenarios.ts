@@ -17,10 +17,8 @@ export interface AcpCase {
   name: "gemini" | "claude" | "codex";
   agent: AgentUnderTest;
   /**
-   * The command item shows what the command printed, as measured. Not codex-acp's, though its last tool update
-   * carries it (`rawOutput.aggregated_output`): its permission request's tool call has content (the justification and
-   * the decisions offered), later updates none, and the adapter keeps that content as the tool's, shown before any
-   * raw output (src/adapters/acp/tools.ts, `merge` and `outputOf`). Gemini sends no tool output.
+   * The command item shows what the command printed (codex-acp's in its raw output, `aggregated_output`, never its
+   * permission request's prompt). Gemini sends no tool output.
    */
   commandOutput: boolean;
   /** It steers natively (`_session/steering`); else the runtime steers by interrupt-restart. */
@@ -77,7 +75,7 @@ export const acpCases: AcpCase[] = [
   {
     name: "codex",
     agent: codex,
-    commandOutput: false,
+    commandOutput: true,
     nativeSteer: false,
     plan: {
       reply: updatePlan,
