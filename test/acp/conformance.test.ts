@@ -1,4 +1,7 @@
-import { describe, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import type { ProviderAdapter } from "../../src/adapters/contract.js";
+import type { ProviderCapabilities } from "../../src/capabilities/schema.js";
+import { runConformance } from "../../src/conformance/index.js";
 import { expectConforms } from "../conformance/conforms.js";
 import { claudeConformanceWorld, codexConformanceWorld, geminiConformanceWorld } from "./worlds.js";
 
@@ -17,5 +20,52 @@ describe("conformance: ACP agents", () => {
 
   it("codex-acp: every claimed field verified or not exercisable, none refuted", async () => {
     await expectConforms(codexConformanceWorld(), 30_000);
+  }, 600_000);
+});
+
+/** The real adapter, declaring `changes` over the record its agent negotiated (at `getCapabilities` and at start). */
+function claiming(changes: Record<string, Record<string, unknown>>) {
+  const over = (caps: ProviderCapabilities): ProviderCapabilities => {
+    const out = structuredClone(caps) as unknown as Record<string, Record<string, unknown>>;
+    for (const [group, fields] of Object.entries(changes)) Object.assign(out[group]!, fields);
+    return out as unknown as ProviderCapabilities;
+  };
+  return (adapter: ProviderAdapter): ProviderAdapter =>
+    new Proxy(adapter, {
+      get(target, property) {
+        if (property === "getCapabilities") return () => over(target.getCapabilities());
+        if (property === "startSession")
+          return async (input: Parameters<ProviderAdapter["startSession"]>[0]) => {
+            const info = await target.startSession(input);
+            return { ...info, capabilities: over(info.capabilities) };
+          };
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+}
+
+describe("conformance: ACP adapters that claim what their agent does not advertise", () => {
+  it("codex-acp claimed to steer natively, Gemini CLI claimed to fork: each claim refuted on the real agent", async () => {
+    const steering = await runConformance({
+      world: codexConformanceWorld({
+        name: "codex-acp (claims native steering)",
+        wrap: claiming({ turns: { supportsActiveSteering: true, supportsSteeringByInterruptRestart: false } }),
+      }),
+      fields: ["turns.supportsActiveSteering"],
+      timeoutMs: 30_000,
+    });
+    console.log(steering.summary);
+    expect(steering.fields.find((f) => f.field === "turns.supportsActiveSteering")?.verdict).toBe("refuted");
+    const forking = await runConformance({
+      world: geminiConformanceWorld({
+        name: "gemini (claims fork)",
+        wrap: claiming({ threads: { canForkThread: true } }),
+      }),
+      fields: ["threads.canForkThread"],
+      timeoutMs: 30_000,
+    });
+    console.log(forking.summary);
+    expect(forking.fields.find((f) => f.field === "threads.canForkThread")?.verdict).toBe("refuted");
   }, 600_000);
 });
