@@ -46,7 +46,7 @@ function claiming(changes: Record<string, Record<string, unknown>>) {
 }
 
 describe("conformance: ACP adapters that claim what their agent does not advertise", () => {
-  it("codex-acp claimed to steer natively, Gemini CLI claimed to fork: each claim refuted on the real agent", async () => {
+  it("codex-acp said to steer natively, Gemini CLI said to fork: each claim refuted on the real agent", async () => {
     const steering = await runConformance({
       world: codexConformanceWorld({
         name: "codex-acp (claims native steering)",
