@@ -3,6 +3,7 @@ import {
   CapabilityUnsupportedError,
   HostUnavailableError,
   InvalidInputError,
+  ProtocolError,
   ProviderError,
   ResumeFailedError,
 } from "../../domain/errors.js";
@@ -35,7 +36,7 @@ import type {
   SessionUpdate,
 } from "./protocol/sdk.js";
 import type { RawOutputFields } from "./tools.js";
-import { AcpChannel, agentLaunch, bounded, type AcpAgentCommand } from "./transport.js";
+import { AcpChannel, agentLaunch, bounded, checkedNotification, type AcpAgentCommand } from "./transport.js";
 
 /**
  * Any Agent Client Protocol agent (Gemini CLI, claude-agent-acp, codex-acp...), driven over stdio through the ACP
@@ -103,12 +104,17 @@ interface Thread {
   configOptions: SessionConfigOption[];
   /** The model this adapter chose for the session (null: the agent's own). */
   model: string | null;
+  /** The JSON-RPC ids of the permission requests it was asked (their replies are written before the agent stops). */
+  asked: Array<string | number | null>;
 }
 
 interface Pending {
   thread: string;
+  /** The request's JSON-RPC id, as the agent gave it. */
+  id: string | number | null;
   options: PermissionOption[];
-  answer(response: RequestPermissionResponse): void;
+  /** Answers the agent; `told` (default): the app stream hears the request resolved. */
+  answer(response: RequestPermissionResponse, told?: boolean): void;
 }
 
 /** The adapter: the contract's methods, its host spec and its agent processes' pids. */
@@ -123,13 +129,16 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
     forget: (sessionId) => {
       models.delete(sessionId);
       const owned = [...threads].filter(([, t]) => t.sessionId === sessionId).map(([ref]) => ref);
-      closing.set(sessionId, owned);
+      const answered = owned.flatMap((ref) => threads.get(ref)?.asked ?? []);
+      closing.set(sessionId, { owned, answered });
       for (const ref of owned) forgetThread(ref);
     },
     goodbye: async (sessionId, lease) => {
-      const owned = closing.get(sessionId) ?? [];
+      const { owned, answered } = closing.get(sessionId) ?? { owned: [], answered: [] };
       closing.delete(sessionId);
       const channel = lease.channel as AcpChannel;
+      // The requests it was asked are answered (those still waiting, cancelled) before the agent may be stopped.
+      await channel.replied(answered, 2_000);
       if (!advertised(conns.get(channel)?.init.agentCapabilities?.sessionCapabilities?.close)) return;
       for (const ref of owned)
         await bounded(
@@ -144,7 +153,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
   /** Provider threads by ACP session id. */
   const threads = new Map<string, Thread>();
   /** The threads of a stopping provider session, to close in the agent (`session/close`, where advertised). */
-  const closing = new Map<string, string[]>();
+  const closing = new Map<string, { owned: string[]; answered: Array<string | number | null> }>();
   /** The model each provider session was started with (null: the agent's own). */
   const models = new Map<string, string | null>();
   /** Permission requests waiting for an answer, by `<agent serial>:<JSON-RPC id>`. */
@@ -160,13 +169,19 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
     return thread && thread.channel === channel && sessions.find(thread.sessionId) ? thread : undefined;
   };
 
+  /**
+   * The thread is no provider session's any more (stopped, or its agent is gone): the agent's requests still waiting
+   * are answered `cancelled`, told to no one (the runtime expires them with the session).
+   */
   function forgetThread(ref: string) {
     threads.delete(ref);
-    for (const [requestRef, waiting] of pending)
-      if (waiting.thread === ref) {
-        pending.delete(requestRef);
-        waiting.answer({ outcome: { outcome: "cancelled" } });
-      }
+    cancelRequests(ref, false);
+  }
+
+  /** Answers every permission request of the thread still waiting: `cancelled` (ACP: none is left unanswered). */
+  function cancelRequests(ref: string, told = true) {
+    for (const waiting of [...pending.values()])
+      if (waiting.thread === ref) waiting.answer({ outcome: { outcome: "cancelled" } }, told);
   }
 
   function onUpdate(channel: AcpChannel, params: SessionNotification) {
@@ -177,7 +192,13 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       return;
     }
     if (params.update.sessionUpdate === "config_option_update") thread.configOptions = params.update.configOptions;
-    emit(thread, mapUpdate(thread.state, { threadRef: params.sessionId }, params.update, options.rawOutput));
+    // An update while no prompt runs belongs to no turn (one after the prompt's response is late): not projected.
+    if (!thread.prompting) return;
+    try {
+      emit(thread, mapUpdate(thread.state, { threadRef: params.sessionId }, params.update, options.rawOutput));
+    } catch (error) {
+      channel.ring.note("listener_error", `session/update ${params.update.sessionUpdate}: ${messageOf(error)}`);
+    }
   }
 
   function onPermission(
@@ -192,17 +213,32 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
     if (!thread || !thread.prompting) return Promise.resolve({ outcome: { outcome: "cancelled" } });
     const where = { threadRef: params.sessionId };
     const { events, itemRef, request } = permissionRequest(thread.state, where, params);
-    const requestRef = `${serial}:${String(id)}`;
+    // JSON-RPC ids are typed: 7 and "7" are two requests.
+    const requestRef = `${serial}:${JSON.stringify(id)}`;
+    // An id the agent already has a request waiting under: that one is no answer's to take; this one is cancelled.
+    if (pending.has(requestRef)) {
+      channel.ring.note("invalid_params", `session/request_permission: id ${JSON.stringify(id)} is already waiting`);
+      return Promise.resolve({ outcome: { outcome: "cancelled" } });
+    }
+    thread.asked.push(id);
     emit(thread, [...events, { type: "request.opened", ...where, requestRef, itemRef, request }]);
     return new Promise((resolve) => {
-      const answer = (response: RequestPermissionResponse) => {
-        if (!pending.delete(requestRef)) return;
-        resolve(response);
-        emit(thread, [
-          { type: "request.resolved", ...where, requestRef, outcome: outcomeOf(params.options, response) },
-        ]);
+      const entry: Pending = {
+        thread: params.sessionId,
+        id,
+        options: params.options,
+        answer: (response, told = true) => {
+          if (pending.get(requestRef) !== entry) return;
+          pending.delete(requestRef);
+          resolve(response);
+          if (told)
+            emit(thread, [
+              { type: "request.resolved", ...where, requestRef, outcome: outcomeOf(params.options, response) },
+            ]);
+        },
       };
-      pending.set(requestRef, { thread: params.sessionId, options: params.options, answer });
+      pending.set(requestRef, entry);
+      const answer = entry.answer;
       // The agent withdrew it (`$/cancel_request`).
       signal.addEventListener("abort", () => answer({ outcome: { outcome: "cancelled" } }), { once: true });
     });
@@ -212,7 +248,10 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
     const serial = ++serials;
     const holder: { channel?: AcpChannel } = {};
     const app = client({ name: CLIENT_INFO.name })
-      .onNotification(methods.client.session.update, ({ params }) => onUpdate(holder.channel!, params))
+      // Checked by the channel, as it read them (transport.ts).
+      .onNotification(methods.client.session.update, checkedNotification, ({ params }) =>
+        onUpdate(holder.channel!, params),
+      )
       .onRequest(methods.client.session.requestPermission, ({ params, requestId, signal }) =>
         onPermission(holder.channel!, serial, params, requestId, signal),
       );
@@ -233,6 +272,8 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       "initialize",
     );
     // Checked before anything else is asked, so an agent of another protocol fails the connection, not a session.
+    if (typeof init !== "object" || init === null)
+      throw new ProtocolError(`the agent answered initialize with ${JSON.stringify(init)}`, { method: "initialize" });
     const capabilities = acpCapabilities(init, options.behaviour);
     if (options.authMethod) {
       const offered = (init.authMethods ?? []).map((m) => m.id);
@@ -285,6 +326,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       replaying: null,
       configOptions: [],
       model: null,
+      asked: [],
     };
     threads.set(ref, thread);
     return { threadRef: ref, resumeCursor: ref };
@@ -359,7 +401,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
           CALL_TIMEOUT_MS,
           "session/new",
         );
-        return opened(sessionId, adopt(sessionId, channel, answer.sessionId, cwd), answer);
+        return opened(sessionId, adopt(sessionId, channel, sessionIdOf(answer, "session/new"), cwd), answer);
       }
       const ref = resume.cursor;
       const how = resumeMethod(connOf(channel).init);
@@ -372,7 +414,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       const open = threads.get(ref);
       if (open?.channel === channel) {
         const handle = adopt(sessionId, channel, ref, cwd);
-        Object.assign(threads.get(ref)!, { configOptions: open.configOptions, model: open.model });
+        Object.assign(threads.get(ref)!, { configOptions: open.configOptions, model: open.model, asked: open.asked });
         return opened(sessionId, handle, undefined);
       }
       const handle = adopt(sessionId, channel, ref, cwd);
@@ -419,21 +461,36 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
       thread.prompting = true;
       thread.cancelAsked = false;
       thread.state = newThreadState();
-      const prompt = thread.channel.connection.agent.request(methods.agent.session.prompt, {
+      const channel = thread.channel;
+      const prompt = channel.connection.agent.request(methods.agent.session.prompt, {
         sessionId: address.resumeCursor,
         prompt: promptOf(text, context),
       });
+      const ended = (events: ProviderEvent[]) => {
+        thread.prompting = false;
+        if (threads.get(where.threadRef) !== thread) return;
+        // A permission still waiting when the turn ended is answered (the runtime expires it), before the turn's end.
+        cancelRequests(where.threadRef);
+        emit(thread, events);
+      };
       prompt.then(
         (response) => {
-          thread.prompting = false;
-          if (threads.get(where.threadRef) !== thread) return;
-          emit(thread, turnEnded(thread.state, where, response, thread.cancelAsked));
+          const stop = (response as { stopReason?: unknown } | null)?.stopReason;
+          if (typeof stop === "string") return ended(turnEnded(thread.state, where, response, thread.cancelAsked));
+          channel.ring.note("invalid_params", `session/prompt answered ${JSON.stringify(response)?.slice(0, 200)}`);
+          ended(
+            turnFailed(
+              thread.state,
+              where,
+              "the agent answered session/prompt without a stop reason",
+              "protocol_error",
+            ),
+          );
         },
         (error: unknown) => {
-          thread.prompting = false;
           // A dead agent ends its sessions (the host's loss is told once, for the session): no turn end of its own.
-          if (thread.channel.failed || threads.get(where.threadRef) !== thread) return;
-          emit(thread, turnFailed(thread.state, where, messageOf(error)));
+          if (thread.channel.failed) return void (thread.prompting = false);
+          ended(turnFailed(thread.state, where, messageOf(error)));
         },
       );
       return { turnRef: null };
@@ -479,10 +536,17 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
         CALL_TIMEOUT_MS,
         "session/fork",
       );
-      return opened(sessionId, adopt(sessionId, channel, forked.sessionId, cwd), forked);
+      return opened(sessionId, adopt(sessionId, channel, sessionIdOf(forked, "session/fork"), cwd), forked);
     },
   };
   return defineAdapter(adapter);
+}
+
+/** The session id an agent's answer names; an answer without one is a protocol error naming the call. */
+function sessionIdOf(answer: unknown, method: string): string {
+  const id = (answer as { sessionId?: unknown } | null)?.sessionId;
+  if (typeof id === "string" && id.length > 0) return id;
+  throw new ProtocolError(`the agent answered ${method} without a session id`, { method });
 }
 
 const advertised = (value: unknown): boolean => value !== undefined && value !== null && value !== false;

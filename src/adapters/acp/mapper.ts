@@ -244,8 +244,16 @@ export function turnEnded(
   ];
 }
 
-/** A prompt the agent refused or failed (a JSON-RPC error): the turn failed, the thread is still usable. */
-export function turnFailed(state: AcpThreadState, where: Where, message: string): ProviderEvent[] {
+/**
+ * A prompt the agent refused or failed (a JSON-RPC error: `provider_error`), or answered out of shape
+ * (`protocol_error`): the turn failed, the thread is still usable.
+ */
+export function turnFailed(
+  state: AcpThreadState,
+  where: Where,
+  message: string,
+  failureClass: "provider_error" | "protocol_error" = "provider_error",
+): ProviderEvent[] {
   return [
     ...closeOpen(state, where, true),
     ...startPending(state, where),
@@ -254,7 +262,7 @@ export function turnFailed(state: AcpThreadState, where: Where, message: string)
       ...where,
       status: "failed",
       threadDisposition: "reusable",
-      failureClass: "provider_error",
+      failureClass,
       message,
       retryable: false,
     },

@@ -4,9 +4,10 @@ import { HostUnavailableError, InvalidInputError } from "../../domain/errors.js"
 import { readDiagnostics, resolveLimits, type ChannelLimits } from "../kit/frameLimits.js";
 import type { SpawnSpec } from "../kit/hostSpec.js";
 import { readLines } from "../kit/lines.js";
-import type { FrameRing } from "../kit/ring.js";
+import type { FrameAnomaly, FrameRing } from "../kit/ring.js";
 import { RpcChannel } from "../kit/rpcChannel.js";
-import type { AnyMessage, ClientApp, ClientConnection, JsonRpcId } from "./protocol/sdk.js";
+import { z } from "zod";
+import type { AnyMessage, ClientApp, ClientConnection, JsonRpcId, SessionNotification } from "./protocol/sdk.js";
 
 /**
  * The one hand-written boundary of the ACP adapter: how an agent is started (its command line and environment, from
@@ -82,6 +83,117 @@ export function agentLaunch(agent: AcpAgentCommand): {
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// What the client takes from the agent
+
+/** The `sessionUpdate` kinds ACP has (the SDK's unstable schema): the mapper projects some, the rest are ignored. */
+const UPDATE_KINDS = new Set([
+  "agent_message_chunk",
+  "agent_thought_chunk",
+  "user_message_chunk",
+  "tool_call",
+  "tool_call_update",
+  "plan",
+  "plan_update",
+  "plan_removed",
+  "available_commands_update",
+  "current_mode_update",
+  "config_option_update",
+  "session_info_update",
+  "usage_update",
+  "notice",
+  "compaction_update",
+  "compaction_summary_chunk",
+  "subagent_update",
+  "session_message",
+  "session_message_chunk",
+]);
+
+const text = z.string();
+const optionalText = z.string().nullish();
+const ContentBlockCheck = z.looseObject({ type: z.string(), text: z.string().optional() });
+const ToolContentCheck = z.union([
+  z.looseObject({ type: z.literal("content"), content: ContentBlockCheck }),
+  z.looseObject({ type: z.literal("diff"), path: text, oldText: optionalText, newText: text }),
+  z.looseObject({ type: z.literal("terminal"), terminalId: text }),
+]);
+const ToolCheck = z.looseObject({
+  toolCallId: text,
+  kind: optionalText,
+  status: optionalText,
+  title: optionalText,
+  name: optionalText,
+  content: z.array(ToolContentCheck).nullish(),
+  locations: z.array(z.looseObject({ path: text })).nullish(),
+});
+/** What the mapper and the adapter read of each update kind, checked before anything reads it. */
+const UPDATE_CHECKS: Record<string, z.ZodType> = {
+  agent_message_chunk: z.looseObject({ content: ContentBlockCheck, messageId: optionalText }),
+  agent_thought_chunk: z.looseObject({ content: ContentBlockCheck, messageId: optionalText }),
+  user_message_chunk: z.looseObject({ content: ContentBlockCheck }),
+  tool_call: ToolCheck.extend({ title: text }),
+  tool_call_update: ToolCheck,
+  plan: z.looseObject({ entries: z.array(z.looseObject({ content: text, status: text })) }),
+  config_option_update: z.looseObject({
+    configOptions: z.array(z.looseObject({ id: text, type: text, category: optionalText })),
+  }),
+};
+const NotificationCheck = z.looseObject({ sessionId: text, update: z.looseObject({ sessionUpdate: text }) });
+const PermissionCheck = z.looseObject({
+  sessionId: text,
+  toolCall: ToolCheck,
+  options: z.array(z.looseObject({ optionId: text, kind: text, name: text })),
+});
+
+/** The notifications and requests this client takes: any other is noted (a request is still refused by the SDK). */
+const NOTIFICATIONS = new Set(["session/update", "$/cancel_request"]);
+const REQUESTS = new Set(["session/request_permission"]);
+
+type Anomaly = { kind: FrameAnomaly; sample?: string; forward: boolean };
+
+/** Why a parsed frame is no message this client takes (null: it is one). */
+function inspect(message: unknown): Anomaly | null {
+  if (!isObject(message)) return { kind: "not_rpc", forward: false };
+  if (message.jsonrpc !== "2.0") return { kind: "not_rpc", forward: false };
+  const { method, id } = message;
+  if (typeof method !== "string") {
+    if (id === undefined || id === null)
+      return { kind: "error" in message ? "unknown_reply" : "not_rpc", forward: false };
+    return null;
+  }
+  if (id !== undefined) {
+    if (!REQUESTS.has(method))
+      return { kind: "unhandled_request", sample: `${method} (id ${JSON.stringify(id)})`, forward: true };
+    const checked = PermissionCheck.safeParse(message.params);
+    return checked.success
+      ? null
+      : { kind: "invalid_params", sample: `${method}: ${why(checked.error)}`, forward: true };
+  }
+  if (!NOTIFICATIONS.has(method)) return { kind: "unknown_notification", sample: method, forward: false };
+  if (method !== "session/update") return null;
+  const notification = NotificationCheck.safeParse(message.params);
+  if (!notification.success)
+    return { kind: "invalid_params", sample: `${method}: ${why(notification.error)}`, forward: false };
+  const kind = notification.data.update.sessionUpdate;
+  if (!UPDATE_KINDS.has(kind))
+    return { kind: "invalid_params", sample: `${method}: no update kind ${kind}`, forward: false };
+  const update = UPDATE_CHECKS[kind]?.safeParse(notification.data.update);
+  if (update && !update.success)
+    return { kind: "invalid_params", sample: `${method} ${kind}: ${why(update.error)}`, forward: false };
+  return null;
+}
+
+const why = (error: z.ZodError): string => {
+  const issue = error.issues[0];
+  return issue ? `${issue.path.map(String).join(".") || "(params)"}: ${issue.message}` : "invalid";
+};
+
+/**
+ * The session updates the channel let through: checked (above) for what the adapter reads, so the SDK is not asked
+ * to parse them again (a frame its schema refuses would be printed, by the SDK, to the console).
+ */
+export const checkedNotification = (params: unknown): SessionNotification => params as SessionNotification;
+
 /** The `sessionId` of a message's params (empty where there is none). */
 function sessionOf(params: unknown): string {
   const id = isObject(params) ? params.sessionId : undefined;
@@ -107,6 +219,8 @@ export class AcpChannel extends RpcChannel {
    * SDK dispatches notifications and replies on separate paths, so past this point a reply may overtake them).
    */
   #loading = new Map<JsonRpcId, string>();
+  /** The agent's requests the client owes a reply, and who waits for it to be written (`replied`). */
+  #owed = new Map<string, Array<() => void>>();
 
   constructor(
     private readonly child: ChildProcess,
@@ -135,6 +249,11 @@ export class AcpChannel extends RpcChannel {
 
   #send(message: AnyMessage): void {
     if (this.failed) return;
+    if (!("method" in message) && "id" in message) {
+      const key = JSON.stringify(message.id);
+      for (const waiter of this.#owed.get(key) ?? []) waiter();
+      this.#owed.delete(key);
+    }
     if ("method" in message && "id" in message) {
       this.#awaiting.add(message.id);
       if (message.method === "session/load") this.#loading.set(message.id, sessionOf(message.params));
@@ -145,7 +264,12 @@ export class AcpChannel extends RpcChannel {
     this.write(line);
   }
 
-  /** One line from the agent: a JSON object goes to the SDK, anything else is noted. Never throws. */
+  /**
+   * One line from the agent: a message this client takes goes to the SDK; anything else is noted in the ring (by kind,
+   * sampled) and goes nowhere: not JSON, not a JSON-RPC message, a reply to no request, an error with no id, a
+   * notification it does not take, an update of the wrong shape. A request it does not serve still goes to the SDK,
+   * which refuses it (noted too). Never throws.
+   */
   protected override receive(line: string): void {
     this.ring.push("in", line);
     this.tap?.("in", line);
@@ -156,17 +280,39 @@ export class AcpChannel extends RpcChannel {
     } catch {
       return this.ring.note("not_json", line);
     }
-    if (!isObject(message)) return this.ring.note("not_rpc", line);
-    if (!("method" in message) && "id" in message) {
-      const id = message.id as JsonRpcId;
-      if (!this.#awaiting.delete(id)) return this.ring.note("unknown_reply", `id ${String(id)}`);
+    const anomaly = inspect(message);
+    if (anomaly) {
+      this.ring.note(anomaly.kind, anomaly.sample ?? line);
+      if (!anomaly.forward) return;
+    }
+    const frame = message as Record<string, unknown>;
+    if (!("method" in frame)) {
+      const id = frame.id as JsonRpcId;
+      if (!this.#awaiting.delete(id)) return this.ring.note("unknown_reply", `id ${JSON.stringify(id)}`);
       this.#loading.delete(id);
-    } else if (message.method === "session/update" && this.#replaying(sessionOf(message.params))) return;
+    } else if (frame.method === "session/update" && this.#replaying(sessionOf(frame.params))) return;
+    else if ("id" in frame) this.#owed.set(JSON.stringify(frame.id), []);
     try {
-      this.#inbound.enqueue(message as AnyMessage);
+      this.#inbound.enqueue(frame as AnyMessage);
     } catch {
       // The connection is closed: nothing is read any more.
     }
+  }
+
+  /**
+   * Resolves once the client's replies to these agent requests are written (the SDK writes a handler's answer a few
+   * turns of the event loop after it settles; one written already is not waited for), or `timeoutMs` passes.
+   */
+  replied(ids: JsonRpcId[], timeoutMs: number): Promise<void> {
+    const written = ids.flatMap((id) => {
+      const waiters = this.#owed.get(JSON.stringify(id));
+      return waiters ? [new Promise<void>((resolve) => waiters.push(resolve))] : [];
+    });
+    return bounded(
+      Promise.all(written).then(() => undefined),
+      timeoutMs,
+      "the replies",
+    ).catch(() => undefined);
   }
 
   #replaying(sessionId: string): boolean {
