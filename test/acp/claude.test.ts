@@ -1,4 +1,4 @@
-import { claude } from "./harness.js";
+import { claude, todoWrite } from "./harness.js";
 import { agentSuite } from "./suite.js";
 
 /**
@@ -16,19 +16,7 @@ agentSuite(claude, {
     "tools.emitsToolOutput": true,
   },
   plan: {
-    reply: {
-      tools: [
-        {
-          name: "TodoWrite",
-          args: {
-            todos: [
-              { content: "look", status: "completed", activeForm: "Looking" },
-              { content: "edit", status: "in_progress", activeForm: "Editing" },
-            ],
-          },
-        },
-      ],
-    },
+    reply: todoWrite,
     // claude-agent-acp shows a step in progress by its active form, the others by their content.
     steps: [
       { step: "look", status: "completed" },

@@ -1,4 +1,4 @@
-import { codex } from "./harness.js";
+import { codex, updatePlan } from "./harness.js";
 import { agentSuite } from "./suite.js";
 
 /**
@@ -15,20 +15,7 @@ agentSuite(codex, {
     "tools.emitsToolOutput": true,
   },
   plan: {
-    reply: {
-      tools: [
-        {
-          name: "update_plan",
-          args: {
-            explanation: "the plan",
-            plan: [
-              { step: "look", status: "completed" },
-              { step: "edit", status: "in_progress" },
-            ],
-          },
-        },
-      ],
-    },
+    reply: updatePlan,
     steps: [
       { step: "look", status: "completed" },
       { step: "edit", status: "in_progress" },

@@ -127,3 +127,34 @@ export function asProvider(w: AcpWorld, target: string): conformance.ProviderWor
 
 export { until } from "../support/runtime.js";
 export { sawInNextRequest } from "../codex/harness.js";
+
+/** claude-agent-acp's model writes a todo list (`TodoWrite`): the agent shares it as a plan. */
+export const todoWrite: ReplySpec = {
+  tools: [
+    {
+      name: "TodoWrite",
+      args: {
+        todos: [
+          { content: "look", status: "completed", activeForm: "Looking" },
+          { content: "edit", status: "in_progress", activeForm: "Editing" },
+        ],
+      },
+    },
+  ],
+};
+
+/** codex-acp's model updates its plan (`update_plan`): the agent shares it as a plan. */
+export const updatePlan: ReplySpec = {
+  tools: [
+    {
+      name: "update_plan",
+      args: {
+        explanation: "the plan",
+        plan: [
+          { step: "look", status: "completed" },
+          { step: "edit", status: "in_progress" },
+        ],
+      },
+    },
+  ],
+};

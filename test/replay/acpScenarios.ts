@@ -1,6 +1,14 @@
 import { expect } from "vitest";
 import type { Reply } from "../../src/simulator/index.js";
-import { claude, codex, gemini, sawInNextRequest as saw, type AgentUnderTest } from "../acp/harness.js";
+import {
+  claude,
+  codex,
+  gemini,
+  sawInNextRequest as saw,
+  todoWrite,
+  updatePlan,
+  type AgentUnderTest,
+} from "../acp/harness.js";
 import { openThread, pendingRequest, streaming, type Scenario, type ScenarioWorld } from "./scenarios.js";
 
 /**
@@ -26,35 +34,6 @@ export interface AcpCase {
   /** The reply that makes it share a plan, and the steps it shows (none: it shares no plan over ACP). */
   plan?: { reply: Reply; steps: Array<{ step: string; status: string }> };
 }
-
-const todoWrite = {
-  tools: [
-    {
-      name: "TodoWrite",
-      args: {
-        todos: [
-          { content: "look", status: "completed", activeForm: "Looking" },
-          { content: "edit", status: "in_progress", activeForm: "Editing" },
-        ],
-      },
-    },
-  ],
-};
-
-const updatePlan = {
-  tools: [
-    {
-      name: "update_plan",
-      args: {
-        explanation: "the plan",
-        plan: [
-          { step: "look", status: "completed" },
-          { step: "edit", status: "in_progress" },
-        ],
-      },
-    },
-  ],
-};
 
 export const acpCases: AcpCase[] = [
   { name: "gemini", agent: gemini, commandOutput: false, nativeSteer: false },

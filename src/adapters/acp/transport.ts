@@ -5,7 +5,7 @@ import { readDiagnostics, resolveLimits, type ChannelLimits } from "../kit/frame
 import type { SpawnSpec } from "../kit/hostSpec.js";
 import { readLines } from "../kit/lines.js";
 import type { FrameAnomaly, FrameRing } from "../kit/ring.js";
-import { RpcChannel } from "../kit/rpcChannel.js";
+import { answerDeadline, RpcChannel } from "../kit/rpcChannel.js";
 import { z } from "zod";
 import type { AnyMessage, ClientApp, ClientConnection, JsonRpcId, SessionNotification } from "./protocol/sdk.js";
 
@@ -347,17 +347,10 @@ export class AcpChannel extends RpcChannel {
 
 /** A reply, or `host_unavailable` once the agent has not answered within `timeoutMs`: never a hang. */
 export async function bounded<T>(reply: Promise<T>, timeoutMs: number, method: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new HostUnavailableError(`host did not answer ${method} within ${timeoutMs} ms`)),
-      timeoutMs,
-    );
-    timer.unref();
-  });
+  const { expired, clear } = answerDeadline(method, timeoutMs);
   try {
-    return await Promise.race([reply, timeout]);
+    return await Promise.race([reply, expired]);
   } finally {
-    clearTimeout(timer);
+    clear();
   }
 }

@@ -116,15 +116,7 @@ export abstract class RpcChannel {
     params?: unknown,
     options: { bypassGate?: boolean; timeoutMs?: number } = {},
   ): Promise<unknown> {
-    const timeoutMs = options.timeoutMs ?? 30_000;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new HostUnavailableError(`host did not answer ${method} within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-      timer.unref();
-    });
+    const { expired: timeout, clear } = answerDeadline(method, options.timeoutMs ?? 30_000);
     try {
       if (!options.bypassGate) await Promise.race([this.#gate, timeout]);
       if (this.#failed) throw this.#failed;
@@ -135,7 +127,7 @@ export abstract class RpcChannel {
       });
       return await Promise.race([reply, timeout.finally(() => this.#pending.delete(id))]);
     } finally {
-      clearTimeout(timer);
+      clear();
     }
   }
 
@@ -226,6 +218,22 @@ export abstract class RpcChannel {
     this.openGate();
     for (const listener of this.#onFailed) listener(error);
   }
+}
+
+/**
+ * How long a host gets to answer a call: `expired` rejects with `host_unavailable` ("host did not answer ...", what the
+ * registry's liveness probe reads as silence) once `timeoutMs` has passed; `clear` when the answer came.
+ */
+export function answerDeadline(method: string, timeoutMs: number): { expired: Promise<never>; clear(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new HostUnavailableError(`host did not answer ${method} within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    timer.unref();
+  });
+  return { expired, clear: () => clearTimeout(timer) };
 }
 
 /** The start of a parsed value, for a ring sample (JSON.stringify can throw on very deep nesting). */
