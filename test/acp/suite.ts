@@ -123,6 +123,7 @@ export function agentSuite(agent: AgentUnderTest, expected: ExpectedRecord): voi
       }
       world.sim.push(expected.plan.reply, { text: "planned" });
       const run = await rt().waitForRun((await rt().sendMessage({ threadId, text: "plan it" })).runId);
+      expect(run.status, JSON.stringify(run.items)).toBe("completed");
       expect(run.items.find((i) => i.kind === "plan")?.detail).toMatchObject({ steps: expected.plan.steps });
     });
 
