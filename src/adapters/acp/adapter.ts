@@ -185,6 +185,7 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
   }
 
   function onUpdate(channel: AcpChannel, params: SessionNotification) {
+    channel.taken();
     const thread = liveThread(channel, params.sessionId);
     if (!thread) return channel.ring.note("unknown_notification", `session/update of session ${params.sessionId}`);
     if (thread.replaying) {
@@ -474,7 +475,9 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
         emit(thread, events);
       };
       prompt.then(
-        (response) => {
+        async (response) => {
+          // The updates the agent sent ahead of its response are the turn's: taken before the turn ends.
+          await channel.updatesTaken();
           const stop = (response as { stopReason?: unknown } | null)?.stopReason;
           if (typeof stop === "string") return ended(turnEnded(thread.state, where, response, thread.cancelAsked));
           channel.ring.note("invalid_params", `session/prompt answered ${JSON.stringify(response)?.slice(0, 200)}`);
@@ -487,9 +490,10 @@ export function createAcpAdapter(options: AcpAdapterOptions): AcpAdapter {
             ),
           );
         },
-        (error: unknown) => {
+        async (error: unknown) => {
           // A dead agent ends its sessions (the host's loss is told once, for the session): no turn end of its own.
           if (thread.channel.failed) return void (thread.prompting = false);
+          await channel.updatesTaken();
           ended(turnFailed(thread.state, where, messageOf(error)));
         },
       );

@@ -219,6 +219,10 @@ export class AcpChannel extends RpcChannel {
    * SDK dispatches notifications and replies on separate paths, so past this point a reply may overtake them).
    */
   #loading = new Map<JsonRpcId, string>();
+  /** Session updates handed to the SDK, and those its handler has taken (`taken`): a reply waits on the difference. */
+  #updatesIn = 0;
+  #updatesTaken = 0;
+  #untilTaken: Array<{ count: number; resolve: () => void }> = [];
   /** The agent's requests the client owes a reply, and who waits for it to be written (`replied`). */
   #owed = new Map<string, Array<() => void>>();
 
@@ -292,6 +296,7 @@ export class AcpChannel extends RpcChannel {
       this.#loading.delete(id);
     } else if (frame.method === "session/update" && this.#replaying(sessionOf(frame.params))) return;
     else if ("id" in frame) this.#owed.set(JSON.stringify(frame.id), []);
+    else if (frame.method === "session/update") this.#updatesIn += 1;
     try {
       this.#inbound.enqueue(frame as AnyMessage);
     } catch {
@@ -313,6 +318,22 @@ export class AcpChannel extends RpcChannel {
       timeoutMs,
       "the replies",
     ).catch(() => undefined);
+  }
+
+  /** The adapter's handler took a session update (every one the channel handed over is taken, once). */
+  taken(): void {
+    this.#updatesTaken += 1;
+    this.#untilTaken = this.#untilTaken.filter((w) => (w.count <= this.#updatesTaken ? void w.resolve() : true));
+  }
+
+  /**
+   * Resolves once every session update read so far has been taken by the adapter's handler. The SDK dispatches
+   * notifications and replies on separate paths, so a reply (a prompt's response) may reach the adapter before the
+   * updates the agent sent ahead of it: the turn's end waits on this, so that none of its own updates comes after it.
+   */
+  updatesTaken(): Promise<void> {
+    if (this.#updatesTaken >= this.#updatesIn || this.failed) return Promise.resolve();
+    return new Promise((resolve) => this.#untilTaken.push({ count: this.#updatesIn, resolve }));
   }
 
   #replaying(sessionId: string): boolean {
@@ -341,6 +362,7 @@ export class AcpChannel extends RpcChannel {
   override fail(error: Error): void {
     if (this.failed) return;
     super.fail(error);
+    for (const waiter of this.#untilTaken.splice(0)) waiter.resolve();
     this.connection.close(error);
   }
 }
