@@ -35,7 +35,8 @@ afterEach(async () => {
   if (runtimeProcess?.exitCode === null && runtimeProcess.signalCode === null) runtimeProcess.kill("SIGKILL");
   runtimeProcess = null;
   await killSocketHosts();
-  await rm(dataDir, { recursive: true, force: true });
+  // A host the registry reaped may still be taking its socket directory away as it dies.
+  await rm(dataDir, { recursive: true, force: true, maxRetries: 10 });
 });
 
 /** Runs adoptionChild.ts until its approval is durable, then SIGKILLs it; resolves with its host's pid. */
